@@ -1,0 +1,1 @@
+"""Generated protobuf modules for istio.mcp (from proto/, do not edit)."""

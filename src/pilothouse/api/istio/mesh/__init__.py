@@ -1,0 +1,1 @@
+"""Generated protobuf modules for istio.mesh (from proto/, do not edit)."""

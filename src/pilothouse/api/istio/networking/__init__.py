@@ -1,0 +1,1 @@
+"""Generated protobuf modules for istio.networking (from proto/, do not edit)."""

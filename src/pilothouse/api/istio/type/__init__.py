@@ -1,0 +1,1 @@
+"""Generated protobuf modules for istio.type (from proto/, do not edit)."""

@@ -1,0 +1,35 @@
+"""The `pilothouse` command: one subcommand per module in this package."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from pilothouse import __version__
+from pilothouse.cli import serve, validate
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pilothouse",
+        description="A service-mesh control plane: Istio config in, xDS and MCP out.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.required = True
+    validate.add_parser(commands)
+    serve.add_parser(commands)
+    version = commands.add_parser("version", help="print the version")
+    version.set_defaults(run=lambda _args: print(f"pilothouse {__version__}") or 0)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    code = args.run(args)
+    return int(code or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

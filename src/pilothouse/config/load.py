@@ -1,0 +1,265 @@
+"""Raw objects into validated `Config`s, with every problem pinned to a file and line.
+
+This is the one path from text to config: the `validate` CLI, every source, the webhook
+and `apply` all go through :func:`load_text` / :func:`load_object`. Invalid objects are
+reported and skipped; their valid siblings load.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Protocol
+
+from pilothouse.config.decode import decode_message
+from pilothouse.config.documents import RawObject, read_documents
+from pilothouse.config.model import Config, ConfigKey, Origin
+from pilothouse.config.schema import Schema, SchemaSet
+from pilothouse.config.validation.report import Finding, Report, Severity
+
+DEFAULT_NAMESPACE = "default"
+_DNS1123_SUBDOMAIN = re.compile(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+)
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_TOP_LEVEL = frozenset({"apiVersion", "kind", "metadata", "spec", "status"})
+
+
+class _Pin(Protocol):
+    """Makes a Problem for a field path of the object being loaded."""
+
+    def __call__(self, path: str, message: str, key: ConfigKey | None = None) -> Problem: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One problem with one object (or a whole document), ready to print.
+
+    ``key`` is None when the object could not even be identified.
+    """
+
+    severity: Severity
+    file: str | None
+    line: int | None
+    message: str
+    key: ConfigKey | None = None
+
+    def __str__(self) -> str:
+        where = ""
+        if self.file is not None:
+            where = f"{self.file}:{self.line}: " if self.line is not None else f"{self.file}: "
+        what = ""
+        if self.key is not None:
+            what = f"{self.key.kind} {self.key.namespace}/{self.key.name}: "
+        marker = "warning: " if self.severity is Severity.WARNING else ""
+        return f"{where}{what}{marker}{self.message}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "severity": str(self.severity),
+            "file": self.file,
+            "line": self.line,
+            "kind": self.key.kind if self.key else None,
+            "namespace": self.key.namespace if self.key else None,
+            "name": self.key.name if self.key else None,
+            "message": self.message,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class LoadResult:
+    """What came out of some text: valid configs, problems, and the keys of invalid objects."""
+
+    configs: tuple[Config, ...] = ()
+    problems: tuple[Problem, ...] = ()
+    rejected: tuple[ConfigKey, ...] = field(default=())
+    unreadable: bool = False
+    """True when some document could not be parsed at all (bad YAML): the text as a whole
+    is not trustworthy, and sources keep what they loaded from it before."""
+
+    @property
+    def errors(self) -> tuple[Problem, ...]:
+        return tuple(p for p in self.problems if p.severity is Severity.ERROR)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+class ConfigError(Exception):
+    """Raised by the strict loaders when any object is invalid; carries every problem."""
+
+    def __init__(self, problems: Iterable[Problem]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("\n".join(str(p) for p in self.problems) or "invalid config")
+
+
+@dataclass(frozen=True, slots=True)
+class Loader:
+    """Loads text into Configs with one schema set and one default namespace."""
+
+    schemas: SchemaSet = field(default_factory=SchemaSet)
+    default_namespace: str = DEFAULT_NAMESPACE
+    source: str = "file"
+
+    def load_text(self, text: str, file: str) -> LoadResult:
+        """Every object in ``text``; never raises."""
+        read = read_documents(text, file)
+        configs: list[Config] = []
+        problems = [Problem(Severity.ERROR, e.file, e.line, e.message) for e in read.errors]
+        rejected: list[ConfigKey] = []
+        for raw in read.objects:
+            config, found, key = self.load_object(raw)
+            problems.extend(found)
+            if config is not None:
+                configs.append(config)
+            elif key is not None:
+                rejected.append(key)
+        return LoadResult(tuple(configs), tuple(problems), tuple(rejected), bool(read.errors))
+
+    def load_strict(self, text: str, file: str) -> tuple[Config, ...]:
+        """Every object in ``text``, or :class:`ConfigError` if anything is invalid."""
+        result = self.load_text(text, file)
+        if not result.ok:
+            raise ConfigError(result.errors)
+        return result.configs
+
+    def load_object(self, raw: RawObject) -> tuple[Config | None, list[Problem], ConfigKey | None]:
+        """One object: the Config (or None), its problems, and its key when known."""
+        data = raw.data
+
+        def problem(path: str, message: str, key: ConfigKey | None = None) -> Problem:
+            line = raw.line_of(path) if path else raw.line
+            return Problem(Severity.ERROR, raw.file, line, message, key)
+
+        schema, early = self._schema_of(data, problem)
+        if schema is None:
+            return None, early, None
+        metadata = data.get("metadata")
+        if not isinstance(metadata, Mapping):
+            return None, [problem("metadata", "metadata with a name is required")], None
+        name = metadata.get("name")
+        if not isinstance(name, str) or not name:
+            return None, [problem("metadata", "metadata.name is required")], None
+        namespace = metadata.get("namespace", self.default_namespace)
+        if not schema.namespaced:
+            namespace = ""
+        key = ConfigKey(schema.kind, str(namespace), name)
+        found = self._metadata_problems(data, metadata, schema, key, problem)
+        if found:
+            return None, found, key
+        spec, decode_problems = decode_message(data.get("spec"), schema.message)
+        if spec is None:
+            return (
+                None,
+                [problem(p.path, f"{p.path}: {p.message}", key) for p in decode_problems],
+                key,
+            )
+        report = Report(namespace=key.namespace, name=name)
+        try:
+            schema.validator(spec, report)
+        except Exception as exc:  # a validator bug must not take the loader down
+            report.error("spec", f"validator failed: {type(exc).__name__}: {exc}")
+        findings = [self._finding(raw, f, key) for f in report.findings]
+        if not report.ok:
+            return None, findings, key
+        config = Config(
+            kind=schema.kind,
+            name=name,
+            namespace=key.namespace,
+            spec=spec,
+            labels=MappingProxyType(dict(metadata.get("labels") or {})),
+            annotations=MappingProxyType(dict(metadata.get("annotations") or {})),
+            resource_version=str(metadata.get("resourceVersion") or ""),
+            creation_time=_timestamp(metadata.get("creationTimestamp")),
+            origin=Origin(self.source, raw.file, raw.line),
+        )
+        return config, findings, key
+
+    def _schema_of(
+        self, data: Mapping[str, Any], problem: _Pin
+    ) -> tuple[Schema | None, list[Problem]]:
+        kind = data.get("kind")
+        api_version = data.get("apiVersion")
+        if not isinstance(kind, str) or not kind:
+            return None, [problem("kind", "kind is required")]
+        schema = self.schemas.by_kind(kind)
+        if schema is None:
+            supported = ", ".join(sorted(self.schemas.kinds))
+            return None, [problem("kind", f"unknown kind {kind!r}; supported kinds: {supported}")]
+        if not isinstance(api_version, str) or api_version not in schema.api_versions:
+            accepted = ", ".join(schema.api_versions)
+            shown = repr(api_version) if api_version is not None else "missing"
+            return None, [
+                problem("apiVersion", f"apiVersion {shown} is not valid for {kind}; use {accepted}")
+            ]
+        return schema, []
+
+    def _metadata_problems(
+        self,
+        data: Mapping[str, Any],
+        metadata: Mapping[str, Any],
+        schema: Schema,
+        key: ConfigKey,
+        problem: _Pin,
+    ) -> list[Problem]:
+        found: list[Problem] = []
+        for extra in sorted(set(data) - _TOP_LEVEL):
+            found.append(problem(extra, f"{extra}: unknown top-level field", key))
+        if len(key.name) > 253 or not _DNS1123_SUBDOMAIN.match(key.name):
+            found.append(
+                problem(
+                    "metadata.name",
+                    f"metadata.name {key.name!r} must be a lowercase RFC 1123 subdomain",
+                    key,
+                )
+            )
+        if schema.namespaced and (
+            not isinstance(metadata.get("namespace", key.namespace), str)
+            or len(key.namespace) > 63
+            or not _DNS1123_LABEL.match(key.namespace)
+        ):
+            found.append(
+                problem(
+                    "metadata.namespace",
+                    f"metadata.namespace {key.namespace!r} must be a lowercase RFC 1123 label",
+                    key,
+                )
+            )
+        for section in ("labels", "annotations"):
+            values = metadata.get(section)
+            if values is None:
+                continue
+            if not isinstance(values, Mapping) or not all(
+                isinstance(v, str) for v in values.values()
+            ):
+                found.append(
+                    problem(
+                        f"metadata.{section}",
+                        f"metadata.{section} must map names to strings"
+                        " (quote numbers and booleans)",
+                        key,
+                    )
+                )
+        return found
+
+    @staticmethod
+    def _finding(raw: RawObject, finding: Finding, key: ConfigKey) -> Problem:
+        message = f"{finding.path}: {finding.message}" if finding.path else finding.message
+        line = raw.line_of(finding.path) if finding.path else raw.line
+        return Problem(finding.severity, raw.file, line, message, key)
+
+
+def _timestamp(value: Any) -> datetime.datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=datetime.UTC)
+    return parsed

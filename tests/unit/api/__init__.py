@@ -1,0 +1,1 @@
+"""Tests of the generated Istio API modules (pilothouse.api)."""
