@@ -1,0 +1,13 @@
+"""The push stage: merge config events into push requests, debounce them, queue them per
+connection and push them with bounded concurrency.
+
+Modules: ``request`` (PushRequest, ConfigKey, TriggerReason and merge), ``debounce`` (the
+debounce rules and their asyncio driver), ``queue`` (the per-connection push queue), ``workers``
+(the throttled consumer of that queue), ``version`` (push versions and nonces), ``clock``
+(the loop clock and a manual clock for tests).
+"""
+
+from pilothouse.config.model import ConfigKey
+from pilothouse.push.request import PushRequest, TriggerReason, merge_all
+
+__all__ = ["ConfigKey", "PushRequest", "TriggerReason", "merge_all"]

@@ -1,0 +1,154 @@
+"""Push workers: drain the push queue with at most ``push_throttle`` pushes running at once.
+
+Like istiod's sender loop, a worker slot is taken *before* dequeuing, so a connection stays in
+the queue (where it keeps merging) until a slot is free; every push is marked done when it
+finishes, whether it succeeded or not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass, replace
+from typing import Generic, TypeVar
+
+from pilothouse.push.queue import PushQueue, QueuedPush
+from pilothouse.push.request import PushRequest
+
+_log = logging.getLogger(__name__)
+
+ConnT = TypeVar("ConnT", bound=Hashable)
+
+PUSH_THROTTLE_CEILING = 100
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (what Go's GOMAXPROCS defaults to), at least 1."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def default_push_throttle(cpus: int | None = None) -> int:
+    """istiod's automatic PILOT_PUSH_THROTTLE: min(15 + 5 × cores, 100); 25 on 2 cores."""
+    cores = usable_cpus() if cpus is None else cpus
+    return min(15 + 5 * cores, PUSH_THROTTLE_CEILING)
+
+
+def push_throttle(configured: int = 0, cpus: int | None = None) -> int:
+    """The throttle to use: a configured 0 (or less) means the automatic default."""
+    return configured if configured > 0 else default_push_throttle(cpus)
+
+
+@dataclass(frozen=True, slots=True)
+class PushWorkerStats:
+    """Counters for ``pilot_proxy_queue_time`` and concurrency, until metrics arrive."""
+
+    pushes: int = 0
+    failures: int = 0
+    total_queue_time: float = 0.0
+    max_queue_time: float = 0.0
+    max_concurrent: int = 0
+
+
+ConnPushFn = Callable[[ConnT, PushRequest], Awaitable[None]]
+
+
+class PushWorkers(Generic[ConnT]):
+    """Takes pushes off a :class:`PushQueue` and runs ``push(conn, request)`` concurrently.
+
+    ``run`` returns once the queue is shut down and the pushes in flight have finished.
+    ``observe_queue_time`` (optional) receives each push's queue time in seconds.
+    """
+
+    def __init__(
+        self,
+        queue: PushQueue[ConnT],
+        push: ConnPushFn[ConnT],
+        throttle: int | None = None,
+        *,
+        observe_queue_time: Callable[[float], None] | None = None,
+    ) -> None:
+        self._queue = queue
+        self._push = push
+        self.throttle = push_throttle(throttle or 0)
+        self._observe = observe_queue_time
+        self._slots = asyncio.Semaphore(self.throttle)
+        self._tasks: set[asyncio.Task[bool]] = set()
+        self._active = 0
+        self._stats = PushWorkerStats()
+
+    @property
+    def stats(self) -> PushWorkerStats:
+        return self._stats
+
+    def running(self) -> int:
+        """Pushes running right now."""
+        return self._active
+
+    async def run(self) -> None:
+        """Dequeue and push until the queue shuts down; cancel pushes in flight if cancelled."""
+        try:
+            while True:
+                await self._slots.acquire()
+                item = await self._dequeue_or_release()
+                if item is None:
+                    break
+                self._start(item)
+            if self._tasks:
+                await asyncio.gather(*self._tasks, return_exceptions=True)
+        finally:
+            leftover = list(self._tasks)
+            for task in leftover:
+                task.cancel()
+            if leftover:
+                await asyncio.gather(*leftover, return_exceptions=True)
+
+    async def _dequeue_or_release(self) -> QueuedPush[ConnT] | None:
+        item: QueuedPush[ConnT] | None = None
+        try:
+            item = await self._queue.dequeue()
+        finally:
+            if item is None:
+                self._slots.release()
+        return item
+
+    def _start(self, item: QueuedPush[ConnT]) -> None:
+        stats = self._stats
+        self._stats = replace(
+            stats,
+            total_queue_time=stats.total_queue_time + item.queue_time,
+            max_queue_time=max(stats.max_queue_time, item.queue_time),
+            max_concurrent=max(stats.max_concurrent, self._active + 1),
+        )
+        self._active += 1
+        if self._observe is not None:
+            self._observe(item.queue_time)
+        task = asyncio.create_task(self._one(item), name=f"push {item.conn!r}")
+        self._tasks.add(task)
+        task.add_done_callback(lambda done: self._finish(item.conn, done))
+
+    async def _one(self, item: QueuedPush[ConnT]) -> bool:
+        """Run one push; True if it raised (the error is logged, never propagated)."""
+        try:
+            await self._push(item.conn, item.request)
+        except Exception:
+            _log.exception("push to %r failed", item.conn)
+            return True
+        return False
+
+    def _finish(self, conn: ConnT, task: asyncio.Task[bool]) -> None:
+        # A done callback rather than a finally clause: it also runs for a task cancelled
+        # before it started, so the connection is always marked done and the slot freed.
+        self._tasks.discard(task)
+        self._active -= 1
+        self._queue.mark_done(conn)
+        self._slots.release()
+        failed = not task.cancelled() and task.result()
+        self._stats = replace(
+            self._stats,
+            pushes=self._stats.pushes + 1,
+            failures=self._stats.failures + (1 if failed else 0),
+        )

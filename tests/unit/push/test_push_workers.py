@@ -1,0 +1,211 @@
+"""PushWorkers: throttled concurrent pushes off the push queue, and the throttle default."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import Counter, defaultdict
+
+import pytest
+
+from pilothouse.config.model import ConfigKey
+from pilothouse.push.queue import PushQueue
+from pilothouse.push.request import PushRequest
+from pilothouse.push.workers import PushWorkers, default_push_throttle, push_throttle
+
+
+def key(i: int) -> ConfigKey:
+    return ConfigKey("Sidecar", "default", f"s{i}")
+
+
+def push(i: int) -> PushRequest:
+    return PushRequest.for_configs([key(i)], start=0.0)
+
+
+@pytest.mark.parametrize(
+    ("cpus", "expected"), [(1, 20), (2, 25), (4, 35), (17, 100), (64, 100)]
+)
+def test_default_push_throttle(cpus: int, expected: int) -> None:
+    assert default_push_throttle(cpus) == expected
+
+
+def test_configured_throttle_wins_and_zero_means_auto() -> None:
+    assert push_throttle(7, cpus=2) == 7
+    assert push_throttle(0, cpus=2) == 25
+    assert 20 <= push_throttle() <= 100
+
+
+async def test_throttle_bound_is_never_exceeded() -> None:
+    queue: PushQueue[int] = PushQueue()
+    running = 0
+    peak = 0
+    done: list[int] = []
+    rng = random.Random(7)
+
+    async def slow(conn: int, request: PushRequest) -> None:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        for _ in range(rng.randint(1, 5)):
+            await asyncio.sleep(0)
+        running -= 1
+        done.append(conn)
+
+    workers = PushWorkers(queue, slow, throttle=5)
+    assert workers.throttle == 5
+    for conn in range(60):
+        queue.enqueue(conn, push(conn))
+    task = asyncio.create_task(workers.run())
+    while len(done) < 60:
+        await asyncio.sleep(0)
+        assert workers.running() <= 5
+    queue.shutdown()
+    await asyncio.wait_for(task, timeout=2)
+    assert peak == 5
+    assert workers.stats.max_concurrent == 5
+    assert sorted(done) == list(range(60))
+    assert workers.stats.pushes == 60
+    assert queue.in_flight() == 0
+
+
+async def test_pushes_are_marked_done_and_follow_ups_pushed_after() -> None:
+    queue: PushQueue[str] = PushQueue()
+    gate = asyncio.Event()
+    seen: list[PushRequest] = []
+
+    async def gated(conn: str, request: PushRequest) -> None:
+        seen.append(request)
+        if len(seen) == 1:
+            await gate.wait()
+
+    workers = PushWorkers(queue, gated, throttle=4)
+    task = asyncio.create_task(workers.run())
+    queue.enqueue("a", push(1))
+    await asyncio.sleep(0.01)
+    queue.enqueue("a", push(2))
+    queue.enqueue("a", push(3))
+    await asyncio.sleep(0.01)
+    assert len(seen) == 1, "a second push started for a connection already in flight"
+    gate.set()
+    await asyncio.sleep(0.01)
+    assert [r.configs_updated for r in seen] == [{key(1)}, {key(2), key(3)}]
+    queue.shutdown()
+    await asyncio.wait_for(task, timeout=1)
+
+
+async def test_a_failing_push_is_marked_done_and_frees_its_slot() -> None:
+    queue: PushQueue[str] = PushQueue()
+    calls: Counter[str] = Counter()
+
+    async def failing(conn: str, request: PushRequest) -> None:
+        calls[conn] += 1
+        raise RuntimeError("send failed")
+
+    workers = PushWorkers(queue, failing, throttle=1)
+    task = asyncio.create_task(workers.run())
+    for conn in ("a", "b", "c"):
+        queue.enqueue(conn, push(0))
+    await asyncio.sleep(0.01)
+    assert calls == {"a": 1, "b": 1, "c": 1}
+    assert workers.stats.failures == 3
+    assert queue.in_flight() == 0
+    queue.shutdown()
+    await asyncio.wait_for(task, timeout=1)
+
+
+async def test_queue_time_is_observed_per_push() -> None:
+    queue: PushQueue[str] = PushQueue()
+    observed: list[float] = []
+
+    async def quick(conn: str, request: PushRequest) -> None:
+        await asyncio.sleep(0)
+
+    queue.enqueue("a", push(0))
+    queue.enqueue("b", push(1))
+    await asyncio.sleep(0.03)
+    workers = PushWorkers(queue, quick, throttle=2, observe_queue_time=observed.append)
+    task = asyncio.create_task(workers.run())
+    await asyncio.sleep(0.01)
+    queue.shutdown()
+    await asyncio.wait_for(task, timeout=1)
+    assert len(observed) == 2
+    assert all(t >= 0.03 for t in observed)
+    assert workers.stats.max_queue_time == max(observed)
+    assert workers.stats.total_queue_time == pytest.approx(sum(observed))
+
+
+async def test_run_waits_for_pushes_in_flight_after_shutdown() -> None:
+    queue: PushQueue[str] = PushQueue()
+    finished: list[str] = []
+
+    async def slow(conn: str, request: PushRequest) -> None:
+        await asyncio.sleep(0.02)
+        finished.append(conn)
+
+    workers = PushWorkers(queue, slow, throttle=3)
+    task = asyncio.create_task(workers.run())
+    queue.enqueue("a", push(0))
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    queue.shutdown()
+    await asyncio.wait_for(task, timeout=1)
+    assert finished == ["a"]
+
+
+async def test_cancelling_run_cancels_pushes_in_flight() -> None:
+    queue: PushQueue[str] = PushQueue()
+    started = asyncio.Event()
+    cancelled: list[str] = []
+
+    async def forever(conn: str, request: PushRequest) -> None:
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cancelled.append(conn)
+            raise
+
+    workers = PushWorkers(queue, forever, throttle=2)
+    task = asyncio.create_task(workers.run())
+    queue.enqueue("a", push(0))
+    await asyncio.wait_for(started.wait(), timeout=1)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert cancelled == ["a"]
+    assert queue.in_flight() == 0
+
+
+@pytest.mark.parametrize("seed", range(5))
+async def test_random_traffic_one_push_per_connection_and_nothing_lost(seed: int) -> None:
+    rng = random.Random(seed)
+    queue: PushQueue[int] = PushQueue()
+    flying: set[int] = set()
+    overlap: list[int] = []
+    received: dict[int, set[ConfigKey]] = defaultdict(set)
+    sent: dict[int, set[ConfigKey]] = defaultdict(set)
+
+    async def push_fn(conn: int, request: PushRequest) -> None:
+        if conn in flying:
+            overlap.append(conn)
+        flying.add(conn)
+        for _ in range(rng.randint(0, 4)):
+            await asyncio.sleep(0)
+        received[conn] |= request.configs_updated
+        flying.discard(conn)
+
+    workers = PushWorkers(queue, push_fn, throttle=3)
+    task = asyncio.create_task(workers.run())
+    for step in range(300):
+        conn = rng.randrange(8)
+        queue.enqueue(conn, push(step))
+        sent[conn].add(key(step))
+        if rng.random() < 0.5:
+            await asyncio.sleep(0)
+    while queue.pending() or queue.in_flight():
+        await asyncio.sleep(0)
+    queue.shutdown()
+    await asyncio.wait_for(task, timeout=2)
+    assert overlap == []
+    assert received == sent
+    assert workers.stats.max_concurrent <= 3
