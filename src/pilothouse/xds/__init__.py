@@ -1,0 +1,1 @@
+"""xDS: the protocol engines (``protocol``), Envoy builders, generators and the server."""

@@ -1,0 +1,41 @@
+"""xDS protocol engines without I/O: SotW and delta sessions, subscriptions, records.
+
+Each engine takes a request (and the caller's ``now``) and returns a frozen
+decision; the caller reports what it sent.  Nothing here imports grpc, opens a
+socket or reads a clock, so the server and the load generator share it.
+"""
+
+from pilothouse.xds.protocol.delta import DeltaDecision, DeltaKind, DeltaSession
+from pilothouse.xds.protocol.delta_plan import DeltaPlan, plan_delta
+from pilothouse.xds.protocol.delta_watch import DeltaWatch
+from pilothouse.xds.protocol.messages import NackError
+from pilothouse.xds.protocol.records import ResourceRecord
+from pilothouse.xds.protocol.sotw import SotwDecision, SotwKind, SotwSession
+from pilothouse.xds.protocol.sotw_watch import SotwPlan, SotwWatch, plan_sotw
+from pilothouse.xds.protocol.subscriptions import WILDCARD, Subscription
+from pilothouse.xds.protocol.sync_status import SyncStatus, sync_status
+from pilothouse.xds.protocol.versions import NonceSequence, VersionRegression, VersionSequence
+
+__all__ = [
+    "WILDCARD",
+    "DeltaDecision",
+    "DeltaKind",
+    "DeltaPlan",
+    "DeltaSession",
+    "DeltaWatch",
+    "NackError",
+    "NonceSequence",
+    "ResourceRecord",
+    "SotwDecision",
+    "SotwKind",
+    "SotwPlan",
+    "SotwSession",
+    "SotwWatch",
+    "Subscription",
+    "SyncStatus",
+    "VersionRegression",
+    "VersionSequence",
+    "plan_delta",
+    "plan_sotw",
+    "sync_status",
+]

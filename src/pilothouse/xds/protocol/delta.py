@@ -1,0 +1,219 @@
+"""The incremental (delta) xDS engine for one stream: request in, decision out.
+
+``DeltaSession.receive`` classifies a ``DeltaDiscoveryRequest``:
+
+- **INIT / RECONNECT** — the first request for a type on the stream.  The
+  subscription is ``"*"`` in ``resource_names_subscribe``, or the legacy form
+  (both lists empty on a wildcard type), plus the names subscribed.
+  ``initial_resource_versions`` (RECONNECT) seeds what the client holds, so
+  resources whose version is unchanged are not sent again.  Always answered.
+- **NACK** — ``error_detail`` set and the nonce is a response in flight: that
+  response is rolled back (see ``delta_watch``), the error recorded, a reject
+  counted.  Not answered, unless the request also subscribed names.
+- **ACK** — the nonce is a response in flight: the client holds it.  Answered
+  only for subscription changes or when ``always_respond`` is set.
+- **SUBSCRIPTION** — empty nonce: a subscription change only (Envoy sends these
+  when CDS adds or removes a cluster).
+- **STALE** — a nonce that is not a response in flight.  Its ACK/NACK meaning is
+  ignored and an expired nonce counted.
+
+Where we deliberately differ from istiod: **subscription changes apply even
+with a stale nonce** (the spec rule, envoy PR #16659); istiod drops the whole
+request.  So ``resource_names_subscribe`` / ``_unsubscribe`` are applied on every
+request, and a stale request that subscribes names is answered for them.  And
+the nonce correlates an ACK/NACK with *any* response still in flight, not only
+the latest: in delta every response is a change of its own, so a NACK of an
+earlier response must be honoured even if a later one was sent meanwhile.
+
+Answering rules (spec §3): every name in ``resource_names_subscribe`` is sent
+even if the client already holds it; unsubscribing a name never subscribed is
+ignored; unsubscribing a name the wildcard still covers is answered with it in
+``resources`` or ``removed_resources``; a pure unsubscribe is not answered.
+
+What the client holds is tracked twice (``delta_watch``): optimistically from
+``record_sent`` and confirmed by ACKs; a NACK rolls the optimistic view back to
+the last good versions, and NACKed content is not resent until it changes.
+``plan_delta`` (in ``delta_plan``) says what a response holds.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from pilothouse.xds.protocol.delta_watch import DeltaWatch
+from pilothouse.xds.protocol.messages import (
+    DeltaRequest,
+    NackError,
+    NodeLike,
+    carried_node,
+    nack_error,
+)
+from pilothouse.xds.protocol.subscriptions import (
+    Subscription,
+    delta_change,
+    delta_initial_subscription,
+)
+from pilothouse.xds.protocol.type_urls import WARMING_DEPENDENCIES
+
+
+class DeltaKind(enum.Enum):
+    """What a delta request meant."""
+
+    INIT = "init"
+    RECONNECT = "reconnect"
+    NACK = "nack"
+    ACK = "ack"
+    SUBSCRIPTION = "subscription"
+    STALE = "stale"
+
+
+@dataclass(frozen=True)
+class DeltaDecision:
+    """The verdict on one delta request."""
+
+    type_url: str
+    kind: DeltaKind
+    respond: bool
+    subscription: Subscription
+    subscribed: frozenset[str] = frozenset()
+    """Names this request subscribed; missing ones are reported in removed_resources."""
+    unsubscribed: frozenset[str] = frozenset()
+    """Names explicitly subscribed before and unsubscribed by this request."""
+    resend: frozenset[str] = frozenset()
+    """Names to send even if the client holds them at the current version."""
+    resend_all: bool = False
+    """Send every subscribed resource (wildcard newly added, or the warming flag)."""
+    error: NackError | None = None
+    always_respond: bool = False
+
+
+class DeltaSession:
+    """Per-stream delta state: the node, one ``DeltaWatch`` per type, and counters."""
+
+    def __init__(self) -> None:
+        self._node: NodeLike | None = None
+        self._watches: dict[str, DeltaWatch] = {}
+        self._expired_nonces: dict[str, int] = {}
+        self._rejects: dict[str, int] = {}
+
+    @property
+    def node(self) -> NodeLike | None:
+        """The node from the first request that carried one."""
+        return self._node
+
+    @property
+    def watches(self) -> Mapping[str, DeltaWatch]:
+        return MappingProxyType(self._watches)
+
+    def watch(self, type_url: str) -> DeltaWatch | None:
+        return self._watches.get(type_url)
+
+    def wants(self, type_url: str) -> Subscription | None:
+        watch = self._watches.get(type_url)
+        return None if watch is None else watch.subscription
+
+    @property
+    def expired_nonces(self) -> Mapping[str, int]:
+        return MappingProxyType(self._expired_nonces)
+
+    @property
+    def rejects(self) -> Mapping[str, int]:
+        return MappingProxyType(self._rejects)
+
+    def receive(self, request: DeltaRequest, now: float) -> DeltaDecision:
+        """Classify one request, update the state, and say whether to respond."""
+        node = carried_node(request)
+        if self._node is None and node is not None:
+            self._node = node
+        type_url = request.type_url
+        subscribe = list(request.resource_names_subscribe)
+        unsubscribe = list(request.resource_names_unsubscribe)
+        watch = self._watches.get(type_url)
+        if watch is None:
+            return self._init(type_url, subscribe, unsubscribe, request.initial_resource_versions)
+
+        nonce = request.response_nonce
+        error = nack_error(request)
+        kind: DeltaKind
+        if nonce and watch.is_in_flight(nonce):
+            if error is not None:
+                kind = DeltaKind.NACK
+                watch = watch.nacked(nonce, error, now)
+                self._rejects[type_url] = self._rejects.get(type_url, 0) + 1
+            else:
+                kind = DeltaKind.ACK
+                watch = watch.acked(nonce, now)
+        elif nonce:
+            kind = DeltaKind.STALE
+            self._expired_nonces[type_url] = self._expired_nonces.get(type_url, 0) + 1
+        else:
+            kind = DeltaKind.SUBSCRIPTION
+
+        change = delta_change(watch.subscription, subscribe, unsubscribe)
+        watch = watch.with_subscription(change.after)
+        resend = change.subscribed | change.still_covered
+        respond = bool(resend) or change.wildcard_added
+        always = False
+        if watch.always_respond and kind in (DeltaKind.ACK, DeltaKind.SUBSCRIPTION):
+            respond = always = True
+            watch = watch.answered()
+        self._watches[type_url] = watch
+        return DeltaDecision(
+            type_url,
+            kind,
+            respond,
+            change.after,
+            subscribed=change.subscribed,
+            unsubscribed=change.unsubscribed,
+            resend=resend,
+            resend_all=change.wildcard_added or always,
+            error=error if kind is DeltaKind.NACK else None,
+            always_respond=always,
+        )
+
+    def _init(
+        self,
+        type_url: str,
+        subscribe: list[str],
+        unsubscribe: list[str],
+        initial_versions: Mapping[str, str],
+    ) -> DeltaDecision:
+        subscription = delta_initial_subscription(type_url, subscribe, unsubscribe)
+        self._watches[type_url] = DeltaWatch.start(type_url, subscription, initial_versions)
+        kind = DeltaKind.RECONNECT if initial_versions else DeltaKind.INIT
+        return DeltaDecision(type_url, kind, True, subscription, subscribed=subscription.names)
+
+    def record_sent(
+        self,
+        type_url: str,
+        nonce: str,
+        sent: Mapping[str, str],
+        removed: Iterable[str],
+        now: float,
+        system_version: str = "",
+    ) -> DeltaWatch:
+        """Record a response: ``sent`` (name → version) in resources, ``removed`` names.
+
+        The client is assumed to hold the response at once; a NACK rolls it back.
+        Raises ``LookupError`` if the type is not watched, ``ValueError`` on an
+        empty or reused nonce or a name both sent and removed, and
+        ``VersionRegression`` if ``system_version`` goes backwards.  Sending CDS
+        marks the types that warm on it (EDS) ``always_respond``.
+        """
+        watch = self._watches.get(type_url)
+        if watch is None:
+            raise LookupError(f"{type_url}: not watched on this stream")
+        updated = watch.sent(nonce, sent, frozenset(removed), now, system_version)
+        self._watches[type_url] = updated
+        for dependent in WARMING_DEPENDENCIES.get(type_url, ()):
+            self.mark_always_respond(dependent)
+        return updated
+
+    def mark_always_respond(self, type_url: str) -> None:
+        """Answer the next ACK (or subscription request) for ``type_url`` even if unchanged."""
+        watch = self._watches.get(type_url)
+        if watch is not None:
+            self._watches[type_url] = watch.warming()

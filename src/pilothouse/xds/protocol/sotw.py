@@ -1,0 +1,234 @@
+"""The state-of-the-world xDS engine for one stream: request in, decision out.
+
+``SotwSession.receive`` classifies a ``DiscoveryRequest`` with Istio's
+``ShouldRespond`` table, checked top to bottom, first match wins:
+
+1. ``error_detail`` set → NACK: record the error on the watch, count a reject,
+   no response.
+2. empty ``resource_names`` on a type that is not wildcard (EDS, RDS, SDS,
+   ECDS) → UNSUBSCRIBE: forget the watch, no response.
+3. empty ``response_nonce``, or no watch for the type yet → INIT (or RECONNECT
+   when the client reports a version or a nonce it got from an earlier stream or
+   another server): store the names, respond.
+4. nonce other than the last one sent → STALE: count an expired nonce, ignore
+   the request entirely.
+5. nonce matches → ACK: record it, clear the error, store the names.  Respond if
+   ``always_respond`` was set (and clear it); otherwise not if the subscription
+   did not change; on a non-wildcard type only if names were added; on a
+   wildcard type on any change.
+
+One refinement over istiod in row 5: after a NACK, Envoy's next request for the
+type carries the NACKed nonce again, without ``error_detail`` (for example when
+its names grow).  That is not an ACK of the rejected content, so it is
+classified UPDATE: the names are stored and answered as in row 5, but the error
+and the rejected content stay recorded (proxy-status keeps saying ERROR and the
+bad content is still not resent unchanged).
+
+The engine does no I/O and reads no clock: the caller passes ``now``.  After
+sending a response the caller reports it with ``record_sent``; sending CDS sets
+``always_respond`` on EDS (the warming fix: Envoy needs a fresh EDS response to
+finish warming a cluster).  ``plan_sotw`` (in ``sotw_watch``) says what to send.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from pilothouse.xds.protocol.messages import (
+    NackError,
+    NodeLike,
+    SotwRequest,
+    carried_node,
+    nack_error,
+)
+from pilothouse.xds.protocol.sotw_watch import SotwWatch
+from pilothouse.xds.protocol.subscriptions import Subscription, sotw_subscription
+from pilothouse.xds.protocol.type_urls import WARMING_DEPENDENCIES, is_wildcard_type
+
+
+class SotwKind(enum.Enum):
+    """Which row of the table a request matched (ACK splits by outcome)."""
+
+    NACK = "nack"
+    UNSUBSCRIBE = "unsubscribe"
+    INIT = "init"
+    RECONNECT = "reconnect"
+    STALE = "stale"
+    ACK = "ack"
+    UPDATE = "update"
+    """Row 5 with the nonce the client last NACKed: a subscription update, not an ACK."""
+
+
+@dataclass(frozen=True)
+class SotwDecision:
+    """The verdict on one request."""
+
+    type_url: str
+    kind: SotwKind
+    respond: bool
+    subscription: Subscription
+    added: frozenset[str] = frozenset()
+    """Names requested now that were not requested before."""
+    error: NackError | None = None
+    always_respond: bool = False
+    """True when the response is owed to the warming flag rather than a name change."""
+
+
+class SotwSession:
+    """Per-stream SotW state: the node, one ``SotwWatch`` per type, and counters."""
+
+    def __init__(self) -> None:
+        self._node: NodeLike | None = None
+        self._watches: dict[str, SotwWatch] = {}
+        self._expired_nonces: dict[str, int] = {}
+        self._rejects: dict[str, int] = {}
+
+    # -- what the server reads -------------------------------------------------
+
+    @property
+    def node(self) -> NodeLike | None:
+        """The node from the first request that carried one."""
+        return self._node
+
+    @property
+    def watches(self) -> Mapping[str, SotwWatch]:
+        return MappingProxyType(self._watches)
+
+    def watch(self, type_url: str) -> SotwWatch | None:
+        return self._watches.get(type_url)
+
+    def wants(self, type_url: str) -> Subscription | None:
+        """The subscription for the type, or None if the client does not watch it."""
+        watch = self._watches.get(type_url)
+        return None if watch is None else watch.subscription
+
+    @property
+    def expired_nonces(self) -> Mapping[str, int]:
+        """Stale-nonce requests per type (``pilot_xds_expired_nonce``)."""
+        return MappingProxyType(self._expired_nonces)
+
+    @property
+    def rejects(self) -> Mapping[str, int]:
+        """NACKs per type (``pilot_total_xds_rejects``)."""
+        return MappingProxyType(self._rejects)
+
+    # -- transitions -----------------------------------------------------------
+
+    def receive(self, request: SotwRequest, now: float) -> SotwDecision:
+        """Classify one request, update the state, and say whether to respond."""
+        node = carried_node(request)
+        if self._node is None and node is not None:
+            self._node = node
+        type_url = request.type_url
+        names = list(request.resource_names)
+        nonce = request.response_nonce
+        watch = self._watches.get(type_url)
+
+        error = nack_error(request)
+        if error is not None:
+            return self._nack(type_url, watch, nonce, error)
+
+        if not names and not is_wildcard_type(type_url):
+            self._watches.pop(type_url, None)
+            return SotwDecision(type_url, SotwKind.UNSUBSCRIBE, False, Subscription())
+
+        named_before = watch is not None and watch.named_before
+        subscription = sotw_subscription(type_url, names, named_before)
+
+        if not nonce or watch is None:
+            return self._init(type_url, watch, subscription, request)
+
+        if nonce != watch.nonce_sent:
+            self._expired_nonces[type_url] = self._expired_nonces.get(type_url, 0) + 1
+            return SotwDecision(type_url, SotwKind.STALE, False, watch.subscription)
+
+        return self._ack(type_url, watch, subscription, nonce, request.version_info, now)
+
+    def _nack(
+        self, type_url: str, watch: SotwWatch | None, nonce: str, error: NackError
+    ) -> SotwDecision:
+        self._rejects[type_url] = self._rejects.get(type_url, 0) + 1
+        if watch is None:
+            return SotwDecision(type_url, SotwKind.NACK, False, Subscription(), error=error)
+        self._watches[type_url] = watch.nacked(nonce, error)
+        return SotwDecision(type_url, SotwKind.NACK, False, watch.subscription, error=error)
+
+    def _init(
+        self,
+        type_url: str,
+        watch: SotwWatch | None,
+        subscription: Subscription,
+        request: SotwRequest,
+    ) -> SotwDecision:
+        fresh = watch is None
+        if watch is None:
+            watch = SotwWatch(type_url)
+        before = watch.subscription.names
+        self._watches[type_url] = watch.requested(subscription).answered()
+        reconnect = fresh and bool(request.version_info or request.response_nonce)
+        kind = SotwKind.RECONNECT if reconnect else SotwKind.INIT
+        return SotwDecision(
+            type_url, kind, True, subscription, added=subscription.names - before
+        )
+
+    def _ack(
+        self,
+        type_url: str,
+        watch: SotwWatch,
+        subscription: Subscription,
+        nonce: str,
+        version: str,
+        now: float,
+    ) -> SotwDecision:
+        previous = watch.subscription
+        added = subscription.names - previous.names
+        kind = SotwKind.UPDATE if watch.rejected_nonce(nonce) else SotwKind.ACK
+        if kind is SotwKind.ACK:
+            watch = watch.acked(nonce, version, now)
+        watch = watch.requested(subscription)
+        if watch.always_respond:
+            self._watches[type_url] = watch.answered()
+            return SotwDecision(
+                type_url, kind, True, subscription, added=added, always_respond=True
+            )
+        self._watches[type_url] = watch
+        if subscription == previous:
+            respond = False
+        elif is_wildcard_type(type_url):
+            respond = True
+        else:
+            respond = bool(added)
+        return SotwDecision(type_url, kind, respond, subscription, added=added)
+
+    def record_sent(
+        self,
+        type_url: str,
+        version: str,
+        nonce: str,
+        resources: Mapping[str, str],
+        now: float,
+    ) -> SotwWatch:
+        """Record a response sent for ``type_url``: version, nonce, name → resource version.
+
+        Raises ``LookupError`` if the client does not watch the type,
+        ``VersionRegression`` if ``version`` is older than one already sent, and
+        ``ValueError`` on an empty or repeated nonce.  Sending CDS marks the
+        types that warm on it (EDS) ``always_respond``.
+        """
+        watch = self._watches.get(type_url)
+        if watch is None:
+            raise LookupError(f"{type_url}: not watched on this stream")
+        updated = watch.sent(version, nonce, resources, now)
+        self._watches[type_url] = updated
+        for dependent in WARMING_DEPENDENCIES.get(type_url, ()):
+            self.mark_always_respond(dependent)
+        return updated
+
+    def mark_always_respond(self, type_url: str) -> None:
+        """Answer the next ACK for ``type_url`` even if its names did not change."""
+        watch = self._watches.get(type_url)
+        if watch is not None:
+            self._watches[type_url] = watch.warming()

@@ -1,0 +1,99 @@
+"""The SotW watch value and what a response on it holds."""
+
+from __future__ import annotations
+
+import pytest
+
+from pilothouse.xds.protocol.messages import NackError
+from pilothouse.xds.protocol.sotw_watch import SotwWatch, plan_sotw
+from pilothouse.xds.protocol.subscriptions import Subscription
+from pilothouse.xds.protocol.sync_status import SyncStatus
+from pilothouse.xds.protocol.type_urls import CDS, EDS
+from pilothouse.xds.protocol.versions import VersionRegression
+
+ERR = NackError(13, "bad")
+WILD = Subscription(frozenset(), wildcard=True)
+
+
+def test_new_watch_is_not_sent() -> None:
+    watch = SotwWatch(CDS, WILD)
+    assert watch.sync_status is SyncStatus.NOT_SENT
+    assert not watch.sent_anything
+
+
+def test_sent_then_acked() -> None:
+    watch = SotwWatch(CDS, WILD).sent("t/1", "n1", {"a": "h1"}, 1.0)
+    assert watch.sync_status is SyncStatus.STALE
+    assert watch.resources["a"].pending and watch.resources["a"].sent_at == 1.0
+    watch = watch.acked("n1", "t/1", 2.0)
+    assert watch.sync_status is SyncStatus.SYNCED
+    assert watch.resources["a"].acked_at == 2.0
+
+
+def test_full_state_send_replaces_records_per_name_send_merges() -> None:
+    cds = SotwWatch(CDS, WILD).sent("t/1", "n1", {"a": "1", "b": "1"}, 0.0)
+    cds = cds.sent("t/2", "n2", {"b": "2"}, 0.0)
+    assert set(cds.resources) == {"b"}
+    eds = SotwWatch(EDS, Subscription(frozenset({"a", "b"}))).sent(
+        "t/1", "n1", {"a": "1", "b": "1"}, 0.0
+    )
+    eds = eds.sent("t/2", "n2", {"b": "2"}, 0.0)
+    assert {n: r.nonce for n, r in eds.resources.items()} == {"a": "n1", "b": "n2"}
+
+
+def test_per_name_records_follow_the_subscription() -> None:
+    eds = SotwWatch(EDS, Subscription(frozenset({"a", "b"}))).sent(
+        "t/1", "n1", {"a": "1", "b": "1"}, 0.0
+    )
+    eds = eds.requested(Subscription(frozenset({"a"})))
+    assert set(eds.resources) == {"a"}
+    assert eds.named_before
+
+
+def test_versions_never_go_backwards() -> None:
+    watch = SotwWatch(CDS, WILD).sent("t/5", "n1", {}, 0.0)
+    with pytest.raises(VersionRegression):
+        watch.sent("t/4", "n2", {}, 0.0)
+    assert watch.sent("t/5", "n2", {}, 0.0).version_sent == "t/5"
+
+
+def test_nack_of_latest_remembers_rejected_content() -> None:
+    watch = SotwWatch(CDS, WILD).sent("t/1", "n1", {"a": "1"}, 0.0).sent("t/2", "n2", {"a": "2"}, 0)
+    stale_nack = watch.nacked("n1", ERR)
+    assert stale_nack.last_error == ERR and stale_nack.rejected is None
+    latest_nack = watch.nacked("n2", ERR)
+    assert latest_nack.rejected == {"a": "2"}
+    assert latest_nack.rejected_nonce("n2") and not latest_nack.rejected_nonce("n1")
+
+
+def test_plan_wildcard_sends_everything_named_sends_requested() -> None:
+    available = {"a": "1", "b": "2"}
+    wild = plan_sotw(SotwWatch(CDS, WILD), available, answering=True)
+    assert wild is not None and wild.resources == available
+    named = SotwWatch(EDS, Subscription(frozenset({"b", "z"})))
+    plan = plan_sotw(named, available, answering=True)
+    assert plan is not None and plan.resources == {"b": "2"} and plan.missing == {"z"}
+
+
+def test_plan_withholds_rejected_content_until_it_changes() -> None:
+    watch = SotwWatch(CDS, WILD).sent("t/1", "n1", {"a": "bad"}, 0.0).nacked("n1", ERR)
+    assert plan_sotw(watch, {"a": "bad"}, answering=True) is None
+    assert plan_sotw(watch, {"a": "bad"}, answering=False) is None
+    fixed = plan_sotw(watch, {"a": "good"}, answering=False)
+    assert fixed is not None and fixed.resources == {"a": "good"}
+    grown = plan_sotw(watch, {"a": "bad", "b": "1"}, answering=False)
+    assert grown is not None and grown.resources == {"a": "bad", "b": "1"}
+
+
+def test_plan_push_skips_unchanged_answer_does_not() -> None:
+    watch = SotwWatch(EDS, Subscription(frozenset({"a"}))).sent("t/1", "n1", {"a": "1"}, 0.0)
+    assert plan_sotw(watch, {"a": "1", "other": "9"}, answering=False) is None
+    answer = plan_sotw(watch, {"a": "1"}, answering=True)
+    assert answer is not None and answer.resources == {"a": "1"}
+    changed = plan_sotw(watch, {"a": "2"}, answering=False)
+    assert changed is not None and changed.resources == {"a": "2"}
+
+
+def test_plan_first_push_of_empty_set_is_sent() -> None:
+    plan = plan_sotw(SotwWatch(CDS, WILD), {}, answering=False)
+    assert plan is not None and plan.resources == {}
