@@ -1,0 +1,1 @@
+"""The service registry: services and endpoints from ServiceEntry and WorkloadEntry."""
