@@ -139,3 +139,20 @@ def test_explicit_names_beside_wildcard_survive_star_unsubscribe() -> None:
     watch = watch_of(session, CDS)
     assert dict(watch.held) == {"a": "1"}
     assert plan_delta(watch, {"a": "1", "b": "2"}).empty
+
+
+def test_rejected_resource_that_went_away_is_reported_removed() -> None:
+    session = DeltaSession()
+    session.receive(req(CDS), 0.0)
+    session.record_sent(CDS, "n1", {"a": "1"}, (), 0.0)
+    session.receive(req(CDS, nonce="n1"), 0.0)
+    session.record_sent(CDS, "n2", {"poison": "p"}, (), 1.0)
+    session.receive(req(CDS, nonce="n2", error="bad cluster"), 2.0)
+    # the bad resource is gone from the config: tell the client, so its error is settled
+    plan = plan_delta(watch_of(session, CDS), {"a": "1"})
+    assert plan.resources == {} and plan.removed == {"poison"}
+    session.record_sent(CDS, "n3", {}, plan.removed, 3.0)
+    assert watch_of(session, CDS).rejected == ()
+    session.receive(req(CDS, nonce="n3"), 4.0)
+    assert watch_of(session, CDS).last_error is None
+    assert plan_delta(watch_of(session, CDS), {"a": "1"}).empty

@@ -8,7 +8,8 @@
   subscribed resource when the decision says ``resend_all``.  Resources of a
   rejected unit whose content has not changed are held back.
 - **removed** — names the client holds that no longer exist, names just
-  subscribed (or unsubscribed but still covered) that do not exist.
+  subscribed (or unsubscribed but still covered) that do not exist, and names of
+  a rejected response that no longer exist (so the client's error is settled).
 
 ``available`` maps every current resource of the type to its version (a content
 hash).  ``changed`` (optional) limits a server-initiated push to the names whose
@@ -77,4 +78,9 @@ def plan_delta(
         for name in (*report, *force)
         if name not in available and subscription.covers(name)
     )
+    # A rejected resource that has since gone away is reported removed, so the client
+    # answers (clearing the recorded error) and the rejected unit is settled.
+    for unit in watch.rejected:
+        if any(available.get(n) != v for n, v in unit.items()):
+            removed.update(n for n in unit if n not in available and n not in resources)
     return DeltaPlan(MappingProxyType(resources), frozenset(removed))

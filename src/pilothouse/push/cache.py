@@ -1,0 +1,99 @@
+"""The resource cache: each generated resource encoded once, sent many times.
+
+An entry's key *is* its inputs: a frozen, hashable value holding everything its
+builder reads (a Service, a port, a subset, the DestinationRule's identity and
+revision, mesh settings...). Equal inputs therefore always mean equal output, and
+the cache can never serve something stale. Invalidation by changed config keys is
+there to free memory early: every entry records the config keys it was built
+from, and a push evicts the entries of the keys it changed. A size bound (LRU)
+keeps memory flat whatever happens.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass
+
+from pilothouse.config.model import ConfigKey
+
+DEFAULT_MAX_ENTRIES = 60_000
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """One generated resource: its name, content hash (the version) and ``Any`` bytes."""
+
+    name: str
+    version: str
+    body: bytes
+
+
+@dataclass(slots=True)
+class CacheStats:
+    hits: int = 0
+    misses: int = 0
+    evictions: int = 0
+    invalidations: int = 0
+
+    @property
+    def hit_rate(self) -> float:
+        total = self.hits + self.misses
+        return self.hits / total if total else 0.0
+
+
+class ResourceCache:
+    """Resources by input key, with dependency-based eviction and an LRU bound."""
+
+    def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
+        self._entries: OrderedDict[Hashable, tuple[Resource, frozenset[ConfigKey]]] = OrderedDict()
+        self._dependents: dict[ConfigKey, set[Hashable]] = {}
+        self._max = max_entries
+        self.stats = CacheStats()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: Hashable) -> Resource | None:
+        entry = self._entries.get(key)
+        if entry is None:
+            self.stats.misses += 1
+            return None
+        self._entries.move_to_end(key)
+        self.stats.hits += 1
+        return entry[0]
+
+    def put(self, key: Hashable, resource: Resource, depends_on: frozenset[ConfigKey]) -> None:
+        if key in self._entries:
+            self._forget(key)
+        self._entries[key] = (resource, depends_on)
+        for dependency in depends_on:
+            self._dependents.setdefault(dependency, set()).add(key)
+        while len(self._entries) > self._max:
+            oldest = next(iter(self._entries))
+            self._forget(oldest)
+            self.stats.evictions += 1
+
+    def invalidate(self, keys: Iterable[ConfigKey]) -> int:
+        """Evict every entry built from any of ``keys``; returns how many."""
+        evicted = 0
+        for config_key in keys:
+            for cache_key in self._dependents.pop(config_key, set()):
+                if cache_key in self._entries:
+                    self._forget(cache_key)
+                    evicted += 1
+        self.stats.invalidations += evicted
+        return evicted
+
+    def clear(self) -> None:
+        self._entries.clear()
+        self._dependents.clear()
+
+    def _forget(self, key: Hashable) -> None:
+        _resource, depends_on = self._entries.pop(key)
+        for dependency in depends_on:
+            dependents = self._dependents.get(dependency)
+            if dependents is not None:
+                dependents.discard(key)
+                if not dependents:
+                    del self._dependents[dependency]

@@ -1,0 +1,185 @@
+"""Who a connected proxy is: its Istio node id and metadata, parsed once into a frozen value.
+
+Istio node ids have four parts, ``type~ip~id~domain``, for example
+``sidecar~10.0.0.1~productpage-v1.bookinfo~bookinfo.svc.cluster.local``. The namespace
+comes from metadata ``NAMESPACE``, else from the id (``pod.namespace``), else from the
+first label of the domain. Anything malformed is refused with a :class:`BadNode` naming
+the problem, which the server turns into ``INVALID_ARGUMENT``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from pilothouse.registry.model import NO_LABELS, Labels
+
+MAX_NODE_ID = 1024
+
+
+class ProxyType(StrEnum):
+    SIDECAR = "sidecar"
+    ROUTER = "router"
+    WAYPOINT = "waypoint"
+    ZTUNNEL = "ztunnel"
+    AGENTGATEWAY = "agentgateway"
+
+
+class Generator(StrEnum):
+    """Which family of resources a proxy wants; Istio's ``GENERATOR`` metadata values."""
+
+    ENVOY = "envoy"
+    GRPC = "grpc"
+    API = "api"
+
+
+class BadNode(ValueError):
+    """The node id or metadata cannot be used; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyIdentity:
+    """Everything pilothouse reads from a proxy's node, immutable for the stream's life."""
+
+    type: ProxyType
+    ip_addresses: tuple[str, ...]
+    id: str
+    domain: str
+    namespace: str
+    node_id: str
+    node_cluster: str = ""
+    cluster_id: str = ""
+    labels: Labels = NO_LABELS
+    generator: Generator = Generator.ENVOY
+    istio_version: str = ""
+    locality: str = ""
+    metadata: Mapping[str, str] | None = None
+    user_agent: str = ""
+
+    @property
+    def name(self) -> str:
+        """``pod.namespace`` as istioctl shows it."""
+        return self.id
+
+    @property
+    def pod_name(self) -> str:
+        return self.id.split(".", 1)[0]
+
+    @property
+    def is_router(self) -> bool:
+        return self.type is ProxyType.ROUTER
+
+    @property
+    def ip(self) -> str:
+        return self.ip_addresses[0] if self.ip_addresses else ""
+
+
+def parse_node(
+    node_id: str,
+    metadata: Mapping[str, Any] | None = None,
+    *,
+    node_cluster: str = "",
+    locality: str = "",
+    user_agent: str = "",
+) -> ProxyIdentity:
+    """Parse an Istio node id plus its metadata (a plain dict from the node's Struct)."""
+    if not node_id:
+        raise BadNode("node id is empty; expected type~ip~id~domain")
+    if len(node_id) > MAX_NODE_ID:
+        raise BadNode(f"node id is longer than {MAX_NODE_ID} characters")
+    parts = node_id.split("~")
+    if len(parts) != 4:
+        raise BadNode(
+            f"node id {node_id!r} has {len(parts)} part(s); expected 4: type~ip~id~domain"
+        )
+    kind, ip, ident, domain = parts
+    try:
+        proxy_type = ProxyType(kind)
+    except ValueError:
+        allowed = ", ".join(t.value for t in ProxyType)
+        raise BadNode(f"node id {node_id!r}: unknown proxy type {kind!r}; use {allowed}") from None
+    meta = dict(metadata or {})
+    ips = _ip_addresses(ip, meta.get("INSTANCE_IPS"), node_id)
+    namespace = _namespace(meta.get("NAMESPACE"), ident, domain)
+    if not namespace:
+        raise BadNode(f"node id {node_id!r}: no namespace in metadata, id or domain")
+    labels = _labels(meta.get("LABELS"), node_id)
+    generator = _generator(meta.get("GENERATOR"), node_id)
+    return ProxyIdentity(
+        type=proxy_type,
+        ip_addresses=ips,
+        id=ident,
+        domain=domain,
+        namespace=namespace,
+        node_id=node_id,
+        node_cluster=node_cluster,
+        cluster_id=str(meta.get("CLUSTER_ID") or ""),
+        labels=labels,
+        generator=generator,
+        istio_version=str(meta.get("ISTIO_VERSION") or ""),
+        locality=locality,
+        metadata={k: _flat(v) for k, v in sorted(meta.items())},
+        user_agent=user_agent,
+    )
+
+
+def _ip_addresses(ip: str, instance_ips: Any, node_id: str) -> tuple[str, ...]:
+    candidates: list[str] = []
+    if isinstance(instance_ips, str) and instance_ips:
+        candidates.extend(p.strip() for p in instance_ips.split(",") if p.strip())
+    if ip:
+        candidates.append(ip)
+    out: list[str] = []
+    for candidate in candidates:
+        try:
+            address = str(ipaddress.ip_address(candidate))
+        except ValueError:
+            raise BadNode(f"node id {node_id!r}: {candidate!r} is not an IP address") from None
+        if address not in out:
+            out.append(address)
+    return tuple(out)
+
+
+def _namespace(explicit: Any, ident: str, domain: str) -> str:
+    if isinstance(explicit, str) and explicit:
+        return explicit
+    if "." in ident:
+        return ident.split(".", 1)[1].split(".", 1)[0]
+    return domain.split(".", 1)[0] if domain else ""
+
+
+def _labels(raw: Any, node_id: str) -> Labels:
+    if raw is None or raw == "":
+        return NO_LABELS
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            raise BadNode(f"node {node_id!r}: metadata LABELS is not a JSON object") from None
+    if not isinstance(raw, Mapping):
+        raise BadNode(f"node {node_id!r}: metadata LABELS must be an object of strings")
+    return Labels.of({str(k): _flat(v) for k, v in raw.items()})
+
+
+def _generator(raw: Any, node_id: str) -> Generator:
+    if raw is None or raw == "":
+        return Generator.ENVOY
+    try:
+        return Generator(str(raw))
+    except ValueError:
+        allowed = ", ".join(g.value for g in Generator)
+        raise BadNode(f"node {node_id!r}: unknown GENERATOR {raw!r}; use {allowed}") from None
+
+
+def _flat(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))

@@ -1,0 +1,181 @@
+"""What one kind of proxy can see: the proxy scope, shared by every proxy that sees the same.
+
+A scope is computed once per (proxy type, namespace, selected Sidecar, selected
+Gateways, label-selected DestinationRules) within a PushContext, and every proxy with
+that key shares it, together with everything generated from it. It answers two
+questions: which services, DestinationRules and VirtualServices the proxy uses, and
+(:meth:`ProxyScope.sees`) whether a changed config key concerns it, which is how a
+push reaches only the proxies a change is visible to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pilothouse.config.model import Config, ConfigKey
+from pilothouse.push.hostnames import host_matches
+from pilothouse.push.proxy import ProxyIdentity, ProxyType
+from pilothouse.registry.model import SERVICE_KIND, Service, ServiceKey
+
+_NAMESPACE_WIDE = frozenset({"Sidecar", "PeerAuthentication"})
+
+
+@dataclass(frozen=True, slots=True)
+class EgressHost:
+    """One ``namespace/host`` entry of a Sidecar egress listener, read for a namespace."""
+
+    namespace: str  # "*" any, "~" none, else a namespace name ("." already resolved)
+    host: str
+
+    def matches(self, namespace: str, hostname: str) -> bool:
+        if self.namespace == "~":
+            return False
+        if self.namespace != "*" and self.namespace != namespace:
+            return False
+        return host_matches(self.host, hostname)
+
+    def overlaps(self, namespace: str, host: str) -> bool:
+        """Like :meth:`matches`, for a host that may itself be a wildcard (VirtualService)."""
+        return self.matches(namespace, host) or (
+            self.namespace in ("*", namespace) and host_matches(host, self.host)
+        )
+
+
+def egress_hosts(sidecar: Config | None, own_namespace: str) -> tuple[EgressHost, ...] | None:
+    """The Sidecar's egress hosts, or None when every exported service is visible."""
+    if sidecar is None:
+        return None
+    spec: Any = sidecar.spec
+    if not spec.egress:
+        return None
+    found: list[EgressHost] = []
+    for listener in spec.egress:
+        for entry in listener.hosts:
+            namespace, _, host = entry.partition("/")
+            if namespace == ".":
+                namespace = own_namespace
+            found.append(EgressHost(namespace, host))
+    return tuple(found)
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeKey:
+    """Everything that makes two proxies see different config."""
+
+    proxy_type: ProxyType
+    namespace: str
+    sidecar: ConfigKey | None
+    gateways: tuple[ConfigKey, ...] = ()
+    selected_rules: tuple[ConfigKey, ...] = ()
+
+
+@dataclass(frozen=True)
+class ProxyScope:
+    """The config visible to proxies of one :class:`ScopeKey`."""
+
+    key: ScopeKey
+    services: tuple[Service, ...]
+    destination_rules: Mapping[ServiceKey, Config | None]
+    virtual_services: frozenset[ConfigKey]
+    gateways: tuple[Config, ...] = ()
+    egress: tuple[EgressHost, ...] | None = None
+    by_hostname: Mapping[str, Service] = field(default_factory=dict)
+    service_keys: frozenset[ServiceKey] = frozenset()
+    sources: frozenset[ConfigKey] = frozenset()
+    rule_keys: frozenset[ConfigKey] = frozenset()
+
+    @property
+    def namespace(self) -> str:
+        return self.key.namespace
+
+    def service(self, hostname: str) -> Service | None:
+        return self.by_hostname.get(hostname)
+
+    def destination_rule(self, service: Service) -> Config | None:
+        return self.destination_rules.get(service.key)
+
+    def sees(self, key: ConfigKey, root_namespace: str) -> bool:
+        """Whether a change to ``key`` can change what proxies of this scope receive."""
+        kind = key.kind
+        if kind == SERVICE_KIND:
+            return ServiceKey(key.name, key.namespace) in self.service_keys
+        if kind == "ServiceEntry":
+            return key in self.sources
+        if kind == "DestinationRule":
+            return key in self.rule_keys
+        if kind == "VirtualService":
+            return key in self.virtual_services
+        if kind == "Gateway":
+            return any(g.key == key for g in self.gateways)
+        if kind in _NAMESPACE_WIDE:
+            return key.namespace in (self.key.namespace, root_namespace)
+        if kind in ("WorkloadEntry", "WorkloadGroup"):
+            # Endpoints reach proxies through the registry's service keys (EDS);
+            # a proxy's own workload matters only to its namespace.
+            return key.namespace == self.key.namespace
+        return True
+
+
+def build_scope(
+    key: ScopeKey,
+    services: Iterable[Service],
+    visible: Any,
+    rule_for: Any,
+    virtual_services: Iterable[tuple[ConfigKey, str, tuple[str, ...]]],
+    gateways: tuple[Config, ...],
+    egress: tuple[EgressHost, ...] | None,
+) -> ProxyScope:
+    """Assemble a scope. ``visible(service)`` applies exportTo; ``rule_for(service)`` picks
+    the DestinationRule; ``virtual_services`` are (key, namespace, hosts) already exported
+    to the namespace."""
+    chosen: list[Service] = []
+    by_hostname: dict[str, Service] = {}
+    for service in services:
+        if not visible(service):
+            continue
+        if egress is not None and not any(
+            e.matches(service.namespace, service.hostname) for e in egress
+        ):
+            continue
+        chosen.append(service)
+        current = by_hostname.get(service.hostname)
+        # One service per hostname: the proxy's own namespace wins, then the first seen.
+        if current is None or (
+            service.namespace == key.namespace and current.namespace != key.namespace
+        ):
+            by_hostname[service.hostname] = service
+    rules = {s.key: rule_for(s) for s in chosen}
+    routes = frozenset(
+        route_key
+        for route_key, namespace, hosts in virtual_services
+        if egress is None or any(e.overlaps(namespace, h) for e in egress for h in hosts)
+    )
+    return ProxyScope(
+        key=key,
+        services=tuple(chosen),
+        destination_rules=rules,
+        virtual_services=routes,
+        gateways=gateways,
+        egress=egress,
+        by_hostname=by_hostname,
+        service_keys=frozenset(s.key for s in chosen),
+        sources=frozenset(s.source for s in chosen),
+        rule_keys=frozenset(r.key for r in rules.values() if r is not None),
+    )
+
+
+def scope_key(
+    proxy: ProxyIdentity,
+    sidecar: Config | None,
+    gateways: tuple[Config, ...],
+    selected_rules: tuple[ConfigKey, ...],
+) -> ScopeKey:
+    return ScopeKey(
+        proxy.type,
+        proxy.namespace,
+        sidecar.key if sidecar is not None else None,
+        tuple(g.key for g in gateways),
+        selected_rules,
+    )

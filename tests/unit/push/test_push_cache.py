@@ -1,0 +1,47 @@
+"""The resource cache: hits, misses, dependency invalidation and the LRU bound."""
+
+from __future__ import annotations
+
+from pilothouse.config.model import ConfigKey
+from pilothouse.push.cache import Resource, ResourceCache
+
+A = ConfigKey("DestinationRule", "ns", "a")
+B = ConfigKey("Service", "ns", "b.ns.svc.cluster.local")
+
+
+def res(name: str) -> Resource:
+    return Resource(name, f"v-{name}", name.encode())
+
+
+def test_hit_miss_and_invalidate_by_dependency() -> None:
+    cache = ResourceCache()
+    cache.put(("k", 1), res("one"), frozenset({A}))
+    cache.put(("k", 2), res("two"), frozenset({A, B}))
+    cache.put(("k", 3), res("three"), frozenset({B}))
+    assert cache.get(("k", 1)) == res("one")
+    assert cache.get(("k", 9)) is None
+    assert (cache.stats.hits, cache.stats.misses) == (1, 1)
+    assert cache.invalidate([A]) == 2
+    assert cache.get(("k", 1)) is None and cache.get(("k", 2)) is None
+    assert cache.get(("k", 3)) == res("three")
+    assert cache.invalidate([A]) == 0 and len(cache) == 1
+
+
+def test_lru_bound_evicts_least_recently_used() -> None:
+    cache = ResourceCache(max_entries=2)
+    cache.put(1, res("a"), frozenset({A}))
+    cache.put(2, res("b"), frozenset())
+    cache.get(1)
+    cache.put(3, res("c"), frozenset())
+    assert cache.get(2) is None and cache.get(1) is not None and cache.get(3) is not None
+    assert cache.stats.evictions == 1
+    cache.invalidate([A])
+    assert len(cache) == 1
+
+
+def test_replacing_an_entry_moves_its_dependencies() -> None:
+    cache = ResourceCache()
+    cache.put(1, res("a"), frozenset({A}))
+    cache.put(1, res("a2"), frozenset({B}))
+    assert cache.invalidate([A]) == 0
+    assert cache.invalidate([B]) == 1
