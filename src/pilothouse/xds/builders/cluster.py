@@ -10,7 +10,9 @@ What a cluster gets (in Istio's order):
 
 1. name, discovery type, the mesh connect timeout; ``common_lb_config`` is always
    present, as in Istio.  EDS clusters read endpoints from ADS under their own
-   name; STATIC and DNS clusters carry an inline ``load_assignment``.
+   name, or, for a proxy that polls REST-JSON (``eds_polling``), from a REST
+   ``api_config_source`` on the bootstrap's REST cluster: such a proxy has no ADS
+   stream.  STATIC and DNS clusters carry an inline ``load_assignment``.
 2. connection pool (every cluster, inbound ones too): circuit breakers, connect
    timeout, TCP keepalive; see :mod:`.connection_pool`.
 3. outbound only: outlier detection, load balancer, TLS.  A PASSTHROUGH load
@@ -82,6 +84,20 @@ MESH_CONNECT_TIMEOUT: Final = timedelta(seconds=10)
 PASSTHROUGH_IDLE_TIMEOUT: Final = timedelta(minutes=5)
 
 
+@dataclass(frozen=True, slots=True)
+class RestPolling:
+    """How a REST-mode proxy polls for the resources a served resource points at.
+
+    ``cluster`` is the static HTTP/1.1 cluster in the proxy's bootstrap that reaches
+    pilothouse (``xds-rest`` in :mod:`pilothouse.bootstrap.envoy`).  Envoy requires
+    ``refresh_delay`` for a REST config source.
+    """
+
+    cluster: str
+    refresh_delay: timedelta = timedelta(seconds=1)
+    request_timeout: timedelta = timedelta(seconds=1)
+
+
 class Discovery(enum.StrEnum):
     """Envoy's cluster discovery types, by their proto names."""
 
@@ -122,6 +138,8 @@ class ClusterInputs:
     service_accounts: tuple[str, ...] = ()
     system_ca_file: str = DEFAULT_SYSTEM_CA_FILE
     dns_lookup_family: str = "V4_ONLY"
+    eds_polling: RestPolling | None = None
+    """None: EDS over ADS; else the REST source an EDS cluster polls."""
     message_key: tuple[bytes | None, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -228,11 +246,26 @@ def ads_config_source() -> config_source_pb2.ConfigSource:
     return source
 
 
+def rest_config_source(polling: RestPolling) -> config_source_pb2.ConfigSource:
+    """A REST-JSON ``api_config_source`` (V3) on ``polling.cluster``, initial fetch 0s."""
+    source = config_source_pb2.ConfigSource(resource_api_version=config_source_pb2.V3)
+    api = source.api_config_source
+    api.api_type = config_source_pb2.ApiConfigSource.REST
+    api.transport_api_version = config_source_pb2.V3
+    api.cluster_names.append(polling.cluster)
+    api.refresh_delay.FromTimedelta(polling.refresh_delay)
+    api.request_timeout.FromTimedelta(polling.request_timeout)
+    source.initial_fetch_timeout.SetInParent()
+    return source
+
+
 def _apply_discovery(
     cluster: cluster_pb2.Cluster, inputs: ClusterInputs, discovery: Discovery
 ) -> None:
     if discovery == Discovery.EDS:
-        cluster.eds_cluster_config.eds_config.CopyFrom(ads_config_source())
+        polling = inputs.eds_polling
+        source = ads_config_source() if polling is None else rest_config_source(polling)
+        cluster.eds_cluster_config.eds_config.CopyFrom(source)
         cluster.eds_cluster_config.service_name = inputs.name
     elif discovery == Discovery.STATIC:
         cluster.load_assignment.CopyFrom(build_load_assignment(inputs.name, inputs.endpoints))

@@ -1,0 +1,1 @@
+"""Generators: (proxy, scope, push context, watched names) → encoded resources, one per type URL."""

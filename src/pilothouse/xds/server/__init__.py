@@ -1,0 +1,1 @@
+"""The xDS server: thin gRPC (and REST) I/O around the protocol engines and generators."""

@@ -1,0 +1,200 @@
+"""gRPC servicers for ADS (SotW and delta) and the per-type discovery services.
+
+Every stream runs the same loop: refuse it with UNAVAILABLE until the server is
+ready; read the node from the first request and refuse a malformed one with
+INVALID_ARGUMENT; then one reader task feeds requests to the connection while this
+coroutine, the writer, sends the connection's queued responses. Responses are bytes
+already (the response serializer is the identity). When the stream ends, for any
+reason, the connection is removed and leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import grpc
+from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
+from google.protobuf import json_format
+
+from pilothouse.push.proxy import BadNode, ProxyIdentity, parse_node
+from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
+from pilothouse.xds.server.connection import Connection
+from pilothouse.xds.server.discovery import DiscoveryServer
+
+log = logging.getLogger("pilothouse.xds")
+
+ADS_SERVICE = "envoy.service.discovery.v3.AggregatedDiscoveryService"
+PER_TYPE_SERVICES = {
+    "envoy.service.cluster.v3.ClusterDiscoveryService": ("Clusters", CDS),
+    "envoy.service.endpoint.v3.EndpointDiscoveryService": ("Endpoints", EDS),
+    "envoy.service.listener.v3.ListenerDiscoveryService": ("Listeners", LDS),
+    "envoy.service.route.v3.RouteDiscoveryService": ("Routes", RDS),
+}
+
+
+def _identity(body: bytes) -> bytes:
+    return body
+
+
+def node_identity(node: Any) -> ProxyIdentity:
+    """The proxy identity from an Envoy ``Node`` message (raises BadNode)."""
+    metadata = json_format.MessageToDict(node.metadata) if node.HasField("metadata") else {}
+    locality = "/".join(
+        part for part in (node.locality.region, node.locality.zone, node.locality.sub_zone)
+    ).rstrip("/")
+    agent = f"{node.user_agent_name}/{node.user_agent_version}".strip("/")
+    return parse_node(
+        node.id, metadata, node_cluster=node.cluster, locality=locality, user_agent=agent
+    )
+
+
+class StreamHandler:
+    """Serves one kind of stream (SotW or delta, aggregated or one type)."""
+
+    def __init__(self, discovery: DiscoveryServer, *, delta: bool, only_type: str = "") -> None:
+        self._discovery = discovery
+        self._delta = delta
+        self._only_type = only_type
+
+    async def serve(
+        self, requests: AsyncIterator[Any], context: grpc.aio.ServicerContext[Any, bytes]
+    ) -> None:
+        discovery = self._discovery
+        if not discovery.ready():
+            await context.abort(
+                grpc.StatusCode.UNAVAILABLE, "pilothouse is not ready: config has not synced yet"
+            )
+        try:
+            first = await anext(requests)
+        except StopAsyncIteration:
+            return
+        if not first.HasField("node") or not first.node.id:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, "the first request must carry a node with an id"
+            )
+        try:
+            proxy = node_identity(first.node)
+        except BadNode as problem:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(problem))
+        connection = Connection(
+            discovery.next_connection_id(proxy.id or proxy.node_id),
+            context.peer(),
+            proxy,
+            discovery,
+            delta=self._delta,
+        )
+        discovery.connect(connection)
+        reader = asyncio.create_task(self._read(first, requests, connection, context))
+        try:
+            while True:
+                body = await connection.outbound.get()
+                if body is None:
+                    break
+                await context.write(body)
+        finally:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await reader
+            discovery.disconnect(connection)
+        if connection.problem:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, connection.problem)
+
+    async def _read(
+        self,
+        first: Any,
+        requests: AsyncIterator[Any],
+        connection: Connection,
+        context: grpc.aio.ServicerContext[Any, bytes],
+    ) -> None:
+        try:
+            self._handle(first, connection)
+            async for request in requests:
+                self._handle(request, connection)
+        except _BadRequest as problem:
+            connection.problem = str(problem)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("xds stream failed", extra={"connection": connection.id})
+        finally:
+            connection.close()
+
+    def _handle(self, request: Any, connection: Connection) -> None:
+        if self._only_type:
+            if not request.type_url:
+                request.type_url = self._only_type
+            elif request.type_url != self._only_type:
+                raise _BadRequest(f"type_url {request.type_url!r} on the {self._only_type} stream")
+        elif not request.type_url:
+            raise _BadRequest("request without type_url on an aggregated stream")
+        connection.on_request(request, time.time())
+
+
+class _BadRequest(Exception):
+    pass
+
+
+def _handler(behaviour: Callable[..., Any], request_type: Any) -> grpc.RpcMethodHandler[Any, bytes]:
+    return grpc.stream_stream_rpc_method_handler(
+        behaviour,
+        request_deserializer=request_type.FromString,
+        response_serializer=_identity,
+    )
+
+
+def add_discovery_services(server: grpc.aio.Server, discovery: DiscoveryServer) -> None:
+    """Register ADS and the per-type services on a grpc.aio server."""
+    sotw = discovery_pb2.DiscoveryRequest
+    delta = discovery_pb2.DeltaDiscoveryRequest
+    handlers = [
+        grpc.method_handlers_generic_handler(
+            ADS_SERVICE,
+            {
+                "StreamAggregatedResources": _handler(
+                    StreamHandler(discovery, delta=False).serve, sotw
+                ),
+                "DeltaAggregatedResources": _handler(
+                    StreamHandler(discovery, delta=True).serve, delta
+                ),
+            },
+        )
+    ]
+    for service, (suffix, type_url) in PER_TYPE_SERVICES.items():
+        handlers.append(
+            grpc.method_handlers_generic_handler(
+                service,
+                {
+                    f"Stream{suffix}": _handler(
+                        StreamHandler(discovery, delta=False, only_type=type_url).serve, sotw
+                    ),
+                    f"Delta{suffix}": _handler(
+                        StreamHandler(discovery, delta=True, only_type=type_url).serve, delta
+                    ),
+                },
+            )
+        )
+    server.add_generic_rpc_handlers(handlers)
+
+
+def new_grpc_server(max_receive_bytes: int, *, reuse_port: bool = False) -> grpc.aio.Server:
+    """A grpc.aio server with pilothouse's options.
+
+    ``grpc.so_reuseport`` is off unless asked for, so a port already in use fails
+    loudly instead of silently sharing connections with another process.
+    """
+    return grpc.aio.server(
+        options=[
+            ("grpc.so_reuseport", 1 if reuse_port else 0),
+            ("grpc.max_receive_message_length", max_receive_bytes),
+            ("grpc.max_send_message_length", 512 * 1024 * 1024),
+            ("grpc.keepalive_time_ms", 30_000),
+            ("grpc.keepalive_timeout_ms", 10_000),
+            ("grpc.http2.min_ping_interval_without_data_ms", 15_000),
+            ("grpc.max_concurrent_streams", 100_000),
+        ]
+    )

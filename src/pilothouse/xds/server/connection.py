@@ -1,0 +1,239 @@
+"""One connected proxy: its identity, its protocol session, and the responses it is owed.
+
+A connection is driven from two sides, both on the event loop and never concurrently
+within a step: the stream's reader hands it requests (:meth:`Connection.on_request`),
+and the push workers hand it pushes (:meth:`Connection.push`). Either may produce
+responses, which are appended in order to the connection's outbound queue; the
+stream's writer loop sends them. Generation is synchronous and reads one
+PushContext, so a response never mixes two snapshots.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from pilothouse.push.cache import Resource, ResourceCache
+from pilothouse.push.context import PushContext
+from pilothouse.push.proxy import ProxyIdentity
+from pilothouse.push.request import PushRequest
+from pilothouse.push.version import NonceSource
+from pilothouse.registry.endpoint_index import EndpointIndex
+from pilothouse.registry.model import SERVICE_KIND, ServiceKey
+from pilothouse.xds.generators.base import GenerationInput, Generator
+from pilothouse.xds.protocol.delta import DeltaDecision, DeltaKind, DeltaSession
+from pilothouse.xds.protocol.delta_plan import plan_delta
+from pilothouse.xds.protocol.messages import DeltaRequest, SotwRequest
+from pilothouse.xds.protocol.sotw import SotwDecision, SotwSession
+from pilothouse.xds.protocol.sotw_watch import plan_sotw
+from pilothouse.xds.protocol.type_urls import EDS, push_order_key
+from pilothouse.xds.server.wire import delta_response, sotw_response
+
+
+class Generation(Protocol):
+    """What a connection needs from the server to generate responses."""
+
+    @property
+    def context(self) -> PushContext: ...
+
+    @property
+    def endpoints(self) -> EndpointIndex: ...
+
+    @property
+    def cache(self) -> ResourceCache: ...
+
+    @property
+    def version(self) -> str: ...
+
+    def generator(self, type_url: str) -> Generator | None: ...
+
+    def observe_send(self, connection: Connection, type_url: str, size: int) -> None: ...
+
+
+@dataclass
+class ConnectionStats:
+    pushes: int = 0
+    responses: dict[str, int] = field(default_factory=dict)
+    resources_sent: dict[str, int] = field(default_factory=dict)
+    bytes_sent: int = 0
+
+
+class Connection:
+    """A proxy's stream. ``delta`` selects the protocol engine."""
+
+    def __init__(
+        self,
+        connection_id: str,
+        peer: str,
+        proxy: ProxyIdentity,
+        generation: Generation,
+        *,
+        delta: bool,
+    ) -> None:
+        self.id = connection_id
+        self.peer = peer
+        self.proxy = proxy
+        self.delta = delta
+        self.connected_at = time.time()
+        self.sotw = SotwSession() if not delta else None
+        self.delta_session = DeltaSession() if delta else None
+        self.outbound: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self.stats = ConnectionStats()
+        self.problem: str | None = None
+        """Why the stream must end with INVALID_ARGUMENT, when the client broke the protocol."""
+        self._generation = generation
+        self._nonces = NonceSource()
+
+    def __repr__(self) -> str:
+        return f"Connection({self.id}, {self.proxy.node_id})"
+
+    # -- what the server asks ---------------------------------------------------------
+
+    def watched_types(self) -> list[str]:
+        session = self.sotw if self.sotw is not None else self.delta_session
+        assert session is not None
+        return sorted(session.watches, key=push_order_key)
+
+    def watched_names(self, type_url: str) -> frozenset[str] | None:
+        """The explicitly watched names of a type; None when wildcard or not watched."""
+        session = self.sotw if self.sotw is not None else self.delta_session
+        assert session is not None
+        subscription = session.wants(type_url)
+        if subscription is None or subscription.wildcard:
+            return None
+        return subscription.names
+
+    def watches_services(self, services: frozenset[ServiceKey]) -> frozenset[str]:
+        """Watched EDS cluster names whose host is one of ``services``' hostnames."""
+        names = self.watched_names(EDS)
+        if not names:
+            return frozenset()
+        hosts = {s.hostname for s in services}
+        return frozenset(n for n in names if n.rsplit("|", 1)[-1] in hosts)
+
+    # -- requests ---------------------------------------------------------------------
+
+    def on_request(self, request: SotwRequest | DeltaRequest, now: float) -> None:
+        if self.sotw is not None:
+            decision = self.sotw.receive(request, now)  # type: ignore[arg-type]
+            if decision.respond:
+                self._respond_sotw(decision.type_url, decision, None, now)
+            return
+        assert self.delta_session is not None
+        delta_decision = self.delta_session.receive(request, now)  # type: ignore[arg-type]
+        if delta_decision.respond:
+            self._respond_delta(delta_decision.type_url, delta_decision, None, now)
+
+    # -- pushes -----------------------------------------------------------------------
+
+    def push(self, request: PushRequest, now: float) -> None:
+        """Send what ``request`` changed for this proxy, types in make-before-break order."""
+        self.stats.pushes += 1
+        if not request.full:
+            services = frozenset(
+                ServiceKey(k.name, k.namespace)
+                for k in request.configs_updated
+                if k.kind == SERVICE_KIND
+            )
+            changed = self.watches_services(services)
+            if changed:
+                self._push_type(EDS, changed, now)
+            return
+        for type_url in self.watched_types():
+            self._push_type(type_url, None, now)
+
+    def _push_type(self, type_url: str, changed: frozenset[str] | None, now: float) -> None:
+        """A server-initiated response for one type (only what changed, if anything)."""
+        if self.sotw is not None:
+            self._respond_sotw(type_url, None, changed, now)
+        else:
+            self._respond_delta(type_url, None, changed, now)
+
+    # -- generation -------------------------------------------------------------------
+
+    def _generate(self, type_url: str, names: frozenset[str] | None) -> Mapping[str, Resource]:
+        generator = self._generation.generator(type_url)
+        if generator is None:
+            return {}
+        context = self._generation.context
+        given = GenerationInput(
+            proxy=self.proxy,
+            scope=context.scope(self.proxy),
+            context=context,
+            endpoints=self._generation.endpoints,
+            cache=self._generation.cache,
+            names=names,
+        )
+        return generator.generate(given)
+
+    def _respond_sotw(
+        self,
+        type_url: str,
+        decision: SotwDecision | None,
+        changed: frozenset[str] | None,
+        now: float,
+    ) -> None:
+        assert self.sotw is not None
+        watch = self.sotw.watch(type_url)
+        if watch is None:
+            return
+        subscription = watch.subscription
+        names = None if subscription.wildcard else subscription.names
+        if changed is not None:
+            names = changed if names is None else names & changed
+        resources = self._generate(type_url, names)
+        available = {name: r.version for name, r in resources.items()}
+        plan = plan_sotw(watch, available, answering=decision is not None)
+        if plan is None:
+            return
+        if changed is not None and not plan.resources:
+            return
+        version = self._generation.version
+        nonce = self._nonces.next(version)
+        body = sotw_response(
+            version, type_url, nonce, [resources[n].body for n in sorted(plan.resources)]
+        )
+        self.sotw.record_sent(type_url, version, nonce, plan.resources, now)
+        self._send(type_url, body, len(plan.resources))
+
+    def _respond_delta(
+        self,
+        type_url: str,
+        decision: DeltaDecision | None,
+        changed: frozenset[str] | None,
+        now: float,
+    ) -> None:
+        assert self.delta_session is not None
+        watch = self.delta_session.watch(type_url)
+        if watch is None:
+            return
+        subscription = watch.subscription
+        names = None if subscription.wildcard else subscription.names
+        resources = self._generate(type_url, names)
+        available = {name: r.version for name, r in resources.items()}
+        plan = plan_delta(watch, available, decision, changed)
+        initial = decision is not None and decision.kind in (DeltaKind.INIT, DeltaKind.RECONNECT)
+        if plan.empty and not initial:
+            return
+        version = self._generation.version
+        nonce = self._nonces.next(version)
+        chosen = [resources[n] for n in sorted(plan.resources)]
+        body = delta_response(version, type_url, nonce, chosen, sorted(plan.removed))
+        self.delta_session.record_sent(
+            type_url, nonce, plan.resources, plan.removed, now, system_version=version
+        )
+        self._send(type_url, body, len(chosen))
+
+    def _send(self, type_url: str, body: bytes, resources: int) -> None:
+        self.stats.responses[type_url] = self.stats.responses.get(type_url, 0) + 1
+        sent = self.stats.resources_sent
+        sent[type_url] = sent.get(type_url, 0) + resources
+        self.stats.bytes_sent += len(body)
+        self._generation.observe_send(self, type_url, len(body))
+        self.outbound.put_nowait(body)
+
+    def close(self) -> None:
+        self.outbound.put_nowait(None)

@@ -1,0 +1,271 @@
+"""The discovery server: from config events to pushes on every affected connection.
+
+Flow (DESIGN §1): store events and registry updates become PushRequests; the
+debouncer releases one merged request at a time; a full request builds a new
+PushContext (reusing untouched indexes) and evicts the cache entries of the changed
+keys; an endpoint-only request takes the EDS fast path (no new context, no
+CDS/LDS/RDS). Then only the connections the change concerns are queued: for a full
+push, those whose scope sees a changed key (before or after the change); for an
+endpoint push, those watching a changed service's clusters. Push workers, bounded by
+``push_throttle``, run each connection's push.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from pilothouse.config.model import ConfigKey
+from pilothouse.push.cache import DEFAULT_MAX_ENTRIES, ResourceCache
+from pilothouse.push.context import PushContext, build_context
+from pilothouse.push.debounce import Debouncer, DebounceSettings
+from pilothouse.push.mesh import MeshSettings
+from pilothouse.push.queue import PushQueue
+from pilothouse.push.request import PushRequest, TriggerReason
+from pilothouse.push.version import PushVersions
+from pilothouse.push.workers import PushWorkers
+from pilothouse.registry.controller import ServiceEntryRegistry
+from pilothouse.registry.endpoint_index import EndpointIndex
+from pilothouse.registry.model import SERVICE_KIND, ServiceKey
+from pilothouse.registry.update import RegistryUpdate
+from pilothouse.sources.events import ConfigEvent, ConfigStore
+from pilothouse.xds.generators.base import Generator
+from pilothouse.xds.generators.cds import ClusterGenerator
+from pilothouse.xds.generators.eds import EndpointGenerator
+from pilothouse.xds.protocol.type_urls import short_name
+from pilothouse.xds.server.connection import Connection
+
+log = logging.getLogger("pilothouse.xds")
+
+_REGISTRY_KINDS = frozenset({"ServiceEntry", "WorkloadEntry"})
+
+
+@dataclass(frozen=True, slots=True)
+class XdsSettings:
+    """The serving knobs (istiod's names in comments)."""
+
+    debounce: DebounceSettings = field(default_factory=DebounceSettings)
+    push_throttle: int = 0  # PILOT_PUSH_THROTTLE; 0 = min(15 + 5 × cores, 100)
+    max_receive_bytes: int = 4 * 1024 * 1024  # ISTIO_GPRC_MAXRECVMSGSIZE
+    cache_size: int = DEFAULT_MAX_ENTRIES  # PILOT_XDS_CACHE_SIZE
+
+
+@dataclass
+class XdsStats:
+    """Counters for ``/metrics`` (istiod metric names)."""
+
+    pushes: dict[str, int] = field(default_factory=dict)  # pilot_xds_pushes{type}
+    push_triggers: dict[str, int] = field(default_factory=dict)  # pilot_push_triggers{type}
+    rejects: dict[str, int] = field(default_factory=dict)  # pilot_total_xds_rejects{type}
+    expired_nonces: dict[str, int] = field(default_factory=dict)  # pilot_xds_expired_nonce
+    full_pushes: int = 0
+    eds_pushes: int = 0
+    connections_queued: int = 0
+    context_builds: int = 0
+
+
+class DiscoveryServer:
+    """Owns the registry, the push pipeline, the cache and the connections."""
+
+    def __init__(
+        self,
+        store: ConfigStore,
+        mesh: MeshSettings | None = None,
+        settings: XdsSettings | None = None,
+    ) -> None:
+        self.store = store
+        self.mesh = mesh if mesh is not None else MeshSettings()
+        self.settings = settings if settings is not None else XdsSettings()
+        self.cache = ResourceCache(self.settings.cache_size)
+        self.stats = XdsStats()
+        self.connections: dict[str, Connection] = {}
+        self.registry = ServiceEntryRegistry(store, self._on_registry_update)
+        self._unsubscribe = store.subscribe(self._on_config_event)
+        self._versions = PushVersions()
+        self._version = self._versions.next()
+        self._context: PushContext | None = None
+        self._generators: dict[str, Generator] = {}
+        for generator in (ClusterGenerator(), EndpointGenerator()):
+            self._generators[generator.type_url] = generator
+        self._queue: PushQueue[Connection] = PushQueue()
+        self._workers: PushWorkers[Connection] = PushWorkers(
+            self._queue, self._push_connection, self.settings.push_throttle
+        )
+        self._debouncer = Debouncer(self.settings.debounce, self._on_push)
+        self._ids = itertools.count(1)
+        self._closed = asyncio.Event()
+        self._ready = asyncio.Event()
+
+    # -- what connections and servicers read ------------------------------------------
+
+    @property
+    def context(self) -> PushContext:
+        if self._context is None:
+            raise RuntimeError("no PushContext yet: the server is not ready")
+        return self._context
+
+    @property
+    def endpoints(self) -> EndpointIndex:
+        return self.registry.endpoint_index
+
+    @property
+    def version(self) -> str:
+        return self._version
+
+    def generator(self, type_url: str) -> Generator | None:
+        return self._generators.get(type_url)
+
+    def register_generator(self, generator: Generator) -> None:
+        self._generators[generator.type_url] = generator
+
+    def observe_send(self, connection: Connection, type_url: str, size: int) -> None:
+        name = short_name(type_url).lower()
+        self.stats.pushes[name] = self.stats.pushes.get(name, 0) + 1
+
+    def ready(self) -> bool:
+        """True once every source has synced and the first PushContext exists."""
+        return self._ready.is_set()
+
+    async def wait_ready(self) -> None:
+        await self._ready.wait()
+
+    def next_connection_id(self, proxy_id: str) -> str:
+        return f"{proxy_id}-{next(self._ids)}"
+
+    # -- connections ------------------------------------------------------------------
+
+    def connect(self, connection: Connection) -> None:
+        self.connections[connection.id] = connection
+        log.debug("proxy connected", extra={"id": connection.id, "peer": connection.peer})
+
+    def disconnect(self, connection: Connection) -> None:
+        self.connections.pop(connection.id, None)
+        self._queue.remove(connection)
+        session = connection.sotw if connection.sotw is not None else connection.delta_session
+        if session is not None:
+            for type_url, count in session.rejects.items():
+                key = short_name(type_url).lower()
+                self.stats.rejects[key] = self.stats.rejects.get(key, 0) + count
+        log.debug("proxy disconnected", extra={"id": connection.id})
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Wait for the sources, build the first context, then serve pushes until closed."""
+        while not self.store.has_synced():
+            if self._closed.is_set():
+                return
+            await asyncio.sleep(0.01)
+        self.registry.initial_load()
+        self._context = build_context(self.store, self.registry.services, self.mesh, self._version)
+        self.stats.context_builds += 1
+        self._ready.set()
+        log.info(
+            "xds ready",
+            extra={"services": len(self.registry.services()), "version": self._version},
+        )
+        async with asyncio.TaskGroup() as tasks:
+            tasks.create_task(self._debouncer.run())
+            tasks.create_task(self._workers.run())
+            await self._closed.wait()
+            self._debouncer.close()
+            self._queue.shutdown()
+
+    def close(self) -> None:
+        self._closed.set()
+        self._debouncer.close()
+        self._queue.shutdown()
+        for connection in list(self.connections.values()):
+            connection.close()
+        self._unsubscribe()
+        self.registry.close()
+
+    def request_push(self, request: PushRequest) -> None:
+        """Queue a push through the debouncer (e.g. ``/debug/adsz?push=true``)."""
+        self._debouncer.enqueue(request)
+
+    # -- events -----------------------------------------------------------------------
+
+    def _on_config_event(self, event: ConfigEvent) -> None:
+        if event.key.kind in _REGISTRY_KINDS:
+            return  # the registry turns these into service and endpoint updates
+        self._debouncer.enqueue(
+            PushRequest.for_configs([event.key], TriggerReason.CONFIG, start=time.monotonic())
+        )
+
+    def _on_registry_update(self, update: RegistryUpdate) -> None:
+        self._debouncer.enqueue(update.to_push_request(start=time.monotonic()))
+
+    # -- pushes -----------------------------------------------------------------------
+
+    async def _on_push(self, request: PushRequest) -> None:
+        if self._context is None:
+            return
+        for reason, count in request.reasons.items():
+            self.stats.push_triggers[reason] = self.stats.push_triggers.get(reason, 0) + count
+        self._version = self._versions.next()
+        if request.full:
+            self._full_push(request)
+        else:
+            self._endpoint_push(request)
+
+    def _full_push(self, request: PushRequest) -> None:
+        previous = self.context
+        self.cache.invalidate(request.configs_updated)
+        context = build_context(
+            self.store, self.registry.services, self.mesh, self._version, previous, request
+        )
+        self._context = context
+        self.stats.context_builds += 1
+        self.stats.full_pushes += 1
+        for connection in self._affected(request, previous, context):
+            self._queue.enqueue(connection, request)
+            self.stats.connections_queued += 1
+
+    def _endpoint_push(self, request: PushRequest) -> None:
+        self.cache.invalidate(request.configs_updated)
+        services = _services_of(request.configs_updated)
+        self.stats.eds_pushes += 1
+        for connection in list(self.connections.values()):
+            if connection.watches_services(services):
+                self._queue.enqueue(connection, request)
+                self.stats.connections_queued += 1
+
+    def _affected(
+        self, request: PushRequest, old: PushContext, new: PushContext
+    ) -> Iterable[Connection]:
+        """The connections whose proxies can see a changed key (scoped push)."""
+        connections = list(self.connections.values())
+        if request.is_everything or request.forced:
+            return connections
+        keys = request.configs_updated
+        root = self.mesh.root_namespace
+        verdicts: dict[tuple[object, object], bool] = {}
+        chosen: list[Connection] = []
+        for connection in connections:
+            old_scope = old.scope(connection.proxy)
+            new_scope = new.scope(connection.proxy)
+            pair = (old_scope.key, new_scope.key)
+            verdict = verdicts.get(pair)
+            if verdict is None:
+                verdict = old_scope.key != new_scope.key or any(
+                    old_scope.sees(k, root) or new_scope.sees(k, root) for k in keys
+                )
+                verdicts[pair] = verdict
+            if verdict:
+                chosen.append(connection)
+        return chosen
+
+    async def _push_connection(self, connection: Connection, request: PushRequest) -> None:
+        if connection.id not in self.connections:
+            return
+        connection.push(request, time.time())
+        await asyncio.sleep(0)
+
+
+def _services_of(keys: Iterable[ConfigKey]) -> frozenset[ServiceKey]:
+    return frozenset(ServiceKey(k.name, k.namespace) for k in keys if k.kind == SERVICE_KIND)

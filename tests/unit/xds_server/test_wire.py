@@ -1,0 +1,47 @@
+"""Responses assembled from bytes parse back to the same messages protobuf would build."""
+
+from __future__ import annotations
+
+from envoy.config.cluster.v3 import cluster_pb2  # type: ignore[import-untyped]
+from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
+from google.protobuf import any_pb2
+
+from pilothouse.push.cache import Resource
+from pilothouse.xds.builders.encode import content_hash, to_any_bytes
+from pilothouse.xds.protocol.type_urls import CDS
+from pilothouse.xds.server.wire import delta_response, sotw_response
+
+
+def cluster(name: str) -> Resource:
+    body = to_any_bytes(cluster_pb2.Cluster(name=name))
+    return Resource(name, content_hash(body), body)
+
+
+def test_sotw_response_matches_protobuf() -> None:
+    resources = [cluster("a"), cluster("b" * 300)]
+    data = sotw_response("v1/2", CDS, "n-1", [r.body for r in resources])
+    parsed = discovery_pb2.DiscoveryResponse.FromString(data)
+    expected = discovery_pb2.DiscoveryResponse(version_info="v1/2", type_url=CDS, nonce="n-1")
+    for r in resources:
+        expected.resources.append(any_pb2.Any.FromString(r.body))
+    assert parsed == expected
+    assert data == expected.SerializeToString()
+
+
+def test_delta_response_matches_protobuf() -> None:
+    resources = [cluster("a"), cluster("c")]
+    data = delta_response("sys", CDS, "n-2", resources, ["gone-1", "gone-2"])
+    parsed = discovery_pb2.DeltaDiscoveryResponse.FromString(data)
+    assert parsed.system_version_info == "sys" and parsed.nonce == "n-2"
+    assert parsed.type_url == CDS and list(parsed.removed_resources) == ["gone-1", "gone-2"]
+    assert [(r.name, r.version) for r in parsed.resources] == [
+        (x.name, x.version) for x in resources
+    ]
+    unpacked = cluster_pb2.Cluster()
+    parsed.resources[1].resource.Unpack(unpacked)
+    assert unpacked.name == "c"
+
+
+def test_empty_response() -> None:
+    parsed = discovery_pb2.DiscoveryResponse.FromString(sotw_response("", CDS, "n", []))
+    assert not parsed.resources and parsed.nonce == "n" and parsed.version_info == ""
