@@ -1,0 +1,45 @@
+"""``AdminServer``: serves the admin application on one address (127.0.0.1:15014 by default).
+
+``start`` returns the bound port, so port 0 lets the kernel choose (tests). Access logs
+are off: Envoy's REST polls alone would flood them.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 15014
+
+
+class AdminServer:
+    """One aiohttp application on one TCP address."""
+
+    def __init__(self, app: web.Application, *, shutdown_timeout: float = 2.0) -> None:
+        self.app = app
+        self._shutdown_timeout = shutdown_timeout
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    async def start(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> int:
+        """Bind and serve; returns the bound port. Fails (OSError) if the port is taken."""
+        if self._runner is not None:
+            raise RuntimeError("the admin server is already started")
+        runner = web.AppRunner(
+            self.app, access_log=None, shutdown_timeout=self._shutdown_timeout
+        )
+        await runner.setup()
+        site = web.TCPSite(runner, host, port, reuse_port=False)
+        try:
+            await site.start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self.port = int(runner.addresses[0][1])
+        return self.port
+
+    async def stop(self) -> None:
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
