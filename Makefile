@@ -15,8 +15,15 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 ## run: install, validate and serve the example mesh
+NODE := sidecar~127.0.0.1~productpage-v1.bookinfo~bookinfo.svc.cluster.local
 run: install
 	$(BIN)/pilothouse validate examples/
+	@echo
+	@echo "pilothouse serves xDS on 127.0.0.1:15010. To attach an Envoy, in another shell:"
+	@echo "  $(BIN)/pilothouse bootstrap --node '$(NODE)' > /tmp/envoy.yaml"
+	@echo "  $(BIN)/envoy -c /tmp/envoy.yaml --disable-hot-restart"
+	@echo "  curl -s localhost:15000/clusters | grep reviews"
+	@echo
 	$(BIN)/pilothouse serve --config examples/
 
 ## lint: ruff and mypy --strict

@@ -14,6 +14,12 @@ from pathlib import Path
 from typing import Any
 
 ENV_PREFIX = "PILOTHOUSE_"
+_FLOATS = frozenset(
+    {"file_debounce", "debounce_after", "debounce_max", "drain_seconds", "rest_refresh_delay"}
+)
+_INTS = frozenset({"push_throttle", "max_receive_bytes"})
+_BOOLS = frozenset({"eds_debounce"})
+_STRINGS = frozenset({"default_namespace", "log_level", "xds_address", "admin_address"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +33,24 @@ class Settings:
     file_debounce: float = 0.1
     """Seconds of quiet before a changed file is reloaded."""
     log_level: str = "info"
+    xds_address: str = "127.0.0.1:15010"
+    """host:port of the plaintext xDS gRPC server (istiod's 15010)."""
+    admin_address: str = "127.0.0.1:15014"
+    """host:port of the HTTP server for /ready, REST xDS and debug (istiod's 15014)."""
+    debounce_after: float = 0.1
+    """PILOT_DEBOUNCE_AFTER: quiet time before a push, seconds."""
+    debounce_max: float = 10.0
+    """PILOT_DEBOUNCE_MAX: longest a push waits for quiet, seconds."""
+    eds_debounce: bool = True
+    """PILOT_ENABLE_EDS_DEBOUNCE: debounce endpoint-only pushes too."""
+    push_throttle: int = 0
+    """PILOT_PUSH_THROTTLE: concurrent pushes; 0 means min(15 + 5 x cores, 100)."""
+    max_receive_bytes: int = 4 * 1024 * 1024
+    """Largest request accepted on an xDS stream."""
+    rest_refresh_delay: float = 1.0
+    """How often REST-mode proxies are told to poll for EDS/RDS (match their bootstrap)."""
+    drain_seconds: float = 5.0
+    """How long SIGTERM waits for streams to close before stopping hard."""
 
     def with_overrides(self, values: Mapping[str, Any]) -> Settings:
         known = {f.name for f in fields(self)}
@@ -51,8 +75,12 @@ def from_environment(environ: Mapping[str, str] = os.environ) -> dict[str, Any]:
         field_name = name[len(ENV_PREFIX) :].lower()
         if field_name == "config_dirs":
             out[field_name] = tuple(Path(p) for p in value.split(os.pathsep) if p)
-        elif field_name == "file_debounce":
+        elif field_name in _FLOATS:
             out[field_name] = float(value)
-        elif field_name in ("default_namespace", "log_level"):
+        elif field_name in _INTS:
+            out[field_name] = int(value)
+        elif field_name in _BOOLS:
+            out[field_name] = value.strip().lower() in ("1", "true", "yes", "on")
+        elif field_name in _STRINGS:
             out[field_name] = value
     return out

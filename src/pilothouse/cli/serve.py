@@ -1,7 +1,9 @@
-"""`pilothouse serve`: load and watch the mesh config and keep it validated in memory.
+"""`pilothouse serve`: load and watch the mesh config and serve it over xDS.
 
-Today this runs the config pipeline's first stages (file sources → aggregate store) and
-logs every change and every problem; the xDS server joins it in the next milestone.
+Start-up: file sources load (xDS streams get UNAVAILABLE until they have), the
+discovery server builds its first PushContext, and the gRPC server accepts proxies.
+SIGTERM or SIGINT drains: every stream is closed (proxies reconnect elsewhere), the
+server waits up to ``drain_seconds`` for them to finish, and the process exits 0.
 """
 
 from __future__ import annotations
@@ -11,22 +13,42 @@ import asyncio
 import contextlib
 import logging
 import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
+from pilothouse.admin.app import build_admin_app
+from pilothouse.admin.server import AdminServer
+from pilothouse.bootstrap.envoy import XDS_REST_CLUSTER
 from pilothouse.config.load import Loader
+from pilothouse.push.debounce import DebounceSettings
 from pilothouse.settings import Settings, from_environment
 from pilothouse.sources.aggregate import AggregateStore
 from pilothouse.sources.events import ConfigEvent
 from pilothouse.sources.fs import FileSource
+from pilothouse.xds.builders.cluster import RestPolling
+from pilothouse.xds.server.ads import add_discovery_services, new_grpc_server
+from pilothouse.xds.server.discovery import DiscoveryServer, XdsSettings
+from pilothouse.xds.server.rest import RestSettings
 
 log = logging.getLogger("pilothouse.serve")
+
+
+@dataclass(frozen=True, slots=True)
+class Bound:
+    """Where the servers actually listen (ports chosen at run time when asked for 0)."""
+
+    xds_port: int
+    admin_port: int
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = commands.add_parser(
         "serve",
-        help="load, validate and watch the mesh config",
-        description="Load Istio config from directories and keep it current.",
+        help="serve the mesh config over xDS",
+        description="Load Istio config from directories, keep it current, serve it over xDS.",
     )
     parser.add_argument(
         "--config",
@@ -34,6 +56,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=Path,
         metavar="DIR",
         help="a directory of Istio YAML (repeatable; default ./mesh if present)",
+    )
+    parser.add_argument("--xds-address", metavar="HOST:PORT", help="default 127.0.0.1:15010")
+    parser.add_argument(
+        "--admin-address",
+        metavar="HOST:PORT",
+        help="HTTP for /ready and REST xDS; default 127.0.0.1:15014",
     )
     parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
     parser.set_defaults(run=run)
@@ -45,10 +73,34 @@ def settings_from(args: argparse.Namespace) -> Settings:
         overrides["config_dirs"] = tuple(args.config)
     if args.log_level:
         overrides["log_level"] = args.log_level
+    if args.xds_address:
+        overrides["xds_address"] = args.xds_address
+    if args.admin_address:
+        overrides["admin_address"] = args.admin_address
     return Settings().with_overrides(overrides)
 
 
-async def serve(settings: Settings, stop: asyncio.Event) -> None:
+def xds_settings(settings: Settings) -> XdsSettings:
+    return XdsSettings(
+        debounce=DebounceSettings(
+            debounce_after=settings.debounce_after,
+            debounce_max=settings.debounce_max,
+            eds_debounce=settings.eds_debounce,
+        ),
+        push_throttle=settings.push_throttle,
+        max_receive_bytes=settings.max_receive_bytes,
+    )
+
+
+def rest_settings(settings: Settings) -> RestSettings:
+    delay = timedelta(seconds=settings.rest_refresh_delay)
+    return RestSettings(polling=RestPolling(XDS_REST_CLUSTER, delay, timedelta(seconds=1)))
+
+
+async def serve(
+    settings: Settings, stop: asyncio.Event, on_bound: Callable[[Bound], None] | None = None
+) -> None:
+    """Run until ``stop`` is set, then drain and return."""
     sources = [
         FileSource(
             directory,
@@ -58,24 +110,54 @@ async def serve(settings: Settings, stop: asyncio.Event) -> None:
         for directory in settings.effective_config_dirs()
     ]
     store = AggregateStore([s.store for s in sources])
+    if not sources:
+        log.warning("no config directory given and ./mesh does not exist: serving no config")
 
     def on_event(event: ConfigEvent) -> None:
-        log.info("%s %s (%s)", event.type, event.key, event.config.origin)
+        log.info("config %s %s (%s)", event.type, event.key, event.config.origin)
 
     store.subscribe(on_event)
-    async with asyncio.TaskGroup() as tasks:
-        for source in sources:
-            tasks.create_task(source.run())
-        while not store.has_synced():
-            await asyncio.sleep(0.01)
-        log.info(
-            "config synced: %d objects from %d source(s)",
-            len(store.keys()),
-            len(sources),
-        )
-        await stop.wait()
-        for source in sources:
-            source.close()
+    discovery = DiscoveryServer(store, settings=xds_settings(settings))
+    grpc_server = new_grpc_server(settings.max_receive_bytes)
+    add_discovery_services(grpc_server, discovery)
+    try:
+        port = grpc_server.add_insecure_port(settings.xds_address)
+    except RuntimeError as problem:
+        raise SystemExit(
+            f"pilothouse: cannot listen on {settings.xds_address}: {problem}"
+        ) from None
+    if port == 0:
+        raise SystemExit(f"pilothouse: cannot listen on {settings.xds_address}")
+    await grpc_server.start()
+    admin_host, _, admin_port_text = settings.admin_address.rpartition(":")
+    admin = AdminServer(build_admin_app(discovery, rest=rest_settings(settings)))
+    try:
+        admin_port = await admin.start(admin_host, int(admin_port_text))
+    except (OSError, ValueError) as problem:
+        await grpc_server.stop(0)
+        raise SystemExit(
+            f"pilothouse: cannot listen on {settings.admin_address}: {problem}"
+        ) from None
+    bound = Bound(xds_port=port, admin_port=admin_port)
+    host = settings.xds_address.rsplit(":", 1)[0]
+    log.info("xDS listening on %s:%d", host, port)
+    log.info("admin (/ready, REST xDS) listening on %s:%d", admin_host, admin_port)
+    if on_bound is not None:
+        on_bound(bound)
+    try:
+        async with asyncio.TaskGroup() as tasks:
+            for source in sources:
+                tasks.create_task(source.run())
+            tasks.create_task(discovery.run())
+            await stop.wait()
+            log.info("draining: closing %d xDS stream(s)", len(discovery.connections))
+            discovery.close()
+            for source in sources:
+                source.close()
+    finally:
+        await grpc_server.stop(settings.drain_seconds)
+        await admin.stop()
+        log.info("stopped")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -83,6 +165,7 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=settings.log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
+        stream=sys.stderr,
     )
 
     async def main() -> None:

@@ -1,0 +1,87 @@
+"""`pilothouse bootstrap`: print a bootstrap that connects a proxy to pilothouse.
+
+Envoy (default): ADS over gRPC (``--delta`` for DELTA_GRPC, ``--rest`` for REST-JSON
+polling), ``set_node_on_first_message_only``, Istio's ``xds-grpc`` cluster. With
+``--grpc``, a bootstrap JSON for grpcio's proxyless xDS client (``GRPC_XDS_BOOTSTRAP``).
+The node id is the Istio form ``type~ip~pod.namespace~namespace.svc.cluster.local``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import yaml
+
+from pilothouse.bootstrap.envoy import EnvoyBootstrapOptions, XdsTransport, envoy_bootstrap
+from pilothouse.bootstrap.grpc import grpc_bootstrap
+from pilothouse.push.proxy import BadNode, parse_node
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser(
+        "bootstrap",
+        help="print an Envoy (or proxyless gRPC) bootstrap for a node",
+        description="Print a bootstrap that connects a proxy to pilothouse.",
+    )
+    parser.add_argument(
+        "--node", required=True, help="Istio node id: type~ip~pod.ns~ns.svc.cluster.local"
+    )
+    parser.add_argument(
+        "--xds-address",
+        metavar="HOST:PORT",
+        help="pilothouse's xDS address (default 127.0.0.1:15010; with --rest its admin "
+        "address, default 127.0.0.1:15014)",
+    )
+    parser.add_argument("--admin-port", type=int, default=15000, help="Envoy's admin port")
+    parser.add_argument("--cluster", default="istio-proxy", help="Envoy node.cluster")
+    flavour = parser.add_mutually_exclusive_group()
+    flavour.add_argument("--delta", action="store_true", help="DELTA_GRPC ADS")
+    flavour.add_argument(
+        "--rest", action="store_true", help="REST-JSON polling (to the admin port)"
+    )
+    flavour.add_argument("--grpc", action="store_true", help="grpcio proxyless bootstrap JSON")
+    parser.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        proxy = parse_node(args.node)
+    except BadNode as problem:
+        print(f"pilothouse bootstrap: {problem}", file=sys.stderr)
+        return 2
+    address = args.xds_address or ("127.0.0.1:15014" if args.rest else "127.0.0.1:15010")
+    host, _, port_text = address.rpartition(":")
+    if not host or not port_text.isdigit():
+        print("pilothouse bootstrap: --xds-address must be HOST:PORT", file=sys.stderr)
+        return 2
+    metadata = {"NAMESPACE": proxy.namespace}
+    if args.grpc:
+        document = grpc_bootstrap(
+            node_id=args.node, server_uri=address, node_cluster=args.cluster,
+            metadata=metadata,
+        )  # fmt: skip
+        print(json.dumps(document, indent=2))
+        return 0
+    transport = XdsTransport.SOTW
+    if args.delta:
+        transport = XdsTransport.DELTA
+    elif args.rest:
+        transport = XdsTransport.REST
+    try:
+        options = EnvoyBootstrapOptions(
+            node_id=args.node, node_cluster=args.cluster, node_metadata=metadata,
+            xds_host=host, xds_port=int(port_text), admin_port=args.admin_port,
+            transport=transport,
+        )  # fmt: skip
+    except ValueError as problem:
+        print(f"pilothouse bootstrap: {problem}", file=sys.stderr)
+        return 2
+    document = envoy_bootstrap(options)
+    if args.output == "json":
+        print(json.dumps(document, indent=2))
+    else:
+        print(yaml.safe_dump(document, sort_keys=False), end="")
+    return 0
