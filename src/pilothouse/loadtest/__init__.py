@@ -1,0 +1,63 @@
+"""Simulated proxies for tests and benchmarks: Envoy-like (and grpcio-like) xDS clients.
+
+``SimulatedProxy`` is one ADS stream that behaves like Envoy 1.40 (sidecar or
+router) or like grpcio's proxyless client; ``ProxyFleet`` runs many of them
+over a few shared channels and times their convergence.  They talk to any ADS
+server; the protocol work is done by I/O-free client engines
+(``SotwClient``, ``DeltaClient``) driven by a ``RequestPlan``.
+"""
+
+from pilothouse.loadtest.backoff import Backoff
+from pilothouse.loadtest.convergence import (
+    all_of,
+    holding,
+    holding_exactly,
+    holding_versions,
+    settled,
+)
+from pilothouse.loadtest.delta_client import DeltaClient
+from pilothouse.loadtest.engine import ClientEngine, RejectHook
+from pilothouse.loadtest.fleet import ConvergenceReport, ProxyFleet, fleet_identities
+from pilothouse.loadtest.holdings import HeldResource, ReceivedResource, TypeCounters, XdsEvent
+from pilothouse.loadtest.identity import ProxyFlavour, ProxyIdentity, istio_node_id, mesh_identity
+from pilothouse.loadtest.plans import EnvoyPlan, GrpcPlan, RequestPlan
+from pilothouse.loadtest.proxy import ProxyPredicate, SimulatedProxy
+from pilothouse.loadtest.references import ResourceReader
+from pilothouse.loadtest.sotw_client import SotwClient
+from pilothouse.loadtest.stats import Summary, p50, p90, p99, percentile, summarize
+
+__all__ = [
+    "Backoff",
+    "ClientEngine",
+    "ConvergenceReport",
+    "DeltaClient",
+    "EnvoyPlan",
+    "GrpcPlan",
+    "HeldResource",
+    "ProxyFlavour",
+    "ProxyFleet",
+    "ProxyIdentity",
+    "ProxyPredicate",
+    "ReceivedResource",
+    "RejectHook",
+    "RequestPlan",
+    "ResourceReader",
+    "SimulatedProxy",
+    "SotwClient",
+    "Summary",
+    "TypeCounters",
+    "XdsEvent",
+    "all_of",
+    "fleet_identities",
+    "holding",
+    "holding_exactly",
+    "holding_versions",
+    "istio_node_id",
+    "mesh_identity",
+    "p50",
+    "p90",
+    "p99",
+    "percentile",
+    "settled",
+    "summarize",
+]

@@ -1,0 +1,218 @@
+"""A fleet of simulated proxies sharing a few channels, and how long they took to converge.
+
+``ProxyFleet`` opens ``ceil(N / streams_per_channel)`` grpc.aio channels to one
+server (each with its own subchannel pool, so each is its own HTTP/2
+connection) and runs N ``SimulatedProxy`` streams over them.  Proxies of one
+kind share a ``ResourceReader``: a cluster sent to a thousand proxies is
+decoded once and held as one ``bytes`` object.
+
+``wait_converged`` records, for each proxy, when a predicate first held,
+measured from the proxy's start or from a given instant (a push), and returns
+a ``ConvergenceReport`` with percentile helpers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+
+from pilothouse.loadtest.backoff import Backoff
+from pilothouse.loadtest.engine import RejectHook
+from pilothouse.loadtest.identity import ProxyFlavour, ProxyIdentity, mesh_identity
+from pilothouse.loadtest.proxy import ProxyPredicate, SimulatedProxy, request_plan
+from pilothouse.loadtest.references import ResourceReader
+from pilothouse.loadtest.stats import Summary, percentile, summarize
+
+LOCAL_SUBCHANNELS = ("grpc.use_local_subchannel_pool", 1)
+
+
+def fleet_identities(
+    count: int,
+    *,
+    namespaces: Sequence[str] = ("default",),
+    flavour: ProxyFlavour = ProxyFlavour.SIDECAR,
+    targets: tuple[str, ...] = (),
+    app: str = "app",
+) -> list[ProxyIdentity]:
+    """``count`` identities spread round-robin over ``namespaces``, with distinct IPs.
+
+    Addresses come from 10.0.0.0/8 (they are names in node ids, never dialled).
+    """
+    if not namespaces:
+        raise ValueError("at least one namespace")
+    identities = []
+    for index in range(count):
+        host = index + 1
+        ip = f"10.{(host >> 16) & 0xFF}.{(host >> 8) & 0xFF}.{host & 0xFF}"
+        namespace = namespaces[index % len(namespaces)]
+        pod = f"{app}-{index}"
+        identities.append(mesh_identity(flavour, ip, pod, namespace, app=app, targets=targets))
+    return identities
+
+
+@dataclass(frozen=True)
+class ConvergenceReport:
+    """Per-proxy convergence times (seconds) and the proxies that did not converge."""
+
+    durations: tuple[float, ...]
+    unconverged: tuple[str, ...]
+    wall: float
+    """Seconds from the reference instant until the wait ended."""
+
+    @property
+    def converged(self) -> bool:
+        return not self.unconverged
+
+    def percentile(self, q: float) -> float:
+        return percentile(self.durations, q)
+
+    @property
+    def p50(self) -> float:
+        return self.percentile(50)
+
+    @property
+    def p90(self) -> float:
+        return self.percentile(90)
+
+    @property
+    def p99(self) -> float:
+        return self.percentile(99)
+
+    def summary(self) -> Summary:
+        return summarize(self.durations)
+
+
+class ProxyFleet:
+    """N simulated proxies over a few shared channels to one ADS server."""
+
+    def __init__(
+        self,
+        target: str,
+        identities: Sequence[ProxyIdentity],
+        *,
+        delta: bool = False,
+        streams_per_channel: int = 100,
+        channel_options: Sequence[tuple[str, Any]] = (),
+        backoff: Backoff | None = None,
+        reject: RejectHook | None = None,
+        event_log_size: int = 16,
+        seed: int | None = None,
+    ) -> None:
+        if streams_per_channel < 1:
+            raise ValueError("streams_per_channel must be at least 1")
+        self.target = target
+        self.identities = tuple(identities)
+        self.delta = delta
+        self.streams_per_channel = streams_per_channel
+        self._channel_options = (LOCAL_SUBCHANNELS, *channel_options)
+        self._backoff = backoff
+        self._reject = reject
+        self._event_log_size = event_log_size
+        self._rng = random.Random(seed)
+        self.channels: list[grpc.aio.Channel] = []
+        self.proxies: tuple[SimulatedProxy, ...] = ()
+        self.readers: dict[frozenset[str], ResourceReader] = {}
+        """One shared reader per set of decoded types (one per flavour in practice)."""
+
+    async def start(self, ramp: float = 0.0) -> None:
+        """Open the channels and start every proxy's stream, spread evenly over ``ramp`` s."""
+        if self.proxies:
+            raise RuntimeError("fleet already started")
+        count = math.ceil(len(self.identities) / self.streams_per_channel)
+        self.channels = [
+            grpc.aio.insecure_channel(self.target, options=self._channel_options)
+            for _ in range(count)
+        ]
+        readers = self.readers
+        proxies = []
+        for index, identity in enumerate(self.identities):
+            decoded = request_plan(identity).decoded_types
+            reader = readers.get(decoded)
+            if reader is None:
+                reader = readers[decoded] = ResourceReader(decoded)
+            proxy = SimulatedProxy(
+                identity,
+                channel=self.channels[index // self.streams_per_channel],
+                delta=self.delta,
+                reject=self._reject,
+                backoff=self._backoff,
+                reader=reader,
+                event_log_size=self._event_log_size,
+                rng=random.Random(self._rng.random()),
+            )
+            proxies.append(proxy)
+        self.proxies = tuple(proxies)
+        gap = ramp / len(proxies) if proxies and ramp > 0 else 0.0
+        for proxy in self.proxies:
+            proxy.start()
+            if gap:
+                await asyncio.sleep(gap)
+
+    async def close(self) -> None:
+        """Close every stream, then the channels."""
+        await asyncio.gather(*(proxy.close() for proxy in self.proxies))
+        await asyncio.gather(*(channel.close() for channel in self.channels))
+        self.channels = []
+
+    async def __aenter__(self) -> ProxyFleet:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def wait_converged(
+        self,
+        predicate: ProxyPredicate | None = None,
+        timeout: float = 60.0,
+        since: float | None = None,
+    ) -> ConvergenceReport:
+        """Wait until ``predicate`` (default: ``settled``) holds for every proxy, or time out.
+
+        Each proxy's time runs from ``since`` (a ``time.monotonic()`` instant,
+        say just before a push) or else from its own start.  A proxy that
+        already satisfies the predicate counts at once.
+        """
+        check: Callable[[SimulatedProxy], bool] = predicate or SimulatedProxy.settled
+        loop = asyncio.get_running_loop()
+        reached: dict[SimulatedProxy, float] = {}
+        everyone = loop.create_future()
+        total = len(self.proxies)
+
+        def observe(proxy: SimulatedProxy) -> None:
+            if proxy in reached or not check(proxy):
+                return
+            origin = since if since is not None else (proxy.started_at or time.monotonic())
+            reached[proxy] = time.monotonic() - origin
+            if len(reached) == total and not everyone.done():
+                everyone.set_result(None)
+
+        for proxy in self.proxies:
+            proxy.add_listener(observe)
+            observe(proxy)
+        begin = (
+            since
+            if since is not None
+            else min(
+                (proxy.started_at for proxy in self.proxies if proxy.started_at is not None),
+                default=time.monotonic(),
+            )
+        )
+        try:
+            if total and not everyone.done():
+                await asyncio.wait_for(everyone, timeout)
+        except TimeoutError:
+            pass
+        finally:
+            for proxy in self.proxies:
+                proxy.remove_listener(observe)
+        missing = tuple(proxy.node_id for proxy in self.proxies if proxy not in reached)
+        durations = tuple(reached[proxy] for proxy in self.proxies if proxy in reached)
+        return ConvergenceReport(durations, missing, time.monotonic() - begin)

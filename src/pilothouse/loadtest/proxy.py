@@ -1,0 +1,307 @@
+"""A simulated proxy: one ADS stream (SotW or delta) that behaves like Envoy or grpcio.
+
+``SimulatedProxy`` owns the I/O around a ``SotwClient`` or ``DeltaClient``
+engine: it opens ``StreamAggregatedResources`` or ``DeltaAggregatedResources``
+on a grpc.aio channel (its own, or one shared with other proxies), writes the
+engine's requests, feeds it every response, and reconnects with Envoy's
+jittered backoff when the stream ends or fails, re-sending its subscriptions
+(the engine reports what it holds).  It works against any ADS server.
+
+Callers observe it through ``holds``, ``counters``, ``last_response_time``,
+``events`` and ``await wait_for(predicate, timeout)``; listeners added with
+``add_listener`` run after every response and every connection change (the
+fleet uses them to time convergence without a task per proxy).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType, TracebackType
+from typing import Any, Final
+
+import grpc
+from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
+
+from pilothouse.loadtest.backoff import Backoff
+from pilothouse.loadtest.delta_client import DeltaClient
+from pilothouse.loadtest.engine import ClientEngine, RejectHook
+from pilothouse.loadtest.holdings import HeldResource, TypeCounters, XdsEvent
+from pilothouse.loadtest.identity import ProxyFlavour, ProxyIdentity
+from pilothouse.loadtest.plans import EnvoyPlan, GrpcPlan, RequestPlan
+from pilothouse.loadtest.references import ResourceReader
+from pilothouse.loadtest.sotw_client import SotwClient
+from pilothouse.xds.protocol.subscriptions import Subscription
+
+ADS_SERVICE: Final = "/envoy.service.discovery.v3.AggregatedDiscoveryService/"
+SOTW_METHOD: Final = ADS_SERVICE + "StreamAggregatedResources"
+DELTA_METHOD: Final = ADS_SERVICE + "DeltaAggregatedResources"
+
+ProxyPredicate = Callable[["SimulatedProxy"], bool]
+ProxyListener = Callable[["SimulatedProxy"], None]
+
+
+def request_plan(identity: ProxyIdentity) -> RequestPlan:
+    """Envoy's plan for sidecars and routers, grpcio's for the proxyless flavour."""
+    if identity.flavour is ProxyFlavour.GRPC:
+        return GrpcPlan(frozenset(identity.targets))
+    return EnvoyPlan()
+
+
+def _sized_sotw(data: bytes) -> tuple[int, Any]:
+    return len(data), discovery_pb2.DiscoveryResponse.FromString(data)
+
+
+def _sized_delta(data: bytes) -> tuple[int, Any]:
+    return len(data), discovery_pb2.DeltaDiscoveryResponse.FromString(data)
+
+
+def _serialize(request: Any) -> bytes:
+    return bytes(request.SerializeToString())
+
+
+class SimulatedProxy:
+    """One simulated Envoy (or proxyless gRPC client) on one ADS stream."""
+
+    def __init__(
+        self,
+        identity: ProxyIdentity,
+        *,
+        target: str | None = None,
+        channel: grpc.aio.Channel | None = None,
+        delta: bool = False,
+        reject: RejectHook | None = None,
+        backoff: Backoff | None = None,
+        reader: ResourceReader | None = None,
+        channel_options: Sequence[tuple[str, Any]] = (),
+        event_log_size: int = 256,
+        rng: random.Random | None = None,
+        close_grace: float = 0.5,
+    ) -> None:
+        if (target is None) == (channel is None):
+            raise ValueError("give exactly one of target (an address) or channel")
+        self.identity = identity
+        self.delta = delta
+        self._target = target
+        self._channel = channel
+        self._owns_channel = channel is None
+        self._channel_options = tuple(channel_options)
+        self._backoff = backoff or Backoff()
+        self._rng = rng or random.Random()
+        self._close_grace = close_grace
+        plan = request_plan(identity)
+        reader = reader or ResourceReader(plan.decoded_types)
+        engine_type = DeltaClient if delta else SotwClient
+        self._engine: ClientEngine = engine_type(identity, plan, reader, reject, event_log_size)
+        self._task: asyncio.Task[None] | None = None
+        self._call: Any = None
+        self._closing = False
+        self._wake = asyncio.Event()
+        self._waiters: list[asyncio.Future[None]] = []
+        self._listeners: list[ProxyListener] = []
+        self.connected = False
+        """True from the first response on a stream until that stream ends."""
+        self.streams_opened = 0
+        self.stream_errors: deque[str] = deque(maxlen=32)
+        """Why recent streams failed (the latest 32)."""
+        self.started_at: float | None = None
+        self.connected_at: float | None = None
+
+    # -- lifecycle -------------------------------------------------------------
+
+    @property
+    def node_id(self) -> str:
+        return self.identity.node_id
+
+    @property
+    def reject(self) -> RejectHook | None:
+        return self._engine.reject
+
+    @reject.setter
+    def reject(self, hook: RejectHook | None) -> None:
+        self._engine.reject = hook
+
+    def start(self) -> None:
+        """Open the stream in the background (it reconnects until ``close``)."""
+        if self._task is not None:
+            raise RuntimeError(f"{self.node_id} already started")
+        if self._channel is None:
+            assert self._target is not None
+            self._channel = grpc.aio.insecure_channel(self._target, options=self._channel_options)
+        self.started_at = time.monotonic()
+        self._task = asyncio.get_running_loop().create_task(
+            self._run(), name=f"proxy {self.node_id}"
+        )
+
+    async def close(self) -> None:
+        """End the stream cleanly: half-close, give the server a moment, then cancel."""
+        self._closing = True
+        self._wake.set()
+        call = self._call
+        task = self._task
+        if call is not None and not call.done():
+            with contextlib.suppress(Exception):
+                await call.done_writing()
+        if task is not None:
+            done, _ = await asyncio.wait({task}, timeout=self._close_grace)
+            if not done:
+                if call is not None:
+                    call.cancel()
+                task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if self._owns_channel and self._channel is not None:
+            await self._channel.close()
+            self._channel = None
+
+    async def __aenter__(self) -> SimulatedProxy:
+        self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # -- what callers read -----------------------------------------------------
+
+    def holds(self, type_url: str) -> Mapping[str, HeldResource]:
+        """What the proxy holds of a type: name → resource (version, bytes)."""
+        state = self._engine.states.get(type_url)
+        return MappingProxyType(state.held if state is not None else {})
+
+    def subscription(self, type_url: str) -> Subscription:
+        state = self._engine.states.get(type_url)
+        return state.subscription if state is not None else Subscription()
+
+    def counters(self, type_url: str) -> TypeCounters:
+        state = self._engine.states.get(type_url)
+        return state.counters if state is not None else TypeCounters()
+
+    def last_error(self, type_url: str) -> str | None:
+        """The message of the last NACK for the type, until the next ACK."""
+        state = self._engine.states.get(type_url)
+        return state.last_error if state is not None else None
+
+    def last_response_time(self, type_url: str) -> float | None:
+        """``time.monotonic()`` of the last response of the type, None before the first."""
+        state = self._engine.states.get(type_url)
+        return state.last_response_at if state is not None else None
+
+    @property
+    def events(self) -> tuple[XdsEvent, ...]:
+        """The latest responses, oldest first (bounded by ``event_log_size``)."""
+        return tuple(self._engine.events)
+
+    def settled(self) -> bool:
+        """Every type the proxy wants was accepted, every name it asked for is held,
+        and it has nothing left to ask for."""
+        engine = self._engine
+        wanted = engine.plan.desired(engine.states)
+        for type_url, subscription in wanted.items():
+            state = engine.states[type_url]
+            if state.subscription != subscription or not state.acks:
+                return False
+            if not subscription.names <= state.held.keys():
+                return False
+        return True
+
+    async def wait_for(self, predicate: ProxyPredicate, timeout: float) -> None:
+        """Wait until ``predicate(proxy)`` holds; raise ``TimeoutError`` after ``timeout``."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not predicate(self):
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise TimeoutError(f"{self.node_id}: condition not met in {timeout}s")
+            waiter = loop.create_future()
+            self._waiters.append(waiter)
+            try:
+                await asyncio.wait_for(waiter, remaining)
+            finally:
+                with contextlib.suppress(ValueError):
+                    self._waiters.remove(waiter)
+
+    def add_listener(self, listener: ProxyListener) -> None:
+        self._listeners.append(listener)
+
+    def remove_listener(self, listener: ProxyListener) -> None:
+        with contextlib.suppress(ValueError):
+            self._listeners.remove(listener)
+
+    # -- the stream ------------------------------------------------------------
+
+    def _notify(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        for listener in tuple(self._listeners):
+            listener(self)
+
+    def _open_call(self) -> Any:
+        assert self._channel is not None
+        if self.delta:
+            method = self._channel.stream_stream(
+                DELTA_METHOD, request_serializer=_serialize, response_deserializer=_sized_delta
+            )
+        else:
+            method = self._channel.stream_stream(
+                SOTW_METHOD, request_serializer=_serialize, response_deserializer=_sized_sotw
+            )
+        return method()
+
+    async def _run(self) -> None:
+        failures = 0
+        while not self._closing:
+            answered = await self._stream_once()
+            if self._closing:
+                break
+            failures = 1 if answered else failures + 1
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self._backoff.delay(failures, self._rng))
+
+    async def _stream_once(self) -> bool:
+        """Run one stream until it ends; True if it delivered a response."""
+        call = self._call = self._open_call()
+        self.streams_opened += 1
+        answered = False
+        engine = self._engine
+        try:
+            for request in engine.open_stream():
+                await call.write(request)
+            while True:
+                received = await call.read()
+                if received is grpc.aio.EOF:
+                    break
+                size, response = received
+                now = time.monotonic()
+                if not answered:
+                    answered = True
+                    self.connected = True
+                    self.connected_at = now
+                for request in engine.on_response(response, size, now):
+                    await call.write(request)
+                self._notify()
+        except grpc.aio.AioRpcError as error:
+            if not self._closing:
+                self.stream_errors.append(f"{error.code().name}: {error.details()}")
+        except (asyncio.InvalidStateError, grpc.aio.UsageError) as error:
+            if not self._closing:
+                self.stream_errors.append(f"stream closed: {error}")
+        finally:
+            self._call = None
+            if not call.done():
+                call.cancel()
+            if self.connected:
+                self.connected = False
+                self._notify()
+        return answered
