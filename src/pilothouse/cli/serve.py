@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
+from pilothouse import logfmt
 from pilothouse.admin.app import build_admin_app
 from pilothouse.admin.server import AdminServer
 from pilothouse.bootstrap.envoy import XDS_REST_CLUSTER
@@ -63,7 +64,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="HOST:PORT",
         help="HTTP for /ready and REST xDS; default 127.0.0.1:15014",
     )
-    parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
+    parser.add_argument(
+        "--log-level",
+        metavar="LEVELS",
+        help="info (default), or per scope as istiod: default:info,xds:debug",
+    )
     parser.set_defaults(run=run)
 
 
@@ -114,7 +119,11 @@ async def serve(
         log.warning("no config directory given and ./mesh does not exist: serving no config")
 
     def on_event(event: ConfigEvent) -> None:
-        log.info("config %s %s (%s)", event.type, event.key, event.config.origin)
+        log.info(
+            "config %s",
+            event.type,
+            extra={"key": str(event.key), "origin": str(event.config.origin)},
+        )
 
     store.subscribe(on_event)
     discovery = DiscoveryServer(store, settings=xds_settings(settings))
@@ -140,8 +149,13 @@ async def serve(
         ) from None
     bound = Bound(xds_port=port, admin_port=admin_port)
     host = settings.xds_address.rsplit(":", 1)[0]
-    log.info("xDS listening on %s:%d", host, port)
-    log.info("admin (/ready, REST xDS) listening on %s:%d", admin_host, admin_port)
+    log.info("xDS listening on %s:%d", host, port, extra={"address": f"{host}:{port}"})
+    log.info(
+        "admin (/ready, REST xDS) listening on %s:%d",
+        admin_host,
+        admin_port,
+        extra={"address": f"{admin_host}:{admin_port}"},
+    )
     if on_bound is not None:
         on_bound(bound)
     try:
@@ -150,7 +164,7 @@ async def serve(
                 tasks.create_task(source.run())
             tasks.create_task(discovery.run())
             await stop.wait()
-            log.info("draining: closing %d xDS stream(s)", len(discovery.connections))
+            log.info("draining", extra={"streams": len(discovery.connections)})
             discovery.close()
             for source in sources:
                 source.close()
@@ -162,11 +176,11 @@ async def serve(
 
 def run(args: argparse.Namespace) -> int:
     settings = settings_from(args)
-    logging.basicConfig(
-        level=settings.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-        stream=sys.stderr,
-    )
+    try:
+        logfmt.configure(settings.log_level, sys.stderr)
+    except logfmt.LevelSpecError as problem:
+        print(f"pilothouse serve: {problem}", file=sys.stderr)
+        return 2
 
     async def main() -> None:
         stop = asyncio.Event()
