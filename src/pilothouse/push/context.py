@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config
 from pilothouse.push.indexes import (
     DestinationRuleIndex,
@@ -24,7 +25,6 @@ from pilothouse.push.indexes import (
     SidecarIndex,
     VirtualServiceIndex,
 )
-from pilothouse.push.mesh import MeshSettings
 from pilothouse.push.proxy import ProxyIdentity, ProxyType
 from pilothouse.push.request import PushRequest
 from pilothouse.push.scope import ProxyScope, ScopeKey, build_scope, egress_hosts, scope_key

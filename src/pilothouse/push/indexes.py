@@ -12,9 +12,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pilothouse.config.mesh import MeshSettings, exported_to
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.push.hostnames import host_matches, resolve_host, specificity
-from pilothouse.push.mesh import MeshSettings, exported_to
 from pilothouse.registry.model import Labels, Service
 
 

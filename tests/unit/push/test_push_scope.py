@@ -4,9 +4,9 @@ scoped-push decisions, and index reuse."""
 from __future__ import annotations
 
 from pilothouse.config.load import Loader
+from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import ConfigKey
 from pilothouse.push.context import build_context
-from pilothouse.push.mesh import MeshSettings
 from pilothouse.push.proxy import parse_node
 from pilothouse.push.request import PushRequest
 from pilothouse.registry.controller import ServiceEntryRegistry

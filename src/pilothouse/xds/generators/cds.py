@@ -16,9 +16,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config
 from pilothouse.push.cache import Resource, ResourceCache
-from pilothouse.push.mesh import MeshSettings
 from pilothouse.push.scope import ProxyScope
 from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.registry.model import Resolution, Service, ServicePort

@@ -19,11 +19,11 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import ConfigKey
 from pilothouse.push.cache import DEFAULT_MAX_ENTRIES, ResourceCache
 from pilothouse.push.context import PushContext, build_context
 from pilothouse.push.debounce import Debouncer, DebounceSettings
-from pilothouse.push.mesh import MeshSettings
 from pilothouse.push.queue import PushQueue
 from pilothouse.push.request import PushRequest, TriggerReason
 from pilothouse.push.version import PushVersions

@@ -1,0 +1,133 @@
+"""Istio MeshConfig files: what ``pilothouse serve --mesh FILE`` reads.
+
+The file is Istio's mesh config as users already have it: either the MeshConfig YAML
+itself, or the ``istio`` ConfigMap whose ``data.mesh`` key holds it as a string. Fields
+pilothouse does not model (``defaultConfig``, ``accessLogFile``, …) are reported as
+warnings and ignored, so an existing mesh config loads unchanged; fields it models are
+decoded strictly, with their path and line on error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pilothouse.api.istio.mesh.v1alpha1 import config_pb2
+from pilothouse.config.decode import decode_message
+from pilothouse.config.documents import read_documents
+from pilothouse.config.mesh import MeshSettings, OutboundPolicy
+
+
+class MeshConfigError(ValueError):
+    """The mesh config file cannot be used; the message names file, line and field."""
+
+
+@dataclass(frozen=True, slots=True)
+class MeshFile:
+    """A loaded mesh config: the settings it implies, its config sources, and warnings."""
+
+    mesh: MeshSettings
+    config_sources: tuple[str, ...]
+    message: config_pb2.MeshConfig
+    warnings: tuple[str, ...] = ()
+
+
+def load_mesh_config(text: str, file: str) -> MeshFile:
+    read = read_documents(text, file)
+    if read.errors:
+        error = read.errors[0]
+        raise MeshConfigError(f"{error.file}:{error.line}: {error.message}")
+    if len(read.objects) != 1:
+        raise MeshConfigError(
+            f"{file}: expected one mesh config document, found {len(read.objects)}"
+        )
+    raw = read.objects[0]
+    data: Mapping[str, Any] = raw.data
+    line_of = raw.line_of
+    prefix = ""
+    if data.get("kind") == "ConfigMap":
+        inner = (data.get("data") or {}).get("mesh")
+        if not isinstance(inner, str):
+            raise MeshConfigError(f"{file}:{raw.line}: a ConfigMap mesh config needs data.mesh")
+        nested = read_documents(inner, file)
+        if nested.errors or len(nested.objects) != 1:
+            reason = nested.errors[0].message if nested.errors else "no mapping in data.mesh"
+            raise MeshConfigError(f"{file}:{line_of('data.mesh')}: data.mesh: {reason}")
+        data = nested.objects[0].data
+        base = line_of("data.mesh")
+        inner_lines = nested.objects[0]
+
+        def line_of(path: str) -> int:
+            return base + inner_lines.line_of(path)
+
+        prefix = "data.mesh."
+    known = {f.json_name for f in config_pb2.MeshConfig.DESCRIPTOR.fields} | {
+        f.name for f in config_pb2.MeshConfig.DESCRIPTOR.fields
+    }
+    warnings = tuple(
+        f"{file}:{line_of(key)}: {prefix}{key}: not used by pilothouse; ignored"
+        for key in data
+        if key not in known
+    )
+    modelled = {k: v for k, v in data.items() if k in known}
+    message, problems = decode_message(modelled, config_pb2.MeshConfig, path="")
+    if message is None:
+        first = problems[0]
+        raise MeshConfigError(
+            f"{file}:{line_of(first.path)}: {prefix}{first.path}: {first.message}"
+        )
+    assert isinstance(message, config_pb2.MeshConfig)
+    sources = tuple(source.address for source in message.config_sources)
+    for index, address in enumerate(sources):
+        if not address:
+            path = f"configSources[{index}].address"
+            raise MeshConfigError(f"{file}:{line_of(path)}: {prefix}{path}: required")
+    return MeshFile(mesh_settings(message), sources, message, warnings)
+
+
+def mesh_settings(message: config_pb2.MeshConfig, base: MeshSettings | None = None) -> MeshSettings:
+    """The MeshSettings a MeshConfig implies (unset fields keep istiod's defaults)."""
+    settings = base if base is not None else MeshSettings()
+    changes: dict[str, Any] = {}
+    if message.root_namespace:
+        changes["root_namespace"] = message.root_namespace
+    if message.trust_domain:
+        changes["trust_domain"] = message.trust_domain
+    if message.HasField("connect_timeout"):
+        changes["connect_timeout"] = message.connect_timeout.ToTimedelta().total_seconds()
+    if message.HasField("outbound_traffic_policy"):
+        mode = config_pb2.MeshConfig.OutboundTrafficPolicy.Mode.Name(
+            message.outbound_traffic_policy.mode
+        )
+        changes["outbound_traffic_policy"] = OutboundPolicy(mode)
+    for field, target in (
+        ("default_service_export_to", "default_service_export_to"),
+        ("default_virtual_service_export_to", "default_virtual_service_export_to"),
+        ("default_destination_rule_export_to", "default_destination_rule_export_to"),
+    ):
+        values = getattr(message, field)
+        if values:
+            changes[target] = frozenset(values)
+    if message.proxy_listen_port:
+        changes["proxy_listen_port"] = message.proxy_listen_port
+    if message.proxy_inbound_listen_port:
+        changes["proxy_inbound_listen_port"] = message.proxy_inbound_listen_port
+    return replace(settings, **changes)
+
+
+def mesh_config_message(settings: MeshSettings) -> config_pb2.MeshConfig:
+    """The MeshConfig that describes ``settings`` (served as ``core/v1alpha1/MeshConfig``)."""
+    message = config_pb2.MeshConfig(
+        root_namespace=settings.root_namespace,
+        trust_domain=settings.trust_domain,
+        proxy_listen_port=settings.proxy_listen_port,
+        proxy_inbound_listen_port=settings.proxy_inbound_listen_port,
+        default_service_export_to=sorted(settings.default_service_export_to),
+        default_virtual_service_export_to=sorted(settings.default_virtual_service_export_to),
+        default_destination_rule_export_to=sorted(settings.default_destination_rule_export_to),
+    )
+    message.connect_timeout.FromNanoseconds(int(settings.connect_timeout * 1e9))
+    mode = config_pb2.MeshConfig.OutboundTrafficPolicy.Mode
+    message.outbound_traffic_policy.mode = mode.Value(settings.outbound_traffic_policy.value)  # type: ignore[assignment]
+    return message
