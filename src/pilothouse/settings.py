@@ -19,7 +19,17 @@ _FLOATS = frozenset(
 )
 _INTS = frozenset({"push_throttle", "max_receive_bytes"})
 _BOOLS = frozenset({"eds_debounce"})
-_STRINGS = frozenset({"default_namespace", "log_level", "xds_address", "admin_address"})
+_STRINGS = frozenset(
+    {
+        "default_namespace",
+        "log_level",
+        "xds_address",
+        "admin_address",
+        "webhook_address",
+        "webhook_cert",
+        "webhook_key",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +47,12 @@ class Settings:
     """host:port of the plaintext xDS gRPC server (istiod's 15010)."""
     admin_address: str = "127.0.0.1:15014"
     """host:port of the HTTP server for /ready, REST xDS and debug (istiod's 15014)."""
+    webhook_address: str = "127.0.0.1:15017"
+    """host:port of the HTTPS validation webhook (only with a certificate and key)."""
+    webhook_cert: str = ""
+    """PEM certificate for the webhook; the webhook is off without one."""
+    webhook_key: str = ""
+    """PEM private key for the webhook."""
     debounce_after: float = 0.1
     """PILOT_DEBOUNCE_AFTER: quiet time before a push, seconds."""
     debounce_max: float = 10.0

@@ -29,6 +29,7 @@ from pilothouse.settings import Settings, from_environment
 from pilothouse.sources.aggregate import AggregateStore
 from pilothouse.sources.events import ConfigEvent
 from pilothouse.sources.fs import FileSource
+from pilothouse.webhook.server import WebhookServer
 from pilothouse.xds.builders.cluster import RestPolling
 from pilothouse.xds.server.ads import add_discovery_services, new_grpc_server
 from pilothouse.xds.server.discovery import DiscoveryServer, XdsSettings
@@ -43,6 +44,7 @@ class Bound:
 
     xds_port: int
     admin_port: int
+    webhook_port: int = 0
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -65,6 +67,17 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="HTTP for /ready and REST xDS; default 127.0.0.1:15014",
     )
     parser.add_argument(
+        "--webhook-address",
+        metavar="HOST:PORT",
+        help="HTTPS validation webhook, with --webhook-cert/-key (default 127.0.0.1:15017)",
+    )
+    parser.add_argument(
+        "--webhook-cert", type=Path, metavar="FILE", help="webhook certificate (PEM)"
+    )
+    parser.add_argument(
+        "--webhook-key", type=Path, metavar="FILE", help="webhook private key (PEM)"
+    )
+    parser.add_argument(
         "--log-level",
         metavar="LEVELS",
         help="info (default), or per scope as istiod: default:info,xds:debug",
@@ -82,6 +95,10 @@ def settings_from(args: argparse.Namespace) -> Settings:
         overrides["xds_address"] = args.xds_address
     if args.admin_address:
         overrides["admin_address"] = args.admin_address
+    for name in ("webhook_address", "webhook_cert", "webhook_key"):
+        value = getattr(args, name, None)
+        if value:
+            overrides[name] = str(value)
     return Settings().with_overrides(overrides)
 
 
@@ -147,7 +164,24 @@ async def serve(
         raise SystemExit(
             f"pilothouse: cannot listen on {settings.admin_address}: {problem}"
         ) from None
-    bound = Bound(xds_port=port, admin_port=admin_port)
+    webhook: WebhookServer | None = None
+    webhook_port = 0
+    if settings.webhook_cert and settings.webhook_key:
+        webhook = WebhookServer(settings.webhook_cert, settings.webhook_key)
+        webhook_host, _, webhook_port_text = settings.webhook_address.rpartition(":")
+        try:
+            webhook_port = await webhook.start(webhook_host, int(webhook_port_text))
+        except (OSError, ValueError) as problem:
+            await grpc_server.stop(0)
+            await admin.stop()
+            raise SystemExit(
+                f"pilothouse: cannot serve the webhook on {settings.webhook_address}: {problem}"
+            ) from None
+        log.info(
+            "validation webhook (HTTPS) listening",
+            extra={"address": f"{webhook_host}:{webhook_port}"},
+        )
+    bound = Bound(xds_port=port, admin_port=admin_port, webhook_port=webhook_port)
     host = settings.xds_address.rsplit(":", 1)[0]
     log.info("xDS listening on %s:%d", host, port, extra={"address": f"{host}:{port}"})
     log.info(
@@ -171,6 +205,8 @@ async def serve(
     finally:
         await grpc_server.stop(settings.drain_seconds)
         await admin.stop()
+        if webhook is not None:
+            await webhook.stop()
         log.info("stopped")
 
 
