@@ -1,0 +1,157 @@
+"""Virtual hosts and route configurations: domains a sidecar answers for, the RDS resource.
+
+:func:`virtual_host_domains` gives the ``Host`` header forms istiod accepts for a
+service seen from a sidecar in ``namespace``:
+
+- always the FQDN and ``FQDN:port``;
+- for a Kubernetes-style host ``<name>.<ns>.svc.<suffix>`` (with the proxy's
+  own suffix), the short forms: in the proxy's namespace ``name``,
+  ``name.ns.svc`` and ``name.ns``; from another namespace only ``name.ns`` and
+  ``name.ns.svc`` (a bare ``name`` would mean a service of the proxy's own
+  namespace); each with its ``:port`` twin;
+- no short forms for any other host (``api.example.com``);
+- then the service's addresses, with and without port.
+
+Options follow newer istiod: ``include_port=False`` drops every ``:port`` form
+(istiod ≥ 1.22 sets ``ignore_port_in_host_matching`` on sidecar route
+configurations instead), ``absolute_fqdn=True`` adds ``FQDN.`` (and
+``FQDN.:port``), as istiod ≥ 1.27 does by default.
+
+:func:`build_route_configuration` sorts virtual hosts by name, the catch-all
+(``*``) hosts last, and writes ``validate_clusters: false`` and a 1 MiB
+``max_direct_response_body_size_bytes`` as istiod does.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable, Sequence
+from typing import Final
+
+from envoy.config.route.v3 import (  # type: ignore[import-untyped]
+    route_components_pb2 as rc_pb2,
+)
+from envoy.config.route.v3 import route_pb2
+
+from pilothouse.push.hostnames import DEFAULT_DOMAIN_SUFFIX
+from pilothouse.xds.builders.names import PASSTHROUGH_CLUSTER
+
+MAX_DIRECT_RESPONSE_BODY_BYTES: Final = 1024 * 1024
+ALLOW_ANY: Final = "allow_any"
+BLOCK_ALL: Final = "block_all"
+
+VirtualHost = rc_pb2.VirtualHost
+RouteConfiguration = route_pb2.RouteConfiguration
+
+
+def domain_name(host: str, port: int) -> str:
+    """``host:port``, IPv6 addresses in brackets."""
+    return f"{_ipv6_compliant(host)}:{port}"
+
+
+def _ipv6_compliant(host: str) -> str:
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    return f"[{host}]" if address.version == 6 else host
+
+
+def virtual_host_domains(
+    hostname: str,
+    port: int,
+    namespace: str,
+    *,
+    short_names: bool = True,
+    include_port: bool = True,
+    absolute_fqdn: bool = False,
+    addresses: Iterable[str] = (),
+    domain_suffix: str = DEFAULT_DOMAIN_SUFFIX,
+) -> list[str]:
+    """The ``domains`` of a service's virtual host for a sidecar in ``namespace``."""
+    out: list[str] = []
+
+    def add(host: str) -> None:
+        out.append(_ipv6_compliant(host))
+        if include_port:
+            out.append(domain_name(host, port))
+
+    add(hostname)
+    if absolute_fqdn:
+        add(f"{hostname}.")
+    if short_names:
+        for short in kubernetes_short_names(hostname, namespace, domain_suffix):
+            add(short)
+    for address in addresses:
+        if address and address != "0.0.0.0":
+            add(address)
+    return out
+
+
+def kubernetes_short_names(hostname: str, namespace: str, domain_suffix: str) -> list[str]:
+    """The shorter names that reach ``hostname`` from a pod in ``namespace``."""
+    if not hostname.endswith(f".svc.{domain_suffix}"):
+        return []
+    svc = hostname.find(".svc.")
+    first = hostname.find(".")
+    if first <= 0 or first + 1 >= svc:
+        return []
+    name, service_namespace = hostname[:first], hostname[first + 1 : svc]
+    with_namespace = hostname[:svc]
+    if service_namespace == namespace:
+        return [name, f"{with_namespace}.svc", with_namespace]
+    return [with_namespace, f"{with_namespace}.svc"]
+
+
+def build_virtual_host(
+    name: str,
+    domains: Sequence[str],
+    routes: Iterable[rc_pb2.Route],
+    *,
+    include_request_attempt_count: bool = True,
+) -> rc_pb2.VirtualHost:
+    """A virtual host; ``x-envoy-attempt-count`` is sent upstream by default, as istiod."""
+    return VirtualHost(
+        name=name,
+        domains=list(domains),
+        routes=list(routes),
+        include_request_attempt_count=include_request_attempt_count,
+    )
+
+
+def build_catch_all_virtual_host(
+    *, allow_any: bool, include_request_attempt_count: bool = True
+) -> rc_pb2.VirtualHost:
+    """istiod's last virtual host for unknown hosts.
+
+    ``allow_any`` (outbound traffic policy ALLOW_ANY): everything to
+    ``PassthroughCluster`` with no timeout; otherwise ``block_all``: a 502.
+    """
+    route = rc_pb2.Route(name=ALLOW_ANY if allow_any else BLOCK_ALL)
+    route.match.prefix = "/"
+    if allow_any:
+        route.route.cluster = PASSTHROUGH_CLUSTER
+        route.route.timeout.SetInParent()
+        route.route.max_grpc_timeout.SetInParent()
+    else:
+        route.direct_response.status = 502
+    return build_virtual_host(
+        route.name, ["*"], [route], include_request_attempt_count=include_request_attempt_count
+    )
+
+
+def build_route_configuration(
+    name: str,
+    virtual_hosts: Iterable[rc_pb2.VirtualHost],
+    *,
+    validate_clusters: bool = False,
+    ignore_port_in_host_matching: bool = False,
+) -> route_pb2.RouteConfiguration:
+    """The RDS resource: virtual hosts in a stable order (by name, ``*`` hosts last)."""
+    ordered = sorted(virtual_hosts, key=lambda vhost: ("*" in vhost.domains, vhost.name))
+    out = RouteConfiguration(name=name, virtual_hosts=ordered)
+    out.validate_clusters.value = validate_clusters
+    out.max_direct_response_body_size_bytes.value = MAX_DIRECT_RESPONSE_BODY_BYTES
+    if ignore_port_in_host_matching:
+        out.ignore_port_in_host_matching = True
+    return out
