@@ -6,13 +6,16 @@ PushContext (reusing untouched indexes) and evicts the cache entries of the chan
 keys; an endpoint-only request takes the EDS fast path (no new context, no
 CDS/LDS/RDS). Then only the connections the change concerns are queued: for a full
 push, those whose scope sees a changed key (before or after the change); for an
-endpoint push, those watching a changed service's clusters. Push workers, bounded by
-``push_throttle``, run each connection's push.
+endpoint push, those watching a changed service's clusters. MCP-over-xDS clients
+(``GENERATOR=api``) are queued for every change of a kind they watch, whatever their
+scope, and answered by the ``api`` generator, the fallback for every Istio GVK type.
+Push workers, bounded by ``push_throttle``, run each connection's push.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import logging
 import time
@@ -24,6 +27,7 @@ from pilothouse.config.model import ConfigKey
 from pilothouse.push.cache import DEFAULT_MAX_ENTRIES, ResourceCache
 from pilothouse.push.context import PushContext, build_context
 from pilothouse.push.debounce import Debouncer, DebounceSettings
+from pilothouse.push.proxy import Generator as ProxyGenerator
 from pilothouse.push.queue import PushQueue
 from pilothouse.push.request import PushRequest, TriggerReason
 from pilothouse.push.version import PushVersions
@@ -33,6 +37,7 @@ from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.registry.model import SERVICE_KIND, ServiceKey
 from pilothouse.registry.update import RegistryUpdate
 from pilothouse.sources.events import ConfigEvent, ConfigStore
+from pilothouse.xds.generators.api import ApiGenerator, watched_kinds
 from pilothouse.xds.generators.base import Generator
 from pilothouse.xds.generators.cds import ClusterGenerator
 from pilothouse.xds.generators.eds import EndpointGenerator
@@ -91,6 +96,8 @@ class DiscoveryServer:
         self._generators: dict[str, Generator] = {}
         for generator in (ClusterGenerator(), EndpointGenerator()):
             self._generators[generator.type_url] = generator
+        self._api = ApiGenerator(store)
+        self._api_connections: set[str] = set()
         self._queue: PushQueue[Connection] = PushQueue()
         self._workers: PushWorkers[Connection] = PushWorkers(
             self._queue, self._push_connection, self.settings.push_throttle
@@ -117,7 +124,11 @@ class DiscoveryServer:
         return self._version
 
     def generator(self, type_url: str) -> Generator | None:
-        return self._generators.get(type_url)
+        """The generator registered for ``type_url``; Istio GVKs fall back to ``api``."""
+        found = self._generators.get(type_url)
+        if found is None:
+            found = self._api.for_type(type_url)
+        return found
 
     def register_generator(self, generator: Generator) -> None:
         self._generators[generator.type_url] = generator
@@ -140,10 +151,13 @@ class DiscoveryServer:
 
     def connect(self, connection: Connection) -> None:
         self.connections[connection.id] = connection
+        if connection.proxy.generator is ProxyGenerator.API:
+            self._api_connections.add(connection.id)
         log.debug("proxy connected", extra={"id": connection.id, "peer": connection.peer})
 
     def disconnect(self, connection: Connection) -> None:
         self.connections.pop(connection.id, None)
+        self._api_connections.discard(connection.id)
         self._queue.remove(connection)
         session = connection.sotw if connection.sotw is not None else connection.delta_session
         if session is not None:
@@ -192,7 +206,15 @@ class DiscoveryServer:
 
     def _on_config_event(self, event: ConfigEvent) -> None:
         if event.key.kind in _REGISTRY_KINDS:
-            return  # the registry turns these into service and endpoint updates
+            # The registry turns these into service and endpoint updates, which do not
+            # name the object itself; MCP-over-xDS clients watch the objects, so name it.
+            if self._api_connections:
+                self._debouncer.enqueue(
+                    PushRequest.for_configs(
+                        [event.key], TriggerReason.CONFIG, start=time.monotonic(), full=False
+                    )
+                )
+            return
         self._debouncer.enqueue(
             PushRequest.for_configs([event.key], TriggerReason.CONFIG, start=time.monotonic())
         )
@@ -231,7 +253,11 @@ class DiscoveryServer:
         services = _services_of(request.configs_updated)
         self.stats.eds_pushes += 1
         for connection in list(self.connections.values()):
-            if connection.watches_services(services):
+            if self._watches_changed_kind(connection, request):
+                # the api generator answers from the store: a per-connection full push
+                self._queue.enqueue(connection, dataclasses.replace(request, full=True))
+                self.stats.connections_queued += 1
+            elif connection.watches_services(services):
                 self._queue.enqueue(connection, request)
                 self.stats.connections_queued += 1
 
@@ -247,6 +273,9 @@ class DiscoveryServer:
         verdicts: dict[tuple[object, object], bool] = {}
         chosen: list[Connection] = []
         for connection in connections:
+            if self._watches_changed_kind(connection, request):
+                chosen.append(connection)
+                continue
             old_scope = old.scope(connection.proxy)
             new_scope = new.scope(connection.proxy)
             pair = (old_scope.key, new_scope.key)
@@ -259,6 +288,12 @@ class DiscoveryServer:
             if verdict:
                 chosen.append(connection)
         return chosen
+
+    def _watches_changed_kind(self, connection: Connection, request: PushRequest) -> bool:
+        """An MCP-over-xDS client (``GENERATOR=api``) watching a kind the request changed."""
+        if connection.id not in self._api_connections:
+            return False
+        return not watched_kinds(connection.watched_types()).isdisjoint(request.kinds())
 
     async def _push_connection(self, connection: Connection, request: PushRequest) -> None:
         if connection.id not in self.connections:

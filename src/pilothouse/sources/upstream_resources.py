@@ -1,0 +1,172 @@
+"""MCP-over-xDS resources in: one response's ``Any`` entries into validated Configs.
+
+Each entry must be an ``istio.mcp.v1alpha1.Resource`` whose ``metadata.name`` is exactly
+``<namespace>/<name>`` and whose body is an ``Any`` of the kind's spec message
+(``type.googleapis.com/istio.networking.v1alpha3.<Kind>`` for every GVK spelling). A
+decoded object then takes the path objects from files take: its metadata and spec
+(written back into the proto3 JSON mapping, which *is* the CRD form) go through
+:meth:`Loader.load_object`, so names, namespaces, labels and the kind's validator apply
+exactly as for a file. The Loader has no entry point for an already decoded message;
+this round trip is that entry point. Fields the spec message does not know (a newer
+upstream) are dropped by the decoding, as protobuf readers do.
+
+Anything wrong with an entry becomes a :class:`Rejection` (``ns/name: reason``) and the
+entry is skipped; its siblings load. :class:`KindDecoder` remembers the entries of the
+last response by their bytes, so an unchanged object is not decoded or validated twice.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError
+
+from pilothouse.api.istio.mcp.v1alpha1 import resource_pb2
+from pilothouse.api.istio.mesh.v1alpha1 import config_pb2
+from pilothouse.config.documents import RawObject
+from pilothouse.config.load import Loader
+from pilothouse.config.model import Config, Origin
+from pilothouse.config.schema import Schema
+from pilothouse.config.validation.report import Severity
+
+TYPE_PREFIX: Final = "type.googleapis.com/"
+MCP_RESOURCE_TYPE_URL: Final = TYPE_PREFIX + "istio.mcp.v1alpha1.Resource"
+MESH_CONFIG_TYPE_URL: Final = TYPE_PREFIX + "istio.mesh.v1alpha1.MeshConfig"
+MESH_CONFIG_GVK: Final = "core/v1alpha1/MeshConfig"
+"""The type name istiod asks for first on an MCP-over-xDS stream."""
+
+UNNAMED: Final = "<unnamed>"
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """One entry of a response that was not accepted, and why."""
+
+    name: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedKind:
+    """What one response of one kind held: the valid objects and the rejected entries."""
+
+    configs: tuple[Config, ...]
+    rejections: tuple[Rejection, ...]
+
+
+def split_name(name: str) -> tuple[str, str] | None:
+    """``(namespace, name)`` of an MCP name, or None unless it is exactly ``ns/name``."""
+    namespace, slash, rest = name.partition("/")
+    if not slash or not namespace or not rest or "/" in rest:
+        return None
+    return namespace, rest
+
+
+def crd_form(schema: Schema, namespace: str, name: str, resource: Any, spec: Any) -> dict[str, Any]:
+    """The object as a file would hold it: apiVersion, kind, metadata, spec."""
+    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+    source = resource.metadata
+    if source.labels:
+        metadata["labels"] = dict(source.labels)
+    if source.annotations:
+        metadata["annotations"] = dict(source.annotations)
+    if source.version:
+        metadata["resourceVersion"] = source.version
+    if source.HasField("create_time"):
+        metadata["creationTimestamp"] = source.create_time.ToJsonString()
+    return {
+        "apiVersion": schema.api_versions[0],
+        "kind": schema.kind,
+        "metadata": metadata,
+        "spec": json_format.MessageToDict(spec),
+    }
+
+
+class KindDecoder:
+    """Decodes responses of one kind for one source, remembering the last response."""
+
+    def __init__(self, schema: Schema, source: str, loader: Loader | None = None) -> None:
+        self.schema = schema
+        self.source = source
+        self._loader = loader if loader is not None else Loader(source=source)
+        self._last: Mapping[tuple[str, bytes], Config] = {}
+
+    def decode(self, entries: Iterable[Any]) -> DecodedKind:
+        """Every entry (``google.protobuf.Any``) of one response."""
+        configs: list[Config] = []
+        rejections: list[Rejection] = []
+        seen: set[str] = set()
+        remembered: dict[tuple[str, bytes], Config] = {}
+        for entry in entries:
+            packed = (str(entry.type_url), bytes(entry.value))
+            known = self._last.get(packed)
+            outcome = known if known is not None else self.decode_entry(entry)
+            if isinstance(outcome, Rejection):
+                rejections.append(outcome)
+                continue
+            name = f"{outcome.namespace}/{outcome.name}"
+            if name in seen:
+                rejections.append(Rejection(name, "appears more than once in the response"))
+                continue
+            seen.add(name)
+            remembered[packed] = outcome
+            configs.append(outcome)
+        self._last = remembered
+        return DecodedKind(tuple(configs), tuple(rejections))
+
+    def decode_entry(self, entry: Any) -> Config | Rejection:
+        """One entry: the validated Config, or why it was rejected."""
+        if entry.type_url != MCP_RESOURCE_TYPE_URL:
+            return Rejection(UNNAMED, f"type {entry.type_url!r}; expected {MCP_RESOURCE_TYPE_URL}")
+        try:
+            resource = resource_pb2.Resource.FromString(entry.value)
+        except DecodeError as problem:
+            return Rejection(UNNAMED, f"not an MCP Resource: {problem}")
+        name = resource.metadata.name or UNNAMED
+        parts = split_name(resource.metadata.name)
+        if parts is None:
+            return Rejection(name, "metadata.name must be <namespace>/<name>")
+        body = resource.body
+        if body.type_url != self.schema.body_type_url:
+            return Rejection(
+                name, f"body type {body.type_url!r}; expected {self.schema.body_type_url}"
+            )
+        try:
+            spec = self.schema.message.FromString(body.value)
+        except DecodeError as problem:
+            return Rejection(name, f"body is not a {self.schema.proto_name}: {problem}")
+        namespace, short = parts
+        raw = RawObject(
+            data=crd_form(self.schema, namespace, short, resource, spec),
+            file=self.source,
+            line=0,
+            lines={},
+        )
+        config, problems, _key = self._loader.load_object(raw)
+        if config is None:
+            reasons = [p.message for p in problems if p.severity is Severity.ERROR]
+            return Rejection(name, "; ".join(reasons) or "invalid")
+        return dataclasses.replace(config, origin=Origin(self.source))
+
+
+def decode_mesh_config(entries: Iterable[Any]) -> config_pb2.MeshConfig | Rejection | None:
+    """The MeshConfig answer: one raw MeshConfig ``Any`` (None when the list is empty)."""
+    found = list(entries)
+    if not found:
+        return None
+    if len(found) > 1:
+        return Rejection("MeshConfig", f"{len(found)} resources; expected one")
+    entry = found[0]
+    if entry.type_url != MESH_CONFIG_TYPE_URL:
+        return Rejection("MeshConfig", f"type {entry.type_url!r}; expected {MESH_CONFIG_TYPE_URL}")
+    try:
+        return config_pb2.MeshConfig.FromString(entry.value)
+    except DecodeError as problem:
+        return Rejection("MeshConfig", f"not a MeshConfig: {problem}")

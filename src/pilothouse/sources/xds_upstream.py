@@ -1,0 +1,315 @@
+"""The MCP-over-xDS config source (``xds://host:port``): Istio config from an upstream server.
+
+It dials the upstream's ADS (SotW) as istiod does: a node
+``sidecar~<ip>~<name>.<ns>~<ns>.svc.cluster.local`` with metadata ``GENERATOR=api``,
+then one request for ``core/v1alpha1/MeshConfig`` and one per kind of the schema table
+(the ``v1`` spellings), each with an empty nonce and, after a reconnect, the last
+version accepted.
+
+Every response is the **full state** of its kind and replaces what the source held of
+that kind in its own :class:`MemoryStore` (``replace_kind``), which the aggregate store
+unions with other sources. Entries that do not decode or validate are skipped, and the
+response is NACKed (``INVALID_ARGUMENT``, a message listing ``ns/name: reason``);
+valid entries are kept, and so is the last good version of an object that turned
+invalid. Otherwise the response is ACKed with its version and nonce.
+
+The stream is redialled with exponential backoff and jitter; meanwhile the store keeps
+serving the last state received. The source has synced once every kind (MeshConfig
+aside: some servers never answer it) has been answered at least once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Final
+
+import grpc
+from envoy.config.core.v3 import base_pb2  # type: ignore[import-untyped]
+from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
+from google.rpc import code_pb2, status_pb2
+
+from pilothouse.api.istio.mesh.v1alpha1 import config_pb2
+from pilothouse.config.load import Loader
+from pilothouse.config.model import ConfigKey
+from pilothouse.config.schema import Schema, SchemaSet
+from pilothouse.sources.memory import MemoryStore
+from pilothouse.sources.upstream_backoff import Backoff
+from pilothouse.sources.upstream_resources import (
+    MESH_CONFIG_GVK,
+    KindDecoder,
+    Rejection,
+    decode_mesh_config,
+    split_name,
+)
+
+log = logging.getLogger("pilothouse.sources.xds")
+
+ADS_METHOD: Final = (
+    "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
+)
+MAX_NACK_ENTRIES: Final = 50
+"""A NACK message lists at most this many rejected entries (then "… and N more")."""
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamSettings:
+    """Who the source says it is, and how it dials."""
+
+    node_ip: str = "127.0.0.1"
+    node_name: str = "pilothouse"
+    namespace: str = "istio-system"
+    revision: str = ""
+    istio_version: str = "65536.65536.65536"
+    """What istiod reports when its version is unset."""
+    backoff: Backoff = field(default_factory=Backoff)
+    max_receive_bytes: int = 256 * 1024 * 1024
+
+    @property
+    def node_id(self) -> str:
+        ns = self.namespace
+        return f"sidecar~{self.node_ip}~{self.node_name}.{ns}~{ns}.svc.cluster.local"
+
+    def node(self) -> Any:
+        """The ``envoy.config.core.v3.Node`` sent on the first request of a stream."""
+        node = base_pb2.Node(id=self.node_id, user_agent_name="pilothouse")
+        metadata: dict[str, str] = {"GENERATOR": "api", "ISTIO_VERSION": self.istio_version}
+        if self.revision:
+            metadata["ISTIO_REVISION"] = self.revision
+        node.metadata.update(metadata)
+        return node
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamStatus:
+    """A snapshot of the source for logs and debug endpoints."""
+
+    address: str
+    connected: bool
+    synced: bool
+    failures: int
+    accepted_versions: Mapping[str, str]
+    rejections: Mapping[str, tuple[Rejection, ...]]
+    """Per type, what its latest response had that was rejected (absent when ACKed)."""
+    last_error: str
+
+
+def subscribed_type(schema: Schema) -> str:
+    """The GVK the source asks for: the ``v1`` spelling when the kind has one."""
+    return next((g for g in schema.gvks if g.split("/")[1] == "v1"), schema.gvks[0])
+
+
+def nack_message(rejections: tuple[Rejection, ...]) -> str:
+    """``ns/name: reason; …`` for a NACK, shortened past :data:`MAX_NACK_ENTRIES`."""
+    shown = [str(r) for r in rejections[:MAX_NACK_ENTRIES]]
+    if len(rejections) > MAX_NACK_ENTRIES:
+        shown.append(f"… and {len(rejections) - MAX_NACK_ENTRIES} more")
+    return "; ".join(shown)
+
+
+class XdsUpstreamSource:
+    """Mirrors an MCP-over-xDS server's config into :attr:`store`."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        schemas: SchemaSet | None = None,
+        settings: UpstreamSettings | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.settings = settings if settings is not None else UpstreamSettings()
+        self.store = MemoryStore(name=f"xds://{host}:{port}")
+        self._target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        self._rng = rng if rng is not None else random.Random()
+        loader = Loader(source=self.store.name)
+        self._decoders = {
+            subscribed_type(schema): KindDecoder(schema, self.store.name, loader)
+            for schema in (schemas if schemas is not None else SchemaSet())
+        }
+        self._answered: set[str] = set()
+        self._versions: dict[str, str] = {}
+        self._rejections: dict[str, tuple[Rejection, ...]] = {}
+        self._mesh_config: config_pb2.MeshConfig | None = None
+        self._connected = False
+        self._failures = 0
+        self._last_error = ""
+        self._stop = asyncio.Event()
+
+    # -- what others read -------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self.store.name
+
+    @property
+    def type_urls(self) -> tuple[str, ...]:
+        """What is requested on every stream, in order: MeshConfig first, then each kind."""
+        return (MESH_CONFIG_GVK, *self._decoders)
+
+    @property
+    def mesh_config(self) -> config_pb2.MeshConfig | None:
+        """The upstream's MeshConfig, once it sent one (kept, not applied)."""
+        return self._mesh_config
+
+    def has_synced(self) -> bool:
+        return self.store.has_synced()
+
+    def status(self) -> UpstreamStatus:
+        return UpstreamStatus(
+            address=self.name,
+            connected=self._connected,
+            synced=self.has_synced(),
+            failures=self._failures,
+            accepted_versions=MappingProxyType(dict(self._versions)),
+            rejections=MappingProxyType(dict(self._rejections)),
+            last_error=self._last_error,
+        )
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Follow the upstream until :meth:`close`, redialling after every failure."""
+        while not self._stop.is_set():
+            received = await self._stream_once()
+            if self._stop.is_set():
+                return
+            self._failures = 0 if received else self._failures + 1
+            delay = self.settings.backoff.delay(max(self._failures, 1), self._rng)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), delay)
+
+    def close(self) -> None:
+        self._stop.set()
+
+    async def _stream_once(self) -> bool:
+        """One stream, until it ends or the source is closed; True if it got a response."""
+        received: list[bool] = [False]
+        session = asyncio.create_task(self._session(received))
+        stopping = asyncio.create_task(self._stop.wait())
+        try:
+            await asyncio.wait({session, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (session, stopping):
+                task.cancel()
+            await asyncio.gather(session, stopping, return_exceptions=True)
+            self._connected = False
+        if session.cancelled():
+            return received[0]
+        problem = session.exception()
+        if isinstance(problem, grpc.aio.AioRpcError):
+            self._note_failure(f"{problem.code().name}: {problem.details()}")
+        elif problem is not None:
+            log.error("upstream %s failed", self.name, exc_info=problem)
+            self._note_failure(f"{type(problem).__name__}: {problem}")
+        else:
+            self._note_failure("the server ended the stream")
+        return received[0]
+
+    def _note_failure(self, reason: str) -> None:
+        if reason != self._last_error:
+            log.warning("upstream %s: %s; retrying with backoff", self.name, reason)
+        self._last_error = reason
+
+    async def _session(self, received: list[bool]) -> None:
+        options = [
+            ("grpc.max_receive_message_length", self.settings.max_receive_bytes),
+            ("grpc.keepalive_time_ms", 30_000),
+            ("grpc.keepalive_timeout_ms", 10_000),
+        ]
+        async with grpc.aio.insecure_channel(self._target, options=options) as channel:
+            call = channel.stream_stream(
+                ADS_METHOD,
+                request_serializer=discovery_pb2.DiscoveryRequest.SerializeToString,
+                response_deserializer=discovery_pb2.DiscoveryResponse.FromString,
+            )()
+            node = self.settings.node()
+            for index, type_url in enumerate(self.type_urls):
+                request = discovery_pb2.DiscoveryRequest(
+                    type_url=type_url, version_info=self._versions.get(type_url, "")
+                )
+                if index == 0:
+                    request.node.CopyFrom(node)
+                await call.write(request)
+            while True:
+                response = await call.read()
+                if response is grpc.aio.EOF:
+                    return
+                if not received[0]:
+                    received[0] = True
+                    self._connected = True
+                    if self._last_error:
+                        log.info("upstream %s: connected", self.name)
+                    self._last_error = ""
+                await call.write(self.on_response(response))
+
+    # -- responses --------------------------------------------------------------------
+
+    def on_response(self, response: Any) -> Any:
+        """Apply one ``DiscoveryResponse``; returns the ACK or NACK to send back."""
+        type_url = str(response.type_url)
+        if type_url == MESH_CONFIG_GVK:
+            rejections = self._apply_mesh_config(response)
+        elif type_url in self._decoders:
+            rejections = self._apply_kind(type_url, response)
+            self._answered.add(type_url)
+            if not self.store.has_synced() and self._answered >= set(self._decoders):
+                self.store.mark_synced()
+                log.info("upstream %s synced", self.name)
+        else:
+            return self._nack(
+                response, code_pb2.UNIMPLEMENTED, f"type {type_url!r} was not requested"
+            )
+        if rejections:
+            self._rejections[type_url] = rejections
+            message = nack_message(rejections)
+            log.warning("upstream %s: rejected %s: %s", self.name, type_url, message)
+            return self._nack(response, code_pb2.INVALID_ARGUMENT, message)
+        self._rejections.pop(type_url, None)
+        self._versions[type_url] = str(response.version_info)
+        return discovery_pb2.DiscoveryRequest(
+            type_url=type_url,
+            version_info=response.version_info,
+            response_nonce=response.nonce,
+        )
+
+    def _apply_mesh_config(self, response: Any) -> tuple[Rejection, ...]:
+        outcome = decode_mesh_config(response.resources)
+        if isinstance(outcome, Rejection):
+            return (outcome,)
+        if outcome is not None:
+            self._mesh_config = outcome
+        return ()
+
+    def _apply_kind(self, type_url: str, response: Any) -> tuple[Rejection, ...]:
+        decoder = self._decoders[type_url]
+        decoded = decoder.decode(response.resources)
+        kind = decoder.schema.kind
+        configs = {config.key: config for config in decoded.configs}
+        for rejection in decoded.rejections:
+            parts = split_name(rejection.name)
+            if parts is None:
+                continue
+            key = ConfigKey(kind, *parts)
+            held = self.store.get(key)
+            if key not in configs and held is not None:
+                configs[key] = held  # the last good version stays
+        self.store.replace_kind(kind, configs.values())
+        return decoded.rejections
+
+    def _nack(self, response: Any, code: int, message: str) -> Any:
+        type_url = str(response.type_url)
+        return discovery_pb2.DiscoveryRequest(
+            type_url=type_url,
+            version_info=self._versions.get(type_url, ""),
+            response_nonce=response.nonce,
+            error_detail=status_pb2.Status(code=code, message=message),
+        )

@@ -1,0 +1,124 @@
+"""The ``api`` generator: Istio config itself over xDS (MCP-over-xDS), the Galley role.
+
+Clients (istiod, another pilothouse) ask for GVK type names such as
+``networking.istio.io/v1/ServiceEntry`` and get the full state of that kind in every
+response, each object an ``Any`` of ``istio.mcp.v1alpha1.Resource``
+(:mod:`~pilothouse.xds.generators.api_resource`). Every spelling of a kind the schema
+table accepts (v1, v1beta1, v1alpha3 …) lists the same objects; the server echoes the
+requested type name. A kind pilothouse has no schema for (EnvoyFilter,
+AuthorizationPolicy, Telemetry, WasmPlugin …) is answered with an empty list, so an
+istiod that asks for it still becomes ready. ``core/v1alpha1/MeshConfig`` is answered
+with one unwrapped MeshConfig built from the server's mesh settings.
+
+Objects are read from the config store (the PushContext indexes only what Envoy
+config needs). Each wrapped object is encoded once and cached under its config key,
+resource version and origin source; the cached entry depends on the config key, so a
+push that changes the object evicts it. A resource's version is the hash of its
+bytes, so a push re-sends a kind only when something in it changed.
+"""
+
+from __future__ import annotations
+
+from pilothouse.config.model import Config
+from pilothouse.config.schema import Schema, SchemaSet
+from pilothouse.push.cache import Resource, ResourceCache
+from pilothouse.sources.events import ConfigStore
+from pilothouse.xds.builders.encode import content_hash
+from pilothouse.xds.generators.api_resource import (
+    MESH_CONFIG_GVK,
+    api_kind,
+    mcp_name,
+    wrap_config,
+    wrap_mesh_config,
+)
+from pilothouse.xds.generators.base import GenerationInput, Generator, Resources
+
+MESH_CONFIG_NAME = "mesh"
+"""The (internal) resource name of the MeshConfig answer; it is not on the wire."""
+
+
+class ApiGenerator:
+    """Hands out the generator of each MCP-over-xDS type name, reading ``store``."""
+
+    def __init__(self, store: ConfigStore, schemas: SchemaSet | None = None) -> None:
+        self._store = store
+        self._schemas = schemas if schemas is not None else SchemaSet()
+        self._by_type: dict[str, Generator] = {}
+
+    def for_type(self, type_name: str) -> Generator | None:
+        """The generator for ``type_name``, or None when it is not an Istio GVK."""
+        found = self._by_type.get(type_name)
+        if found is not None:
+            return found
+        if api_kind(type_name) is None:
+            return None
+        schema = self._schemas.by_gvk(type_name)
+        made: Generator
+        if schema is not None:
+            made = KindGenerator(type_name, schema, self._store)
+        elif type_name == MESH_CONFIG_GVK:
+            made = MeshConfigGenerator(type_name)
+        else:
+            made = UnknownKindGenerator(type_name)
+        self._by_type[type_name] = made
+        return made
+
+
+class KindGenerator:
+    """Every object of one kind, wrapped as MCP resources named ``ns/name``."""
+
+    def __init__(self, type_url: str, schema: Schema, store: ConfigStore) -> None:
+        self.type_url = type_url
+        self.schema = schema
+        self._store = store
+
+    def generate(self, given: GenerationInput) -> Resources:
+        out: dict[str, Resource] = {}
+        for config in self._store.configs(self.schema.kind):
+            resource = wrapped(config, given.cache)
+            if given.names is None or resource.name in given.names:
+                out[resource.name] = resource
+        return out
+
+
+class MeshConfigGenerator:
+    """``core/v1alpha1/MeshConfig``: one raw MeshConfig from the server's mesh settings."""
+
+    def __init__(self, type_url: str = MESH_CONFIG_GVK) -> None:
+        self.type_url = type_url
+
+    def generate(self, given: GenerationInput) -> Resources:
+        mesh = given.context.mesh
+        key = ("api-mesh", mesh)
+        found = given.cache.get(key)
+        if found is None:
+            body = wrap_mesh_config(mesh)
+            found = Resource(MESH_CONFIG_NAME, content_hash(body), body)
+            given.cache.put(key, found, frozenset())
+        return {found.name: found}
+
+
+class UnknownKindGenerator:
+    """A kind without a schema here: always the empty list (which still answers)."""
+
+    def __init__(self, type_url: str) -> None:
+        self.type_url = type_url
+
+    def generate(self, given: GenerationInput) -> Resources:
+        return {}
+
+
+def wrapped(config: Config, cache: ResourceCache) -> Resource:
+    """``config`` as an MCP resource, from the cache when this version was encoded before."""
+    key = ("api", config.key, config.resource_version, config.origin.source)
+    found = cache.get(key)
+    if found is None:
+        body = wrap_config(config)
+        found = Resource(mcp_name(config), content_hash(body), body)
+        cache.put(key, found, frozenset({config.key}))
+    return found
+
+
+def watched_kinds(type_names: list[str]) -> frozenset[str]:
+    """The Kinds behind the MCP-over-xDS type names among ``type_names``."""
+    return frozenset(kind for kind in map(api_kind, type_names) if kind is not None)
