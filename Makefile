@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test lint unit protos bench clean
+.PHONY: install run demo test lint unit protos bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,9 +26,13 @@ run: install
 	@echo
 	$(BIN)/pilothouse serve --config examples/
 
+## demo: the example mesh carrying real HTTP through a real Envoy gateway
+demo: install
+	$(BIN)/python demo/bookinfo.py
+
 ## lint: ruff and mypy --strict
 lint: install
-	$(BIN)/ruff check src tests bench proto
+	$(BIN)/ruff check src tests bench proto demo
 	$(BIN)/mypy --strict src
 
 ## test: install, lint, then the whole test suite

@@ -355,9 +355,10 @@ async def test_size_type_and_path_refusals(plane: Plane) -> None:
     assert status == 404 and "unknown discovery type" in error_of(raw)
     status, _ = await plane.get("/v3/discovery:clusters")
     assert status == 405
-    # Listeners have no generator yet: an empty but valid answer, as over gRPC.
+    # Listeners come from the same LDS generator as over gRPC.
     status, raw = await plane.post("listeners", envoy_request())
-    assert status == 200 and json.loads(raw)["resources"] == []
+    names = [r["name"] for r in json.loads(raw)["resources"]]
+    assert status == 200 and "0.0.0.0_5432" in names
     stats = plane.rest.stats
     assert stats.requests == 4 and stats.responses == 1
     assert stats.errors == {413: 1, 415: 1, 404: 1}

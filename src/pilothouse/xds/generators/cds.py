@@ -32,7 +32,7 @@ from pilothouse.xds.builders.cluster import (
 )
 from pilothouse.xds.builders.encode import content_hash, to_any_bytes
 from pilothouse.xds.builders.endpoint import LbEndpointInput
-from pilothouse.xds.builders.names import outbound_cluster_name
+from pilothouse.xds.builders.names import inbound_cluster_name, outbound_cluster_name
 from pilothouse.xds.builders.traffic_policy import effective_policy
 from pilothouse.xds.generators.base import GenerationInput, Resources
 from pilothouse.xds.protocol.type_urls import CDS
@@ -101,6 +101,8 @@ class ClusterGenerator:
                     out[resource.name] = resource
         for resource in _fixed_clusters(given.cache, mesh):
             out[resource.name] = resource
+        for resource in _inbound_clusters(given):
+            out[resource.name] = resource
         return out
 
 
@@ -156,6 +158,40 @@ def cluster_resource(
         depends.add(rule.key)
     cache.put(key, resource, frozenset(depends))
     return resource
+
+
+def _inbound_clusters(given: GenerationInput) -> list[Resource]:
+    """``inbound|<port>||`` for each Sidecar ingress listener, to its default endpoint."""
+    key = given.scope.key.sidecar
+    if key is None:
+        return []
+    sidecar = next((c for c in given.context.sidecars.configs if c.key == key), None)
+    if sidecar is None:
+        return []
+    out = []
+    timeout = timedelta(seconds=given.context.mesh.connect_timeout)
+    for ingress in sidecar.spec.ingress:  # type: ignore[attr-defined]
+        port = int(ingress.port.number)
+        target = ingress.default_endpoint or f"127.0.0.1:{port}"
+        host, _, target_port = target.rpartition(":")
+        if host.startswith("unix://") or not target_port.isdigit():
+            endpoint = LbEndpointInput(target)
+        else:
+            endpoint = LbEndpointInput(host or "127.0.0.1", int(target_port))
+        name = inbound_cluster_name(port)
+        inputs = ClusterInputs(
+            name=name,
+            discovery=Discovery.STATIC,
+            protocol=(ingress.port.protocol or "TCP").upper(),
+            endpoints=(endpoint,),
+            connect_timeout=timeout,
+        )
+        found = given.cache.get(("cds-inbound", inputs))
+        if found is None:
+            found = encode(build_cluster(inputs), name)
+            given.cache.put(("cds-inbound", inputs), found, frozenset({key}))
+        out.append(found)
+    return out
 
 
 def _fixed_clusters(cache: ResourceCache, mesh: MeshSettings) -> tuple[Resource, ...]:

@@ -41,6 +41,8 @@ from pilothouse.xds.generators.api import ApiGenerator, watched_kinds
 from pilothouse.xds.generators.base import Generator
 from pilothouse.xds.generators.cds import ClusterGenerator
 from pilothouse.xds.generators.eds import EndpointGenerator
+from pilothouse.xds.generators.lds import ListenerGenerator
+from pilothouse.xds.generators.rds import RouteGenerator
 from pilothouse.xds.protocol.type_urls import short_name
 from pilothouse.xds.server.connection import Connection
 
@@ -94,7 +96,12 @@ class DiscoveryServer:
         self._version = self._versions.next()
         self._context: PushContext | None = None
         self._generators: dict[str, Generator] = {}
-        for generator in (ClusterGenerator(), EndpointGenerator()):
+        for generator in (
+            ClusterGenerator(),
+            EndpointGenerator(),
+            ListenerGenerator(),
+            RouteGenerator(),
+        ):
             self._generators[generator.type_url] = generator
         self._api = ApiGenerator(store)
         self._api_connections: set[str] = set()

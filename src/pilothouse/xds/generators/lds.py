@@ -1,0 +1,268 @@
+"""LDS: listeners for gateways (from Gateway servers) and sidecars (from Sidecar resources).
+
+Router proxies get one listener per Gateway server address and port, built by the
+gateway listener builder: HTTP with RDS ``http.<port>``, HTTPS terminated from file
+credentials, TLS passthrough by SNI to the TLSRoutes' clusters, TCP to the TCPRoute's
+clusters.
+
+Sidecar proxies:
+
+- with a ``Sidecar`` whose egress listeners name ports, one listener per egress
+  listener on its ``bind`` address (``0.0.0.0`` when unset); ``captureMode: NONE`` or
+  an explicit bind makes Envoy listen there itself (no iptables); HTTP ports use the
+  route configuration named by the port, TCP ports forward to the single service on
+  that port the listener imports;
+- without one (Istio's default outbound view), one listener per service port seen,
+  ``0.0.0.0_<port>`` with ``bind_to_port: false`` (they take traffic only from
+  ``virtualOutbound``), and ``virtualOutbound`` on ``proxyListenPort`` only when the
+  proxy says it captures traffic (metadata ``INTERCEPTION_MODE`` REDIRECT or TPROXY):
+  a sidecar without iptables must not grab a port it did not ask for;
+- a Sidecar ``ingress`` listener becomes an inbound listener on its ``bind`` (else the
+  proxy's IP) and port, forwarding to ``inbound|<port>||`` (see CDS).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from envoy.extensions.filters.network.http_connection_manager.v3 import (  # type: ignore[import-untyped]
+    http_connection_manager_pb2 as hcm_pb2,
+)
+
+from pilothouse.config.model import Config
+from pilothouse.push.cache import Resource
+from pilothouse.push.hostnames import host_matches
+from pilothouse.xds.builders.cluster import RestPolling, rest_config_source
+from pilothouse.xds.builders.filter_chain import WeightedCluster
+from pilothouse.xds.builders.http_connection_manager import is_http
+from pilothouse.xds.builders.listener_gateway import (
+    GatewayServer,
+    SniRoute,
+    plan_gateway_listeners,
+)
+from pilothouse.xds.builders.listener_sidecar import (
+    build_inbound_listener,
+    build_outbound_listener,
+    build_virtual_outbound_listener,
+)
+from pilothouse.xds.builders.names import inbound_cluster_name, outbound_cluster_name
+from pilothouse.xds.builders.route_l4 import build_tcp_route_clusters, tls_route_matches
+from pilothouse.xds.builders.route_match import resolve_gateway_name
+from pilothouse.xds.generators.base import GenerationInput, Resources
+from pilothouse.xds.generators.cds import encode
+from pilothouse.xds.generators.routing import resolver_for
+from pilothouse.xds.protocol.type_urls import LDS
+
+log = logging.getLogger("pilothouse.xds")
+
+CAPTURE_NONE = 2
+CAPTURING = frozenset({"REDIRECT", "TPROXY"})
+WILDCARD = "0.0.0.0"
+
+
+class ListenerGenerator:
+    type_url = LDS
+
+    def generate(self, given: GenerationInput) -> Resources:
+        proxy = given.proxy
+        interception = (proxy.metadata or {}).get("INTERCEPTION_MODE", "")
+        key = ("lds", given.scope.key, proxy.ip, interception, given.rest)
+        everything: dict[str, Resource] = given.context.memo(key, lambda: self._all(given))
+        if given.names is None:
+            return everything
+        return {n: everything[n] for n in given.names if n in everything}
+
+    def _all(self, given: GenerationInput) -> dict[str, Resource]:
+        listeners = router_listeners(given) if given.proxy.is_router else sidecar_listeners(given)
+        if given.rest is not None:
+            for listener in listeners:
+                _rds_over_rest(listener, given.rest)
+        return {listener.name: encode(listener, listener.name) for listener in listeners}
+
+
+def _rds_over_rest(listener: Any, polling: RestPolling) -> None:
+    """Point every RDS reference of ``listener`` at REST polling (REST-mode proxies have
+    no ADS stream)."""
+    source = rest_config_source(polling)
+    for chain in listener.filter_chains:
+        for network_filter in chain.filters:
+            if not network_filter.typed_config.Is(hcm_pb2.HttpConnectionManager.DESCRIPTOR):
+                continue
+            manager = hcm_pb2.HttpConnectionManager()
+            network_filter.typed_config.Unpack(manager)
+            if manager.HasField("rds"):
+                manager.rds.config_source.CopyFrom(source)
+                network_filter.typed_config.Pack(manager)
+
+
+def router_listeners(given: GenerationInput) -> list[Any]:
+    scope, context = given.scope, given.context
+    servers = []
+    for gateway in scope.gateways:
+        gateway_name = f"{gateway.namespace}/{gateway.name}"
+        bound = context.virtual_services.for_gateway(gateway.key)
+        for server in gateway.spec.servers:  # type: ignore[attr-defined]
+            port = int(server.port.number)
+            resolver = resolver_for(context, scope, port)
+            tcp: tuple[WeightedCluster, ...] = ()
+            tls: list[SniRoute] = []
+            for entry in bound:
+                spec: Any = entry.config.spec
+                for tcp_route in spec.tcp:
+                    if tcp or not _applies(tcp_route.match, port, gateway_name, entry.config):
+                        continue
+                    tcp = tuple(
+                        WeightedCluster(c.cluster, c.weight)
+                        for c in build_tcp_route_clusters(
+                            tcp_route, entry.config.namespace, resolver, port=port
+                        )
+                    )
+                for tls_route in spec.tls:
+                    matches = tls_route_matches(
+                        tls_route,
+                        port=port,
+                        gateway=gateway_name,
+                        vs_gateways=spec.gateways,
+                        namespace=entry.config.namespace,
+                    )
+                    if not matches:
+                        continue
+                    clusters = tuple(
+                        WeightedCluster(c.cluster, c.weight)
+                        for c in build_tcp_route_clusters(
+                            tls_route, entry.config.namespace, resolver, port=port
+                        )
+                    )
+                    hosts = tuple(h for m in matches for h in m.sni_hosts)
+                    tls.append(SniRoute(hosts, clusters))
+            servers.append(
+                GatewayServer(
+                    server,
+                    gateway.name,
+                    gateway.namespace,
+                    tcp_route=tcp,
+                    tls_routes=tuple(tls),
+                )
+            )
+    plan = plan_gateway_listeners(servers)
+    for skipped in plan.skipped:
+        log.warning(
+            "gateway server not served",
+            extra={"proxy": given.proxy.id, "reason": str(skipped)},
+        )
+    return list(plan.listeners)
+
+
+def _applies(matches: Any, port: int, gateway: str, config: Config) -> bool:
+    if not matches:
+        return True
+    for match in matches:
+        if match.port and match.port != port:
+            continue
+        gateways = {resolve_gateway_name(g, config.namespace) for g in match.gateways}
+        if gateways and gateway not in gateways:
+            continue
+        return True
+    return False
+
+
+def sidecar_listeners(given: GenerationInput) -> list[Any]:
+    scope, context, proxy = given.scope, given.context, given.proxy
+    sidecar = None
+    if scope.key.sidecar is not None:
+        sidecar = next((c for c in context.sidecars.configs if c.key == scope.key.sidecar), None)
+    spec: Any = sidecar.spec if sidecar is not None else None
+    listeners: list[Any] = []
+    egress = [e for e in spec.egress if e.port.number] if spec is not None else []
+    if egress:
+        for entry in egress:
+            built = _egress_listener(given, entry)
+            if built is not None:
+                listeners.append(built)
+    else:
+        listeners.extend(_default_outbound(given))
+        interception = (proxy.metadata or {}).get("INTERCEPTION_MODE", "")
+        if interception in CAPTURING:
+            listeners.append(
+                build_virtual_outbound_listener(
+                    port=context.mesh.proxy_listen_port,
+                    allow_any=context.mesh.outbound_traffic_policy.value == "ALLOW_ANY",
+                )
+            )
+    if spec is not None:
+        for ingress in spec.ingress:
+            port = int(ingress.port.number)
+            address = ingress.bind or proxy.ip or WILDCARD
+            listeners.append(
+                build_inbound_listener(
+                    address,
+                    port,
+                    (ingress.port.protocol or "TCP").upper(),
+                    cluster=inbound_cluster_name(port),
+                    tls=ingress.tls if ingress.HasField("tls") else None,
+                )
+            )
+    return listeners
+
+
+def _egress_listener(given: GenerationInput, entry: Any) -> Any:
+    port = int(entry.port.number)
+    protocol = (entry.port.protocol or "TCP").upper()
+    address = entry.bind or WILDCARD
+    capture_none = entry.capture_mode == CAPTURE_NONE or bool(entry.bind)
+    if is_http(protocol):
+        return build_outbound_listener(
+            address, port, protocol, capture_none=capture_none, rds_name=str(port)
+        )
+    hosts = [h.partition("/")[2] for h in entry.hosts]
+    services = [
+        s
+        for host, s in sorted(given.scope.by_hostname.items())
+        if s.port_by_number(port) is not None and any(host_matches(p, host) for p in hosts)
+    ]
+    if len(services) != 1:
+        log.warning(
+            "TCP egress listener needs exactly one service",
+            extra={"proxy": given.proxy.id, "port": port, "services": len(services)},
+        )
+        return None
+    cluster = outbound_cluster_name(services[0].hostname, port)
+    return build_outbound_listener(
+        address,
+        port,
+        protocol,
+        capture_none=capture_none,
+        destinations=(WeightedCluster(cluster, 1),),
+    )
+
+
+def _default_outbound(given: GenerationInput) -> list[Any]:
+    by_port: dict[int, list[tuple[str, str]]] = {}
+    for host, service in sorted(given.scope.by_hostname.items()):
+        for service_port in service.ports:
+            if service_port.protocol:
+                by_port.setdefault(service_port.number, []).append(
+                    (host, service_port.protocol.upper())
+                )
+    listeners = []
+    for port, entries in sorted(by_port.items()):
+        protocol = entries[0][1]
+        if is_http(protocol):
+            listeners.append(
+                build_outbound_listener(
+                    WILDCARD, port, protocol, capture_none=False, rds_name=str(port)
+                )
+            )
+        elif len(entries) == 1:
+            cluster = outbound_cluster_name(entries[0][0], port)
+            listeners.append(
+                build_outbound_listener(
+                    WILDCARD,
+                    port,
+                    protocol,
+                    capture_none=False,
+                    destinations=(WeightedCluster(cluster, 1),),
+                )
+            )
+    return listeners

@@ -1,0 +1,244 @@
+"""RDS: route configurations for sidecars (named by port) and gateways (``http.<port>``).
+
+Sidecar route configuration ``<port>``: one virtual host per VirtualService (mesh
+gateway) whose hosts include a service with that HTTP port, one per remaining service
+on the port with a default route to its cluster, and istiod's catch-all (``allow_any``
+to PassthroughCluster, or ``block_all`` under REGISTRY_ONLY). Envoy rejects a domain
+listed twice, so a domain goes to the first virtual host that claims it (oldest
+VirtualService first).
+
+Gateway route configuration (``http.<port>``, ``https.<port>.<name>.<gateway>.<ns>``):
+virtual hosts from the VirtualServices bound to the gateway whose hosts the server
+admits (``ns/host`` rules), each host with and without the port; a 404 virtual host
+when nothing is bound. Servers with ``httpsRedirect`` require TLS on every host.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from envoy.config.route.v3 import route_components_pb2 as rc_pb2  # type: ignore[import-untyped]
+
+from pilothouse.config.mesh import OutboundPolicy
+from pilothouse.config.model import Config
+from pilothouse.push.cache import Resource
+from pilothouse.push.hostnames import host_matches
+from pilothouse.xds.builders.http_connection_manager import is_http
+from pilothouse.xds.builders.listener_gateway import gateway_route_name
+from pilothouse.xds.builders.names import outbound_cluster_name
+from pilothouse.xds.builders.route import build_default_route, build_http_routes
+from pilothouse.xds.builders.route_virtual_host import (
+    build_catch_all_virtual_host,
+    build_route_configuration,
+    build_virtual_host,
+    virtual_host_domains,
+)
+from pilothouse.xds.generators.base import GenerationInput, Resources
+from pilothouse.xds.generators.cds import encode
+from pilothouse.xds.generators.routing import (
+    delegates,
+    hash_policies,
+    resolver_for,
+    visible_routes,
+)
+from pilothouse.xds.protocol.type_urls import RDS
+
+
+class RouteGenerator:
+    type_url = RDS
+
+    def generate(self, given: GenerationInput) -> Resources:
+        names = given.names if given.names is not None else frozenset(self._all_names(given))
+        out: dict[str, Resource] = {}
+        for name in names:
+            resource = given.context.memo(
+                ("rds", given.scope.key, name, _label_key(given)),
+                functools.partial(self._one, given, name),
+            )
+            if resource is not None:
+                out[name] = resource
+        return out
+
+    def _one(self, given: GenerationInput, name: str) -> Resource | None:
+        if name.isdigit():
+            config = sidecar_route_config(given, int(name))
+        else:
+            config = gateway_route_config(given, name)
+        return None if config is None else encode(config, name)
+
+    @staticmethod
+    def _all_names(given: GenerationInput) -> list[str]:
+        if given.proxy.is_router:
+            return [
+                route
+                for gateway in given.scope.gateways
+                for server in gateway.spec.servers  # type: ignore[attr-defined]
+                if (route := gateway_route_name(server, gateway.name, gateway.namespace))
+            ]
+        ports = {
+            p.number
+            for s in given.scope.by_hostname.values()
+            for p in s.ports
+            if is_http(p.protocol or "TCP")
+        }
+        return [str(p) for p in sorted(ports)]
+
+
+def _label_key(given: GenerationInput) -> Any:
+    # routes may depend on the proxy's labels (sourceLabels matches)
+    return given.proxy.labels
+
+
+def sidecar_route_config(given: GenerationInput, port: int) -> Any:
+    scope, context = given.scope, given.context
+    resolver = resolver_for(context, scope, port)
+    hashing = hash_policies(context, scope)
+    lookup = delegates(context)
+    namespace = given.proxy.namespace
+    on_port = {
+        host: service
+        for host, service in scope.by_hostname.items()
+        if (service_port := service.port_by_number(port)) is not None
+        and is_http(service_port.protocol or "TCP")
+    }
+    used: set[str] = set()
+    covered: set[str] = set()
+    virtual_hosts = []
+    for entry in visible_routes(context, scope):
+        if not entry.for_mesh:
+            continue
+        hosts = [h for h in entry.hosts if h in on_port or _external(h, scope.by_hostname)]
+        hosts += [
+            s for s in on_port if s not in hosts and any(host_matches(h, s) for h in entry.hosts)
+        ]
+        if not hosts:
+            continue
+        routes = build_http_routes(
+            entry.config.spec,  # type: ignore[arg-type]
+            entry.config.namespace,
+            resolver,
+            port=port,
+            gateway=None,
+            vs_name=entry.config.name,
+            proxy_labels=given.proxy.labels,
+            proxy_namespace=namespace,
+            hash_policy_for=hashing,
+            lookup_delegate=lookup,
+            domain_suffix=context.mesh.domain_suffix,
+        )
+        if not routes:
+            continue
+        domains: list[str] = []
+        for host in hosts:
+            if host in on_port:
+                candidates = virtual_host_domains(
+                    host, port, namespace, domain_suffix=context.mesh.domain_suffix
+                )
+            else:
+                candidates = [host, f"{host}:{port}"]
+            domains.extend(_claim(candidates, used))
+        if not domains:
+            continue
+        covered.update(hosts)
+        virtual_hosts.append(build_virtual_host(f"{hosts[0]}:{port}", domains, routes))
+    for host in sorted(on_port):
+        if host in covered:
+            continue
+        domains = _claim(
+            virtual_host_domains(host, port, namespace, domain_suffix=context.mesh.domain_suffix),
+            used,
+        )
+        if not domains:
+            continue
+        cluster = outbound_cluster_name(host, port)
+        route = build_default_route(cluster, hash_policy=hashing(cluster))
+        virtual_hosts.append(build_virtual_host(f"{host}:{port}", domains, [route]))
+    allow_any = context.mesh.outbound_traffic_policy is OutboundPolicy.ALLOW_ANY
+    virtual_hosts.append(build_catch_all_virtual_host(allow_any=allow_any))
+    return build_route_configuration(str(port), virtual_hosts)
+
+
+def gateway_route_config(given: GenerationInput, name: str) -> Any:
+    scope, context = given.scope, given.context
+    servers: list[tuple[Config, Any]] = [
+        (gateway, server)
+        for gateway in scope.gateways
+        for server in gateway.spec.servers  # type: ignore[attr-defined]
+        if gateway_route_name(server, gateway.name, gateway.namespace) == name
+    ]
+    if not servers:
+        return None
+    port = int(servers[0][1].port.number)
+    resolver = resolver_for(context, scope, port)
+    hashing = hash_policies(context, scope)
+    lookup = delegates(context)
+    redirect = any(server.tls.https_redirect for _, server in servers)
+    used: set[str] = set()
+    virtual_hosts = []
+    for gateway, server in servers:
+        gateway_name = f"{gateway.namespace}/{gateway.name}"
+        bound = sorted(
+            context.virtual_services.for_gateway(gateway.key), key=lambda e: e.config.key
+        )
+        for entry in bound:
+            hosts = [
+                h
+                for h in entry.hosts
+                if _server_admits(server.hosts, gateway.namespace, entry.config.namespace, h)
+            ]
+            if not hosts:
+                continue
+            routes = build_http_routes(
+                entry.config.spec,  # type: ignore[arg-type]
+                entry.config.namespace,
+                resolver,
+                port=port,
+                gateway=gateway_name,
+                vs_name=entry.config.name,
+                hash_policy_for=hashing,
+                lookup_delegate=lookup,
+                domain_suffix=context.mesh.domain_suffix,
+            )
+            if not routes:
+                continue
+            domains: list[str] = []
+            for host in hosts:
+                domains.extend(_claim(["*"] if host == "*" else [host, f"{host}:{port}"], used))
+            if not domains:
+                continue
+            virtual_host = build_virtual_host(f"{hosts[0]}:{port}", domains, routes)
+            if redirect:
+                virtual_host.require_tls = rc_pb2.VirtualHost.ALL
+            virtual_hosts.append(virtual_host)
+    if not virtual_hosts:
+        blackhole = rc_pb2.Route(name="blackhole")
+        blackhole.match.prefix = "/"
+        blackhole.direct_response.status = 404
+        virtual_hosts.append(build_virtual_host(f"blackhole:{port}", ["*"], [blackhole]))
+    return build_route_configuration(name, virtual_hosts)
+
+
+def _claim(candidates: list[str], used: set[str]) -> list[str]:
+    fresh = [d for d in dict.fromkeys(candidates) if d not in used]
+    used.update(fresh)
+    return fresh
+
+
+def _external(host: str, known: dict[str, Any] | Any) -> bool:
+    """A concrete VirtualService host that is not a service (an external name)."""
+    return not host.startswith("*") and host not in known
+
+
+def _server_admits(server_hosts: Any, gateway_namespace: str, vs_namespace: str, host: str) -> bool:
+    for entry in server_hosts:
+        namespace, _, pattern = entry.rpartition("/")
+        if not namespace:
+            namespace = "*"
+        if namespace == ".":
+            namespace = gateway_namespace
+        if namespace not in ("*", vs_namespace):
+            continue
+        if host_matches(pattern, host) or host_matches(host, pattern):
+            return True
+    return False
