@@ -1,0 +1,34 @@
+"""Runs a :class:`SinkSession` over one stream, whichever side dialled.
+
+The sink speaks first: one ``RequestResources`` per collection. Then every ``Resources``
+is decided by the session, its change applied to the :class:`SinkStore`, and the reply
+sent. The stream ends when the source closes its side or sending fails.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+from pilothouse.mcp.messages import ReceivedResources, SinkRequest
+from pilothouse.mcp.sink_session import SinkSession
+from pilothouse.mcp.sink_store import SinkStore
+
+log = logging.getLogger("pilothouse.mcp")
+
+SendRequest = Callable[[SinkRequest], Awaitable[None]]
+
+
+async def run_sink_stream(
+    sink: SinkStore,
+    session: SinkSession,
+    incoming: AsyncIterator[ReceivedResources],
+    send: SendRequest,
+) -> None:
+    """Subscribe to every collection, then answer each ``Resources`` until the stream ends."""
+    for request in session.initial_requests():
+        await send(request)
+    async for message in incoming:
+        decision = session.receive(message)
+        sink.apply(session, decision)
+        await send(decision.reply)

@@ -1,0 +1,98 @@
+"""pilothouse as an MCP source that sinks dial: the ``ResourceSource`` service (Galley's role).
+
+Serves the collections of a config store (normally the aggregate store), one snapshot per
+collection, published by snapshot group (:mod:`pilothouse.mcp.publisher`). Each stream runs
+a :class:`SourceStream`; a request for a collection that is not served ends the stream
+with ``INVALID_ARGUMENT``. Streams are refused with ``UNAVAILABLE`` until the first
+snapshots are published (the store has synced).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+
+from pilothouse.api.istio.mcp.v1alpha1 import mcp_pb2
+from pilothouse.mcp.messages import SinkRequest, request_from_proto
+from pilothouse.mcp.publisher import SnapshotPublisher
+from pilothouse.mcp.source_stream import SourceStream, StreamInfo, UnsupportedCollection
+
+RESOURCE_SOURCE_SERVICE = "istio.mcp.v1alpha1.ResourceSource"
+ESTABLISH = "EstablishResourceStream"
+
+
+def _identity(body: bytes) -> bytes:
+    return body
+
+
+async def requests_of(
+    stream: AsyncIterator[mcp_pb2.RequestResources],
+) -> AsyncIterator[SinkRequest]:
+    async for message in stream:
+        yield request_from_proto(message)
+
+
+class McpSourceServer:
+    """The ``ResourceSource`` servicer over a :class:`SnapshotPublisher`.
+
+    ``run()`` runs the publisher when this server owns it (``owns_publisher``); a publisher
+    shared with a dial-out source is run by whoever created it.
+    """
+
+    def __init__(self, publisher: SnapshotPublisher, *, owns_publisher: bool = True) -> None:
+        self.publisher = publisher
+        self._owns_publisher = owns_publisher
+        self._ids = itertools.count(1)
+        self._streams: dict[str, SourceStream] = {}
+
+    def has_synced(self) -> bool:
+        return self.publisher.has_synced()
+
+    async def run(self) -> None:
+        if self._owns_publisher:
+            await self.publisher.run()
+
+    def close(self) -> None:
+        if self._owns_publisher:
+            self.publisher.close()
+
+    def streams(self) -> list[StreamInfo]:
+        return [stream.info() for stream in self._streams.values()]
+
+    def add_to(self, server: grpc.aio.Server) -> None:
+        handler = grpc.stream_stream_rpc_method_handler(
+            self.serve,
+            request_deserializer=mcp_pb2.RequestResources.FromString,
+            response_serializer=_identity,
+        )
+        server.add_generic_rpc_handlers(
+            [grpc.method_handlers_generic_handler(RESOURCE_SOURCE_SERVICE, {ESTABLISH: handler})]
+        )
+
+    async def serve(
+        self,
+        requests: AsyncIterator[mcp_pb2.RequestResources],
+        context: grpc.aio.ServicerContext[Any, bytes],
+    ) -> None:
+        if not self.publisher.has_synced():
+            await context.abort(
+                grpc.StatusCode.UNAVAILABLE, "pilothouse is not ready: config has not synced yet"
+            )
+        publisher = self.publisher
+        stream = SourceStream(
+            f"mcp-source-{next(self._ids)}",
+            publisher.cache,
+            publisher.table.names,
+            incremental=publisher.options.incremental,
+            peer=context.peer(),
+        )
+        self._streams[stream.id] = stream
+        try:
+            await stream.run(requests_of(requests), context.write)
+        except UnsupportedCollection as problem:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(problem))
+        finally:
+            self._streams.pop(stream.id, None)

@@ -1,0 +1,110 @@
+"""Config ↔ mcp.Resource by schema: names, versions, metadata, and why a resource is rejected."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from types import MappingProxyType
+
+import pytest
+from google.protobuf import any_pb2
+
+from pilothouse.api.istio.mcp.v1alpha1 import resource_pb2
+from pilothouse.config.model import Config
+from pilothouse.mcp.collections import (
+    SYNTHETIC_SERVICE_ENTRIES,
+    CollectionTable,
+    Rejection,
+    content_version,
+    decode_resource,
+)
+from tests.unit.mcp.builders import SCHEMAS, SE, SE_SCHEMA, encoded, service_entry
+
+
+def resource_of(config: Config) -> resource_pb2.Resource:
+    return resource_pb2.Resource.FromString(encoded(config).encoded)
+
+
+def test_resource_carries_name_version_labels_annotations_create_time_and_body() -> None:
+    created = datetime.datetime(2024, 5, 1, 12, 0, tzinfo=datetime.UTC)
+    config = dataclasses.replace(
+        service_entry("db", "data"),
+        labels=MappingProxyType({"app": "db"}),
+        annotations=MappingProxyType({"note": "x"}),
+        creation_time=created,
+    )
+    resource = resource_of(config)
+    assert resource.metadata.name == "data/db"
+    assert resource.metadata.version == content_version(config)
+    assert dict(resource.metadata.labels) == {"app": "db"}
+    assert dict(resource.metadata.annotations) == {"note": "x"}
+    assert resource.metadata.create_time.ToDatetime(tzinfo=datetime.UTC) == created
+    assert resource.body.type_url == "type.googleapis.com/istio.networking.v1alpha3.ServiceEntry"
+    decoded = decode_resource(SE_SCHEMA, resource, "upstream")
+    assert isinstance(decoded, Config)
+    assert decoded.same_content(config)
+    assert decoded.creation_time == created
+    assert decoded.resource_version == resource.metadata.version
+    assert decoded.origin.source == "upstream"
+
+
+def test_version_changes_exactly_when_content_does() -> None:
+    base = service_entry("db", "data")
+    assert content_version(base) == content_version(service_entry("db", "data"))
+    changed = [
+        service_entry("db", "data", host="other.example.com"),
+        service_entry("db", "other"),
+        dataclasses.replace(base, labels=MappingProxyType({"a": "b"})),
+        dataclasses.replace(base, annotations=MappingProxyType({"a": "b"})),
+    ]
+    assert len({content_version(c) for c in changed} | {content_version(base)}) == 5
+    same = dataclasses.replace(base, resource_version="42")
+    assert content_version(same) == content_version(base)
+
+
+def test_body_of_another_type_is_undecodable() -> None:
+    resource = resource_of(service_entry("db"))
+    resource.body.type_url = "type.googleapis.com/istio.networking.v1alpha3.VirtualService"
+    rejected = decode_resource(SE_SCHEMA, resource, "s")
+    assert isinstance(rejected, Rejection) and rejected.undecodable
+    assert "expected" in rejected.reason
+
+
+def test_body_bytes_that_do_not_parse_are_undecodable() -> None:
+    resource = resource_of(service_entry("db"))
+    resource.body.CopyFrom(any_pb2.Any(type_url=SE_SCHEMA.body_type_url, value=b"\xff\xff\xff"))
+    rejected = decode_resource(SE_SCHEMA, resource, "s")
+    assert isinstance(rejected, Rejection) and rejected.undecodable
+
+
+@pytest.mark.parametrize(
+    ("name", "reason"),
+    [
+        ("db", "must be namespace/name"),
+        ("Bad_NS/db", "namespace"),
+        ("ns/DB!", "RFC 1123 subdomain"),
+        ("ns/", "RFC 1123 subdomain"),
+    ],
+)
+def test_malformed_names_are_rejected(name: str, reason: str) -> None:
+    resource = resource_of(service_entry("db"))
+    resource.metadata.name = name
+    rejected = decode_resource(SE_SCHEMA, resource, "s")
+    assert isinstance(rejected, Rejection) and not rejected.undecodable
+    assert reason in rejected.reason
+
+
+def test_invalid_spec_is_rejected_with_the_validator_reason() -> None:
+    rejected = decode_resource(SE_SCHEMA, resource_of(service_entry("db", valid=False)), "s")
+    assert isinstance(rejected, Rejection) and not rejected.undecodable
+    assert "at least one host" in rejected.reason
+    assert str(rejected).startswith("default/db: ")
+
+
+def test_table_knows_schema_collections_and_the_empty_ones() -> None:
+    table = CollectionTable.of(SCHEMAS, empty=[SYNTHETIC_SERVICE_ENTRIES, SE])
+    assert SE in table and SYNTHETIC_SERVICE_ENTRIES in table
+    assert "istio/networking/v1alpha3/nothing" not in table
+    assert table.empty == frozenset({SYNTHETIC_SERVICE_ENTRIES})
+    assert table.names[-1] == SYNTHETIC_SERVICE_ENTRIES
+    assert table.schema(SYNTHETIC_SERVICE_ENTRIES) is None
