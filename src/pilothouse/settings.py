@@ -15,10 +15,19 @@ from typing import Any
 
 ENV_PREFIX = "PILOTHOUSE_"
 _FLOATS = frozenset(
-    {"file_debounce", "debounce_after", "debounce_max", "drain_seconds", "rest_refresh_delay"}
+    {
+        "file_debounce",
+        "debounce_after",
+        "debounce_max",
+        "drain_seconds",
+        "rest_refresh_delay",
+        "mcp_max_wait",
+        "mcp_quiesce",
+    }
 )
+_TUPLES = frozenset({"config_sources", "sink_meta"})
 _INTS = frozenset({"push_throttle", "max_receive_bytes"})
-_BOOLS = frozenset({"eds_debounce"})
+_BOOLS = frozenset({"eds_debounce", "accept_mcp_sources"})
 _STRINGS = frozenset(
     {
         "default_namespace",
@@ -28,6 +37,9 @@ _STRINGS = frozenset(
         "webhook_address",
         "webhook_cert",
         "webhook_key",
+        "mesh_file",
+        "role",
+        "mcp_sink_address",
     }
 )
 
@@ -53,6 +65,22 @@ class Settings:
     """PEM certificate for the webhook; the webhook is off without one."""
     webhook_key: str = ""
     """PEM private key for the webhook."""
+    config_sources: tuple[str, ...] = ()
+    """Extra config source addresses (fs:///dir, xds://host:port, mcp://host:port)."""
+    mesh_file: str = ""
+    """An Istio mesh config file (MeshConfig YAML or the istio ConfigMap)."""
+    role: str = "all"
+    """``all`` serves proxies and config; ``config-server`` serves config only (MCP)."""
+    accept_mcp_sources: bool = False
+    """Serve MCP ResourceSink so that sources can dial in (reverse mode)."""
+    mcp_sink_address: str = ""
+    """Dial out to this MCP ResourceSink and serve config over that stream."""
+    sink_meta: tuple[str, ...] = ()
+    """``k=v`` pairs sent as gRPC metadata on the dial-out stream."""
+    mcp_max_wait: float = 1.0
+    """MCP default snapshot group: longest wait before publishing, seconds (Galley: 1 s)."""
+    mcp_quiesce: float = 0.5
+    """MCP default snapshot group: quiet time before publishing, seconds (Galley: 0.5 s)."""
     debounce_after: float = 0.1
     """PILOT_DEBOUNCE_AFTER: quiet time before a push, seconds."""
     debounce_max: float = 10.0
@@ -91,6 +119,8 @@ def from_environment(environ: Mapping[str, str] = os.environ) -> dict[str, Any]:
         field_name = name[len(ENV_PREFIX) :].lower()
         if field_name == "config_dirs":
             out[field_name] = tuple(Path(p) for p in value.split(os.pathsep) if p)
+        elif field_name in _TUPLES:
+            out[field_name] = tuple(p.strip() for p in value.split(",") if p.strip())
         elif field_name in _FLOATS:
             out[field_name] = float(value)
         elif field_name in _INTS:

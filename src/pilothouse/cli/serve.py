@@ -23,12 +23,14 @@ from pilothouse import logfmt
 from pilothouse.admin.app import build_admin_app
 from pilothouse.admin.server import AdminServer
 from pilothouse.bootstrap.envoy import XDS_REST_CLUSTER
-from pilothouse.config.load import Loader
+from pilothouse.cli.config_sources import SourceSetupError, config_sources, mcp_roles
+from pilothouse.config.mesh import MeshSettings
+from pilothouse.config.meshconfig import MeshConfigError, load_mesh_config
+from pilothouse.mcp.sink_server import McpSinkServer
 from pilothouse.push.debounce import DebounceSettings
 from pilothouse.settings import Settings, from_environment
 from pilothouse.sources.aggregate import AggregateStore
-from pilothouse.sources.events import ConfigEvent
-from pilothouse.sources.fs import FileSource
+from pilothouse.sources.events import ConfigEvent, ConfigStore
 from pilothouse.webhook.server import WebhookServer
 from pilothouse.xds.builders.cluster import RestPolling
 from pilothouse.xds.server.ads import add_discovery_services, new_grpc_server
@@ -59,6 +61,31 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=Path,
         metavar="DIR",
         help="a directory of Istio YAML (repeatable; default ./mesh if present)",
+    )
+    parser.add_argument(
+        "--config-source",
+        action="append",
+        metavar="ADDRESS",
+        help="a config source: fs:///dir, xds://host:port or mcp://host:port (repeatable)",
+    )
+    parser.add_argument(
+        "--mesh", type=Path, metavar="FILE", help="Istio mesh config (MeshConfig or ConfigMap)"
+    )
+    parser.add_argument(
+        "--role",
+        choices=("all", "config-server"),
+        help="all (default): serve proxies and config; config-server: config only (MCP)",
+    )
+    parser.add_argument(
+        "--accept-mcp-sources",
+        action="store_true",
+        help="serve MCP ResourceSink so that config sources can dial in (reverse mode)",
+    )
+    parser.add_argument(
+        "--mcp-sink-address", metavar="HOST:PORT", help="dial out to an MCP ResourceSink"
+    )
+    parser.add_argument(
+        "--sink-meta", action="append", metavar="K=V", help="metadata for the dial-out stream"
     )
     parser.add_argument("--xds-address", metavar="HOST:PORT", help="default 127.0.0.1:15010")
     parser.add_argument(
@@ -95,6 +122,18 @@ def settings_from(args: argparse.Namespace) -> Settings:
         overrides["xds_address"] = args.xds_address
     if args.admin_address:
         overrides["admin_address"] = args.admin_address
+    if args.config_source:
+        overrides["config_sources"] = tuple(args.config_source)
+    if args.mesh:
+        overrides["mesh_file"] = str(args.mesh)
+    if args.role:
+        overrides["role"] = args.role
+    if args.accept_mcp_sources:
+        overrides["accept_mcp_sources"] = True
+    if args.mcp_sink_address:
+        overrides["mcp_sink_address"] = args.mcp_sink_address
+    if args.sink_meta:
+        overrides["sink_meta"] = tuple(args.sink_meta)
     for name in ("webhook_address", "webhook_cert", "webhook_key"):
         value = getattr(args, name, None)
         if value:
@@ -123,17 +162,27 @@ async def serve(
     settings: Settings, stop: asyncio.Event, on_bound: Callable[[Bound], None] | None = None
 ) -> None:
     """Run until ``stop`` is set, then drain and return."""
-    sources = [
-        FileSource(
-            directory,
-            Loader(default_namespace=settings.default_namespace, source=f"fs://{directory}"),
-            debounce=settings.file_debounce,
-        )
-        for directory in settings.effective_config_dirs()
-    ]
-    store = AggregateStore([s.store for s in sources])
-    if not sources:
-        log.warning("no config directory given and ./mesh does not exist: serving no config")
+    mesh = MeshSettings()
+    mesh_sources: tuple[str, ...] = ()
+    if settings.mesh_file:
+        try:
+            loaded = load_mesh_config(Path(settings.mesh_file).read_text(), settings.mesh_file)
+        except (OSError, MeshConfigError) as problem:
+            raise SystemExit(f"pilothouse: --mesh: {problem}") from None
+        for warning in loaded.warnings:
+            log.warning("mesh config: %s", warning)
+        mesh, mesh_sources = loaded.mesh, loaded.config_sources
+    try:
+        sources = config_sources(settings, mesh_sources)
+    except SourceSetupError as problem:
+        raise SystemExit(f"pilothouse: {problem}") from None
+    if not sources and not settings.accept_mcp_sources:
+        log.warning("no config source given and ./mesh does not exist: serving no config")
+    reverse = McpSinkServer() if settings.accept_mcp_sources else None
+    stores: list[ConfigStore] = [s.store for s in sources]
+    if reverse is not None:
+        stores.append(reverse.store)
+    store = AggregateStore(stores)
 
     def on_event(event: ConfigEvent) -> None:
         log.info(
@@ -143,9 +192,22 @@ async def serve(
         )
 
     store.subscribe(on_event)
-    discovery = DiscoveryServer(store, settings=xds_settings(settings))
+    discovery = DiscoveryServer(
+        store,
+        mesh,
+        xds_settings(settings),
+        envoy_generators=settings.role == "all",
+    )
+    try:
+        roles = mcp_roles(settings, store)
+    except SourceSetupError as problem:
+        raise SystemExit(f"pilothouse: {problem}") from None
+    if reverse is not None:
+        roles.sink_server = reverse
+        roles.runners.append(reverse)
     grpc_server = new_grpc_server(settings.max_receive_bytes)
     add_discovery_services(grpc_server, discovery)
+    roles.add_to(grpc_server)
     try:
         port = grpc_server.add_insecure_port(settings.xds_address)
     except RuntimeError as problem:
@@ -196,10 +258,13 @@ async def serve(
         async with asyncio.TaskGroup() as tasks:
             for source in sources:
                 tasks.create_task(source.run())
+            for runner in roles.runners:
+                tasks.create_task(runner.run())
             tasks.create_task(discovery.run())
             await stop.wait()
             log.info("draining", extra={"streams": len(discovery.connections)})
             discovery.close()
+            roles.close()
             for source in sources:
                 source.close()
     finally:

@@ -83,7 +83,11 @@ class DiscoveryServer:
         store: ConfigStore,
         mesh: MeshSettings | None = None,
         settings: XdsSettings | None = None,
+        *,
+        envoy_generators: bool = True,
     ) -> None:
+        """``envoy_generators`` False serves Istio config only (the config-server role):
+        CDS, EDS, LDS and RDS requests get empty answers."""
         self.store = store
         self.mesh = mesh if mesh is not None else MeshSettings()
         self.settings = settings if settings is not None else XdsSettings()
@@ -96,12 +100,13 @@ class DiscoveryServer:
         self._version = self._versions.next()
         self._context: PushContext | None = None
         self._generators: dict[str, Generator] = {}
-        for generator in (
+        envoy: tuple[Generator, ...] = (
             ClusterGenerator(),
             EndpointGenerator(),
             ListenerGenerator(),
             RouteGenerator(),
-        ):
+        )
+        for generator in envoy if envoy_generators else ():
             self._generators[generator.type_url] = generator
         self._api = ApiGenerator(store)
         self._api_connections: set[str] = set()

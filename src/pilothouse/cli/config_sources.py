@@ -1,0 +1,113 @@
+"""Which config sources and MCP roles a `serve` runs, from flags and the mesh config.
+
+Sources, in precedence order (the first to define an object wins, see the aggregate
+store): ``--config`` directories, ``--config-source`` addresses, then the mesh config's
+``configSources``, then (with ``--accept-mcp-sources``) whatever an MCP source that
+dials in sends. Addresses: ``fs:///dir`` or a path, ``xds://host:port`` (MCP over xDS),
+``mcp://host:port`` (a legacy MCP ResourceSource).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pilothouse.config.schema import SchemaSet
+from pilothouse.mcp.collections import ISTIO_PILOT_COLLECTIONS, SYNTHETIC_SERVICE_ENTRIES
+from pilothouse.mcp.dialout import McpDialOutSource, parse_sink_meta
+from pilothouse.mcp.publisher import McpSourceOptions, SnapshotPublisher
+from pilothouse.mcp.sink_client import McpSinkClient
+from pilothouse.mcp.sink_server import McpSinkServer
+from pilothouse.mcp.source_server import McpSourceServer
+from pilothouse.settings import Settings
+from pilothouse.sources.addresses import (
+    AddressError,
+    ConfigSource,
+    Scheme,
+    build_source,
+    parse_address,
+)
+from pilothouse.sources.events import ConfigStore
+
+
+class SourceSetupError(ValueError):
+    """A config source or MCP role cannot be set up; the message says which and why."""
+
+
+def config_sources(settings: Settings, mesh_sources: Sequence[str] = ()) -> list[ConfigSource]:
+    """Every configured source, in precedence order (not started)."""
+    addresses = [f"fs://{Path(d).resolve()}" for d in settings.effective_config_dirs()]
+    addresses += list(settings.config_sources)
+    addresses += list(mesh_sources)
+    sources: list[ConfigSource] = []
+    for address in addresses:
+        try:
+            parsed = parse_address(address)
+            if parsed.scheme is Scheme.MCP:
+                sources.append(McpSinkClient.from_url(f"mcp://{parsed.host}:{parsed.port}"))
+            else:
+                sources.append(
+                    build_source(
+                        parsed,
+                        default_namespace=settings.default_namespace,
+                        file_debounce=settings.file_debounce,
+                    )
+                )
+        except AddressError as problem:
+            raise SourceSetupError(f"config source {address!r}: {problem}") from None
+    return sources
+
+
+@dataclass
+class McpRoles:
+    """The legacy MCP pieces a serve runs; each has ``run()`` and ``close()``."""
+
+    source_server: McpSourceServer
+    sink_server: McpSinkServer | None = None
+    dial_out: McpDialOutSource | None = None
+    runners: list[Any] = field(default_factory=list)
+
+    def add_to(self, grpc_server: Any) -> None:
+        self.source_server.add_to(grpc_server)
+        if self.sink_server is not None:
+            self.sink_server.add_to(grpc_server)
+
+    def close(self) -> None:
+        for runner in self.runners:
+            with contextlib.suppress(Exception):
+                runner.close()
+
+
+def mcp_roles(settings: Settings, store: ConfigStore) -> McpRoles:
+    """The MCP ResourceSource server (always) and the dial-out source
+    (``--mcp-sink-address``). The ResourceSink server of reverse mode is a config source,
+    so ``serve`` creates it with the other sources and adds it here."""
+    served = {schema.collection for schema in SchemaSet()}
+    options = McpSourceOptions(
+        # Pilot 1.4-1.6 asks for collections pilothouse has no schema for: answer them
+        # empty instead of ending its stream.
+        empty_collections=tuple(
+            c
+            for c in dict.fromkeys((SYNTHETIC_SERVICE_ENTRIES, *ISTIO_PILOT_COLLECTIONS))
+            if c not in served
+        ),
+        max_wait=settings.mcp_max_wait,
+        quiesce=settings.mcp_quiesce,
+    )
+    publisher = SnapshotPublisher(store, options=options)
+    roles = McpRoles(McpSourceServer(publisher))
+    roles.runners.append(roles.source_server)
+    if settings.mcp_sink_address:
+        try:
+            metadata = parse_sink_meta(settings.sink_meta)
+        except ValueError as problem:
+            raise SourceSetupError(f"--sink-meta: {problem}") from None
+        dial_publisher = SnapshotPublisher(store, options=options)
+        roles.dial_out = McpDialOutSource(
+            settings.mcp_sink_address, dial_publisher, metadata=metadata
+        )
+        roles.runners.append(roles.dial_out)
+    return roles
