@@ -17,6 +17,7 @@ import pytest
 from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
 from pilothouse.loadtest.proxy import SimulatedProxy
 from pilothouse.xds.protocol.type_urls import CDS, EDS
+from pilothouse.xds.server.connection import Connection
 from tests.e2e.harness.control_plane import ControlPlane
 
 NAMESPACES = ("ns-0", "ns-1", "ns-2", "ns-3", "ns-4")
@@ -89,6 +90,27 @@ def namespace_of(proxy: SimulatedProxy) -> str:
     return proxy.node_id.split("~")[2].split(".", 1)[1]
 
 
+async def quiet(plane: ControlPlane, timeout: float = 20.0) -> None:
+    """Wait until no push is queued and no connection is still ordering a change
+    (make before break sends a second CDS once routes have moved)."""
+    deadline = time.monotonic() + timeout
+    discovery = plane.discovery
+    assert discovery is not None
+    while discovery.pending_pushes() or any(
+        c.settling or not answered(c) for c in plane.connections()
+    ):
+        assert time.monotonic() < deadline, "pushes never settled"
+        await asyncio.sleep(0.05)
+
+
+def answered(connection: Connection) -> bool:
+    """Every response sent on the connection has been ACKed (the proxy processed it)."""
+    if connection.sotw is not None:
+        return all(w.nonce_acked == w.nonce_sent for w in connection.sotw.watches.values())
+    assert connection.delta_session is not None
+    return all(not w.in_flight for w in connection.delta_session.watches.values())
+
+
 async def changed_exactly(
     proxies: list[SimulatedProxy],
     type_url: str,
@@ -123,6 +145,7 @@ async def test_changes_reach_exactly_the_proxies_in_scope(
     assert discovery is not None
     by_ns = {ns: {p.node_id for p in proxies if namespace_of(p) == ns} for ns in NAMESPACES}
 
+    await quiet(plane)
     # 1. a new service visible only to its own namespace: only ns-3's proxies see it
     before = counts(proxies, CDS)
     queued = discovery.stats.connections_queued
@@ -130,6 +153,7 @@ async def test_changes_reach_exactly_the_proxies_in_scope(
     await changed_exactly(proxies, CDS, before, by_ns["ns-3"])
     assert discovery.stats.connections_queued - queued == len(by_ns["ns-3"])
 
+    await quiet(plane)
     # 2. a mesh-wide service: everyone but ns-2 (whose Sidecar imports only ./*)
     before = counts(proxies, CDS)
     queued = discovery.stats.connections_queued
@@ -138,6 +162,7 @@ async def test_changes_reach_exactly_the_proxies_in_scope(
     await changed_exactly(proxies, CDS, before, expected)
     assert discovery.stats.connections_queued - queued == len(expected)
 
+    await quiet(plane)
     # 3. a DestinationRule exported only to its namespace: only ns-1
     before = counts(proxies, CDS)
     queued = discovery.stats.connections_queued
@@ -155,6 +180,7 @@ spec:
     await changed_exactly(proxies, CDS, before, by_ns["ns-1"])
     assert discovery.stats.connections_queued - queued == len(by_ns["ns-1"])
 
+    await quiet(plane)
     # 4. a change nobody can see pushes nobody
     queued = discovery.stats.connections_queued
     plane.apply_yaml(
@@ -169,6 +195,7 @@ spec:
     await asyncio.sleep(0.5)
     assert discovery.stats.connections_queued == queued
 
+    await quiet(plane)
     # 5. an endpoint change (EDS fast path): EDS only, to the watchers of ns-4's service
     before_eds = counts(proxies, EDS)
     before_cds = counts(proxies, CDS)

@@ -11,8 +11,9 @@ PushContext, so a response never mixes two snapshots.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -22,14 +23,16 @@ from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.push.request import PushRequest
 from pilothouse.push.version import NonceSource
 from pilothouse.registry.endpoint_index import EndpointIndex
-from pilothouse.registry.model import SERVICE_KIND, ServiceKey
+from pilothouse.registry.model import SERVICE_KIND, Resolution, ServiceKey
+from pilothouse.xds.builders.names import parse_cluster_name
 from pilothouse.xds.generators.base import GenerationInput, Generator
 from pilothouse.xds.protocol.delta import DeltaDecision, DeltaKind, DeltaSession
 from pilothouse.xds.protocol.delta_plan import plan_delta
 from pilothouse.xds.protocol.messages import DeltaRequest, SotwRequest
 from pilothouse.xds.protocol.sotw import SotwDecision, SotwSession
 from pilothouse.xds.protocol.sotw_watch import plan_sotw
-from pilothouse.xds.protocol.type_urls import EDS, push_order_key
+from pilothouse.xds.protocol.type_urls import CDS, EDS, push_order_key
+from pilothouse.xds.server.ordering import ROUTE_TYPES, WARMING_TIMEOUT, MakeBeforeBreak
 from pilothouse.xds.server.wire import delta_response, sotw_response
 
 
@@ -82,6 +85,7 @@ class Connection:
         self.delta_session = DeltaSession() if delta else None
         self.outbound: asyncio.Queue[bytes | None] = asyncio.Queue()
         self.stats = ConnectionStats()
+        self._order = MakeBeforeBreak()
         self.problem: str | None = None
         """Why the stream must end with INVALID_ARGUMENT, when the client broke the protocol."""
         self._generation = generation
@@ -121,11 +125,16 @@ class Connection:
             decision = self.sotw.receive(request, now)  # type: ignore[arg-type]
             if decision.respond:
                 self._respond_sotw(decision.type_url, decision, None, now)
-            return
-        assert self.delta_session is not None
-        delta_decision = self.delta_session.receive(request, now)  # type: ignore[arg-type]
-        if delta_decision.respond:
-            self._respond_delta(delta_decision.type_url, delta_decision, None, now)
+        else:
+            assert self.delta_session is not None
+            delta_decision = self.delta_session.receive(request, now)  # type: ignore[arg-type]
+            if delta_decision.respond:
+                self._respond_delta(delta_decision.type_url, delta_decision, None, now)
+        order = self._order
+        if order.warming and request.type_url == EDS and self._warmed(order.warming):
+            self._release_deferred(now)
+        if order.lingering and self._routes_settled():
+            self._release_lingering(now)
 
     # -- pushes -----------------------------------------------------------------------
 
@@ -142,8 +151,97 @@ class Connection:
             if changed:
                 self._push_type(EDS, changed, now)
             return
-        for type_url in self.watched_types():
+        order = self._order
+        watched = self.watched_types()
+        routes_watched = any(t in ROUTE_TYPES for t in watched)
+        before = frozenset(order.sent(CDS))
+        if routes_watched and CDS in watched:
+            order.begin_linger(self._generate_raw(CDS, self.watched_names(CDS)))
+            if order.lingering:
+                self._after(2 * WARMING_TIMEOUT, self._release_lingering)
+        for type_url in watched:
+            if type_url in ROUTE_TYPES and order.warming:
+                order.deferred.add(type_url)
+                continue
             self._push_type(type_url, None, now)
+            if type_url == CDS and routes_watched:
+                self._start_warming(frozenset(order.sent(CDS)) - before)
+        if order.lingering and self._routes_settled():
+            # no route changed in this push, so none can still use the removed clusters
+            self._release_lingering(now)
+
+    # -- make before break (see ordering.py) --------------------------------------------
+
+    @property
+    def settling(self) -> bool:
+        """True while routes wait for new clusters, or removed clusters wait for routes."""
+        order = self._order
+        return bool(order.warming or order.deferred or order.lingering)
+
+    def _start_warming(self, added: frozenset[str]) -> None:
+        if not added:
+            return
+        scope = self._generation.context.scope(self.proxy)
+        warming = set()
+        for name in added:
+            parsed = parse_cluster_name(name)
+            service = scope.service(parsed.host) if parsed is not None else None
+            if service is not None and service.resolution is Resolution.STATIC:
+                warming.add(name)
+        if warming:
+            epoch = self._order.begin_warming(frozenset(warming))
+
+            def give_up(now: float) -> None:
+                if self._order.warming and self._order.epoch == epoch:
+                    self._release_deferred(now)
+
+            self._after(WARMING_TIMEOUT, give_up)
+
+    def _after(self, delay: float, action: Callable[[float], None]) -> None:
+        with contextlib.suppress(RuntimeError):
+            asyncio.get_running_loop().call_later(delay, lambda: action(time.time()))
+
+    def _warmed(self, names: frozenset[str]) -> bool:
+        if self.sotw is not None:
+            watch = self.sotw.watch(EDS)
+            if watch is None:
+                return False
+            records = watch.resources
+            return all((r := records.get(n)) is not None and r.acked_at for n in names)
+        assert self.delta_session is not None
+        delta_watch = self.delta_session.watch(EDS)
+        return delta_watch is not None and all(n in delta_watch.confirmed for n in names)
+
+    def _routes_settled(self) -> bool:
+        """Every route type watched has had its latest response ACKed (or NACKed)."""
+        if self._order.warming or self._order.deferred:
+            return False
+        for type_url in ROUTE_TYPES:
+            if self.sotw is not None:
+                watch = self.sotw.watch(type_url)
+                if (
+                    watch is not None
+                    and watch.nonce_sent
+                    and (watch.nonce_acked != watch.nonce_sent and watch.last_error is None)
+                ):
+                    return False
+            else:
+                assert self.delta_session is not None
+                delta_watch = self.delta_session.watch(type_url)
+                if delta_watch is not None and delta_watch.in_flight:
+                    return False
+        return True
+
+    def _release_deferred(self, now: float) -> None:
+        for type_url in sorted(self._order.take_deferred(), key=push_order_key):
+            self._push_type(type_url, None, now)
+
+    def _release_lingering(self, now: float) -> None:
+        if not self._order.lingering:
+            return
+        self._order.lingering = frozenset()
+        self._push_type(CDS, None, now)
+        self._push_type(EDS, None, now)
 
     def _push_type(self, type_url: str, changed: frozenset[str] | None, now: float) -> None:
         """A server-initiated response for one type (only what changed, if anything)."""
@@ -155,6 +253,9 @@ class Connection:
     # -- generation -------------------------------------------------------------------
 
     def _generate(self, type_url: str, names: frozenset[str] | None) -> Mapping[str, Resource]:
+        return self._order.with_lingering(type_url, self._generate_raw(type_url, names))
+
+    def _generate_raw(self, type_url: str, names: frozenset[str] | None) -> Mapping[str, Resource]:
         generator = self._generation.generator(type_url)
         if generator is None:
             return {}
@@ -197,6 +298,9 @@ class Connection:
             version, type_url, nonce, [resources[n].body for n in sorted(plan.resources)]
         )
         self.sotw.record_sent(type_url, version, nonce, plan.resources, now)
+        self._order.record(
+            type_url, {n: resources[n] for n in plan.resources}, replace=changed is None
+        )
         self._send(type_url, body, len(plan.resources))
 
     def _respond_delta(
@@ -225,6 +329,7 @@ class Connection:
         self.delta_session.record_sent(
             type_url, nonce, plan.resources, plan.removed, now, system_version=version
         )
+        self._order.record(type_url, {r.name: r for r in chosen}, plan.removed, replace=False)
         self._send(type_url, body, len(chosen))
 
     def _send(self, type_url: str, body: bytes, resources: int) -> None:

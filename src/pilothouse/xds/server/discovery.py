@@ -156,6 +156,10 @@ class DiscoveryServer:
     async def wait_ready(self) -> None:
         await self._ready.wait()
 
+    def pending_pushes(self) -> int:
+        """Connections queued or being pushed (for tests, debug and metrics)."""
+        return self._queue.pending() + self._queue.in_flight()
+
     def next_connection_id(self, proxy_id: str) -> str:
         return f"{proxy_id}-{next(self._ids)}"
 

@@ -1,0 +1,83 @@
+"""Make before break: a route never points at a cluster the proxy does not have ready.
+
+Envoy answers 503 ``no_cluster`` while a route names a cluster that is still warming
+(waiting for its endpoints) or already removed. Sending CDS → EDS → LDS → RDS back to
+back is not enough (reference: 10–17 errors per 6,500 requests across 10 switches), so
+per connection this keeps two things:
+
+- **warming**: when a push adds EDS clusters, the push's LDS and RDS are *deferred*
+  until the proxy has ACKed EDS for every new cluster (or ``WARMING_TIMEOUT`` passes);
+- **lingering**: when a push removes clusters, they are kept in CDS (and their
+  endpoints in EDS) until the proxy has ACKed the routes that stop using them; then a
+  second CDS/EDS push removes them.
+
+It holds the last resources sent per type (references to cached bytes, shared with
+every other proxy), which is what lingering clusters are re-sent from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from pilothouse.push.cache import Resource
+from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS, is_full_state_type
+
+ROUTE_TYPES = frozenset({LDS, RDS})
+WARMING_TIMEOUT = 5.0
+"""Seconds LDS/RDS wait for new clusters to warm before they are sent anyway."""
+
+
+class MakeBeforeBreak:
+    """The ordering state of one connection."""
+
+    def __init__(self) -> None:
+        self.warming: frozenset[str] = frozenset()
+        self.lingering: frozenset[str] = frozenset()
+        self.deferred: set[str] = set()
+        self.epoch = 0
+        self._sent: dict[str, dict[str, Resource]] = {}
+
+    def sent(self, type_url: str) -> Mapping[str, Resource]:
+        return self._sent.get(type_url, {})
+
+    def record(
+        self,
+        type_url: str,
+        resources: Mapping[str, Resource],
+        removed: Iterable[str] = (),
+        *,
+        replace: bool,
+    ) -> None:
+        """What the proxy now holds of ``type_url`` after a response."""
+        if type_url not in (CDS, EDS):
+            return
+        held = {} if replace and is_full_state_type(type_url) else dict(self.sent(type_url))
+        held.update(resources)
+        for name in removed:
+            held.pop(name, None)
+        self._sent[type_url] = held
+
+    def with_lingering(
+        self, type_url: str, generated: Mapping[str, Resource]
+    ) -> Mapping[str, Resource]:
+        """``generated`` plus the lingering resources of ``type_url`` it no longer has."""
+        if not self.lingering or type_url not in (CDS, EDS):
+            return generated
+        sent = self.sent(type_url)
+        kept = {n: sent[n] for n in self.lingering if n in sent and n not in generated}
+        return {**kept, **generated} if kept else generated
+
+    def begin_linger(self, new_clusters: Iterable[str]) -> None:
+        """Clusters the proxy holds but the new config drops stay until routes move."""
+        self.lingering = self.lingering | (frozenset(self.sent(CDS)) - frozenset(new_clusters))
+
+    def begin_warming(self, clusters: frozenset[str]) -> int:
+        """Routes wait for ``clusters`` to be warmed; returns the epoch for the timeout."""
+        self.warming = self.warming | clusters
+        self.epoch += 1
+        return self.epoch
+
+    def take_deferred(self) -> set[str]:
+        self.warming = frozenset()
+        deferred, self.deferred = self.deferred, set()
+        return deferred
