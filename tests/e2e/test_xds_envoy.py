@@ -121,7 +121,8 @@ async def test_envoy_receives_clusters_and_endpoints(
 
 
 async def _synced(session: Any, type_url: str) -> bool:
-    return str(session.watch(type_url).sync_status) in ("SYNCED", "SyncStatus.SYNCED")
+    watch = session.watch(type_url)  # None until the proxy has asked for the type
+    return watch is not None and str(watch.sync_status) in ("SYNCED", "SyncStatus.SYNCED")
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

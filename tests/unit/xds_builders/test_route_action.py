@@ -120,7 +120,7 @@ def test_route_single_destination_ignores_weight_and_sets_defaults() -> None:
     assert out == {
         "cluster": f"outbound|9080||{REVIEWS}",
         "timeout": "0s",
-        "max_grpc_timeout": "0s",
+        "max_stream_duration": {"max_stream_duration": "0s", "grpc_timeout_header_max": "0s"},
         "retry_policy": DEFAULT_RETRY,
     }
 
@@ -237,7 +237,10 @@ def test_route_timeout(timeout: str | None, expected: str) -> None:
         http["timeout"] = timeout
     out = action(http)
     assert out["timeout"] == expected
-    assert out["max_grpc_timeout"] == expected
+    assert out["max_stream_duration"] == {
+        "max_stream_duration": expected,
+        "grpc_timeout_header_max": expected,
+    }
 
 
 @pytest.mark.parametrize(

@@ -143,7 +143,7 @@ def test_route_default_route() -> None:
         "route": {
             "cluster": f"outbound|9080||{REVIEWS}",
             "timeout": "0s",
-            "max_grpc_timeout": "0s",
+            "max_stream_duration": {"max_stream_duration": "0s", "grpc_timeout_header_max": "0s"},
             "retry_policy": {
                 "retry_on": (
                     "connect-failure,refused-stream,unavailable,cancelled,retriable-status-codes"
@@ -186,7 +186,10 @@ def test_route_default_route_with_hash_policy() -> None:
                 "route": {
                     "cluster": "PassthroughCluster",
                     "timeout": "0s",
-                    "max_grpc_timeout": "0s",
+                    "max_stream_duration": {
+                        "max_stream_duration": "0s",
+                        "grpc_timeout_header_max": "0s",
+                    },
                 },
             },
         ),

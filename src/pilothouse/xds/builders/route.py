@@ -208,7 +208,8 @@ def build_default_route(
     action = out.route
     action.cluster = cluster
     action.timeout.SetInParent()
-    action.max_grpc_timeout.SetInParent()
+    action.max_stream_duration.max_stream_duration.SetInParent()
+    action.max_stream_duration.grpc_timeout_header_max.SetInParent()
     action.retry_policy.CopyFrom(default_retry_policy())
     action.hash_policy.extend(hash_policy)
     parsed = parse_cluster_name(cluster)

@@ -12,7 +12,9 @@ Forwarding, as istiod:
   are appended to ``hash_policy``; with a single hashed destination the
   default retry policy leaves out the ``previous_hosts`` predicate.
 - ``timeout`` → ``timeout`` (``0s`` = disabled when unset) and the same value as
-  ``max_grpc_timeout``, so gRPC's ``grpc-timeout`` header is honoured.
+  ``max_stream_duration`` and its ``grpc_timeout_header_max``, so gRPC's
+  ``grpc-timeout`` header is honoured (istiod's current form; ``max_grpc_timeout`` is
+  deprecated in Envoy).
 - ``rewrite``: ``uri_regex_rewrite`` → ``regex_rewrite``; ``uri`` →
   ``prefix_rewrite`` whatever the match kind: Envoy replaces the matched part,
   which for an exact (``path``) or regex match is the whole path, so this
@@ -100,7 +102,8 @@ def apply_forward(
         action.timeout.CopyFrom(route.timeout)
     else:
         action.timeout.SetInParent()
-    action.max_grpc_timeout.CopyFrom(action.timeout)
+    action.max_stream_duration.max_stream_duration.CopyFrom(action.timeout)
+    action.max_stream_duration.grpc_timeout_header_max.CopyFrom(action.timeout)
 
     if route.HasField("rewrite"):
         rewrite = route.rewrite

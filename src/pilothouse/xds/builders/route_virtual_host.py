@@ -132,7 +132,8 @@ def build_catch_all_virtual_host(
     if allow_any:
         route.route.cluster = PASSTHROUGH_CLUSTER
         route.route.timeout.SetInParent()
-        route.route.max_grpc_timeout.SetInParent()
+        route.route.max_stream_duration.max_stream_duration.SetInParent()
+        route.route.max_stream_duration.grpc_timeout_header_max.SetInParent()
     else:
         route.direct_response.status = 502
     return build_virtual_host(
