@@ -18,7 +18,10 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-SCRIPTS: tuple[tuple[str, tuple[str, ...]], ...] = (("config_load.py", ()),)
+SCRIPTS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("config_load.py", ()),
+    ("push_fanout.py", ()),
+)
 
 
 def run(script: str, args: tuple[str, ...]) -> list[dict[str, Any]]:

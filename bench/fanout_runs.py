@@ -1,0 +1,169 @@
+"""Timing one push to a fleet of simulated proxies, and summarising repeated runs.
+
+A run starts just before the trigger (a file write for pilothouse, a control call
+for the floor) and ends when every proxy has accepted (and ACKed) a response in
+which the watched resource differs from what it held before. The proxies live in
+this process, so the trigger and the ACK times come from one clock. The server's
+CPU over the run (its idle rate subtracted) is the cost of the push.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
+from fanout_process import ServerProcess
+from google.protobuf import any_pb2
+
+from pilothouse.loadtest.fleet import ProxyFleet
+from pilothouse.loadtest.holdings import HeldResource
+from pilothouse.loadtest.proxy import SimulatedProxy
+from pilothouse.loadtest.stats import percentile
+
+Holdings = dict[str, HeldResource]
+
+
+@dataclass(frozen=True)
+class PushRun:
+    """One trigger: per-proxy seconds to ACK, server CPU, and what the fleet received."""
+
+    durations: tuple[float, ...]
+    unconverged: int
+    cpu_seconds: float
+    window: float
+    responses: Mapping[str, int]
+    """Responses per type short name received by the whole fleet during the run."""
+    received: Mapping[str, int]
+    """Bytes per type short name received by the whole fleet during the run."""
+
+    @property
+    def p50(self) -> float:
+        return percentile(self.durations, 50)
+
+    @property
+    def p99(self) -> float:
+        return percentile(self.durations, 99)
+
+    @property
+    def last(self) -> float:
+        return max(self.durations)
+
+
+def holdings(proxy: SimulatedProxy, type_url: str) -> Holdings:
+    return dict(proxy.holds(type_url))
+
+
+def resource_message(type_url: str, held: HeldResource) -> object:
+    """A held resource as an ``envoy.service.discovery.v3.Resource`` (name, version, Any)."""
+    return discovery_pb2.Resource(
+        name=held.name,
+        version=held.version,
+        resource=any_pb2.Any(type_url=type_url, value=held.body),
+    )
+
+
+def _received(fleet: ProxyFleet, type_urls: Sequence[str]) -> dict[str, tuple[int, int]]:
+    """Per type: responses and bytes received by the whole fleet so far."""
+    out = {}
+    for url in type_urls:
+        counters = [proxy.counters(url) for proxy in fleet.proxies]
+        out[url] = (sum(c.responses for c in counters), sum(c.bytes_received for c in counters))
+    return out
+
+
+async def _quiet(fleet: ProxyFleet, type_urls: Sequence[str], tail: float, deadline: float) -> None:
+    """Wait until the fleet has received nothing for ``tail`` seconds (or the deadline):
+    responses that follow the timed one (EDS after CDS, say) belong to the push too."""
+    seen = _received(fleet, type_urls)
+    quiet_since = time.monotonic()
+    while time.monotonic() < deadline:
+        await asyncio.sleep(min(0.05, tail))
+        now = _received(fleet, type_urls)
+        if now != seen:
+            seen = now
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since >= tail:
+            return
+
+
+async def timed_push(
+    fleet: ProxyFleet,
+    server: ServerProcess,
+    type_url: str,
+    name: str,
+    trigger: Callable[[], Awaitable[None]],
+    *,
+    idle_rate: float,
+    timeout: float,
+    tail: float,
+    type_urls: Sequence[str],
+) -> PushRun:
+    """Fire ``trigger`` and time every proxy until it holds a new ``name`` of ``type_url``.
+
+    The server's CPU is counted until the fleet has been quiet for ``tail`` seconds.
+    """
+    reference = fleet.proxies[0].holds(type_url).get(name)
+    if reference is None:
+        raise RuntimeError(f"the fleet does not hold {name}")
+    old = reference.body
+
+    def updated(proxy: SimulatedProxy) -> bool:
+        held = proxy.holds(type_url).get(name)
+        return held is not None and held.body != old
+
+    counts = _received(fleet, type_urls)
+    cpu_before = server.cpu_seconds()
+    start = time.monotonic()
+    await trigger()
+    report = await fleet.wait_converged(updated, timeout=timeout, since=start)
+    await _quiet(fleet, type_urls, tail, start + timeout)
+    window = time.monotonic() - start
+    cpu = server.cpu_seconds() - cpu_before - idle_rate * window
+    after = _received(fleet, type_urls)
+    short = {url: url.rsplit(".", 1)[-1] for url in type_urls}
+    return PushRun(
+        durations=report.durations,
+        unconverged=len(report.unconverged),
+        cpu_seconds=cpu,
+        window=window,
+        responses={short[url]: after[url][0] - counts[url][0] for url in type_urls},
+        received={short[url]: after[url][1] - counts[url][1] for url in type_urls},
+    )
+
+
+@dataclass(frozen=True)
+class PushSummary:
+    """Medians over runs of each run's p50, p99 and last ACK, and of the server CPU."""
+
+    p99_runs: tuple[float, ...]
+    runs: int
+    p50: float
+    p99: float
+    last: float
+    cpu_seconds: float
+    unconverged: int
+    responses: Mapping[str, int]
+    """Per type, the median over runs of responses received by the fleet per run."""
+    received: Mapping[str, int]
+    """Per type, the median over runs of bytes received by the fleet per run."""
+
+
+def summarize_runs(runs: Sequence[PushRun]) -> PushSummary:
+    if not runs or any(not run.durations for run in runs):
+        raise RuntimeError("a run in which no proxy got the push")
+    types = runs[0].responses.keys()
+    return PushSummary(
+        p99_runs=tuple(run.p99 for run in runs),
+        runs=len(runs),
+        p50=statistics.median(run.p50 for run in runs),
+        p99=statistics.median(run.p99 for run in runs),
+        last=statistics.median(run.last for run in runs),
+        cpu_seconds=statistics.median(run.cpu_seconds for run in runs),
+        unconverged=max(run.unconverged for run in runs),
+        responses={t: round(statistics.median(run.responses[t] for run in runs)) for t in types},
+        received={t: round(statistics.median(run.received[t] for run in runs)) for t in types},
+    )

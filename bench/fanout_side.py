@@ -1,0 +1,222 @@
+"""One side of the push fan-out comparison: a server process, its fleet, and its figures.
+
+``Side`` owns a started server (pilothouse or the transport floor), the fleet of
+simulated proxies connected to it, how to fire a trigger at it, and what was
+measured. ``Recording`` carries what pilothouse sent to the floor, which sends
+the very same resource bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import re
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
+from fanout_process import Profiler, ServerProcess, idle_cpu_rate
+from fanout_runs import Holdings, PushRun, PushSummary, holdings, resource_message, timed_push
+
+from pilothouse.loadtest.fleet import ProxyFleet
+from pilothouse.loadtest.identity import ProxyIdentity
+from pilothouse.loadtest.proxy import SimulatedProxy
+from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS, push_order_key
+
+TYPES = (CDS, EDS, LDS, RDS)
+TRIGGERS = {"eds": EDS, "cds": CDS}
+SETTLE = 2.0
+CONFIG_EVENT = re.compile(r"^(\S+Z) \w+ serve config update", re.MULTILINE)
+
+Fire = Callable[[str, int], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How long to wait, and what ends a push."""
+
+    timeout: float
+    tail: float
+
+
+@dataclass
+class ServerFigures:
+    """What one server did with its fleet."""
+
+    name: str
+    connect_seconds: float = 0.0
+    rss_empty_kib: int = 0
+    rss_connected_kib: int = 0
+    rss_double_kib: int | None = None
+    idle_cpu_rate: float = 0.0
+    runs: dict[str, list[PushRun]] = field(default_factory=dict)
+    pushes: dict[str, PushSummary] = field(default_factory=dict)
+    watch_latency: dict[str, list[float]] = field(default_factory=dict)
+    """Per trigger and run: seconds from the file write to the server's config event."""
+
+
+@dataclass
+class Recording:
+    """What pilothouse sent, for the floor to send again.
+
+    ``initial`` is what the first proxy held of each type it was answered for once
+    converged; ``sent`` holds, per trigger and run, every resource of every response
+    the first proxy accepted during the run (types in push order), with its content
+    as held after the run.
+    """
+
+    initial: dict[str, Holdings] = field(default_factory=dict)
+    sent: dict[str, list[list[Any]]] = field(default_factory=dict)
+
+    def record_initial(self, probe: SimulatedProxy) -> None:
+        answered = [t for t in TYPES if probe.counters(t).responses]
+        self.initial = {t: holdings(probe, t) for t in answered}
+
+    def record(self, kind: str, probe: SimulatedProxy, since: float) -> None:
+        names: dict[str, set[str]] = {}
+        for event in probe.events:
+            if event.at >= since and event.accepted:
+                names.setdefault(event.type_url, set()).update(event.names)
+        resources: list[Any] = []
+        for type_url in sorted(names, key=push_order_key):
+            held = probe.holds(type_url)
+            resources.extend(
+                resource_message(type_url, held[name])
+                for name in sorted(names[type_url])
+                if name in held
+            )
+        self.sent.setdefault(kind, []).append(resources)
+
+    def load_requests(self) -> list[Any]:
+        """Control requests that give the floor what pilothouse served at the start."""
+        return [
+            discovery_pb2.DeltaDiscoveryResponse(
+                system_version_info="load",
+                type_url=type_url,
+                resources=[resource_message(type_url, r) for r in held.values()],
+            )
+            for type_url, held in self.initial.items()
+        ]
+
+    def push_request(self, kind: str, index: int) -> Any:
+        return discovery_pb2.DeltaDiscoveryResponse(
+            system_version_info="push", resources=self.sent[kind][index]
+        )
+
+
+class Side:
+    """A server under test with its own fleet of N proxies."""
+
+    def __init__(
+        self,
+        server: ServerProcess,
+        target: str,
+        fire: Fire,
+        fleet_factory: Callable[[str, list[ProxyIdentity]], ProxyFleet],
+        identities: list[ProxyIdentity],
+        limits: Limits,
+    ) -> None:
+        self.server = server
+        self.target = target
+        self.fire = fire
+        self.figures = ServerFigures(server.name)
+        self.limits = limits
+        self._fleet_factory = fleet_factory
+        self.fleet = fleet_factory(target, identities)
+        self.profiler: Profiler | None = None
+
+    @property
+    def name(self) -> str:
+        return self.server.name
+
+    @property
+    def probe(self) -> SimulatedProxy:
+        return self.fleet.proxies[0]
+
+    async def connect(self) -> None:
+        """Measure RSS empty, connect the fleet and wait for it, measure RSS and idle CPU."""
+        self.figures.rss_empty_kib = self.server.rss_kib()
+        await self.fleet.start()
+        report = await self.fleet.wait_converged(timeout=self.limits.timeout)
+        if not report.converged:
+            raise RuntimeError(
+                f"{self.name}: {len(report.unconverged)} proxies never converged, "
+                f"e.g. {report.unconverged[:3]}"
+            )
+        self.figures.connect_seconds = report.wall
+        await asyncio.sleep(SETTLE)
+        self.figures.rss_connected_kib = self.server.rss_kib()
+        self.figures.idle_cpu_rate = await idle_cpu_rate(self.server, SETTLE)
+
+    async def push(self, kind: str, index: int, cluster: str) -> PushRun:
+        """Time one push of ``kind`` to the fleet."""
+
+        async def trigger() -> None:
+            await self.fire(kind, index)
+
+        run = await timed_push(
+            self.fleet,
+            self.server,
+            TRIGGERS[kind],
+            cluster,
+            trigger,
+            idle_rate=self.figures.idle_cpu_rate,
+            timeout=self.limits.timeout,
+            tail=self.limits.tail,
+            type_urls=TYPES,
+        )
+        if run.unconverged:
+            raise RuntimeError(f"{self.name}: {run.unconverged} proxies missed {kind} push")
+        self.figures.runs.setdefault(kind, []).append(run)
+        return run
+
+    async def double(self, identities: list[ProxyIdentity]) -> None:
+        """RSS with a second fleet of N connected (2N in all), then disconnect it."""
+        more = self._fleet_factory(self.target, identities)
+        try:
+            await more.start()
+            report = await more.wait_converged(timeout=self.limits.timeout)
+            if not report.converged:
+                raise RuntimeError(f"{self.name}: the second fleet never converged")
+            await asyncio.sleep(SETTLE)
+            self.figures.rss_double_kib = self.server.rss_kib()
+        finally:
+            await more.close()
+
+    async def close(self) -> None:
+        if self.profiler is not None:
+            self.profiler.stop()
+        await self.fleet.close()
+
+
+def config_event_time(log: str, offset: int) -> float | None:
+    """The wall time of the first config event pilothouse logged after ``offset``."""
+    found = CONFIG_EVENT.search(log, offset)
+    if found is None:
+        return None
+    try:
+        return datetime.datetime.fromisoformat(found.group(1)).timestamp()
+    except ValueError:
+        return None
+
+
+class FileWrites:
+    """Wall times of trigger file writes, matched afterwards with pilothouse's log."""
+
+    def __init__(self, server: ServerProcess) -> None:
+        self.server = server
+        self._writes: list[tuple[str, float, int]] = []
+
+    def note(self, kind: str) -> None:
+        self._writes.append((kind, time.time(), len(self.server.output())))
+
+    def latencies(self) -> dict[str, list[float]]:
+        log = self.server.output()
+        out: dict[str, list[float]] = {}
+        for kind, written, offset in self._writes:
+            seen = config_event_time(log, offset)
+            if seen is not None:
+                out.setdefault(kind, []).append(seen - written)
+        return out
