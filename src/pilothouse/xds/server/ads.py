@@ -91,11 +91,7 @@ class StreamHandler:
         discovery.connect(connection)
         reader = asyncio.create_task(self._read(first, requests, connection, context))
         try:
-            while True:
-                body = await connection.outbound.get()
-                if body is None:
-                    break
-                await context.write(body)
+            await self._write(connection, context)
         finally:
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -103,6 +99,20 @@ class StreamHandler:
             discovery.disconnect(connection)
         if connection.problem:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, connection.problem)
+
+    @staticmethod
+    async def _write(connection: Connection, context: grpc.aio.ServicerContext[Any, bytes]) -> None:
+        """Send queued responses until the connection closes.
+
+        A separate function so that no local keeps the last response alive while the
+        stream idles (about 50 KiB per idle connection otherwise).
+        """
+        while True:
+            body = await connection.outbound.get()
+            if body is None:
+                return
+            await context.write(body)
+            del body
 
     async def _read(
         self,

@@ -35,6 +35,9 @@ from pilothouse.xds.protocol.type_urls import CDS, EDS, push_order_key
 from pilothouse.xds.server.ordering import ROUTE_TYPES, WARMING_TIMEOUT, MakeBeforeBreak
 from pilothouse.xds.server.wire import delta_response, sotw_response
 
+ENDPOINT_KINDS = frozenset({SERVICE_KIND, "ServiceEntry", "WorkloadEntry", "DestinationRule"})
+"""Kinds whose change can alter a ClusterLoadAssignment (DestinationRules define subsets)."""
+
 
 class Generation(Protocol):
     """What a connection needs from the server to generate responses."""
@@ -86,6 +89,7 @@ class Connection:
         self.outbound: asyncio.Queue[bytes | None] = asyncio.Queue()
         self.stats = ConnectionStats()
         self._order = MakeBeforeBreak()
+        self._eds_index: tuple[object, Mapping[str, frozenset[str]]] | None = None
         self.problem: str | None = None
         """Why the stream must end with INVALID_ARGUMENT, when the client broke the protocol."""
         self._generation = generation
@@ -112,11 +116,30 @@ class Connection:
 
     def watches_services(self, services: frozenset[ServiceKey]) -> frozenset[str]:
         """Watched EDS cluster names whose host is one of ``services``' hostnames."""
-        names = self.watched_names(EDS)
-        if not names:
+        by_host = self._eds_by_host()
+        if not by_host:
             return frozenset()
-        hosts = {s.hostname for s in services}
-        return frozenset(n for n in names if n.rsplit("|", 1)[-1] in hosts)
+        found: set[str] = set()
+        for service in services:
+            found.update(by_host.get(service.hostname, ()))
+        return frozenset(found)
+
+    def _eds_by_host(self) -> Mapping[str, frozenset[str]]:
+        """Watched EDS names by hostname, rebuilt only when the subscription changes."""
+        session = self.sotw if self.sotw is not None else self.delta_session
+        assert session is not None
+        subscription = session.wants(EDS)
+        if subscription is None or subscription.wildcard:
+            return {}
+        cached = self._eds_index
+        if cached is not None and cached[0] is subscription:
+            return cached[1]
+        grouped: dict[str, set[str]] = {}
+        for name in subscription.names:
+            grouped.setdefault(name.rsplit("|", 1)[-1], set()).add(name)
+        index = {host: frozenset(names) for host, names in grouped.items()}
+        self._eds_index = (subscription, index)
+        return index
 
     # -- requests ---------------------------------------------------------------------
 
@@ -163,12 +186,37 @@ class Connection:
             if type_url in ROUTE_TYPES and order.warming:
                 order.deferred.add(type_url)
                 continue
+            if type_url == EDS:
+                self._push_endpoints(request, now)
+                continue
             self._push_type(type_url, None, now)
             if type_url == CDS and routes_watched:
                 self._start_warming(frozenset(order.sent(CDS)) - before)
         if order.lingering and self._routes_settled():
             # no route changed in this push, so none can still use the removed clusters
             self._release_lingering(now)
+
+    def _push_endpoints(self, request: PushRequest, now: float) -> None:
+        """EDS in a full push: only if the change can move endpoints, and (SotW) only the
+        assignments whose content differs from what the proxy was last sent."""
+        if not request.is_everything and not request.touches_any(ENDPOINT_KINDS):
+            return
+        if self.sotw is None:
+            self._push_type(EDS, None, now)
+            return
+        watch = self.sotw.watch(EDS)
+        if watch is None or watch.subscription.wildcard:
+            self._push_type(EDS, None, now)
+            return
+        current = self._generate(EDS, watch.subscription.names)
+        records = watch.resources
+        changed = frozenset(
+            name
+            for name, resource in current.items()
+            if (record := records.get(name)) is None or record.version != resource.version
+        )
+        if changed:
+            self._push_type(EDS, changed, now)
 
     # -- make before break (see ordering.py) --------------------------------------------
 
@@ -316,6 +364,8 @@ class Connection:
             return
         subscription = watch.subscription
         names = None if subscription.wildcard else subscription.names
+        if changed is not None and decision is None and names is not None:
+            names = names & changed
         resources = self._generate(type_url, names)
         available = {name: r.version for name, r in resources.items()}
         plan = plan_delta(watch, available, decision, changed)

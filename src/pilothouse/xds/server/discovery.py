@@ -9,6 +9,8 @@ push, those whose scope sees a changed key (before or after the change); for an
 endpoint push, those watching a changed service's clusters. MCP-over-xDS clients
 (``GENERATOR=api``) are queued for every change of a kind they watch, whatever their
 scope, and answered by the ``api`` generator, the fallback for every Istio GVK type.
+Proxyless gRPC clients (``GENERATOR=grpc``, or a gRPC user agent) get the gRPC flavour
+of CDS, LDS and RDS (:mod:`pilothouse.xds.generators.grpc_flavour`).
 Push workers, bounded by ``push_throttle``, run each connection's push.
 """
 
@@ -41,6 +43,10 @@ from pilothouse.xds.generators.api import ApiGenerator, watched_kinds
 from pilothouse.xds.generators.base import Generator
 from pilothouse.xds.generators.cds import ClusterGenerator
 from pilothouse.xds.generators.eds import EndpointGenerator
+from pilothouse.xds.generators.grpc_cds import GrpcClusterGenerator
+from pilothouse.xds.generators.grpc_flavour import ByFlavour
+from pilothouse.xds.generators.grpc_lds import GrpcListenerGenerator
+from pilothouse.xds.generators.grpc_rds import GrpcRouteGenerator
 from pilothouse.xds.generators.lds import ListenerGenerator
 from pilothouse.xds.generators.rds import RouteGenerator
 from pilothouse.xds.protocol.type_urls import short_name
@@ -101,10 +107,10 @@ class DiscoveryServer:
         self._context: PushContext | None = None
         self._generators: dict[str, Generator] = {}
         envoy: tuple[Generator, ...] = (
-            ClusterGenerator(),
+            ByFlavour(ClusterGenerator(), GrpcClusterGenerator()),
             EndpointGenerator(),
-            ListenerGenerator(),
-            RouteGenerator(),
+            ByFlavour(ListenerGenerator(), GrpcListenerGenerator()),
+            ByFlavour(RouteGenerator(), GrpcRouteGenerator()),
         )
         for generator in envoy if envoy_generators else ():
             self._generators[generator.type_url] = generator
