@@ -35,6 +35,7 @@ from pilothouse.xds.builders.endpoint import LbEndpointInput
 from pilothouse.xds.builders.names import inbound_cluster_name, outbound_cluster_name
 from pilothouse.xds.builders.traffic_policy import effective_policy
 from pilothouse.xds.generators.base import GenerationInput, Resources
+from pilothouse.xds.generators.inbound import inbound_ports
 from pilothouse.xds.protocol.type_urls import CDS
 
 _DISCOVERY = {
@@ -71,9 +72,11 @@ class ClusterGenerator:
 
     def generate(self, given: GenerationInput) -> Resources:
         scope = given.scope
-        everything: dict[str, Resource] = given.context.memo(
+        shared: dict[str, Resource] = given.context.memo(
             ("cds", scope.key, given.rest), lambda: self._scope_clusters(given)
         )
+        inbound = inbound_clusters(given)
+        everything = {**shared, **{r.name: r for r in inbound}} if inbound else shared
         if given.names is None:
             return everything
         return {n: everything[n] for n in given.names if n in everything}
@@ -100,8 +103,6 @@ class ClusterGenerator:
                     )
                     out[resource.name] = resource
         for resource in _fixed_clusters(given.cache, mesh):
-            out[resource.name] = resource
-        for resource in _inbound_clusters(given):
             out[resource.name] = resource
         return out
 
@@ -160,36 +161,27 @@ def cluster_resource(
     return resource
 
 
-def _inbound_clusters(given: GenerationInput) -> list[Resource]:
-    """``inbound|<port>||`` for each Sidecar ingress listener, to its default endpoint."""
-    key = given.scope.key.sidecar
-    if key is None:
-        return []
-    sidecar = next((c for c in given.context.sidecars.configs if c.key == key), None)
-    if sidecar is None:
-        return []
+def inbound_clusters(given: GenerationInput) -> list[Resource]:
+    """``inbound|<port>||`` for each inbound port of the proxy's workload (see inbound.py)."""
     out = []
     timeout = timedelta(seconds=given.context.mesh.connect_timeout)
-    for ingress in sidecar.spec.ingress:  # type: ignore[attr-defined]
-        port = int(ingress.port.number)
-        target = ingress.default_endpoint or f"127.0.0.1:{port}"
-        host, _, target_port = target.rpartition(":")
-        if host.startswith("unix://") or not target_port.isdigit():
-            endpoint = LbEndpointInput(target)
+    for inbound in inbound_ports(given):
+        if inbound.target_host.startswith("unix://") or not inbound.target_port:
+            endpoint = LbEndpointInput(inbound.target_host)
         else:
-            endpoint = LbEndpointInput(host or "127.0.0.1", int(target_port))
-        name = inbound_cluster_name(port)
+            endpoint = LbEndpointInput(inbound.target_host, inbound.target_port)
+        name = inbound_cluster_name(inbound.port)
         inputs = ClusterInputs(
             name=name,
             discovery=Discovery.STATIC,
-            protocol=(ingress.port.protocol or "TCP").upper(),
+            protocol=inbound.protocol,
             endpoints=(endpoint,),
             connect_timeout=timeout,
         )
         found = given.cache.get(("cds-inbound", inputs))
         if found is None:
             found = encode(build_cluster(inputs), name)
-            given.cache.put(("cds-inbound", inputs), found, frozenset({key}))
+            given.cache.put(("cds-inbound", inputs), found, frozenset())
         out.append(found)
     return out
 

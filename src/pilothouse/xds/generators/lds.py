@@ -17,8 +17,9 @@ Sidecar proxies:
   ``virtualOutbound``), and ``virtualOutbound`` on ``proxyListenPort`` only when the
   proxy says it captures traffic (metadata ``INTERCEPTION_MODE`` REDIRECT or TPROXY):
   a sidecar without iptables must not grab a port it did not ask for;
-- a Sidecar ``ingress`` listener becomes an inbound listener on its ``bind`` (else the
-  proxy's IP) and port, forwarding to ``inbound|<port>||`` (see CDS).
+- an inbound listener per inbound port of the proxy's own workload (see inbound.py:
+  from Sidecar ``ingress`` listeners, bound; or from the WorkloadEntry that is this
+  proxy, not bound), forwarding to ``inbound|<port>||`` (see CDS).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from pilothouse.xds.builders.route_l4 import build_tcp_route_clusters, tls_route
 from pilothouse.xds.builders.route_match import resolve_gateway_name
 from pilothouse.xds.generators.base import GenerationInput, Resources
 from pilothouse.xds.generators.cds import encode
+from pilothouse.xds.generators.inbound import inbound_ports
 from pilothouse.xds.generators.routing import resolver_for
 from pilothouse.xds.protocol.type_urls import LDS
 
@@ -67,7 +69,7 @@ class ListenerGenerator:
     def generate(self, given: GenerationInput) -> Resources:
         proxy = given.proxy
         interception = (proxy.metadata or {}).get("INTERCEPTION_MODE", "")
-        key = ("lds", given.scope.key, proxy.ip, interception, given.rest)
+        key = ("lds", given.scope.key, proxy.ip_addresses, proxy.labels, interception, given.rest)
         everything: dict[str, Resource] = given.context.memo(key, lambda: self._all(given))
         if given.names is None:
             return everything
@@ -190,19 +192,24 @@ def sidecar_listeners(given: GenerationInput) -> list[Any]:
                     allow_any=context.mesh.outbound_traffic_policy.value == "ALLOW_ANY",
                 )
             )
-    if spec is not None:
-        for ingress in spec.ingress:
-            port = int(ingress.port.number)
-            address = ingress.bind or proxy.ip or WILDCARD
-            listeners.append(
-                build_inbound_listener(
-                    address,
-                    port,
-                    (ingress.port.protocol or "TCP").upper(),
-                    cluster=inbound_cluster_name(port),
-                    tls=ingress.tls if ingress.HasField("tls") else None,
-                )
-            )
+    taken = {
+        (listener.address.socket_address.address, listener.address.socket_address.port_value)
+        for listener in listeners
+    }
+    for inbound in inbound_ports(given):
+        if not inbound.bind and (inbound.address, inbound.port) in taken:
+            continue  # the egress listener owns that address; the cluster still exists
+        listener = build_inbound_listener(
+            inbound.address,
+            inbound.port,
+            inbound.protocol,
+            cluster=inbound_cluster_name(inbound.port),
+            tls=inbound.tls,
+        )
+        if not inbound.bind:
+            listener.name = inbound_cluster_name(inbound.port)
+            listener.bind_to_port.value = False
+        listeners.append(listener)
     return listeners
 
 

@@ -1,0 +1,97 @@
+"""The proxy's own workload: which inbound ports it has and where the application listens.
+
+Two ways to know, as in Istio:
+
+- a ``Sidecar`` ``ingress`` listener names the port and the application's
+  ``defaultEndpoint`` (``127.0.0.1:8080``); Envoy binds that port itself (no iptables);
+- otherwise the WorkloadEntry that *is* this proxy — same namespace, its address one of
+  the proxy's IPs, its labels all carried by the proxy — and the services selecting it:
+  one inbound port per service port, to the workload's port on 127.0.0.1. These
+  listeners do not bind (traffic reaches them through iptables and ``virtualInbound``),
+  so a proxy sharing 127.0.0.1 with its application never grabs the application's port.
+
+Both feed the CDS (``inbound|<port>||`` clusters) and LDS generators.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pilothouse.xds.generators.base import GenerationInput
+
+LOCALHOST = "127.0.0.1"
+
+
+@dataclass(frozen=True, slots=True)
+class InboundPort:
+    """One inbound port of the proxy's workload."""
+
+    port: int
+    protocol: str
+    target_host: str
+    target_port: int
+    bind: bool
+    address: str
+    tls: Any = None
+
+
+def inbound_ports(given: GenerationInput) -> tuple[InboundPort, ...]:
+    proxy = given.proxy
+    key = ("inbound", given.scope.key, proxy.ip_addresses, proxy.labels)
+    found: tuple[InboundPort, ...] = given.context.memo(key, lambda: _compute(given))
+    return found
+
+
+def _compute(given: GenerationInput) -> tuple[InboundPort, ...]:
+    proxy, context = given.proxy, given.context
+    if proxy.is_router:
+        return ()
+    sidecar = None
+    if given.scope.key.sidecar is not None:
+        sidecar = next(
+            (c for c in context.sidecars.configs if c.key == given.scope.key.sidecar), None
+        )
+    spec: Any = sidecar.spec if sidecar is not None else None
+    if spec is not None and spec.ingress:
+        ports = []
+        for ingress in spec.ingress:
+            port = int(ingress.port.number)
+            target = ingress.default_endpoint or f"{LOCALHOST}:{port}"
+            host, _, target_port = target.rpartition(":")
+            ports.append(
+                InboundPort(
+                    port=port,
+                    protocol=(ingress.port.protocol or "TCP").upper(),
+                    target_host=host or LOCALHOST,
+                    target_port=int(target_port) if target_port.isdigit() else 0,
+                    bind=True,
+                    address=ingress.bind or proxy.ip or "0.0.0.0",
+                    tls=ingress.tls if ingress.HasField("tls") else None,
+                )
+            )
+        return tuple(ports)
+    if not proxy.labels or not proxy.ip_addresses:
+        return ()
+    addresses = set(proxy.ip_addresses)
+    found: dict[int, InboundPort] = {}
+    for service in context.services.services:
+        if service.namespace != proxy.namespace:
+            continue
+        for endpoint in given.endpoints.endpoints(service.key):
+            if endpoint.address not in addresses or not endpoint.labels:
+                continue
+            if not proxy.labels.matches(dict(endpoint.labels)):
+                continue
+            service_port = service.port_by_name(endpoint.service_port_name)
+            if service_port is None or service_port.number in found:
+                continue
+            found[service_port.number] = InboundPort(
+                port=service_port.number,
+                protocol=(service_port.protocol or "TCP").upper(),
+                target_host=LOCALHOST,
+                target_port=endpoint.port,
+                bind=False,
+                address=proxy.ip,
+            )
+    return tuple(found[p] for p in sorted(found))
