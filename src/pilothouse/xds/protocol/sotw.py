@@ -137,6 +137,8 @@ class SotwSession:
 
         named_before = watch is not None and watch.named_before
         subscription = sotw_subscription(type_url, names, named_before)
+        if watch is not None and subscription == watch.subscription:
+            subscription = watch.subscription  # keep one copy (most requests are ACKs)
 
         if not nonce or watch is None:
             return self._init(type_url, watch, subscription, request)
