@@ -26,6 +26,7 @@ from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.registry.model import SERVICE_KIND, Resolution, ServiceKey
 from pilothouse.xds.builders.names import parse_cluster_name
 from pilothouse.xds.generators.base import GenerationInput, Generator
+from pilothouse.xds.generators.grpc_flavour import is_proxyless
 from pilothouse.xds.protocol.delta import DeltaDecision, DeltaKind, DeltaSession
 from pilothouse.xds.protocol.delta_plan import plan_delta
 from pilothouse.xds.protocol.messages import DeltaRequest, SotwRequest
@@ -94,6 +95,9 @@ class Connection:
         """Why the stream must end with INVALID_ARGUMENT, when the client broke the protocol."""
         self._generation = generation
         self._nonces = NonceSource()
+        # gRPC waits for a route's clusters and endpoints itself before using the route
+        # (and sends no new EDS request when a cluster comes back), so it is not warmed.
+        self._warms_clusters = not is_proxyless(proxy)
 
     def __repr__(self) -> str:
         return f"Connection({self.id}, {self.proxy.node_id})"
@@ -190,7 +194,7 @@ class Connection:
                 self._push_endpoints(request, now)
                 continue
             self._push_type(type_url, None, now)
-            if type_url == CDS and routes_watched:
+            if type_url == CDS and routes_watched and self._warms_clusters:
                 self._start_warming(frozenset(order.sent(CDS)) - before)
         if order.lingering and self._routes_settled():
             # no route changed in this push, so none can still use the removed clusters

@@ -1,0 +1,172 @@
+"""RDS for proxyless gRPC: one route configuration per client listener, named like it.
+
+A client listener ``greeter.default.svc.cluster.local:50051`` points at the route
+configuration of the same name. It has one virtual host for the service port,
+whose domains start with that name (the authority the client dialed, which gRPC
+matches exactly) and go on with the forms a sidecar would accept. Its routes are
+the Envoy routes of the first VirtualService (oldest first) bound to the mesh
+whose hosts cover the service and that has routes for the port
+(:func:`~pilothouse.xds.builders.route.build_http_routes`), else the default route
+to the service's cluster.
+
+Each route is then put in the form gRPC reads (:func:`grpc_route`):
+
+- a VirtualService ``timeout`` is ``max_stream_duration`` (both
+  ``max_stream_duration`` and ``grpc_timeout_header_max``) and nothing else: gRPC
+  ignores ``RouteAction.timeout`` and caps each call's deadline with this instead;
+  no timeout (``0s``) leaves it unset, so only the application's deadline counts;
+- a ``useSourceIp`` consistent hash becomes gRPC's channel-id hash
+  (``filter_state`` ``io.grpc.channel_id``): every call of one client channel goes
+  to the same endpoint, which is what source-IP affinity means for a process that
+  is its own proxy;
+- per-route filter configs other than fault injection are dropped (gRPC NACKs a
+  route configuration that configures a filter it does not implement, such as
+  CORS); fault injection (delays, aborts with gRPC or HTTP status) stays, and the
+  listener lists the fault filter.
+
+Header matches (gRPC metadata), path matches on ``/package.Service/Method``,
+weighted destinations, subsets, retries (gRPC reads ``num_retries``, the gRPC
+status names in ``retry_on`` and the back-off) and header hash policies pass
+through unchanged.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Final
+
+from envoy.config.route.v3 import route_components_pb2 as rc_pb2  # type: ignore[import-untyped]
+from envoy.config.route.v3 import route_pb2
+from google.protobuf import duration_pb2
+
+from pilothouse.push.cache import Resource
+from pilothouse.push.hostnames import host_matches
+from pilothouse.xds.builders.names import outbound_cluster_name
+from pilothouse.xds.builders.route import build_default_route, build_http_routes
+from pilothouse.xds.builders.route_fault import FAULT_FILTER
+from pilothouse.xds.builders.route_virtual_host import (
+    build_route_configuration,
+    build_virtual_host,
+    virtual_host_domains,
+)
+from pilothouse.xds.generators.base import GenerationInput, Resources
+from pilothouse.xds.generators.cds import encode
+from pilothouse.xds.generators.grpc_targets import GrpcTarget, resolve_target
+from pilothouse.xds.generators.routing import (
+    delegates,
+    hash_policies,
+    resolver_for,
+    visible_routes,
+)
+from pilothouse.xds.protocol.type_urls import RDS
+
+GRPC_CHANNEL_ID: Final = "io.grpc.channel_id"
+GRPC_ROUTE_FILTERS: Final = frozenset({FAULT_FILTER})
+
+HashPolicy = rc_pb2.RouteAction.HashPolicy
+
+
+class GrpcRouteGenerator:
+    type_url = RDS
+
+    def generate(self, given: GenerationInput) -> Resources:
+        names = given.names if given.names is not None else frozenset(_all_names(given))
+        out: dict[str, Resource] = {}
+        for name in names:
+            resource = given.context.memo(
+                ("grpc-rds", given.scope.key, name, given.proxy.labels),
+                functools.partial(_one, given, name),
+            )
+            if resource is not None:
+                out[name] = resource
+        return out
+
+
+def _one(given: GenerationInput, name: str) -> Resource | None:
+    target = resolve_target(name, given.scope, given.context.mesh.domain_suffix)
+    if target is None:
+        return None
+    return encode(grpc_route_configuration(given, target), name)
+
+
+def _all_names(given: GenerationInput) -> list[str]:
+    return [
+        f"{service.hostname}:{port.number}"
+        for service in given.scope.by_hostname.values()
+        for port in service.ports
+    ]
+
+
+def grpc_route_configuration(
+    given: GenerationInput, target: GrpcTarget
+) -> route_pb2.RouteConfiguration:
+    """The route configuration named ``target.name``, for one service port."""
+    scope, context = given.scope, given.context
+    host, port = target.service.hostname, target.port.number
+    suffix = context.mesh.domain_suffix
+    routes = _virtual_service_routes(given, host, port)
+    if not routes:
+        cluster = outbound_cluster_name(host, port)
+        routes = [build_default_route(cluster, hash_policy=hash_policies(context, scope)(cluster))]
+    sidecar_domains = virtual_host_domains(host, port, given.proxy.namespace, domain_suffix=suffix)
+    domains = dict.fromkeys([target.name, *sidecar_domains])
+    virtual_host = build_virtual_host(
+        f"{host}:{port}", list(domains), [grpc_route(route) for route in routes]
+    )
+    return build_route_configuration(target.name, [virtual_host])
+
+
+def _virtual_service_routes(given: GenerationInput, host: str, port: int) -> list[Any]:
+    scope, context = given.scope, given.context
+    for entry in visible_routes(context, scope):
+        if not entry.for_mesh or not any(host_matches(h, host) for h in entry.hosts):
+            continue
+        routes = build_http_routes(
+            entry.config.spec,  # type: ignore[arg-type]
+            entry.config.namespace,
+            resolver_for(context, scope, port),
+            port=port,
+            gateway=None,
+            vs_name=entry.config.name,
+            proxy_labels=given.proxy.labels,
+            proxy_namespace=given.proxy.namespace,
+            hash_policy_for=hash_policies(context, scope),
+            lookup_delegate=delegates(context),
+            domain_suffix=context.mesh.domain_suffix,
+        )
+        if routes:
+            return routes
+    return []
+
+
+def grpc_route(route: rc_pb2.Route) -> rc_pb2.Route:
+    """A copy of an Envoy route in the form gRPC reads (see the module docstring)."""
+    out = rc_pb2.Route()
+    out.CopyFrom(route)
+    for key in [k for k in out.typed_per_filter_config if k not in GRPC_ROUTE_FILTERS]:
+        del out.typed_per_filter_config[key]
+    if out.WhichOneof("action") != "route":
+        return out
+    action = out.route
+    timeout = duration_pb2.Duration()
+    timeout.CopyFrom(action.timeout)
+    for field in ("timeout", "max_grpc_timeout", "max_stream_duration"):
+        action.ClearField(field)
+    if timeout.seconds or timeout.nanos:
+        action.max_stream_duration.max_stream_duration.CopyFrom(timeout)
+        action.max_stream_duration.grpc_timeout_header_max.CopyFrom(timeout)
+    policies = [_grpc_hash_policy(policy) for policy in action.hash_policy]
+    del action.hash_policy[:]
+    action.hash_policy.extend(policies)
+    return out
+
+
+def _grpc_hash_policy(policy: Any) -> Any:
+    """A new hash policy: the channel id for a source-IP one, else a copy."""
+    if policy.WhichOneof("policy_specifier") == "connection_properties":
+        channel = HashPolicy(terminal=policy.terminal)
+        channel.filter_state.key = GRPC_CHANNEL_ID
+        return channel
+    copy = HashPolicy()
+    copy.CopyFrom(policy)
+    return copy

@@ -1,0 +1,1 @@
+"""Proxyless gRPC apps (clients, xDS-enabled servers) and backends for the e2e tests."""

@@ -1,0 +1,1 @@
+"""Unit tests of the proxyless gRPC flavour: generators, flavour selection, validation."""
