@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import TextIO
 
 from pilothouse.config.load import Loader, Problem
-from pilothouse.config.model import ConfigKey
+from pilothouse.config.model import Config, ConfigKey
+from pilothouse.config.validation.proxyless_grpc import analyze_proxyless_grpc
 from pilothouse.config.validation.report import Severity
 from pilothouse.sources.fs import FileSource
 
@@ -60,6 +61,7 @@ def validate_paths(paths: list[str], namespace: str, stdin: TextIO) -> tuple[int
     loader = Loader(default_namespace=namespace, source="validate")
     problems: list[Problem] = []
     seen: dict[ConfigKey, str] = {}
+    loaded: dict[ConfigKey, Config] = {}
     valid = 0
     files, _ = _files(paths)
     for file in files:
@@ -85,7 +87,12 @@ def validate_paths(paths: list[str], namespace: str, stdin: TextIO) -> tuple[int
                 )
                 continue
             seen[config.key] = where
+            loaded[config.key] = config
             valid += 1
+    for key, finding in analyze_proxyless_grpc(loaded.values()):
+        origin = loaded[key].origin
+        message = f"{finding.path}: {finding.message}"
+        problems.append(Problem(finding.severity, origin.file, origin.line, message, key))
     return valid, problems
 
 

@@ -101,3 +101,35 @@ def test_console_script_and_version() -> None:
         [sys.executable, "-m", "pilothouse.cli.main", "validate"], capture_output=True, text=True
     )
     assert usage.returncode == 2
+
+
+GRPC = """\
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: greeter}
+spec:
+  hosts: [greeter.default.svc.cluster.local]
+  resolution: STATIC
+  ports: [{number: 50051, name: grpc, protocol: GRPC}]
+  endpoints: [{address: 127.0.0.1}]
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: greeter}
+spec:
+  hosts: [greeter.default.svc.cluster.local]
+  http:
+  - match: [{authority: {exact: x}}]
+    route: [{destination: {host: greeter.default.svc.cluster.local}}]
+"""
+
+
+def test_proxyless_grpc_limits_are_warnings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "grpc.yaml"
+    path.write_text(GRPC)
+    assert main(["validate", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert f"{path}:10: VirtualService default/greeter: warning: " in out
+    assert "spec.http[0].match[0].authority" in out and "proxyless gRPC" in out
