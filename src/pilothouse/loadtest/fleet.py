@@ -40,15 +40,18 @@ def fleet_identities(
     flavour: ProxyFlavour = ProxyFlavour.SIDECAR,
     targets: tuple[str, ...] = (),
     app: str = "app",
+    start: int = 0,
 ) -> list[ProxyIdentity]:
     """``count`` identities spread round-robin over ``namespaces``, with distinct IPs.
 
     Addresses come from 10.0.0.0/8 (they are names in node ids, never dialled).
+    ``start`` numbers them from an offset, so that fleets in several processes
+    together make one fleet of distinct proxies.
     """
     if not namespaces:
         raise ValueError("at least one namespace")
     identities = []
-    for index in range(count):
+    for index in range(start, start + count):
         host = index + 1
         ip = f"10.{(host >> 16) & 0xFF}.{(host >> 8) & 0xFF}.{host & 0xFF}"
         namespace = namespaces[index % len(namespaces)]
@@ -121,8 +124,17 @@ class ProxyFleet:
         self.readers: dict[frozenset[str], ResourceReader] = {}
         """One shared reader per set of decoded types (one per flavour in practice)."""
 
-    async def start(self, ramp: float = 0.0) -> None:
-        """Open the channels and start every proxy's stream, spread evenly over ``ramp`` s."""
+    async def start(
+        self,
+        ramp: float = 0.0,
+        *,
+        prepare: Callable[[tuple[SimulatedProxy, ...]], None] | None = None,
+    ) -> None:
+        """Open the channels and start every proxy's stream, spread evenly over ``ramp`` s.
+
+        ``prepare`` is called with the proxies before the first one starts (to add
+        listeners to them, say).
+        """
         if self.proxies:
             raise RuntimeError("fleet already started")
         count = math.ceil(len(self.identities) / self.streams_per_channel)
@@ -149,6 +161,8 @@ class ProxyFleet:
             )
             proxies.append(proxy)
         self.proxies = tuple(proxies)
+        if prepare is not None:
+            prepare(self.proxies)
         gap = ramp / len(proxies) if proxies and ramp > 0 else 0.0
         for proxy in self.proxies:
             proxy.start()

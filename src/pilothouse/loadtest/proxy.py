@@ -108,6 +108,8 @@ class SimulatedProxy:
         self.streams_opened = 0
         self.stream_errors: deque[str] = deque(maxlen=32)
         """Why recent streams failed (the latest 32)."""
+        self.stream_failures = 0
+        """How many streams failed in all (``stream_errors`` keeps only the latest)."""
         self.started_at: float | None = None
         self.connected_at: float | None = None
 
@@ -293,9 +295,11 @@ class SimulatedProxy:
                 self._notify()
         except grpc.aio.AioRpcError as error:
             if not self._closing:
+                self.stream_failures += 1
                 self.stream_errors.append(f"{error.code().name}: {error.details()}")
         except (asyncio.InvalidStateError, grpc.aio.UsageError) as error:
             if not self._closing:
+                self.stream_failures += 1
                 self.stream_errors.append(f"stream closed: {error}")
         finally:
             self._call = None
