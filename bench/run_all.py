@@ -21,6 +21,7 @@ ROOT = HERE.parent
 SCRIPTS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("config_load.py", ()),
     ("push_fanout.py", ()),
+    ("mcp_sync.py", ()),
 )
 
 

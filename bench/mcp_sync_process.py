@@ -1,0 +1,157 @@
+"""Child processes of the MCP sync benchmark: started, polled, measured, always stopped.
+
+A :class:`Child` runs in its own session (process group) with its output in a log
+file, and asks the kernel to SIGKILL it if the benchmark process dies
+(``PR_SET_PDEATHSIG``), so nothing outlives the benchmark even when it is killed.
+``stop`` sends SIGTERM to the group, then SIGKILL after a grace period.
+
+Also here: reading a process's resident memory from ``/proc``, polling an admin
+``/ready``, and reading the UTC millisecond timestamps of pilothouse's log lines
+(:mod:`pilothouse.logfmt`), which is how the benchmark sees when the sink's upstream
+stream opened (the source logs ``proxy connected``) and when it synced.
+"""
+
+from __future__ import annotations
+
+import calendar
+import contextlib
+import ctypes
+import http.client
+import os
+import re
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+PR_SET_PDEATHSIG = 1
+_STAMP = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(\d{3})Z ")
+
+
+def _die_with_parent() -> None:
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+class ChildFailed(RuntimeError):
+    """A child exited or did not get where it should in time; the message says which."""
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """Resident memory of a process, MiB: now and the peak so far."""
+
+    rss_mib: float
+    peak_mib: float
+
+
+class Child:
+    """One started process (call from the main thread: the death signal is per thread)."""
+
+    def __init__(
+        self, name: str, argv: Sequence[str], log: Path, env: Mapping[str, str] | None = None
+    ) -> None:
+        self.name = name
+        self.log = log
+        self.started = time.time()
+        with log.open("wb") as output:
+            self._popen = subprocess.Popen(
+                list(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **(env or {})},
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
+        self.pid = self._popen.pid
+
+    def alive(self) -> bool:
+        return self._popen.poll() is None
+
+    def output(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")
+
+    def memory(self) -> Memory:
+        values: dict[str, float] = {}
+        with open(f"/proc/{self.pid}/status", encoding="ascii") as status:
+            for line in status:
+                key, _, rest = line.partition(":")
+                if key in ("VmRSS", "VmHWM"):
+                    values[key] = int(rest.split()[0]) / 1024
+        return Memory(round(values["VmRSS"], 1), round(values["VmHWM"], 1))
+
+    def wait_exit(self, timeout: float) -> int:
+        return self._popen.wait(timeout)
+
+    def wait_for_line(self, pattern: str, timeout: float) -> re.Match[str]:
+        """The first match of ``pattern`` in the output, waiting up to ``timeout`` s."""
+        compiled = re.compile(pattern, re.MULTILINE)
+        deadline = time.monotonic() + timeout
+        while True:
+            found = compiled.search(self.output())
+            if found is not None:
+                return found
+            self.check(deadline, f"a line matching {pattern!r}", timeout)
+            time.sleep(0.05)
+
+    def wait_ready(self, admin_port: int, timeout: float) -> float:
+        """Poll ``/ready`` until 200; returns the wall-clock time it was first seen."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if ready(admin_port):
+                return time.time()
+            self.check(deadline, "/ready", timeout)
+            time.sleep(0.02)
+
+    def check(self, deadline: float, what: str, timeout: float) -> None:
+        """Raise :class:`ChildFailed` if the child exited or ``deadline`` passed."""
+        if not self.alive():
+            tail = self.output()[-2000:]
+            raise ChildFailed(
+                f"{self.name} exited ({self._popen.returncode}) before {what}:\n{tail}"
+            )
+        if time.monotonic() > deadline:
+            raise ChildFailed(f"{self.name}: no {what} within {timeout:.0f} s")
+
+    def stop(self, grace: float = 10.0) -> None:
+        """SIGTERM to the process group, then SIGKILL; safe to call twice."""
+        if self._popen.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.pid, signal.SIGTERM)
+            try:
+                self._popen.wait(grace)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.pid, signal.SIGKILL)
+                self._popen.wait()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.pid, signal.SIGKILL)  # anything the child left in its group
+
+
+def ready(admin_port: int) -> bool:
+    connection = http.client.HTTPConnection("127.0.0.1", admin_port, timeout=2)
+    try:
+        connection.request("GET", "/ready")
+        return connection.getresponse().status == 200
+    except OSError:
+        return False
+    finally:
+        connection.close()
+
+
+def line_time(line: str) -> float:
+    """The epoch seconds of a pilothouse log line's timestamp."""
+    found = _STAMP.match(line)
+    if found is None:
+        raise ValueError(f"no timestamp on log line {line!r}")
+    whole = calendar.timegm(time.strptime(found.group(1), "%Y-%m-%dT%H:%M:%S"))
+    return whole + int(found.group(2)) / 1000
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

@@ -1,0 +1,96 @@
+"""The MCP sync benchmark's parts: its mesh, the floor's encoding, log timestamps, phases."""
+
+from __future__ import annotations
+
+import calendar
+import logging
+from pathlib import Path
+from typing import Any
+
+from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
+
+from bench.mcp_sync_floor import encode, specs
+from bench.mcp_sync_mesh import service_entry, service_entry_text, write_mesh
+from bench.mcp_sync_phase_child import PhaseRun
+from bench.mcp_sync_phases import PHASES, measure, source_store
+from bench.mcp_sync_process import line_time
+from pilothouse.api.istio.networking.v1alpha3 import service_entry_pb2
+from pilothouse.config.documents import RawObject
+from pilothouse.config.load import Loader
+from pilothouse.logfmt import LineFormatter
+
+
+def test_text_and_dict_forms_are_the_same_valid_objects() -> None:
+    loader = Loader()
+    text = loader.load_text("---\n".join(service_entry_text(i) for i in range(30)), "x.yaml")
+    assert text.ok, text.errors
+    for i, from_text in enumerate(text.configs):
+        from_dict, problems, _key = loader.load_object(RawObject(service_entry(i), "x", 0, {}))
+        assert from_dict is not None, problems
+        assert from_dict.key == from_text.key
+        assert from_dict.spec == from_text.spec
+        assert dict(from_dict.labels) == dict(from_text.labels)
+    endpoints = [a.address for c in text.configs for a in c.spec.endpoints]
+    assert len(set(endpoints)) == 60
+
+
+def test_write_mesh_spreads_every_object_over_the_files(tmp_path: Path) -> None:
+    files = write_mesh(tmp_path, 250, files=100)
+    assert len(files) == 100
+    loader = Loader()
+    names = [
+        c.name for f in files for c in loader.load_strict(f.read_text(encoding="utf-8"), str(f))
+    ]
+    assert sorted(names) == sorted(f"svc-{i}" for i in range(250))
+
+
+def test_the_floor_sends_the_same_specs_the_mesh_holds() -> None:
+    messages = specs(20)
+    response = discovery_pb2.DiscoveryResponse.FromString(encode(messages, "7"))
+    assert response.version_info == "7"
+    assert len(response.resources) == 20
+    loader = Loader()
+    for i, entry in enumerate(response.resources):
+        parsed = service_entry_pb2.ServiceEntry.FromString(entry.value)
+        config, _problems, _key = loader.load_object(RawObject(service_entry(i), "x", 0, {}))
+        assert config is not None
+        assert parsed == config.spec
+
+
+def test_line_time_reads_the_log_formatters_stamp() -> None:
+    record = logging.LogRecord("pilothouse.xds", logging.INFO, "f", 1, "proxy connected", (), None)
+    record.created = calendar.timegm((2026, 11, 22, 3, 34, 20, 0, 0, 0)) + 0.207
+    record.msecs = 207.0
+    line = LineFormatter().format(record)
+    assert line.startswith("2026-11-22T03:34:20.207Z info xds proxy connected")
+    assert abs(line_time(line) - record.created) < 1e-6
+
+
+def test_the_phases_run_in_order_and_agree_with_the_store() -> None:
+    seen: list[dict[str, Any]] = []
+    measure(source_store(40), lambda **values: seen.append(values))
+    timed = [item["phase"] for item in seen if "seconds" in item]
+    assert timed == list(PHASES)
+    assert all(item["seconds"] >= 0 for item in seen if "seconds" in item)
+    response = next(item for item in seen if item["phase"] == "response")
+    assert response["bytes"] > 40 * 200
+    assert seen[-1]["phase"] == "done"
+
+
+def test_a_cut_off_run_names_the_phase_that_did_not_finish() -> None:
+    run = PhaseRun(
+        seconds={"encode": 0.5, "assemble": 0.01, "parse": 0.002, "decode": 60.0},
+        response_bytes=1,
+        gc_seconds=1.0,
+        gc_collections=None,
+        cut_off="> 240 s (cut off at the 300 s limit)",
+        where=[],
+        text="",
+    )
+    assert run.summary() == (
+        "encode 500.0, assemble 10.0, parse 2.0, decode 60000.0, "
+        "store > 240 s (cut off at the 300 s limit)"
+    )
+    assert run.per_object_us(("encode", "assemble"), 1000) == 510.0
+    assert run.per_object_us(("decode", "store"), 1000) is None
+    assert run.gc_summary() == "1000.0 in the phases that finished"
