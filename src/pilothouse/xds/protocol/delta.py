@@ -41,16 +41,14 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 
 from pilothouse.xds.protocol.delta_watch import DeltaWatch
 from pilothouse.xds.protocol.messages import (
     DeltaRequest,
     NackError,
-    NodeLike,
-    carried_node,
     nack_error,
 )
+from pilothouse.xds.protocol.stream_state import StreamState
 from pilothouse.xds.protocol.subscriptions import (
     Subscription,
     delta_change,
@@ -90,44 +88,12 @@ class DeltaDecision:
     always_respond: bool = False
 
 
-class DeltaSession:
+class DeltaSession(StreamState[DeltaWatch]):
     """Per-stream delta state: the node, one ``DeltaWatch`` per type, and counters."""
-
-    def __init__(self) -> None:
-        self._node: NodeLike | None = None
-        self._watches: dict[str, DeltaWatch] = {}
-        self._expired_nonces: dict[str, int] = {}
-        self._rejects: dict[str, int] = {}
-
-    @property
-    def node(self) -> NodeLike | None:
-        """The node from the first request that carried one."""
-        return self._node
-
-    @property
-    def watches(self) -> Mapping[str, DeltaWatch]:
-        return MappingProxyType(self._watches)
-
-    def watch(self, type_url: str) -> DeltaWatch | None:
-        return self._watches.get(type_url)
-
-    def wants(self, type_url: str) -> Subscription | None:
-        watch = self._watches.get(type_url)
-        return None if watch is None else watch.subscription
-
-    @property
-    def expired_nonces(self) -> Mapping[str, int]:
-        return MappingProxyType(self._expired_nonces)
-
-    @property
-    def rejects(self) -> Mapping[str, int]:
-        return MappingProxyType(self._rejects)
 
     def receive(self, request: DeltaRequest, now: float) -> DeltaDecision:
         """Classify one request, update the state, and say whether to respond."""
-        node = carried_node(request)
-        if self._node is None and node is not None:
-            self._node = node
+        self._keep_node(request)
         type_url = request.type_url
         subscribe = list(request.resource_names_subscribe)
         unsubscribe = list(request.resource_names_unsubscribe)

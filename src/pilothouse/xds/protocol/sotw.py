@@ -35,16 +35,14 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 
 from pilothouse.xds.protocol.messages import (
     NackError,
-    NodeLike,
     SotwRequest,
-    carried_node,
     nack_error,
 )
 from pilothouse.xds.protocol.sotw_watch import SotwWatch
+from pilothouse.xds.protocol.stream_state import StreamState
 from pilothouse.xds.protocol.subscriptions import Subscription, sotw_subscription
 from pilothouse.xds.protocol.type_urls import WARMING_DEPENDENCIES, is_wildcard_type
 
@@ -77,51 +75,12 @@ class SotwDecision:
     """True when the response is owed to the warming flag rather than a name change."""
 
 
-class SotwSession:
+class SotwSession(StreamState[SotwWatch]):
     """Per-stream SotW state: the node, one ``SotwWatch`` per type, and counters."""
-
-    def __init__(self) -> None:
-        self._node: NodeLike | None = None
-        self._watches: dict[str, SotwWatch] = {}
-        self._expired_nonces: dict[str, int] = {}
-        self._rejects: dict[str, int] = {}
-
-    # -- what the server reads -------------------------------------------------
-
-    @property
-    def node(self) -> NodeLike | None:
-        """The node from the first request that carried one."""
-        return self._node
-
-    @property
-    def watches(self) -> Mapping[str, SotwWatch]:
-        return MappingProxyType(self._watches)
-
-    def watch(self, type_url: str) -> SotwWatch | None:
-        return self._watches.get(type_url)
-
-    def wants(self, type_url: str) -> Subscription | None:
-        """The subscription for the type, or None if the client does not watch it."""
-        watch = self._watches.get(type_url)
-        return None if watch is None else watch.subscription
-
-    @property
-    def expired_nonces(self) -> Mapping[str, int]:
-        """Stale-nonce requests per type (``pilot_xds_expired_nonce``)."""
-        return MappingProxyType(self._expired_nonces)
-
-    @property
-    def rejects(self) -> Mapping[str, int]:
-        """NACKs per type (``pilot_total_xds_rejects``)."""
-        return MappingProxyType(self._rejects)
-
-    # -- transitions -----------------------------------------------------------
 
     def receive(self, request: SotwRequest, now: float) -> SotwDecision:
         """Classify one request, update the state, and say whether to respond."""
-        node = carried_node(request)
-        if self._node is None and node is not None:
-            self._node = node
+        self._keep_node(request)
         type_url = request.type_url
         names = list(request.resource_names)
         nonce = request.response_nonce
