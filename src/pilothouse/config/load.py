@@ -14,9 +14,11 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol
 
+from google.protobuf.message import Message
+
 from pilothouse.config.decode import decode_message
 from pilothouse.config.documents import RawObject, read_documents
-from pilothouse.config.model import Config, ConfigKey, Origin
+from pilothouse.config.model import EMPTY, Config, ConfigKey, Origin
 from pilothouse.config.schema import Schema, SchemaSet
 from pilothouse.config.validation.report import Finding, Report, Severity
 
@@ -158,11 +160,7 @@ class Loader:
                 [problem(p.path, f"{p.path}: {p.message}", key) for p in decode_problems],
                 key,
             )
-        report = Report(namespace=key.namespace, name=name)
-        try:
-            schema.validator(spec, report)
-        except Exception as exc:  # a validator bug must not take the loader down
-            report.error("spec", f"validator failed: {type(exc).__name__}: {exc}")
+        report = _validate(schema, spec, key)
         findings = [self._finding(raw, f, key) for f in report.findings]
         if not report.ok:
             return None, findings, key
@@ -178,6 +176,61 @@ class Loader:
             origin=Origin(self.source, raw.file, raw.line),
         )
         return config, findings, key
+
+    def load_message(
+        self,
+        schema: Schema,
+        namespace: str,
+        name: str,
+        spec: Message,
+        *,
+        labels: Mapping[str, str] = EMPTY,
+        annotations: Mapping[str, str] = EMPTY,
+        resource_version: str = "",
+        creation_time: datetime.datetime | None = None,
+        origin: Origin | None = None,
+    ) -> tuple[Config | None, list[Problem]]:
+        """One object whose spec is already a decoded message (MCP, MCP-over-xDS).
+
+        The same name checks and validator as :meth:`load_object`, without a trip
+        through the JSON form; ``spec`` is kept, not copied. Problems carry the origin's
+        file (no line: there is no text).
+        """
+        where = origin if origin is not None else Origin(self.source)
+        if not schema.namespaced:
+            namespace = ""
+        key = ConfigKey(schema.kind, namespace, name)
+        problems = [
+            Problem(Severity.ERROR, where.file or where.source, None, message, key)
+            for _path, message in _name_problems(schema, key)
+        ]
+        if problems:
+            return None, problems
+        report = _validate(schema, spec, key)
+        problems = [
+            Problem(
+                f.severity,
+                where.file or where.source,
+                None,
+                f"{f.path}: {f.message}" if f.path else f.message,
+                key,
+            )
+            for f in report.findings
+        ]
+        if not report.ok:
+            return None, problems
+        config = Config(
+            kind=schema.kind,
+            name=name,
+            namespace=namespace,
+            spec=spec,
+            labels=MappingProxyType(dict(labels)) if labels else EMPTY,
+            annotations=MappingProxyType(dict(annotations)) if annotations else EMPTY,
+            resource_version=resource_version,
+            creation_time=creation_time,
+            origin=where,
+        )
+        return config, problems
 
     def _schema_of(
         self, data: Mapping[str, Any], problem: _Pin
@@ -209,26 +262,12 @@ class Loader:
         found: list[Problem] = []
         for extra in sorted(set(data) - _TOP_LEVEL):
             found.append(problem(extra, f"{extra}: unknown top-level field", key))
-        if len(key.name) > 253 or not _DNS1123_SUBDOMAIN.match(key.name):
-            found.append(
-                problem(
-                    "metadata.name",
-                    f"metadata.name {key.name!r} must be a lowercase RFC 1123 subdomain",
-                    key,
-                )
-            )
-        if schema.namespaced and (
-            not isinstance(metadata.get("namespace", key.namespace), str)
-            or len(key.namespace) > 63
-            or not _DNS1123_LABEL.match(key.namespace)
-        ):
-            found.append(
-                problem(
-                    "metadata.namespace",
-                    f"metadata.namespace {key.namespace!r} must be a lowercase RFC 1123 label",
-                    key,
-                )
-            )
+        naming = _name_problems(schema, key)
+        not_text = not isinstance(metadata.get("namespace", key.namespace), str)
+        if schema.namespaced and not_text and all(p != "metadata.namespace" for p, _ in naming):
+            message = f"metadata.namespace {key.namespace!r} must be a lowercase RFC 1123 label"
+            naming.append(("metadata.namespace", message))
+        found.extend(problem(path, message, key) for path, message in naming)
         for section in ("labels", "annotations"):
             values = metadata.get(section)
             if values is None:
@@ -251,6 +290,33 @@ class Loader:
         message = f"{finding.path}: {finding.message}" if finding.path else finding.message
         line = raw.line_of(finding.path) if finding.path else raw.line
         return Problem(finding.severity, raw.file, line, message, key)
+
+
+def _name_problems(schema: Schema, key: ConfigKey) -> list[tuple[str, str]]:
+    """``(field path, message)`` for a name or namespace Kubernetes would refuse."""
+    found: list[tuple[str, str]] = []
+    if len(key.name) > 253 or not _DNS1123_SUBDOMAIN.match(key.name):
+        found.append(
+            ("metadata.name", f"metadata.name {key.name!r} must be a lowercase RFC 1123 subdomain")
+        )
+    if schema.namespaced and (len(key.namespace) > 63 or not _DNS1123_LABEL.match(key.namespace)):
+        found.append(
+            (
+                "metadata.namespace",
+                f"metadata.namespace {key.namespace!r} must be a lowercase RFC 1123 label",
+            )
+        )
+    return found
+
+
+def _validate(schema: Schema, spec: Message, key: ConfigKey) -> Report:
+    """The kind's validator over ``spec``; a crashing validator is an error, not a crash."""
+    report = Report(namespace=key.namespace, name=key.name)
+    try:
+        schema.validator(spec, report)
+    except Exception as exc:  # a validator bug must not take the loader down
+        report.error("spec", f"validator failed: {type(exc).__name__}: {exc}")
+    return report
 
 
 def _timestamp(value: Any) -> datetime.datetime | None:

@@ -61,10 +61,11 @@ class Config:
     resource_version: str = ""
     creation_time: datetime.datetime | None = None
     origin: Origin = field(default_factory=lambda: Origin("unknown"))
+    key: ConfigKey = field(init=False, repr=False)
+    """kind, namespace and name as one value (made once: it is looked up on every event)."""
 
-    @property
-    def key(self) -> ConfigKey:
-        return ConfigKey(self.kind, self.namespace, self.name)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", ConfigKey(self.kind, self.namespace, self.name))
 
     def same_content(self, other: Config) -> bool:
         """True when ``other`` says the same thing (origin and resource version aside)."""

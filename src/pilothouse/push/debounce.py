@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
 
 from pilothouse.push.clock import Clock, LoopClock, Timer
-from pilothouse.push.request import PushRequest
+from pilothouse.push.request import PushRequest, merge_all
 
 _log = logging.getLogger(__name__)
 
@@ -95,16 +95,51 @@ def on_event(
     A request without any reason counts as one ``unknown`` trigger; one without a start time
     starts ``now``.
     """
-    request = request.with_default_reason()
-    if not request.has_start:
-        request = replace(request, start=now)
-    if not settings.eds_debounce and not request.full:
+    return on_events(settings, state, ((request, now),))
+
+
+def on_events(
+    settings: DebounceSettings,
+    state: DebounceState,
+    arrivals: Iterable[tuple[PushRequest, float]],
+) -> DebounceState:
+    """The state after each ``(request, arrival time)`` in order, as :func:`on_event` would
+    leave it, but in one pass linear in the changed keys (a source loading thousands of
+    objects enqueues thousands of requests at once)."""
+    batch: list[PushRequest] = []
+    immediate: list[PushRequest] = []
+    batch_times: list[float] = []
+    immediate_times: list[float] = []
+    for request, now in arrivals:
+        request = request.with_default_reason()
+        if not request.has_start:
+            request = replace(request, start=now)
+        if not settings.eds_debounce and not request.full:
+            immediate.append(request)
+            immediate_times.append(now)
+        else:
+            batch.append(request)
+            batch_times.append(now)
+    if immediate:
         if state.immediate is None:
-            return replace(state, immediate=request, immediate_since=now)
-        return replace(state, immediate=state.immediate.merge(request))
-    if state.pending is None:
-        return replace(state, pending=request, first_event=now, last_event=now)
-    return replace(state, pending=state.pending.merge(request), last_event=now)
+            state = replace(
+                state, immediate=merge_all(immediate), immediate_since=immediate_times[0]
+            )
+        else:
+            state = replace(state, immediate=merge_all([state.immediate, *immediate]))
+    if batch:
+        if state.pending is None:
+            state = replace(
+                state,
+                pending=merge_all(batch),
+                first_event=batch_times[0],
+                last_event=batch_times[-1],
+            )
+        else:
+            state = replace(
+                state, pending=merge_all([state.pending, *batch]), last_event=batch_times[-1]
+            )
+    return state
 
 
 def due_at(settings: DebounceSettings, state: DebounceState) -> float | None:
@@ -198,25 +233,37 @@ class Debouncer:
         self._clock: Clock = clock if clock is not None else LoopClock()
         self._observe = observe_debounce_time
         self._state = DebounceState()
+        self._arrivals: list[tuple[PushRequest, float]] = []
         self._stats = DebounceStats()
         self._wake = asyncio.Event()
         self._closed = False
 
     @property
     def state(self) -> DebounceState:
+        self._fold_arrivals()
         return self._state
 
     @property
     def stats(self) -> DebounceStats:
-        return self._stats
+        return replace(self._stats, events=self._stats.events + len(self._arrivals))
 
     def enqueue(self, request: PushRequest) -> None:
-        """Merge ``request`` into what is pending; never blocks. Ignored once closed."""
+        """Merge ``request`` into what is pending; never blocks. Ignored once closed.
+
+        The request is only noted with its arrival time; the arrivals are merged together
+        when the debouncer next looks at its state, so enqueueing is O(1) however many
+        requests wait.
+        """
         if self._closed:
             return
-        self._state = on_event(self._settings, self._state, request, self._clock.now())
-        self._stats = replace(self._stats, events=self._stats.events + 1)
+        self._arrivals.append((request, self._clock.now()))
         self._wake.set()
+
+    def _fold_arrivals(self) -> None:
+        if self._arrivals:
+            arrivals, self._arrivals = self._arrivals, []
+            self._state = on_events(self._settings, self._state, arrivals)
+            self._stats = replace(self._stats, events=self._stats.events + len(arrivals))
 
     def close(self) -> None:
         """Stop ``run`` after the push in flight (if any); pending requests are dropped."""
@@ -227,6 +274,7 @@ class Debouncer:
         """Release pushes until closed."""
         while not self._closed:
             self._wake.clear()
+            self._fold_arrivals()
             decision = decide(self._settings, self._state, self._clock.now())
             if isinstance(decision, Release):
                 await self._push(decision)

@@ -181,8 +181,37 @@ class PushRequest:
 
 
 def merge_all(requests: Iterable[PushRequest]) -> PushRequest | None:
-    """Merge any number of requests; None when there are none."""
-    merged: PushRequest | None = None
+    """Merge any number of requests in one pass; None when there are none.
+
+    The same as folding :meth:`PushRequest.merge` over them, but linear in the number of
+    keys: the keys are gathered into one set instead of a new frozenset per request, which
+    matters when a source loads thousands of objects at once.
+    """
+    first: PushRequest | None = None
+    keys: set[ConfigKey] = set()
+    reasons: dict[TriggerReason, int] = {}
+    full = forced = everything = False
+    start = math.inf
+    count = 0
     for request in requests:
-        merged = request if merged is None else merged.merge(request)
-    return merged
+        count += 1
+        if first is None:
+            first = request
+        full = full or request.full
+        forced = forced or request.forced
+        start = min(start, request.start)
+        if request.is_everything:
+            everything = True
+        elif not everything:
+            keys.update(request.configs_updated)
+        for reason, times in request.reasons.items():
+            reasons[reason] = reasons.get(reason, 0) + times
+    if first is None or count == 1:
+        return first
+    return PushRequest(
+        full=full,
+        configs_updated=frozenset() if everything else frozenset(keys),
+        reasons=reasons,
+        start=start,
+        forced=forced,
+    )

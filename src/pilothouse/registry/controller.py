@@ -19,8 +19,9 @@ is taken from the oldest (creation time, then namespace/name; entries without a 
 time last), and the endpoints of all of them are served (each is its own shard).
 
 Events are applied to the registry's own state (what it holds for that key), not to the
-event's ``old`` object, so :meth:`ServiceEntryRegistry.initial_load` may be called after
-subscribing and events arriving before it do no harm.
+event's ``old`` object. Until :meth:`ServiceEntryRegistry.initial_load` runs the registry
+ignores events: the initial load reads the whole store anyway, so a source delivering
+thousands of objects before the first PushContext costs one conversion per object, not two.
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ class ServiceEntryRegistry:
         # namespace → label pair (None for all) → WorkloadEntries
         self._workloads_by_label: dict[str, dict[_LabelPair | None, set[ConfigKey]]] = {}
         self._workload_services: dict[ConfigKey, frozenset[ServiceKey]] = {}
+        self._loaded = False
         self._unsubscribe: Callable[[], None] | None = store.subscribe(self._on_event)
 
     # ---- reading --------------------------------------------------------------------
@@ -123,6 +125,7 @@ class ServiceEntryRegistry:
         Returns what changed (merged into one update), or None. It does not call
         ``on_update``: at start-up the caller pushes everything anyway.
         """
+        self._loaded = True
         full = False
         config_keys: set[ConfigKey] = set()
         services: set[ServiceKey] = set()
@@ -149,6 +152,8 @@ class ServiceEntryRegistry:
             self._unsubscribe = None
 
     def _on_event(self, event: ConfigEvent) -> None:
+        if not self._loaded:
+            return
         if event.key.kind == SERVICE_ENTRY:
             update = self._set_entry(event.key, event.new)
         elif event.key.kind == WORKLOAD_ENTRY:

@@ -3,12 +3,10 @@
 Each entry must be an ``istio.mcp.v1alpha1.Resource`` whose ``metadata.name`` is exactly
 ``<namespace>/<name>`` and whose body is an ``Any`` of the kind's spec message
 (``type.googleapis.com/istio.networking.v1alpha3.<Kind>`` for every GVK spelling). A
-decoded object then takes the path objects from files take: its metadata and spec
-(written back into the proto3 JSON mapping, which *is* the CRD form) go through
-:meth:`Loader.load_object`, so names, namespaces, labels and the kind's validator apply
-exactly as for a file. The Loader has no entry point for an already decoded message;
-this round trip is that entry point. Fields the spec message does not know (a newer
-upstream) are dropped by the decoding, as protobuf readers do.
+decoded object goes through :meth:`Loader.load_message`: the name checks and the kind's
+validator that objects from files get, on the decoded message itself (no trip through
+the JSON form). Fields the spec message does not know (a newer upstream) are dropped by
+the decoding, as protobuf readers do.
 
 Anything wrong with an entry becomes a :class:`Rejection` (``ns/name: reason``) and the
 entry is skipped; its siblings load. :class:`KindDecoder` remembers the entries of the
@@ -17,17 +15,15 @@ last response by their bytes, so an unchanged object is not decoded or validated
 
 from __future__ import annotations
 
-import dataclasses
+import datetime
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 
 from pilothouse.api.istio.mcp.v1alpha1 import resource_pb2
 from pilothouse.api.istio.mesh.v1alpha1 import config_pb2
-from pilothouse.config.documents import RawObject
 from pilothouse.config.load import Loader
 from pilothouse.config.model import Config, Origin
 from pilothouse.config.schema import Schema
@@ -69,26 +65,6 @@ def split_name(name: str) -> tuple[str, str] | None:
     return namespace, rest
 
 
-def crd_form(schema: Schema, namespace: str, name: str, resource: Any, spec: Any) -> dict[str, Any]:
-    """The object as a file would hold it: apiVersion, kind, metadata, spec."""
-    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
-    source = resource.metadata
-    if source.labels:
-        metadata["labels"] = dict(source.labels)
-    if source.annotations:
-        metadata["annotations"] = dict(source.annotations)
-    if source.version:
-        metadata["resourceVersion"] = source.version
-    if source.HasField("create_time"):
-        metadata["creationTimestamp"] = source.create_time.ToJsonString()
-    return {
-        "apiVersion": schema.api_versions[0],
-        "kind": schema.kind,
-        "metadata": metadata,
-        "spec": json_format.MessageToDict(spec),
-    }
-
-
 class KindDecoder:
     """Decodes responses of one kind for one source, remembering the last response."""
 
@@ -96,6 +72,7 @@ class KindDecoder:
         self.schema = schema
         self.source = source
         self._loader = loader if loader is not None else Loader(source=source)
+        self._origin = Origin(source)
         self._last: Mapping[tuple[str, bytes], Config] = {}
 
     def decode(self, entries: Iterable[Any]) -> DecodedKind:
@@ -143,17 +120,25 @@ class KindDecoder:
         except DecodeError as problem:
             return Rejection(name, f"body is not a {self.schema.proto_name}: {problem}")
         namespace, short = parts
-        raw = RawObject(
-            data=crd_form(self.schema, namespace, short, resource, spec),
-            file=self.source,
-            line=0,
-            lines={},
+        metadata = resource.metadata
+        created = None
+        if metadata.HasField("create_time"):
+            created = metadata.create_time.ToDatetime(tzinfo=datetime.UTC)
+        config, problems = self._loader.load_message(
+            self.schema,
+            namespace,
+            short,
+            spec,
+            labels=metadata.labels,
+            annotations=metadata.annotations,
+            resource_version=metadata.version,
+            creation_time=created,
+            origin=self._origin,
         )
-        config, problems, _key = self._loader.load_object(raw)
         if config is None:
             reasons = [p.message for p in problems if p.severity is Severity.ERROR]
             return Rejection(name, "; ".join(reasons) or "invalid")
-        return dataclasses.replace(config, origin=Origin(self.source))
+        return config
 
 
 def decode_mesh_config(entries: Iterable[Any]) -> config_pb2.MeshConfig | Rejection | None:

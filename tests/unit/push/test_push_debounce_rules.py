@@ -17,6 +17,7 @@ from pilothouse.push.debounce import (
     decide,
     on_done,
     on_event,
+    on_events,
 )
 from pilothouse.push.request import PushRequest, TriggerReason
 
@@ -212,3 +213,31 @@ def test_simulated_event_stream(
             next_event += 1
     assert released_triggers == len(events), "every event is pushed exactly once"
     assert state == DebounceState()
+
+
+ARRIVAL = st.tuples(
+    st.builds(
+        PushRequest,
+        full=st.booleans(),
+        configs_updated=st.frozensets(st.sampled_from([VS, SE]), max_size=2),
+        reasons=st.dictionaries(st.sampled_from([TriggerReason.CONFIG]), st.integers(0, 2)),
+        start=st.sampled_from([float("inf"), 0.5, 2.0]),
+    ),
+    st.floats(min_value=0, max_value=5, allow_nan=False),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.sampled_from([ISTIO, NO_EDS_DEBOUNCE]),
+    st.sampled_from([DebounceState(), batch(0.0, 0.1), DebounceState(in_flight=True)]),
+    st.lists(ARRIVAL, max_size=6),
+)
+def test_on_events_is_on_event_in_order(
+    rules: DebounceSettings, state: DebounceState, arrivals: list[tuple[PushRequest, float]]
+) -> None:
+    """Folding many arrivals at once leaves the state one-by-one arrival would."""
+    one_by_one = state
+    for request, now in arrivals:
+        one_by_one = on_event(rules, one_by_one, request, now)
+    assert on_events(rules, state, arrivals) == one_by_one

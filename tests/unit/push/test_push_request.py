@@ -198,3 +198,12 @@ def test_merge_pushes_at_least_what_either_side_would(a: PushRequest, b: PushReq
             assert m.touches(key.kind)
     assert Counter(m.reasons) == Counter(a.reasons) + Counter(b.reasons)
     assert m.trigger_count == a.trigger_count + b.trigger_count
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(requests, max_size=6))
+def test_merge_all_equals_folding_merge(many: list[PushRequest]) -> None:
+    folded: PushRequest | None = None
+    for request in many:
+        folded = request if folded is None else folded.merge(request)
+    assert merge_all(many) == folded

@@ -227,6 +227,8 @@ class DiscoveryServer:
     # -- events -----------------------------------------------------------------------
 
     def _on_config_event(self, event: ConfigEvent) -> None:
+        if self._context is None:
+            return  # the first PushContext is built from the whole store: nothing to push yet
         if event.key.kind in _REGISTRY_KINDS:
             # The registry turns these into service and endpoint updates, which do not
             # name the object itself; MCP-over-xDS clients watch the objects, so name it.
@@ -242,6 +244,8 @@ class DiscoveryServer:
         )
 
     def _on_registry_update(self, update: RegistryUpdate) -> None:
+        if self._context is None:
+            return
         self._debouncer.enqueue(update.to_push_request(start=time.monotonic()))
 
     # -- pushes -----------------------------------------------------------------------
