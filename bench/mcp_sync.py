@@ -4,12 +4,13 @@ For each size (default 10,000 and 100,000), in one run:
 
 - **pilothouse**: the source is ``pilothouse serve --role config-server`` over a
   directory of N ServiceEntries (100 files); once its ``/ready`` passes, the sink
-  ``pilothouse serve --config-source xds://SOURCE`` starts. The sync time runs from
-  the moment the sink's upstream stream opens (the source logs ``proxy connected``
-  when the stream's first request arrives) until the sink's ``/ready`` turns 200,
-  which needs every kind answered and applied, the ServiceEntry registry loaded and
-  the first PushContext built. Also recorded: the same from the sink's process
-  start, next to a sink started against an empty source (the start-up floor); a
+  ``pilothouse serve --config-source xds://SOURCE`` starts. The sync time (the
+  issue's "encode, send and apply") runs from the moment the sink's upstream stream
+  opens (the source logs ``proxy connected`` when the stream's first request arrives)
+  until the sink logs its upstream synced: every kind answered, decoded, validated and
+  applied to its store. Also recorded: the time until the sink's ``/ready`` turns 200,
+  which adds the ServiceEntry registry and the first PushContext; the same from the
+  sink's process start, next to a sink started against an empty source (the start-up floor); a
   second sink against the same, already-warm source; and VmRSS / VmHWM (peak) of
   both processes after the sync.
 - **baseline** (the transport floor, ``bench/mcp_sync_floor.py``): the same N
@@ -55,8 +56,13 @@ from bench.mcp_sync_report import SinkRun, SizeRun, report
 
 HERE = Path(__file__).resolve().parent
 ENV = {"PILOTHOUSE_DRAIN_SECONDS": "1"}
-ADDED = " info serve config add "
-"""What ``serve`` logs for every object its store takes in."""
+LOADED = re.compile(r" info serve config loaded events=(\d+)")
+"""What ``serve`` logs once its initial load is ready: how many objects it took in."""
+
+
+def loaded_objects(output: str) -> int:
+    found = LOADED.search(output)
+    return int(found.group(1)) if found else 0
 
 
 class Pilothouse:
@@ -111,14 +117,12 @@ def sink_run(workdir: Path, name: str, upstream: Pilothouse, timeout: float) -> 
         if sink.child.alive():
             memory = sink.child.memory()
         opened = upstream.first_time(r" debug xds proxy connected ", began)
-        first = sink.first_time(ADDED, began)
         synced = sink.first_time(r" info sources\.xds upstream \S+ synced", began)
         xds_ready = sink.first_time(r" info xds xds ready", began)
-        stored = sink.child.output().count(ADDED)
+        stored = loaded_objects(sink.child.output())
         return SinkRun(
             began,
             opened,
-            first,
             synced,
             xds_ready,
             ready_at,
@@ -196,7 +200,7 @@ def one_size(
         loaded, problem, phases = load_source(
             upstream, phases_child, max(min(args.source_timeout, left), 1.0), args.phases_timeout
         )
-        stored = upstream.child.output().count(ADDED)
+        stored = loaded_objects(upstream.child.output())
         if loaded is not None:
             cold = sink_run(workdir, "sink", upstream, args.sink_timeout)
             room = deadline - time.monotonic() > args.sink_timeout + 30

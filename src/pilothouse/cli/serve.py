@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import logging
 import signal
 import sys
@@ -184,12 +185,29 @@ async def serve(
         stores.append(reverse.store)
     store = AggregateStore(stores)
 
+    initial: list[int] = [0]
+
     def on_event(event: ConfigEvent) -> None:
-        log.info(
-            "config %s",
-            event.type,
-            extra={"key": str(event.key), "origin": str(event.config.origin)},
-        )
+        # The initial load (maybe 100,000 objects) is summed up in one line at ready;
+        # every change after that gets its own line.
+        level = logging.INFO
+        if not discovery.ready():
+            level = logging.DEBUG
+            initial[0] += 1
+        if log.isEnabledFor(level):
+            log.log(
+                level,
+                "config %s",
+                event.type,
+                extra={"key": str(event.key), "origin": str(event.config.origin)},
+            )
+
+    async def report_loaded() -> None:
+        await discovery.wait_ready()
+        # What the initial load built lives as long as the process: move it out of the
+        # cyclic collector's sight so that later collections do not rescan all of it.
+        gc.freeze()
+        log.info("config loaded", extra={"events": initial[0]})
 
     store.subscribe(on_event)
     discovery = DiscoveryServer(
@@ -256,6 +274,7 @@ async def serve(
         on_bound(bound)
     try:
         async with asyncio.TaskGroup() as tasks:
+            tasks.create_task(report_loaded())
             for source in sources:
                 tasks.create_task(source.run())
             for runner in roles.runners:

@@ -31,12 +31,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from pilothouse.config.model import Config, ConfigKey
-from pilothouse.registry.endpoint_index import EndpointIndex
+from pilothouse.registry.endpoint_index import DeferredShard, EndpointIndex
 from pilothouse.registry.model import Endpoint, Labels, Service, ServiceKey, Workload
 from pilothouse.registry.serviceentry import (
     SERVICE_ENTRY,
     WORKLOAD_ENTRY,
-    inline_endpoints,
+    inline_shards,
     services_of,
     workload_endpoints,
     workload_of,
@@ -55,7 +55,7 @@ class _Entry:
     namespace: str
     services: tuple[Service, ...]
     selector: Labels | None
-    inline: Mapping[ServiceKey, tuple[Endpoint, ...]]
+    inline: Mapping[ServiceKey, DeferredShard]
 
 
 def _precedence(service: Service) -> tuple[bool, float, ConfigKey]:
@@ -175,7 +175,7 @@ class ServiceEntryRegistry:
                 namespace=config.namespace,
                 services=services,
                 selector=services[0].workload_selector if services else None,
-                inline=inline_endpoints(config, services),
+                inline=inline_shards(config, services),
             )
         if old is None and new is None:
             return None
@@ -188,7 +188,10 @@ class ServiceEntryRegistry:
 
         changed: set[ServiceKey] = set()
         if full:
-            changed |= {service.key for service in set(old_services) ^ set(new_services)}
+            if old is None:
+                changed.update(service.key for service in new_services)
+            else:
+                changed |= {service.key for service in set(old_services) ^ set(new_services)}
             self._replace_candidates(key, old_services, new_services)
             if old is not None:
                 self._unindex_selector(old)
@@ -201,8 +204,8 @@ class ServiceEntryRegistry:
 
         old_inline = old.inline if old is not None else {}
         new_inline = new.inline if new is not None else {}
-        for service_key, endpoints in new_inline.items():
-            if self._index.update_shard(service_key, key, endpoints):
+        for service_key, deferred in new_inline.items():
+            if self._index.defer_shard(service_key, key, deferred):
                 changed.add(service_key)
         for service_key in old_inline.keys() - new_inline.keys():
             if self._index.delete_shard(service_key, key):

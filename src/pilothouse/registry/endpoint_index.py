@@ -9,11 +9,18 @@ Each service has a version that increases on every real change of its endpoints 
 that changes nothing keeps it). Versions come from one counter for the whole index, so a
 version is never reused, even after a service's endpoints are removed and come back: a
 cache may key on ``(service, version)``.
+
+A shard may be **deferred** (:class:`DeferredShard`): a fingerprint of what it is made
+from and a function that makes its endpoints on first read. A ServiceEntry's inline
+endpoints are written this way, so loading 100,000 entries does not build 400,000
+endpoint objects before anyone asks for them; whether a new version changed anything is
+decided by comparing fingerprints (the entries' ports and endpoint messages).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -26,11 +33,37 @@ def _canonical(endpoints: Iterable[Endpoint]) -> tuple[Endpoint, ...]:
     return tuple(sorted(set(endpoints), key=Endpoint.sort_key))
 
 
+@dataclass(eq=False, slots=True)
+class DeferredShard:
+    """A shard's endpoints, made by ``make`` when first read.
+
+    ``fingerprint`` stands for everything the endpoints are made from: two deferred
+    shards with equal fingerprints make the same endpoints. ``make`` must return at
+    least one endpoint (an empty shard is no shard, and is not deferred).
+    """
+
+    fingerprint: object
+    make: Callable[[], Iterable[Endpoint]]
+    _made: tuple[Endpoint, ...] | None = None
+
+    def endpoints(self) -> tuple[Endpoint, ...]:
+        if self._made is None:
+            self._made = _canonical(self.make())
+        return self._made
+
+
+_Shard = tuple[Endpoint, ...] | DeferredShard
+
+
+def _content(shard: _Shard) -> tuple[Endpoint, ...]:
+    return shard.endpoints() if isinstance(shard, DeferredShard) else shard
+
+
 class EndpointIndex:
     """Endpoints per service, per shard. Single-threaded: call it from the event loop."""
 
     def __init__(self) -> None:
-        self._shards: dict[ServiceKey, dict[ConfigKey, tuple[Endpoint, ...]]] = {}
+        self._shards: dict[ServiceKey, dict[ConfigKey, _Shard]] = {}
         self._versions: dict[ServiceKey, int] = {}
         self._merged: dict[ServiceKey, tuple[Endpoint, ...]] = {}
         self._clock = 0
@@ -44,11 +77,29 @@ class EndpointIndex:
         if not ordered:
             return self.delete_shard(service, shard)
         shards = self._shards.get(service)
-        if shards is not None and shards.get(shard) == ordered:
+        held = shards.get(shard) if shards is not None else None
+        if held is not None and _content(held) == ordered:
             return False
         if shards is None:
             shards = self._shards[service] = {}
         shards[shard] = ordered
+        self._changed(service)
+        return True
+
+    def defer_shard(self, service: ServiceKey, shard: ConfigKey, deferred: DeferredShard) -> bool:
+        """Make ``deferred`` the content of ``shard``; True if that changed anything.
+
+        A new shard stays unmade. Replacing a shard compares fingerprints, and only when
+        they differ the endpoints themselves (reordered entries make the same ones)."""
+        shards = self._shards.get(service)
+        held = shards.get(shard) if shards is not None else None
+        if isinstance(held, DeferredShard) and held.fingerprint == deferred.fingerprint:
+            return False
+        if shards is None:
+            shards = self._shards[service] = {}
+        shards[shard] = deferred
+        if held is not None and _content(held) == deferred.endpoints():
+            return False
         self._changed(service)
         return True
 
@@ -78,7 +129,8 @@ class EndpointIndex:
 
     def shards(self, service: ServiceKey) -> Mapping[ConfigKey, tuple[Endpoint, ...]]:
         """A read-only view of ``service``'s shards."""
-        return MappingProxyType(self._shards.get(service, {}))
+        shards = self._shards.get(service, {})
+        return MappingProxyType({key: _content(shard) for key, shard in shards.items()})
 
     def endpoints(self, service: ServiceKey) -> tuple[Endpoint, ...]:
         """Every endpoint of ``service``: shards in key order, each shard in endpoint order."""
@@ -87,7 +139,9 @@ class EndpointIndex:
             shards = self._shards.get(service)
             if not shards:
                 return ()
-            merged = tuple(endpoint for key in sorted(shards) for endpoint in shards[key])
+            merged = tuple(
+                endpoint for key in sorted(shards) for endpoint in _content(shards[key])
+            )
             self._merged[service] = merged
         return merged
 
@@ -112,7 +166,7 @@ class EndpointIndex:
             out.setdefault(service.hostname, {})[service.namespace] = {
                 "version": self._versions[service],
                 "shards": {
-                    str(key): [_endpoint_json(endpoint) for endpoint in shards[key]]
+                    str(key): [_endpoint_json(endpoint) for endpoint in _content(shards[key])]
                     for key in sorted(shards)
                 },
             }

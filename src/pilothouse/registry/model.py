@@ -174,10 +174,11 @@ class Service:
     subject_alt_names: tuple[str, ...] = ()
     workload_selector: Labels | None = None
     creation_time: datetime.datetime | None = None
+    key: ServiceKey = field(init=False, repr=False, compare=False)
+    """hostname and namespace as one value (made once: it is looked up all the time)."""
 
-    @property
-    def key(self) -> ServiceKey:
-        return ServiceKey(self.hostname, self.namespace)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", ServiceKey(self.hostname, self.namespace))
 
     def port_by_number(self, number: int) -> ServicePort | None:
         for port in self.ports:

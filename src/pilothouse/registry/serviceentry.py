@@ -19,11 +19,13 @@ Rules (Istio's):
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Mapping
 
 from pilothouse.api.istio.networking.v1alpha3.service_entry_pb2 import ServiceEntry
 from pilothouse.api.istio.networking.v1alpha3.workload_entry_pb2 import WorkloadEntry
 from pilothouse.config.model import Config, ConfigKey
+from pilothouse.registry.endpoint_index import DeferredShard
 from pilothouse.registry.model import (
     NO_LABELS,
     Endpoint,
@@ -81,21 +83,26 @@ def services_of(config: Config) -> tuple[Service, ...]:
     selector = (
         Labels.of(spec.workload_selector.labels) if spec.HasField("workload_selector") else None
     )
-    template = Service(
-        hostname="",
-        namespace=config.namespace,
-        ports=ports,
-        resolution=_RESOLUTIONS.get(spec.resolution, Resolution.NONE),
-        location=_LOCATIONS.get(spec.location, Location.MESH_EXTERNAL),
-        source=config.key,
-        addresses=tuple(spec.addresses),
-        export_to=export_to,
-        subject_alt_names=tuple(spec.subject_alt_names),
-        workload_selector=selector,
-        creation_time=config.creation_time,
+    resolution = _RESOLUTIONS.get(spec.resolution, Resolution.NONE)
+    location = _LOCATIONS.get(spec.location, Location.MESH_EXTERNAL)
+    addresses = tuple(spec.addresses)
+    subject_alt_names = tuple(spec.subject_alt_names)
+    return tuple(
+        Service(
+            host,
+            config.namespace,
+            ports,
+            resolution,
+            location,
+            config.key,
+            addresses,
+            export_to,
+            subject_alt_names,
+            selector,
+            config.creation_time,
+        )
+        for host in dict.fromkeys(spec.hosts)  # in order, repeats dropped
     )
-    hosts = dict.fromkeys(spec.hosts)  # in order, repeats dropped
-    return tuple(dataclasses.replace(template, hostname=host) for host in hosts)
 
 
 def workload_from_entry(entry: WorkloadEntry, source: ConfigKey, namespace: str) -> Workload:
@@ -194,3 +201,38 @@ def inline_endpoints(
             if service.resolution.is_dns and service.ports:
                 out[service.key] = host_endpoints(service)
     return out
+
+
+def inline_shards(
+    config: Config, services: tuple[Service, ...]
+) -> dict[ServiceKey, DeferredShard]:
+    """:func:`inline_endpoints`, deferred: per service, what its endpoints are made from
+    (the service's ports and the entry's endpoint messages, or the host for DNS) and how
+    to make them when first read."""
+    spec = _service_entry(config)
+    out: dict[ServiceKey, DeferredShard] = {}
+    if spec.endpoints:
+        entries = tuple(spec.endpoints)
+        for service in services:
+            if service.ports:
+                out[service.key] = DeferredShard(
+                    (service.ports, entries), functools.partial(_inline_of, config, service)
+                )
+    elif not spec.HasField("workload_selector"):
+        for service in services:
+            if service.resolution.is_dns and service.ports:
+                out[service.key] = DeferredShard(
+                    (service.hostname, service.ports), functools.partial(host_endpoints, service)
+                )
+    return out
+
+
+def _inline_of(config: Config, service: Service) -> tuple[Endpoint, ...]:
+    spec = _service_entry(config)
+    return tuple(
+        endpoint
+        for entry in spec.endpoints
+        for endpoint in workload_endpoints(
+            workload_from_entry(entry, config.key, config.namespace), service
+        )
+    )

@@ -27,6 +27,7 @@ from pathlib import Path
 from pilothouse.config.load import Loader, Problem
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.config.validation.report import Severity
+from pilothouse.sources.collector import collector_paused
 from pilothouse.sources.memory import MemoryStore
 
 log = logging.getLogger("pilothouse.sources.fs")
@@ -99,7 +100,8 @@ class FileSource:
     def load_all(self) -> None:
         """The initial load (and a full resync): every file, in sorted order."""
         present = self.scan()
-        self.reload(sorted(set(present) | set(self._defined)))
+        with collector_paused():
+            self.reload(sorted(set(present) | set(self._defined)))
         self.store.mark_synced()
 
     async def run(self) -> None:

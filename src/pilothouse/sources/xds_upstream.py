@@ -38,10 +38,12 @@ from pilothouse.api.istio.mesh.v1alpha1 import config_pb2
 from pilothouse.config.load import Loader
 from pilothouse.config.model import ConfigKey
 from pilothouse.config.schema import Schema, SchemaSet
+from pilothouse.sources.collector import collector_paused
 from pilothouse.sources.memory import MemoryStore
 from pilothouse.sources.upstream_backoff import Backoff
 from pilothouse.sources.upstream_resources import (
     MESH_CONFIG_GVK,
+    DecodedKind,
     KindDecoder,
     Rejection,
     decode_mesh_config,
@@ -291,7 +293,10 @@ class XdsUpstreamSource:
 
     def _apply_kind(self, type_url: str, response: Any) -> tuple[Rejection, ...]:
         decoder = self._decoders[type_url]
-        decoded = decoder.decode(response.resources)
+        with collector_paused():
+            return self._apply_decoded(decoder, decoder.decode(response.resources))
+
+    def _apply_decoded(self, decoder: KindDecoder, decoded: DecodedKind) -> tuple[Rejection, ...]:
         kind = decoder.schema.kind
         configs = {config.key: config for config in decoded.configs}
         for rejection in decoded.rejections:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import unittest.mock
 
 import pytest
 from google.protobuf import any_pb2
@@ -16,6 +17,7 @@ from pilothouse.push.context import build_context
 from pilothouse.push.proxy import parse_node
 from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.sources.memory import MemoryStore
+from pilothouse.xds.generators import api as api_module
 from pilothouse.xds.generators.api import (
     ApiGenerator,
     KindGenerator,
@@ -134,35 +136,45 @@ def test_mesh_config_comes_from_the_servers_mesh_settings(store: MemoryStore) ->
     assert (message.root_namespace, message.trust_domain) == ("control", "corp.example")
 
 
-def test_each_object_is_encoded_once_and_cached(store: MemoryStore) -> None:
+def test_each_object_is_encoded_once_for_every_spelling(store: MemoryStore) -> None:
     api = ApiGenerator(store)
-    cache = ResourceCache()
-    first = generate(api, "networking.istio.io/v1/ServiceEntry", store, cache=cache)
-    misses = cache.stats.misses
-    again = generate(api, "networking.istio.io/v1alpha3/ServiceEntry", store, cache=cache)
-    assert cache.stats.misses == misses
-    assert cache.stats.hits >= 2
-    assert all(again[name] is first[name] for name in first)
+    first = generate(api, "networking.istio.io/v1/ServiceEntry", store)
+    again = generate(api, "networking.istio.io/v1alpha3/ServiceEntry", store)
+    assert first and all(again[name] is first[name] for name in first)
 
 
-def test_cache_key_covers_version_and_source(store: MemoryStore) -> None:
+def test_warm_encodes_ahead_and_requests_reuse_it(store: MemoryStore) -> None:
     api = ApiGenerator(store)
-    cache = ResourceCache()
-    before = generate(api, "networking.istio.io/v1/ServiceEntry", store, cache=cache)
+    assert api.warm() == len(store)
+    generator = api.for_type("networking.istio.io/v1/ServiceEntry")
+    assert isinstance(generator, KindGenerator)
+    with unittest.mock.patch.object(api_module, "encode_resource", side_effect=AssertionError):
+        served = generate(api, "networking.istio.io/v1/ServiceEntry", store)
+    assert set(served) == {"shop/httpbin", "shop/echo"}
+
+
+def test_only_changed_objects_are_encoded_again(store: MemoryStore) -> None:
+    api = ApiGenerator(store)
+    before = generate(api, "networking.istio.io/v1/ServiceEntry", store)
     edited = load(SERVICE_ENTRY.replace("18000", "18001"), resource_version="")
     store.apply(edited)
-    after = generate(api, "networking.istio.io/v1/ServiceEntry", store, cache=cache)
+    after = generate(api, "networking.istio.io/v1/ServiceEntry", store)
     assert after["shop/httpbin"].version != before["shop/httpbin"].version
     assert after["shop/echo"] is before["shop/echo"]
     held = store.get(ConfigKey("ServiceEntry", "shop", "httpbin"))
     assert held is not None
     moved = MemoryStore("other")
     moved.apply(dataclasses.replace(held, origin=Origin("xds://elsewhere:1")))
-    elsewhere = generate(
-        ApiGenerator(moved), "networking.istio.io/v1/ServiceEntry", moved, cache=cache
-    )
+    elsewhere = generate(ApiGenerator(moved), "networking.istio.io/v1/ServiceEntry", moved)
     assert elsewhere["shop/httpbin"] is not after["shop/httpbin"]
     assert elsewhere["shop/httpbin"].body == after["shop/httpbin"].body
+
+
+def test_deleted_objects_leave_the_memo(store: MemoryStore) -> None:
+    api = ApiGenerator(store)
+    generate(api, "networking.istio.io/v1/ServiceEntry", store)
+    store.delete(ConfigKey("ServiceEntry", "shop", "echo"))
+    assert list(generate(api, "networking.istio.io/v1/ServiceEntry", store)) == ["shop/httpbin"]
 
 
 def test_changed_labels_change_the_resource_version(store: MemoryStore) -> None:

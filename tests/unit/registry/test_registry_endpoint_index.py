@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from pilothouse.config.model import ConfigKey
-from pilothouse.registry.endpoint_index import EndpointIndex
+from pilothouse.registry.endpoint_index import DeferredShard, EndpointIndex
 from pilothouse.registry.model import Endpoint, Labels, ServiceKey
 
 SVC = ServiceKey("reviews.example.com", "default")
@@ -124,3 +124,36 @@ def test_registry_index_dump_is_json() -> None:
             "serviceAccount": "",
         }
     ]
+
+
+def test_deferred_shard_is_made_on_first_read_only() -> None:
+    made: list[str] = []
+
+    def make() -> list[Endpoint]:
+        made.append("x")
+        return [ep("1.1.1.2", source=SE), ep("1.1.1.1", source=SE)]
+
+    index = EndpointIndex()
+    assert index.defer_shard(SVC, SE, DeferredShard(("v1",), make))
+    assert index.version(SVC) > 0 and index.services() == (SVC,)
+    assert made == []
+    assert [e.address for e in index.endpoints(SVC)] == ["1.1.1.1", "1.1.1.2"]
+    assert index.endpoints(SVC) == index.endpoints(SVC) and made == ["x"]
+
+
+def test_deferred_shard_changes_by_fingerprint_then_by_content() -> None:
+    index = EndpointIndex()
+    first = [ep("1.1.1.1", source=SE), ep("1.1.1.2", source=SE)]
+    index.defer_shard(SVC, SE, DeferredShard("a", lambda: first))
+    version = index.version(SVC)
+    # Same fingerprint: unchanged, and nothing is made.
+    assert not index.defer_shard(SVC, SE, DeferredShard("a", lambda: [ep("9.9.9.9")]))
+    # Another fingerprint making the same endpoints (reordered): unchanged.
+    assert not index.defer_shard(SVC, SE, DeferredShard("b", lambda: list(reversed(first))))
+    assert index.version(SVC) == version
+    # Other endpoints: a change, a new version.
+    assert index.defer_shard(SVC, SE, DeferredShard("c", lambda: [ep("2.2.2.2", source=SE)]))
+    assert index.version(SVC) > version
+    assert [e.address for e in index.endpoints(SVC)] == ["2.2.2.2"]
+    assert dict(index.shards(SVC)) == {SE: (ep("2.2.2.2", source=SE),)}
+    assert index.delete_shard(SVC, SE) and index.endpoints(SVC) == ()

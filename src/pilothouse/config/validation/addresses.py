@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import ipaddress
 import posixpath
+import re
 
 from pilothouse.config.validation.report import Report
 
 UNIX_PREFIX = "unix://"
 
 
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_IPV4 = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}")
+"""Dotted-quad IPv4 as :mod:`ipaddress` accepts it (no leading zeros): a fast first test."""
+
+
 def is_ip(value: str) -> bool:
     """An IPv4 or IPv6 address (no brackets, no port)."""
+    if _IPV4.fullmatch(value) is not None:
+        return True
     try:
         ipaddress.ip_address(value)
     except ValueError:

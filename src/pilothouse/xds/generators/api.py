@@ -11,17 +11,21 @@ istiod that asks for it still becomes ready. ``core/v1alpha1/MeshConfig`` is ans
 with one unwrapped MeshConfig built from the server's mesh settings.
 
 Objects are read from the config store (the PushContext indexes only what Envoy
-config needs). Each wrapped object is encoded once and cached under its config key,
-resource version and origin source; the cached entry depends on the config key, so a
-push that changes the object evicts it. A resource's version is the hash of its
-bytes, so a push re-sends a kind only when something in it changed.
+config needs). Each wrapped object is encoded once per Config object (configs are
+immutable: a change is a new object) and kept in a memo per kind that every spelling of
+the kind shares; a kind's memo keeps exactly the objects the store holds, so it costs
+one encoded copy per object and never evicts a live one. :meth:`ApiGenerator.warm`
+encodes every object ahead of the first request (the config-server role does it before
+it reports ready, as Galley built its snapshots), so a sink that connects gets its
+answer without waiting for encoding. A resource's version is the hash of its bytes,
+so a push re-sends a kind only when something in it changed.
 """
 
 from __future__ import annotations
 
-from pilothouse.config.model import Config
+from pilothouse.config.model import Config, ConfigKey
 from pilothouse.config.schema import Schema, SchemaSet
-from pilothouse.push.cache import Resource, ResourceCache
+from pilothouse.push.cache import Resource
 from pilothouse.sources.events import ConfigStore
 from pilothouse.xds.builders.encode import content_hash
 from pilothouse.xds.generators.api_resource import (
@@ -44,6 +48,17 @@ class ApiGenerator:
         self._store = store
         self._schemas = schemas if schemas is not None else SchemaSet()
         self._by_type: dict[str, Generator] = {}
+        self._memos: dict[str, KindMemo] = {}
+
+    def warm(self) -> int:
+        """Encode every object of every kind the store holds now; returns how many."""
+        return sum(len(self._memo(schema).current()) for schema in self._schemas)
+
+    def _memo(self, schema: Schema) -> KindMemo:
+        memo = self._memos.get(schema.kind)
+        if memo is None:
+            memo = self._memos[schema.kind] = KindMemo(schema.kind, self._store)
+        return memo
 
     def for_type(self, type_name: str) -> Generator | None:
         """The generator for ``type_name``, or None when it is not an Istio GVK."""
@@ -55,7 +70,7 @@ class ApiGenerator:
         schema = self._schemas.by_gvk(type_name)
         made: Generator
         if schema is not None:
-            made = KindGenerator(type_name, schema, self._store)
+            made = KindGenerator(type_name, self._memo(schema))
         elif type_name == MESH_CONFIG_GVK:
             made = MeshConfigGenerator(type_name)
         else:
@@ -64,21 +79,41 @@ class ApiGenerator:
         return made
 
 
+class KindMemo:
+    """The encoded MCP resources of one kind, kept in step with the store."""
+
+    def __init__(self, kind: str, store: ConfigStore) -> None:
+        self.kind = kind
+        self._store = store
+        self._held: dict[ConfigKey, tuple[Config, Resource]] = {}
+
+    def current(self) -> list[Resource]:
+        """Every object of the kind now, in key order; only new or changed ones are encoded."""
+        held = self._held
+        fresh: dict[ConfigKey, tuple[Config, Resource]] = {}
+        for config in self._store.configs(self.kind):
+            entry = held.get(config.key)
+            if entry is None or entry[0] is not config:
+                entry = (config, encode_resource(config))
+            fresh[config.key] = entry
+        self._held = fresh
+        return [resource for _config, resource in fresh.values()]
+
+
 class KindGenerator:
     """Every object of one kind, wrapped as MCP resources named ``ns/name``."""
 
-    def __init__(self, type_url: str, schema: Schema, store: ConfigStore) -> None:
+    def __init__(self, type_url: str, memo: KindMemo) -> None:
         self.type_url = type_url
-        self.schema = schema
-        self._store = store
+        self._memo = memo
 
     def generate(self, given: GenerationInput) -> Resources:
-        out: dict[str, Resource] = {}
-        for config in self._store.configs(self.schema.kind):
-            resource = wrapped(config, given.cache)
-            if given.names is None or resource.name in given.names:
-                out[resource.name] = resource
-        return out
+        names = given.names
+        return {
+            resource.name: resource
+            for resource in self._memo.current()
+            if names is None or resource.name in names
+        }
 
 
 class MeshConfigGenerator:
@@ -108,15 +143,10 @@ class UnknownKindGenerator:
         return {}
 
 
-def wrapped(config: Config, cache: ResourceCache) -> Resource:
-    """``config`` as an MCP resource, from the cache when this version was encoded before."""
-    key = ("api", config.key, config.resource_version, config.origin.source)
-    found = cache.get(key)
-    if found is None:
-        body = wrap_config(config)
-        found = Resource(mcp_name(config), content_hash(body), body)
-        cache.put(key, found, frozenset({config.key}))
-    return found
+def encode_resource(config: Config) -> Resource:
+    """``config`` as an MCP resource: name ``ns/name``, version the hash of its bytes."""
+    body = wrap_config(config)
+    return Resource(mcp_name(config), content_hash(body), body)
 
 
 def watched_kinds(type_names: list[str]) -> frozenset[str]:

@@ -115,6 +115,7 @@ class DiscoveryServer:
         for generator in envoy if envoy_generators else ():
             self._generators[generator.type_url] = generator
         self._api = ApiGenerator(store)
+        self._config_server = not envoy_generators
         self._api_connections: set[str] = set()
         self._queue: PushQueue[Connection] = PushQueue()
         self._workers: PushWorkers[Connection] = PushWorkers(
@@ -199,6 +200,9 @@ class DiscoveryServer:
         self.registry.initial_load()
         self._context = build_context(self.store, self.registry.services, self.mesh, self._version)
         self.stats.context_builds += 1
+        if self._config_server:
+            encoded = self._api.warm()  # sinks are what this role is for: be ready for them
+            log.debug("encoded %d objects for MCP-over-xDS", encoded)
         self._ready.set()
         log.info(
             "xds ready",
