@@ -43,7 +43,7 @@ test: lint
 protos: install
 	$(BIN)/python proto/generate.py src/pilothouse/api
 
-## bench: run the benchmarks and rewrite BENCHMARKS.md
+## bench: run the benchmarks and rewrite BENCHMARKS.md and its plots
 bench: install
 	$(BIN)/python bench/run_all.py
 

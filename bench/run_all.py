@@ -1,42 +1,146 @@
-"""Runs every benchmark under bench/ and rewrites BENCHMARKS.md with their figures.
+"""Runs the benchmarks under bench/ and rewrites BENCHMARKS.md with their figures and charts.
 
 Each benchmark script prints one JSON object per line; every object names its
-``benchmark``, its ``baseline`` (measured in the same run) and its ``ratio_to_baseline``.
-This runner records them with the machine and the date.
+``benchmark``, its ``baseline`` (measured in the same run) and its
+``ratio_to_baseline``, and usually its ``target`` and ``target_met``. Two keys
+are optional:
+
+- ``headline``: the key of the figure the summary table shows (otherwise a
+  known headline key, or the first numeric ``pilothouse_…`` figure);
+- ``curve``: a list of points (dicts, the x key first), shown as a small table
+  and drawn as a chart ``BENCHMARKS-<name>.png`` by ``plots.py``.
+
+A script that is missing, fails or runs out of time becomes an entry
+``{"benchmark": script, "error": …}`` (with the end of its stderr) and the run
+goes on. The raw results are kept per script, with the date and machine they
+were measured on, in ``bench/results.json``: ``--only a,b`` re-runs some
+scripts and keeps the others' last results in BENCHMARKS.md.
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import datetime
+import fnmatch
 import json
 import os
 import platform
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-SCRIPTS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("config_load.py", ()),
-    ("push_fanout.py", ()),
-    ("mcp_sync.py", ()),
+RESULTS = HERE / "results.json"
+REPORT = ROOT / "BENCHMARKS.md"
+ERROR_LINES = 20
+HEADLINE_KEYS = (
+    "pilothouse_p99_beyond_debounce_ms",
+    "pilothouse_kib_per_connection_*_to_*",
+    "pilothouse_kib_per_connection",
+    "pilothouse_sync_seconds",
+    "us_per_object",
+)
+"""Headline figures of the scripts that do not name one, tried in order."""
+
+Result = dict[str, Any]
+ScriptRun = dict[str, Any]
+"""One script's last run: ``{"date": …, "machine": …, "results": [Result, …]}``."""
+
+
+@dataclass(frozen=True)
+class Script:
+    name: str
+    args: tuple[str, ...] = ()
+    timeout: float = 1800.0
+    folder: Path = HERE
+
+    @property
+    def path(self) -> Path:
+        return self.folder / f"{self.name}.py"
+
+
+SCRIPTS: tuple[Script, ...] = (
+    Script("config_load"),
+    Script("push_fanout"),
+    Script("fanout_curve", timeout=900.0),
+    Script("generation_cost"),
+    Script("memory_slope", timeout=600.0),
+    Script("connect_storm"),
+    Script("endpoint_churn"),
+    Script("rest_sovereign"),
+    Script("mcp_sync"),
 )
 
 
-def run(script: str, args: tuple[str, ...]) -> list[dict[str, Any]]:
-    done = subprocess.run(
-        [sys.executable, str(HERE / script), *args],
-        capture_output=True,
+# -- running ------------------------------------------------------------------------------
+
+
+def failure(script: str, problem: str, stderr: str = "") -> Result:
+    tail = "\n".join(stderr.rstrip().splitlines()[-ERROR_LINES:])
+    return {"benchmark": script, "error": f"{problem}\n{tail}".rstrip()}
+
+
+def parse_results(stdout: str) -> list[Result]:
+    """The JSON objects among a script's output lines."""
+    results = []
+    for line in stdout.splitlines():
+        if line.startswith("{"):
+            with contextlib.suppress(json.JSONDecodeError):
+                results.append(json.loads(line))
+    return results
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    """SIGTERM to the script's process group, SIGKILL if it is still there 10 s later."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        if process.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(10)
+
+
+def run_script(script: Script) -> list[Result]:
+    """The script's results; a failure (missing, exit code, time-out, no output) as an entry."""
+    if not script.path.exists():
+        return [failure(script.name, f"bench/{script.path.name} does not exist")]
+    process = subprocess.Popen(
+        [sys.executable, str(script.path), *script.args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        check=True,
         cwd=ROOT,
-        timeout=1800,
+        start_new_session=True,
     )
-    results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    for result in results:
-        print(json.dumps(result))
+    problem = None
+    try:
+        stdout, stderr = process.communicate(timeout=script.timeout)
+    except subprocess.TimeoutExpired:
+        _stop(process)
+        stdout, stderr = process.communicate()
+        problem = f"timed out after {script.timeout:.0f} s"
+    except BaseException:
+        _stop(process)
+        raise
+    if problem is None and process.returncode:
+        problem = f"exited with {process.returncode}"
+    results = parse_results(stdout)
+    if problem is None and not results:
+        problem = "printed no results"
+    if problem is not None:
+        results.append(failure(script.name, problem, stderr))
     return results
 
 
@@ -54,8 +158,128 @@ def machine() -> str:
     )
 
 
-def render(results: list[dict[str, Any]]) -> str:
-    today = datetime.date.today().isoformat()
+# -- keeping results ----------------------------------------------------------------------
+
+
+def load_stored(path: Path) -> dict[str, ScriptRun]:
+    """The script runs kept from earlier, by script name (none if there is no file)."""
+    if not path.exists():
+        return {}
+    stored: dict[str, ScriptRun] = json.loads(path.read_text(encoding="utf-8"))["scripts"]
+    return stored
+
+
+def merge(stored: Mapping[str, ScriptRun], fresh: Mapping[str, ScriptRun]) -> dict[str, ScriptRun]:
+    """Fresh runs replace stored ones; in SCRIPTS order, then any others as they were."""
+    combined = {**stored, **fresh}
+    known = [script.name for script in SCRIPTS if script.name in combined]
+    others = [name for name in combined if name not in known]
+    return {name: combined[name] for name in known + others}
+
+
+def save(path: Path, runs: Mapping[str, ScriptRun]) -> None:
+    path.write_text(
+        json.dumps({"scripts": runs}, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+
+
+# -- rendering ----------------------------------------------------------------------------
+
+
+def cell(value: object) -> str:
+    """A value as one markdown table cell."""
+    text = "—" if value is None else str(value)
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def headline(result: Mapping[str, Any]) -> str:
+    named = result.get("headline")
+    if isinstance(named, str):
+        return f"{named} = {cell(result[named])}" if named in result else cell(named)
+    for pattern in HEADLINE_KEYS:
+        for key in result:
+            if fnmatch.fnmatchcase(key, pattern):
+                return f"{key} = {cell(result[key])}"
+    for key, value in result.items():
+        if key.startswith("pilothouse_") and is_number(value):
+            return f"{key} = {cell(value)}"
+    return "—"
+
+
+def baseline_name(result: Mapping[str, Any]) -> str:
+    """The baseline's name, without its description: "transport floor (…): …" → "transport
+    floor"."""
+    text = result.get("baseline")
+    if text is None:
+        return "—"
+    return cell(str(text).split(" (")[0].split(":")[0])
+
+
+def summary_table(runs: Mapping[str, ScriptRun]) -> list[str]:
+    lines = [
+        "| benchmark | headline figure | baseline | ratio | target | met |",
+        "|---|---|---|---|---|---|",
+    ]
+    for run in runs.values():
+        for result in run["results"]:
+            if "error" in result:
+                row = [cell(result["benchmark"]), "—", "—", "—", "—", "**failed**"]
+            else:
+                row = [
+                    cell(result["benchmark"]),
+                    headline(result),
+                    baseline_name(result),
+                    cell(result.get("ratio_to_baseline")),
+                    cell(result.get("target")),
+                    cell(result.get("target_met")),
+                ]
+            lines.append("| " + " | ".join(row) + " |")
+    return lines
+
+
+def curve_table(curve: Sequence[Mapping[str, Any]]) -> list[str]:
+    columns: list[str] = []
+    for point in curve:
+        columns.extend(key for key in point if key not in columns)
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for point in curve:
+        lines.append("| " + " | ".join(cell(point.get(key)) for key in columns) + " |")
+    return lines
+
+
+def is_curve(value: object) -> TypeGuard[list[dict[str, Any]]]:
+    return (
+        isinstance(value, list) and bool(value) and all(isinstance(point, dict) for point in value)
+    )
+
+
+def section(result: Mapping[str, Any], measured: str | None, chart: str | None) -> list[str]:
+    """One result: its figures, its curve as a table, its chart."""
+    lines = [f"## {result['benchmark']}", ""]
+    if measured:
+        lines += [f"_{measured}_", ""]
+    if "error" in result:
+        return [*lines, "**failed**:", "", "```", str(result["error"]), "```", ""]
+    lines += ["| figure | value |", "|---|---|"]
+    curve = result.get("curve")
+    for key, value in result.items():
+        if key in ("benchmark", "headline") or (key == "curve" and is_curve(value)):
+            continue
+        lines.append(f"| {cell(key)} | {cell(value)} |")
+    lines.append("")
+    if is_curve(curve):
+        lines += ["Curve:", "", *curve_table(curve), ""]
+    if chart:
+        lines += [f"![{result['benchmark']}]({chart})", ""]
+    return lines
+
+
+def render(runs: Mapping[str, ScriptRun], charts: Mapping[str, str], today: str, host: str) -> str:
+    """BENCHMARKS.md; ``charts`` maps a benchmark name to its chart's file name."""
     lines = [
         "# Benchmarks",
         "",
@@ -64,26 +288,68 @@ def render(results: list[dict[str, Any]]) -> str:
         "machine, because absolute times on a shared machine are noise.",
         "",
         f"- date: {today}",
-        f"- machine: {machine()}",
-        "",
+        f"- machine: {host}",
     ]
-    for result in results:
-        lines.append(f"## {result['benchmark']}")
-        lines.append("")
-        lines.append("| figure | value |")
-        lines.append("|---|---|")
-        for key, value in result.items():
-            if key != "benchmark":
-                lines.append(f"| {key} | {value} |")
-        lines.append("")
-    return "\n".join(lines)
+    if any(run["date"] != today or run["machine"] != host for run in runs.values()):
+        lines.append("- entries kept from an earlier run say when and where they were measured")
+    lines += ["", "## Summary", "", *summary_table(runs), ""]
+    for run in runs.values():
+        measured = None
+        if run["date"] != today or run["machine"] != host:
+            measured = f"measured {run['date']}"
+            if run["machine"] != host:
+                measured += f" on {run['machine']}"
+        for result in run["results"]:
+            lines += section(result, measured, charts.get(str(result["benchmark"])))
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def draw_charts(runs: Mapping[str, ScriptRun]) -> dict[str, str]:
+    """Chart file names by benchmark; none if matplotlib is missing (the bench extra)."""
+    from bench.plots import draw_all
+
+    try:
+        drawn = draw_all({name: run["results"] for name, run in runs.items()}, ROOT)
+    except ModuleNotFoundError as missing:
+        print(f"no charts: {missing} (pip install -e '.[bench]')", file=sys.stderr)
+        return {}
+    return {benchmark: path.name for benchmark, path in drawn.items()}
+
+
+# -- main ---------------------------------------------------------------------------------
+
+
+def chosen_scripts(only: str | None) -> list[Script]:
+    if not only:
+        return list(SCRIPTS)
+    names = [name.strip().removesuffix(".py") for name in only.split(",") if name.strip()]
+    known = [script.name for script in SCRIPTS]
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise SystemExit(f"unknown benchmark {', '.join(unknown)}; known: {', '.join(known)}")
+    return [script for script in SCRIPTS if script.name in names]
 
 
 def main() -> None:
-    results: list[dict[str, Any]] = []
-    for script, args in SCRIPTS:
-        results.extend(run(script, args))
-    (ROOT / "BENCHMARKS.md").write_text(render(results), encoding="utf-8")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--only", metavar="NAMES", help="comma-separated scripts to run; keep the others' results"
+    )
+    args = parser.parse_args()
+    today = datetime.date.today().isoformat()
+    host = machine()
+    runs = load_stored(RESULTS)
+    for script in chosen_scripts(args.only):
+        print(f"{script.name}…", file=sys.stderr, flush=True)
+        began = time.monotonic()
+        results = run_script(script)
+        for result in results:
+            print(json.dumps(result, ensure_ascii=False), flush=True)
+        print(f"{script.name}: {time.monotonic() - began:.0f} s", file=sys.stderr, flush=True)
+        runs = merge(runs, {script.name: {"date": today, "machine": host, "results": results}})
+        save(RESULTS, runs)
+    charts = draw_charts(runs)
+    REPORT.write_text(render(runs, charts, today, host), encoding="utf-8")
 
 
 if __name__ == "__main__":
