@@ -7,6 +7,7 @@ egress listeners. Functions named ``*_problem`` return what is wrong, or None.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Literal
 
@@ -22,6 +23,14 @@ _LOWER_LABEL = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
 _DNS_SUBDOMAIN = re.compile(rf"{_LOWER_LABEL}(?:\.{_LOWER_LABEL})*")
 
 
+_LABEL_63 = r"[A-Za-z0-9](?:[-A-Za-z0-9]{0,61}[A-Za-z0-9])?"
+_PLAIN_HOST = re.compile(rf"(?:{_LABEL_63}\.)*{_LABEL_63}\.?")
+_WILDCARD_HOST = re.compile(rf"\*(?:\.(?:{_LABEL_63}\.)*{_LABEL_63}\.?)?")
+"""Host names that are certainly fine (the last label is checked apart): one regex
+decides the common case, and :func:`host_problem` spells out what is wrong otherwise."""
+
+
+@functools.lru_cache(maxsize=4096)
 def is_dns_label(value: str) -> bool:
     """A DNS-1123 label: letters, digits and inner hyphens, at most 63 characters."""
     return len(value) <= MAX_LABEL_LENGTH and _DNS_LABEL.fullmatch(value) is not None
@@ -40,6 +49,15 @@ def host_problem(host: str, *, wildcard: bool = True) -> str | None:
     trailing dot is allowed. The last label must not be all digits: an IP address is not
     a host name.
     """
+    if (
+        len(host) <= MAX_HOST_LENGTH
+        and (
+            _PLAIN_HOST.fullmatch(host) is not None
+            or (wildcard and _WILDCARD_HOST.fullmatch(host) is not None)
+        )
+        and not host.rstrip(".").rpartition(".")[2].isdigit()
+    ):
+        return None
     if not host:
         return "host must not be empty"
     if len(host) > MAX_HOST_LENGTH:

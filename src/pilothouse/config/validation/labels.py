@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 
@@ -13,6 +14,7 @@ _PREFIX_LABEL = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
 _PREFIX = re.compile(rf"{_PREFIX_LABEL}(?:\.{_PREFIX_LABEL})*")
 
 
+@functools.lru_cache(maxsize=4096)
 def label_key_problem(key: str) -> str | None:
     """What is wrong with a label key (``[prefix/]name``), or None."""
     if not key:
@@ -32,6 +34,7 @@ def label_key_problem(key: str) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)
 def label_value_problem(value: str) -> str | None:
     """What is wrong with a label value, or None. The empty value is allowed."""
     if not value:
