@@ -197,7 +197,12 @@ def _key(node: yaml.Node, loader: yaml.SafeLoader) -> str:
     return str(value)
 
 
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
 def _scalar(node: yaml.Node, loader: yaml.SafeLoader) -> Any:
+    if node.tag == _STR_TAG and isinstance(node, yaml.ScalarNode):
+        return node.value  # most scalars: no need for the constructor's bookkeeping
     try:
         value = loader.construct_object(node, deep=True)
     except (yaml.YAMLError, ValueError, TypeError, OverflowError) as exc:
