@@ -1,0 +1,217 @@
+"""Benchmark: thousands of sidecars connect at once, against the transport floor.
+
+N simulated SotW sidecars (default 2,000, and 500 and 1,000 for the scaling
+curve) start their ADS streams at the same instant against ``pilothouse serve``
+just started on the push fan-out mesh (``fanout_mesh.py``: 100 ServiceEntries,
+each with a DestinationRule and WorkloadEntries, all visible to every proxy;
+each proxy asks for and gets 100 clusters, 100 load assignments, its listeners
+and routes). The storm lasts until every proxy has converged (every type
+ACKed, every name it asked for held) and is timed per proxy and as a whole;
+errors (stream failures, NACKs, proxies that never converged), the server's
+peak RSS and its CPU time are recorded.
+
+The baseline, in the same run, is the transport floor (``transport_floor.py``):
+a bare grpc.aio ADS server, started the same way, handed the very resource
+bytes pilothouse served, taking the same storm from the same fleet code. The
+two servers alternate (pilothouse storm, then the floor's, for each size, for
+each of ``--runs`` rounds) and every storm meets a freshly started server; the
+medians of the runs are reported. Ratio = floor seconds ÷ pilothouse seconds.
+The issue's target: all 2,000 converged within 10 s.
+
+Run: ``.venv/bin/python bench/connect_storm.py`` (``--sizes 500,1000,2000
+--runs 3``); one JSON line per fleet size on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.fanout_mesh import FanoutMesh
+from bench.fanout_process import ServerProcess
+from bench.storm_report import StormShape, StormSize, figure_groups
+from bench.storm_runs import StormRun, storm, summarize_storms
+from bench.storm_servers import (
+    FloorControl,
+    floor_load_requests,
+    floor_target,
+    pilothouse_target,
+    raise_open_file_limit,
+    start_floor,
+    start_pilothouse,
+)
+from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
+
+SETTLE = 1.0
+"""Seconds a freshly started server is left alone before the storm."""
+
+
+@dataclass(frozen=True)
+class Options:
+    sizes: tuple[int, ...]
+    runs: int
+    services: int
+    namespaces: int
+    endpoints: int
+    streams_per_channel: int
+    timeout: float
+    target: float
+
+
+class Storms:
+    """Runs storms against fresh servers and keeps every run, per server and size."""
+
+    def __init__(self, options: Options, mesh: FanoutMesh, work: Path) -> None:
+        self.options = options
+        self.mesh = mesh
+        self.work = work
+        self.floor_load: list[Any] = []
+        self.reference: tuple[tuple[str, int], ...] = ()
+        """What each proxy held after the first pilothouse storm."""
+        self.runs: dict[tuple[str, int], list[StormRun]] = {}
+        self._count = 0
+
+    def _fleet(self, target: str, proxies: int) -> ProxyFleet:
+        identities = fleet_identities(proxies, namespaces=self.mesh.namespace_names)
+        return ProxyFleet(target, identities, streams_per_channel=self.options.streams_per_channel)
+
+    async def pilothouse(self, proxies: int) -> StormRun:
+        self._count += 1
+        async with contextlib.AsyncExitStack() as stack:
+            server = start_pilothouse(
+                self.mesh.root, self.work / f"pilothouse-{self._count}.log", env={}
+            )
+            stack.callback(server.stop)
+            target = await pilothouse_target(server)
+            return await self._storm("pilothouse", server, target, proxies, stack)
+
+    async def floor(self, proxies: int) -> StormRun:
+        if not self.floor_load:
+            raise RuntimeError("the floor has nothing to serve: run pilothouse first")
+        self._count += 1
+        async with contextlib.AsyncExitStack() as stack:
+            server = start_floor(self.work / f"floor-{self._count}.log")
+            stack.callback(server.stop)
+            target = await floor_target(server)
+            control = FloorControl(target)
+            stack.push_async_callback(control.close)
+            await control.load(self.floor_load)
+            return await self._storm("floor", server, target, proxies, stack)
+
+    async def _storm(
+        self,
+        side: str,
+        server: ServerProcess,
+        target: str,
+        proxies: int,
+        stack: contextlib.AsyncExitStack,
+    ) -> StormRun:
+        await asyncio.sleep(SETTLE)
+        fleet = self._fleet(target, proxies)
+        stack.push_async_callback(fleet.close)
+        run = await storm(fleet, server, self.options.timeout)
+        if side == "pilothouse" and not self.floor_load and fleet.proxies[0].settled():
+            self.floor_load = floor_load_requests(fleet.proxies[0])
+            self.reference = run.held
+        self.runs.setdefault((side, proxies), []).append(run)
+        print(
+            f"{side} {proxies}: {run.seconds:.2f}s p99 {run.percentile(99):.2f}s "
+            f"unconverged {run.unconverged} failures {run.stream_failures} "
+            f"peak {run.peak_rss_kib / 1024:.0f} MiB cpu {run.cpu_seconds:.1f}s "
+            f"held {run.held} odd {run.odd_proxies}",
+            file=sys.stderr,
+            flush=True,
+        )
+        return run
+
+    def sizes(self) -> list[StormSize]:
+        return [
+            StormSize(
+                summarize_storms(self.runs[("pilothouse", n)]),
+                summarize_storms(self.runs[("floor", n)]),
+            )
+            for n in self.options.sizes
+        ]
+
+
+async def run(options: Options) -> None:
+    began = time.monotonic()
+    limit = raise_open_file_limit()
+    print(f"open file limit {limit}", file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="connect-storm-") as folder:
+        work = Path(folder)
+        mesh = FanoutMesh(work / "mesh", options.services, options.namespaces, options.endpoints)
+        mesh.write()
+        storms = Storms(options, mesh, work)
+        for _ in range(options.runs):
+            for proxies in options.sizes:
+                await storms.pilothouse(proxies)
+                await storms.floor(proxies)
+    shape = StormShape(
+        services=options.services,
+        runs=options.runs,
+        streams_per_channel=options.streams_per_channel,
+        target_seconds=options.target,
+        held=storms.reference,
+    )
+    for group in figure_groups(shape, storms.sizes()):
+        print(json.dumps(group), flush=True)
+    print(f"done in {time.monotonic() - began:.0f}s", file=sys.stderr)
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    sizes = tuple(int(part) for part in text.split(",") if part.strip())
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError("give fleet sizes like 500,1000,2000")
+    return sizes
+
+
+def parse_options() -> Options:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--sizes", type=_sizes, default=(500, 1000, 2000), help="fleet sizes, comma-separated"
+    )
+    parser.add_argument("--runs", type=int, default=3, help="storms per server and size")
+    parser.add_argument("--services", type=int, default=100)
+    parser.add_argument("--namespaces", type=int, default=10)
+    parser.add_argument("--endpoints", type=int, default=2, help="WorkloadEntries per service")
+    parser.add_argument(
+        "--streams-per-channel",
+        type=int,
+        default=100,
+        help="proxies sharing one HTTP/2 connection (1: a connection each, as real sidecars)",
+    )
+    parser.add_argument("--timeout", type=float, default=60.0, help="longest storm, seconds")
+    parser.add_argument("--target", type=float, default=10.0, help="target seconds")
+    args = parser.parse_args()
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+    return Options(
+        sizes=args.sizes,
+        runs=args.runs,
+        services=args.services,
+        namespaces=args.namespaces,
+        endpoints=args.endpoints,
+        streams_per_channel=args.streams_per_channel,
+        timeout=args.timeout,
+        target=args.target,
+    )
+
+
+def main() -> None:
+    asyncio.run(run(parse_options()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,365 @@
+"""Benchmark: a steady stream of endpoint changes to a connected fleet, against the transport floor.
+
+N simulated SotW sidecars (default 1,000, and 250 and 500 for the scaling
+curve) are connected to ``pilothouse serve`` on the push fan-out mesh
+(``fanout_mesh.py``: 100 ServiceEntries with WorkloadEntries, all visible to
+every proxy). Then, for ``--duration`` seconds, ``--rate`` events a second
+each move one WorkloadEntry to a new address by rewriting its file, services
+in turn (``churn_events.py``). For every event the time from its own file
+write until every proxy has ACKed a ClusterLoadAssignment holding the new
+address (or a later one of the same endpoint) is recorded, however many
+events one push carried (``churn_ledger.py``); p50/p90/p99 over events (the
+slowest proxy of each) and over every (event, proxy) are reported, with EDS
+responses and bytes a second received by the fleet, errors, and the server's
+CPU. pilothouse is given ``PILOTHOUSE_FILE_DEBOUNCE``,
+``PILOTHOUSE_DEBOUNCE_AFTER`` and ``PILOTHOUSE_DEBOUNCE_MAX``: at 50 events a
+second there is never 100 ms of quiet, so without a short ``DEBOUNCE_MAX``
+(istiod's default is 10 s) every batch would wait 10 s. Figures beyond
+debounce subtract the file debounce and that push window.
+
+The baseline, in the same run, is the transport floor (``transport_floor.py``)
+with its own fleet of N, making the same kind of events at the same rate and
+pushing the same ClusterLoadAssignment bytes (pilothouse's, with the address
+replaced), batched by pilothouse's debounce rules (``churn_floor.py``). For
+each fleet size pilothouse's run comes first, then the floor's. Target: event
+p99 ≤ 1 s.
+
+Run: ``.venv/bin/python bench/endpoint_churn.py`` (``--sizes 250,500,1000
+--rate 50 --duration 20``); one JSON line per fleet size on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.churn_events import ChurnEvent, ChurnSchedule, write_event
+from bench.churn_floor import FloorBatcher, FloorPusher, Template, completions_from_release
+from bench.churn_ledger import ChurnLedger
+from bench.churn_report import ChurnShape, ChurnSize, figure_groups
+from bench.churn_runs import QUANTILES, ChurnPlan, ChurnRun, churn, percentiles
+from bench.churn_watchlog import config_updates, watch_latencies
+from bench.fanout_mesh import FanoutMesh, endpoint_address
+from bench.fanout_process import ServerProcess, idle_cpu_rate
+from bench.storm_servers import (
+    FloorControl,
+    floor_load_requests,
+    floor_target,
+    pilothouse_target,
+    raise_open_file_limit,
+    start_floor,
+    start_pilothouse,
+)
+from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
+from pilothouse.xds.protocol.type_urls import EDS
+
+SETTLE = 1.0
+IDLE_SAMPLE = 1.0
+
+
+@dataclass(frozen=True)
+class Options:
+    sizes: tuple[int, ...]
+    runs: int
+    rate: float
+    duration: float
+    services: int
+    namespaces: int
+    endpoints: int
+    streams_per_channel: int
+    file_debounce: float
+    debounce_after: float
+    debounce_max: float
+    connect_timeout: float
+    timeout: float
+    gate: float
+    target: float
+
+
+def _nothing(event: ChurnEvent) -> None:
+    """The floor's events are not written anywhere: the batcher gets them."""
+
+
+def _three(values: tuple[float, ...]) -> tuple[float, float, float]:
+    first, second, third = values
+    return first, second, third
+
+
+class Churns:
+    """Both servers, their fleets in turn, and every run's figures."""
+
+    def __init__(
+        self,
+        options: Options,
+        shape: ChurnShape,
+        mesh: FanoutMesh,
+        ours: ServerProcess,
+        ours_target: str,
+        floor: ServerProcess,
+        control: FloorControl,
+        floor_address: str,
+    ) -> None:
+        self.options = options
+        self.shape = shape
+        self.mesh = mesh
+        self.ours = ours
+        self.ours_target = ours_target
+        self.floor = floor
+        self.control = control
+        self.floor_address = floor_address
+        self.schedule = ChurnSchedule(mesh.services)
+        self.plan = ChurnPlan(options.rate, options.duration, options.timeout)
+        self.service_of = {mesh.cluster(s): s for s in range(mesh.services)}
+        self.templates: dict[int, Template] = {}
+        self.runs: dict[tuple[str, int], list[ChurnRun]] = {}
+
+    async def _connect(
+        self, target: str, proxies: int, stack: contextlib.AsyncExitStack
+    ) -> ProxyFleet:
+        fleet = ProxyFleet(
+            target,
+            fleet_identities(proxies, namespaces=self.mesh.namespace_names),
+            streams_per_channel=self.options.streams_per_channel,
+        )
+        stack.push_async_callback(fleet.close)
+        await fleet.start()
+        report = await fleet.wait_converged(timeout=self.options.connect_timeout)
+        if not report.converged:
+            raise RuntimeError(
+                f"{target}: {len(report.unconverged)} of {proxies} proxies never converged"
+            )
+        await asyncio.sleep(SETTLE)
+        return fleet
+
+    async def _record_floor(self, fleet: ProxyFleet) -> None:
+        """Load the floor with what pilothouse served before any event, and keep each
+        service's load assignment as the template of the floor's pushes."""
+        probe = fleet.proxies[0]
+        held = probe.holds(EDS)
+        for service in range(self.mesh.services):
+            name = self.mesh.cluster(service)
+            self.templates[service] = Template(
+                name, held[name].body, endpoint_address(service, 0, 0)
+            )
+        await self.control.load(floor_load_requests(probe))
+
+    def _ledger(self, fleet: ProxyFleet) -> ChurnLedger:
+        return ChurnLedger(len(fleet.proxies), self.mesh.services)
+
+    async def pilothouse(self, proxies: int) -> ChurnRun:
+        async with contextlib.AsyncExitStack() as stack:
+            fleet = await self._connect(self.ours_target, proxies, stack)
+            if not self.templates:
+                await self._record_floor(fleet)
+            idle = await idle_cpu_rate(self.ours, IDLE_SAMPLE)
+            offset = len(self.ours.output())
+
+            def write(event: ChurnEvent) -> None:
+                write_event(self.mesh, event)
+
+            ledger = self._ledger(fleet)
+            run, events = await churn(
+                fleet,
+                self.ours,
+                self.plan,
+                self.schedule,
+                write,
+                ledger,
+                self.service_of,
+                idle_cpu_rate=idle,
+            )
+        watch = watch_latencies(events, config_updates(self.ours.output(), offset))
+        window = self.shape.push_window
+        beyond = [
+            completion - seen - window
+            for completion, seen in zip(ledger.completions(), watch, strict=True)
+            if completion is not None and seen is not None
+        ]
+        run = replace(
+            run,
+            watch=tuple(seen for seen in watch if seen is not None),
+            beyond_measured=_three(percentiles(beyond, QUANTILES)) if beyond else None,
+        )
+        return self._keep("pilothouse", run)
+
+    async def floor_run(self, proxies: int) -> ChurnRun:
+        async with contextlib.AsyncExitStack() as stack:
+            fleet = await self._connect(self.floor_address, proxies, stack)
+            idle = await idle_cpu_rate(self.floor, IDLE_SAMPLE)
+            ledger = self._ledger(fleet)
+            batcher = FloorBatcher(self.options.debounce_after, self.options.debounce_max)
+            pusher = FloorPusher(
+                batcher, ledger, self.templates, self.control.apply, self.options.gate
+            )
+            pushing = asyncio.get_running_loop().create_task(pusher.run())
+
+            async def stop_pushing() -> None:
+                pusher.finish()
+                pushing.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await pushing
+
+            stack.push_async_callback(stop_pushing)
+            run, _ = await churn(
+                fleet,
+                self.floor,
+                self.plan,
+                self.schedule,
+                _nothing,
+                ledger,
+                self.service_of,
+                idle_cpu_rate=idle,
+                deliver=batcher.add,
+                events_done=pusher.finish,
+            )
+            if pushing.done():
+                pushing.result()
+        from_release = completions_from_release(ledger, pusher.released)
+        run = replace(
+            run,
+            floor_pushes=pusher.pushes,
+            floor_gate_timeouts=pusher.gate_timeouts,
+            from_release=_three(percentiles(from_release, QUANTILES)) if from_release else None,
+        )
+        return self._keep("floor", run)
+
+    def _keep(self, side: str, run: ChurnRun) -> ChurnRun:
+        self.runs.setdefault((side, run.proxies), []).append(run)
+        print(
+            f"{side} {run.proxies}: {run.events} events at {run.rate:.1f}/s, event p50 "
+            f"{run.completion[0] * 1000:.0f} ms p99 {run.completion[2] * 1000:.0f} ms, missed "
+            f"{run.missed}, {run.responses_per_second:.0f} EDS responses/s, cpu "
+            f"{run.cpu_cores:.2f} cores",
+            file=sys.stderr,
+            flush=True,
+        )
+        return run
+
+    def sizes(self) -> list[ChurnSize]:
+        return [
+            ChurnSize(tuple(self.runs[("pilothouse", n)]), tuple(self.runs[("floor", n)]))
+            for n in self.options.sizes
+        ]
+
+
+async def run(options: Options) -> None:
+    began = time.monotonic()
+    shape = ChurnShape(
+        services=options.services,
+        rate=options.rate,
+        duration=options.duration,
+        file_debounce=options.file_debounce,
+        debounce_after=options.debounce_after,
+        debounce_max=options.debounce_max,
+        streams_per_channel=options.streams_per_channel,
+        target_p99=options.target,
+    )
+    limit = raise_open_file_limit()
+    print(f"open file limit {limit}", file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="endpoint-churn-") as folder:
+        work = Path(folder)
+        mesh = FanoutMesh(work / "mesh", options.services, options.namespaces, options.endpoints)
+        mesh.write()
+        async with contextlib.AsyncExitStack() as stack:
+            ours = start_pilothouse(
+                mesh.root,
+                work / "pilothouse.log",
+                env={
+                    "PILOTHOUSE_FILE_DEBOUNCE": str(options.file_debounce),
+                    "PILOTHOUSE_DEBOUNCE_AFTER": str(options.debounce_after),
+                    "PILOTHOUSE_DEBOUNCE_MAX": str(options.debounce_max),
+                },
+            )
+            stack.callback(ours.stop)
+            floor = start_floor(work / "floor.log")
+            stack.callback(floor.stop)
+            ours_target = await pilothouse_target(ours)
+            floor_address = await floor_target(floor)
+            control = FloorControl(floor_address)
+            stack.push_async_callback(control.close)
+            churns = Churns(options, shape, mesh, ours, ours_target, floor, control, floor_address)
+            for _ in range(options.runs):
+                for proxies in options.sizes:
+                    await churns.pilothouse(proxies)
+                    await churns.floor_run(proxies)
+    for group in figure_groups(shape, churns.sizes()):
+        print(json.dumps(group), flush=True)
+    print(f"done in {time.monotonic() - began:.0f}s", file=sys.stderr)
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    sizes = tuple(int(part) for part in text.split(",") if part.strip())
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError("give fleet sizes like 250,500,1000")
+    return sizes
+
+
+def parse_options() -> Options:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--sizes", type=_sizes, default=(250, 500, 1000), help="fleet sizes, comma-separated"
+    )
+    parser.add_argument("--runs", type=int, default=1, help="churn runs per server and size")
+    parser.add_argument("--rate", type=float, default=50.0, help="events per second")
+    parser.add_argument("--duration", type=float, default=20.0, help="seconds of events")
+    parser.add_argument("--services", type=int, default=100)
+    parser.add_argument("--namespaces", type=int, default=10)
+    parser.add_argument("--endpoints", type=int, default=2, help="WorkloadEntries per service")
+    parser.add_argument("--streams-per-channel", type=int, default=100)
+    parser.add_argument("--file-debounce", type=float, default=0.05)
+    parser.add_argument("--debounce-after", type=float, default=0.1)
+    parser.add_argument(
+        "--debounce-max",
+        type=float,
+        default=0.1,
+        help="PILOTHOUSE_DEBOUNCE_MAX: under steady churn, how long a batch waits",
+    )
+    parser.add_argument("--connect-timeout", type=float, default=90.0)
+    parser.add_argument(
+        "--timeout", type=float, default=45.0, help="wait after the last event, seconds"
+    )
+    parser.add_argument(
+        "--gate",
+        type=float,
+        default=5.0,
+        help="floor: longest a batch waits for the previous one to reach every proxy",
+    )
+    parser.add_argument("--target", type=float, default=1.0, help="target event p99, seconds")
+    args = parser.parse_args()
+    if args.runs < 1 or args.rate <= 0 or args.duration <= 0:
+        parser.error("--runs, --rate and --duration must be positive")
+    return Options(
+        sizes=args.sizes,
+        runs=args.runs,
+        rate=args.rate,
+        duration=args.duration,
+        services=args.services,
+        namespaces=args.namespaces,
+        endpoints=args.endpoints,
+        streams_per_channel=args.streams_per_channel,
+        file_debounce=args.file_debounce,
+        debounce_after=args.debounce_after,
+        debounce_max=args.debounce_max,
+        connect_timeout=args.connect_timeout,
+        timeout=args.timeout,
+        gate=args.gate,
+        target=args.target,
+    )
+
+
+def main() -> None:
+    asyncio.run(run(parse_options()))
+
+
+if __name__ == "__main__":
+    main()

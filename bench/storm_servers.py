@@ -1,0 +1,133 @@
+"""Starting the two servers the connect storm and endpoint churn benchmarks compare.
+
+``pilothouse serve`` on a mesh directory and the transport floor
+(``transport_floor.py``) each run in their own process (``ServerProcess``:
+/proc figures, stopped even if the benchmark dies), on 127.0.0.1 with ports
+the kernel picks. ``floor_load_requests`` turns what a converged proxy of
+pilothouse holds into the control calls that make the floor serve the same
+bytes; ``FloorControl`` sends them.
+"""
+
+from __future__ import annotations
+
+import resource
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import grpc
+from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
+from google.protobuf import any_pb2
+
+from bench.fanout_process import ServerProcess
+from bench.transport_floor import APPLY_METHOD
+from pilothouse.loadtest.holdings import HeldResource
+from pilothouse.loadtest.proxy import SimulatedProxy
+from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
+
+SERVED_TYPES = (CDS, EDS, LDS, RDS)
+STARTUP_TIMEOUT = 90.0
+FLOOR_SCRIPT = Path(__file__).resolve().parent / "transport_floor.py"
+
+
+def raise_open_file_limit() -> int:
+    """Lift the soft limit on open files to the hard one (thousands of streams); the new
+    soft limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    # An unlimited hard limit (RLIM_INFINITY, -1) is not a valid soft limit for files.
+    target = max(soft, 1 << 16) if hard == resource.RLIM_INFINITY else hard
+    if target != soft:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    return target
+
+
+def start_pilothouse(mesh_root: Path, log: Path, env: Mapping[str, str]) -> ServerProcess:
+    """``pilothouse serve`` on ``mesh_root``; ``env`` carries its ``PILOTHOUSE_*`` settings."""
+    return ServerProcess(
+        "pilothouse",
+        [
+            sys.executable,
+            "-m",
+            "pilothouse.cli.main",
+            "serve",
+            "--config",
+            str(mesh_root),
+            "--xds-address",
+            "127.0.0.1:0",
+            "--admin-address",
+            "127.0.0.1:0",
+        ],
+        log,
+        env={"PILOTHOUSE_DRAIN_SECONDS": "1", **env},
+    )
+
+
+def start_floor(log: Path) -> ServerProcess:
+    return ServerProcess(
+        "transport floor",
+        [sys.executable, str(FLOOR_SCRIPT), "--address", "127.0.0.1:0"],
+        log,
+    )
+
+
+async def pilothouse_target(server: ServerProcess) -> str:
+    """Wait until pilothouse listens and has built its first context; its xDS address."""
+    found = await server.wait_for_line(r"xDS listening on (\S+):(\d+)", STARTUP_TIMEOUT)
+    await server.wait_for_line(r"xds ready", STARTUP_TIMEOUT)
+    return f"{found.group(1)}:{found.group(2)}"
+
+
+async def floor_target(server: ServerProcess) -> str:
+    found = await server.wait_for_line(r"floor listening on (\S+):(\d+)", STARTUP_TIMEOUT)
+    return f"{found.group(1)}:{found.group(2)}"
+
+
+def resource_message(type_url: str, held: HeldResource) -> Any:
+    """A held resource as an ``envoy.service.discovery.v3.Resource`` (name, version, Any)."""
+    return discovery_pb2.Resource(
+        name=held.name,
+        version=held.version,
+        resource=any_pb2.Any(type_url=type_url, value=held.body),
+    )
+
+
+def floor_load_requests(probe: SimulatedProxy) -> list[Any]:
+    """Control requests that make the floor serve what ``probe`` holds, type by type."""
+    return [
+        discovery_pb2.DeltaDiscoveryResponse(
+            system_version_info="load",
+            type_url=type_url,
+            resources=[resource_message(type_url, held) for held in probe.holds(type_url).values()],
+        )
+        for type_url in SERVED_TYPES
+        if probe.counters(type_url).responses
+    ]
+
+
+def _serialize(message: Any) -> bytes:
+    return bytes(message.SerializeToString())
+
+
+def _raw(body: bytes) -> bytes:
+    return body
+
+
+class FloorControl:
+    """The floor's control channel: ``apply`` sends one load or push request."""
+
+    def __init__(self, target: str) -> None:
+        self._channel = grpc.aio.insecure_channel(target)
+        self._apply = self._channel.unary_unary(
+            APPLY_METHOD, request_serializer=_serialize, response_deserializer=_raw
+        )
+
+    async def apply(self, request: Any) -> None:
+        await self._apply(request)
+
+    async def load(self, requests: list[Any]) -> None:
+        for request in requests:
+            await self.apply(request)
+
+    async def close(self) -> None:
+        await self._channel.close()

@@ -1,0 +1,147 @@
+"""The connect storm benchmark's parts: one storm against an in-process floor, medians, report."""
+
+from __future__ import annotations
+
+import resource
+from typing import Any
+
+from bench.storm_report import StormShape, StormSize, figure_groups, verdict
+from bench.storm_runs import PeakMemory, StormRun, storm, summarize_storms
+from bench.storm_servers import floor_load_requests, raise_open_file_limit
+from bench.transport_floor import FloorService, add_floor_services
+from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
+from pilothouse.xds.protocol.type_urls import CDS, EDS
+from pilothouse.xds.server.ads import new_grpc_server
+from tests.unit.bench.test_bench_floor import loaded_floor
+
+
+class FakeServer:
+    """A server gauge whose memory grows on every read."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+
+    def cpu_seconds(self) -> float:
+        return 1.5
+
+    def rss_kib(self) -> int:
+        self.reads += 1
+        return 1000 + self.reads
+
+
+HELD = (("Cluster", 2), ("ClusterLoadAssignment", 2), ("Listener", 0), ("RouteConfiguration", 0))
+
+
+def run(seconds: float, *, proxies: int = 10, unconverged: int = 0) -> StormRun:
+    return StormRun(
+        proxies=proxies,
+        seconds=seconds,
+        durations=tuple(seconds * (i + 1) / proxies for i in range(proxies - unconverged)),
+        unconverged=unconverged,
+        stream_failures=1,
+        reconnects=0,
+        nacks=0,
+        rss_before_kib=1024,
+        peak_rss_kib=4096,
+        cpu_seconds=seconds / 2,
+        error_examples=("UNAVAILABLE: x",),
+        held=HELD,
+    )
+
+
+def test_the_summary_takes_medians_and_the_worst_errors() -> None:
+    summary = summarize_storms([run(3.0), run(1.0, unconverged=2), run(2.0)])
+    assert summary.seconds == 2.0
+    assert summary.cpu_seconds == 1.0
+    assert summary.unconverged == 2
+    assert summary.stream_failures == 3
+    assert not summary.converged_every_run
+    assert summary.error_examples == ("UNAVAILABLE: x",)
+    assert summary.percentile(100) == 2.0
+
+
+def test_a_summary_needs_runs_of_one_size() -> None:
+    try:
+        summarize_storms([run(1.0, proxies=10), run(1.0, proxies=20)])
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("mixed sizes were accepted")
+
+
+def test_the_verdict_says_how_far_the_target_is_missed() -> None:
+    assert verdict(summarize_storms([run(8.0)]), 10.0) == "yes"
+    assert verdict(summarize_storms([run(15.0)]), 10.0) == (
+        "no: missed by 5.00 s (1.50× the target)"
+    )
+    assert verdict(summarize_storms([run(1.0, unconverged=1)]), 10.0).startswith("no: 1 ")
+    short = (("Cluster", 1),)
+    assert verdict(summarize_storms([run(8.0)]), 10.0, short).startswith("no: a storm ended")
+    assert verdict(summarize_storms([run(8.0)]), 10.0, HELD) == "yes"
+
+
+def test_the_report_has_one_group_per_size_and_the_curve_on_the_largest() -> None:
+    shape = StormShape(
+        services=100, runs=1, streams_per_channel=100, target_seconds=10.0, held=HELD
+    )
+    small = StormSize(summarize_storms([run(4.0)]), summarize_storms([run(2.0)]))
+    large = StormSize(
+        summarize_storms([run(12.0, proxies=20)]), summarize_storms([run(3.0, proxies=20)])
+    )
+    groups = figure_groups(shape, [large, small])
+    assert [g["pilothouse_s"] for g in groups] == [4.0, 12.0]
+    for group in groups:
+        for key in ("benchmark", "baseline", "ratio_to_baseline", "target", "target_met"):
+            assert key in group
+    assert groups[0]["ratio_to_baseline"] == 0.5
+    assert "curve" not in groups[0]
+    assert [point["proxies"] for point in groups[1]["curve"]] == [10, 20]
+    assert groups[1]["curve"][1]["floor_s"] == 3.0
+    assert groups[1]["target_met"].startswith("no: missed by 2.00 s")
+
+
+async def test_peak_memory_keeps_the_largest_sample() -> None:
+    server = FakeServer()
+    memory = PeakMemory(server, every=0.001)
+    memory.start()
+    peak = await memory.stop()
+    assert peak == 1000 + server.reads
+
+
+def test_the_open_file_limit_is_raised_to_the_hard_limit() -> None:
+    limit = raise_open_file_limit()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    assert soft == limit
+    assert hard == resource.RLIM_INFINITY or soft == hard
+
+
+async def test_a_storm_against_the_floor_converges_every_proxy() -> None:
+    server = new_grpc_server(4 * 1024 * 1024)
+    add_floor_services(server, FloorService(loaded_floor()))
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    gauge = FakeServer()
+    fleet = ProxyFleet(f"127.0.0.1:{port}", fleet_identities(5), streams_per_channel=2)
+    try:
+        result = await storm(fleet, gauge, timeout=10.0)
+        requests: list[Any] = floor_load_requests(fleet.proxies[0])
+    finally:
+        await fleet.close()
+        await server.stop(0)
+    assert result.proxies == 5
+    assert result.unconverged == 0
+    assert len(result.durations) == 5
+    assert result.errors == 0
+    assert result.peak_rss_kib >= result.rss_before_kib
+    assert result.cpu_seconds == 0.0
+    assert dict(result.held) == {
+        "Cluster": 2,
+        "ClusterLoadAssignment": 2,
+        "Listener": 0,
+        "RouteConfiguration": 0,
+    }
+    assert result.odd_proxies == 0
+    loaded = {request.type_url: len(request.resources) for request in requests}
+    assert loaded[CDS] == 2
+    assert loaded[EDS] == 2
+    assert all(request.system_version_info == "load" for request in requests)
