@@ -28,6 +28,7 @@ from pilothouse.config.load import Loader
 from pilothouse.config.model import Config, Origin
 from pilothouse.config.schema import Schema
 from pilothouse.config.validation.report import Severity
+from pilothouse.sources.check_worker import CheckWorker, Packed
 
 TYPE_PREFIX: Final = "type.googleapis.com/"
 MCP_RESOURCE_TYPE_URL: Final = TYPE_PREFIX + "istio.mcp.v1alpha1.Resource"
@@ -73,18 +74,41 @@ class KindDecoder:
         self.source = source
         self._loader = loader if loader is not None else Loader(source=source)
         self._origin = Origin(source)
-        self._last: Mapping[tuple[str, bytes], Config] = {}
+        self._last: Mapping[Packed, Config] = {}
 
-    def decode(self, entries: Iterable[Any]) -> DecodedKind:
-        """Every entry (``google.protobuf.Any``) of one response."""
+    def decode(self, entries: Iterable[Any], worker: CheckWorker | None = None) -> DecodedKind:
+        """Every entry (``google.protobuf.Any``) of one response.
+
+        With a ``worker`` that is up, a large response is checked on two cores: the
+        worker validates its share while this process does the rest, then builds the
+        Configs of the worker's valid entries without checking them again.
+        """
+        packed = [Packed(str(entry.type_url), bytes(entry.value)) for entry in entries]
+        outcomes: list[Config | Rejection | None] = [self._last.get(p) for p in packed]
+        fresh = [index for index, outcome in enumerate(outcomes) if outcome is None]
+        shared: list[int] = []
+        pending = None
+        if worker is not None and worker.usable(len(fresh)):
+            shared = fresh[: int(len(fresh) * worker.share)]
+            fresh = fresh[len(shared) :]
+            pending = worker.submit(self.schema.kind, self.source, [packed[i] for i in shared])
+        for index in fresh:
+            outcomes[index] = self.decode_entry(packed[index])
+        if pending is not None and worker is not None:
+            verdicts = worker.verdicts(pending, timeout=60 + len(shared) / 1000)
+            for position, index in enumerate(shared):
+                if verdicts is None:
+                    outcomes[index] = self.decode_entry(packed[index])
+                elif (verdict := verdicts[position]) is not None:
+                    outcomes[index] = Rejection(*verdict)
+                else:
+                    outcomes[index] = self.decode_entry(packed[index], checked=True)
         configs: list[Config] = []
         rejections: list[Rejection] = []
         seen: set[str] = set()
-        remembered: dict[tuple[str, bytes], Config] = {}
-        for entry in entries:
-            packed = (str(entry.type_url), bytes(entry.value))
-            known = self._last.get(packed)
-            outcome = known if known is not None else self.decode_entry(entry)
+        remembered: dict[Packed, Config] = {}
+        for entry, outcome in zip(packed, outcomes, strict=True):
+            assert outcome is not None
             if isinstance(outcome, Rejection):
                 rejections.append(outcome)
                 continue
@@ -93,13 +117,14 @@ class KindDecoder:
                 rejections.append(Rejection(name, "appears more than once in the response"))
                 continue
             seen.add(name)
-            remembered[packed] = outcome
+            remembered[entry] = outcome
             configs.append(outcome)
         self._last = remembered
         return DecodedKind(tuple(configs), tuple(rejections))
 
-    def decode_entry(self, entry: Any) -> Config | Rejection:
-        """One entry: the validated Config, or why it was rejected."""
+    def decode_entry(self, entry: Any, *, checked: bool = False) -> Config | Rejection:
+        """One entry: the validated Config, or why it was rejected. ``checked``: these
+        bytes passed the checks already (in the worker), so only decode them."""
         if entry.type_url != MCP_RESOURCE_TYPE_URL:
             return Rejection(UNNAMED, f"type {entry.type_url!r}; expected {MCP_RESOURCE_TYPE_URL}")
         try:
@@ -134,6 +159,7 @@ class KindDecoder:
             resource_version=metadata.version,
             creation_time=created,
             origin=self._origin,
+            checked=checked,
         )
         if config is None:
             reasons = [p.message for p in problems if p.severity is Severity.ERROR]

@@ -38,6 +38,7 @@ from pilothouse.api.istio.mesh.v1alpha1 import config_pb2
 from pilothouse.config.load import Loader
 from pilothouse.config.model import ConfigKey
 from pilothouse.config.schema import Schema, SchemaSet
+from pilothouse.sources.check_worker import CheckWorker
 from pilothouse.sources.collector import collector_paused
 from pilothouse.sources.memory import MemoryStore
 from pilothouse.sources.upstream_backoff import Backoff
@@ -71,6 +72,8 @@ class UpstreamSettings:
     """What istiod reports when its version is unset."""
     backoff: Backoff = field(default_factory=Backoff)
     max_receive_bytes: int = 256 * 1024 * 1024
+    check_worker: bool = True
+    """Validate large responses on a second core (:mod:`~pilothouse.sources.check_worker`)."""
 
     @property
     def node_id(self) -> str:
@@ -145,6 +148,7 @@ class XdsUpstreamSource:
         self._failures = 0
         self._last_error = ""
         self._stop = asyncio.Event()
+        self._worker = CheckWorker() if self.settings.check_worker else None
 
     # -- what others read -------------------------------------------------------------
 
@@ -180,6 +184,15 @@ class XdsUpstreamSource:
 
     async def run(self) -> None:
         """Follow the upstream until :meth:`close`, redialling after every failure."""
+        if self._worker is not None:
+            self._worker.start()
+        try:
+            await self._follow()
+        finally:
+            if self._worker is not None:
+                self._worker.close()
+
+    async def _follow(self) -> None:
         while not self._stop.is_set():
             received = await self._stream_once()
             if self._stop.is_set():
@@ -294,7 +307,7 @@ class XdsUpstreamSource:
     def _apply_kind(self, type_url: str, response: Any) -> tuple[Rejection, ...]:
         decoder = self._decoders[type_url]
         with collector_paused():
-            return self._apply_decoded(decoder, decoder.decode(response.resources))
+            return self._apply_decoded(decoder, decoder.decode(response.resources, self._worker))
 
     def _apply_decoded(self, decoder: KindDecoder, decoded: DecodedKind) -> tuple[Rejection, ...]:
         kind = decoder.schema.kind

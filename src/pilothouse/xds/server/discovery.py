@@ -197,7 +197,8 @@ class DiscoveryServer:
             if self._closed.is_set():
                 return
             await asyncio.sleep(0.01)
-        self.registry.initial_load()
+        if not self._config_server:  # services and endpoints are for Envoy config only
+            self.registry.initial_load()
         self._context = build_context(self.store, self.registry.services, self.mesh, self._version)
         self.stats.context_builds += 1
         if self._config_server:
