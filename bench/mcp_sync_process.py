@@ -75,13 +75,22 @@ class Child:
         return self.log.read_text(encoding="utf-8", errors="replace")
 
     def memory(self) -> Memory:
-        values: dict[str, float] = {}
-        with open(f"/proc/{self.pid}/status", encoding="ascii") as status:
-            for line in status:
-                key, _, rest = line.partition(":")
-                if key in ("VmRSS", "VmHWM"):
-                    values[key] = int(rest.split()[0]) / 1024
-        return Memory(round(values["VmRSS"], 1), round(values["VmHWM"], 1))
+        """The process and every process it started (a validation worker counts too):
+        RSS summed, peak summed over each process's own peak."""
+        rss = peak = 0.0
+        for pid in _tree(self.pid):
+            values: dict[str, float] = {}
+            try:
+                with open(f"/proc/{pid}/status", encoding="ascii") as status:
+                    for line in status:
+                        key, _, rest = line.partition(":")
+                        if key in ("VmRSS", "VmHWM"):
+                            values[key] = int(rest.split()[0]) / 1024
+            except OSError:
+                continue  # it ended meanwhile
+            rss += values.get("VmRSS", 0.0)
+            peak += values.get("VmHWM", 0.0)
+        return Memory(round(rss, 1), round(peak, 1))
 
     def wait_exit(self, timeout: float) -> int:
         return self._popen.wait(timeout)
@@ -155,3 +164,17 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def _tree(pid: int) -> list[int]:
+    """``pid`` and its descendants, from /proc/PID/task/*/children."""
+    found = [pid]
+    for current in found:
+        try:
+            tasks = Path(f"/proc/{current}/task").iterdir()
+            for task in tasks:
+                children = (task / "children").read_text(encoding="ascii").split()
+                found.extend(int(child) for child in children)
+        except OSError:
+            continue
+    return found
