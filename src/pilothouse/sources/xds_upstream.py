@@ -13,6 +13,11 @@ response is NACKed (``INVALID_ARGUMENT``, a message listing ``ns/name: reason``)
 valid entries are kept, and so is the last good version of an object that turned
 invalid. Otherwise the response is ACKed with its version and nonce.
 
+A large response (thousands of objects) is checked on two cores: a spawned worker
+process validates a share of it while the source does the rest
+(:mod:`~pilothouse.sources.check_worker`), and the cyclic garbage collector is paused
+while a response is applied.
+
 The stream is redialled with exponential backoff and jitter; meanwhile the store keeps
 serving the last state received. The source has synced once every kind (MeshConfig
 aside: some servers never answer it) has been answered at least once.
