@@ -457,3 +457,152 @@ async def test_extra_readiness_checks_and_routes() -> None:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await task
+
+
+# -- remembered answers -----------------------------------------------------------------
+
+
+def encoded(request: dict[str, Any]) -> bytes:
+    return json.dumps(request).encode()
+
+
+def with_fields(**fields: Any) -> bytes:
+    return encoded({**envoy_request(), **fields})
+
+
+def requests_to_compare(cds_version: str) -> list[tuple[str, bytes]]:
+    """Plain polls first (so their node is known), then everything unusual, including
+    malformed requests from a known node."""
+    nack = envoy_request(names=(CART,))
+    nack["error_detail"] = {"code": 3, "message": "bad endpoint"}
+    camel = {"node": {"id": NODE, "userAgentName": "envoy"}, "resourceNames": [CART]}
+    # json.loads makes "\ud800" an unpaired surrogate, which no protobuf string takes
+    unpaired = encoded(envoy_request()).replace(b'"node"', b'"version_info": "\\ud800", "node"')
+    return [
+        ("clusters", encoded(envoy_request())),
+        ("clusters", encoded(envoy_request(extensions=3))),
+        ("clusters", encoded(envoy_request(version=cds_version))),
+        ("clusters", encoded(envoy_request(version="older", names=(CART,)))),
+        ("endpoints", encoded(envoy_request(names=(CART,)))),
+        ("endpoints", encoded(envoy_request(names=(DB, CART, CART)))),
+        ("endpoints", encoded(envoy_request())),
+        ("listeners", encoded(envoy_request())),
+        ("routes", encoded(envoy_request(names=("8080",)))),
+        ("endpoints", encoded(nack)),
+        ("endpoints", encoded(camel)),
+        ("clusters", with_fields(type_url=CDS, response_nonce="n-1")),
+        ("clusters", with_fields(unknown_field={"a": 1})),  # ignored, as ParseDict does
+        ("clusters", with_fields(version_info=7)),
+        ("clusters", with_fields(version_info=None)),
+        ("clusters", with_fields(resource_names="x")),
+        ("clusters", with_fields(type_url=EDS)),
+        ("clusters", with_fields(node=None)),
+        ("clusters", with_fields(node={"id": ""})),
+        ("clusters", with_fields(versionInfo="x", version_info="y")),
+        ("clusters", with_fields(error_detail="not a status")),
+        ("clusters", unpaired),
+        ("clusters", encoded(envoy_request("not-an-istio-id"))),
+        ("clusters", b"{not json"),
+        ("clusters", b"[1, 2]"),
+        ("secretz", encoded(envoy_request())),
+    ]
+
+
+async def test_remembered_answers_equal_answers_worked_out_afresh(plane: Plane) -> None:
+    version = json.loads(plane.rest.answer("clusters", encoded(envoy_request())).body)[
+        "version_info"
+    ]
+    warm = RestDiscovery(plane.discovery)
+    requests = requests_to_compare(version)
+    for _ in range(3):  # the first round fills the memory, the others answer from it
+        for kind, body in requests:
+            afresh = RestDiscovery(plane.discovery).answer(kind, body)
+            remembered = warm.answer(kind, body)
+            assert (remembered.status, remembered.body) == (afresh.status, afresh.body), body
+    statuses = {RestDiscovery(plane.discovery).answer(k, b).status for k, b in requests}
+    assert statuses == {200, 304, 400, 404}
+    assert warm.answers.hits > 0 and warm.nodes.hits > 0
+    # A NACK is counted every time it comes (ParseDict takes a string as error_detail).
+    assert warm.stats.nacks == {"EDS": 3, "CDS": 3}
+    assert warm.stats.requests == 3 * len(requests)
+
+
+async def test_an_endpoint_change_shows_at_once(plane: Plane) -> None:
+    rest = plane.rest
+    request = encoded(envoy_request(names=(CART,)))
+    first = rest.answer("endpoints", request)
+    assert rest.answer("endpoints", request) is first  # from memory
+    version = json.loads(first.body)["version_info"]
+
+    apply(plane.store, workload("10.1.0.2", 18081))  # no await: no push has run yet
+
+    changed = rest.answer("endpoints", request)
+    assert endpoints_of(json.loads(changed.body)) == {CART: [("10.1.0.2", 18081)]}
+    assert changed.body == RestDiscovery(plane.discovery).answer("endpoints", request).body
+    again = encoded(envoy_request(names=(CART,), version=version))
+    assert rest.answer("endpoints", again).status == 200
+
+
+async def test_a_new_push_context_is_followed(plane: Plane) -> None:
+    rest = plane.rest
+    request = encoded(envoy_request())
+    before = rest.answer("clusters", request)
+    old = plane.discovery.context
+    apply(plane.store, SERVICES.replace("number: 8080", "number: 8081"))
+
+    async def rebuilt() -> bool:
+        return plane.discovery.context is not old
+
+    await wait_for(rebuilt)
+    after = rest.answer("clusters", request)
+    assert after.body != before.body
+    assert f"outbound|8081||{HOST}" in clusters_of(json.loads(after.body))
+    assert after.body == RestDiscovery(plane.discovery).answer("clusters", request).body
+
+
+async def test_a_generator_registered_later_is_used(plane: Plane) -> None:
+    rest = plane.rest
+    request = encoded(envoy_request())
+    assert len(json.loads(rest.answer("clusters", request).body)["resources"]) == 4
+
+    class NoClusters:
+        type_url = CDS
+
+        def generate(self, given: Any) -> dict[str, Any]:
+            return {}
+
+    plane.discovery.register_generator(NoClusters())
+    assert json.loads(rest.answer("clusters", request).body)["resources"] == []
+
+
+async def test_an_unchanged_answer_is_not_generated_again(plane: Plane) -> None:
+    rest = plane.rest
+    _, body = await plane.discover("clusters")
+    cache = plane.discovery.cache.stats
+    looked_up = cache.hits + cache.misses
+    # A new body (it carries the version) with the same answer: no generation, a 304.
+    status, raw = await plane.post("clusters", envoy_request(version=body["version_info"]))
+    assert status == 304 and raw == b""
+    status, _ = await plane.post("clusters", envoy_request(version=body["version_info"]))
+    assert status == 304
+    assert cache.hits + cache.misses == looked_up
+    assert rest.answers.hits == 1 and rest.versions.hits == 1
+    assert rest.stats.not_modified == 2
+
+
+async def test_remembering_is_bounded(plane: Plane) -> None:
+    rest = RestDiscovery(plane.discovery, RestSettings(answer_cache_entries=2))
+    for i in range(6):
+        node = f"sidecar~10.0.0.{i}~app-{i}.shop~shop.svc.cluster.local"
+        for _ in range(2):
+            answer = rest.answer("clusters", encoded(envoy_request(node)))
+            assert answer.status == 200 and len(json.loads(answer.body)["resources"]) == 4
+    for memory in (rest.answers, rest.versions, rest.bodies, rest.nodes):
+        assert len(memory) <= 2
+    # Answers too large for the byte budget are not kept, and still right.
+    request = encoded(envoy_request())
+    small = RestDiscovery(plane.discovery, RestSettings(answer_cache_bytes=1024))
+    for _ in range(2):
+        answer = small.answer("clusters", request)
+        assert answer.body == rest.answer("clusters", request).body
+    assert len(small.answers) == 0 and len(small.bodies) == 0

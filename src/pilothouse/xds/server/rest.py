@@ -17,14 +17,31 @@ PushContext, through the same generators and resource cache as gRPC.
   (``GenerationInput.rest``): an EDS cluster polls REST for its endpoints, since a
   REST-mode proxy has no ADS stream.
 - Turning a resource's ``Any`` bytes into JSON is the expensive step, so each
-  rendering is kept in a bounded LRU under (name, content version): a repeated poll
-  that returns 200 costs a join of cached strings.
+  rendering is kept in a bounded LRU under (name, content version): a new answer
+  made of resources rendered before costs a join of cached strings.
 - Envoy's requests are large (about 77 KB, mostly ``node.extensions``, which
   pilothouse never reads); the extensions are dropped before the proto3 JSON
   mapping runs. On a 2-core VM, ``json_format.Parse`` of a whole real Envoy 1.40
   request took about 16 ms; with the extensions dropped a whole poll takes about
   1 ms, most of it ``json.loads`` of the body.
 - A NACK (``error_detail``) is logged and counted; nothing else changes.
+
+Polls repeat, so the work is remembered, in bounded LRUs (:mod:`.rest_cache`), for as
+long as nothing the answers are made from changes: the PushContext (its identity and
+version), the config store's revision (every endpoint change starts as a store event,
+and the registry applies it before the event returns) and the discovery server's push
+version. When any of the three moves, the remembered answers and versions are dropped
+before the next request is answered; until then the same request gets the same answer:
+
+- a request body seen before gets the very answer it got then (200 with its body, or
+  304): one dict lookup keyed by the body bytes, no JSON parsing at all;
+- otherwise a plain poll (:mod:`.rest_request`) is read from ``json.loads``' dict,
+  and its node's identity is looked up by the node's JSON text; anything else, and any
+  node not seen before, takes the full ``ParseDict`` path (and its error messages);
+- the response version for (type, node, requested names) is kept, so a poll with a new
+  body but an unchanged answer (304) costs no generation or hashing;
+- the body of a 200 is kept by (type, response version), which names its content, so
+  proxies that see the same resources share one rendering.
 """
 
 from __future__ import annotations
@@ -37,7 +54,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from types import MappingProxyType
-from typing import Any, Final, Protocol
+from typing import Any, Final, Generic, Protocol, TypeVar
 
 from aiohttp import web
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
@@ -48,10 +65,13 @@ from pilothouse.push.cache import Resource, ResourceCache
 from pilothouse.push.context import PushContext
 from pilothouse.push.proxy import BadNode, ProxyIdentity
 from pilothouse.registry.endpoint_index import EndpointIndex
+from pilothouse.sources.events import ConfigStore
 from pilothouse.xds.builders.cluster import RestPolling
 from pilothouse.xds.generators.base import GenerationInput, Generator
 from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS, is_wildcard_type, short_name
 from pilothouse.xds.server.ads import node_identity
+from pilothouse.xds.server.rest_cache import Lru
+from pilothouse.xds.server.rest_request import node_key, plain_poll
 
 log = logging.getLogger("pilothouse.xds.rest")
 
@@ -75,6 +95,10 @@ class RestSettings:
 
     max_body_bytes: int = 4 * 1024 * 1024
     json_cache_entries: int = 20_000
+    # Each of the remembered answers, response versions, bodies and node identities
+    # holds at most this many entries; answers and bodies also at most answer_cache_bytes.
+    answer_cache_entries: int = 4096
+    answer_cache_bytes: int = 64 * 1024 * 1024
     polling: RestPolling = field(
         default_factory=lambda: RestPolling(
             XDS_REST_CLUSTER, timedelta(seconds=1), timedelta(seconds=1)
@@ -114,6 +138,14 @@ class RestBackend(Protocol):
     @property
     def cache(self) -> ResourceCache: ...
 
+    @property
+    def store(self) -> ConfigStore: ...
+
+    @property
+    def version(self) -> str:
+        """The push version: it moves on every push."""
+        ...
+
     def ready(self) -> bool: ...
 
     def generator(self, type_url: str) -> Generator | None: ...
@@ -126,6 +158,35 @@ class RestAnswer:
     status: int
     body: bytes = b""
     content_type: str | None = JSON_CONTENT_TYPE
+
+
+NOT_MODIFIED: Final = RestAnswer(304, content_type=None)
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True)
+class _Poll:
+    """A request, read: what its answer depends on, and the version the proxy holds.
+
+    ``names`` is None when the proxy gets everything of the type. ``repeatable`` is
+    False for a NACK, whose every arrival must be logged and counted.
+    """
+
+    version_info: str
+    names: frozenset[str] | None
+    node_key: str
+    proxy: ProxyIdentity
+    repeatable: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class _Known(Generic[_T]):
+    """A remembered result and the generator it came from (one registered later makes
+    it stale)."""
+
+    generator: Generator | None
+    value: _T
 
 
 class ResourceJsonCache:
@@ -182,6 +243,17 @@ class RestDiscovery:
         self.settings = settings if settings is not None else RestSettings()
         self.stats = RestStats()
         self.json = ResourceJsonCache(self.settings.json_cache_entries)
+        entries = self.settings.answer_cache_entries
+        budget = self.settings.answer_cache_bytes
+        # (kind, request body) -> the RestAnswer it got
+        self.answers: Lru[tuple[str, bytes], _Known[RestAnswer]] = Lru(entries, budget)
+        # (type_url, node key, names) -> the response version
+        self.versions: Lru[tuple[str, str, frozenset[str] | None], _Known[str]] = Lru(entries)
+        # (type_url, response version) -> the 200 answer; the version names the content
+        self.bodies: Lru[tuple[str, str], RestAnswer] = Lru(entries, budget)
+        # node key -> (node key, identity): the key object is shared by the entries above
+        self.nodes: Lru[str, tuple[str, ProxyIdentity]] = Lru(entries)
+        self._seen: tuple[int, str, int, str] | None = None
 
     def routes(self) -> list[web.RouteDef]:
         return [web.post(DISCOVERY_PATH, self.handle)]
@@ -235,7 +307,46 @@ class RestDiscovery:
             raise _Refused(413, self._too_large())
         if not self.backend.ready():
             raise _Refused(503, "pilothouse is not ready: config has not synced yet")
-        request = _parse_request(body)
+        self._forget_if_changed()
+        generator = self.backend.generator(type_url)
+        key = (kind, body)
+        known = self.answers.get(key)
+        if known is not None and known.generator is generator:
+            answer = known.value
+        else:
+            poll = self._read(kind, type_url, short, body)
+            answer = self._respond(type_url, generator, poll)
+            if poll.repeatable:
+                self.answers.put(key, _Known(generator, answer), len(body) + len(answer.body))
+        self.stats.count(answer.status)
+        return answer
+
+    def _forget_if_changed(self) -> None:
+        """Drop remembered answers and versions when what they were made from changed."""
+        backend = self.backend
+        context = backend.context
+        seen = (id(context), context.version, backend.store.revision, backend.version)
+        if seen != self._seen:
+            self.answers.clear()
+            self.versions.clear()
+            self._seen = seen
+
+    def _read(self, kind: str, type_url: str, short: str, body: bytes) -> _Poll:
+        """The request read from ``body``: cheaply when it is a plain poll from a node
+        seen before, else through the proto3 JSON mapping (raises _Refused)."""
+        data = _load_json(body)
+        plain = plain_poll(data)
+        if plain is not None and (not plain.type_url or plain.type_url == type_url):
+            node = self.nodes.get(plain.node_key)
+            if node is not None:
+                names = None
+                if not is_wildcard_type(type_url) and plain.resource_names:
+                    names = frozenset(plain.resource_names)
+                return _Poll(plain.version_info, names, node[0], node[1])
+        return self._read_fully(kind, type_url, short, data)
+
+    def _read_fully(self, kind: str, type_url: str, short: str, data: dict[str, Any]) -> _Poll:
+        request = _to_request(data)
         if request.type_url and request.type_url != type_url:
             raise _Refused(400, f"type_url {request.type_url!r} sent to /v3/discovery:{kind}")
         if not request.HasField("node") or not request.node.id:
@@ -244,7 +355,10 @@ class RestDiscovery:
             proxy = node_identity(request.node)
         except BadNode as problem:
             raise _Refused(400, str(problem)) from None
-        if request.HasField("error_detail"):
+        key = node_key(data["node"])
+        self.nodes.put(key, (key, proxy))
+        nack = request.HasField("error_detail")
+        if nack:
             self.stats.nacks[short] = self.stats.nacks.get(short, 0) + 1
             log.warning(
                 "proxy rejected %s version %s: %s",
@@ -256,23 +370,41 @@ class RestDiscovery:
         names: frozenset[str] | None = None
         if not is_wildcard_type(type_url) and request.resource_names:
             names = frozenset(request.resource_names)
-        resources = self._generate(type_url, proxy, names)
+        return _Poll(request.version_info, names, key, proxy, repeatable=not nack)
+
+    def _respond(self, type_url: str, generator: Generator | None, poll: _Poll) -> RestAnswer:
+        """200 with the resources, or 304 when the proxy holds their version already."""
+        key = (type_url, poll.node_key, poll.names)
+        known = self.versions.get(key)
+        if known is not None and known.generator is generator:
+            version = known.value
+            if poll.version_info == version:
+                return NOT_MODIFIED
+            done = self.bodies.get((type_url, version))
+            if done is not None:
+                return done
+        resources = self._generate(generator, poll.proxy, poll.names)
         version = response_version(type_url, resources)
-        if request.version_info == version:
-            self.stats.count(304)
-            return RestAnswer(304, content_type=None)
+        self.versions.put(key, _Known(generator, version))
+        if poll.version_info == version:
+            return NOT_MODIFIED
+        done = self.bodies.get((type_url, version))
+        if done is None:
+            done = RestAnswer(200, self._render(type_url, version, resources))
+            self.bodies.put((type_url, version), done, len(done.body))
+        return done
+
+    def _render(self, type_url: str, version: str, resources: Mapping[str, Resource]) -> bytes:
         rendered = ",".join(self.json.render(resources[name]) for name in sorted(resources))
         text = (
             f'{{"version_info":"{version}","resources":[{rendered}],'
             f'"type_url":{json.dumps(type_url)}}}'
         )
-        self.stats.count(200)
-        return RestAnswer(200, text.encode())
+        return text.encode()
 
     def _generate(
-        self, type_url: str, proxy: ProxyIdentity, names: frozenset[str] | None
+        self, generator: Generator | None, proxy: ProxyIdentity, names: frozenset[str] | None
     ) -> Mapping[str, Resource]:
-        generator = self.backend.generator(type_url)
         if generator is None:
             return {}
         context = self.backend.context
@@ -302,18 +434,23 @@ class RestDiscovery:
         return f"request body is larger than {self.settings.max_body_bytes} bytes"
 
 
-def _parse_request(body: bytes) -> Any:
-    """A ``DiscoveryRequest`` from proto3 JSON, unknown fields ignored.
-
-    ``node.extensions`` (hundreds of entries in Envoy's requests) is dropped unread:
-    nothing in pilothouse looks at it, and mapping it would cost most of the poll.
-    """
+def _load_json(body: bytes) -> dict[str, Any]:
+    """The request's JSON object (raises _Refused)."""
     try:
         data = json.loads(body)
     except (ValueError, UnicodeDecodeError) as problem:
         raise _Refused(400, f"request body is not JSON: {problem}") from None
     if not isinstance(data, dict):
         raise _Refused(400, "request body is not a JSON object (a DiscoveryRequest)")
+    return data
+
+
+def _to_request(data: dict[str, Any]) -> Any:
+    """A ``DiscoveryRequest`` from its proto3 JSON object, unknown fields ignored.
+
+    ``node.extensions`` (hundreds of entries in Envoy's requests) is dropped unread:
+    nothing in pilothouse looks at it, and mapping it would cost most of the poll.
+    """
     node = data.get("node")
     if isinstance(node, dict):
         node.pop("extensions", None)
