@@ -38,6 +38,7 @@ from pilothouse.registry.controller import ServiceEntryRegistry
 from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.registry.model import SERVICE_KIND, ServiceKey
 from pilothouse.registry.update import RegistryUpdate
+from pilothouse.sources.collector import collector_paused
 from pilothouse.sources.events import ConfigEvent, ConfigStore
 from pilothouse.xds.generators.api import ApiGenerator, watched_kinds
 from pilothouse.xds.generators.base import Generator
@@ -197,13 +198,16 @@ class DiscoveryServer:
             if self._closed.is_set():
                 return
             await asyncio.sleep(0.01)
-        if not self._config_server:  # services and endpoints are for Envoy config only
-            self.registry.initial_load()
-        self._context = build_context(self.store, self.registry.services, self.mesh, self._version)
+        with collector_paused():  # a bulk load: nothing built here is garbage
+            if not self._config_server:  # services and endpoints are for Envoy config only
+                self.registry.initial_load()
+            self._context = build_context(
+                self.store, self.registry.services, self.mesh, self._version
+            )
+            if self._config_server:
+                encoded = self._api.warm()  # sinks are what this role is for: be ready
+                log.debug("encoded %d objects for MCP-over-xDS", encoded)
         self.stats.context_builds += 1
-        if self._config_server:
-            encoded = self._api.warm()  # sinks are what this role is for: be ready for them
-            log.debug("encoded %d objects for MCP-over-xDS", encoded)
         self._ready.set()
         log.info(
             "xds ready",
