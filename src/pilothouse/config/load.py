@@ -189,14 +189,12 @@ class Loader:
         resource_version: str = "",
         creation_time: datetime.datetime | None = None,
         origin: Origin | None = None,
-        checked: bool = False,
     ) -> tuple[Config | None, list[Problem]]:
         """One object whose spec is already a decoded message (MCP, MCP-over-xDS).
 
         The same name checks and validator as :meth:`load_object`, without a trip
         through the JSON form; ``spec`` is kept, not copied. Problems carry the origin's
-        file (no line: there is no text). ``checked`` says these very bytes passed the
-        checks already (in a validation worker) and skips them.
+        file (no line: there is no text).
         """
         where = origin if origin is not None else Origin(self.source)
         if not schema.namespaced:
@@ -204,11 +202,11 @@ class Loader:
         key = ConfigKey(schema.kind, namespace, name)
         problems = [
             Problem(Severity.ERROR, where.file or where.source, None, message, key)
-            for _path, message in ([] if checked else _name_problems(schema, key))
+            for _path, message in _name_problems(schema, key)
         ]
         if problems:
             return None, problems
-        report = Report(namespace=namespace, name=name) if checked else _validate(schema, spec, key)
+        report = _validate(schema, spec, key)
         problems = [
             Problem(
                 f.severity,

@@ -19,7 +19,7 @@ import datetime
 import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from google.protobuf.message import DecodeError
 
@@ -29,7 +29,6 @@ from pilothouse.config.load import Loader
 from pilothouse.config.model import Config, Origin
 from pilothouse.config.schema import Schema
 from pilothouse.config.validation.report import Severity
-from pilothouse.sources.check_worker import CheckWorker, Packed
 
 TYPE_PREFIX: Final = "type.googleapis.com/"
 MCP_RESOURCE_TYPE_URL: Final = TYPE_PREFIX + "istio.mcp.v1alpha1.Resource"
@@ -38,6 +37,13 @@ MESH_CONFIG_GVK: Final = "core/v1alpha1/MeshConfig"
 """The type name istiod asks for first on an MCP-over-xDS stream."""
 
 UNNAMED: Final = "<unnamed>"
+
+
+class Packed(NamedTuple):
+    """One response entry as plain values: an ``Any``'s type URL and bytes."""
+
+    type_url: str
+    value: bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,40 +85,18 @@ class KindDecoder:
         """The valid objects of the last response by a digest of their entry's bytes (a
         digest, not the bytes: 100,000 remembered entries would otherwise keep 40 MB)."""
 
-    def decode(self, entries: Iterable[Any], worker: CheckWorker | None = None) -> DecodedKind:
-        """Every entry (``google.protobuf.Any``) of one response.
-
-        With a ``worker`` that is up, a large response is checked on two cores: the
-        worker validates its share while this process does the rest, then builds the
-        Configs of the worker's valid entries without checking them again.
-        """
+    def decode(self, entries: Iterable[Any]) -> DecodedKind:
+        """Every entry (``google.protobuf.Any``) of one response."""
         packed = [Packed(str(entry.type_url), bytes(entry.value)) for entry in entries]
         digests = [_digest(p) for p in packed]
-        outcomes: list[Config | Rejection | None] = [self._last.get(d) for d in digests]
-        fresh = [index for index, outcome in enumerate(outcomes) if outcome is None]
-        shared: list[int] = []
-        pending = None
-        if worker is not None and worker.usable(len(fresh)):
-            shared = fresh[: int(len(fresh) * worker.share)]
-            fresh = fresh[len(shared) :]
-            pending = worker.submit(self.schema.kind, self.source, [packed[i] for i in shared])
-        for index in fresh:
-            outcomes[index] = self.decode_entry(packed[index])
-        if pending is not None and worker is not None:
-            verdicts = worker.verdicts(pending, timeout=60 + len(shared) / 1000)
-            for position, index in enumerate(shared):
-                if verdicts is None:
-                    outcomes[index] = self.decode_entry(packed[index])
-                elif (verdict := verdicts[position]) is not None:
-                    outcomes[index] = Rejection(*verdict)
-                else:
-                    outcomes[index] = self.decode_entry(packed[index], checked=True)
+        outcomes = [
+            self._last.get(d) or self.decode_entry(p) for d, p in zip(digests, packed, strict=True)
+        ]
         configs: list[Config] = []
         rejections: list[Rejection] = []
         seen: set[str] = set()
         remembered: dict[bytes, Config] = {}
         for digest, outcome in zip(digests, outcomes, strict=True):
-            assert outcome is not None
             if isinstance(outcome, Rejection):
                 rejections.append(outcome)
                 continue
@@ -126,9 +110,8 @@ class KindDecoder:
         self._last = remembered
         return DecodedKind(tuple(configs), tuple(rejections))
 
-    def decode_entry(self, entry: Any, *, checked: bool = False) -> Config | Rejection:
-        """One entry: the validated Config, or why it was rejected. ``checked``: these
-        bytes passed the checks already (in the worker), so only decode them."""
+    def decode_entry(self, entry: Any) -> Config | Rejection:
+        """One entry: the validated Config, or why it was rejected."""
         if entry.type_url != MCP_RESOURCE_TYPE_URL:
             return Rejection(UNNAMED, f"type {entry.type_url!r}; expected {MCP_RESOURCE_TYPE_URL}")
         try:
@@ -163,7 +146,6 @@ class KindDecoder:
             resource_version=metadata.version,
             creation_time=created,
             origin=self._origin,
-            checked=checked,
         )
         if config is None:
             reasons = [p.message for p in problems if p.severity is Severity.ERROR]
