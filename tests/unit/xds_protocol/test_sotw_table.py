@@ -351,3 +351,39 @@ def test_envoy_cluster_added_sequence() -> None:
     assert grown.kind is SotwKind.ACK and grown.respond and grown.added == {"b"}
     assert session.wants(EDS) == names("a", "b")
     assert session.expired_nonces == {EDS: 1}
+
+
+def test_ack_repeating_the_names_keeps_the_subscription() -> None:
+    session = SotwSession()
+    play(session, [req(EDS, ["a", "b"]), Sent(EDS, "n1", {"a": "1", "b": "1"})])
+    watch = session.watch(EDS)
+    assert watch is not None
+    decision = session.receive(req(EDS, ["a", "b"], nonce="n1"), 5.0)
+    assert decision.kind is SotwKind.ACK and not decision.respond and not decision.added
+    assert decision.subscription is watch.subscription
+    reordered = session.receive(req(EDS, ["b", "a"], nonce="n1"), 6.0)
+    assert reordered.subscription is watch.subscription and not reordered.respond
+    grown = session.receive(req(EDS, ["b", "a", "c"], nonce="n1"), 7.0)
+    assert grown.respond and grown.added == {"c"}
+    assert session.wants(EDS) == names("a", "b", "c")
+
+
+def test_repeated_empty_list_follows_what_the_stream_named_before() -> None:
+    session = SotwSession()
+    play(session, [req(CDS, []), Sent(CDS, "n1", version="t/1")])
+    assert session.receive(req(CDS, [], nonce="n1"), 1.0).subscription == names(wildcard=True)
+    play(session, [req(CDS, ["a"], nonce="n1"), Sent(CDS, "n2", version="t/2")])
+    after = session.receive(req(CDS, [], nonce="n2"), 2.0)
+    assert after.subscription == names() and after.respond
+    play(session, [Sent(CDS, "n3", version="t/3")])
+    again = session.receive(req(CDS, [], nonce="n3"), 3.0)
+    assert again.subscription == names() and not again.respond
+
+
+def test_names_remembered_after_a_stale_request_are_the_applied_ones() -> None:
+    session = SotwSession()
+    play(session, [req(EDS, ["a"]), Sent(EDS, "n1"), Sent(EDS, "n2")])
+    assert session.receive(req(EDS, ["a", "b"], nonce="n1"), 1.0).kind is SotwKind.STALE
+    decision = session.receive(req(EDS, ["a", "b"], nonce="n2"), 2.0)
+    assert decision.respond and decision.added == {"b"}
+    assert session.wants(EDS) == names("a", "b")

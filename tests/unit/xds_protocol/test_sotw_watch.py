@@ -97,3 +97,58 @@ def test_plan_push_skips_unchanged_answer_does_not() -> None:
 def test_plan_first_push_of_empty_set_is_sent() -> None:
     plan = plan_sotw(SotwWatch(CDS, WILD), {}, answering=False)
     assert plan is not None and plan.resources == {}
+
+
+def test_ack_and_nack_answer_the_response_that_carried_each_name() -> None:
+    eds = SotwWatch(EDS, Subscription(frozenset({"a", "b"}))).sent(
+        "t/1", "n1", {"a": "1", "b": "1"}, 1.0
+    )
+    eds = eds.sent("t/2", "n2", {"b": "2"}, 2.0).acked("n2", "t/2", 3.0)
+    assert eds.resources["b"] == ("b", "2", "n2", 2.0, 3.0, None)
+    assert eds.resources["a"].pending and eds.resources["a"].nonce == "n1"
+    nacked = eds.nacked("n1", ERR)
+    assert nacked.resources["a"].error == ERR and nacked.resources["b"].acked_at == 3.0
+    assert eds.resources["a"].pending  # the value before the NACK is untouched
+
+
+def test_per_name_watch_forgets_responses_nothing_points_at() -> None:
+    eds = SotwWatch(EDS, Subscription(frozenset({"a"}))).sent("t/1", "n1", {"a": "1"}, 0.0)
+    eds = eds.sent("t/2", "n2", {"a": "2"}, 0.0).sent("t/3", "n3", {"a": "3"}, 0.0)
+    assert set(eds.responses) == {"n3"}
+    assert eds.sent_version("a") == "3" and eds.sent_version("z") is None
+
+
+def test_full_state_watch_reads_records_from_the_latest_response() -> None:
+    cds = SotwWatch(CDS, WILD).sent("t/1", "n1", {"a": "1", "b": "1"}, 1.0)
+    assert cds.carriers is None and not cds.acked_resource("a")
+    cds = cds.acked("n1", "t/1", 2.0)
+    assert cds.acked_resource("a") and not cds.acked_resource("z")
+    assert dict(cds.resources) == {
+        "a": ("a", "1", "n1", 1.0, 2.0, None),
+        "b": ("b", "1", "n1", 1.0, 2.0, None),
+    }
+    assert len(cds.resources) == 2 and "b" in cds.resources and "z" not in cds.resources
+
+
+def test_request_with_the_same_subscription_keeps_the_watch() -> None:
+    subscription = Subscription(frozenset({"a", "b"}))
+    eds = SotwWatch(EDS, subscription).requested(subscription)
+    eds = eds.sent("t/1", "n1", {"a": "1", "b": "1"}, 0.0)
+    assert eds.requested(subscription) is eds
+
+
+def test_names_sent_beyond_the_subscription_are_dropped_by_the_next_request() -> None:
+    subscription = Subscription(frozenset({"a"}))
+    eds = SotwWatch(EDS, subscription).requested(subscription)
+    eds = eds.sent("t/1", "n1", {"a": "1", "stray": "1"}, 0.0)
+    assert set(eds.resources) == {"a", "stray"}
+    again = eds.requested(subscription)
+    assert set(again.resources) == {"a"} and not again.strays
+    assert again.requested(subscription) is again
+
+
+def test_plan_of_a_few_changed_names_still_reports_missing_ones() -> None:
+    named = SotwWatch(EDS, Subscription(frozenset({"a", "b", "c"})))
+    plan = plan_sotw(named, {"b": "2", "other": "9"}, answering=False)
+    assert plan is not None and plan.resources == {"b": "2"}
+    assert plan.missing == {"a", "c"}

@@ -45,3 +45,16 @@ def test_delta_response_matches_protobuf() -> None:
 def test_empty_response() -> None:
     parsed = discovery_pb2.DiscoveryResponse.FromString(sotw_response("", CDS, "n", []))
     assert not parsed.resources and parsed.nonce == "n" and parsed.version_info == ""
+
+
+def test_resource_lengths_at_every_varint_width_match_protobuf() -> None:
+    sizes = [0, 1, 127, 128, 300, 16383, 16384, 70000, 128, 300]  # repeats reuse headers
+    bodies = [
+        any_pb2.Any(type_url=CDS, value=b"x" * size).SerializeToString() for size in sizes
+    ]
+    data = sotw_response("v", CDS, "n", iter(bodies))
+    expected = discovery_pb2.DiscoveryResponse(version_info="v", type_url=CDS, nonce="n")
+    for body in bodies:
+        expected.resources.append(any_pb2.Any.FromString(body))
+    assert data == expected.SerializeToString()
+    assert sotw_response("v", CDS, "n", tuple(bodies)) == data

@@ -33,6 +33,7 @@ finish warming a cluster).  ``plan_sotw`` (in ``sotw_watch``) says what to send.
 from __future__ import annotations
 
 import enum
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -78,11 +79,16 @@ class SotwDecision:
 class SotwSession(StreamState[SotwWatch]):
     """Per-stream SotW state: the node, one ``SotwWatch`` per type, and counters."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._named: dict[str, tuple[tuple[str, ...], Subscription]] = {}
+        """Per type: the names list the watch's subscription was last taken from."""
+
     def receive(self, request: SotwRequest, now: float) -> SotwDecision:
         """Classify one request, update the state, and say whether to respond."""
         self._keep_node(request)
         type_url = request.type_url
-        names = list(request.resource_names)
+        names = tuple(request.resource_names)
         nonce = request.response_nonce
         watch = self._watches.get(type_url)
 
@@ -92,21 +98,53 @@ class SotwSession(StreamState[SotwWatch]):
 
         if not names and not is_wildcard_type(type_url):
             self._watches.pop(type_url, None)
+            self._named.pop(type_url, None)
             return SotwDecision(type_url, SotwKind.UNSUBSCRIBE, False, Subscription())
 
-        named_before = watch is not None and watch.named_before
-        subscription = sotw_subscription(type_url, names, named_before)
-        if watch is not None and subscription == watch.subscription:
-            subscription = watch.subscription  # keep one copy (most requests are ACKs)
+        subscription, named = self._subscription(type_url, names, watch)
 
         if not nonce or watch is None:
-            return self._init(type_url, watch, subscription, request)
+            return self._init(type_url, watch, subscription, named, request)
 
         if nonce != watch.nonce_sent:
             self._expired_nonces[type_url] = self._expired_nonces.get(type_url, 0) + 1
             return SotwDecision(type_url, SotwKind.STALE, False, watch.subscription)
 
-        return self._ack(type_url, watch, subscription, nonce, request.version_info, now)
+        return self._ack(type_url, watch, subscription, named, nonce, request.version_info, now)
+
+    def _subscription(
+        self, type_url: str, names: tuple[str, ...], watch: SotwWatch | None
+    ) -> tuple[Subscription, tuple[str, ...] | None]:
+        """The subscription ``names`` expresses on this stream, and the names to
+        remember it by once it is applied (None: already remembered).
+
+        Most requests are ACKs repeating the names of the request before: when the
+        list is the one the watch's subscription was last taken from, that
+        subscription is the answer (``named_before`` cannot have changed since, so
+        reading the list again would give an equal value), with no set built.
+        """
+        last = self._named.get(type_url)
+        if (
+            watch is not None
+            and last is not None
+            and last[1] is watch.subscription
+            and last[0] == names
+        ):
+            return watch.subscription, None
+        # Interned: the remembered list then shares its strings with the subscription.
+        named = tuple(map(sys.intern, names))
+        subscription = sotw_subscription(
+            type_url, named, watch is not None and watch.named_before
+        )
+        if watch is not None and subscription == watch.subscription:
+            subscription = watch.subscription  # keep one copy
+        return subscription, named
+
+    def _remember(
+        self, type_url: str, named: tuple[str, ...] | None, subscription: Subscription
+    ) -> None:
+        if named is not None:
+            self._named[type_url] = (named, subscription)
 
     def _nack(
         self, type_url: str, watch: SotwWatch | None, nonce: str, error: NackError
@@ -122,6 +160,7 @@ class SotwSession(StreamState[SotwWatch]):
         type_url: str,
         watch: SotwWatch | None,
         subscription: Subscription,
+        named: tuple[str, ...] | None,
         request: SotwRequest,
     ) -> SotwDecision:
         fresh = watch is None
@@ -129,6 +168,7 @@ class SotwSession(StreamState[SotwWatch]):
             watch = SotwWatch(type_url)
         before = watch.subscription.names
         self._watches[type_url] = watch.requested(subscription).answered()
+        self._remember(type_url, named, subscription)
         reconnect = fresh and bool(request.version_info or request.response_nonce)
         kind = SotwKind.RECONNECT if reconnect else SotwKind.INIT
         return SotwDecision(
@@ -140,23 +180,26 @@ class SotwSession(StreamState[SotwWatch]):
         type_url: str,
         watch: SotwWatch,
         subscription: Subscription,
+        named: tuple[str, ...] | None,
         nonce: str,
         version: str,
         now: float,
     ) -> SotwDecision:
         previous = watch.subscription
-        added = subscription.names - previous.names
+        unchanged = subscription is previous
+        added = frozenset() if unchanged else subscription.names - previous.names
         kind = SotwKind.UPDATE if watch.rejected_nonce(nonce) else SotwKind.ACK
         if kind is SotwKind.ACK:
             watch = watch.acked(nonce, version, now)
         watch = watch.requested(subscription)
+        self._remember(type_url, named, subscription)
         if watch.always_respond:
             self._watches[type_url] = watch.answered()
             return SotwDecision(
                 type_url, kind, True, subscription, added=added, always_respond=True
             )
         self._watches[type_url] = watch
-        if subscription == previous:
+        if unchanged or subscription == previous:
             respond = False
         elif is_wildcard_type(type_url):
             respond = True

@@ -50,7 +50,10 @@ class Subscription:
         """The subset of ``resources`` (name → version) this subscription asks for."""
         if self.wildcard:
             return dict(resources)
-        return {name: resources[name] for name in self.names if name in resources}
+        names = self.names
+        if len(resources) < len(names):  # walk the smaller side (a push of a few changes)
+            return {name: version for name, version in resources.items() if name in names}
+        return {name: resources[name] for name in names if name in resources}
 
 
 def sotw_subscription(type_url: str, names: Iterable[str], named_before: bool) -> Subscription:

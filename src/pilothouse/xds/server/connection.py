@@ -181,9 +181,12 @@ class Connection:
         order = self._order
         watched = self.watched_types()
         routes_watched = any(t in ROUTE_TYPES for t in watched)
-        before = frozenset(order.sent(CDS))
+        before = order.sent(CDS).keys()  # what is recorded is replaced, never changed
+        clusters: Mapping[str, Resource] | None = None
         if routes_watched and CDS in watched:
-            order.begin_linger(self._generate_raw(CDS, self.watched_names(CDS)))
+            # generated once: what lingers is worked out from it, and it is what is sent
+            clusters = self._generate_raw(CDS, self.watched_names(CDS))
+            order.begin_linger(clusters)
             if order.lingering:
                 self._after(2 * WARMING_TIMEOUT, self._release_lingering)
         for type_url in watched:
@@ -193,9 +196,12 @@ class Connection:
             if type_url == EDS:
                 self._push_endpoints(request, now)
                 continue
-            self._push_type(type_url, None, now)
+            if type_url == CDS and clusters is not None:
+                self._push_type(CDS, None, now, order.with_lingering(CDS, clusters))
+            else:
+                self._push_type(type_url, None, now)
             if type_url == CDS and routes_watched and self._warms_clusters:
-                self._start_warming(frozenset(order.sent(CDS)) - before)
+                self._start_warming(frozenset(order.sent(CDS).keys() - before))
         if order.lingering and self._routes_settled():
             # no route changed in this push, so none can still use the removed clusters
             self._release_lingering(now)
@@ -213,11 +219,9 @@ class Connection:
             self._push_type(EDS, None, now)
             return
         current = self._generate(EDS, watch.subscription.names)
-        records = watch.resources
+        held = watch.held_versions.get
         changed = frozenset(
-            name
-            for name, resource in current.items()
-            if (record := records.get(name)) is None or record.version != resource.version
+            name for name, resource in current.items() if held(name) != resource.version
         )
         if changed:
             self._push_type(EDS, changed, now)
@@ -258,8 +262,7 @@ class Connection:
             watch = self.sotw.watch(EDS)
             if watch is None:
                 return False
-            records = watch.resources
-            return all((r := records.get(n)) is not None and r.acked_at for n in names)
+            return all(watch.acked_resource(n) for n in names)
         assert self.delta_session is not None
         delta_watch = self.delta_session.watch(EDS)
         return delta_watch is not None and all(n in delta_watch.confirmed for n in names)
@@ -295,12 +298,21 @@ class Connection:
         self._push_type(CDS, None, now)
         self._push_type(EDS, None, now)
 
-    def _push_type(self, type_url: str, changed: frozenset[str] | None, now: float) -> None:
-        """A server-initiated response for one type (only what changed, if anything)."""
+    def _push_type(
+        self,
+        type_url: str,
+        changed: frozenset[str] | None,
+        now: float,
+        generated: Mapping[str, Resource] | None = None,
+    ) -> None:
+        """A server-initiated response for one type (only what changed, if anything).
+
+        ``generated`` is the type's resources for the watched names when the caller
+        has them already (lingering ones included)."""
         if self.sotw is not None:
-            self._respond_sotw(type_url, None, changed, now)
+            self._respond_sotw(type_url, None, changed, now, generated)
         else:
-            self._respond_delta(type_url, None, changed, now)
+            self._respond_delta(type_url, None, changed, now, generated)
 
     # -- generation -------------------------------------------------------------------
 
@@ -328,6 +340,7 @@ class Connection:
         decision: SotwDecision | None,
         changed: frozenset[str] | None,
         now: float,
+        generated: Mapping[str, Resource] | None = None,
     ) -> None:
         assert self.sotw is not None
         watch = self.sotw.watch(type_url)
@@ -337,7 +350,7 @@ class Connection:
         names = None if subscription.wildcard else subscription.names
         if changed is not None:
             names = changed if names is None else names & changed
-        resources = self._generate(type_url, names)
+        resources = self._generate(type_url, names) if generated is None else generated
         available = {name: r.version for name, r in resources.items()}
         plan = plan_sotw(watch, available, answering=decision is not None)
         if plan is None:
@@ -350,9 +363,10 @@ class Connection:
             version, type_url, nonce, [resources[n].body for n in sorted(plan.resources)]
         )
         self.sotw.record_sent(type_url, version, nonce, plan.resources, now)
-        self._order.record(
-            type_url, {n: resources[n] for n in plan.resources}, replace=changed is None
-        )
+        if self._order.records(type_url):
+            chosen = plan.resources
+            sent = resources if len(chosen) == len(resources) else {n: resources[n] for n in chosen}
+            self._order.record(type_url, sent, replace=changed is None)
         self._send(type_url, body, len(plan.resources))
 
     def _respond_delta(
@@ -361,6 +375,7 @@ class Connection:
         decision: DeltaDecision | None,
         changed: frozenset[str] | None,
         now: float,
+        generated: Mapping[str, Resource] | None = None,
     ) -> None:
         assert self.delta_session is not None
         watch = self.delta_session.watch(type_url)
@@ -370,7 +385,7 @@ class Connection:
         names = None if subscription.wildcard else subscription.names
         if changed is not None and decision is None and names is not None:
             names = names & changed
-        resources = self._generate(type_url, names)
+        resources = self._generate(type_url, names) if generated is None else generated
         available = {name: r.version for name, r in resources.items()}
         plan = plan_delta(watch, available, decision, changed)
         initial = decision is not None and decision.kind in (DeltaKind.INIT, DeltaKind.RECONNECT)

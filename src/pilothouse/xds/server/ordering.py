@@ -18,11 +18,14 @@ every other proxy), which is what lingering clusters are re-sent from.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 
 from pilothouse.push.cache import Resource
 from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS, is_full_state_type
 
 ROUTE_TYPES = frozenset({LDS, RDS})
+_LINGERING_TYPES = frozenset({CDS, EDS})
+_NONE: Mapping[str, Resource] = MappingProxyType({})
 WARMING_TIMEOUT = 5.0
 """Seconds LDS/RDS wait for new clusters to warm before they are sent anyway."""
 
@@ -35,10 +38,18 @@ class MakeBeforeBreak:
         self.lingering: frozenset[str] = frozenset()
         self.deferred: set[str] = set()
         self.epoch = 0
-        self._sent: dict[str, dict[str, Resource]] = {}
+        self._sent: dict[str, Mapping[str, Resource]] = {}
 
     def sent(self, type_url: str) -> Mapping[str, Resource]:
-        return self._sent.get(type_url, {})
+        """What the proxy holds of ``type_url``: a mapping replaced by each ``record``,
+        never changed in place."""
+        return self._sent.get(type_url, _NONE)
+
+    @staticmethod
+    def records(type_url: str) -> bool:
+        """Whether ``record`` keeps anything of ``type_url`` (only clusters and endpoints
+        can linger)."""
+        return type_url in _LINGERING_TYPES
 
     def record(
         self,
@@ -48,8 +59,15 @@ class MakeBeforeBreak:
         *,
         replace: bool,
     ) -> None:
-        """What the proxy now holds of ``type_url`` after a response."""
-        if type_url not in (CDS, EDS):
+        """What the proxy now holds of ``type_url`` after a response.
+
+        ``resources`` must not change afterwards: a full-state response is kept as
+        given, so that proxies sent the same generated mapping share it.
+        """
+        if type_url not in _LINGERING_TYPES:
+            return
+        if replace and is_full_state_type(type_url) and not removed:
+            self._sent[type_url] = resources
             return
         held = {} if replace and is_full_state_type(type_url) else dict(self.sent(type_url))
         held.update(resources)

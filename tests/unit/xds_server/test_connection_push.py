@@ -1,0 +1,130 @@
+"""A SotW connection's full push: what is generated, what is sent, what is recorded."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
+from google.protobuf import any_pb2
+
+from pilothouse.config.model import ConfigKey
+from pilothouse.push.cache import Resource
+from pilothouse.push.proxy import parse_node
+from pilothouse.push.request import PushRequest
+from pilothouse.xds.generators.base import GenerationInput
+from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
+from pilothouse.xds.server.connection import Connection
+
+CLUSTERS = ("outbound|80||a.ns.svc.cluster.local", "outbound|80||b.ns.svc.cluster.local")
+RULE = ConfigKey("DestinationRule", "ns", "a")
+
+
+@dataclass
+class CountingGenerator:
+    """Serves a fixed set of resources and counts how often it is asked."""
+
+    type_url: str
+    held: dict[str, Resource]
+    calls: int = 0
+
+    def generate(self, given: GenerationInput) -> Mapping[str, Resource]:
+        self.calls += 1
+        if given.names is None:
+            return dict(self.held)
+        return {n: r for n, r in self.held.items() if n in given.names}
+
+    def set(self, name: str, version: str) -> None:
+        body = any_pb2.Any(type_url=self.type_url, value=f"{name}@{version}".encode())
+        self.held[name] = Resource(name, version, body.SerializeToString())
+
+
+class FakeContext:
+    def scope(self, proxy: object) -> object:
+        return object()
+
+
+@dataclass
+class FakeGeneration:
+    generators: dict[str, CountingGenerator]
+    version: str = "2030-01-01T00:00:00Z/1"
+    context: Any = field(default_factory=FakeContext)
+    endpoints: Any = None
+    cache: Any = None
+
+    def generator(self, type_url: str) -> CountingGenerator | None:
+        return self.generators.get(type_url)
+
+    def observe_send(self, connection: Connection, type_url: str, size: int) -> None:
+        pass
+
+
+def resources(type_url: str, *names: str) -> CountingGenerator:
+    generator = CountingGenerator(type_url, {})
+    for name in names:
+        generator.set(name, "1")
+    return generator
+
+
+def request(type_url: str, names: tuple[str, ...] = (), nonce: str = "") -> Any:
+    return discovery_pb2.DiscoveryRequest(
+        type_url=type_url, resource_names=list(names), response_nonce=nonce
+    )
+
+
+def responses(connection: Connection) -> list[Any]:
+    out = []
+    while not connection.outbound.empty():
+        body = connection.outbound.get_nowait()
+        assert body is not None
+        out.append(discovery_pb2.DiscoveryResponse.FromString(body))
+    return out
+
+
+def converged() -> tuple[Connection, FakeGeneration]:
+    """A sidecar that asked for and ACKed CDS, EDS, LDS and RDS."""
+    generation = FakeGeneration(
+        {
+            CDS: resources(CDS, *CLUSTERS),
+            EDS: resources(EDS, *CLUSTERS),
+            LDS: resources(LDS, "virtualOutbound"),
+            RDS: resources(RDS, "80"),
+        }
+    )
+    proxy = parse_node("sidecar~10.0.0.1~app-1.ns~ns.svc.cluster.local")
+    connection = Connection("c-1", "peer", proxy, generation, delta=False)
+    for type_url, names in ((CDS, ()), (EDS, CLUSTERS), (LDS, ()), (RDS, ("80",))):
+        connection.on_request(request(type_url, names), 1.0)
+        (answer,) = responses(connection)
+        connection.on_request(request(type_url, names, answer.nonce), 2.0)
+        assert not responses(connection)
+    return connection, generation
+
+
+def test_cluster_change_generates_clusters_once_and_sends_only_them() -> None:
+    connection, generation = converged()
+    generation.generators[CDS].set(CLUSTERS[0], "2")
+    before = {t: g.calls for t, g in generation.generators.items()}
+    connection.push(PushRequest.for_configs([RULE]), 3.0)
+    calls = {t: g.calls - before[t] for t, g in generation.generators.items()}
+    assert calls == {CDS: 1, EDS: 1, LDS: 1, RDS: 1}
+    (sent,) = responses(connection)
+    assert sent.type_url == CDS and len(sent.resources) == 2
+    assert connection.sotw is not None
+    watch = connection.sotw.watch(CDS)
+    assert watch is not None and watch.sent_version(CLUSTERS[0]) == "2"
+    assert not watch.acked_resource(CLUSTERS[0])
+    connection.on_request(request(CDS, (), sent.nonce), 4.0)
+    acked = connection.sotw.watch(CDS)
+    assert acked is not None and acked.acked_resource(CLUSTERS[0])
+    assert not responses(connection)
+
+
+def test_endpoint_change_in_a_full_push_sends_only_the_changed_assignment() -> None:
+    connection, generation = converged()
+    generation.generators[EDS].set(CLUSTERS[1], "2")
+    connection.push(PushRequest.for_configs([RULE]), 3.0)
+    (sent,) = responses(connection)
+    assert sent.type_url == EDS and len(sent.resources) == 1
+    assert sent.resources[0].value == f"{CLUSTERS[1]}@2".encode()
