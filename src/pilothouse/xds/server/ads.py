@@ -107,12 +107,24 @@ class StreamHandler:
         A separate function so that no local keeps the last response alive while the
         stream idles (about 50 KiB per idle connection otherwise).
         """
-        while True:
-            body = await connection.outbound.get()
-            if body is None:
-                return
-            await context.write(body)
-            del body
+        outbound = connection.outbound
+        connection.writer_attached = True
+        try:
+            while True:
+                body = await outbound.get()
+                if body is None:
+                    return
+                try:
+                    await context.write(body)
+                finally:
+                    outbound.task_done()
+                del body
+        finally:
+            # Nothing more will be written: whoever waits for the queue to drain goes on.
+            connection.writer_attached = False
+            while not outbound.empty():
+                outbound.get_nowait()
+                outbound.task_done()
 
     async def _read(
         self,

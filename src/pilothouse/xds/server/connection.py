@@ -88,6 +88,8 @@ class Connection:
         self.sotw = SotwSession() if not delta else None
         self.delta_session = DeltaSession() if delta else None
         self.outbound: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self.writer_attached = False
+        """Set by the stream's writer loop, which marks each response done once written."""
         self.stats = ConnectionStats()
         self._order = MakeBeforeBreak()
         self._eds_index: tuple[object, Mapping[str, frozenset[str]]] | None = None
@@ -408,6 +410,20 @@ class Connection:
         self.stats.bytes_sent += len(body)
         self._generation.observe_send(self, type_url, len(body))
         self.outbound.put_nowait(body)
+
+    async def written(self, timeout: float) -> None:
+        """Wait until every response queued so far is written to the stream (at most
+        ``timeout`` seconds; at once when no writer is attached).
+
+        The push workers wait for this, so a connection counts as being pushed until
+        its responses are on the wire: pushes that come meanwhile merge in the push
+        queue instead of piling up stale responses behind a slow stream.
+        """
+        if not self.writer_attached or self.outbound.empty():
+            await asyncio.sleep(0)  # still let the loop breathe between connections
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.outbound.join(), timeout)
 
     def close(self) -> None:
         self.outbound.put_nowait(None)

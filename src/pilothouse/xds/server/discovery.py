@@ -58,6 +58,11 @@ log = logging.getLogger("pilothouse.xds")
 _REGISTRY_KINDS = frozenset({"ServiceEntry", "WorkloadEntry"})
 
 
+SEND_TIMEOUT = 5.0
+"""Seconds a push worker waits for a connection's responses to be written before it
+moves on (a stalled stream must not hold a worker)."""
+
+
 @dataclass(frozen=True, slots=True)
 class XdsSettings:
     """The serving knobs (istiod's names in comments)."""
@@ -334,7 +339,7 @@ class DiscoveryServer:
         if connection.id not in self.connections:
             return
         connection.push(request, time.time())
-        await asyncio.sleep(0)
+        await connection.written(SEND_TIMEOUT)
 
 
 def _services_of(keys: Iterable[ConfigKey]) -> frozenset[ServiceKey]:
