@@ -7,6 +7,10 @@ the cache can never serve something stale. Invalidation by changed config keys i
 there to free memory early: every entry records the config keys it was built
 from, and a push evicts the entries of the keys it changed. A size bound (LRU)
 keeps memory flat whatever happens.
+
+Most entries are single resources. A :class:`ResourceGroup` is an entry for resources
+that are only known together (a scope's outbound listeners: which ones exist is found
+out by building them), with the few facts about them its generator needs later.
 """
 
 from __future__ import annotations
@@ -29,6 +33,43 @@ class Resource:
     body: bytes
 
 
+class InputKey:
+    """A key of many parts, hashed once.
+
+    A tuple hashes every part again on each use, and the cache hashes a key when it is
+    looked up, stored and registered under each dependency: for a key that holds a
+    scope's hundreds of services, that is most of the work. Two keys are equal when
+    their parts are.
+    """
+
+    __slots__ = ("_hash", "parts")
+
+    def __init__(self, parts: tuple[Hashable, ...]) -> None:
+        self.parts = parts
+        self._hash = hash(parts)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, InputKey):
+            return NotImplemented
+        return self._hash == other._hash and self.parts == other.parts
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({len(self.parts)} parts)"
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceGroup:
+    """Resources built together and cached as one entry, and what their builder noted."""
+
+    resources: tuple[Resource, ...]
+    notes: frozenset[Hashable] = frozenset()
+
+
 @dataclass(slots=True)
 class CacheStats:
     hits: int = 0
@@ -46,7 +87,9 @@ class ResourceCache:
     """Resources by input key, with dependency-based eviction and an LRU bound."""
 
     def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
-        self._entries: OrderedDict[Hashable, tuple[Resource, frozenset[ConfigKey]]] = OrderedDict()
+        self._entries: OrderedDict[
+            Hashable, tuple[Resource | ResourceGroup, frozenset[ConfigKey]]
+        ] = OrderedDict()
         self._dependents: dict[ConfigKey, set[Hashable]] = {}
         self._max = max_entries
         self.stats = CacheStats()
@@ -55,6 +98,26 @@ class ResourceCache:
         return len(self._entries)
 
     def get(self, key: Hashable) -> Resource | None:
+        found = self._lookup(key)
+        if found is None or isinstance(found, Resource):
+            return found
+        raise TypeError(f"cache key {key!r} holds a group, not a resource")
+
+    def get_group(self, key: Hashable) -> ResourceGroup | None:
+        found = self._lookup(key)
+        if found is None or isinstance(found, ResourceGroup):
+            return found
+        raise TypeError(f"cache key {key!r} holds a resource, not a group")
+
+    def put(self, key: Hashable, resource: Resource, depends_on: frozenset[ConfigKey]) -> None:
+        self._store(key, resource, depends_on)
+
+    def put_group(
+        self, key: Hashable, group: ResourceGroup, depends_on: frozenset[ConfigKey]
+    ) -> None:
+        self._store(key, group, depends_on)
+
+    def _lookup(self, key: Hashable) -> Resource | ResourceGroup | None:
         entry = self._entries.get(key)
         if entry is None:
             self.stats.misses += 1
@@ -63,7 +126,9 @@ class ResourceCache:
         self.stats.hits += 1
         return entry[0]
 
-    def put(self, key: Hashable, resource: Resource, depends_on: frozenset[ConfigKey]) -> None:
+    def _store(
+        self, key: Hashable, resource: Resource | ResourceGroup, depends_on: frozenset[ConfigKey]
+    ) -> None:
         if key in self._entries:
             self._forget(key)
         self._entries[key] = (resource, depends_on)

@@ -7,13 +7,19 @@ a DestinationRule edit does not re-read services.
 
 Scopes (:class:`~pilothouse.push.scope.ProxyScope`) are computed lazily per scope key
 and memoised in the context, so proxies that see the same thing share one scope and
-everything generated from it.
+everything generated from it. When the mesh settings and the VirtualService, Sidecar
+and Gateway indexes were reused, a scope that comes out equal to the previous
+context's is replaced by that very object, memo included (a DestinationRule edit
+leaves the listeners and routes of scopes that do not see it as they were); one that
+differs keeps the previous one as its predecessor, for generators that check what
+they take from it.
 """
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,8 +33,15 @@ from pilothouse.push.indexes import (
 )
 from pilothouse.push.proxy import ProxyIdentity, ProxyType
 from pilothouse.push.request import PushRequest
-from pilothouse.push.scope import ProxyScope, ScopeKey, build_scope, egress_hosts, scope_key
-from pilothouse.registry.model import SERVICE_KIND, Service
+from pilothouse.push.scope import (
+    ProxyScope,
+    ScopeKey,
+    build_scope,
+    egress_hosts,
+    egress_namespaces,
+    scope_key,
+)
+from pilothouse.registry.model import SERVICE_KIND, Labels, Service
 from pilothouse.sources.events import ConfigStore
 
 SERVICE_KINDS = frozenset({SERVICE_KIND, "ServiceEntry"})
@@ -39,6 +52,29 @@ class ServiceIndex:
     """Every service, in a stable order."""
 
     services: tuple[Service, ...]
+
+    @functools.cached_property
+    def by_namespace(self) -> Mapping[str, tuple[Service, ...]]:
+        """The services each namespace declares, in the same order."""
+        found: dict[str, list[Service]] = {}
+        for service in self.services:
+            found.setdefault(service.namespace, []).append(service)
+        return {namespace: tuple(services) for namespace, services in found.items()}
+
+    @functools.cached_property
+    def _positions(self) -> Mapping[str, tuple[int, ...]]:
+        found: dict[str, list[int]] = {}
+        for position, service in enumerate(self.services):
+            found.setdefault(service.namespace, []).append(position)
+        return {namespace: tuple(positions) for namespace, positions in found.items()}
+
+    def in_namespaces(self, namespaces: Collection[str]) -> tuple[Service, ...]:
+        """The services declared in any of ``namespaces``, in the index's order."""
+        if len(namespaces) == 1:
+            return self.by_namespace.get(next(iter(namespaces)), ())
+        positions = self._positions
+        picked = sorted(p for n in namespaces for p in positions.get(n, ()))
+        return tuple(self.services[p] for p in picked)
 
 
 @dataclass
@@ -64,6 +100,12 @@ class PushContext:
     stats: ContextStats = field(default_factory=ContextStats, compare=False)
     _scopes: dict[ScopeKey, ProxyScope] = field(default_factory=dict, compare=False, repr=False)
     _memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    _proxy_scopes: dict[tuple[ProxyType, str, Labels], ProxyScope] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    _reusable: Mapping[ScopeKey, ProxyScope] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def scope_key(self, proxy: ProxyIdentity) -> ScopeKey:
         sidecar = (
@@ -79,12 +121,21 @@ class PushContext:
         return scope_key(proxy, sidecar, gateways, ())
 
     def scope(self, proxy: ProxyIdentity) -> ProxyScope:
-        """The proxy's scope, computed once per scope key in this context."""
+        """The proxy's scope, computed once per scope key in this context.
+
+        The key depends only on the proxy's type, namespace and labels, so the scope is
+        also remembered under those: the proxies of one workload find it in one lookup.
+        """
+        seen = (proxy.type, proxy.namespace, proxy.labels)
+        found = self._proxy_scopes.get(seen)
+        if found is not None:
+            return found
         key = self.scope_key(proxy)
         found = self._scopes.get(key)
         if found is None:
             found = self._build_scope(key)
             self._scopes[key] = found
+        self._proxy_scopes[seen] = found
         return found
 
     def memo(self, key: Any, make: Callable[[], Any]) -> Any:
@@ -100,8 +151,14 @@ class PushContext:
         namespace = key.namespace
         sidecar = None
         if key.sidecar is not None:
-            sidecar = next((c for c in self._sidecar_configs() if c.key == key.sidecar), None)
-        gateways = tuple(c for c in self.gateways.configs if c.key in key.gateways)
+            sidecar = self.sidecars.by_key.get(key.sidecar)
+        gateways: tuple[Config, ...] = ()
+        if key.gateways:
+            wanted = frozenset(key.gateways)
+            gateways = tuple(c for c in self.gateways.configs if c.key in wanted)
+        egress = egress_hosts(sidecar, namespace)
+        # Only the namespaces the Sidecar's egress names can contribute: read just those.
+        reach = egress_namespaces(egress)
         mesh = self.mesh
 
         def visible(service: Service) -> bool:
@@ -112,20 +169,26 @@ class PushContext:
 
         routes = [
             (e.config.key, e.config.namespace, e.hosts)
-            for e in self.virtual_services.visible_to(namespace)
+            for e in self.virtual_services.visible_to(namespace, reach)
         ]
-        return build_scope(
+        built = build_scope(
             key,
-            self.services.services,
+            self.services.services if reach is None else self.services.in_namespaces(reach),
             visible,
             rule_for,
             routes,
             gateways,
-            egress_hosts(sidecar, namespace),
+            egress,
         )
-
-    def _sidecar_configs(self) -> tuple[Config, ...]:
-        return self.sidecars.configs
+        # The previous context's equal scope keeps what generators derived from it; a
+        # different one is kept as the new scope's predecessor.
+        previous = self._reusable.get(key)
+        if previous is None:
+            return built
+        if previous == built:
+            return previous
+        built.follow(previous)
+        return built
 
 
 def build_context(
@@ -190,7 +253,24 @@ def build_context(
             lambda: GatewayIndex(configs("Gateway")),
         ),
     )
+    if previous is not None and _scopes_carry_over(previous, context):
+        object.__setattr__(context, "_reusable", previous._scopes)
     context.stats.build_seconds = time.perf_counter() - start
     context.stats.rebuilt = tuple(rebuilt)
     context.stats.reused = tuple(reused)
     return context
+
+
+def _scopes_carry_over(previous: PushContext, context: PushContext) -> bool:
+    """Whether ``context`` may take over ``previous``'s equal scopes with their memos.
+
+    A scope memo reads the scope and, besides it, only the mesh settings and the
+    VirtualService, Sidecar and Gateway indexes: when those are the same, an equal scope
+    derives the same things.
+    """
+    return (
+        previous.mesh == context.mesh
+        and previous.virtual_services is context.virtual_services
+        and previous.sidecars is context.sidecars
+        and previous.gateways is context.gateways
+    )

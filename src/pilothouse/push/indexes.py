@@ -8,7 +8,7 @@ namespace sees), in time independent of the number of proxies.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,6 +97,8 @@ class RouteEntry:
     hosts: tuple[str, ...]
     gateways: tuple[str, ...]
     export_to: frozenset[str]
+    delegates: tuple[ConfigKey, ...] = ()
+    """The VirtualServices its HTTP routes delegate to, in first-seen order."""
 
     @property
     def for_mesh(self) -> bool:
@@ -115,15 +117,39 @@ class VirtualServiceIndex:
             gateways = tuple(
                 g if g == "mesh" or "/" in g else f"{config.namespace}/{g}" for g in spec.gateways
             )
-            entries.append(RouteEntry(config, hosts, gateways, frozenset(spec.export_to)))
+            entries.append(
+                RouteEntry(
+                    config, hosts, gateways, frozenset(spec.export_to), _delegate_keys(config)
+                )
+            )
         entries.sort(key=lambda e: e.config.key)
         self.entries = tuple(entries)
         self.keys = frozenset(e.config.key for e in entries)
+        self.by_key: Mapping[ConfigKey, RouteEntry] = {e.config.key: e for e in entries}
+        by_namespace: dict[str, list[RouteEntry]] = {}
+        for entry in entries:
+            by_namespace.setdefault(entry.config.namespace, []).append(entry)
+        self._by_namespace = by_namespace
+        by_gateway: dict[str, list[RouteEntry]] = {}
+        for entry in entries:
+            for gateway in dict.fromkeys(entry.gateways):
+                by_gateway.setdefault(gateway, []).append(entry)
+        self._by_gateway = {name: tuple(bound) for name, bound in by_gateway.items()}
+        self.source_selectors = _source_selectors(entries)
 
-    def visible_to(self, namespace: str) -> tuple[RouteEntry, ...]:
+    def visible_to(
+        self, namespace: str, among: Collection[str] | None = None
+    ) -> tuple[RouteEntry, ...]:
+        """The VirtualServices exported to ``namespace`` (only those of ``among`` when set)."""
+        entries = self.entries
+        if among is not None:
+            by_namespace = self._by_namespace
+            entries = tuple(
+                sorted((e for n in among for e in by_namespace.get(n, ())), key=_entry_key)
+            )
         return tuple(
             e
-            for e in self.entries
+            for e in entries
             if exported_to(
                 e.export_to,
                 e.config.namespace,
@@ -133,8 +159,37 @@ class VirtualServiceIndex:
         )
 
     def for_gateway(self, gateway: ConfigKey) -> tuple[RouteEntry, ...]:
-        name = f"{gateway.namespace}/{gateway.name}"
-        return tuple(e for e in self.entries if name in e.gateways)
+        """The VirtualServices bound to ``gateway``, in key order."""
+        return self._by_gateway.get(f"{gateway.namespace}/{gateway.name}", ())
+
+
+def _delegate_keys(config: Config) -> tuple[ConfigKey, ...]:
+    found: dict[ConfigKey, None] = {}
+    for http in _spec(config).http:
+        if http.HasField("delegate"):
+            namespace = http.delegate.namespace or config.namespace
+            found[ConfigKey("VirtualService", namespace, http.delegate.name)] = None
+    return tuple(found)
+
+
+def _entry_key(entry: RouteEntry) -> ConfigKey:
+    return entry.config.key
+
+
+def _source_selectors(entries: Iterable[RouteEntry]) -> tuple[tuple[tuple[str, str], ...], ...]:
+    """Every distinct ``sourceLabels`` of any HTTP match, in first-seen order.
+
+    Routes depend on a proxy's labels only through these selectors (a delegate's merged
+    match selects exactly when both its own and its root's labels do), so which of them
+    a proxy's labels satisfy is all a route configuration needs to know of the labels.
+    """
+    found: dict[tuple[tuple[str, str], ...], None] = {}
+    for entry in entries:
+        for http in _spec(entry.config).http:
+            for match in http.match:
+                if match.source_labels:
+                    found[tuple(sorted(match.source_labels.items()))] = None
+    return tuple(found)
 
 
 class SidecarIndex:
@@ -150,6 +205,7 @@ class SidecarIndex:
         self._by_namespace: Mapping[str, list[Config]] = by_namespace
         self.configs = tuple(sorted((c for cs in by_namespace.values() for c in cs), key=_key))
         self.keys = frozenset(c.key for c in self.configs)
+        self.by_key: Mapping[ConfigKey, Config] = {c.key: c for c in self.configs}
 
     def select(self, namespace: str, labels: Labels) -> Config | None:
         """A selecting Sidecar of the namespace, else its default, else the root default."""

@@ -10,7 +10,7 @@ push reaches only the proxies a change is visible to.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +20,7 @@ from pilothouse.push.proxy import ProxyIdentity, ProxyType
 from pilothouse.registry.model import SERVICE_KIND, Service, ServiceKey
 
 _NAMESPACE_WIDE = frozenset({"Sidecar", "PeerAuthentication"})
+_PREDECESSOR = "predecessor"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,20 +61,50 @@ def egress_hosts(sidecar: Config | None, own_namespace: str) -> tuple[EgressHost
     return tuple(found)
 
 
+def egress_namespaces(egress: tuple[EgressHost, ...] | None) -> frozenset[str] | None:
+    """The namespaces whose services and VirtualServices ``egress`` can admit (None: any)."""
+    if egress is None:
+        return None
+    namespaces = {e.namespace for e in egress}
+    if "*" in namespaces:
+        return None
+    namespaces.discard("~")
+    return frozenset(namespaces)
+
+
 @dataclass(frozen=True, slots=True)
 class ScopeKey:
-    """Everything that makes two proxies see different config."""
+    """Everything that makes two proxies see different config.
+
+    Its hash is computed once: generators key their per-context memos on it, and a
+    router's key holds every Gateway that selects it (hundreds of config keys).
+    """
 
     proxy_type: ProxyType
     namespace: str
     sidecar: ConfigKey | None
     gateways: tuple[ConfigKey, ...] = ()
     selected_rules: tuple[ConfigKey, ...] = ()
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        fields = (self.proxy_type, self.namespace, self.sidecar, self.gateways)
+        object.__setattr__(self, "_hash", hash((*fields, self.selected_rules)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
 
 @dataclass(frozen=True)
 class ProxyScope:
-    """The config visible to proxies of one :class:`ScopeKey`."""
+    """The config visible to proxies of one :class:`ScopeKey`.
+
+    :meth:`memo` keeps what generators derive from the scope. A new PushContext takes
+    over the previous context's scope object when the scope came out equal and the
+    context parts a scope memo may read besides the scope (mesh settings, the
+    VirtualService, Sidecar and Gateway indexes) are the very same, so what was derived
+    from it stays valid and comes along (see ``PushContext``).
+    """
 
     key: ScopeKey
     services: tuple[Service, ...]
@@ -85,10 +116,45 @@ class ProxyScope:
     service_keys: frozenset[ServiceKey] = frozenset()
     sources: frozenset[ConfigKey] = frozenset()
     rule_keys: frozenset[ConfigKey] = frozenset()
+    _memo: dict[Hashable, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def namespace(self) -> str:
         return self.key.namespace
+
+    @property
+    def predecessor(self) -> ProxyScope | None:
+        """The previous context's scope of the same key, when it came out different.
+
+        Set only where an equal scope would have been taken over, so the context parts
+        besides the scope are the same; a generator may reuse from its memo what it
+        checks is still valid (for instance what it derived from one service that is
+        the same object in both).
+        """
+        found: ProxyScope | None = self._memo.get(_PREDECESSOR)
+        return found
+
+    def follow(self, previous: ProxyScope) -> None:
+        """Make ``previous`` this scope's predecessor (and forget its own, so that
+        scopes do not chain across contexts)."""
+        previous._memo.pop(_PREDECESSOR, None)
+        self._memo[_PREDECESSOR] = previous
+
+    def recall(self, key: Hashable) -> Any:
+        """What :meth:`memo` holds under ``key``, or None (nothing is made)."""
+        return self._memo.get(key)
+
+    def memo(self, key: Hashable, make: Callable[[], Any]) -> Any:
+        """A value derived from this scope (and the context parts that come with it).
+
+        Never for values that read anything else of a context (endpoints, services or
+        DestinationRules other than the scope's own): those belong in the context's memo.
+        """
+        try:
+            return self._memo[key]
+        except KeyError:
+            value = self._memo[key] = make()
+            return value
 
     def service(self, hostname: str) -> Service | None:
         return self.by_hostname.get(hostname)

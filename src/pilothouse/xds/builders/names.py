@@ -31,6 +31,10 @@ class Direction(enum.StrEnum):
     INBOUND = "inbound"
 
 
+_OUTBOUND: Final = Direction.OUTBOUND.value
+_INBOUND: Final = Direction.INBOUND.value
+
+
 @dataclass(frozen=True, slots=True)
 class ClusterName:
     """The parts of an Istio service cluster name."""
@@ -45,18 +49,23 @@ class ClusterName:
 
 
 def outbound_cluster_name(host: str, port: int, subset: str = "") -> str:
-    """``outbound|<port>|<subset>|<host>``."""
-    return str(ClusterName(Direction.OUTBOUND, port, subset, host))
+    """``outbound|<port>|<subset>|<host>`` (what ``str(ClusterName(...))`` gives, made
+    directly: names are made for every cluster, route and endpoint assignment)."""
+    return _SEPARATOR.join((_OUTBOUND, str(port), subset, host))
 
 
 def inbound_cluster_name(port: int) -> str:
     """``inbound|<port>||``: a sidecar's cluster for its own workload port."""
-    return str(ClusterName(Direction.INBOUND, port, "", ""))
+    return _SEPARATOR.join((_INBOUND, str(port), "", ""))
 
 
 def srv_cluster_name(host: str, port: int, subset: str = "") -> str:
     """``outbound_.<port>_.<subset>_.<host>``: the default SNI for ISTIO_MUTUAL."""
     return _SRV_SEPARATOR.join((Direction.OUTBOUND.value, str(port), subset, host))
+
+
+_DIRECTIONS: Final = {direction.value: direction for direction in Direction}
+_SRV_PREFIXES: Final = tuple(direction.value + _SRV_SEPARATOR for direction in Direction)
 
 
 def parse_cluster_name(name: str) -> ClusterName | None:
@@ -65,18 +74,13 @@ def parse_cluster_name(name: str) -> ClusterName | None:
     Both the ``|`` form and the ``_.`` (DNS-SRV) form are understood.  The host
     part is taken whole, so a host that itself contains the separator survives.
     """
-    separator = _SEPARATOR
-    if name.startswith(Direction.OUTBOUND.value + _SRV_SEPARATOR) or name.startswith(
-        Direction.INBOUND.value + _SRV_SEPARATOR
-    ):
-        separator = _SRV_SEPARATOR
+    separator = _SRV_SEPARATOR if name.startswith(_SRV_PREFIXES) else _SEPARATOR
     parts = name.split(separator, 3)
     if len(parts) != 4:
         return None
     direction_text, port_text, subset, host = parts
-    try:
-        direction = Direction(direction_text)
-    except ValueError:
+    direction = _DIRECTIONS.get(direction_text)
+    if direction is None:
         return None
     if not port_text.isascii() or not port_text.isdigit():
         return None

@@ -50,6 +50,8 @@ def domain_name(host: str, port: int) -> str:
 
 
 def _ipv6_compliant(host: str) -> str:
+    if ":" not in host:
+        return host  # every IPv6 address has a colon; nothing else is bracketed
     try:
         address = ipaddress.ip_address(host)
     except ValueError:

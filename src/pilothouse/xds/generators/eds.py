@@ -6,65 +6,125 @@ service, the index's version for that service, the subset labels, the port name)
 it is built once per endpoint change and shared by every proxy watching it. A
 watched name this proxy cannot resolve (unknown host, port or subset) gets no
 resource: in SotW that is what "does not exist" looks like.
+
+What names mean is the same for every proxy of a scope, so it is worked out once per
+scope (a later context takes the scope over when it is unchanged), and so is the
+answer to one set of watched names, kept with the endpoint versions it was read at
+(:class:`Assignments`): a proxy whose scope-mates asked the same costs a version check
+per service.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from pilothouse.config.model import Config
 from pilothouse.push.cache import Resource
-from pilothouse.registry.model import Resolution
+from pilothouse.push.scope import ProxyScope
+from pilothouse.registry.model import Resolution, Service, ServiceKey
 from pilothouse.xds.builders.endpoint import LbEndpointInput, build_load_assignment
 from pilothouse.xds.builders.names import Direction, outbound_cluster_name, parse_cluster_name
 from pilothouse.xds.generators.base import GenerationInput, Resources
 from pilothouse.xds.generators.cds import encode, subsets_of
 from pilothouse.xds.protocol.type_urls import EDS
 
+MAX_REMEMBERED = 64
+"""Distinct watch sets remembered per scope (a scope's proxies normally share one)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EdsTarget:
+    """What a watched cluster name resolves to in a scope: a service port and subset."""
+
+    name: str
+    service: ServiceKey
+    port_name: str
+    labels: tuple[tuple[str, str], ...]
+
+
+class Assignments:
+    """The assignments for one set of watched names in one scope (shared by its proxies).
+
+    Kept with the endpoint versions of the services they were loaded at: while those
+    versions hold, the same resources are the answer; when one moved, each assignment
+    is looked up again (in the ResourceCache, which builds only the changed ones).
+    """
+
+    __slots__ = ("_services", "_versions", "resources", "targets")
+
+    def __init__(self, targets: tuple[EdsTarget, ...]) -> None:
+        self.targets = targets
+        self._services = tuple(dict.fromkeys(t.service for t in targets))
+        self._versions: tuple[int, ...] | None = None
+        self.resources: dict[str, Resource] = {}
+
+    def current(self, given: GenerationInput) -> dict[str, Resource]:
+        index = given.endpoints
+        versions = tuple(index.version(s) for s in self._services)
+        if versions != self._versions:
+            self.resources = {t.name: EndpointGenerator.load(given, t) for t in self.targets}
+            self._versions = versions
+        return self.resources
+
 
 class EndpointGenerator:
     type_url = EDS
 
     def generate(self, given: GenerationInput) -> Resources:
+        scope = given.scope
         names = given.names
         if names is None:
-            names = frozenset(self._all_names(given))
-        out: dict[str, Resource] = {}
+            names = scope.memo("eds-names", lambda: frozenset(self._all_names(given)))
+        answers: dict[frozenset[str], Assignments] = scope.memo("eds-answers", dict)
+        watched = answers.get(names)
+        if watched is None:
+            if len(answers) >= MAX_REMEMBERED:
+                answers.clear()  # watch sets come and go: keep only recent ones
+            targets = self._targets(given, names)
+            watched = _inherited(scope, names, targets) or Assignments(targets)
+            answers[names] = watched
+        return watched.current(given)
+
+    @staticmethod
+    def _targets(given: GenerationInput, names: frozenset[str]) -> tuple[EdsTarget, ...]:
+        # Names resolve the same way for every proxy of the scope: once per scope.
+        known: dict[str, EdsTarget | None] = given.scope.memo("eds-targets", dict)
+        if len(known) >= MAX_REMEMBERED * 64:
+            known.clear()
+        found: list[EdsTarget] = []
         for name in names:
-            resource = self.assignment(given, name)
-            if resource is not None:
-                out[name] = resource
-        return out
+            try:
+                target = known[name]
+            except KeyError:
+                target = known[name] = resolve(given.scope, name)
+            if target is not None:
+                found.append(target)
+        return tuple(found)
 
     def assignment(self, given: GenerationInput, name: str) -> Resource | None:
-        parsed = parse_cluster_name(name)
-        if parsed is None or parsed.direction is not Direction.OUTBOUND:
-            return None
-        service = given.scope.service(parsed.host)
-        if service is None:
-            return None
-        port = service.port_by_number(parsed.port)
-        if port is None:
-            return None
-        labels: tuple[tuple[str, str], ...] = ()
-        if parsed.subset:
-            rule = given.scope.destination_rule(service)
-            found = dict(subsets_of(rule)).get(parsed.subset)
-            if found is None:
-                return None
-            labels = found
+        target = resolve(given.scope, name)
+        return None if target is None else self.load(given, target)
+
+    @staticmethod
+    def load(given: GenerationInput, target: EdsTarget) -> Resource:
+        """The target's assignment at the index's current version, cached across proxies."""
         index = given.endpoints
-        key = ("eds", name, service.key, index.version(service.key), labels, port.name)
+        service = target.service
+        key = ("eds", target.name, service, index.version(service), target.labels, target.port_name)
         cached = given.cache.get(key)
         if cached is not None:
             return cached
-        endpoints = index.endpoints_for(service.key, port.name, dict(labels) or None)
+        labels = target.labels
+        endpoints = index.endpoints_for(service, target.port_name, dict(labels) or None)
         assignment = build_load_assignment(
-            name,
+            target.name,
             [
                 LbEndpointInput(e.address, e.port, e.locality, e.weight, e.labels.pairs)
                 for e in endpoints
             ],
         )
-        resource = encode(assignment, name)
-        given.cache.put(key, resource, frozenset({service.key.config_key}))
+        resource = encode(assignment, target.name)
+        given.cache.put(key, resource, frozenset({service.config_key}))
         return resource
 
     @staticmethod
@@ -82,3 +142,72 @@ class EndpointGenerator:
                 for s in subsets
             )
         return names
+
+
+def resolve(scope: ProxyScope, name: str) -> EdsTarget | None:
+    """The service port and subset ``name`` means to the scope; None when it means nothing."""
+    parsed = parse_cluster_name(name)
+    if parsed is None or parsed.direction is not Direction.OUTBOUND:
+        return None
+    known: dict[str, ServiceTargets | None] = scope.memo("eds-services", dict)
+    try:
+        service = known[parsed.host]
+    except KeyError:
+        service = known[parsed.host] = _service_targets(scope, parsed.host)
+    if service is None:
+        return None
+    port_name = service.ports.get(parsed.port)
+    if port_name is None:
+        return None
+    labels: tuple[tuple[str, str], ...] = ()
+    if parsed.subset:
+        subset = service.subsets.get(parsed.subset)
+        if subset is None:
+            return None
+        labels = subset
+    return EdsTarget(name, service.key, port_name, labels)
+
+
+class ServiceTargets:
+    """A service as cluster names read it: port names by number, subset labels by name."""
+
+    __slots__ = ("key", "ports", "subsets")
+
+    def __init__(self, key: ServiceKey, service: Service, rule: Config | None) -> None:
+        self.key = key
+        self.ports: dict[int, str] = {}
+        for port in service.ports:
+            self.ports.setdefault(port.number, port.name)  # the first port of a number
+        self.subsets = dict(subsets_of(rule))
+
+
+def _service_targets(scope: ProxyScope, host: str) -> ServiceTargets | None:
+    """The host's service as cluster names read it; the predecessor scope's reading when
+    it had the very same service and DestinationRule."""
+    service = scope.service(host)
+    if service is None:
+        return None
+    rule = scope.destination_rule(service)
+    previous = scope.predecessor
+    if (
+        previous is not None
+        and previous.service(host) is service
+        and previous.destination_rule(service) is rule
+    ):
+        held: dict[str, ServiceTargets | None] | None = previous.recall("eds-services")
+        found = None if held is None else held.get(host)
+        if found is not None:
+            return found
+    return ServiceTargets(service.key, service, rule)
+
+
+def _inherited(
+    scope: ProxyScope, names: frozenset[str], targets: tuple[EdsTarget, ...]
+) -> Assignments | None:
+    """The predecessor scope's assignments for these names, when they mean the same."""
+    previous = scope.predecessor
+    if previous is None:
+        return None
+    held: dict[frozenset[str], Assignments] | None = previous.recall("eds-answers")
+    found = None if held is None else held.get(names)
+    return found if found is not None and found.targets == targets else None

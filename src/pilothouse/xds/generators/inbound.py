@@ -15,9 +15,11 @@ Both feed the CDS (``inbound|<port>||`` clusters) and LDS generators.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pilothouse.registry.model import Endpoint, Service
 from pilothouse.xds.generators.base import GenerationInput
 
 LOCALHOST = "127.0.0.1"
@@ -49,9 +51,7 @@ def _compute(given: GenerationInput) -> tuple[InboundPort, ...]:
         return ()
     sidecar = None
     if given.scope.key.sidecar is not None:
-        sidecar = next(
-            (c for c in context.sidecars.configs if c.key == given.scope.key.sidecar), None
-        )
+        sidecar = context.sidecars.by_key.get(given.scope.key.sidecar)
     spec: Any = sidecar.spec if sidecar is not None else None
     if spec is not None and spec.ingress:
         ports = []
@@ -73,25 +73,61 @@ def _compute(given: GenerationInput) -> tuple[InboundPort, ...]:
         return tuple(ports)
     if not proxy.labels or not proxy.ip_addresses:
         return ()
-    addresses = set(proxy.ip_addresses)
+    by_address = _labelled_endpoints(given, proxy.namespace)
+    addresses = proxy.ip_addresses
+    candidates: Iterable[Candidate]
+    if len(addresses) == 1:
+        candidates = by_address.get(addresses[0], ())  # already in position order
+    else:
+        candidates = sorted(
+            (c for a in set(addresses) for c in by_address.get(a, ())), key=_position
+        )
     found: dict[int, InboundPort] = {}
-    for service in context.services.services:
-        if service.namespace != proxy.namespace:
+    for _, service, endpoint in candidates:
+        if not proxy.labels.matches(endpoint.labels):
             continue
-        for endpoint in given.endpoints.endpoints(service.key):
-            if endpoint.address not in addresses or not endpoint.labels:
-                continue
-            if not proxy.labels.matches(dict(endpoint.labels)):
-                continue
-            service_port = service.port_by_name(endpoint.service_port_name)
-            if service_port is None or service_port.number in found:
-                continue
-            found[service_port.number] = InboundPort(
-                port=service_port.number,
-                protocol=(service_port.protocol or "TCP").upper(),
-                target_host=LOCALHOST,
-                target_port=endpoint.port,
-                bind=False,
-                address=proxy.ip,
-            )
+        service_port = service.port_by_name(endpoint.service_port_name)
+        if service_port is None or service_port.number in found:
+            continue
+        found[service_port.number] = InboundPort(
+            port=service_port.number,
+            protocol=(service_port.protocol or "TCP").upper(),
+            target_host=LOCALHOST,
+            target_port=endpoint.port,
+            bind=False,
+            address=proxy.ip,
+        )
     return tuple(found[p] for p in sorted(found))
+
+
+Candidate = tuple[int, Service, Endpoint]
+"""(position in the namespace's service-then-endpoint order, service, endpoint)."""
+
+
+def _position(candidate: Candidate) -> int:
+    return candidate[0]
+
+
+def _labelled_endpoints(given: GenerationInput, namespace: str) -> Mapping[str, list[Candidate]]:
+    """The labelled endpoints of the namespace's services by address.
+
+    Built once per context and namespace, and again only when the endpoints of one of
+    those services changed (endpoints change without a new context).
+    """
+    services = given.context.services.by_namespace.get(namespace, ())
+    index = given.endpoints
+    versions = tuple(index.version(s.key) for s in services)
+    held: dict[str, Any] = given.context.memo(("inbound-endpoints", namespace), dict)
+    if held.get("versions") != versions:
+        by_address: dict[str, list[Candidate]] = {}
+        position = 0
+        for service in services:
+            for endpoint in index.endpoints(service.key):
+                if endpoint.labels:
+                    by_address.setdefault(endpoint.address, []).append(
+                        (position, service, endpoint)
+                    )
+                position += 1
+        held["versions"], held["by_address"] = versions, by_address
+    found: Mapping[str, list[Candidate]] = held["by_address"]
+    return found

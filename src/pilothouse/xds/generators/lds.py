@@ -20,11 +20,18 @@ Sidecar proxies:
 - an inbound listener per inbound port of the proxy's own workload (see inbound.py:
   from Sidecar ``ingress`` listeners, bound; or from the WorkloadEntry that is this
   proxy, not bound), forwarding to ``inbound|<port>||`` (see CDS).
+
+Only the inbound listeners hold the proxy's address. Everything else is shared by the
+proxies of a scope and cached under the scope's inputs (scope_inputs.py), so it
+survives pushes that leave them alone; inbound listeners are encoded once per port and
+address length and patched with each proxy's address (:class:`AddressTemplate`).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from typing import Any
 
 from envoy.extensions.filters.network.http_connection_manager.v3 import (  # type: ignore[import-untyped]
@@ -32,11 +39,13 @@ from envoy.extensions.filters.network.http_connection_manager.v3 import (  # typ
 )
 
 from pilothouse.config.model import Config
-from pilothouse.push.cache import Resource
+from pilothouse.push.cache import Resource, ResourceGroup
 from pilothouse.push.hostnames import host_matches
 from pilothouse.xds.builders.cluster import RestPolling, rest_config_source
+from pilothouse.xds.builders.encode import content_hash, to_any_bytes
 from pilothouse.xds.builders.filter_chain import WeightedCluster
 from pilothouse.xds.builders.http_connection_manager import is_http
+from pilothouse.xds.builders.listener import UNIX_PREFIX, listener_name
 from pilothouse.xds.builders.listener_gateway import (
     GatewayServer,
     SniRoute,
@@ -52,8 +61,9 @@ from pilothouse.xds.builders.route_l4 import build_tcp_route_clusters, tls_route
 from pilothouse.xds.builders.route_match import resolve_gateway_name
 from pilothouse.xds.generators.base import GenerationInput, Resources
 from pilothouse.xds.generators.cds import encode
-from pilothouse.xds.generators.inbound import inbound_ports
+from pilothouse.xds.generators.inbound import InboundPort, inbound_ports
 from pilothouse.xds.generators.routing import resolver_for
+from pilothouse.xds.generators.scope_inputs import scope_inputs
 from pilothouse.xds.protocol.type_urls import LDS
 
 log = logging.getLogger("pilothouse.xds")
@@ -67,20 +77,139 @@ class ListenerGenerator:
     type_url = LDS
 
     def generate(self, given: GenerationInput) -> Resources:
-        proxy = given.proxy
-        interception = (proxy.metadata or {}).get("INTERCEPTION_MODE", "")
-        key = ("lds", given.scope.key, proxy.ip_addresses, proxy.labels, interception, given.rest)
-        everything: dict[str, Resource] = given.context.memo(key, lambda: self._all(given))
+        everything = self._everything(given)
         if given.names is None:
             return everything
         return {n: everything[n] for n in given.names if n in everything}
 
-    def _all(self, given: GenerationInput) -> dict[str, Resource]:
-        listeners = router_listeners(given) if given.proxy.is_router else sidecar_listeners(given)
+    def _everything(self, given: GenerationInput) -> dict[str, Resource]:
+        """The scope's outbound listeners (once per scope), then the proxy's inbound ones.
+
+        Only inbound listeners carry the proxy's own address; everything else depends on
+        the scope, the transport and whether the proxy captures traffic.
+        """
+        proxy = given.proxy
+        capturing = (proxy.metadata or {}).get("INTERCEPTION_MODE", "") in CAPTURING
+        outbound: ScopeListeners = given.scope.memo(
+            ("lds", capturing, given.rest), lambda: self._outbound(given, capturing)
+        )
+        if proxy.is_router:
+            return outbound.resources
+        inbound = inbound_ports(given)
+        if not inbound:
+            return outbound.resources
+        everything = dict(outbound.resources)
+        for port in inbound:
+            if not port.bind and (port.address, port.port) in outbound.taken:
+                continue  # the egress listener owns that address; the cluster still exists
+            resource = inbound_listener(given, port)
+            everything[resource.name] = resource
+        return everything
+
+    def _outbound(self, given: GenerationInput, capturing: bool) -> ScopeListeners:
+        """The scope's listeners, from the cache when the scope's inputs were seen before."""
+        inputs = scope_inputs(given.context, given.scope)
+        key = ("lds", inputs, capturing, given.rest)
+        group = given.cache.get_group(key)
+        if group is None:
+            group = self._build_outbound(given)
+            given.cache.put_group(key, group, inputs.depends_on)
+        return ScopeListeners({r.name: r for r in group.resources}, group.notes)
+
+    def _build_outbound(self, given: GenerationInput) -> ResourceGroup:
+        listeners = router_listeners(given) if given.proxy.is_router else outbound_listeners(given)
         if given.rest is not None:
             for listener in listeners:
                 _rds_over_rest(listener, given.rest)
-        return {listener.name: encode(listener, listener.name) for listener in listeners}
+        taken = frozenset(
+            (listener.address.socket_address.address, listener.address.socket_address.port_value)
+            for listener in listeners
+        )
+        resources = {listener.name: encode(listener, listener.name) for listener in listeners}
+        return ResourceGroup(tuple(resources.values()), taken)
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeListeners:
+    """The encoded listeners every proxy of a scope shares, and the sockets they take."""
+
+    resources: dict[str, Resource]
+    taken: frozenset[Hashable]
+    """(address, port) of every listener."""
+
+
+def inbound_listener(given: GenerationInput, port: InboundPort) -> Resource:
+    """The inbound listener of one port of the proxy's workload.
+
+    The listener differs between the proxies of a workload only by their address, which
+    it holds verbatim (socket, names, stat prefix). So it is encoded once per port, with
+    a placeholder address of the same length, and each proxy's copy is those bytes with
+    its address written over the placeholder (see :class:`AddressTemplate`).
+    """
+    address = port.address
+    # ASCII: the placeholder's length in characters is its length in bytes
+    if address and address.isascii() and not address.startswith(UNIX_PREFIX):
+        tls = None if port.tls is None else port.tls.SerializeToString(deterministic=True)
+        key = ("lds-inbound", port.port, port.protocol, port.bind, tls, given.rest, len(address))
+        template: AddressTemplate | None = given.context.memo(
+            key, lambda: AddressTemplate.make(len(address), lambda a: _inbound(given, port, a))
+        )
+        if template is not None:
+            return template.resource(address, _inbound_name(port, address))
+    built = _inbound(given, port, address)
+    return encode(built, built.name)
+
+
+def _inbound_name(port: InboundPort, address: str) -> str:
+    return listener_name(address, port.port) if port.bind else inbound_cluster_name(port.port)
+
+
+def _inbound(given: GenerationInput, port: InboundPort, address: str) -> Any:
+    listener = build_inbound_listener(
+        address,
+        port.port,
+        port.protocol,
+        cluster=inbound_cluster_name(port.port),
+        tls=port.tls,
+    )
+    if not port.bind:
+        listener.name = inbound_cluster_name(port.port)
+        listener.bind_to_port.value = False
+    if given.rest is not None:
+        _rds_over_rest(listener, given.rest)
+    return listener
+
+
+class AddressTemplate:
+    """An encoded resource with a placeholder where an address of a given length goes.
+
+    :meth:`make` encodes the resource twice, with two different placeholders, and keeps
+    the template only if swapping one placeholder for the other turns the first
+    encoding into the second: then the address reaches the bytes verbatim and nowhere
+    else, so writing a real address (of the same length, so no length prefix moves)
+    over the placeholder gives exactly the bytes a fresh build would.
+    """
+
+    FILL = "~"
+    CHECK = "^"
+
+    def __init__(self, body: bytes, placeholder: bytes) -> None:
+        self._body = body
+        self._placeholder = placeholder
+
+    @classmethod
+    def make(cls, length: int, build: Callable[[str], Any]) -> AddressTemplate | None:
+        placeholder, check = cls.FILL * length, cls.CHECK * length
+        first = encode(build(placeholder), "").body
+        second = to_any_bytes(build(check))
+        held = placeholder.encode()
+        if held not in first or first.replace(held, check.encode()) != second:
+            return None
+        return cls(first, held)
+
+    def resource(self, address: str, name: str) -> Resource:
+        body = self._body.replace(self._placeholder, address.encode())
+        return Resource(name, content_hash(body), body)
 
 
 def _rds_over_rest(listener: Any, polling: RestPolling) -> None:
@@ -169,11 +298,12 @@ def _applies(matches: Any, port: int, gateway: str, config: Config) -> bool:
     return False
 
 
-def sidecar_listeners(given: GenerationInput) -> list[Any]:
+def outbound_listeners(given: GenerationInput) -> list[Any]:
+    """A sidecar scope's outbound listeners: its Sidecar's egress ports, or every port seen."""
     scope, context, proxy = given.scope, given.context, given.proxy
     sidecar = None
     if scope.key.sidecar is not None:
-        sidecar = next((c for c in context.sidecars.configs if c.key == scope.key.sidecar), None)
+        sidecar = context.sidecars.by_key.get(scope.key.sidecar)
     spec: Any = sidecar.spec if sidecar is not None else None
     listeners: list[Any] = []
     egress = [e for e in spec.egress if e.port.number] if spec is not None else []
@@ -192,24 +322,6 @@ def sidecar_listeners(given: GenerationInput) -> list[Any]:
                     allow_any=context.mesh.outbound_traffic_policy.value == "ALLOW_ANY",
                 )
             )
-    taken = {
-        (listener.address.socket_address.address, listener.address.socket_address.port_value)
-        for listener in listeners
-    }
-    for inbound in inbound_ports(given):
-        if not inbound.bind and (inbound.address, inbound.port) in taken:
-            continue  # the egress listener owns that address; the cluster still exists
-        listener = build_inbound_listener(
-            inbound.address,
-            inbound.port,
-            inbound.protocol,
-            cluster=inbound_cluster_name(inbound.port),
-            tls=inbound.tls,
-        )
-        if not inbound.bind:
-            listener.name = inbound_cluster_name(inbound.port)
-            listener.bind_to_port.value = False
-        listeners.append(listener)
     return listeners
 
 

@@ -11,11 +11,16 @@ Gateway route configuration (``http.<port>``, ``https.<port>.<name>.<gateway>.<n
 virtual hosts from the VirtualServices bound to the gateway whose hosts the server
 admits (``ns/host`` rules), each host with and without the port; a 404 virtual host
 when nothing is bound. Servers with ``httpsRedirect`` require TLS on every host.
+
+Route configurations are shared by the proxies of a scope whose labels meet the same
+``sourceLabels`` selectors, and cached under the scope's inputs (scope_inputs.py): a
+push that changes none of them rebuilds no route.
 """
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Hashable
 from typing import Any
 
 from envoy.config.route.v3 import route_components_pb2 as rc_pb2  # type: ignore[import-untyped]
@@ -39,9 +44,11 @@ from pilothouse.xds.generators.cds import encode
 from pilothouse.xds.generators.routing import (
     delegates,
     hash_policies,
+    label_key,
     resolver_for,
     visible_routes,
 )
+from pilothouse.xds.generators.scope_inputs import scope_inputs
 from pilothouse.xds.protocol.type_urls import RDS
 
 
@@ -50,22 +57,34 @@ class RouteGenerator:
 
     def generate(self, given: GenerationInput) -> Resources:
         names = given.names if given.names is not None else frozenset(self._all_names(given))
+        # routes may depend on the proxy's labels (sourceLabels matches)
+        labels = label_key(given.context, given.proxy.labels)
         out: dict[str, Resource] = {}
         for name in names:
-            resource = given.context.memo(
-                ("rds", given.scope.key, name, _label_key(given)),
-                functools.partial(self._one, given, name),
+            resource = given.scope.memo(
+                ("rds", name, labels),
+                functools.partial(self._one, given, name, labels),
             )
             if resource is not None:
                 out[name] = resource
         return out
 
-    def _one(self, given: GenerationInput, name: str) -> Resource | None:
+    def _one(self, given: GenerationInput, name: str, labels: Hashable) -> Resource | None:
+        """The route configuration from the cache when the scope's inputs were seen before."""
+        inputs = scope_inputs(given.context, given.scope)
+        key = ("rds", inputs, name, labels)
+        found = given.cache.get(key)
+        if found is not None:
+            return found
         if name.isdigit():
             config = sidecar_route_config(given, int(name))
         else:
             config = gateway_route_config(given, name)
-        return None if config is None else encode(config, name)
+        if config is None:
+            return None
+        resource = encode(config, name)
+        given.cache.put(key, resource, inputs.depends_on)
+        return resource
 
     @staticmethod
     def _all_names(given: GenerationInput) -> list[str]:
@@ -83,11 +102,6 @@ class RouteGenerator:
             if is_http(p.protocol or "TCP")
         }
         return [str(p) for p in sorted(ports)]
-
-
-def _label_key(given: GenerationInput) -> Any:
-    # routes may depend on the proxy's labels (sourceLabels matches)
-    return given.proxy.labels
 
 
 def sidecar_route_config(given: GenerationInput, port: int) -> Any:
@@ -109,9 +123,13 @@ def sidecar_route_config(given: GenerationInput, port: int) -> Any:
         if not entry.for_mesh:
             continue
         hosts = [h for h in entry.hosts if h in on_port or _external(h, scope.by_hostname)]
-        hosts += [
-            s for s in on_port if s not in hosts and any(host_matches(h, s) for h in entry.hosts)
-        ]
+        # A concrete host matches only itself (taken above): only wildcards add services.
+        wildcards = [h for h in entry.hosts if h == "*" or h.startswith("*.")]
+        if wildcards:
+            named = set(hosts)
+            hosts += [
+                s for s in on_port if s not in named and any(host_matches(h, s) for h in wildcards)
+            ]
         if not hosts:
             continue
         routes = build_http_routes(

@@ -1,0 +1,282 @@
+"""Generators reuse what a push did not change, and give what a fresh build would.
+
+A small mesh (two namespaces, a default Sidecar each, one workload entry per pod) is
+generated for, then a DestinationRule is edited and a new PushContext is built from the
+old one, as the discovery server does. Every resource must equal what a fresh server
+(new context, empty cache) generates for the same store, while the scopes the edit does
+not concern keep their scope object and the edited scope rebuilds nothing it need not.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+import pytest
+from google.protobuf import any_pb2
+
+from pilothouse.config.load import Loader
+from pilothouse.config.mesh import MeshSettings
+from pilothouse.config.model import ConfigKey
+from pilothouse.push.cache import ResourceCache
+from pilothouse.push.context import PushContext, build_context
+from pilothouse.push.proxy import ProxyIdentity, parse_node
+from pilothouse.push.request import PushRequest
+from pilothouse.registry.controller import ServiceEntryRegistry
+from pilothouse.sources.memory import MemoryStore
+from pilothouse.xds.builders.listener_sidecar import build_inbound_listener
+from pilothouse.xds.generators.base import GenerationInput
+from pilothouse.xds.generators.cds import ClusterGenerator, encode
+from pilothouse.xds.generators.eds import EndpointGenerator
+from pilothouse.xds.generators.inbound import InboundPort
+from pilothouse.xds.generators.lds import AddressTemplate, ListenerGenerator
+from pilothouse.xds.generators.rds import RouteGenerator
+from pilothouse.xds.generators.routing import hash_policy_inputs, label_key
+from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
+
+NAMESPACES = ("shop", "bank")
+
+
+def _namespace(ns: str, *, max_connections: int = 10, hashed: bool = False) -> str:
+    balancer = "loadBalancer: {consistentHash: {httpHeaderName: x-user}}" if hashed else ""
+    return f"""\
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {{name: web, namespace: {ns}}}
+spec:
+  hosts: [web.{ns}.svc.cluster.local]
+  location: MESH_INTERNAL
+  resolution: STATIC
+  ports: [{{name: http, number: 8080, protocol: HTTP}}]
+  workloadSelector: {{labels: {{app: web}}}}
+---
+apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: {{name: web-1, namespace: {ns}}}
+spec: {{address: 10.{NAMESPACES.index(ns)}.0.1, labels: {{app: web, version: v1}}}}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {{name: web, namespace: {ns}}}
+spec:
+  host: web.{ns}.svc.cluster.local
+  trafficPolicy:
+    connectionPool: {{tcp: {{maxConnections: {max_connections}}}}}
+    {balancer}
+  subsets:
+  - {{name: v1, labels: {{version: v1}}}}
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {{name: web, namespace: {ns}}}
+spec:
+  hosts: [web.{ns}.svc.cluster.local]
+  http:
+  - route:
+    - destination: {{host: web.{ns}.svc.cluster.local, subset: v1}}
+---
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {{name: default, namespace: {ns}}}
+spec:
+  egress:
+  - hosts: ["./*"]
+"""
+
+
+def _proxy(ns: str) -> ProxyIdentity:
+    address = f"10.{NAMESPACES.index(ns)}.0.1"
+    node = f"sidecar~{address}~web-1.{ns}~{ns}.svc.cluster.local"
+    return parse_node(
+        node,
+        {
+            "NAMESPACE": ns,
+            "LABELS": {"app": "web", "version": "v1"},
+            "INTERCEPTION_MODE": "REDIRECT",
+        },
+    )
+
+
+class Server:
+    """The store, registry, context and cache a discovery server would hold."""
+
+    def __init__(self) -> None:
+        self.store = MemoryStore("test")
+        self.registry = ServiceEntryRegistry(self.store, lambda update: None)
+        self.cache = ResourceCache()
+        self.context: PushContext | None = None
+
+    def apply(self, text: str) -> list[ConfigKey]:
+        keys = []
+        for config in Loader(source="test").load_strict(text, "mesh.yaml"):
+            if self.store.apply(config) is not None:
+                keys.append(config.key)
+        return keys
+
+    def start(self) -> None:
+        self.store.mark_synced()
+        self.registry.initial_load()
+        self.context = build_context(self.store, self.registry.services, MeshSettings(), "v1")
+
+    def push(self, changed: list[ConfigKey]) -> None:
+        assert self.context is not None
+        self.cache.invalidate(changed)
+        request = PushRequest.for_configs(changed)
+        self.context = build_context(
+            self.store, self.registry.services, MeshSettings(), "v2", self.context, request
+        )
+
+    def generate(self, proxy: ProxyIdentity) -> dict[str, dict[str, str]]:
+        """``{type: {name: version}}``: CDS, LDS and RDS by wildcard, EDS for the clusters."""
+        context = self.context
+        assert context is not None
+        out: dict[str, dict[str, str]] = {}
+        names: dict[str, frozenset[str] | None] = {CDS: None, LDS: None, RDS: None}
+        for type_url, generator in (
+            (CDS, ClusterGenerator()),
+            (EDS, EndpointGenerator()),
+            (LDS, ListenerGenerator()),
+            (RDS, RouteGenerator()),
+        ):
+            given = GenerationInput(
+                proxy=proxy,
+                scope=context.scope(proxy),
+                context=context,
+                endpoints=self.registry.endpoint_index,
+                cache=self.cache,
+                names=names.get(type_url),
+            )
+            generated = generator.generate(given)
+            out[type_url] = {name: r.version for name, r in generated.items()}
+            if type_url == CDS:
+                names[EDS] = frozenset(n for n in generated if n.startswith("outbound|"))
+        return out
+
+
+def _mesh(**changed: object) -> str:
+    return "".join(
+        _namespace(ns, **(changed if ns == "shop" else {}))  # type: ignore[arg-type]
+        for ns in NAMESPACES
+    )
+
+
+def _fresh(text: str) -> Server:
+    server = Server()
+    server.apply(text)
+    server.start()
+    return server
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"max_connections": 11}, {"hashed": True}],
+    ids=["connection-pool", "consistent-hash"],
+)
+def test_after_an_edit_every_resource_is_what_a_fresh_server_gives(
+    change: dict[str, object],
+) -> None:
+    server = _fresh(_mesh())
+    before = {ns: server.generate(_proxy(ns)) for ns in NAMESPACES}
+    server.push(server.apply(_mesh(**change)))
+    after = {ns: server.generate(_proxy(ns)) for ns in NAMESPACES}
+    fresh = _fresh(_mesh(**change))
+    assert after == {ns: fresh.generate(_proxy(ns)) for ns in NAMESPACES}
+    assert after["bank"] == before["bank"]
+    assert after["shop"][CDS] != before["shop"][CDS]
+    hashed = after["shop"][RDS] != before["shop"][RDS]
+    assert hashed == ("hashed" in change)  # routes change only when hash policies do
+
+
+def test_an_unchanged_scope_is_taken_over_and_a_changed_one_follows_its_predecessor() -> None:
+    server = _fresh(_mesh())
+    assert server.context is not None
+    old = {ns: server.context.scope(_proxy(ns)) for ns in NAMESPACES}
+    for ns in NAMESPACES:
+        server.generate(_proxy(ns))
+    server.push(server.apply(_mesh(max_connections=11)))
+    assert server.context is not None
+    new = {ns: server.context.scope(_proxy(ns)) for ns in NAMESPACES}
+    assert new["bank"] is old["bank"]
+    assert new["shop"] is not old["shop"]
+    assert new["shop"].predecessor is old["shop"]
+    assert old["shop"].predecessor is None
+
+
+def test_a_virtual_service_edit_takes_over_no_scope() -> None:
+    server = _fresh(_mesh())
+    assert server.context is not None
+    old = server.context.scope(_proxy("bank"))
+    text = _mesh().replace(
+        "  - route:\n    - destination: {host: web.shop",
+        "  - timeout: 5s\n    route:\n    - destination: {host: web.shop",
+    )
+    changed = server.apply(text)
+    assert changed == [ConfigKey("VirtualService", "shop", "web")]
+    server.push(changed)
+    assert server.context is not None
+    assert server.context.scope(_proxy("bank")) is not old
+
+
+def _inbound_port(address: str, *, bind: bool, protocol: str) -> InboundPort:
+    return InboundPort(8080, protocol, "127.0.0.1", 8080, bind, address)
+
+
+@pytest.mark.parametrize("address", ["10.0.0.1", "10.200.30.4", "fd00::1", "2001:db8::abcd:1"])
+@pytest.mark.parametrize("bind", [False, True])
+@pytest.mark.parametrize("protocol", ["HTTP", "TCP"])
+def test_an_address_template_gives_the_bytes_of_a_fresh_build(
+    address: str, bind: bool, protocol: str
+) -> None:
+    def build(at: str) -> object:
+        listener = build_inbound_listener(at, 8080, protocol, cluster="inbound|8080||")
+        if not bind:
+            listener.name = "inbound|8080||"
+            listener.bind_to_port.value = False
+        return listener
+
+    template = AddressTemplate.make(len(address), build)
+    assert template is not None
+    made = template.resource(address, "name")
+    fresh = encode(build(address), "name")
+    assert made == fresh
+    decoded = any_pb2.Any.FromString(made.body)
+    assert ipaddress.ip_address(address)  # the patched address is a real one
+    assert address.encode() in decoded.value
+
+
+def test_an_address_template_refuses_a_builder_that_reads_the_address() -> None:
+    def build(at: str) -> object:
+        listener = build_inbound_listener("10.0.0.1", 8080, "TCP")
+        listener.name = at.replace("~", "-")  # the placeholder does not reach the bytes as is
+        return listener
+
+    assert AddressTemplate.make(8, build) is None
+
+
+def test_label_key_names_only_the_source_label_selectors_a_proxy_meets() -> None:
+    text = _mesh().replace(
+        "  - route:\n    - destination: {host: web.shop",
+        "  - match: [{sourceLabels: {app: web}}, {sourceLabels: {app: db}}]\n"
+        "    route:\n    - destination: {host: web.shop",
+    )
+    server = _fresh(text)
+    assert server.context is not None
+    proxy = _proxy("shop")
+    assert label_key(server.context, proxy.labels) == ((("app", "web"),),)
+    assert label_key(_fresh(_mesh()).context or server.context, proxy.labels) == ()
+
+
+def test_hash_policy_inputs_see_only_consistent_hashing() -> None:
+    plain = _fresh(_mesh())
+    pooled = _fresh(_mesh(max_connections=99))
+    hashed = _fresh(_mesh(hashed=True))
+
+    def inputs(server: Server) -> object:
+        assert server.context is not None
+        scope = server.context.scope(_proxy("shop"))
+        service = scope.by_hostname["web.shop.svc.cluster.local"]
+        return hash_policy_inputs(server.context, scope.destination_rule(service))
+
+    assert inputs(plain) is None
+    assert inputs(pooled) is None
+    assert isinstance(inputs(hashed), bytes)
