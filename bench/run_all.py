@@ -44,6 +44,8 @@ RESULTS = HERE / "results.json"
 REPORT = ROOT / "BENCHMARKS.md"
 ERROR_LINES = 20
 HEADLINE_KEYS = (
+    "pilothouse_event_p99_ms",
+    "us_per_resource",
     "pilothouse_p99_beyond_debounce_ms",
     "pilothouse_kib_per_connection_*_to_*",
     "pilothouse_kib_per_connection",
@@ -335,11 +337,16 @@ def main() -> None:
     parser.add_argument(
         "--only", metavar="NAMES", help="comma-separated scripts to run; keep the others' results"
     )
+    parser.add_argument(
+        "--render-only",
+        action="store_true",
+        help=f"run nothing: redraw the charts and rewrite {REPORT.name} from {RESULTS.name}",
+    )
     args = parser.parse_args()
     today = datetime.date.today().isoformat()
     host = machine()
     runs = load_stored(RESULTS)
-    for script in chosen_scripts(args.only):
+    for script in [] if args.render_only else chosen_scripts(args.only):
         print(f"{script.name}…", file=sys.stderr, flush=True)
         began = time.monotonic()
         results = run_script(script)
