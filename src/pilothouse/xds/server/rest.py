@@ -49,7 +49,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -193,30 +192,30 @@ class ResourceJsonCache:
     """The proto3 JSON of each resource (with ``@type``), by (name, content version), LRU."""
 
     def __init__(self, max_entries: int) -> None:
-        self._entries: OrderedDict[tuple[str, str], str] = OrderedDict()
-        self._max = max_entries
-        self.hits = 0
-        self.misses = 0
+        self._entries: Lru[tuple[str, str], str] = Lru(max_entries)
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    @property
+    def hits(self) -> int:
+        return self._entries.hits
+
+    @property
+    def misses(self) -> int:
+        return self._entries.misses
 
     def render(self, resource: Resource) -> str:
         key = (resource.name, resource.version)
         found = self._entries.get(key)
         if found is not None:
-            self._entries.move_to_end(key)
-            self.hits += 1
             return found
-        self.misses += 1
         packed = any_pb2.Any.FromString(resource.body)
         text = json.dumps(
             json_format.MessageToDict(packed, preserving_proto_field_name=True),
             separators=(",", ":"),
         )
-        self._entries[key] = text
-        while len(self._entries) > self._max:
-            self._entries.popitem(last=False)
+        self._entries.put(key, text)
         return text
 
 
