@@ -8,6 +8,7 @@ reported and skipped; their valid siblings load.
 from __future__ import annotations
 
 import datetime
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -160,7 +161,7 @@ class Loader:
                 [problem(p.path, f"{p.path}: {p.message}", key) for p in decode_problems],
                 key,
             )
-        report = _validate(schema, spec, key)
+        report = _validate(schema, spec, key.namespace, key.name)
         findings = [self._finding(raw, f, key) for f in report.findings]
         if not report.ok:
             return None, findings, key
@@ -199,26 +200,28 @@ class Loader:
         where = origin if origin is not None else Origin(self.source)
         if not schema.namespaced:
             namespace = ""
-        key = ConfigKey(schema.kind, namespace, name)
-        problems = [
-            Problem(Severity.ERROR, where.file or where.source, None, message, key)
-            for _path, message in _name_problems(schema, key)
-        ]
-        if problems:
-            return None, problems
-        report = _validate(schema, spec, key)
-        problems = [
-            Problem(
-                f.severity,
-                where.file or where.source,
-                None,
-                f"{f.path}: {f.message}" if f.path else f.message,
-                key,
-            )
-            for f in report.findings
-        ]
-        if not report.ok:
-            return None, problems
+        if not _name_ok(schema, namespace, name):
+            key = ConfigKey(schema.kind, namespace, name)
+            return None, [
+                Problem(Severity.ERROR, where.file or where.source, None, message, key)
+                for _path, message in _name_problems(schema, key)
+            ]
+        report = _validate(schema, spec, namespace, name)
+        problems: list[Problem] = []
+        if report.findings:
+            key = ConfigKey(schema.kind, namespace, name)
+            problems = [
+                Problem(
+                    f.severity,
+                    where.file or where.source,
+                    None,
+                    f"{f.path}: {f.message}" if f.path else f.message,
+                    key,
+                )
+                for f in report.findings
+            ]
+            if not report.ok:
+                return None, problems
         config = Config(
             kind=schema.kind,
             name=name,
@@ -295,11 +298,11 @@ class Loader:
 def _name_problems(schema: Schema, key: ConfigKey) -> list[tuple[str, str]]:
     """``(field path, message)`` for a name or namespace Kubernetes would refuse."""
     found: list[tuple[str, str]] = []
-    if len(key.name) > 253 or not _DNS1123_SUBDOMAIN.match(key.name):
+    if len(key.name) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(key.name):
         found.append(
             ("metadata.name", f"metadata.name {key.name!r} must be a lowercase RFC 1123 subdomain")
         )
-    if schema.namespaced and (len(key.namespace) > 63 or not _DNS1123_LABEL.match(key.namespace)):
+    if schema.namespaced and not _namespace_ok(key.namespace):
         found.append(
             (
                 "metadata.namespace",
@@ -309,9 +312,23 @@ def _name_problems(schema: Schema, key: ConfigKey) -> list[tuple[str, str]]:
     return found
 
 
-def _validate(schema: Schema, spec: Message, key: ConfigKey) -> Report:
+def _name_ok(schema: Schema, namespace: str, name: str) -> bool:
+    """True when :func:`_name_problems` would find nothing (without spelling anything out)."""
+    return (
+        len(name) <= 253
+        and _DNS1123_SUBDOMAIN.fullmatch(name) is not None
+        and (not schema.namespaced or _namespace_ok(namespace))
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _namespace_ok(namespace: str) -> bool:
+    return len(namespace) <= 63 and _DNS1123_LABEL.fullmatch(namespace) is not None
+
+
+def _validate(schema: Schema, spec: Message, namespace: str, name: str) -> Report:
     """The kind's validator over ``spec``; a crashing validator is an error, not a crash."""
-    report = Report(namespace=key.namespace, name=key.name)
+    report = Report(namespace=namespace, name=name)
     try:
         schema.validator(spec, report)
     except Exception as exc:  # a validator bug must not take the loader down

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from pilothouse.config.model import Config, ConfigKey
 
@@ -16,9 +15,12 @@ class EventType(StrEnum):
     DELETE = "delete"
 
 
-@dataclass(frozen=True, slots=True)
-class ConfigEvent:
-    """One change to one object. ``old`` is None on ADD, ``new`` is None on DELETE."""
+class ConfigEvent(NamedTuple):
+    """One change to one object. ``old`` is None on ADD, ``new`` is None on DELETE.
+
+    A named tuple: every object of a bulk load makes two of these (its source's and the
+    aggregate's), and a tuple is built in C.
+    """
 
     type: EventType
     key: ConfigKey

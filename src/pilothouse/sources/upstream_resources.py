@@ -19,14 +19,14 @@ import datetime
 import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
 from google.protobuf.message import DecodeError
 
 from pilothouse.api.istio.mcp.v1alpha1 import resource_pb2
 from pilothouse.api.istio.mesh.v1alpha1 import config_pb2
 from pilothouse.config.load import Loader
-from pilothouse.config.model import Config, Origin
+from pilothouse.config.model import EMPTY, Config, ConfigKey, Origin
 from pilothouse.config.schema import Schema
 from pilothouse.config.validation.report import Severity
 
@@ -37,13 +37,6 @@ MESH_CONFIG_GVK: Final = "core/v1alpha1/MeshConfig"
 """The type name istiod asks for first on an MCP-over-xDS stream."""
 
 UNNAMED: Final = "<unnamed>"
-
-
-class Packed(NamedTuple):
-    """One response entry as plain values: an ``Any``'s type URL and bytes."""
-
-    type_url: str
-    value: bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,83 +74,83 @@ class KindDecoder:
         self.source = source
         self._loader = loader if loader is not None else Loader(source=source)
         self._origin = Origin(source)
+        self._body_type_url = schema.body_type_url
+        self._message = schema.message
         self._last: Mapping[bytes, Config] = {}
-        """The valid objects of the last response by a digest of their entry's bytes (a
-        digest, not the bytes: 100,000 remembered entries would otherwise keep 40 MB)."""
+        """The valid objects of the last response by a 128-bit BLAKE2b digest of their
+        entry's bytes (a digest, not the bytes: 100,000 remembered entries would otherwise
+        keep 40 MB). Only MCP Resource entries are remembered, so the bytes say it all."""
 
     def decode(self, entries: Iterable[Any]) -> DecodedKind:
         """Every entry (``google.protobuf.Any``) of one response."""
-        packed = [Packed(str(entry.type_url), bytes(entry.value)) for entry in entries]
-        digests = [_digest(p) for p in packed]
-        outcomes = [
-            self._last.get(d) or self.decode_entry(p) for d, p in zip(digests, packed, strict=True)
-        ]
+        last = self._last
         configs: list[Config] = []
         rejections: list[Rejection] = []
-        seen: set[str] = set()
+        seen: set[ConfigKey] = set()
         remembered: dict[bytes, Config] = {}
-        for digest, outcome in zip(digests, outcomes, strict=True):
+        for entry in entries:
+            type_url = entry.type_url
+            if type_url != MCP_RESOURCE_TYPE_URL:
+                rejections.append(
+                    Rejection(UNNAMED, f"type {type_url!r}; expected {MCP_RESOURCE_TYPE_URL}")
+                )
+                continue
+            value = entry.value
+            digest = hashlib.blake2b(value, digest_size=16).digest()
+            outcome = last.get(digest) or self.decode_entry(value)
             if isinstance(outcome, Rejection):
                 rejections.append(outcome)
                 continue
-            name = f"{outcome.namespace}/{outcome.name}"
-            if name in seen:
+            if outcome.key in seen:
+                name = f"{outcome.namespace}/{outcome.name}"
                 rejections.append(Rejection(name, "appears more than once in the response"))
                 continue
-            seen.add(name)
+            seen.add(outcome.key)
             remembered[digest] = outcome
             configs.append(outcome)
         self._last = remembered
         return DecodedKind(tuple(configs), tuple(rejections))
 
-    def decode_entry(self, entry: Any) -> Config | Rejection:
-        """One entry: the validated Config, or why it was rejected."""
-        if entry.type_url != MCP_RESOURCE_TYPE_URL:
-            return Rejection(UNNAMED, f"type {entry.type_url!r}; expected {MCP_RESOURCE_TYPE_URL}")
+    def decode_entry(self, value: bytes) -> Config | Rejection:
+        """One entry's bytes (an MCP Resource): the validated Config, or why it was rejected."""
         try:
-            resource = resource_pb2.Resource.FromString(entry.value)
+            resource = resource_pb2.Resource.FromString(value)
         except DecodeError as problem:
             return Rejection(UNNAMED, f"not an MCP Resource: {problem}")
-        name = resource.metadata.name or UNNAMED
-        parts = split_name(resource.metadata.name)
+        metadata = resource.metadata
+        full_name = metadata.name
+        parts = split_name(full_name)
         if parts is None:
-            return Rejection(name, "metadata.name must be <namespace>/<name>")
+            return Rejection(full_name or UNNAMED, "metadata.name must be <namespace>/<name>")
         body = resource.body
-        if body.type_url != self.schema.body_type_url:
+        if body.type_url != self._body_type_url:
             return Rejection(
-                name, f"body type {body.type_url!r}; expected {self.schema.body_type_url}"
+                full_name, f"body type {body.type_url!r}; expected {self._body_type_url}"
             )
         try:
-            spec = self.schema.message.FromString(body.value)
+            spec = self._message.FromString(body.value)
         except DecodeError as problem:
-            return Rejection(name, f"body is not a {self.schema.proto_name}: {problem}")
-        namespace, short = parts
-        metadata = resource.metadata
+            return Rejection(full_name, f"body is not a {self.schema.proto_name}: {problem}")
         created = None
         if metadata.HasField("create_time"):
             created = metadata.create_time.ToDatetime(tzinfo=datetime.UTC)
+        labels = metadata.labels
+        annotations = metadata.annotations
         config, problems = self._loader.load_message(
             self.schema,
-            namespace,
-            short,
+            parts[0],
+            parts[1],
             spec,
-            labels=metadata.labels,
-            annotations=metadata.annotations,
+            labels={key: labels[key] for key in labels} if labels else EMPTY,
+            annotations={key: annotations[key] for key in annotations} if annotations else EMPTY,
             resource_version=metadata.version,
             creation_time=created,
             origin=self._origin,
         )
         if config is None:
             reasons = [p.message for p in problems if p.severity is Severity.ERROR]
-            return Rejection(name, "; ".join(reasons) or "invalid")
+            return Rejection(full_name, "; ".join(reasons) or "invalid")
         return config
-
-
-def _digest(entry: Packed) -> bytes:
-    """128 bits of BLAKE2b over the entry's type URL and bytes: equal digests, equal entries."""
-    hasher = hashlib.blake2b(entry.type_url.encode() + b"\x00", digest_size=16)
-    hasher.update(entry.value)
-    return hasher.digest()
 
 
 def decode_mesh_config(entries: Iterable[Any]) -> config_pb2.MeshConfig | Rejection | None:

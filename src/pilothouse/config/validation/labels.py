@@ -50,15 +50,20 @@ def label_value_problem(value: str) -> str | None:
 
 
 def check_labels(labels: Mapping[str, str], path: str, report: Report) -> None:
-    """Check every entry of a label map; entries are reported as ``path[key]``."""
+    """Check every entry of a label map; entries are reported as ``path[key]``, in key order
+    (sorted only when something is wrong: the first pass just looks)."""
+    for key in labels:
+        if label_key_problem(key) is not None or label_value_problem(labels[key]) is not None:
+            break
+    else:
+        return
     for key in sorted(labels):
-        entry = f"{path}[{key}]"
-        problem = label_key_problem(key)
-        if problem is not None:
-            report.error(entry, problem)
-        problem = label_value_problem(labels[key])
-        if problem is not None:
-            report.error(entry, problem)
+        key_problem = label_key_problem(key)
+        value_problem = label_value_problem(labels[key])
+        if key_problem is not None:
+            report.error(f"{path}[{key}]", key_problem)
+        if value_problem is not None:
+            report.error(f"{path}[{key}]", value_problem)
 
 
 def check_workload_selector(labels: Mapping[str, str], path: str, report: Report) -> None:

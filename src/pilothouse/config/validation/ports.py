@@ -29,6 +29,16 @@ def port_number_ok(number: int) -> bool:
     return 1 <= number <= MAX_PORT
 
 
+def port_name_ok(name: str) -> bool:
+    """A present port name that is a DNS-1123 label (what ``required=True`` asks for)."""
+    return bool(name) and is_dns_label(name)
+
+
+def protocol_ok(protocol: str) -> bool:
+    """Empty (detect it) or a protocol Istio knows, in any case."""
+    return not protocol or protocol.upper() in PROTOCOLS
+
+
 def check_port_number(number: int, path: str, report: Report) -> bool:
     if port_number_ok(number):
         return True

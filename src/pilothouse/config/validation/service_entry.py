@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from pilothouse.api.istio.networking.v1alpha3.service_entry_pb2 import ServiceEntry
 from pilothouse.config.validation.addresses import check_ip_or_cidr
 from pilothouse.config.validation.enums import check_enum_values
@@ -13,6 +16,9 @@ from pilothouse.config.validation.ports import (
     check_protocol,
     is_http,
     is_tls,
+    port_name_ok,
+    port_number_ok,
+    protocol_ok,
 )
 from pilothouse.config.validation.report import Report
 from pilothouse.config.validation.visibility import check_export_to
@@ -23,15 +29,14 @@ _DNS_RESOLUTIONS = (ServiceEntry.DNS, ServiceEntry.DNS_ROUND_ROBIN)
 
 def validate_service_entry(spec: ServiceEntry, report: Report) -> None:
     check_enum_values(spec, "spec", report)
-    _check_hosts(spec, report)
-    for index, address in enumerate(spec.addresses):
-        check_ip_or_cidr(address, f"spec.addresses[{index}]", report)
-    if any("/" in address for address in spec.addresses) and spec.resolution not in (
-        ServiceEntry.NONE,
-        ServiceEntry.STATIC,
-    ):
-        report.error("spec.addresses", "CIDR addresses need resolution NONE or STATIC")
-    port_names = _check_ports(spec, report)
+    hosts = spec.hosts
+    _check_hosts(hosts, report)
+    resolution = spec.resolution
+    addresses = spec.addresses
+    if addresses:
+        _check_addresses(addresses, resolution, report)
+    ports = spec.ports
+    port_names = _check_ports(ports, resolution, report)
     has_selector = spec.HasField("workload_selector")
     if has_selector:
         check_workload_selector(
@@ -42,8 +47,8 @@ def validate_service_entry(spec: ServiceEntry, report: Report) -> None:
                 "spec.workloadSelector", "workloadSelector and endpoints are mutually exclusive"
             )
     _check_resolution(spec, report, port_names, has_selector=has_selector)
-    if spec.resolution != ServiceEntry.NONE and len(spec.hosts) > 1:
-        for index, port in enumerate(spec.ports):
+    if resolution != ServiceEntry.NONE and len(hosts) > 1:
+        for index, port in enumerate(ports):
             if not (is_http(port.protocol) or is_tls(port.protocol)):
                 report.error(
                     f"spec.ports[{index}].protocol",
@@ -54,47 +59,70 @@ def validate_service_entry(spec: ServiceEntry, report: Report) -> None:
     for index, name in enumerate(spec.subject_alt_names):
         if not name:
             report.error(f"spec.subjectAltNames[{index}]", "subject alt name must not be empty")
-    check_export_to(spec.export_to, "spec.exportTo", report, allow_none=True)
+    export_to = spec.export_to
+    if export_to:
+        check_export_to(export_to, "spec.exportTo", report, allow_none=True)
 
 
-def _check_hosts(spec: ServiceEntry, report: Report) -> None:
-    if not spec.hosts:
+def _check_hosts(hosts: Sequence[str], report: Report) -> None:
+    if not hosts:
         report.error("spec.hosts", "a ServiceEntry needs at least one host")
-    for index, host in enumerate(spec.hosts):
-        path = f"spec.hosts[{index}]"
+    for index, host in enumerate(hosts):
         if host == "*":
-            report.error(path, "the bare wildcard host '*' is not allowed in a ServiceEntry")
+            report.error(
+                f"spec.hosts[{index}]",
+                "the bare wildcard host '*' is not allowed in a ServiceEntry",
+            )
             continue
         problem = host_problem(host)
         if problem is not None:
-            report.error(path, f"{problem}; put IP addresses in addresses or endpoints")
+            report.error(
+                f"spec.hosts[{index}]", f"{problem}; put IP addresses in addresses or endpoints"
+            )
 
 
-def _check_ports(spec: ServiceEntry, report: Report) -> set[str]:
+def _check_addresses(addresses: Sequence[str], resolution: int, report: Report) -> None:
+    for index, address in enumerate(addresses):
+        check_ip_or_cidr(address, f"spec.addresses[{index}]", report)
+    if any("/" in address for address in addresses) and resolution not in (
+        ServiceEntry.NONE,
+        ServiceEntry.STATIC,
+    ):
+        report.error("spec.addresses", "CIDR addresses need resolution NONE or STATIC")
+
+
+def _check_ports(ports: Sequence[Any], resolution: int, report: Report) -> set[str]:
+    """Each port, with paths spelled out only for what is reported."""
     names: dict[str, int] = {}
     numbers: dict[int, int] = {}
-    for index, port in enumerate(spec.ports):
-        path = f"spec.ports[{index}]"
-        check_port_number(port.number, f"{path}.number", report)
-        check_port_name(port.name, f"{path}.name", report, required=True)
-        check_protocol(port.protocol, f"{path}.protocol", report, required=False)
-        if port.name in names:
+    for index, port in enumerate(ports):
+        number = port.number
+        name = port.name
+        if not port_number_ok(number):
+            check_port_number(number, f"spec.ports[{index}].number", report)
+        if not port_name_ok(name):
+            check_port_name(name, f"spec.ports[{index}].name", report, required=True)
+        if not protocol_ok(port.protocol):
+            check_protocol(port.protocol, f"spec.ports[{index}].protocol", report, required=False)
+        if name in names:
             report.error(
-                f"{path}.name",
-                f"port name {port.name!r} is already used by ports[{names[port.name]}]",
+                f"spec.ports[{index}].name",
+                f"port name {name!r} is already used by ports[{names[name]}]",
             )
-        elif port.name:
-            names[port.name] = index
-        if port.number in numbers:
+        elif name:
+            names[name] = index
+        if number in numbers:
             report.error(
-                f"{path}.number",
-                f"port {port.number} is already used by ports[{numbers[port.number]}]",
+                f"spec.ports[{index}].number",
+                f"port {number} is already used by ports[{numbers[number]}]",
             )
         else:
-            numbers[port.number] = index
-        if port.target_port:
-            check_port_number(port.target_port, f"{path}.targetPort", report)
-            if spec.resolution == ServiceEntry.NONE:
+            numbers[number] = index
+        target = port.target_port
+        if target:
+            path = f"spec.ports[{index}]"
+            check_port_number(target, f"{path}.targetPort", report)
+            if resolution == ServiceEntry.NONE:
                 report.warn(f"{path}.targetPort", "targetPort has no effect with resolution NONE")
     return set(names)
 
