@@ -131,6 +131,7 @@ class McpDialOutSource:
                 return
             self._attempts += 1
             publisher = self.publisher
+            publisher.demand()
             stream = SourceStream(
                 f"mcp-dialout-{self._attempts}",
                 publisher.cache,

@@ -3,8 +3,8 @@
 Serves the collections of a config store (normally the aggregate store), one snapshot per
 collection, published by snapshot group (:mod:`pilothouse.mcp.publisher`). Each stream runs
 a :class:`SourceStream`; a request for a collection that is not served ends the stream
-with ``INVALID_ARGUMENT``. Streams are refused with ``UNAVAILABLE`` until the first
-snapshots are published (the store has synced).
+with ``INVALID_ARGUMENT``. Streams are refused with ``UNAVAILABLE`` until the store has
+synced; the first stream accepted has the snapshots published (they are made on demand).
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ class McpSourceServer:
         requests: AsyncIterator[mcp_pb2.RequestResources],
         context: grpc.aio.ServicerContext[Any, bytes],
     ) -> None:
-        if not self.publisher.has_synced():
+        if not self.publisher.demand():
             await context.abort(
                 grpc.StatusCode.UNAVAILABLE, "pilothouse is not ready: config has not synced yet"
             )

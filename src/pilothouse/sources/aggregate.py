@@ -106,15 +106,19 @@ class AggregateStore:
 
     def _forward(self, index: int, event: ConfigEvent) -> None:
         key = event.key
+        stores = self._stores
         # What was visible before this change: an earlier source's copy, or this
         # source's old copy if this source was the owner, or a later source's copy.
-        earlier = next((s.get(key) for s in self._stores[:index] if s.get(key) is not None), None)
-        if earlier is not None:
-            self._report_conflict(key)
-            return  # shadowed: nothing visible changes
-        later = next(
-            (s.get(key) for s in self._stores[index + 1 :] if s.get(key) is not None), None
-        )
+        # (Plain loops: with one source, the common case, neither runs at all.)
+        for earlier in stores[:index]:
+            if earlier.get(key) is not None:
+                self._report_conflict(key)
+                return  # shadowed: nothing visible changes
+        later: Config | None = None
+        for store in stores[index + 1 :]:
+            later = store.get(key)
+            if later is not None:
+                break
         before = event.old if event.old is not None else later
         after = event.new if event.new is not None else later
         if later is not None and event.new is not None:

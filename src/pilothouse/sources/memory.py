@@ -106,11 +106,11 @@ class MemoryStore:
             event = self.apply(config)
             if event is not None:
                 events.append(event)
-        for config in self.configs(kind):
-            if config.key not in wanted:
-                event = self.delete(config.key)
-                if event is not None:
-                    events.append(event)
+        held = self._by_kind.get(kind, {})
+        for namespace, name in sorted(k for k in held if ConfigKey(kind, *k) not in wanted):
+            event = self.delete(ConfigKey(kind, namespace, name))
+            if event is not None:
+                events.append(event)
         return events
 
     def _emit(self, event: ConfigEvent) -> ConfigEvent:

@@ -78,7 +78,10 @@ def store() -> MemoryStore:
 
 
 async def start(store: MemoryStore, clock: ManualClock) -> Running:
+    """A running publisher whose snapshots a stream has asked for (when the store synced)."""
     running = Running(store, clock)
+    await settle()
+    running.publisher.demand()
     await settle()
     return running
 
@@ -92,13 +95,43 @@ async def test_nothing_is_published_before_the_store_syncs(store: MemoryStore) -
     running = await start(store, ManualClock())
     await asyncio.sleep(0.05)
     assert not running.publisher.has_synced() and running.version(SE) is None
+    assert not running.publisher.demand()  # a stream now would be refused
+    assert running.version(SE) is None
     store.apply(service_entry("a"))
     store.mark_synced()
     await asyncio.sleep(0.05)
     assert running.publisher.has_synced()
+    assert running.publisher.demand()
     snapshot = running.publisher.cache.get(SE)
     assert snapshot is not None and list(snapshot.resources) == ["default/a"]
     assert running.version(SYNTHETIC_SERVICE_ENTRIES) == f"{SYNTHETIC_SERVICE_ENTRIES}/1"
+    await stop(running)
+
+
+async def test_nothing_is_encoded_until_a_stream_asks(store: MemoryStore) -> None:
+    """A synced store with no MCP streams: no snapshots, no encodings, no reaction to
+    changes; the first demand publishes the current state, later changes follow."""
+    clock = ManualClock()
+    store.apply(service_entry("a"))
+    store.mark_synced()
+    running = Running(store, clock)
+    await settle()
+    store.apply(service_entry("b"))
+    clock.advance(2.0)
+    await settle()
+    assert running.publisher.has_synced()
+    assert running.version(SE) is None and running.publisher.cache.snapshots() == {}
+    assert running.publisher.demand()
+    snapshot = running.publisher.cache.get(SE)
+    assert snapshot is not None and sorted(snapshot.resources) == ["default/a", "default/b"]
+    assert running.publisher.demand()  # a second stream: nothing published again
+    assert running.version(SE) == f"{SE}/1"
+    await settle()
+    store.apply(service_entry("c"))
+    await settle()
+    clock.advance(0.5)
+    await settle()
+    assert running.version(SE) == f"{SE}/2"
     await stop(running)
 
 
