@@ -75,8 +75,8 @@ class Child:
         return self.log.read_text(encoding="utf-8", errors="replace")
 
     def memory(self) -> Memory:
-        """The process and every process it started (a validation worker counts too):
-        RSS summed, peak summed over each process's own peak."""
+        """The process and every process it started (so that a helper process could not
+        hide memory): RSS summed, peak summed over each process's own peak."""
         rss = peak = 0.0
         for pid in _tree(self.pid):
             values: dict[str, float] = {}

@@ -110,8 +110,8 @@ def report(run: SizeRun, sink_timeout: float) -> dict[str, Any]:
         "sink_rss_mib": cold.memory.rss_mib if cold and cold.memory else None,
         "sink_peak_rss_mib": cold.memory.peak_mib if cold and cold.memory else None,
         "floor_server_rss_mib": run.floor_memory.rss_mib,
-        "memory_note": "each side's RSS includes the processes it started (the sink's "
-        "validation worker); peaks are summed per process",
+        "memory_note": "each side's RSS includes any process it started (pilothouse "
+        "starts none today); peaks are summed per process",
         "source_load_seconds (files to /ready, not part of the sync)": (
             round(run.source_load, 1) if run.source_load is not None else run.source_problem
         ),

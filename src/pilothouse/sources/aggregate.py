@@ -31,7 +31,8 @@ class AggregateStore:
     def __init__(self, stores: Sequence[ConfigStore], name: str = "aggregate") -> None:
         self._name = name
         self._stores = tuple(stores)
-        self._handlers: list[Handler] = []
+        self._handlers: tuple[Handler, ...] = ()
+        """Replaced, never changed in place: an event walks the tuple it started with."""
         self._revision = 0
         self._reported: set[ConfigKey] = set()
         self._unsubscribes = [
@@ -76,11 +77,13 @@ class AggregateStore:
         return {k: v for k, v in holders.items() if len(v) > 1}
 
     def subscribe(self, handler: Handler) -> Unsubscribe:
-        self._handlers.append(handler)
+        self._handlers = (*self._handlers, handler)
 
         def unsubscribe() -> None:
             if handler in self._handlers:
-                self._handlers.remove(handler)
+                held = list(self._handlers)
+                held.remove(handler)
+                self._handlers = tuple(held)
 
         return unsubscribe
 
@@ -99,29 +102,34 @@ class AggregateStore:
         return None
 
     def _on_event_from(self, index: int) -> Handler:
+        earlier = self._stores[:index]
+        later = self._stores[index + 1 :]
+
         def handle(event: ConfigEvent) -> None:
-            self._forward(index, event)
+            self._forward(earlier, later, event)
 
         return handle
 
-    def _forward(self, index: int, event: ConfigEvent) -> None:
+    def _forward(
+        self, earlier: tuple[ConfigStore, ...], later: tuple[ConfigStore, ...], event: ConfigEvent
+    ) -> None:
+        """Forward ``event`` from the source between the ``earlier`` and ``later`` ones."""
         key = event.key
-        stores = self._stores
         # What was visible before this change: an earlier source's copy, or this
         # source's old copy if this source was the owner, or a later source's copy.
         # (Plain loops: with one source, the common case, neither runs at all.)
-        for earlier in stores[:index]:
-            if earlier.get(key) is not None:
+        for store in earlier:
+            if store.get(key) is not None:
                 self._report_conflict(key)
                 return  # shadowed: nothing visible changes
-        later: Config | None = None
-        for store in stores[index + 1 :]:
-            later = store.get(key)
-            if later is not None:
+        behind: Config | None = None
+        for store in later:
+            behind = store.get(key)
+            if behind is not None:
                 break
-        before = event.old if event.old is not None else later
-        after = event.new if event.new is not None else later
-        if later is not None and event.new is not None:
+        before = event.old if event.old is not None else behind
+        after = event.new if event.new is not None else behind
+        if behind is not None and event.new is not None:
             self._report_conflict(key)
         if before is None and after is None:
             return
@@ -135,7 +143,7 @@ class AggregateStore:
         else:
             kind = EventType.UPDATE
         forwarded = ConfigEvent(kind, key, before, after, self._revision)
-        for handler in list(self._handlers):
+        for handler in self._handlers:
             try:
                 handler(forwarded)
             except Exception:

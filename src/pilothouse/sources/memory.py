@@ -23,7 +23,8 @@ class MemoryStore:
     def __init__(self, name: str = "memory") -> None:
         self._name = name
         self._by_kind: dict[str, dict[tuple[str, str], Config]] = {}
-        self._handlers: list[Handler] = []
+        self._handlers: tuple[Handler, ...] = ()
+        """Replaced, never changed in place: an event walks the tuple it started with."""
         self._revision = 0
         self._synced = False
 
@@ -55,11 +56,13 @@ class MemoryStore:
         )
 
     def subscribe(self, handler: Handler) -> Unsubscribe:
-        self._handlers.append(handler)
+        self._handlers = (*self._handlers, handler)
 
         def unsubscribe() -> None:
             if handler in self._handlers:
-                self._handlers.remove(handler)
+                held = list(self._handlers)
+                held.remove(handler)
+                self._handlers = tuple(held)
 
         return unsubscribe
 
@@ -114,7 +117,7 @@ class MemoryStore:
         return events
 
     def _emit(self, event: ConfigEvent) -> ConfigEvent:
-        for handler in list(self._handlers):
+        for handler in self._handlers:
             try:
                 handler(event)
             except Exception:
