@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from pilothouse.api.istio.networking.v1alpha3.service_entry_pb2 import ServiceEntry
 from pilothouse.config.load import ConfigError, Loader
 from pilothouse.config.model import ConfigKey
 from pilothouse.config.schema import SchemaSet
@@ -96,6 +97,29 @@ def test_bad_name_and_namespace() -> None:
     messages = [str(p) for p in result.errors]
     assert any("x.yaml:4:" in m and "metadata.name 'Bad_Name'" in m for m in messages)
     assert any("x.yaml:5:" in m and "metadata.namespace 'Team'" in m for m in messages)
+
+
+@pytest.mark.parametrize(
+    ("namespace", "name", "field"),
+    [
+        ("web", "httpbin\n", "metadata.name"),  # '$' alone would let a trailing newline in
+        ("web\n", "httpbin", "metadata.namespace"),
+        ("web", "Httpbin", "metadata.name"),
+        ("-web", "httpbin", "metadata.namespace"),
+    ],
+)
+def test_decoded_objects_get_the_same_name_checks(namespace: str, name: str, field: str) -> None:
+    """Objects that arrive decoded (MCP, MCP over xDS) are named by their sender: the
+    loader checks those names exactly as it checks names read from YAML."""
+    schema = SchemaSet().by_kind("ServiceEntry")
+    assert schema is not None
+    spec = ServiceEntry(hosts=["httpbin.example.com"], resolution=ServiceEntry.DNS)
+    config, problems = Loader(source="xds://upstream").load_message(schema, namespace, name, spec)
+    assert config is None
+    assert [p.severity for p in problems] == [Severity.ERROR]
+    assert f"{field} {(namespace if field.endswith('namespace') else name)!r}" in str(problems[0])
+    ok, found = Loader().load_message(schema, "web", "httpbin", spec)
+    assert ok is not None and ok.key == ConfigKey("ServiceEntry", "web", "httpbin") and not found
 
 
 def test_label_values_must_be_strings() -> None:
