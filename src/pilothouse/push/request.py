@@ -171,13 +171,33 @@ class PushRequest:
             for reason, count in other.reasons.items():
                 summed[reason] = summed.get(reason, 0) + count
             reasons = MappingProxyType(summed)
-        return PushRequest(
-            full=self.full or other.full,
-            configs_updated=configs,
-            reasons=reasons,
-            start=min(self.start, other.start),
-            forced=self.forced or other.forced,
+        return _normalised(
+            self.full or other.full,
+            configs,
+            reasons,
+            min(self.start, other.start),
+            self.forced or other.forced,
         )
+
+
+def _normalised(
+    full: bool,
+    configs_updated: frozenset[ConfigKey],
+    reasons: Mapping[TriggerReason, int],
+    start: float,
+    forced: bool,
+) -> PushRequest:
+    """A request from parts already in normal form (a frozenset of keys, read-only reason
+    counts without zeros), skipping ``__post_init__``: the push queue merges a request
+    per connection on every push, and normalising what is normal was a tenth of it."""
+    request = object.__new__(PushRequest)
+    assign = object.__setattr__
+    assign(request, "full", full)
+    assign(request, "configs_updated", configs_updated)
+    assign(request, "reasons", reasons)
+    assign(request, "start", start)
+    assign(request, "forced", forced)
+    return request
 
 
 def merge_all(requests: Iterable[PushRequest]) -> PushRequest | None:

@@ -12,7 +12,7 @@ import datetime
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from pilothouse.config.model import ConfigKey
 
@@ -114,9 +114,12 @@ class Location(StrEnum):
     MESH_INTERNAL = "MESH_INTERNAL"
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class ServiceKey:
-    """Names a service: its hostname and the namespace that declares it."""
+class ServiceKey(NamedTuple):
+    """Names a service: its hostname and the namespace that declares it.
+
+    A named tuple, like :class:`ConfigKey`: it is hashed on every endpoint and push
+    lookup, which a tuple does in C. Keys order by hostname, then namespace.
+    """
 
     hostname: str
     namespace: str
@@ -135,6 +138,12 @@ class ServiceKey:
 
     def __str__(self) -> str:
         return f"{self.hostname}/{self.namespace}"
+
+
+def service_hosts(keys: Iterable[ConfigKey]) -> frozenset[str]:
+    """The hostnames of the services among ``keys`` (a push request names a service as a
+    ConfigKey of kind :data:`SERVICE_KIND` whose name is the hostname)."""
+    return frozenset(k.name for k in keys if k.kind == SERVICE_KIND)
 
 
 @dataclass(frozen=True, slots=True)

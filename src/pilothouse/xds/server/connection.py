@@ -23,7 +23,7 @@ from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.push.request import PushRequest
 from pilothouse.push.version import NonceSource
 from pilothouse.registry.endpoint_index import EndpointIndex
-from pilothouse.registry.model import SERVICE_KIND, Resolution, ServiceKey
+from pilothouse.registry.model import SERVICE_KIND, Resolution, service_hosts
 from pilothouse.xds.builders.names import parse_cluster_name
 from pilothouse.xds.generators.base import GenerationInput, Generator
 from pilothouse.xds.generators.grpc_flavour import is_proxyless
@@ -36,6 +36,7 @@ from pilothouse.xds.protocol.type_urls import CDS, EDS, push_order_key
 from pilothouse.xds.server.ordering import ROUTE_TYPES, WARMING_TIMEOUT, MakeBeforeBreak
 from pilothouse.xds.server.wire import delta_response, sotw_response
 
+_NO_NAMES: frozenset[str] = frozenset()
 ENDPOINT_KINDS = frozenset({SERVICE_KIND, "ServiceEntry", "WorkloadEntry", "DestinationRule"})
 """Kinds whose change can alter a ClusterLoadAssignment (DestinationRules define subsets)."""
 
@@ -120,15 +121,22 @@ class Connection:
             return None
         return subscription.names
 
-    def watches_services(self, services: frozenset[ServiceKey]) -> frozenset[str]:
-        """Watched EDS cluster names whose host is one of ``services``' hostnames."""
+    def watches_any_host(self, hostnames: frozenset[str]) -> bool:
+        """Whether any watched EDS cluster name has its host among ``hostnames``."""
+        by_host = self._eds_by_host()
+        return bool(by_host) and not by_host.keys().isdisjoint(hostnames)
+
+    def watches_hosts(self, hostnames: frozenset[str]) -> frozenset[str]:
+        """Watched EDS cluster names whose host is one of ``hostnames``."""
         by_host = self._eds_by_host()
         if not by_host:
-            return frozenset()
+            return _NO_NAMES
         found: set[str] = set()
-        for service in services:
-            found.update(by_host.get(service.hostname, ()))
-        return frozenset(found)
+        for hostname in hostnames:
+            names = by_host.get(hostname)
+            if names is not None:
+                found.update(names)
+        return frozenset(found) if found else _NO_NAMES
 
     def _eds_by_host(self) -> Mapping[str, frozenset[str]]:
         """Watched EDS names by hostname, rebuilt only when the subscription changes."""
@@ -171,12 +179,7 @@ class Connection:
         """Send what ``request`` changed for this proxy, types in make-before-break order."""
         self.stats.pushes += 1
         if not request.full:
-            services = frozenset(
-                ServiceKey(k.name, k.namespace)
-                for k in request.configs_updated
-                if k.kind == SERVICE_KIND
-            )
-            changed = self.watches_services(services)
+            changed = self.watches_hosts(service_hosts(request.configs_updated))
             if changed:
                 self._push_type(EDS, changed, now)
             return

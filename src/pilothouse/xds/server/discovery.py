@@ -25,7 +25,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from pilothouse.config.mesh import MeshSettings
-from pilothouse.config.model import ConfigKey
 from pilothouse.push.cache import DEFAULT_MAX_ENTRIES, ResourceCache
 from pilothouse.push.context import PushContext, build_context
 from pilothouse.push.debounce import Debouncer, DebounceSettings
@@ -36,7 +35,7 @@ from pilothouse.push.version import PushVersions
 from pilothouse.push.workers import PushWorkers
 from pilothouse.registry.controller import ServiceEntryRegistry
 from pilothouse.registry.endpoint_index import EndpointIndex
-from pilothouse.registry.model import SERVICE_KIND, ServiceKey
+from pilothouse.registry.model import service_hosts
 from pilothouse.registry.update import RegistryUpdate
 from pilothouse.sources.collector import collector_paused
 from pilothouse.sources.events import ConfigEvent, ConfigStore
@@ -290,14 +289,14 @@ class DiscoveryServer:
 
     def _endpoint_push(self, request: PushRequest) -> None:
         self.cache.invalidate(request.configs_updated)
-        services = _services_of(request.configs_updated)
+        hosts = service_hosts(request.configs_updated)
         self.stats.eds_pushes += 1
         for connection in list(self.connections.values()):
             if self._watches_changed_kind(connection, request):
                 # the api generator answers from the store: a per-connection full push
                 self._queue.enqueue(connection, dataclasses.replace(request, full=True))
                 self.stats.connections_queued += 1
-            elif connection.watches_services(services):
+            elif connection.watches_any_host(hosts):
                 self._queue.enqueue(connection, request)
                 self.stats.connections_queued += 1
 
@@ -340,7 +339,3 @@ class DiscoveryServer:
             return
         connection.push(request, time.time())
         await connection.written(SEND_TIMEOUT)
-
-
-def _services_of(keys: Iterable[ConfigKey]) -> frozenset[ServiceKey]:
-    return frozenset(ServiceKey(k.name, k.namespace) for k in keys if k.kind == SERVICE_KIND)
