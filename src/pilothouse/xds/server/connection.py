@@ -32,6 +32,7 @@ from pilothouse.xds.protocol.delta_plan import plan_delta
 from pilothouse.xds.protocol.messages import DeltaRequest, SotwRequest
 from pilothouse.xds.protocol.sotw import SotwDecision, SotwSession
 from pilothouse.xds.protocol.sotw_watch import plan_sotw
+from pilothouse.xds.protocol.subscriptions import Subscription
 from pilothouse.xds.protocol.type_urls import CDS, EDS, push_order_key
 from pilothouse.xds.server.ordering import ROUTE_TYPES, WARMING_TIMEOUT, MakeBeforeBreak
 from pilothouse.xds.server.wire import delta_response, sotw_response
@@ -93,7 +94,7 @@ class Connection:
         """Set by the stream's writer loop, which marks each response done once written."""
         self.stats = ConnectionStats()
         self._order = MakeBeforeBreak()
-        self._eds_index: tuple[object, Mapping[str, frozenset[str]]] | None = None
+        self._eds_index: tuple[Subscription, Mapping[str, frozenset[str]]] | None = None
         self.problem: str | None = None
         """Why the stream must end with INVALID_ARGUMENT, when the client broke the protocol."""
         self._generation = generation
@@ -139,15 +140,19 @@ class Connection:
         return frozenset(found) if found else _NO_NAMES
 
     def _eds_by_host(self) -> Mapping[str, frozenset[str]]:
-        """Watched EDS names by hostname, rebuilt only when the subscription changes."""
+        """Watched EDS names by hostname, rebuilt only when the subscribed names change."""
         session = self.sotw if self.sotw is not None else self.delta_session
         assert session is not None
         subscription = session.wants(EDS)
         if subscription is None or subscription.wildcard:
             return {}
         cached = self._eds_index
-        if cached is not None and cached[0] is subscription:
-            return cached[1]
+        if cached is not None:
+            if cached[0] is subscription:
+                return cached[1]
+            if cached[0].names == subscription.names:  # an ACK: same names, new object
+                self._eds_index = (subscription, cached[1])
+                return cached[1]
         grouped: dict[str, set[str]] = {}
         for name in subscription.names:
             grouped.setdefault(name.rsplit("|", 1)[-1], set()).add(name)
