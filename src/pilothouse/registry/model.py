@@ -162,7 +162,7 @@ class ServicePort:
         return self.target_port or self.number
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Service:
     """One host of a ServiceEntry, as the rest of the mesh sees it.
 
@@ -186,8 +186,34 @@ class Service:
     key: ServiceKey = field(init=False, repr=False, compare=False)
     """hostname and namespace as one value (made once: it is looked up all the time)."""
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "key", ServiceKey(self.hostname, self.namespace))
+    def __init__(
+        self,
+        hostname: str,
+        namespace: str,
+        ports: tuple[ServicePort, ...],
+        resolution: Resolution,
+        location: Location,
+        source: ConfigKey,
+        addresses: tuple[str, ...] = (),
+        export_to: frozenset[str] = frozenset(),
+        subject_alt_names: tuple[str, ...] = (),
+        workload_selector: Labels | None = None,
+        creation_time: datetime.datetime | None = None,
+    ) -> None:
+        # Written out, as Config's: a registry load builds one per ServiceEntry host.
+        assign = object.__setattr__
+        assign(self, "hostname", hostname)
+        assign(self, "namespace", namespace)
+        assign(self, "ports", ports)
+        assign(self, "resolution", resolution)
+        assign(self, "location", location)
+        assign(self, "source", source)
+        assign(self, "addresses", addresses)
+        assign(self, "export_to", export_to)
+        assign(self, "subject_alt_names", subject_alt_names)
+        assign(self, "workload_selector", workload_selector)
+        assign(self, "creation_time", creation_time)
+        assign(self, "key", ServiceKey(hostname, namespace))
 
     def port_by_number(self, number: int) -> ServicePort | None:
         for port in self.ports:

@@ -67,17 +67,24 @@ def _workload_entry(config: Config) -> WorkloadEntry:
     return config.spec
 
 
+@functools.lru_cache(maxsize=4096)
+def _service_ports(declared: tuple[tuple[str, int, str, int], ...]) -> tuple[ServicePort, ...]:
+    """The ports of a service from ``(name, number, protocol, target port)`` as written.
+
+    Remembered: most ServiceEntries of a mesh declare the same few port lists, so a bulk
+    load shares one tuple of ports instead of building (and keeping) one per entry.
+    """
+    return tuple(
+        ServicePort(name, number, protocol.upper(), target_port)
+        for name, number, protocol, target_port in declared
+    )
+
+
 def services_of(config: Config) -> tuple[Service, ...]:
     """The services a ServiceEntry declares, one per host, in host order."""
     spec = _service_entry(config)
-    ports = tuple(
-        ServicePort(
-            name=port.name,
-            number=port.number,
-            protocol=port.protocol.upper(),
-            target_port=port.target_port,
-        )
-        for port in spec.ports
+    ports = _service_ports(
+        tuple((port.name, port.number, port.protocol, port.target_port) for port in spec.ports)
     )
     export_to = frozenset(config.namespace if entry == "." else entry for entry in spec.export_to)
     selector = (
@@ -203,9 +210,7 @@ def inline_endpoints(
     return out
 
 
-def inline_shards(
-    config: Config, services: tuple[Service, ...]
-) -> dict[ServiceKey, DeferredShard]:
+def inline_shards(config: Config, services: tuple[Service, ...]) -> dict[ServiceKey, DeferredShard]:
     """:func:`inline_endpoints`, deferred: per service, what its endpoints are made from
     (the service's ports and the entry's endpoint messages, or the host for DNS) and how
     to make them when first read."""
