@@ -298,7 +298,7 @@ class Loader:
 def _name_problems(schema: Schema, key: ConfigKey) -> list[tuple[str, str]]:
     """``(field path, message)`` for a name or namespace Kubernetes would refuse."""
     found: list[tuple[str, str]] = []
-    if len(key.name) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(key.name):
+    if not _object_name_ok(key.name):
         found.append(
             ("metadata.name", f"metadata.name {key.name!r} must be a lowercase RFC 1123 subdomain")
         )
@@ -314,11 +314,11 @@ def _name_problems(schema: Schema, key: ConfigKey) -> list[tuple[str, str]]:
 
 def _name_ok(schema: Schema, namespace: str, name: str) -> bool:
     """True when :func:`_name_problems` would find nothing (without spelling anything out)."""
-    return (
-        len(name) <= 253
-        and _DNS1123_SUBDOMAIN.fullmatch(name) is not None
-        and (not schema.namespaced or _namespace_ok(namespace))
-    )
+    return _object_name_ok(name) and (not schema.namespaced or _namespace_ok(namespace))
+
+
+def _object_name_ok(name: str) -> bool:
+    return len(name) <= 253 and _DNS1123_SUBDOMAIN.fullmatch(name) is not None
 
 
 @functools.lru_cache(maxsize=1024)
