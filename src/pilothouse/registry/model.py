@@ -9,6 +9,7 @@ a DestinationRule subset's ``labels``) match with :meth:`Labels.matches`.
 from __future__ import annotations
 
 import datetime
+import functools
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -140,9 +141,13 @@ class ServiceKey(NamedTuple):
         return f"{self.hostname}/{self.namespace}"
 
 
-def service_hosts(keys: Iterable[ConfigKey]) -> frozenset[str]:
+@functools.lru_cache(maxsize=64)
+def service_hosts(keys: frozenset[ConfigKey]) -> frozenset[str]:
     """The hostnames of the services among ``keys`` (a push request names a service as a
-    ConfigKey of kind :data:`SERVICE_KIND` whose name is the hostname)."""
+    ConfigKey of kind :data:`SERVICE_KIND` whose name is the hostname).
+
+    Remembered for the last few key sets: a push asks once per connection with the same
+    request's keys, and only the first of those walks them."""
     return frozenset(k.name for k in keys if k.kind == SERVICE_KIND)
 
 

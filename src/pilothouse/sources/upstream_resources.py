@@ -10,7 +10,8 @@ the decoding, as protobuf readers do.
 
 Anything wrong with an entry becomes a :class:`Rejection` (``ns/name: reason``) and the
 entry is skipped; its siblings load. :class:`KindDecoder` remembers the entries of the
-last response by their bytes, so an unchanged object is not decoded or validated twice.
+last response by a digest of their bytes, so an unchanged object is not decoded or
+validated twice.
 """
 
 from __future__ import annotations
