@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run demo test lint unit protos bench clean
+.PHONY: install run demo test lint unit protos bench fuzz clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,6 +38,12 @@ lint: install
 ## test: install, lint, then the whole test suite
 test: lint
 	$(BIN)/pytest -q
+
+## fuzz: the fuzz suite with thousands of cases per test (before a release)
+FUZZ_EXAMPLES ?= 3000
+fuzz: install
+	PILOTHOUSE_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -q tests/fuzz \
+		--hypothesis-show-statistics --timeout=3600
 
 ## protos: regenerate src/pilothouse/api from proto/
 protos: install
