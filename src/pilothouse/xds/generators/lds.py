@@ -63,7 +63,8 @@ from pilothouse.xds.generators.base import GenerationInput, Resources
 from pilothouse.xds.generators.cds import encode
 from pilothouse.xds.generators.inbound import InboundPort, inbound_ports
 from pilothouse.xds.generators.routing import resolver_for
-from pilothouse.xds.generators.scope_inputs import scope_inputs
+from pilothouse.xds.generators.scope_inputs import ScopeInputs, scope_inputs
+from pilothouse.xds.generators.scope_memo import scope_memo
 from pilothouse.xds.protocol.type_urls import LDS
 
 log = logging.getLogger("pilothouse.xds")
@@ -90,9 +91,10 @@ class ListenerGenerator:
         """
         proxy = given.proxy
         capturing = (proxy.metadata or {}).get("INTERCEPTION_MODE", "") in CAPTURING
-        outbound: ScopeListeners = given.scope.memo(
-            ("lds", capturing, given.rest), lambda: self._outbound(given, capturing)
-        )
+        known = scope_memo(given.scope).listeners
+        outbound = known.get((capturing, given.rest))
+        if outbound is None:
+            outbound = known[capturing, given.rest] = self._outbound(given, capturing)
         if proxy.is_router:
             return outbound.resources
         inbound = inbound_ports(given)
@@ -108,15 +110,12 @@ class ListenerGenerator:
 
     def _outbound(self, given: GenerationInput, capturing: bool) -> ScopeListeners:
         """The scope's listeners, from the cache when the scope's inputs were seen before."""
-        inputs = scope_inputs(given.context, given.scope)
-        key = ("lds", inputs, capturing, given.rest)
-        group = given.cache.get_group(key)
-        if group is None:
-            group = self._build_outbound(given)
-            given.cache.put_group(key, group, inputs.depends_on)
+        inputs = ListenerInputs(scope_inputs(given.context, given.scope), capturing, given.rest)
+        group = given.cache.group(inputs, lambda _: self._build_outbound(given))
         return ScopeListeners({r.name: r for r in group.resources}, group.notes)
 
     def _build_outbound(self, given: GenerationInput) -> ResourceGroup:
+        """The scope's listeners (reading exactly what :class:`ListenerInputs` holds)."""
         listeners = router_listeners(given) if given.proxy.is_router else outbound_listeners(given)
         if given.rest is not None:
             for listener in listeners:
@@ -127,6 +126,16 @@ class ListenerGenerator:
         )
         resources = {listener.name: encode(listener, listener.name) for listener in listeners}
         return ResourceGroup(tuple(resources.values()), taken)
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerInputs:
+    """What a scope's outbound listeners are built from: the scope's inputs, whether the
+    proxy captures traffic (``virtualOutbound``) and its transport."""
+
+    scope: ScopeInputs
+    capturing: bool
+    rest: RestPolling | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,17 +22,18 @@ from pilothouse.xds.builders.load_balancer import hash_policy
 from pilothouse.xds.builders.names import parse_cluster_name
 from pilothouse.xds.builders.route_destination import DestinationResolver, service_resolver
 from pilothouse.xds.builders.traffic_policy import effective_policy
+from pilothouse.xds.generators.scope_memo import predecessor_memo, scope_memo
 
 
 def ports_by_host(context: PushContext, scope: ProxyScope) -> Mapping[str, Sequence[int]]:
     """``{hostname: [port numbers]}`` of every service the scope sees."""
-    found: Mapping[str, Sequence[int]] = scope.memo(
-        "ports-by-host",
-        lambda: {
+    memo = scope_memo(scope)
+    found = memo.ports_by_host
+    if found is None:
+        found = memo.ports_by_host = {
             host: tuple(p.number for p in service.ports)
             for host, service in scope.by_hostname.items()
-        },
-    )
+        }
     return found
 
 
@@ -46,9 +47,10 @@ def hash_policies(context: PushContext, scope: ProxyScope) -> Any:
     One lookup per scope, remembering each cluster's answer: every route
     configuration of the scope asks about the same clusters.
     """
-    found: Callable[[str], Sequence[rc_pb2.RouteAction.HashPolicy]] = scope.memo(
-        "hash-policies", lambda: _hash_policy_lookup(scope)
-    )
+    memo = scope_memo(scope)
+    found = memo.hash_policies
+    if found is None:
+        found = memo.hash_policies = _hash_policy_lookup(scope)
     return found
 
 
@@ -162,9 +164,10 @@ def label_key(context: PushContext, labels: Labels) -> tuple[tuple[tuple[str, st
 
 def visible_routes(context: PushContext, scope: ProxyScope) -> tuple[RouteEntry, ...]:
     """The VirtualServices the scope sees, in a stable order (oldest first, then by key)."""
-    entries: tuple[RouteEntry, ...] = scope.memo(
-        "visible-routes", lambda: _visible_routes(context, scope)
-    )
+    memo = scope_memo(scope)
+    entries = memo.visible_routes
+    if entries is None:
+        entries = memo.visible_routes = _visible_routes(context, scope)
     return entries
 
 
@@ -172,7 +175,8 @@ def _visible_routes(context: PushContext, scope: ProxyScope) -> tuple[RouteEntry
     previous = scope.predecessor
     if previous is not None and previous.virtual_services == scope.virtual_services:
         # same VirtualService index (see ProxyScope.predecessor), same keys: same entries
-        known: tuple[RouteEntry, ...] | None = previous.recall("visible-routes")
+        held = predecessor_memo(scope)
+        known = held.visible_routes if held is not None else None
         if known is not None:
             return known
     return tuple(
