@@ -38,11 +38,36 @@ class InboundPort:
     tls: Any = None
 
 
+class InboundMemo:
+    """A proxy kind's inbound ports, with the endpoint versions they were read at.
+
+    The ports of a workload found through its WorkloadEntry read the endpoint index,
+    which changes without a new PushContext (the EDS fast path): they hold while the
+    index has not moved, or while the versions of the namespace's services are the same.
+    """
+
+    __slots__ = ("ports", "revision", "versions")
+
+    def __init__(self) -> None:
+        self.revision = -1
+        self.versions: tuple[int, ...] | None = None
+        self.ports: tuple[InboundPort, ...] = ()
+
+
 def inbound_ports(given: GenerationInput) -> tuple[InboundPort, ...]:
     proxy = given.proxy
     key = ("inbound", given.scope.key, proxy.ip_addresses, proxy.labels)
-    found: tuple[InboundPort, ...] = given.context.memo(key, lambda: _compute(given))
-    return found
+    held: InboundMemo = given.context.memo(key, InboundMemo)
+    index = given.endpoints
+    if held.revision == index.revision:
+        return held.ports
+    services = given.context.services.by_namespace.get(proxy.namespace, ())
+    versions = tuple(index.version(s.key) for s in services)
+    if versions != held.versions:
+        held.ports = _compute(given)
+        held.versions = versions
+    held.revision = index.revision
+    return held.ports
 
 
 def _compute(given: GenerationInput) -> tuple[InboundPort, ...]:
