@@ -1,13 +1,15 @@
 """Hypothesis strategies for config edits of every kind the mesh reads.
 
 An edit applies one object (added, or changed when the name is taken) or deletes one by
-key. Names come from small pools shared with the bookinfo example (``bookinfo/reviews``,
-``bookinfo/productpage`` ...), so edits hit objects that exist, including the example's,
-as often as they make new ones. Every object generated is valid (``load_strict``).
+key. :func:`edits` is given the keys the store holds and mostly changes or deletes one
+of them, so edits meet the caches of what exists; new objects take names from small
+pools shared with the bookinfo example (``bookinfo/reviews``, ``bookinfo/productpage``
+...). Every object generated is valid (``load_strict``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from hypothesis import strategies as st
@@ -39,7 +41,7 @@ NAMES: dict[str, tuple[str, ...]] = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Apply:
     config: Config
 
@@ -53,6 +55,8 @@ class Delete:
 
 
 Edit = Apply | Delete
+Slot = tuple[str, str]
+"""(namespace, name) of an object."""
 
 
 def load_one(text: str) -> Config:
@@ -65,8 +69,8 @@ def host(name: str, namespace: str) -> str:
 
 
 @st.composite
-def service_entries(draw: st.DrawFn) -> Config:
-    namespace, name = draw(st.sampled_from(NAMESPACES)), draw(st.sampled_from(SERVICES))
+def service_entries(draw: st.DrawFn, at: Slot | None = None) -> Config:
+    namespace, name = at or (draw(st.sampled_from(NAMESPACES)), draw(st.sampled_from(SERVICES)))
     dns = draw(st.booleans())
     ports = draw(st.lists(st.sampled_from(PORTS), min_size=1, max_size=3, unique=True))
     lines = [
@@ -92,9 +96,8 @@ def service_entries(draw: st.DrawFn) -> Config:
 
 
 @st.composite
-def workload_entries(draw: st.DrawFn) -> Config:
-    namespace = draw(st.sampled_from(NAMESPACES))
-    name = draw(st.sampled_from(NAMES["WorkloadEntry"]))
+def workload_entries(draw: st.DrawFn, at: Slot | None = None) -> Config:
+    namespace, name = at or draw(slots("WorkloadEntry"))
     address = draw(st.sampled_from(("127.0.0.1", f"10.{NAMESPACES.index(namespace)}.0.1")))
     app, version = draw(st.sampled_from(APPS)), draw(st.sampled_from(("v1", "v2")))
     port = draw(st.sampled_from(("", ", ports: {http: 19080}")))
@@ -106,9 +109,8 @@ def workload_entries(draw: st.DrawFn) -> Config:
 
 
 @st.composite
-def virtual_services(draw: st.DrawFn) -> Config:
-    namespace = draw(st.sampled_from(NAMESPACES))
-    name = draw(st.sampled_from(NAMES["VirtualService"]))
+def virtual_services(draw: st.DrawFn, at: Slot | None = None) -> Config:
+    namespace, name = at or draw(slots("VirtualService"))
     target = host(draw(st.sampled_from(SERVICES)), namespace)
     lines = [
         "apiVersion: networking.istio.io/v1",
@@ -134,8 +136,8 @@ def virtual_services(draw: st.DrawFn) -> Config:
 
 
 @st.composite
-def destination_rules(draw: st.DrawFn) -> Config:
-    namespace, name = draw(st.sampled_from(NAMESPACES)), draw(st.sampled_from(SERVICES))
+def destination_rules(draw: st.DrawFn, at: Slot | None = None) -> Config:
+    namespace, name = at or draw(slots("DestinationRule"))
     balancer = draw(
         st.sampled_from(
             (
@@ -159,14 +161,15 @@ def destination_rules(draw: st.DrawFn) -> Config:
     ]
     if subsets:
         lines.append("  subsets:")
-        lines.extend(f"  - {{name: {s}, labels: {{version: {s}}}}}" for s in subsets)
+        for subset in subsets:  # a subset's labels may change under its name
+            version = draw(st.sampled_from(("v1", "v2")))
+            lines.append(f"  - {{name: {subset}, labels: {{version: {version}}}}}")
     return load_one("\n".join(lines) + "\n")
 
 
 @st.composite
-def gateways(draw: st.DrawFn) -> Config:
-    namespace = draw(st.sampled_from(NAMESPACES))
-    name = draw(st.sampled_from(NAMES["Gateway"]))
+def gateways(draw: st.DrawFn, at: Slot | None = None) -> Config:
+    namespace, name = at or draw(slots("Gateway"))
     port = draw(st.sampled_from((8080, 9000)))
     hosts = draw(st.sampled_from(('"*"', '"bookinfo/*"', '"./*"')))
     return load_one(
@@ -178,9 +181,8 @@ def gateways(draw: st.DrawFn) -> Config:
 
 
 @st.composite
-def sidecars(draw: st.DrawFn) -> Config:
-    namespace = draw(st.sampled_from(NAMESPACES))
-    name = draw(st.sampled_from(NAMES["Sidecar"]))
+def sidecars(draw: st.DrawFn, at: Slot | None = None) -> Config:
+    namespace, name = at or draw(slots("Sidecar"))
     lines = [
         "apiVersion: networking.istio.io/v1",
         "kind: Sidecar",
@@ -206,8 +208,8 @@ def sidecars(draw: st.DrawFn) -> Config:
 
 
 @st.composite
-def peer_authentications(draw: st.DrawFn) -> Config:
-    namespace = draw(st.sampled_from(NAMESPACES))
+def peer_authentications(draw: st.DrawFn, at: Slot | None = None) -> Config:
+    namespace, _ = at or draw(slots("PeerAuthentication"))
     mode = draw(st.sampled_from(("PERMISSIVE", "STRICT", "DISABLE")))
     return load_one(
         "apiVersion: security.istio.io/v1\nkind: PeerAuthentication\n"
@@ -216,30 +218,36 @@ def peer_authentications(draw: st.DrawFn) -> Config:
     )
 
 
-CONFIGS = {
-    "ServiceEntry": service_entries(),
-    "WorkloadEntry": workload_entries(),
-    "VirtualService": virtual_services(),
-    "DestinationRule": destination_rules(),
-    "Gateway": gateways(),
-    "Sidecar": sidecars(),
-    "PeerAuthentication": peer_authentications(),
+CONFIGS: dict[str, Callable[[Slot | None], st.SearchStrategy[Config]]] = {
+    "ServiceEntry": service_entries,
+    "WorkloadEntry": workload_entries,
+    "VirtualService": virtual_services,
+    "DestinationRule": destination_rules,
+    "Gateway": gateways,
+    "Sidecar": sidecars,
+    "PeerAuthentication": peer_authentications,
 }
 
 
-@st.composite
-def deletions(draw: st.DrawFn) -> Delete:
-    kind = draw(st.sampled_from(KINDS))
-    namespace = draw(st.sampled_from(NAMESPACES))
-    return Delete(ConfigKey(kind, namespace, draw(st.sampled_from(NAMES[kind]))))
-
-
-def edits() -> st.SearchStrategy[Edit]:
-    """One edit: an object of any kind applied (added or changed), or one deleted."""
-    applied = st.one_of(*CONFIGS.values()).map(Apply)
-    return st.one_of(applied, applied, deletions())
+def slots(kind: str) -> st.SearchStrategy[Slot]:
+    """A (namespace, name) from the kind's pools."""
+    return st.tuples(st.sampled_from(NAMESPACES), st.sampled_from(NAMES[kind]))
 
 
 def configs() -> st.SearchStrategy[Config]:
-    """One object of any kind (for generated meshes)."""
-    return st.one_of(*CONFIGS.values())
+    """One object of any kind, anywhere in the pools (a new one, or a change)."""
+    return st.one_of(*(make(None) for make in CONFIGS.values()))
+
+
+@st.composite
+def edits(draw: st.DrawFn, held: Sequence[ConfigKey] = ()) -> Edit:
+    """One edit, given the keys the store holds: mostly a change or a deletion of one of
+    them (so edits meet the caches of what exists), else any object applied."""
+    choice = draw(st.sampled_from(("change", "change", "delete", "apply") if held else ("apply",)))
+    if choice == "apply":
+        return Apply(draw(configs()))
+    kind = draw(st.sampled_from(sorted({k.kind for k in held})))  # every kind as likely
+    key = draw(st.sampled_from([k for k in held if k.kind == kind]))
+    if choice == "delete" or key.kind not in CONFIGS:
+        return Delete(key)
+    return Apply(draw(CONFIGS[key.kind]((key.namespace, key.name))))
