@@ -40,6 +40,7 @@ from pilothouse.xds.builders.endpoint import LbEndpointInput
 from pilothouse.xds.builders.names import inbound_cluster_name, outbound_cluster_name
 from pilothouse.xds.builders.traffic_policy import effective_policy
 from pilothouse.xds.generators.base import GenerationInput, Resources
+from pilothouse.xds.generators.context_memo import context_memo
 from pilothouse.xds.generators.inbound import InboundPort, inbound_ports
 from pilothouse.xds.generators.scope_memo import scope_memo
 from pilothouse.xds.protocol.type_urls import CDS
@@ -71,9 +72,10 @@ class ClusterGenerator:
 
     def generate(self, given: GenerationInput) -> Resources:
         scope = given.scope
-        shared: dict[str, Resource] = given.context.memo(
-            ("cds", scope.key, given.rest), lambda: self._scope_clusters(given)
-        )
+        known = context_memo(given.context).scope_clusters
+        shared = known.get((scope.key, given.rest))
+        if shared is None:
+            shared = known[scope.key, given.rest] = self._scope_clusters(given)
         inbound = inbound_clusters(given)
         everything = {**shared, **{r.name: r for r in inbound}} if inbound else shared
         if given.names is None:
@@ -199,11 +201,14 @@ def inbound_clusters(given: GenerationInput) -> list[Resource]:
     They hold no address of the proxy's own, so proxies of one workload share them:
     each is looked up once per context.
     """
+    known = context_memo(given.context).inbound_clusters
     out = []
     for inbound in inbound_ports(given):
         target = (inbound.port, inbound.protocol, inbound.target_host, inbound.target_port)
-        make = functools.partial(_inbound_cluster, given, inbound)
-        out.append(given.context.memo(("cds-inbound", target), make))
+        found = known.get(target)
+        if found is None:
+            found = known[target] = _inbound_cluster(given, inbound)
+        out.append(found)
     return out
 
 

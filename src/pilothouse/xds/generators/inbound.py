@@ -21,6 +21,7 @@ from typing import Any
 
 from pilothouse.registry.model import Endpoint, Service
 from pilothouse.xds.generators.base import GenerationInput
+from pilothouse.xds.generators.context_memo import context_memo
 
 LOCALHOST = "127.0.0.1"
 
@@ -56,8 +57,11 @@ class InboundMemo:
 
 def inbound_ports(given: GenerationInput) -> tuple[InboundPort, ...]:
     proxy = given.proxy
-    key = ("inbound", given.scope.key, proxy.ip_addresses, proxy.labels)
-    held: InboundMemo = given.context.memo(key, InboundMemo)
+    key = (given.scope.key, proxy.ip_addresses, proxy.labels)
+    known = context_memo(given.context).inbound_ports
+    held = known.get(key)
+    if held is None:
+        held = known[key] = InboundMemo()
     index = given.endpoints
     if held.revision == index.revision:
         return held.ports
@@ -142,8 +146,9 @@ def _labelled_endpoints(given: GenerationInput, namespace: str) -> Mapping[str, 
     services = given.context.services.by_namespace.get(namespace, ())
     index = given.endpoints
     versions = tuple(index.version(s.key) for s in services)
-    held: dict[str, Any] = given.context.memo(("inbound-endpoints", namespace), dict)
-    if held.get("versions") != versions:
+    known = context_memo(given.context).labelled_endpoints
+    held = known.get(namespace)
+    if held is None or held.versions != versions:
         by_address: dict[str, list[Candidate]] = {}
         position = 0
         for service in services:
@@ -153,6 +158,13 @@ def _labelled_endpoints(given: GenerationInput, namespace: str) -> Mapping[str, 
                         (position, service, endpoint)
                     )
                 position += 1
-        held["versions"], held["by_address"] = versions, by_address
-    found: Mapping[str, list[Candidate]] = held["by_address"]
-    return found
+        held = known[namespace] = LabelledEndpoints(versions, by_address)
+    return held.by_address
+
+
+@dataclass(frozen=True, slots=True)
+class LabelledEndpoints:
+    """A namespace's labelled endpoints by address, and the versions they were read at."""
+
+    versions: tuple[int, ...]
+    by_address: Mapping[str, list[Candidate]]

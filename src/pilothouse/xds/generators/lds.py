@@ -61,6 +61,7 @@ from pilothouse.xds.builders.route_l4 import build_tcp_route_clusters, tls_route
 from pilothouse.xds.builders.route_match import resolve_gateway_name
 from pilothouse.xds.generators.base import GenerationInput, Resources
 from pilothouse.xds.generators.cds import encode
+from pilothouse.xds.generators.context_memo import context_memo
 from pilothouse.xds.generators.inbound import InboundPort, inbound_ports
 from pilothouse.xds.generators.routing import resolver_for
 from pilothouse.xds.generators.scope_inputs import ScopeInputs, scope_inputs
@@ -159,10 +160,14 @@ def inbound_listener(given: GenerationInput, port: InboundPort) -> Resource:
     # ASCII: the placeholder's length in characters is its length in bytes
     if address and address.isascii() and not address.startswith(UNIX_PREFIX):
         tls = None if port.tls is None else port.tls.SerializeToString(deterministic=True)
-        key = ("lds-inbound", port.port, port.protocol, port.bind, tls, given.rest, len(address))
-        template: AddressTemplate | None = given.context.memo(
-            key, lambda: AddressTemplate.make(len(address), lambda a: _inbound(given, port, a))
-        )
+        key = (port.port, port.protocol, port.bind, tls, given.rest, len(address))
+        known = context_memo(given.context).inbound_listeners
+        try:
+            template = known[key]
+        except KeyError:
+            template = known[key] = AddressTemplate.make(
+                len(address), lambda a: _inbound(given, port, a)
+            )
         if template is not None:
             return template.resource(address, _inbound_name(port, address))
     built = _inbound(given, port, address)

@@ -22,6 +22,7 @@ from pilothouse.xds.builders.load_balancer import hash_policy
 from pilothouse.xds.builders.names import parse_cluster_name
 from pilothouse.xds.builders.route_destination import DestinationResolver, service_resolver
 from pilothouse.xds.builders.traffic_policy import effective_policy
+from pilothouse.xds.generators.context_memo import context_memo
 from pilothouse.xds.generators.scope_memo import predecessor_memo, scope_memo
 
 
@@ -92,8 +93,12 @@ def hash_policy_inputs(context: PushContext, rule: Config | None) -> bytes | Non
     """
     if rule is None:
         return None
-    found: bytes | None = context.memo(("hash-policy-inputs", rule), lambda: _balancers_only(rule))
-    return found
+    known = context_memo(context).hash_policy_inputs
+    try:
+        return known[rule]
+    except KeyError:
+        found = known[rule] = _balancers_only(rule)
+        return found
 
 
 def _balancers_only(rule: Config) -> bytes | None:
@@ -133,9 +138,10 @@ def _copy_balancers(target: dr_pb2.TrafficPolicy, source: dr_pb2.TrafficPolicy) 
 
 def delegates(context: PushContext) -> Any:
     """``(name, namespace) → VirtualService spec`` for delegate lookups (one per context)."""
-    found: Callable[[str, str], vs_pb2.VirtualService | None] = context.memo(
-        ("delegates",), lambda: _delegate_lookup(context.virtual_services.by_key)
-    )
+    memo = context_memo(context)
+    found = memo.delegates
+    if found is None:
+        found = memo.delegates = _delegate_lookup(context.virtual_services.by_key)
     return found
 
 
