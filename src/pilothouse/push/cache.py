@@ -79,6 +79,8 @@ class ResourceCache:
         ] = OrderedDict()
         self._dependents: dict[ConfigKey, set[Hashable]] = {}
         self._max = max_entries
+        self._compared: dict[type, tuple[str, ...]] = {}
+        """Each inputs class's compared fields, for deriving dependencies."""
         self.stats = CacheStats()
 
     def __len__(self) -> int:
@@ -97,17 +99,17 @@ class ResourceCache:
         raise TypeError(f"cache key {key!r} holds a resource, not a group")
 
     def put(self, key: Hashable, resource: Resource) -> None:
-        self._store(key, resource, dependencies(key))
+        self._store(key, resource, dependencies(key, self._compared))
 
     def put_group(self, key: Hashable, group: ResourceGroup) -> None:
-        self._store(key, group, dependencies(key))
+        self._store(key, group, dependencies(key, self._compared))
 
     def resource(self, inputs: Inputs, build: Callable[[Inputs], Resource]) -> Resource:
         """What ``build(inputs)`` gives, built once per distinct ``inputs``."""
         found = self.get(inputs)
         if found is None:
             found = build(inputs)
-            self._store(inputs, found, dependencies(inputs))
+            self._store(inputs, found, dependencies(inputs, self._compared))
         return found
 
     def group(self, inputs: Inputs, build: Callable[[Inputs], ResourceGroup]) -> ResourceGroup:
@@ -115,7 +117,7 @@ class ResourceCache:
         found = self.get_group(inputs)
         if found is None:
             found = build(inputs)
-            self._store(inputs, found, dependencies(inputs))
+            self._store(inputs, found, dependencies(inputs, self._compared))
         return found
 
     def _lookup(self, key: Hashable) -> Resource | ResourceGroup | None:

@@ -21,7 +21,7 @@ import functools
 import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config
@@ -143,10 +143,11 @@ class PushContext:
         """The context's one ``kind`` object (made with ``kind()`` on first use): what
         generators derive from this context, as typed fields of a class of theirs (push/
         cannot name the generators' types, so the object is found by its class)."""
-        found = self._derived.get(kind)
-        if found is None:
-            found = self._derived[kind] = kind()
-        return cast(Derived, found)
+        try:
+            return self._derived[kind]  # type: ignore[return-value]
+        except KeyError:
+            made = self._derived[kind] = kind()
+            return made
 
     def _build_scope(self, key: ScopeKey) -> ProxyScope:
         namespace = key.namespace

@@ -24,9 +24,8 @@ input.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Any
 
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.registry.endpoint_index import EndpointIndex
@@ -116,32 +115,49 @@ class EndpointsAt:
         return self.index.endpoints_for(self.service, port_name, labels)
 
 
-def dependencies(value: object) -> frozenset[ConfigKey]:
-    """The config keys ``value`` (a cache input) names, by the rules in the module docstring."""
+def dependencies(
+    value: object, compared: dict[type, tuple[str, ...]] | None = None
+) -> frozenset[ConfigKey]:
+    """The config keys ``value`` (a cache input) names, by the rules in the module docstring.
+
+    ``compared`` remembers each dataclass's compared fields across calls (the resource
+    cache keeps one); without it they are looked up for each walk.
+    """
     found: set[ConfigKey] = set()
-    for key in _walk(value):
-        found.add(key)
+    _collect(value, found, {} if compared is None else compared)
     return frozenset(found)
 
 
-def _walk(value: object) -> Iterator[ConfigKey]:
-    if isinstance(value, ConfigKey):
-        yield value
+_LEAVES = frozenset({str, int, float, bool, bytes, type(None)})
+
+
+def _collect(value: object, found: set[ConfigKey], compared: dict[type, tuple[str, ...]]) -> None:
+    """Add what ``value`` names to ``found``; ``compared`` remembers each dataclass's
+    compared fields."""
+    kind = type(value)
+    if kind in _LEAVES:
+        return
+    if kind is ConfigKey:
+        found.add(value)  # type: ignore[arg-type]
+    elif kind is ServiceKey:
+        found.add(value.config_key)  # type: ignore[attr-defined]
+    elif kind is tuple or kind is frozenset:
+        for part in value:  # type: ignore[attr-defined]
+            _collect(part, found, compared)
     elif isinstance(value, Service):
-        yield value.source
-    elif isinstance(value, ServiceKey):
-        yield value.config_key
+        found.add(value.source)
     elif isinstance(value, Config):
-        yield value.key
+        found.add(value.key)
     elif isinstance(value, InputKey):
-        yield from value.depends_on
+        found.update(value.depends_on)
+    elif isinstance(value, (ConfigKey, ServiceKey)):  # subclasses, never seen in practice
+        found.add(value if isinstance(value, ConfigKey) else value.config_key)
     elif isinstance(value, (tuple, frozenset)):
         for part in value:
-            yield from _walk(part)
+            _collect(part, found, compared)
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        for name in _compared_fields(type(value)):
-            yield from _walk(getattr(value, name))
-
-
-def _compared_fields(kind: type[Any]) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(kind) if f.compare)
+        names = compared.get(kind)
+        if names is None:
+            names = compared[kind] = tuple(f.name for f in dataclasses.fields(value) if f.compare)
+        for name in names:
+            _collect(getattr(value, name), found, compared)

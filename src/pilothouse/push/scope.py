@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.push.hostnames import host_matches
@@ -146,14 +146,15 @@ class ProxyScope:
         Never for values that read anything else of a context (endpoints, services or
         DestinationRules other than the scope's own): those belong in the context's memo.
         """
-        found = self._derived.get(kind)
-        if found is None:
-            found = self._derived[kind] = kind()
-        return cast(Derived, found)
+        try:
+            return self._derived[kind]  # type: ignore[return-value]
+        except KeyError:
+            made = self._derived[kind] = kind()
+            return made
 
     def held(self, kind: type[Derived]) -> Derived | None:
         """The scope's ``kind`` object if one was made (nothing is made)."""
-        return cast("Derived | None", self._derived.get(kind))
+        return self._derived.get(kind)  # type: ignore[return-value]
 
     def service(self, hostname: str) -> Service | None:
         return self.by_hostname.get(hostname)

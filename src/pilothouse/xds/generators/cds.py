@@ -18,7 +18,7 @@ once per context and port.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -126,6 +126,15 @@ class ScopeClusterInputs:
     dns: tuple[EndpointsAt, ...]
     connect_timeout: float
     rest: RestPolling | None
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # hashed once: the cache hashes a key again for each of its (many) dependencies
+        parts = (self.services, self.dns, self.connect_timeout, self.rest)
+        object.__setattr__(self, "_hash", hash(parts))
+
+    def __hash__(self) -> int:
+        return self._hash
 
 
 def build_scope_clusters(cache: ResourceCache, inputs: ScopeClusterInputs) -> ResourceGroup:
@@ -160,6 +169,15 @@ class ServiceClusterInputs:
     endpoints: EndpointsAt | None
     connect_timeout: float
     rest: RestPolling | None
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # hashed once: a Service hashes every field it has, each time
+        parts = (self.service, self.rule, self.endpoints, self.connect_timeout, self.rest)
+        object.__setattr__(self, "_hash", hash(parts))
+
+    def __hash__(self) -> int:
+        return self._hash
 
 
 def build_service_clusters(inputs: ServiceClusterInputs) -> ResourceGroup:
