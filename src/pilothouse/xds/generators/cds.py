@@ -8,9 +8,11 @@ STRICT_DNS (Envoy's dynamic forward proxy is not used). ``BlackHoleCluster`` and
 
 The cluster set of a scope is computed once per PushContext and shared by every
 proxy of that scope (and transport: a REST-polling proxy's EDS clusters point at
-REST, not ADS). The ResourceCache holds each cluster under its inputs, each service's
-clusters as one group and each scope's set as one group, so a push finds a scope's
-clusters in one lookup, and a scope that changed its other services' in one each.
+REST, not ADS). The ResourceCache holds each service's clusters as one group under
+:class:`ServiceClusterInputs` and each scope's set as one group under
+:class:`ScopeClusterInputs` (each builder takes its inputs value and nothing else), so
+a push finds a scope's clusters in one lookup, and a scope that changed its other
+services' in one each.
 A proxy's ``inbound|<port>||`` clusters hold no address of its own: they are made
 once per context and port.
 """
