@@ -23,7 +23,7 @@ from pilothouse.registry.model import Labels
 from pilothouse.xds.builders.cluster import RestPolling
 
 if TYPE_CHECKING:
-    from pilothouse.xds.generators.inbound import InboundMemo, LabelledEndpoints
+    from pilothouse.xds.generators.inbound import InboundPort, LabelledEndpoints
     from pilothouse.xds.generators.lds import AddressTemplate
 
 InboundTarget = tuple[int, str, str, int]
@@ -42,10 +42,11 @@ class ContextMemo:
     """A scope's outbound clusters, by scope and transport."""
     inbound_clusters: dict[InboundTarget, Resource] = field(default_factory=dict)
     inbound_listeners: dict[InboundListener, AddressTemplate | None] = field(default_factory=dict)
-    inbound_ports: dict[tuple[ScopeKey, tuple[str, ...], Labels], InboundMemo] = field(
-        default_factory=dict
-    )
-    """A workload's inbound ports, by scope, IP addresses and labels."""
+    inbound_ports: dict[
+        tuple[ScopeKey, tuple[str, ...], Labels], tuple[int, tuple[InboundPort, ...]]
+    ] = field(default_factory=dict)
+    """A workload's inbound ports, by scope, IP addresses and labels, with the endpoint
+    index's revision they were read at."""
     labelled_endpoints: dict[str, LabelledEndpoints] = field(default_factory=dict)
     """The labelled endpoints of a namespace's services, by address."""
     grpc_listeners: dict[tuple[ScopeKey, str, bool, Labels], Resource | None] = field(

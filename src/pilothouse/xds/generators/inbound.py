@@ -39,39 +39,23 @@ class InboundPort:
     tls: Any = None
 
 
-class InboundMemo:
-    """A proxy kind's inbound ports, with the endpoint versions they were read at.
-
-    The ports of a workload found through its WorkloadEntry read the endpoint index,
-    which changes without a new PushContext (the EDS fast path): they hold while the
-    index has not moved, or while the versions of the namespace's services are the same.
-    """
-
-    __slots__ = ("ports", "revision", "versions")
-
-    def __init__(self) -> None:
-        self.revision = -1
-        self.versions: tuple[int, ...] | None = None
-        self.ports: tuple[InboundPort, ...] = ()
-
-
 def inbound_ports(given: GenerationInput) -> tuple[InboundPort, ...]:
+    """The inbound ports of the proxy's workload, once per context and proxy kind.
+
+    Ports found through the workload's WorkloadEntry read the endpoint index, which
+    changes without a new PushContext (the EDS fast path): they are kept with the
+    index's revision and found again when it moved.
+    """
     proxy = given.proxy
     key = (given.scope.key, proxy.ip_addresses, proxy.labels)
     known = context_memo(given.context).inbound_ports
+    revision = given.endpoints.revision
     held = known.get(key)
-    if held is None:
-        held = known[key] = InboundMemo()
-    index = given.endpoints
-    if held.revision == index.revision:
-        return held.ports
-    services = given.context.services.by_namespace.get(proxy.namespace, ())
-    versions = tuple(index.version(s.key) for s in services)
-    if versions != held.versions:
-        held.ports = _compute(given)
-        held.versions = versions
-    held.revision = index.revision
-    return held.ports
+    if held is not None and held[0] == revision:
+        return held[1]
+    ports = _compute(given)
+    known[key] = (revision, ports)
+    return ports
 
 
 def _compute(given: GenerationInput) -> tuple[InboundPort, ...]:
