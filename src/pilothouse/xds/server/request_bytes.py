@@ -4,9 +4,11 @@ grpc.aio answers a request deserializer that raises with ``UNKNOWN`` and a Pytho
 exception text. So the servicers register :func:`request_parser` instead: it parses
 exactly as ``FromString`` does, and bytes that do not parse become an
 :class:`Undecodable` value carrying a short reason, which the stream ends with
-``INVALID_ARGUMENT``. Well-formed requests pay one Python call and a ``try`` that
-never fires (measured: within the noise of ``FromString`` itself, about 1-2 µs for a
-typical EDS request here).
+``INVALID_ARGUMENT``. Well-formed requests pay one more Python call and a ``try`` that
+never fires: measured with timeit on this (busy, 2-core) machine, 0.1-0.3 µs on top of
+the 1-3 µs ``FromString`` takes for a CDS or 20-name EDS ACK, against tens of µs for the
+rest of a request's handling. Parsing in the deserializer, not in the stream loop, keeps
+the parse where it was (no extra async generator per message, which costs more).
 """
 
 from __future__ import annotations
