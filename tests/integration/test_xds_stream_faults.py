@@ -280,3 +280,55 @@ async def test_exception_while_reading_the_node_is_internal(
     monkeypatch.undo()
     await converge(plane.port, GOOD, DB)
     assert_server_running(plane)
+
+
+HIDDEN = """\
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: hidden, namespace: other}
+spec:
+  hosts: [hidden.other.svc.cluster.local]
+  exportTo: ["."]
+  resolution: STATIC
+  ports: [{number: 80, name: http, protocol: HTTP}]
+  endpoints: [{address: 10.0.0.11}]
+"""
+
+
+async def test_a_push_that_fails_to_build_is_carried_into_the_next(
+    plane: ControlPlane, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Building the PushContext raises once (patched, standing in for a bug): the push
+    loop survives, and the change that push carried is pushed with the next one, even
+    when the next change alone would not concern the proxy (it cannot see ``other``)."""
+    import pilothouse.xds.server.discovery as discovery_module
+
+    real = discovery_module.build_context
+    failures = [RuntimeError(SECRET)]
+
+    def build_failing_once(*args: object, **kwargs: object) -> object:
+        if failures:
+            raise failures.pop()
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    watcher = await open_ads(plane.port)
+    try:
+        await watcher.send(sotw_request(CDS, GOOD))
+        first = await watcher.read()
+        await watcher.send(
+            sotw_request(CDS, version_info=first.version_info, response_nonce=first.nonce)
+        )
+        monkeypatch.setattr(discovery_module, "build_context", build_failing_once)
+        plane.apply_yaml(CACHE)
+        for _ in range(100):
+            if not failures:
+                break
+            await asyncio.sleep(0.02)
+        assert not failures, "the push was never attempted"
+        plane.apply_yaml(HIDDEN)
+        pushed = await watcher.read()
+        names = cluster_names(pushed)
+        assert CACHE_CLUSTER in names and "outbound|80||hidden.other.svc.cluster.local" not in names
+        assert_server_running(plane)
+    finally:
+        await watcher.close()

@@ -137,6 +137,8 @@ class DiscoveryServer:
         self._ids = itertools.count(1)
         self._closed = asyncio.Event()
         self._ready = asyncio.Event()
+        self._unpushed: PushRequest | None = None
+        """A push whose building raised: merged into the next one, so its changes are not lost."""
 
     # -- what connections and servicers read ------------------------------------------
 
@@ -275,6 +277,17 @@ class DiscoveryServer:
             return
         for reason, count in request.reasons.items():
             self.stats.push_triggers[reason] = self.stats.push_triggers.get(reason, 0) + count
+        if self._unpushed is not None:
+            request, self._unpushed = self._unpushed.merge(request), None
+        try:
+            self._push(request)
+        except Exception:
+            # A bug building the context (or choosing connections) for this change: the
+            # debouncer logs it and goes on; the change rides along with the next push.
+            self._unpushed = request
+            raise
+
+    def _push(self, request: PushRequest) -> None:
         self._version = self._versions.next()
         if request.full:
             self._full_push(request)
