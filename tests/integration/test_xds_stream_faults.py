@@ -332,3 +332,21 @@ async def test_a_push_that_fails_to_build_is_carried_into_the_next(
         assert_server_running(plane)
     finally:
         await watcher.close()
+
+
+@pytest.mark.parametrize("delta", [False, True], ids=["sotw", "delta"])
+async def test_oversized_request_stays_resource_exhausted(plane: ControlPlane, delta: bool) -> None:
+    names = ["x" * 1024] * 5000  # about 5 MiB, over the 4 MiB limit
+    if delta:
+        body = delta_request(CDS, GOOD, resource_names_subscribe=names)
+    else:
+        body = sotw_request(CDS, GOOD, resource_names=names)
+    stream = await open_ads(plane.port, delta=delta)
+    try:
+        await stream.send(body)
+        code, details = await stream.status()
+    finally:
+        await stream.close()
+    assert code is grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert_no_internals(details)
+    await converge(plane.port, GOOD, DB, delta=delta)
