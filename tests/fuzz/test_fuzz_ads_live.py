@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
+from typing import Any, TypeVar
 
 import grpc
 import pytest
@@ -36,6 +37,7 @@ from tests.fuzz.budget import fuzz_settings
 from tests.fuzz.xds_requests import VALID_NODES, sotw_requests, wire_messages
 from tests.integration.ads_stream import DELTA, SOTW, converge
 
+T = TypeVar("T")
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 PROPER = frozenset({grpc.StatusCode.OK, grpc.StatusCode.INVALID_ARGUMENT})
 CORE_RACE = (grpc.StatusCode.INTERNAL, "Internal error from Core")
@@ -57,8 +59,8 @@ class LiveServer:
     async def _channel(self) -> grpc.aio.Channel:
         return grpc.aio.insecure_channel(f"127.0.0.1:{self.plane.port}")
 
-    def run(self, coroutine: object) -> object:
-        return self.loop.run_until_complete(coroutine)  # type: ignore[arg-type]
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return self.loop.run_until_complete(coroutine)
 
     def close(self) -> None:
         self.run(self.channel.close())
@@ -90,8 +92,8 @@ async def one_stream(channel: grpc.aio.Channel, delta: bool, messages: list[byte
         except (grpc.aio.AioRpcError, grpc.aio.UsageError, asyncio.InvalidStateError):
             pass  # the server ended the stream before we finished writing
         try:
-            while (body := await call.read()) is not grpc.aio.EOF:
-                response = kind.FromString(body)  # well-formed, or this raises
+            while (received := await call.read()) is not grpc.aio.EOF:
+                response = kind.FromString(received)  # well-formed, or this raises
                 assert response.nonce and response.type_url
         except grpc.aio.AioRpcError:
             pass  # the stream ended with a status: checked below
@@ -113,7 +115,7 @@ def check_still_serving(live: LiveServer) -> None:
     live.run(drained())
     for delta in (False, True):
         names = live.run(converge(live.plane.port, VALID_NODES[0], REVIEWS, delta=delta))
-        assert REVIEWS in names  # type: ignore[operator]
+        assert REVIEWS in names
 
 
 @pytest.mark.parametrize("delta", [False, True], ids=["sotw", "delta"])

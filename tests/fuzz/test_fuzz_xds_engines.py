@@ -98,7 +98,8 @@ def test_sotw_engine_decides_every_random_request(data: st.DataObject) -> None:
         assert decision.type_url == request.type_url
         if decision.respond:
             answer_sotw(session, server, decision.type_url, data.draw(available_sets))
-        if session.watches and data.draw(st.booleans()):  # a push between requests
+        push_now = data.draw(st.booleans())
+        if session.watches and push_now:  # a push between requests
             pushed = data.draw(st.sampled_from(sorted(session.watches)))
             watch = session.watch(pushed)
             assert watch is not None
@@ -121,7 +122,8 @@ def test_delta_engine_decides_every_random_request(data: st.DataObject) -> None:
         if decision.respond:
             available = data.draw(available_sets)
             answer_delta(session, server, decision.type_url, available, decision)
-        if session.watches and data.draw(st.booleans()):
+        push_now = data.draw(st.booleans())
+        if session.watches and push_now:
             pushed = data.draw(st.sampled_from(sorted(session.watches)))
             changed = data.draw(st.one_of(st.none(), st.frozensets(st.sampled_from(CLUSTERS))))
             watch = session.watch(pushed)

@@ -63,10 +63,10 @@ class FailingFor:
     victim: str
     armed: bool = True
     raised: int = 0
+    type_url: str = ""
 
-    @property
-    def type_url(self) -> str:
-        return self.inner.type_url
+    def __post_init__(self) -> None:
+        self.type_url = self.inner.type_url
 
     def generate(self, given: GenerationInput) -> Mapping[str, Resource]:
         if self.armed and given.proxy.node_id == self.victim:
