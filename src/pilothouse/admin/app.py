@@ -14,8 +14,9 @@ from typing import Final
 from aiohttp import web
 
 from pilothouse.admin.readiness import ReadinessCheck, all_checks, missing
+from pilothouse.settings import RestSettings
 from pilothouse.xds.server.discovery import DiscoveryServer
-from pilothouse.xds.server.rest import RestDiscovery, RestSettings
+from pilothouse.xds.server.rest import RestDiscovery
 
 DISCOVERY: Final = web.AppKey("discovery", DiscoveryServer)
 REST: Final = web.AppKey("rest", RestDiscovery)

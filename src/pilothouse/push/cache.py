@@ -20,8 +20,7 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 
 from pilothouse.config.model import ConfigKey
-
-DEFAULT_MAX_ENTRIES = 60_000
+from pilothouse.settings import XdsSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +85,7 @@ class CacheStats:
 class ResourceCache:
     """Resources by input key, with dependency-based eviction and an LRU bound."""
 
-    def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
+    def __init__(self, max_entries: int = XdsSettings.cache_size) -> None:
         self._entries: OrderedDict[
             Hashable, tuple[Resource | ResourceGroup, frozenset[ConfigKey]]
         ] = OrderedDict()
