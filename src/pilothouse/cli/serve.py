@@ -29,7 +29,7 @@ from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.meshconfig import MeshConfigError, load_mesh_config
 from pilothouse.environment import SettingsError, from_environment
 from pilothouse.mcp.sink_server import McpSinkServer
-from pilothouse.settings import Settings
+from pilothouse.settings import AdminSettings, Settings, WebhookSettings, XdsSettings
 from pilothouse.sources.aggregate import AggregateStore
 from pilothouse.sources.events import ConfigEvent, ConfigStore
 from pilothouse.webhook.server import WebhookServer
@@ -86,16 +86,19 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--sink-meta", action="append", metavar="K=V", help="metadata for the dial-out stream"
     )
-    parser.add_argument("--xds-address", metavar="HOST:PORT", help="default 127.0.0.1:15010")
+    parser.add_argument(
+        "--xds-address", metavar="HOST:PORT", help=f"default {XdsSettings.address}"
+    )
     parser.add_argument(
         "--admin-address",
         metavar="HOST:PORT",
-        help="HTTP for /ready and REST xDS; default 127.0.0.1:15014",
+        help=f"HTTP for /ready and REST xDS; default {AdminSettings.address}",
     )
     parser.add_argument(
         "--webhook-address",
         metavar="HOST:PORT",
-        help="HTTPS validation webhook, with --webhook-cert/-key (default 127.0.0.1:15017)",
+        help="HTTPS validation webhook, with --webhook-cert/-key "
+        f"(default {WebhookSettings.address})",
     )
     parser.add_argument(
         "--webhook-cert", type=Path, metavar="FILE", help="webhook certificate (PEM)"
