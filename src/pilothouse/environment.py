@@ -17,7 +17,7 @@ import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from pilothouse.settings import Knob, knobs
 
@@ -80,7 +80,9 @@ def unknown_variable(name: str, known: Mapping[str, Knob]) -> str:
 def parse_value(knob: Knob, text: str) -> Any:
     """``text`` as ``knob``'s type; ValueError naming the variable, value and type."""
     parse, expected = _PARSERS.get(knob.kind, (None, ""))
-    if parse is None:
+    if parse is None and typing.get_origin(knob.kind) is Literal:
+        parse, expected = _choice_parser(typing.get_args(knob.kind))
+    elif parse is None:
         parse, expected = _tuple_parser(knob.kind)
     try:
         return parse(text)
@@ -123,6 +125,15 @@ _PARSERS: Final[Mapping[Any, tuple[Callable[[str], Any], str]]] = MappingProxyTy
         str: (_string, "a string (str)"),
     }
 )
+
+
+def _choice_parser(choices: tuple[str, ...]) -> tuple[Callable[[str], Any], str]:
+    def choice(text: str) -> str:
+        if text not in choices:
+            raise ValueError(text)
+        return text
+
+    return choice, "one of " + ", ".join(repr(c) for c in choices)
 
 
 def _tuple_parser(kind: Any) -> tuple[Callable[[str], Any], str]:

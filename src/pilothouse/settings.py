@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, Literal
 
 _NO_RENAMES: Final[Mapping[str, str]] = MappingProxyType({})
 
@@ -182,7 +182,7 @@ class Settings:
     """Namespace given to objects whose metadata has none."""
     file_debounce: float = 0.1
     """Seconds of quiet before a changed file is reloaded."""
-    role: str = "all"
+    role: Literal["all", "config-server"] = "all"
     """``all`` serves proxies and config; ``config-server`` serves config only (MCP)."""
     log_level: str = "info"
     """``info``, or levels per scope as istiod writes them: ``default:info,xds:debug``."""

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+import typing
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -22,6 +23,9 @@ def changed_value(knob: Knob) -> tuple[str, Any]:
         return str(knob.default + 0.25), knob.default + 0.25
     if knob.kind is str:
         return "changed:1", "changed:1"
+    if typing.get_origin(knob.kind) is Literal:
+        other = next(c for c in typing.get_args(knob.kind) if c != knob.default)
+        return other, other
     if knob.kind == tuple[Path, ...]:
         return f"/a{os.pathsep}/b", (Path("/a"), Path("/b"))
     assert knob.kind == tuple[str, ...], knob
@@ -64,6 +68,7 @@ def test_nothing_set_means_the_defaults() -> None:
         ("PILOTHOUSE_DRAIN_SECONDS", "-5", "a number (float) of 0 or more"),
         ("PILOTHOUSE_EDS_DEBOUNCE", "maybe", "a boolean (bool)"),
         ("PILOTHOUSE_ACCEPT_MCP_SOURCES", "", "a boolean (bool)"),
+        ("PILOTHOUSE_ROLE", "galley", "one of 'all', 'config-server'"),
     ],
 )
 def test_a_bad_value_names_the_variable_the_value_and_the_type(

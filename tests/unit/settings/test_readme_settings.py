@@ -4,8 +4,9 @@ variables, flags, types and defaults, so that the documentation cannot drift."""
 from __future__ import annotations
 
 import re
+import typing
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pilothouse.cli.serve import FLAGS
 from pilothouse.settings import Knob, knobs
@@ -49,6 +50,8 @@ def rendered(default: Any) -> str:
 def type_fits(knob: Knob, words: str) -> bool:
     if knob.kind in TYPE_WORDS:
         return words in TYPE_WORDS[knob.kind]
+    if typing.get_origin(knob.kind) is Literal:
+        return words == " or ".join(f"`{c}`" for c in typing.get_args(knob.kind))
     return words.startswith(("list", "paths"))
 
 
