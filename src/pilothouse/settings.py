@@ -113,6 +113,8 @@ class RestSettings:
     refresh_delay: float = 1.0
     """How often served resources tell REST-mode proxies to poll, seconds (keep it equal
     to their bootstrap's)."""
+    request_timeout: float = 1.0
+    """How long served resources tell REST-mode proxies a poll may take, seconds."""
     max_body_bytes: int = 4 * 1024 * 1024
     """Largest REST discovery request body."""
     json_cache_entries: int = 20_000

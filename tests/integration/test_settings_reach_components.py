@@ -47,6 +47,7 @@ ENVIRON = {
     "PILOTHOUSE_MAX_RECEIVE_BYTES": "2000000",
     "PILOTHOUSE_DEBOUNCE_AFTER": "0.01",
     "PILOTHOUSE_REST_REFRESH_DELAY": "0.4",
+    "PILOTHOUSE_REST_REQUEST_TIMEOUT": "0.6",
     "PILOTHOUSE_REST_MAX_BODY_BYTES": "12345",
     "PILOTHOUSE_REST_JSON_CACHE_ENTRIES": "11",
 }
@@ -121,6 +122,7 @@ async def test_serve_hands_every_part_of_the_tree_to_its_component(
         (app,) = apps
         rest = app[REST]
         assert rest.polling.refresh_delay == timedelta(seconds=0.4)
+        assert rest.polling.request_timeout == timedelta(seconds=0.6)
         assert rest.settings.json_cache_entries == 11
         url = f"http://127.0.0.1:{bound[0].admin_port}/v3/discovery:clusters"
         json = {"Content-Type": "application/json"}

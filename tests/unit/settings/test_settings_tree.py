@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from pilothouse.bootstrap.envoy import EnvoyBootstrapOptions
 from pilothouse.mcp.publisher import McpSourceOptions
 from pilothouse.push.cache import ResourceCache
 from pilothouse.settings import Settings, XdsSettings, knobs
@@ -88,5 +89,8 @@ async def test_components_built_without_settings_use_the_trees_defaults(
     assert (options.max_wait, options.quiesce) == (tree.mcp.max_wait, tree.mcp.quiesce)
     assert WebhookServer("c.pem", "k.pem")._read_timeout == tree.webhook.read_timeout
     assert FileSource(tmp_path)._debounce == tree.file_debounce
+    bootstrap = EnvoyBootstrapOptions(node_id="sidecar~10.0.0.1~a.b~b.svc.cluster.local")
+    assert bootstrap.rest_refresh_delay == tree.rest.refresh_delay
+    assert bootstrap.rest_request_timeout == tree.rest.request_timeout
     discovery.close()
     await asyncio.sleep(0)

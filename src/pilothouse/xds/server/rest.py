@@ -224,7 +224,7 @@ class RestDiscovery:
         self.polling = RestPolling(
             XDS_REST_CLUSTER,
             timedelta(seconds=self.settings.refresh_delay),
-            timedelta(seconds=1),
+            timedelta(seconds=self.settings.request_timeout),
         )
         self.stats = RestStats()
         self.json = ResourceJsonCache(self.settings.json_cache_entries)
