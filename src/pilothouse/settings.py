@@ -5,7 +5,9 @@ debouncer and push workers), ``settings.admin``, ``settings.rest``, ``settings.w
 and ``settings.mcp``; the top level holds what ``serve`` itself reads. Each part is the
 settings object its component takes (``DiscoveryServer`` takes ``settings.xds``,
 ``RestDiscovery`` takes ``settings.rest``), so a default is written once, here, and
-equals istiod's where istiod has one.
+equals istiod's where istiod has one. A tree rather than one flat class because each
+component then gets exactly the knobs it reads, and its tests build just that part
+(``XdsSettings(debounce=DebounceSettings(debounce_after=0.01))``).
 
 The classes are frozen dataclasses without ``__slots__`` on purpose: a field's default
 stays readable as a class attribute (``XdsSettings.cache_size``), so a component whose
