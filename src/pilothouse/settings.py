@@ -92,6 +92,12 @@ class XdsSettings:
     min_ping_interval: float = 15.0
     """Shortest interval between client pings the server accepts (istiod: half of
     GRPC_KEEPALIVE_INTERVAL)."""
+    max_connection_age: float = 0.0
+    """--keepaliveMaxServerConnectionAge: seconds after which a connection is asked to go
+    away (proxies reconnect, maybe to another replica); 0 means never, as istiod's code
+    (its Helm chart sets 30 minutes)."""
+    max_connection_age_grace: float = 10.0
+    """Seconds a connection asked to go away has to finish its streams."""
 
 
 @dataclass(frozen=True)

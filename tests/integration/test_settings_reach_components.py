@@ -224,3 +224,27 @@ async def test_the_warming_timeout_is_how_long_routes_wait_for_unwarmed_clusters
     finally:
         await channel.close()
         await plane.stop()
+
+
+async def test_a_connection_older_than_max_connection_age_is_closed() -> None:
+    plane = ControlPlane(
+        settings=XdsSettings(
+            debounce=DebounceSettings(debounce_after=0.01),
+            max_connection_age=0.5,
+            max_connection_age_grace=0.5,
+        )
+    )
+    plane.apply_yaml(MESH)
+    await plane.start()
+    channel, call = await open_stream(plane.port)
+    try:
+        await call.write(request(CDS))
+        await read(call)
+        opened = time.monotonic()
+        with pytest.raises(grpc.aio.AioRpcError) as ended:
+            await asyncio.wait_for(call.read(), 10)
+        assert ended.value.code() is grpc.StatusCode.UNAVAILABLE
+        assert time.monotonic() - opened < 5
+    finally:
+        await channel.close()
+        await plane.stop()

@@ -37,3 +37,10 @@ def test_each_transport_knob_becomes_its_option() -> None:
         "grpc.http2.min_ping_interval_without_data_ms": 60_000,
         "grpc.max_concurrent_streams": 7,
     }
+
+
+def test_connections_age_out_only_when_asked() -> None:
+    assert "grpc.max_connection_age_ms" not in dict(grpc_server_options(XdsSettings()))
+    aged = dict(grpc_server_options(XdsSettings(max_connection_age=1800)))
+    assert aged["grpc.max_connection_age_ms"] == 1_800_000
+    assert aged["grpc.max_connection_age_grace_ms"] == 10_000
