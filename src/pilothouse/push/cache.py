@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pilothouse.config.model import ConfigKey
 from pilothouse.settings import XdsSettings
 
+DEFAULT_MAX_ENTRIES = XdsSettings.cache_size
+
 
 @dataclass(frozen=True, slots=True)
 class Resource:
@@ -85,7 +87,7 @@ class CacheStats:
 class ResourceCache:
     """Resources by input key, with dependency-based eviction and an LRU bound."""
 
-    def __init__(self, max_entries: int = XdsSettings.cache_size) -> None:
+    def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
         self._entries: OrderedDict[
             Hashable, tuple[Resource | ResourceGroup, frozenset[ConfigKey]]
         ] = OrderedDict()
