@@ -14,9 +14,8 @@ from typing import Final
 from aiohttp import web
 
 from pilothouse.admin.readiness import ReadinessCheck, all_checks, missing
-from pilothouse.settings import RestSettings
 from pilothouse.xds.server.discovery import DiscoveryServer
-from pilothouse.xds.server.rest import RestDiscovery
+from pilothouse.xds.server.rest import RestDiscovery, RestSettings
 
 DISCOVERY: Final = web.AppKey("discovery", DiscoveryServer)
 REST: Final = web.AppKey("rest", RestDiscovery)
