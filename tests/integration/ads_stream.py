@@ -4,6 +4,7 @@ requests, broken ones, or random bytes, over SotW or delta, and read what comes 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,7 +42,10 @@ class AdsStream:
     delta: bool
 
     async def send(self, body: bytes) -> None:
-        await self.call.write(body)
+        """Write one message; if the server has ended the stream meanwhile, the status is
+        left for :meth:`read` or :meth:`status` to report."""
+        with contextlib.suppress(grpc.aio.AioRpcError):
+            await self.call.write(body)
 
     async def read(self, timeout: float = 5.0) -> Any:
         """The next response, parsed; raises AioRpcError when the stream ends with a status."""
