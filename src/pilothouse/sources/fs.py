@@ -35,6 +35,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from pilothouse.config.documents import MAX_BYTES, internal_error
 from pilothouse.config.load import Loader, Problem
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.config.validation.report import Severity
@@ -205,9 +206,15 @@ class FileSource:
                         return True
                     if changes and not self._on_changes({path for _change, path in changes}):
                         return False
-        except Exception:
+        except Exception as exc:
             # The watcher itself failed (the root vanished while it started, a notify
             # backend error): look at the root again after a pause instead of failing.
+            log.warning(
+                "watching config directory %s failed (%s); looking at it again",
+                self.root,
+                type(exc).__name__,
+                extra={"source": self.name},
+            )
             log.debug("watcher for %s failed", self.root, exc_info=True)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), self._root_poll)
@@ -230,19 +237,28 @@ class FileSource:
         return sorted((touched & (present | known)) | (present - known) | (known - present))
 
     def reload(self, paths: Iterable[str]) -> None:
+        """Load each of ``paths`` again (or forget it when it is gone). Whatever goes
+        wrong with one file is that file's problem: it keeps its last good objects."""
         for path in paths:
             try:
-                mode = os.stat(path).st_mode
-            except OSError as problem:
-                if problem.errno in (errno.ENOENT, errno.ENOTDIR):
-                    self._forget_file(path)
-                else:
-                    self._keep_unseen(path, reason_of(problem))
-                continue
-            if stat.S_ISREG(mode):
-                self._load_file(path)
-            else:
+                self._reload_file(path)
+            except Exception as exc:
+                log.debug("reloading %s failed", path, exc_info=True)
+                self._keep_last_good(path, internal_error("this file", exc))
+
+    def _reload_file(self, path: str) -> None:
+        try:
+            mode = os.stat(path).st_mode
+        except OSError as problem:
+            if problem.errno in (errno.ENOENT, errno.ENOTDIR):
                 self._forget_file(path)
+            else:
+                self._keep_unseen(path, reason_of(problem))
+            return
+        if stat.S_ISREG(mode):
+            self._load_file(path)
+        else:
+            self._forget_file(path)
 
     def _look(self) -> TreeScan | None:
         """Scan the tree and update the availability; None when the root cannot be read."""
@@ -307,16 +323,28 @@ class FileSource:
             return
         self._record(path, tuple(previous), (Problem(Severity.ERROR, path, None, message),))
 
+    def _keep_last_good(self, path: str, message: str, line: int | None = None) -> None:
+        previous = self._defined.get(path, {})
+        self._defined[path] = previous
+        self._record(path, tuple(previous), (Problem(Severity.ERROR, path, line, message),))
+
     def _load_file(self, path: str) -> None:
         previous = self._defined.get(path, {})
         try:
-            with open(path, encoding="utf-8") as handle:
-                text = handle.read()
-        except (OSError, UnicodeDecodeError) as exc:
-            self._defined[path] = previous
-            self._record(path, tuple(previous), (Problem(Severity.ERROR, path, None, str(exc)),))
+            with open(path, "rb") as handle:
+                data = handle.read(MAX_BYTES + 1)
+        except OSError as exc:
+            self._keep_last_good(path, f"cannot read the file: {reason_of(exc)}")
             return
-        result = self.loader.load_text(text, path)
+        if len(data) > MAX_BYTES:
+            self._keep_last_good(path, f"file larger than {MAX_BYTES} bytes")
+            return
+        try:
+            result = self.loader.load_bytes(data, path)
+        except Exception as exc:  # the loader never raises; if it does, only this file fails
+            log.debug("loading %s failed", path, exc_info=True)
+            self._keep_last_good(path, internal_error("this file", exc))
+            return
         if result.unreadable:
             # The file could not be parsed as a whole: keep what it loaded last time.
             self._defined[path] = previous
