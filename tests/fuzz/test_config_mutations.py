@@ -47,18 +47,21 @@ def test_loader_turns_every_mutation_into_problems(case: BrokenFile) -> None:
 @fuzz_settings(0.5)
 @given(mutated_file())
 def test_file_source_keeps_the_last_good_version_of_what_it_rejects(case: BrokenFile) -> None:
-    """One example file's content replaced by a broken one (JSON text is written to the
-    same ``.yaml`` file: the suffix only decides which files are read, not how)."""
+    """One example file's content replaced by a broken one; a JSON one is also renamed
+    (``x.yaml`` to ``x.json``) in the same change."""
     with tempfile.TemporaryDirectory() as folder:
         mesh = Path(folder)
         shutil.copytree(ROOT / "examples", mesh, dirs_exist_ok=True)
         source = FileSource(mesh)
         source.load_all()
         before = {key: source.store.get(key) for key in source.store.keys()}
-        (target,) = mesh.rglob(case.example)
-        owned = set(source.statuses()[str(target)].objects)
+        (original,) = mesh.rglob(case.example)
+        owned = set(source.statuses()[str(original)].objects)
+        target = original.with_suffix(case.suffix)
+        if target != original:
+            original.unlink()
         target.write_bytes(case.data)
-        source.reload([str(target)])
+        source.reload(sorted({str(original), str(target)}))
         status = source.statuses()[str(target)]
         check_problems(status.problems, str(target), line_count(case.data))
         errors = [p for p in status.problems if p.severity is Severity.ERROR]

@@ -227,3 +227,32 @@ def test_a_loader_failure_in_one_file_keeps_that_files_objects(
     assert port_of(source, "a") == 80 and port_of(source, "b") == 81
     (problem,) = source.statuses()[str(tmp_path / "a.yaml")].problems
     assert "internal error" in problem.message and "RuntimeError" in problem.message
+
+
+def test_an_object_moved_to_another_file_is_handed_over(tmp_path: Path) -> None:
+    (tmp_path / "b.yaml").write_text(gateway("moved", 80))
+    source = FileSource(tmp_path)
+    source.load_all()
+    events: list[ConfigEvent] = []
+    source.store.subscribe(events.append)
+
+    # renamed (b.yaml -> a.yaml, before it in sorted order) and edited: one update
+    (tmp_path / "b.yaml").unlink()
+    (tmp_path / "a.yaml").write_text(gateway("moved", 81))
+    source.reload([str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml")])
+    assert port_of(source, "moved") == 81
+    assert [(e.type, e.key.name) for e in events] == [(EventType.UPDATE, "moved")]
+
+    # renamed again (a.yaml -> c.yaml) and made invalid on the way: the last good stays
+    (tmp_path / "a.yaml").unlink()
+    broken = gateway("moved", 82).replace("name: moved", "name: !!bool moved")
+    (tmp_path / "c.yaml").write_text(broken)
+    source.reload([str(tmp_path / "a.yaml"), str(tmp_path / "c.yaml")])
+    assert port_of(source, "moved") == 81 and len(events) == 1
+    (problem,) = source.statuses()[str(tmp_path / "c.yaml")].problems
+    assert "!!bool" in problem.message
+
+    # and the fix reaches it
+    (tmp_path / "c.yaml").write_text(gateway("moved", 83))
+    source.reload([str(tmp_path / "c.yaml")])
+    assert port_of(source, "moved") == 83 and source.statuses()[str(tmp_path / "c.yaml")].ok

@@ -19,7 +19,9 @@ Rules, per file, so that one bad file never takes good config down:
   start-up gives an empty, synced source that fills when the directory appears.
 - The same object in two files is an error naming both files; the file that defined it
   first keeps it (at start-up, in sorted path order). When that file lets go of it, the
-  other file's copy takes over.
+  other file's copy takes over. An object that moves to another file in one change is
+  handed over (files still there are read before the gone ones are forgotten), and if
+  it is invalid in its new file, its last good version moves with it.
 """
 
 from __future__ import annotations
@@ -237,7 +239,10 @@ class FileSource:
     def reload(self, paths: Iterable[str]) -> None:
         """Load each of ``paths`` again (or forget it when it is gone). Whatever goes
         wrong with one file is that file's problem: it keeps its last good objects."""
-        for path in paths:
+        # Files still there first, then the ones gone: an object that moved from one file
+        # to another is handed over (an update) instead of deleted and added again.
+        ordered = sorted(paths, key=lambda path: not os.path.lexists(path))
+        for path in ordered:
             try:
                 self._reload_file(path)
             except Exception as exc:
@@ -323,8 +328,16 @@ class FileSource:
                 continue
             wanted[config.key] = config
         for key in result.rejected:
-            if key not in wanted and key in previous:
+            if key in wanted:
+                continue
+            if key in previous:
                 wanted[key] = previous[key]  # invalid edit: the last good version stays
+                continue
+            owner = self._owner.get(key)
+            if owner is not None and owner != path and not os.path.lexists(owner):
+                # Moved here from a file that is gone, and invalid on the way: this file
+                # takes over the last good version.
+                wanted[key] = self._defined[owner][key]
         self._defined[path] = wanted
         for key in sorted(set(previous) - set(wanted)):
             self._release(key, path)
