@@ -24,7 +24,7 @@ import pytest
 
 from pilothouse.cli.serve import Bound, serve
 from pilothouse.config.load import Loader, LoadResult
-from pilothouse.settings import Settings
+from pilothouse.settings import AdminSettings, DebounceSettings, Settings, XdsSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE = "sidecar~127.0.0.1~productpage-v1.bookinfo~bookinfo.svc.cluster.local"
@@ -70,11 +70,13 @@ async def served(tmp_path: Path) -> AsyncIterator[Served]:
     shutil.copytree(ROOT / "examples", mesh)
     settings = Settings(
         config_dirs=(mesh,),
-        xds_address="127.0.0.1:0",
-        admin_address="127.0.0.1:0",
+        xds=XdsSettings(
+            address="127.0.0.1:0",
+            debounce=DebounceSettings(debounce_after=0.02, debounce_max=0.5),
+        ),
+        admin=AdminSettings(address="127.0.0.1:0"),
         file_debounce=0.05,
-        debounce_after=0.02,
-        debounce_max=0.5,
+        file_root_poll=0.1,
         drain_seconds=0.5,
     )
     stop = asyncio.Event()

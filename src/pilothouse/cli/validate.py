@@ -20,6 +20,7 @@ from pilothouse.config.load import Loader, LoadResult, Problem, printable
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.config.validation.proxyless_grpc import analyze_proxyless_grpc
 from pilothouse.config.validation.report import Severity
+from pilothouse.settings import Settings
 from pilothouse.sources.fs_tree import RootUnavailable, reason_of, scan_tree
 
 log = logging.getLogger("pilothouse.validate")
@@ -40,7 +41,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
     parser.add_argument(
-        "-n", "--namespace", default="default", help="namespace for objects that name none"
+        "-n",
+        "--namespace",
+        default=Settings.default_namespace,
+        help="namespace for objects that name none (as serve's PILOTHOUSE_DEFAULT_NAMESPACE)",
     )
     parser.set_defaults(run=run)
 

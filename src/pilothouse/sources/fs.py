@@ -41,6 +41,7 @@ from pilothouse.config.documents import MAX_BYTES, internal_error
 from pilothouse.config.load import Loader, Problem
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.config.validation.report import Severity
+from pilothouse.settings import Settings
 from pilothouse.sources.availability import Availability
 from pilothouse.sources.collector import collector_paused
 from pilothouse.sources.fs_health import RootHealth
@@ -83,9 +84,9 @@ class FileSource:
         root: Path,
         loader: Loader | None = None,
         *,
-        debounce: float = 0.1,
+        debounce: float = Settings.file_debounce,
         force_polling: bool | None = None,
-        root_poll: float = 0.5,
+        root_poll: float = Settings.file_root_poll,
     ) -> None:
         self.root = root.resolve()
         self.loader = loader if loader is not None else Loader(source=f"fs://{self.root}")
