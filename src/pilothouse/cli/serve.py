@@ -31,6 +31,7 @@ from pilothouse.mcp.sink_server import McpSinkServer
 from pilothouse.push.debounce import DebounceSettings
 from pilothouse.settings import Settings, from_environment
 from pilothouse.sources.aggregate import AggregateStore
+from pilothouse.sources.availability import Availability, ReportsAvailability
 from pilothouse.sources.events import ConfigEvent, ConfigStore
 from pilothouse.webhook.server import WebhookServer
 from pilothouse.xds.builders.cluster import RestPolling
@@ -236,7 +237,12 @@ async def serve(
         raise SystemExit(f"pilothouse: cannot listen on {settings.xds_address}")
     await grpc_server.start()
     admin_host, _, admin_port_text = settings.admin_address.rpartition(":")
-    admin = AdminServer(build_admin_app(discovery, rest=rest_settings(settings)))
+    def source_states() -> list[Availability]:
+        return [s.availability() for s in sources if isinstance(s, ReportsAvailability)]
+
+    admin = AdminServer(
+        build_admin_app(discovery, rest=rest_settings(settings), source_states=source_states)
+    )
     try:
         admin_port = await admin.start(admin_host, int(admin_port_text))
     except (OSError, ValueError) as problem:

@@ -8,7 +8,15 @@ Rules, per file, so that one bad file never takes good config down:
   before; the error is logged with file and line and kept in :meth:`FileSource.statuses`.
 - An invalid object is skipped while its valid siblings load; if the same object was
   valid before, its last good version stays.
-- Deleting a file deletes its objects.
+- Deleting a file deletes its objects. A file that cannot be *seen* (its folder cannot
+  be read, permission denied) is not deleted: it keeps its objects and the problem is
+  kept in its status.
+- The root itself missing, not a directory, or unreadable makes the source
+  *unavailable*, not empty: every object stays, the cause is logged once and shown by
+  :meth:`FileSource.availability`, and the root is polled until it comes back (same
+  inode, ``mv`` back, or ``rm -rf`` and recreated); then the tree is read again and only
+  the differences are applied, and the watcher is armed again. A root missing at
+  start-up gives an empty, synced source that fills when the directory appears.
 - The same object in two files is an error naming both files; the file that defined it
   first keeps it (at start-up, in sorted path order). When that file lets go of it, the
   other file's copy takes over.
@@ -17,8 +25,11 @@ Rules, per file, so that one bad file never takes good config down:
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import logging
 import os
+import stat
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -27,12 +38,23 @@ from pathlib import Path
 from pilothouse.config.load import Loader, Problem
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.config.validation.report import Severity
+from pilothouse.sources.availability import Availability
 from pilothouse.sources.collector import collector_paused
+from pilothouse.sources.fs_tree import (
+    SUFFIXES,
+    RootUnavailable,
+    TreeScan,
+    check_root,
+    is_config_file,
+    reason_of,
+    root_identity,
+    scan_tree,
+)
 from pilothouse.sources.memory import MemoryStore
 
 log = logging.getLogger("pilothouse.sources.fs")
 
-SUFFIXES = (".yaml", ".yml", ".json")
+__all__ = ["SUFFIXES", "FileSource", "FileStatus", "is_config_file"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,10 +71,6 @@ class FileStatus:
         return not any(p.severity is Severity.ERROR for p in self.problems)
 
 
-def is_config_file(path: Path) -> bool:
-    return path.suffix in SUFFIXES and not path.name.startswith(".")
-
-
 class FileSource:
     """Loads a directory tree into its own :class:`MemoryStore` and keeps it current."""
 
@@ -63,15 +81,19 @@ class FileSource:
         *,
         debounce: float = 0.1,
         force_polling: bool | None = None,
+        root_poll: float = 0.5,
     ) -> None:
         self.root = root.resolve()
         self.loader = loader if loader is not None else Loader(source=f"fs://{self.root}")
         self.store = MemoryStore(name=f"fs://{self.root}")
         self._debounce = debounce
         self._force_polling = force_polling
+        self._root_poll = root_poll
         self._defined: dict[str, dict[ConfigKey, Config]] = {}
         self._owner: dict[ConfigKey, str] = {}
         self._status: dict[str, FileStatus] = {}
+        self._unreadable: dict[str, str] = {}
+        self._availability: Availability | None = None
         self._stop = asyncio.Event()
 
     @property
@@ -84,63 +106,206 @@ class FileSource:
     def statuses(self) -> dict[str, FileStatus]:
         return dict(self._status)
 
+    def availability(self) -> Availability:
+        """Whether the root could be read at the last look, and if not, why."""
+        if self._availability is None:
+            return Availability(self.name, False, "not loaded yet")
+        return self._availability
+
     def scan(self) -> list[str]:
-        """Every config file under the root, sorted."""
-        found: list[str] = []
-        if not self.root.is_dir():
-            return found
-        for directory, dirs, files in os.walk(self.root):
-            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-            for file in files:
-                path = Path(directory, file)
-                if is_config_file(path):
-                    found.append(str(path))
-        return sorted(found)
+        """Every config file under the root, sorted (none when the root cannot be read)."""
+        try:
+            return list(scan_tree(self.root).files)
+        except RootUnavailable:
+            return []
 
     def load_all(self) -> None:
-        """The initial load (and a full resync): every file, in sorted order."""
-        present = self.scan()
-        with collector_paused():
-            self.reload(sorted(set(present) | set(self._defined)))
+        """The initial load (and a full resync): every file, in sorted order.
+
+        When the root cannot be read nothing changes: the source is marked unavailable
+        and keeps what it holds.
+        """
+        tree = self._look()
+        if tree is not None:
+            with collector_paused():
+                self.reload(sorted(set(tree.files) | set(self._defined)))
         self.store.mark_synced()
 
     async def run(self) -> None:
-        """Load everything, then follow changes until :meth:`close`."""
-        if not self.root.is_dir():
-            log.warning("config directory %s does not exist; serving no config from it", self.root)
-        self.load_all()
-        if not self.root.is_dir():
-            await self._stop.wait()
-            return
-        from watchfiles import awatch
+        """Load everything, then follow changes until :meth:`close`.
 
-        async for changes in awatch(
-            self.root,
-            debounce=max(1, int(self._debounce * 1000)),
-            step=50,
-            stop_event=self._stop,
-            force_polling=self._force_polling,
-            recursive=True,
-            ignore_permission_denied=True,
-        ):
-            reported = {path for _change, path in changes}
-            self.reload(self._affected(reported))
+        While the root can be read, a watcher reports changes; when the root goes away
+        (or is replaced) the watcher is closed, the root is polled every ``root_poll``
+        seconds, and once it is back the tree is read again and a new watcher armed.
+        """
+        self.load_all()
+        resync = False
+        while not self._stop.is_set():
+            if resync or self.availability().available:
+                resync = await self._follow(resync)
+            else:
+                resync = await self._root_back()
 
     def close(self) -> None:
         self._stop.set()
 
-    def _affected(self, reported: set[str]) -> list[str]:
-        present = set(self.scan())
+    async def _root_back(self) -> bool:
+        """Wait until the root can be listed again (True) or the source is closed."""
+        while not self._stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), self._root_poll)
+                return False
+            try:
+                check_root(self.root)
+            except RootUnavailable as gone:
+                self._mark_unavailable(gone.reason)
+                continue
+            return True
+        return False
+
+    async def _follow(self, resync: bool) -> bool:
+        """Watch the tree until the source is closed (False) or the root is gone or
+        replaced (True when it should be read again at once)."""
+        from watchfiles import awatch
+
+        try:
+            armed = root_identity(self.root)
+        except RootUnavailable as gone:
+            self._mark_unavailable(gone.reason)
+            return False
+        try:
+            batches = awatch(
+                self.root,
+                debounce=max(1, int(self._debounce * 1000)),
+                step=50,
+                stop_event=self._stop,
+                rust_timeout=max(1, int(self._root_poll * 1000)),
+                yield_on_timeout=True,
+                force_polling=self._force_polling,
+                recursive=True,
+                ignore_permission_denied=True,
+            )
+            async with contextlib.aclosing(batches):
+                async for changes in batches:
+                    if resync:
+                        # Re-armed after the root came back: read everything once the
+                        # watcher runs, so that nothing changed in between is missed.
+                        resync = False
+                        self.load_all()
+                        if not self.availability().available:
+                            return False
+                        continue
+                    try:
+                        now = root_identity(self.root)
+                    except RootUnavailable as gone:
+                        self._mark_unavailable(gone.reason)
+                        return False
+                    if now != armed:
+                        log.info("config directory %s was replaced; reading it again", self.root)
+                        return True
+                    if changes and not self._on_changes({path for _change, path in changes}):
+                        return False
+        except Exception:
+            # The watcher itself failed (the root vanished while it started, a notify
+            # backend error): look at the root again after a pause instead of failing.
+            log.debug("watcher for %s failed", self.root, exc_info=True)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), self._root_poll)
+            self._look()
+            return True
+        return False
+
+    def _on_changes(self, reported: set[str]) -> bool:
+        """Reload what ``reported`` touched; False when the root cannot be read."""
+        tree = self._look()
+        if tree is None:
+            return False
+        self.reload(self._affected(reported, tree))
+        return True
+
+    def _affected(self, reported: set[str], tree: TreeScan) -> list[str]:
+        present = set(tree.files)
         known = set(self._defined)
         touched = {p for p in reported if is_config_file(Path(p))}
         return sorted((touched & (present | known)) | (present - known) | (known - present))
 
     def reload(self, paths: Iterable[str]) -> None:
         for path in paths:
-            if os.path.isfile(path):
+            try:
+                mode = os.stat(path).st_mode
+            except OSError as problem:
+                if problem.errno in (errno.ENOENT, errno.ENOTDIR):
+                    self._forget_file(path)
+                else:
+                    self._keep_unseen(path, reason_of(problem))
+                continue
+            if stat.S_ISREG(mode):
                 self._load_file(path)
             else:
                 self._forget_file(path)
+
+    def _look(self) -> TreeScan | None:
+        """Scan the tree and update the availability; None when the root cannot be read."""
+        try:
+            tree = scan_tree(self.root)
+        except RootUnavailable as gone:
+            self._mark_unavailable(gone.reason)
+            return None
+        for folder, reason in sorted(tree.unreadable.items()):
+            if self._unreadable.get(folder) != reason:
+                log.warning(
+                    "config folder %s cannot be read (%s); its files keep their objects",
+                    folder,
+                    reason,
+                    extra={"source": self.name},
+                )
+        self._unreadable = dict(tree.unreadable)
+        reason = "; ".join(f"cannot read {f} ({r})" for f, r in sorted(tree.unreadable.items()))
+        previous = self._availability
+        if previous is not None and not previous.available:
+            log.info(
+                "config directory %s is available again; applying what changed",
+                self.root,
+                extra={"source": self.name},
+            )
+        if previous is None or not previous.available or previous.reason != reason:
+            since = previous.since if previous is not None and previous.available else time.time()
+            self._availability = Availability(self.name, True, reason, since)
+        return tree
+
+    def _mark_unavailable(self, reason: str) -> None:
+        """Note that the root cannot be read; logged once per cause, objects kept."""
+        previous = self._availability
+        if previous is not None and not previous.available and previous.reason == reason:
+            return
+        if previous is None and reason == "missing":
+            log.warning(
+                "config directory %s does not exist; serving no config from it until it does",
+                self.root,
+                extra={"source": self.name},
+            )
+        else:
+            log.error(
+                "config directory %s is unavailable (%s); keeping its %d object(s) until it"
+                " comes back",
+                self.root,
+                reason,
+                len(self._owner),
+                extra={"source": self.name, "reason": reason},
+            )
+        since = previous.since if previous is not None and not previous.available else time.time()
+        self._availability = Availability(self.name, False, reason, since)
+
+    def _keep_unseen(self, path: str, reason: str) -> None:
+        """``path`` cannot be looked at (its folder is unreadable): keep its objects."""
+        previous = self._defined.get(path)
+        if previous is None:
+            return
+        message = f"cannot be read ({reason}); keeping its {len(previous)} object(s)"
+        status = self._status.get(path)
+        if status is not None and [p.message for p in status.problems] == [message]:
+            return
+        self._record(path, tuple(previous), (Problem(Severity.ERROR, path, None, message),))
 
     def _load_file(self, path: str) -> None:
         previous = self._defined.get(path, {})
@@ -235,3 +400,4 @@ class FileSource:
             else:
                 log.info("%s", problem)
         self._status[path] = FileStatus(path, time.time(), objects, problems)
+
