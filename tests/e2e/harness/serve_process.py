@@ -109,9 +109,11 @@ class ServeProcess:
 
     # -- readiness ----------------------------------------------------------------------
 
-    async def ready(self) -> tuple[int, str]:
-        """``/ready`` on the admin port now: (status, body)."""
-        response = await fetch(LOOPBACK, self.admin_port, "/ready", timeout=2.0)
+    async def ready(self, query: str = "") -> tuple[int, str]:
+        """``/ready`` (with ``query``, e.g. ``format=json``) on the admin port now:
+        (status, body)."""
+        path = f"/ready?{query}" if query else "/ready"
+        response = await fetch(LOOPBACK, self.admin_port, path, timeout=2.0)
         return response.status, response.body.decode(errors="replace")
 
     async def wait_ready(self, timeout: float = 30.0) -> float:
