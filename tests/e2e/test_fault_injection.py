@@ -209,16 +209,16 @@ async def test_control_plane_killed_restarted_and_directory_moved_costs_no_reque
     timeline = Timeline()
     seen = Observations()
     try:
-        await plane.wait_ready()
-        bootstraps = await asyncio.gather(*(cli_bootstrap(car, xds) for car in sidecars))
-        for car, bootstrap in zip(sidecars, bootstraps, strict=True):
-            car.envoy = await envoy_factory(bootstrap)
-        for car in sidecars:
+        _, *bootstraps = await asyncio.gather(
+            plane.wait_ready(), *(cli_bootstrap(car, xds) for car in sidecars)
+        )
+        envoys = await asyncio.gather(*(envoy_factory(bootstrap) for bootstrap in bootstraps))
+        for car, envoy in zip(sidecars, envoys, strict=True):
+            car.envoy = envoy
             await wait_for_port(car.port, timeout=10)
             car.load = SteadyLoad(car.port, authority=car.host, rate=RATE, workers=2)
             await stack.enter_async_context(car.load)
         loads = [car.load for car in sidecars if car.load is not None]
-        envoys = [car.envoy for car in sidecars if car.envoy is not None]
 
         started = timeline.begin("warm")
         await all_on("v1", loads, after=started, timeout=FOLLOW)
@@ -376,6 +376,12 @@ def summary(sidecars: Sequence[Sidecar], timeline: Timeline, seen: Observations)
             f"  {car.flavour}: {len(car.load.samples)} requests, "
             f"{len(car.load.failures())} failed; "
             + "; ".join(f"{phase} {dict(counts)}" for phase, counts in per_phase.items())
+        )
+    if timeline.phases:
+        origin = timeline.phases[0][1]
+        lines.append(
+            "  phases began at "
+            + ", ".join(f"{name} +{start - origin:.2f}s" for name, start in timeline.phases)
         )
     if seen.ready_away:
         lines.append(f"  /ready while away: {seen.ready_away[-1]}")
