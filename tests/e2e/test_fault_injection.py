@@ -169,6 +169,13 @@ async def envoy_state(envoy: EnvoyProcess) -> tuple[frozenset[str], frozenset[st
     return frozenset(s["name"] for s in statuses), frozenset(await envoy.listeners())
 
 
+async def rejections(envoy: EnvoyProcess) -> dict[str, int]:
+    """Envoy's non-zero ``*.update_rejected`` counters (CDS, LDS, RDS, EDS NACKs)."""
+    counters = await envoy.stats(r"update_rejected$")
+    assert "cluster_manager.cds.update_rejected" in counters, counters  # the filter works
+    return {name: value for name, value in counters.items() if value}
+
+
 async def wait_disconnected(envoy: EnvoyProcess, timeout: float = 5.0) -> None:
     deadline = time.monotonic() + timeout
     while await envoy.stat("control_plane.connected_state", default=0) != 0:
@@ -259,6 +266,7 @@ async def test_control_plane_killed_restarted_and_directory_moved_costs_no_reque
         seen.followed = await all_on("v3", loads, after=edited, timeout=FOLLOW) - edited
         timeline.begin("settled")
         await asyncio.sleep(0.5)
+        seen.rejected = [await rejections(envoy) for envoy in envoys]
     finally:
         for car in sidecars:
             if car.load is not None:
@@ -287,6 +295,8 @@ async def test_control_plane_killed_restarted_and_directory_moved_costs_no_reque
         # the last word is the last edit
         settled = timeline.samples_of("settled", samples)
         assert settled and {s.upstream for s in settled} == {"reviews-v3"}, report
+    # neither server ever sent anything Envoy rejected
+    assert seen.rejected == [{} for _ in sidecars], seen.rejected
     # Envoy kept every cluster and listener while the directory was away
     for car, held, kept in zip(sidecars, seen.before, seen.during, strict=True):
         assert f"outbound|{car.port}|v2|{car.host}" in held[0], held
@@ -320,6 +330,8 @@ class Observations:
     during: list[tuple[frozenset[str], frozenset[str]]] = field(default_factory=list)
     ready_away: list[tuple[int, str]] = field(default_factory=list)
     ready_back: tuple[int, str] = (0, "(never asked)")
+    rejected: list[dict[str, int]] = field(default_factory=list)
+    """Per Envoy, its xDS ``update_rejected`` counters that are not zero (NACKs)."""
 
 
 async def wait_available(plane: ServeProcess, directory: Path, timeout: float) -> tuple[int, str]:
