@@ -125,6 +125,8 @@ def read_documents(text: str, file: str) -> ReadResult:
             except yaml.MarkedYAMLError as exc:
                 mark = exc.problem_mark or exc.context_mark
                 line = mark.line + 1 if mark is not None else 1
+                # the end of a text without a final newline is marked on the line after
+                line = min(line, _last_line(text))
                 errors.append(DocumentError(file, line, f"invalid YAML: {_yaml_reason(exc)}"))
                 break
             except yaml.reader.ReaderError as exc:
@@ -177,6 +179,13 @@ def internal_error(what: str, exc: BaseException) -> str:
         f"internal error while reading {what} ({type(exc).__name__}{where});"
         " it was skipped (the traceback is logged at debug level)"
     )
+
+
+def _last_line(text: str) -> int:
+    """The number of the last line of ``text``, counting YAML's line breaks."""
+    breaks = text.count("\n") + text.count("\r") - text.count("\r\n")
+    breaks += text.count("\x85") + text.count("\u2028") + text.count("\u2029")
+    return breaks + 1
 
 
 def _line_at(text: str, exc: BaseException) -> int:

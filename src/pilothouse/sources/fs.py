@@ -41,6 +41,7 @@ from pilothouse.config.model import Config, ConfigKey
 from pilothouse.config.validation.report import Severity
 from pilothouse.sources.availability import Availability
 from pilothouse.sources.collector import collector_paused
+from pilothouse.sources.fs_health import RootHealth
 from pilothouse.sources.fs_tree import (
     SUFFIXES,
     RootUnavailable,
@@ -93,8 +94,7 @@ class FileSource:
         self._defined: dict[str, dict[ConfigKey, Config]] = {}
         self._owner: dict[ConfigKey, str] = {}
         self._status: dict[str, FileStatus] = {}
-        self._unreadable: dict[str, str] = {}
-        self._availability: Availability | None = None
+        self._health = RootHealth(self.name, self.root)
         self._stop = asyncio.Event()
 
     @property
@@ -109,9 +109,7 @@ class FileSource:
 
     def availability(self) -> Availability:
         """Whether the root could be read at the last look, and if not, why."""
-        if self._availability is None:
-            return Availability(self.name, False, "not loaded yet")
-        return self._availability
+        return self._health.current()
 
     def scan(self) -> list[str]:
         """Every config file under the root, sorted (none when the root cannot be read)."""
@@ -159,7 +157,7 @@ class FileSource:
             try:
                 check_root(self.root)
             except RootUnavailable as gone:
-                self._mark_unavailable(gone.reason)
+                self._health.lost(gone.reason, len(self._owner))
                 continue
             return True
         return False
@@ -172,7 +170,7 @@ class FileSource:
         try:
             armed = root_identity(self.root)
         except RootUnavailable as gone:
-            self._mark_unavailable(gone.reason)
+            self._health.lost(gone.reason, len(self._owner))
             return False
         try:
             batches = awatch(
@@ -199,7 +197,7 @@ class FileSource:
                     try:
                         now = root_identity(self.root)
                     except RootUnavailable as gone:
-                        self._mark_unavailable(gone.reason)
+                        self._health.lost(gone.reason, len(self._owner))
                         return False
                     if now != armed:
                         log.info("config directory %s was replaced; reading it again", self.root)
@@ -265,52 +263,10 @@ class FileSource:
         try:
             tree = scan_tree(self.root)
         except RootUnavailable as gone:
-            self._mark_unavailable(gone.reason)
+            self._health.lost(gone.reason, len(self._owner))
             return None
-        for folder, reason in sorted(tree.unreadable.items()):
-            if self._unreadable.get(folder) != reason:
-                log.warning(
-                    "config folder %s cannot be read (%s); its files keep their objects",
-                    folder,
-                    reason,
-                    extra={"source": self.name},
-                )
-        self._unreadable = dict(tree.unreadable)
-        reason = "; ".join(f"cannot read {f} ({r})" for f, r in sorted(tree.unreadable.items()))
-        previous = self._availability
-        if previous is not None and not previous.available:
-            log.info(
-                "config directory %s is available again; applying what changed",
-                self.root,
-                extra={"source": self.name},
-            )
-        if previous is None or not previous.available or previous.reason != reason:
-            since = previous.since if previous is not None and previous.available else time.time()
-            self._availability = Availability(self.name, True, reason, since)
+        self._health.seen(tree)
         return tree
-
-    def _mark_unavailable(self, reason: str) -> None:
-        """Note that the root cannot be read; logged once per cause, objects kept."""
-        previous = self._availability
-        if previous is not None and not previous.available and previous.reason == reason:
-            return
-        if previous is None and reason == "missing":
-            log.warning(
-                "config directory %s does not exist; serving no config from it until it does",
-                self.root,
-                extra={"source": self.name},
-            )
-        else:
-            log.error(
-                "config directory %s is unavailable (%s); keeping its %d object(s) until it"
-                " comes back",
-                self.root,
-                reason,
-                len(self._owner),
-                extra={"source": self.name, "reason": reason},
-            )
-        since = previous.since if previous is not None and not previous.available else time.time()
-        self._availability = Availability(self.name, False, reason, since)
 
     def _keep_unseen(self, path: str, reason: str) -> None:
         """``path`` cannot be looked at (its folder is unreadable): keep its objects."""
