@@ -1,6 +1,7 @@
 """An in-process ``serve()`` on a copy of the example mesh, facing faults in its config
 directory: the directory moved away and back (``/ready`` stays 200 and says why the
-source is unavailable; proxies keep every cluster), and a file whose loading raises.
+source is unavailable; proxies keep every cluster), and a file whose loading raises
+(the loader monkeypatched to fail for that one file: nothing real fails on demand).
 
 Clusters are read the way a REST-polling Envoy reads them (``POST
 /v3/discovery:clusters`` on the admin port), from the real server.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import shutil
 import time
 from collections.abc import AsyncIterator, Callable
@@ -21,6 +23,7 @@ import aiohttp
 import pytest
 
 from pilothouse.cli.serve import Bound, serve
+from pilothouse.config.load import Loader, LoadResult
 from pilothouse.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -130,3 +133,68 @@ async def test_directory_moved_away_stays_served_and_ready_says_why(served: Serv
     assert REVIEWS_V1 not in await served.clusters()
     status, body = await served.ready(as_json=True)
     assert status == 200 and body["sources"][0]["state"] == "available"
+
+
+async def test_a_file_whose_loading_raises_keeps_its_last_good_config(
+    served: Served, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The file source's per-file boundary: a loader that raises (a stand-in for any
+    future bug) for one file must not stop ``serve``; the other files' edits are served
+    and that file keeps its last good objects."""
+    caplog.set_level(logging.WARNING, logger="pilothouse.sources.fs")
+    real = Loader.load_bytes
+
+    def load_bytes(self: Loader, data: bytes, file: str) -> LoadResult:
+        if file.endswith("policies.yaml"):
+            raise RuntimeError("a deliberate failure")
+        return real(self, data, file)
+
+    monkeypatch.setattr(Loader, "load_bytes", load_bytes)
+    bookinfo = served.mesh / "bookinfo"
+    policies = bookinfo / "policies.yaml"
+    policies.write_text(policies.read_text().replace("name: v1\n", "name: v1x\n", 1))
+    services = bookinfo / "services.yaml"
+    services.write_text(services.read_text() + EXTRA_SERVICE)
+
+    async def extra_served() -> bool:
+        return EXTRA_CLUSTER in await served.clusters()
+
+    await eventually(extra_served)
+
+    async def failure_logged() -> bool:
+        return any("RuntimeError" in r.getMessage() for r in caplog.records)
+
+    await eventually(failure_logged)
+    (logged,) = [r.getMessage() for r in caplog.records if "RuntimeError" in r.getMessage()]
+    assert logged.startswith(f"{policies}: internal error while reading this file")
+    await asyncio.sleep(0.3)  # longer than the push debounce
+    clusters = await served.clusters()
+    assert REVIEWS_V1 in clusters and REVIEWS_V1.replace("|v1|", "|v1x|") not in clusters
+    assert (await served.ready())[0] == 200
+
+    monkeypatch.setattr(Loader, "load_bytes", real)
+    policies.write_text(policies.read_text())  # touched: loads normally again
+
+    async def v1_renamed() -> bool:
+        return REVIEWS_V1.replace("|v1|", "|v1x|") in await served.clusters()
+
+    await eventually(v1_renamed)
+
+
+EXTRA_SERVICE = """\
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata:
+  name: extra
+  namespace: bookinfo
+spec:
+  hosts: [extra.bookinfo.svc.cluster.local]
+  location: MESH_INTERNAL
+  resolution: STATIC
+  ports:
+  - {number: 9080, name: http, protocol: HTTP}
+  endpoints:
+  - address: 127.0.0.1
+"""
+EXTRA_CLUSTER = "outbound|9080||extra.bookinfo.svc.cluster.local"

@@ -25,6 +25,7 @@ from pilothouse.admin.app import build_admin_app
 from pilothouse.admin.server import AdminServer
 from pilothouse.bootstrap.envoy import XDS_REST_CLUSTER
 from pilothouse.cli.config_sources import SourceSetupError, config_sources, mcp_roles
+from pilothouse.config.encoding import EncodingProblem, decode_config
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.meshconfig import MeshConfigError, load_mesh_config
 from pilothouse.mcp.sink_server import McpSinkServer
@@ -168,8 +169,15 @@ async def serve(
     mesh_sources: tuple[str, ...] = ()
     if settings.mesh_file:
         try:
-            loaded = load_mesh_config(Path(settings.mesh_file).read_text(), settings.mesh_file)
-        except (OSError, MeshConfigError) as problem:
+            text = decode_config(Path(settings.mesh_file).read_bytes())
+            loaded = load_mesh_config(text, settings.mesh_file)
+        except OSError as problem:
+            raise SystemExit(f"pilothouse: --mesh: {problem}") from None
+        except EncodingProblem as problem:
+            raise SystemExit(
+                f"pilothouse: --mesh: {settings.mesh_file}:{problem.line}: {problem.message}"
+            ) from None
+        except MeshConfigError as problem:
             raise SystemExit(f"pilothouse: --mesh: {problem}") from None
         for warning in loaded.warnings:
             log.warning("mesh config: %s", warning)

@@ -35,11 +35,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from pilothouse.config.documents import MAX_BYTES, internal_error
 from pilothouse.config.load import Loader, Problem
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.config.validation.report import Severity
 from pilothouse.sources.availability import Availability
 from pilothouse.sources.collector import collector_paused
+from pilothouse.sources.fs_health import RootHealth
 from pilothouse.sources.fs_tree import (
     SUFFIXES,
     RootUnavailable,
@@ -92,8 +94,7 @@ class FileSource:
         self._defined: dict[str, dict[ConfigKey, Config]] = {}
         self._owner: dict[ConfigKey, str] = {}
         self._status: dict[str, FileStatus] = {}
-        self._unreadable: dict[str, str] = {}
-        self._availability: Availability | None = None
+        self._health = RootHealth(self.name, self.root)
         self._stop = asyncio.Event()
 
     @property
@@ -108,9 +109,7 @@ class FileSource:
 
     def availability(self) -> Availability:
         """Whether the root could be read at the last look, and if not, why."""
-        if self._availability is None:
-            return Availability(self.name, False, "not loaded yet")
-        return self._availability
+        return self._health.current()
 
     def scan(self) -> list[str]:
         """Every config file under the root, sorted (none when the root cannot be read)."""
@@ -158,7 +157,7 @@ class FileSource:
             try:
                 check_root(self.root)
             except RootUnavailable as gone:
-                self._mark_unavailable(gone.reason)
+                self._health.lost(gone.reason, len(self._owner))
                 continue
             return True
         return False
@@ -171,7 +170,7 @@ class FileSource:
         try:
             armed = root_identity(self.root)
         except RootUnavailable as gone:
-            self._mark_unavailable(gone.reason)
+            self._health.lost(gone.reason, len(self._owner))
             return False
         try:
             batches = awatch(
@@ -198,16 +197,22 @@ class FileSource:
                     try:
                         now = root_identity(self.root)
                     except RootUnavailable as gone:
-                        self._mark_unavailable(gone.reason)
+                        self._health.lost(gone.reason, len(self._owner))
                         return False
                     if now != armed:
                         log.info("config directory %s was replaced; reading it again", self.root)
                         return True
                     if changes and not self._on_changes({path for _change, path in changes}):
                         return False
-        except Exception:
+        except Exception as exc:
             # The watcher itself failed (the root vanished while it started, a notify
             # backend error): look at the root again after a pause instead of failing.
+            log.warning(
+                "watching config directory %s failed (%s); looking at it again",
+                self.root,
+                type(exc).__name__,
+                extra={"source": self.name},
+            )
             log.debug("watcher for %s failed", self.root, exc_info=True)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), self._root_poll)
@@ -230,71 +235,38 @@ class FileSource:
         return sorted((touched & (present | known)) | (present - known) | (known - present))
 
     def reload(self, paths: Iterable[str]) -> None:
+        """Load each of ``paths`` again (or forget it when it is gone). Whatever goes
+        wrong with one file is that file's problem: it keeps its last good objects."""
         for path in paths:
             try:
-                mode = os.stat(path).st_mode
-            except OSError as problem:
-                if problem.errno in (errno.ENOENT, errno.ENOTDIR):
-                    self._forget_file(path)
-                else:
-                    self._keep_unseen(path, reason_of(problem))
-                continue
-            if stat.S_ISREG(mode):
-                self._load_file(path)
-            else:
+                self._reload_file(path)
+            except Exception as exc:
+                log.debug("reloading %s failed", path, exc_info=True)
+                self._keep_last_good(path, internal_error("this file", exc))
+
+    def _reload_file(self, path: str) -> None:
+        try:
+            mode = os.stat(path).st_mode
+        except OSError as problem:
+            if problem.errno in (errno.ENOENT, errno.ENOTDIR):
                 self._forget_file(path)
+            else:
+                self._keep_unseen(path, reason_of(problem))
+            return
+        if stat.S_ISREG(mode):
+            self._load_file(path)
+        else:
+            self._forget_file(path)
 
     def _look(self) -> TreeScan | None:
         """Scan the tree and update the availability; None when the root cannot be read."""
         try:
             tree = scan_tree(self.root)
         except RootUnavailable as gone:
-            self._mark_unavailable(gone.reason)
+            self._health.lost(gone.reason, len(self._owner))
             return None
-        for folder, reason in sorted(tree.unreadable.items()):
-            if self._unreadable.get(folder) != reason:
-                log.warning(
-                    "config folder %s cannot be read (%s); its files keep their objects",
-                    folder,
-                    reason,
-                    extra={"source": self.name},
-                )
-        self._unreadable = dict(tree.unreadable)
-        reason = "; ".join(f"cannot read {f} ({r})" for f, r in sorted(tree.unreadable.items()))
-        previous = self._availability
-        if previous is not None and not previous.available:
-            log.info(
-                "config directory %s is available again; applying what changed",
-                self.root,
-                extra={"source": self.name},
-            )
-        if previous is None or not previous.available or previous.reason != reason:
-            since = previous.since if previous is not None and previous.available else time.time()
-            self._availability = Availability(self.name, True, reason, since)
+        self._health.seen(tree)
         return tree
-
-    def _mark_unavailable(self, reason: str) -> None:
-        """Note that the root cannot be read; logged once per cause, objects kept."""
-        previous = self._availability
-        if previous is not None and not previous.available and previous.reason == reason:
-            return
-        if previous is None and reason == "missing":
-            log.warning(
-                "config directory %s does not exist; serving no config from it until it does",
-                self.root,
-                extra={"source": self.name},
-            )
-        else:
-            log.error(
-                "config directory %s is unavailable (%s); keeping its %d object(s) until it"
-                " comes back",
-                self.root,
-                reason,
-                len(self._owner),
-                extra={"source": self.name, "reason": reason},
-            )
-        since = previous.since if previous is not None and not previous.available else time.time()
-        self._availability = Availability(self.name, False, reason, since)
 
     def _keep_unseen(self, path: str, reason: str) -> None:
         """``path`` cannot be looked at (its folder is unreadable): keep its objects."""
@@ -307,16 +279,28 @@ class FileSource:
             return
         self._record(path, tuple(previous), (Problem(Severity.ERROR, path, None, message),))
 
+    def _keep_last_good(self, path: str, message: str, line: int | None = None) -> None:
+        previous = self._defined.get(path, {})
+        self._defined[path] = previous
+        self._record(path, tuple(previous), (Problem(Severity.ERROR, path, line, message),))
+
     def _load_file(self, path: str) -> None:
         previous = self._defined.get(path, {})
         try:
-            with open(path, encoding="utf-8") as handle:
-                text = handle.read()
-        except (OSError, UnicodeDecodeError) as exc:
-            self._defined[path] = previous
-            self._record(path, tuple(previous), (Problem(Severity.ERROR, path, None, str(exc)),))
+            with open(path, "rb") as handle:
+                data = handle.read(MAX_BYTES + 1)
+        except OSError as exc:
+            self._keep_last_good(path, f"cannot read the file: {reason_of(exc)}")
             return
-        result = self.loader.load_text(text, path)
+        if len(data) > MAX_BYTES:
+            self._keep_last_good(path, f"file larger than {MAX_BYTES} bytes")
+            return
+        try:
+            result = self.loader.load_bytes(data, path)
+        except Exception as exc:  # the loader never raises; if it does, only this file fails
+            log.debug("loading %s failed", path, exc_info=True)
+            self._keep_last_good(path, internal_error("this file", exc))
+            return
         if result.unreadable:
             # The file could not be parsed as a whole: keep what it loaded last time.
             self._defined[path] = previous
