@@ -3,9 +3,9 @@
 ``SteadyLoad`` runs a few workers that send requests back to back until stopped (one
 fresh connection per request), or paced to a total ``rate`` of requests per second, and
 records every outcome with the time it completed: status, answering upstream
-(``x-upstream``) or error.  Tests change
-config while it runs, then ask when traffic moved and what failed meanwhile.  Loopback
-only; the caller bounds it by stopping it (``async with`` stops it on exit).
+(``x-upstream``) or error.  Tests change config while it runs, then ask when traffic
+moved and what failed meanwhile.  Loopback only; the caller bounds it by stopping it
+(``async with`` stops it on exit).
 """
 
 from __future__ import annotations
