@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -172,9 +173,18 @@ def encoded(draw: st.DrawFn, text: str) -> bytes:
     return data
 
 
+@dataclass(frozen=True)
+class BrokenFile:
+    """A broken copy of the example file ``example`` (its name), as ``suffix`` text."""
+
+    example: str
+    suffix: str
+    data: bytes
+
+
 @st.composite
-def mutated_file(draw: st.DrawFn) -> tuple[str, bytes]:
-    """``(suffix, bytes)`` of one broken example file, YAML or JSON."""
+def mutated_file(draw: st.DrawFn) -> BrokenFile:
+    """One broken example file, YAML or JSON."""
     name = draw(st.sampled_from(sorted(EXAMPLES)))
     text = EXAMPLES[name]
     if draw(st.booleans()):
@@ -187,7 +197,7 @@ def mutated_file(draw: st.DrawFn) -> tuple[str, bytes]:
         suffix = ".json"
     else:
         suffix = ".yaml"
-    return suffix, draw(encoded(draw(mutated_text(text))))
+    return BrokenFile(name, suffix, draw(encoded(draw(mutated_text(text)))))
 
 
 PYTHON_INTERNALS = (

@@ -25,6 +25,7 @@ from tests.fuzz.mesh_mutations import (
     EXAMPLES,
     PYTHON_INTERNALS,
     ROOT,
+    BrokenFile,
     check_problems,
     line_count,
     mutated_file,
@@ -35,36 +36,31 @@ LOADER = Loader()
 
 @fuzz_settings(1.0)
 @given(mutated_file())
-def test_loader_turns_every_mutation_into_problems(case: tuple[str, bytes]) -> None:
-    suffix, data = case
-    name = f"mesh{suffix}"
-    result = LOADER.load_bytes(data, name)
-    check_problems(result.problems, name, line_count(data))
+def test_loader_turns_every_mutation_into_problems(case: BrokenFile) -> None:
+    name = f"mesh{case.suffix}"
+    result = LOADER.load_bytes(case.data, name)
+    check_problems(result.problems, name, line_count(case.data))
     for key in result.rejected:
         assert any(p.key == key for p in result.errors), key
 
 
 @fuzz_settings(0.5)
 @given(mutated_file())
-def test_file_source_keeps_the_last_good_version_of_what_it_rejects(
-    case: tuple[str, bytes],
-) -> None:
-    suffix, data = case
+def test_file_source_keeps_the_last_good_version_of_what_it_rejects(case: BrokenFile) -> None:
+    """One example file's content replaced by a broken one (JSON text is written to the
+    same ``.yaml`` file: the suffix only decides which files are read, not how)."""
     with tempfile.TemporaryDirectory() as folder:
         mesh = Path(folder)
         shutil.copytree(ROOT / "examples", mesh, dirs_exist_ok=True)
         source = FileSource(mesh)
         source.load_all()
         before = {key: source.store.get(key) for key in source.store.keys()}
-        target = sorted(mesh.rglob("*.yaml"))[0]
-        if suffix == ".json":
-            target.unlink()
-            target = target.with_suffix(".json")
-        owned = set(source.statuses()[str(target.with_suffix(".yaml"))].objects)
-        target.write_bytes(data)
-        source.reload(sorted({str(target), str(target.with_suffix(".yaml"))}))
+        (target,) = mesh.rglob(case.example)
+        owned = set(source.statuses()[str(target)].objects)
+        target.write_bytes(case.data)
+        source.reload([str(target)])
         status = source.statuses()[str(target)]
-        check_problems(status.problems, str(target), line_count(data))
+        check_problems(status.problems, str(target), line_count(case.data))
         errors = [p for p in status.problems if p.severity is Severity.ERROR]
         contested = {p.key for p in errors if "duplicate" in p.message or "already" in p.message}
         for key, config in before.items():
@@ -80,18 +76,18 @@ _LINE = re.compile(r"^(?P<file>.+?):(?P<line>\d+): \S")
 @fuzz_settings(0.5)
 @given(st.lists(mutated_file(), min_size=1, max_size=3), st.booleans())
 def test_validate_cli_reports_every_mutation(
-    cases: list[tuple[str, bytes]], odd_name: bool
+    cases: list[BrokenFile], odd_name: bool
 ) -> None:
     with tempfile.TemporaryDirectory() as folder:
         lines: dict[str, int] = {}
-        for index, (suffix, data) in enumerate(cases):
+        for index, case in enumerate(cases):
             stem = b"bad\xff" if odd_name and index == 0 else b"mesh"
-            path = os.fsencode(folder) + b"/" + stem + str(index).encode() + suffix.encode()
+            path = os.fsencode(folder) + b"/" + stem + str(index).encode() + case.suffix.encode()
             with open(path, "wb") as handle:
-                handle.write(data)
+                handle.write(case.data)
             shown = os.fsdecode(path)
             shown = shown.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-            lines[shown] = line_count(data)
+            lines[shown] = line_count(case.data)
         for output in ("json", "text"):
             out, err = io.StringIO(), io.StringIO()
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
