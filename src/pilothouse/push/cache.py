@@ -25,6 +25,7 @@ from typing import TypeVar
 
 from pilothouse.config.model import ConfigKey
 from pilothouse.push.inputs import InputKey, dependencies
+from pilothouse.settings import XdsSettings
 
 __all__ = [
     "DEFAULT_MAX_ENTRIES",
@@ -37,7 +38,7 @@ __all__ = [
 
 Inputs = TypeVar("Inputs", bound=Hashable)
 
-DEFAULT_MAX_ENTRIES = 60_000
+DEFAULT_MAX_ENTRIES = XdsSettings.cache_size
 
 
 @dataclass(frozen=True, slots=True)

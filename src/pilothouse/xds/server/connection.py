@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from pilothouse.push.request import PushRequest
 from pilothouse.push.version import NonceSource
 from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.registry.model import SERVICE_KIND, Resolution, service_hosts
+from pilothouse.settings import XdsSettings
 from pilothouse.xds.builders.names import parse_cluster_name
 from pilothouse.xds.generators.base import GenerationInput, Generator
 from pilothouse.xds.generators.grpc_flavour import is_proxyless
@@ -36,10 +38,14 @@ from pilothouse.xds.protocol.sotw import SotwDecision, SotwSession
 from pilothouse.xds.protocol.sotw_watch import plan_sotw
 from pilothouse.xds.protocol.subscriptions import Subscription
 from pilothouse.xds.protocol.type_urls import CDS, EDS, push_order_key
-from pilothouse.xds.server.ordering import ROUTE_TYPES, WARMING_TIMEOUT, MakeBeforeBreak
+from pilothouse.xds.server.ordering import ROUTE_TYPES, MakeBeforeBreak
 from pilothouse.xds.server.wire import delta_response, sotw_response
 
+log = logging.getLogger("pilothouse.xds")
+
 _NO_NAMES: frozenset[str] = frozenset()
+INTERNAL_ERROR = "internal error in pilothouse; this stream was closed (details in the server log)"
+"""What a stream ending with INTERNAL tells the client: nothing of Python's internals."""
 ENDPOINT_KINDS = frozenset({SERVICE_KIND, "ServiceEntry", "WorkloadEntry", "DestinationRule"})
 """Kinds whose change can alter a ClusterLoadAssignment (DestinationRules define subsets)."""
 
@@ -97,7 +103,10 @@ class Connection:
         generation: Generation,
         *,
         delta: bool,
+        warming_timeout: float = XdsSettings.warming_timeout,
     ) -> None:
+        """``warming_timeout``: seconds routes wait for new clusters to warm before they
+        are sent anyway; removed clusters linger at most twice as long."""
         self.id = connection_id
         self.peer = peer
         self.proxy = proxy
@@ -110,9 +119,12 @@ class Connection:
         """Set by the stream's writer loop, which marks each response done once written."""
         self.stats = ConnectionStats()
         self._order = MakeBeforeBreak()
+        self._warming_timeout = warming_timeout
         self._eds_index: tuple[Subscription, Mapping[str, frozenset[str]]] | None = None
         self.problem: str | None = None
         """Why the stream must end with INVALID_ARGUMENT, when the client broke the protocol."""
+        self.failure: str | None = None
+        """Why the stream must end with INTERNAL, when pilothouse failed serving it."""
         self._generation = generation
         self._nonces = NonceSource()
         # gRPC waits for a route's clusters and endpoints itself before using the route
@@ -211,7 +223,7 @@ class Connection:
             clusters = self._generate_raw(CDS, self.watched_names(CDS))
             order.begin_linger(clusters)
             if order.lingering:
-                self._after(2 * WARMING_TIMEOUT, self._release_lingering)
+                self._after(2 * self._warming_timeout, self._release_lingering)
         for type_url in watched:
             if type_url in ROUTE_TYPES and order.warming:
                 order.deferred.add(type_url)
@@ -274,11 +286,22 @@ class Connection:
                 if self._order.warming and self._order.epoch == epoch:
                     self._release_deferred(now)
 
-            self._after(WARMING_TIMEOUT, give_up)
+            self._after(self._warming_timeout, give_up)
 
     def _after(self, delay: float, action: Callable[[float], None]) -> None:
         with contextlib.suppress(RuntimeError):
-            asyncio.get_running_loop().call_later(delay, lambda: action(time.time()))
+            asyncio.get_running_loop().call_later(delay, self._contained, action)
+
+    def _contained(self, action: Callable[[float], None]) -> None:
+        """Run a timed step (warming give-up, lingering release); if it raises, only this
+        connection ends (with INTERNAL), never the event loop's other work."""
+        if self.failure is not None or self.problem is not None:
+            return
+        try:
+            action(time.time())
+        except Exception:
+            log.exception("timed push step failed", extra={"connection": self.id})
+            self.fail(INTERNAL_ERROR)
 
     def _warmed(self, names: frozenset[str]) -> bool:
         if self.sotw is not None:
@@ -445,6 +468,14 @@ class Connection:
             return
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.outbound.join(), timeout)
+
+    def fail(self, reason: str) -> None:
+        """End this stream with INTERNAL and ``reason`` (the first reason given stays):
+        after an exception mid-response its protocol state can no longer be trusted, and
+        the proxy reconnects to a fresh one."""
+        if self.failure is None:
+            self.failure = reason
+        self.close()
 
     def close(self) -> None:
         self.outbound.put_nowait(None)
