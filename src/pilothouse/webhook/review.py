@@ -240,6 +240,8 @@ def _admission_request(
     uid = request.get("uid")
     if not isinstance(uid, str) or not uid:
         return None, None, "AdmissionReview request has no uid"
+    if not isinstance(request.get("operation", ""), str):
+        return None, None, "AdmissionReview request.operation is not a string"
     return request, str(api_version), ""
 
 
