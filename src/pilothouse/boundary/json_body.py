@@ -19,10 +19,11 @@ The scan never builds a Python object per character. It removes escapes (``\\\\`
 ``\\"``) with ``replace``, keeps only the quotes and brackets (``bytes.translate``),
 drops the strings (adjacent quote pairs, one ``replace``, in the usual case where no
 string holds a bracket; else the text between alternate quotes), and runs a sum of
-the brackets in C (``itertools.accumulate`` over a signed byte view, stopping at the
-first level past the limit). A body with no more opening brackets than the limit is
-passed at once. On a real Envoy REST poll (80 KB) the scan costs about a tenth of
-``json.loads``.
+the brackets in C (``itertools.accumulate`` over a signed byte view). A body with no
+more opening brackets than the limit is passed at once. Measured (CPU time, 2-core VM):
+on an 80 KB Envoy REST poll (516 ``node.extensions``) the scan costs 150–220 µs, a third
+to a half of ``json.loads``; on a 270-byte poll about 1 µs; a 4 MiB body of brackets
+about 0.2 s. REST discovery reads a body only the first time it sees it.
 """
 
 from __future__ import annotations
@@ -126,7 +127,7 @@ def nests_deeper_than(body: bytes, limit: int) -> bool:
     if b'"' in outside:
         outside = b"".join(kept.split(b'"')[0::2])
     levels = accumulate(memoryview(outside.translate(_SIGNS)).cast("b"))
-    return next(filter(limit.__lt__, levels), None) is not None
+    return max(levels, default=0) > limit
 
 
 def _finite(text: str) -> float:
