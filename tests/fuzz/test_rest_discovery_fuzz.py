@@ -101,13 +101,21 @@ NAMES = st.lists(
     | st.text(max_size=20),
     max_size=5,
 )
+# Istio's LABELS may be JSON text; pilothouse reads it, so it gets hostile JSON too.
+LABELS_TEXT = st.one_of(
+    JSON_VALUES.map(json.dumps),
+    (st.sampled_from([257, 1000, 5000]) | st.integers(1, 5000)).map(lambda depth: "[" * depth),
+    (st.sampled_from([401, 5000]) | st.integers(300, 6000)).map(
+        lambda digits: '{"a": ' + "9" * digits + "}"
+    ),
+)
 NODES = st.fixed_dictionaries(
     {"id": NODE_IDS},
     optional={
         "cluster": TEXT_OR_ANY,
         "metadata": st.dictionaries(
             st.sampled_from(["NAMESPACE", "LABELS", "INTERCEPTION_MODE", "ISTIO_VERSION", "x"]),
-            JSON_VALUES,
+            JSON_VALUES | LABELS_TEXT,
             max_size=4,
         ),
         "locality": st.dictionaries(st.sampled_from(["region", "zone", "sub_zone"]), TEXT_OR_ANY),
@@ -154,6 +162,13 @@ def bodies(draw: st.DrawFn) -> bytes:
     shape = draw(st.integers(0, 9))
     if shape == 0:
         return draw(st.binary(max_size=200))
+    if shape in (2, 3):
+        # A plausible poll from a real node whose metadata carries something hostile.
+        node = {"id": draw(st.sampled_from([SIDECAR, ROUTER])), "metadata": {}}
+        key = draw(st.sampled_from(["LABELS", "LABELS", "NAMESPACE", "GENERATOR"]))
+        node["metadata"][key] = draw(LABELS_TEXT)
+        poll = {"node": node, "resource_names": draw(NAMES), "version_info": draw(st.text())}
+        return json.dumps(poll).encode()
     request: Any = draw(REQUESTS) if shape > 1 else draw(JSON_VALUES)
     if shape >= 7 and isinstance(request, dict):
         where = draw(st.sampled_from(["node", "version_info", "error_detail", "extra", "metadata"]))

@@ -43,6 +43,12 @@ def encoded(request: dict[str, Any]) -> bytes:
     return json.dumps(request).encode()
 
 
+def labelled(labels: str) -> dict[str, Any]:
+    request = envoy_request()
+    request["node"]["metadata"]["LABELS"] = labels
+    return request
+
+
 def nested_metadata(depth: int) -> bytes:
     inner = b'{"a":' * depth + b"1" + b"}" * depth
     return encoded(envoy_request()).replace(
@@ -134,6 +140,11 @@ async def test_json_within_the_depth_limit_is_read(plane: Plane) -> None:
                 b'"metadata": {', b'"metadata": {"n": 1' + b"0" * 399 + b", "
             ),
             "request is not a DiscoveryRequest: a number out of range for its field",
+        ),
+        (
+            encoded(labelled("[" * 5000)),
+            "node 'sidecar~10.0.0.1~app-1.shop~shop.svc.cluster.local': metadata LABELS is not "
+            "a JSON object (JSON nested deeper than 256 levels)",
         ),
         (b"\xff\xfe{\x00}\x00", "request body: not UTF-8 text (byte 0xff at offset 0)"),
         ('{"node": {"id": "é"}}'.encode("latin-1"), "request body: not UTF-8 text (byte 0xe9"),

@@ -58,3 +58,17 @@ def test_bad_nodes(node_id: str, metadata: dict[str, object] | None, text: str) 
     with pytest.raises(BadNode) as caught:
         parse_node(node_id, metadata)
     assert text in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("labels", "reason"),
+    [
+        ("[" * 5000 + "]" * 5000, "JSON nested deeper than 256 levels"),
+        ('{"a": ' + "9" * 5000 + "}", "a number with more than 400 digits"),
+        ('{"a": "\ud800"}', "not UTF-8 text"),
+    ],
+)
+def test_labels_text_is_read_with_bounds(labels: str, reason: str) -> None:
+    with pytest.raises(BadNode) as caught:
+        parse_node("sidecar~10.0.0.1~a.b~b.svc", {"LABELS": labels})
+    assert f"metadata LABELS is not a JSON object ({reason}" in str(caught.value)
