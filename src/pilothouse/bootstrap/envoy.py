@@ -26,6 +26,7 @@ from types import MappingProxyType
 from typing import Any
 
 from pilothouse.bootstrap.node import Locality, check_metadata, node_block
+from pilothouse.settings import RestSettings
 
 XDS_GRPC_CLUSTER = "xds-grpc"
 """Istio's name for the static cluster that carries ADS."""
@@ -69,8 +70,9 @@ class EnvoyBootstrapOptions:
     initial_fetch_timeout: float = 0.0
     """Istio uses 0 (wait for the first response for ever); Envoy's own default is 15 s."""
     connect_timeout: float = 1.0
-    rest_refresh_delay: float = 1.0
-    rest_request_timeout: float = 1.0
+    rest_refresh_delay: float = RestSettings.refresh_delay
+    """Equal to what pilothouse's REST answers tell the proxy (PILOTHOUSE_REST_REFRESH_DELAY)."""
+    rest_request_timeout: float = RestSettings.request_timeout
     access_log_stdout: bool = False
     """Log admin-interface requests to stdout (listener access logs come with LDS)."""
 
