@@ -164,6 +164,19 @@ async def test_a_number_of_thousands_of_digits_is_400_in_our_words(
     await allowed_again(client, server)
 
 
+async def test_thousands_of_digits_as_text_into_an_integer_field_are_denied(
+    server: WebhookServer, client: aiohttp.ClientSession
+) -> None:
+    status, answer = await post(client, server, "/validate", port_number("9" * 5000))
+    assert status == 200
+    response = answer["response"]
+    assert response["allowed"] is False
+    message = response["status"]["message"]
+    assert message.startswith("spec.ports[0].number: ")
+    assert internals_in(message) == [] and len(message) < 1000
+    await allowed_again(client, server)
+
+
 async def test_a_long_but_readable_number_is_denied_as_out_of_range(
     server: WebhookServer, client: aiohttp.ClientSession
 ) -> None:
