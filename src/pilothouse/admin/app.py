@@ -4,16 +4,22 @@
 (``/metrics``, ``/debug/*``) come in through ``routes`` or by adding to the app's
 router before the server starts; they find the discovery server and the REST
 endpoint under the typed keys :data:`DISCOVERY` and :data:`REST`.
+
+Every request is contained (:func:`~pilothouse.boundary.contain.containment`): an
+exception any handler lets out is logged and answered 500 with a generic message, and
+404, 405 and unreadable bodies are answered in REST discovery's JSON error shape.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 from aiohttp import web
 
 from pilothouse.admin.readiness import ReadinessCheck, SourceStates, all_checks, missing
+from pilothouse.boundary.contain import containment, json_error
 from pilothouse.xds.server.discovery import DiscoveryServer
 from pilothouse.xds.server.rest import RestDiscovery, RestSettings
 
@@ -21,6 +27,8 @@ DISCOVERY: Final = web.AppKey("discovery", DiscoveryServer)
 REST: Final = web.AppKey("rest", RestDiscovery)
 CHECKS: Final[web.AppKey[tuple[ReadinessCheck, ...]]] = web.AppKey("readiness_checks")
 SOURCES: Final[web.AppKey[SourceStates]] = web.AppKey("source_states")
+
+_log = logging.getLogger("pilothouse.admin")
 
 
 def build_admin_app(
@@ -41,7 +49,10 @@ def build_admin_app(
     "state", "reason", "since"}]}`` with the same status code.
     """
     rest_discovery = RestDiscovery(discovery, rest)
-    app = web.Application(client_max_size=rest_discovery.settings.max_body_bytes)
+    app = web.Application(
+        client_max_size=rest_discovery.settings.max_body_bytes,
+        middlewares=[containment(json_error, _log)],
+    )
     app[DISCOVERY] = discovery
     app[REST] = rest_discovery
     app[CHECKS] = all_checks(discovery, readiness_checks)

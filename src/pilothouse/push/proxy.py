@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from pilothouse.boundary.json_body import BadJson, read_json
 from pilothouse.registry.model import NO_LABELS, Labels
 
 MAX_NODE_ID = 1024
@@ -176,9 +177,11 @@ def _labels(raw: Any, node_id: str) -> Labels:
         return NO_LABELS
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw)
-        except ValueError:
-            raise BadNode(f"node {node_id!r}: metadata LABELS is not a JSON object") from None
+            raw = read_json(raw.encode("utf-8", "surrogatepass"))
+        except BadJson as bad:
+            raise BadNode(
+                f"node {node_id!r}: metadata LABELS is not a JSON object ({bad.reason})"
+            ) from None
     if not isinstance(raw, Mapping):
         raise BadNode(f"node {node_id!r}: metadata LABELS must be an object of strings")
     return Labels.of({str(k): _flat(v) for k, v in raw.items()})

@@ -11,8 +11,10 @@ Request handling follows istiod's webhook, in this order:
 - an empty body is HTTP 400;
 - a ``Content-Type`` other than ``application/json`` (parameters such as
   ``; charset=utf-8`` allowed) is HTTP 415;
-- a body that is not JSON, or not an ``admission.k8s.io/v1`` or ``v1beta1``
-  AdmissionReview with a ``request.uid``, is HTTP 400.
+- a body that is not UTF-8 JSON (:func:`~pilothouse.boundary.json_body.read_json`:
+  nested deeper than 256 levels, a number of more than 400 digits, ``NaN``...), or not
+  an ``admission.k8s.io/v1`` or ``v1beta1`` AdmissionReview with a ``request.uid``, is
+  HTTP 400: there is no review to answer, so the API server gets an HTTP error.
 
 Everything else is HTTP 200 with an AdmissionReview in the request's apiVersion whose
 ``response.uid`` echoes ``request.uid``. Only CREATE and UPDATE are validated; any
@@ -21,6 +23,10 @@ in ``response.status.message`` with ``status.code`` 400 (what the API server sub
 for a denial without a code anyway, and what ``kubectl`` reports as a bad request).
 Warnings go to ``response.warnings`` whether or not the object is allowed. For dry-run
 requests the denial message ends in ``" (dry run)"``.
+
+An exception anywhere in reviewing one request is a fault of ours and stops there: it
+is logged once with its traceback and answered HTTP 500 with a generic message (no
+exception text), and the next review goes on as usual.
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
 
+from pilothouse.boundary.contain import INTERNAL_ERROR
+from pilothouse.boundary.json_body import BadJson, read_json
 from pilothouse.config.documents import MAX_DEPTH, RawObject
 from pilothouse.config.load import DEFAULT_NAMESPACE, Loader
 from pilothouse.config.schema import SchemaSet
@@ -125,6 +133,13 @@ class AdmissionReviewer:
 
     def review(self, body: bytes, content_type: str | None) -> ReviewResult:
         """The answer to one webhook request. Never raises for any input."""
+        try:
+            return self._review(body, content_type)
+        except Exception:
+            _log.exception("admission review failed")
+            return http_error(500, INTERNAL_ERROR)
+
+    def _review(self, body: bytes, content_type: str | None) -> ReviewResult:
         if len(body) > self.max_body_bytes:
             return too_large(self.max_body_bytes)
         if not body:
@@ -132,9 +147,9 @@ class AdmissionReviewer:
         if not is_json_content_type(content_type):
             return http_error(415, f"invalid Content-Type, want `{JSON_MEDIA_TYPE}`")
         try:
-            document = json.loads(body, parse_constant=_reject_constant)
-        except (ValueError, RecursionError) as exc:
-            return http_error(400, f"could not decode body: {_short(exc)}")
+            document = read_json(body)
+        except BadJson as bad:
+            return http_error(400, f"could not decode body: {bad.reason}")
         request, api_version, problem = _admission_request(document)
         if request is None or api_version is None:
             return http_error(400, f"could not decode body: {problem}")
@@ -225,6 +240,8 @@ def _admission_request(
     uid = request.get("uid")
     if not isinstance(uid, str) or not uid:
         return None, None, "AdmissionReview request has no uid"
+    if not isinstance(request.get("operation", ""), str):
+        return None, None, "AdmissionReview request.operation is not a string"
     return request, str(api_version), ""
 
 
@@ -262,14 +279,3 @@ def _deeper_than(value: Any, limit: int) -> bool:
         elif isinstance(item, list):
             stack.extend((child, depth + 1) for child in item)
     return False
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-def _short(exc: BaseException) -> str:
-    if isinstance(exc, RecursionError):
-        return "nesting too deep"
-    text = str(exc)
-    return text if len(text) <= 200 else text[:200] + "..."

@@ -13,16 +13,22 @@ The unread rest is never buffered; aiohttp drains (discards) it for at most
 ``lingering_time`` seconds so that the client sees the 413, then closes. A body that
 does not arrive within ``read_timeout`` is answered 408. Large bodies are reviewed in a
 worker thread so that a 6 MiB review does not stall the event loop it shares with xDS.
+
+Every request is contained (:func:`~pilothouse.boundary.contain.containment`): an
+exception that gets past the reviewer is logged and answered 500 with a generic
+message; a wrong path or method gets 404 or 405 in plain text, an unreadable body 400.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import ssl
 from pathlib import Path
 
 from aiohttp import hdrs, web
 
+from pilothouse.boundary.contain import containment, text_error
 from pilothouse.settings import WebhookSettings
 from pilothouse.webhook.review import AdmissionReviewer, ReviewResult, http_error, too_large
 from pilothouse.webhook.stats import ValidationStats
@@ -30,6 +36,8 @@ from pilothouse.webhook.stats import ValidationStats
 REVIEW_PATHS = ("/validate", "/validate/", "/admitpilot")
 _READ_CHUNK = 64 * 1024
 _INLINE_REVIEW_BYTES = 256 * 1024
+
+_log = logging.getLogger("pilothouse.webhook")
 
 
 def webhook_tls_context(cert_file: Path | str, key_file: Path | str) -> ssl.SSLContext:
@@ -65,7 +73,10 @@ class WebhookServer:
         self.port = 0
 
     def build_app(self) -> web.Application:
-        app = web.Application(client_max_size=self.reviewer.max_body_bytes)
+        app = web.Application(
+            client_max_size=self.reviewer.max_body_bytes,
+            middlewares=[containment(text_error, _log)],
+        )
         for path in REVIEW_PATHS:
             app.router.add_post(path, self._review)
         app.router.add_get("/ready", _ready)

@@ -83,3 +83,17 @@ def test_empty_ip_part_with_instance_ips_and_empty_domain_stay_accepted() -> Non
     assert proxy.ip_addresses == ("10.0.0.7",) and proxy.namespace == "ns"
     with pytest.raises(BadNode, match="the ip"):
         parse_node("sidecar~~pod.ns~", {"INSTANCE_IPS": " , "})
+
+
+@pytest.mark.parametrize(
+    ("labels", "reason"),
+    [
+        ("[" * 5000 + "]" * 5000, "JSON nested deeper than 256 levels"),
+        ('{"a": ' + "9" * 5000 + "}", "a number with more than 400 digits"),
+        ('{"a": "\ud800"}', "not UTF-8 text"),
+    ],
+)
+def test_labels_text_is_read_with_bounds(labels: str, reason: str) -> None:
+    with pytest.raises(BadNode) as caught:
+        parse_node("sidecar~10.0.0.1~a.b~b.svc", {"LABELS": labels})
+    assert f"metadata LABELS is not a JSON object ({reason}" in str(caught.value)

@@ -389,3 +389,14 @@ def test_verdict_matches_the_file_loader(obj: dict[str, Any]) -> None:
     if errors:
         assert response["status"]["message"] == "; ".join(errors)
     assert response.get("warnings", []) == warnings
+
+
+@pytest.mark.parametrize("operation", [["CREATE"], {"op": "CREATE"}, 3])
+def test_an_operation_that_is_not_a_string_is_400(operation: Any) -> None:
+    body = json.loads(admission_review(VIRTUAL_SERVICE))
+    body["request"]["operation"] = operation
+    result = review(json.dumps(body).encode(), JSON)
+    assert result.status == 400
+    assert result.payload == (
+        "could not decode body: AdmissionReview request.operation is not a string"
+    )

@@ -25,6 +25,12 @@ PushContext, through the same generators and resource cache as gRPC.
   request took about 16 ms; with the extensions dropped a whole poll takes about
   1 ms, most of it ``json.loads`` of the body.
 - A NACK (``error_detail``) is logged and counted; nothing else changes.
+- Every request is answered on its own (:meth:`RestDiscovery.answer` is the boundary):
+  a body that is not UTF-8, not JSON (:func:`~pilothouse.boundary.json_body.read_json`:
+  nested deeper than 256 levels, numbers of more than 400 digits, ``NaN``...), not a
+  DiscoveryRequest, or from a malformed node is 400 with what was wrong; any other
+  exception is a fault of ours: logged with its traceback, answered 500 with a generic
+  message, and the next request is served as if nothing happened.
 
 Polls repeat, so the work is remembered, in bounded LRUs (:mod:`.rest_cache`), for as
 long as nothing the answers are made from changes: the PushContext (its identity and
@@ -60,6 +66,8 @@ from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-unty
 from google.protobuf import any_pb2, json_format
 
 from pilothouse.bootstrap.envoy import XDS_REST_CLUSTER
+from pilothouse.boundary.contain import INTERNAL_ERROR, json_error_body
+from pilothouse.boundary.json_body import BadJson, read_json
 from pilothouse.push.cache import Resource, ResourceCache
 from pilothouse.push.context import PushContext
 from pilothouse.push.proxy import BadNode, ProxyIdentity
@@ -71,6 +79,7 @@ from pilothouse.xds.generators.base import GenerationInput, Generator
 from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS, is_wildcard_type, short_name
 from pilothouse.xds.server.ads import node_identity
 from pilothouse.xds.server.rest_cache import Lru
+from pilothouse.xds.server.rest_problem import describe
 from pilothouse.xds.server.rest_request import node_key, plain_poll
 
 log = logging.getLogger("pilothouse.xds.rest")
@@ -279,6 +288,11 @@ class RestDiscovery:
             return self._answer(kind, body)
         except _Refused as refused:
             return self._refuse(refused.status, refused.reason)
+        except Exception:
+            # A fault of ours: it stops at this request (logged once, with its traceback).
+            log.exception("REST discovery failed to answer a %s request", kind)
+            self.stats.count(500)
+            return RestAnswer(500, json_error_body(500, INTERNAL_ERROR))
 
     # -- the steps ----------------------------------------------------------------------
 
@@ -413,7 +427,7 @@ class RestDiscovery:
         self.stats.count(status)
         # Debug only: a proxy polling before readiness would repeat it every refresh_delay.
         log.debug("REST discovery answered %d: %s", status, reason)
-        return RestAnswer(status, json.dumps({"error": reason, "status": status}).encode())
+        return RestAnswer(status, json_error_body(status, reason))
 
     def _too_large(self) -> str:
         return f"request body is larger than {self.settings.max_body_bytes} bytes"
@@ -422,9 +436,9 @@ class RestDiscovery:
 def _load_json(body: bytes) -> dict[str, Any]:
     """The request's JSON object (raises _Refused)."""
     try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as problem:
-        raise _Refused(400, f"request body is not JSON: {problem}") from None
+        data = read_json(body)
+    except BadJson as problem:
+        raise _Refused(400, f"request body: {problem.reason}") from None
     if not isinstance(data, dict):
         raise _Refused(400, "request body is not a JSON object (a DiscoveryRequest)")
     return data
@@ -442,6 +456,12 @@ def _to_request(data: dict[str, Any]) -> Any:
     request = discovery_pb2.DiscoveryRequest()
     try:
         json_format.ParseDict(data, request, ignore_unknown_fields=True)
-    except (json_format.ParseError, ValueError, TypeError) as problem:
-        raise _Refused(400, f"request is not a DiscoveryRequest: {problem}") from None
+    except (
+        json_format.ParseError,
+        ValueError,
+        TypeError,
+        OverflowError,  # a huge integer into a double (Struct values)
+        RecursionError,
+    ) as problem:
+        raise _Refused(400, f"request is not a DiscoveryRequest: {describe(problem)}") from None
     return request
