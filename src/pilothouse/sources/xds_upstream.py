@@ -40,6 +40,7 @@ from google.rpc import code_pb2, status_pb2
 
 from pilothouse.api.istio.mesh.v1alpha1 import config_pb2
 from pilothouse.config.load import Loader
+from pilothouse.config.mcp_resource import Rejection, split_name
 from pilothouse.config.model import ConfigKey
 from pilothouse.config.schema import Schema, SchemaSet
 from pilothouse.sources.collector import collector_paused
@@ -49,9 +50,7 @@ from pilothouse.sources.upstream_resources import (
     MESH_CONFIG_GVK,
     DecodedKind,
     KindDecoder,
-    Rejection,
     decode_mesh_config,
-    split_name,
 )
 
 log = logging.getLogger("pilothouse.sources.xds")

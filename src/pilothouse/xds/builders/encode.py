@@ -44,8 +44,12 @@ def type_url(message: Message) -> str:
 
 def to_any_bytes(message: Message) -> bytes:
     """The serialised ``Any`` that wraps ``message`` (deterministic encoding)."""
-    url = type_url(message).encode()
-    value = message.SerializeToString(deterministic=True)
+    return any_bytes(type_url(message), message.SerializeToString(deterministic=True))
+
+
+def any_bytes(type_url: str, value: bytes) -> bytes:
+    """The serialised ``Any{type_url, value}`` for a message already serialised."""
+    url = type_url.encode()
     if not value:  # proto3 omits an empty bytes field, and so does Any
         return b"".join((_TYPE_URL_TAG, _varint(len(url)), url))
     return b"".join((_TYPE_URL_TAG, _varint(len(url)), url, _VALUE_TAG, _varint(len(value)), value))
