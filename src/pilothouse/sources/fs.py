@@ -27,7 +27,7 @@ from pathlib import Path
 from pilothouse.config.load import Loader, Problem
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.config.validation.report import Severity
-from pilothouse.sources.collector import collector_paused
+from pilothouse.sources.gc_pause import collector_paused
 from pilothouse.sources.memory import MemoryStore
 
 log = logging.getLogger("pilothouse.sources.fs")

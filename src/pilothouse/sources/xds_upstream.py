@@ -43,7 +43,7 @@ from pilothouse.config.load import Loader
 from pilothouse.config.mcp_resource import Rejection, split_name
 from pilothouse.config.model import ConfigKey
 from pilothouse.config.schema import Schema, SchemaSet
-from pilothouse.sources.collector import collector_paused
+from pilothouse.sources.gc_pause import collector_paused
 from pilothouse.sources.memory import MemoryStore
 from pilothouse.sources.upstream_backoff import Backoff
 from pilothouse.sources.upstream_resources import (

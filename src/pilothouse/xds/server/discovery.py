@@ -37,8 +37,8 @@ from pilothouse.registry.controller import ServiceEntryRegistry
 from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.registry.model import service_hosts
 from pilothouse.registry.update import RegistryUpdate
-from pilothouse.sources.collector import collector_paused
 from pilothouse.sources.events import ConfigEvent, ConfigStore
+from pilothouse.sources.gc_pause import collector_paused
 from pilothouse.xds.generators.api import ApiGenerator, watched_kinds
 from pilothouse.xds.generators.base import Generator
 from pilothouse.xds.generators.cds import ClusterGenerator
