@@ -7,7 +7,7 @@ server; the protocol work is done by I/O-free client engines
 (``SotwClient``, ``DeltaClient``) driven by a ``RequestPlan``.
 """
 
-from pilothouse.loadtest.backoff import Backoff
+from pilothouse.backoff import Backoff
 from pilothouse.loadtest.convergence import (
     all_of,
     holding,

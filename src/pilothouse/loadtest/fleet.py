@@ -23,7 +23,7 @@ from typing import Any
 
 import grpc
 
-from pilothouse.loadtest.backoff import Backoff
+from pilothouse.backoff import Backoff
 from pilothouse.loadtest.engine import RejectHook
 from pilothouse.loadtest.identity import ProxyFlavour, ProxyIdentity, mesh_identity
 from pilothouse.loadtest.proxy import ProxyPredicate, SimulatedProxy, request_plan

@@ -27,7 +27,7 @@ from typing import Any, Final
 import grpc
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 
-from pilothouse.loadtest.backoff import Backoff
+from pilothouse.backoff import Backoff
 from pilothouse.loadtest.delta_client import DeltaClient
 from pilothouse.loadtest.engine import ClientEngine, RejectHook
 from pilothouse.loadtest.holdings import HeldResource, TypeCounters, XdsEvent
@@ -90,7 +90,7 @@ class SimulatedProxy:
         self._channel = channel
         self._owns_channel = channel is None
         self._channel_options = tuple(channel_options)
-        self._backoff = backoff or Backoff()
+        self._backoff = backoff or Backoff.envoy()
         self._rng = rng or random.Random()
         self._close_grace = close_grace
         plan = request_plan(identity)

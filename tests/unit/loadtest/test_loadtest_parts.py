@@ -245,7 +245,7 @@ def test_grpc_plan_chain() -> None:
 
 
 def test_backoff_ceilings_grow_like_envoys_and_cap() -> None:
-    backoff = Backoff(initial=0.5, maximum=30.0)
+    backoff = Backoff.envoy(initial=0.5, maximum=30.0)
     assert [backoff.ceiling(n) for n in (1, 2, 3, 4)] == [0.5, 1.5, 3.5, 7.5]
     assert backoff.ceiling(7) == 30.0
     assert backoff.ceiling(500) == 30.0
@@ -254,7 +254,7 @@ def test_backoff_ceilings_grow_like_envoys_and_cap() -> None:
     assert all(0 <= d <= 1.5 for d in delays)
     assert max(delays) > 1.0  # jittered across the range, not fixed
     with pytest.raises(ValueError):
-        Backoff(initial=0)
+        Backoff.envoy(initial=0)
     with pytest.raises(ValueError):
         backoff.ceiling(0)
 
