@@ -31,7 +31,6 @@ from pilothouse.push.debounce import Debouncer, DebounceSettings
 from pilothouse.push.proxy import Generator as ProxyGenerator
 from pilothouse.push.queue import PushQueue
 from pilothouse.push.request import PushRequest, TriggerReason
-from pilothouse.push.version import PushVersions
 from pilothouse.push.workers import PushWorkers
 from pilothouse.registry.controller import ServiceEntryRegistry
 from pilothouse.registry.endpoint_index import EndpointIndex
@@ -50,6 +49,7 @@ from pilothouse.xds.generators.grpc_rds import GrpcRouteGenerator
 from pilothouse.xds.generators.lds import ListenerGenerator
 from pilothouse.xds.generators.rds import RouteGenerator
 from pilothouse.xds.protocol.type_urls import short_name
+from pilothouse.xds.protocol.versions import PushVersions
 from pilothouse.xds.server.connection import Connection
 
 log = logging.getLogger("pilothouse.xds")
