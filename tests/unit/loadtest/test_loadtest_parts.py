@@ -26,7 +26,7 @@ from pilothouse.loadtest import (
     percentile,
     summarize,
 )
-from pilothouse.loadtest.identity import ProxyIdentity, node_message
+from pilothouse.loadtest.identity import ProxyNode, node_message
 from pilothouse.loadtest.references import (
     WireError,
     cluster_eds_names,
@@ -116,7 +116,7 @@ def sotw_response(type_url: str, version: str, nonce: str, *messages: object) ->
     )
 
 
-def sotw_engine(identity: ProxyIdentity = IDENTITY) -> SotwClient:
+def sotw_engine(identity: ProxyNode = IDENTITY) -> SotwClient:
     plan = EnvoyPlan() if identity.flavour.is_envoy else GrpcPlan(frozenset(identity.targets))
     return SotwClient(identity, plan, ResourceReader(plan.decoded_types))
 
@@ -285,7 +285,7 @@ def test_identity_and_node() -> None:
         istio_node_id("sidecar", "10.0.0.1", "p", "ns")
         == "sidecar~10.0.0.1~p.ns~ns.svc.cluster.local"
     )
-    bare = ProxyIdentity(node_id="router~1.2.3.4~gw.edge~edge.svc.cluster.local")
+    bare = ProxyNode(node_id="router~1.2.3.4~gw.edge~edge.svc.cluster.local")
     assert bare.namespace == "edge"
     node = node_message(IDENTITY)
     assert node.id == IDENTITY.node_id

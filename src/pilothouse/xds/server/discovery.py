@@ -28,7 +28,7 @@ from pilothouse.config.mesh import MeshSettings
 from pilothouse.push.cache import DEFAULT_MAX_ENTRIES, ResourceCache
 from pilothouse.push.context import PushContext, build_context
 from pilothouse.push.debounce import Debouncer, DebounceSettings
-from pilothouse.push.proxy import Generator as ProxyGenerator
+from pilothouse.push.proxy import GeneratorFamily
 from pilothouse.push.queue import PushQueue
 from pilothouse.push.request import PushRequest, TriggerReason
 from pilothouse.push.workers import PushWorkers
@@ -179,7 +179,7 @@ class DiscoveryServer:
 
     def connect(self, connection: Connection) -> None:
         self.connections[connection.id] = connection
-        if connection.proxy.generator is ProxyGenerator.API:
+        if connection.proxy.generator is GeneratorFamily.API:
             self._api_connections.add(connection.id)
         log.debug("proxy connected", extra={"id": connection.id, "peer": connection.peer})
 
