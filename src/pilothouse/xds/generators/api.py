@@ -121,9 +121,10 @@ class KindMemo:
             entry = held.get(config.key)
             if entry is None:
                 seen = self._clock()
-                entry = _Held(config, seen, encode_resource(config, seen))
+                entry = _Held(config, seen, encode_api_resource(config, seen))
             elif entry.config is not config:
-                entry = _Held(config, entry.first_seen, encode_resource(config, entry.first_seen))
+                seen = entry.first_seen
+                entry = _Held(config, seen, encode_api_resource(config, seen))
             fresh[config.key] = entry
         self._held = fresh
         return [entry.resource for entry in fresh.values()]
@@ -180,7 +181,7 @@ class UnknownKindGenerator:
         return {}
 
 
-def encode_resource(config: Config, first_seen: datetime.datetime) -> Resource:
+def encode_api_resource(config: Config, first_seen: datetime.datetime) -> Resource:
     """``config`` as an MCP resource: name ``ns/name``, version the hash of its bytes."""
     body = wrap_config(config, first_seen)
     return Resource(mcp_name(config), content_hash(body), body)
