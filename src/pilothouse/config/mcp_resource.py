@@ -26,10 +26,9 @@ import hashlib
 from dataclasses import dataclass
 from typing import Final
 
-from google.protobuf import any_pb2
 from google.protobuf.message import DecodeError
 
-from pilothouse.api.istio.mcp.v1alpha1 import metadata_pb2, resource_pb2
+from pilothouse.api.istio.mcp.v1alpha1 import resource_pb2
 from pilothouse.config.load import Loader
 from pilothouse.config.model import EMPTY, Config, ConfigKey, Origin
 from pilothouse.config.schema import Schema
@@ -72,20 +71,38 @@ def encode_resource(config: Config, version: str, first_seen: datetime.datetime)
     ``create_time`` is ``config.creation_time`` when the object has one, else
     ``first_seen``: pass the same time every time the same object is encoded again.
     """
-    metadata = metadata_pb2.Metadata(
-        name=resource_name(config),
-        version=version,
-        labels=dict(config.labels),
-        annotations=dict(config.annotations),
+    resource = resource_pb2.Resource()
+    metadata = resource.metadata
+    metadata.name = resource_name(config)
+    metadata.version = version
+    if config.labels:
+        metadata.labels.update(config.labels)
+    if config.annotations:
+        metadata.annotations.update(config.annotations)
+    seconds, nanos = _epoch_time(
+        config.creation_time if config.creation_time is not None else first_seen
     )
-    created = config.creation_time if config.creation_time is not None else first_seen
-    metadata.create_time.FromDatetime(created)
-    body = any_pb2.Any(
-        type_url="type.googleapis.com/" + config.spec.DESCRIPTOR.full_name,
-        value=config.spec.SerializeToString(deterministic=True),
-    )
-    resource = resource_pb2.Resource(metadata=metadata, body=body)
+    metadata.create_time.seconds = seconds
+    metadata.create_time.nanos = nanos
+    body = resource.body
+    body.type_url = "type.googleapis.com/" + config.spec.DESCRIPTOR.full_name
+    body.value = config.spec.SerializeToString(deterministic=True)
     return resource.SerializeToString(deterministic=True)
+
+
+_EPOCH: Final = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+def _epoch_time(moment: datetime.datetime) -> tuple[int, int]:
+    """``(seconds, nanos)`` of a ``google.protobuf.Timestamp``; a naive time is UTC.
+
+    The same values as ``Timestamp.FromDatetime``, in integer arithmetic and a third of
+    its time (it is paid for every object encoded).
+    """
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    since = moment - _EPOCH
+    return since.days * 86_400 + since.seconds, since.microseconds * 1_000
 
 
 @dataclass(frozen=True, slots=True)

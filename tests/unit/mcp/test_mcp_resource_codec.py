@@ -7,13 +7,16 @@ import datetime
 from types import MappingProxyType
 
 import pytest
-from google.protobuf import any_pb2
+from google.protobuf import any_pb2, timestamp_pb2
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pilothouse.api.istio.mcp.v1alpha1 import resource_pb2
 from pilothouse.config.mcp_resource import (
     Rejection,
     ResourceDecoder,
     content_version,
+    encode_resource,
     resource_key,
 )
 from pilothouse.config.model import Config
@@ -110,6 +113,27 @@ def test_create_time_is_the_first_seen_time_without_a_creation_timestamp() -> No
     resource = resource_of(service_entry("db"))
     assert resource.metadata.HasField("create_time")
     assert resource.metadata.create_time.ToDatetime(tzinfo=datetime.UTC) == FIRST_SEEN
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.datetimes(
+        min_value=datetime.datetime(1900, 1, 1),
+        max_value=datetime.datetime(2200, 1, 1),
+        timezones=st.one_of(
+            st.none(), st.timezones(), st.just(datetime.timezone(datetime.timedelta(hours=-7)))
+        ),
+    )
+)
+def test_create_time_is_what_protobuf_makes_of_the_time(moment: datetime.datetime) -> None:
+    expected = timestamp_pb2.Timestamp()
+    expected.FromDatetime(moment)
+    for config, first_seen in (
+        (service_entry("db"), moment),
+        (dataclasses.replace(service_entry("db"), creation_time=moment), FIRST_SEEN),
+    ):
+        resource = resource_pb2.Resource.FromString(encode_resource(config, "1", first_seen))
+        assert resource.metadata.create_time == expected
 
 
 def test_resource_key_follows_the_schema() -> None:
