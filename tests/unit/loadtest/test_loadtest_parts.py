@@ -28,13 +28,13 @@ from pilothouse.loadtest import (
 )
 from pilothouse.loadtest.identity import ProxyNode, node_message
 from pilothouse.loadtest.references import (
-    WireError,
     cluster_eds_names,
     listener_route_names,
     route_cluster_names,
     string_field,
 )
 from pilothouse.loadtest.sotw_client import RESOURCE_WRAPPER
+from pilothouse.protowire import WireError
 from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
 
 from .mesh_fixtures import (

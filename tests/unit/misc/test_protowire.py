@@ -1,4 +1,5 @@
-"""The one hand-written protobuf writer agrees with protobuf's own serialisation."""
+"""The one hand-written protobuf writer agrees with protobuf's own serialisation; the reader
+reads back what it wrote."""
 
 from __future__ import annotations
 
@@ -7,7 +8,16 @@ from google.protobuf import wrappers_pb2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pilothouse.protowire import LENGTH_DELIMITED, VARINT, length_delimited, tag, text_field, varint
+from pilothouse.protowire import (
+    LENGTH_DELIMITED,
+    VARINT,
+    WireError,
+    length_delimited,
+    read_varint,
+    tag,
+    text_field,
+    varint,
+)
 
 BOUNDARIES = [0, 1, 127, 128, 300, 16_383, 16_384, 2**21 - 1, 2**21, 2**35, 2**64 - 1]
 
@@ -45,3 +55,16 @@ def test_tags() -> None:
     assert tag(1, LENGTH_DELIMITED) == b"\x0a"
     assert tag(6, VARINT) == b"\x30"
     assert tag(16, LENGTH_DELIMITED) == b"\x82\x01"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(min_value=0, max_value=2**64 - 1), st.binary(max_size=4))
+def test_read_varint_reads_back_what_was_written(value: int, prefix: bytes) -> None:
+    data = prefix + varint(value) + b"\x07"
+    assert read_varint(data, len(prefix)) == (value, len(data) - 1)
+
+
+@pytest.mark.parametrize("data", [b"", b"\x80", b"\xff" * 10 + b"\x01"])
+def test_read_varint_refuses_truncated_or_overlong(data: bytes) -> None:
+    with pytest.raises(WireError):
+        read_varint(data, 0)
