@@ -164,10 +164,14 @@ class SnapshotPublisher:
         if schema is None:
             return []
         encoded: list[EncodedResource] = []
+        now: datetime.datetime | None = None  # one reading per pass, shared by what is new
         for config in self.store.configs(schema.kind):
             cached = self._encoded.get(config.key)
             if cached is None or cached.config is not config:
-                seen = self._wall_clock() if cached is None else cached.first_seen
+                if cached is not None:
+                    seen = cached.first_seen
+                else:
+                    seen = now = now if now is not None else self._wall_clock()
                 cached = _Encoded(config, seen, encode_config(config, seen))
                 self._encoded[config.key] = cached
             encoded.append(cached.resource)

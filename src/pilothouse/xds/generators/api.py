@@ -117,11 +117,12 @@ class KindMemo:
         """Every object of the kind now, in key order; only new or changed ones are encoded."""
         held = self._held
         fresh: dict[ConfigKey, _Held] = {}
+        now: datetime.datetime | None = None  # one reading per pass, shared by what is new
         for config in self._store.configs(self.kind):
             entry = held.get(config.key)
             if entry is None:
-                seen = self._clock()
-                entry = _Held(config, seen, encode_api_resource(config, seen))
+                now = now if now is not None else self._clock()
+                entry = _Held(config, now, encode_api_resource(config, now))
             elif entry.config is not config:
                 seen = entry.first_seen
                 entry = _Held(config, seen, encode_api_resource(config, seen))
