@@ -19,11 +19,16 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import time
+import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from google.protobuf import any_pb2
 
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.config_load import best_of
 from pilothouse.api.istio.mcp.v1alpha1 import metadata_pb2, resource_pb2
 from pilothouse.config.load import Loader
 from pilothouse.config.mcp_resource import encode_resource, resource_name
@@ -72,15 +77,6 @@ def loop_varint(value: int) -> bytes:
         value >>= 7
     out.append(value)
     return bytes(out)
-
-
-def best_of(runs: int, work: Callable[[], object]) -> float:
-    best = float("inf")
-    for _ in range(runs):
-        start = time.perf_counter()
-        work()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def encode_all(
