@@ -259,7 +259,25 @@ class XdsUpstreamSource:
     # -- responses --------------------------------------------------------------------
 
     def on_response(self, response: Any) -> Any:
-        """Apply one ``DiscoveryResponse``; returns the ACK or NACK to send back."""
+        """Apply one ``DiscoveryResponse``; returns the ACK or NACK to send back.
+
+        Faults stop at the response: if applying it raises (a bug of ours, or input no
+        check foresaw), the traceback is logged and the response is NACKed with
+        ``INTERNAL``; what the store held of the type stays, and so does the stream.
+        """
+        try:
+            return self._answer(response)
+        except Exception:
+            type_url = str(response.type_url)
+            log.exception("upstream %s: applying %s failed", self.name, type_url)
+            count = len(response.resources)
+            message = (
+                f"pilothouse failed to apply {count} resource(s) of {type_url} "
+                "(internal error; details in its log); its last good config is kept"
+            )
+            return self._nack(response, code_pb2.INTERNAL, message)
+
+    def _answer(self, response: Any) -> Any:
         type_url = str(response.type_url)
         if type_url == MESH_CONFIG_GVK:
             rejections = self._apply_mesh_config(response)

@@ -209,3 +209,24 @@ async def test_random_traffic_one_push_per_connection_and_nothing_lost(seed: int
     assert overlap == []
     assert received == sent
     assert workers.stats.max_concurrent <= 3
+
+
+async def test_a_failing_queue_time_observer_costs_no_push() -> None:
+    queue: PushQueue[str] = PushQueue()
+    pushed: list[str] = []
+
+    async def record(conn: str, request: PushRequest) -> None:
+        pushed.append(conn)
+
+    def broken(seconds: float) -> None:
+        raise RuntimeError("metrics bug")
+
+    workers = PushWorkers(queue, record, throttle=2, observe_queue_time=broken)
+    task = asyncio.create_task(workers.run())
+    for conn in ("a", "b", "c"):
+        queue.enqueue(conn, push(0))
+    await asyncio.sleep(0.02)
+    assert sorted(pushed) == ["a", "b", "c"] and not task.done()
+    assert workers.running() == 0 and queue.in_flight() == 0
+    queue.shutdown()
+    await asyncio.wait_for(task, timeout=1)
