@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime
 import itertools
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from pilothouse.config.mesh import MeshSettings
@@ -89,9 +90,12 @@ class DiscoveryServer:
         settings: XdsSettings | None = None,
         *,
         envoy_generators: bool = True,
+        api_clock: Callable[[], datetime.datetime] | None = None,
     ) -> None:
         """``envoy_generators`` False serves Istio config only (the config-server role):
-        CDS, EDS, LDS and RDS requests get empty answers."""
+        CDS, EDS, LDS and RDS requests get empty answers. ``api_clock`` is when the
+        ``api`` generator first sees an object (its MCP ``create_time``); wall time unless
+        a test pins it."""
         self.store = store
         self.mesh = mesh if mesh is not None else MeshSettings()
         self.settings = settings if settings is not None else XdsSettings()
@@ -112,7 +116,7 @@ class DiscoveryServer:
         )
         for generator in envoy if envoy_generators else ():
             self._generators[generator.type_url] = generator
-        self._api = ApiGenerator(store)
+        self._api = ApiGenerator(store, clock=api_clock)
         self._config_server = not envoy_generators
         self._api_connections: set[str] = set()
         self._queue: PushQueue[Connection] = PushQueue()
