@@ -21,7 +21,7 @@ from fanout_process import Profiler, ServerProcess, idle_cpu_rate
 from fanout_runs import Holdings, PushRun, PushSummary, holdings, resource_message, timed_push
 
 from pilothouse.loadtest.fleet import ProxyFleet
-from pilothouse.loadtest.identity import ProxyIdentity
+from pilothouse.loadtest.identity import ProxyNode
 from pilothouse.loadtest.proxy import SimulatedProxy
 from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS, push_order_key
 
@@ -114,8 +114,8 @@ class Side:
         server: ServerProcess,
         target: str,
         fire: Fire,
-        fleet_factory: Callable[[str, list[ProxyIdentity]], ProxyFleet],
-        identities: list[ProxyIdentity],
+        fleet_factory: Callable[[str, list[ProxyNode]], ProxyFleet],
+        identities: list[ProxyNode],
         limits: Limits,
     ) -> None:
         self.server = server
@@ -172,7 +172,7 @@ class Side:
         self.figures.runs.setdefault(kind, []).append(run)
         return run
 
-    async def double(self, identities: list[ProxyIdentity]) -> None:
+    async def double(self, identities: list[ProxyNode]) -> None:
         """RSS with a second fleet of N connected (2N in all), then disconnect it."""
         more = self._fleet_factory(self.target, identities)
         try:

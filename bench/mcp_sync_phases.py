@@ -184,7 +184,7 @@ def measure(store: MemoryStore, emit: Emit) -> None:
 
 PROFILE_POINTS = (
     ("api.py", "generate", "encode"),
-    ("upstream_resources.py", "decode_entry", "decode"),
+    ("mcp_resource.py", "decode_bytes", "decode"),
     ("load.py", "load_message", "decode: the Loader (names, validation, Config)"),
     ("service_entry.py", "validate_service_entry", "decode: validation"),
     ("memory.py", "replace_kind", "store (with subscribers)"),

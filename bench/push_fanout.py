@@ -48,7 +48,7 @@ from fanout_side import SETTLE, TRIGGERS, FileWrites, Limits, Recording, Side
 from transport_floor import APPLY_METHOD
 
 from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
-from pilothouse.loadtest.identity import ProxyIdentity
+from pilothouse.loadtest.identity import ProxyNode
 
 HERE = Path(__file__).resolve().parent
 PAUSE = 0.5
@@ -116,7 +116,7 @@ async def compare(
 ) -> tuple[Side, Side]:
     """Start both servers, connect a fleet to each, and alternate their timed pushes."""
 
-    def fleet(target: str, identities: list[ProxyIdentity]) -> ProxyFleet:
+    def fleet(target: str, identities: list[ProxyNode]) -> ProxyFleet:
         return ProxyFleet(
             target,
             identities,

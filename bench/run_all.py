@@ -81,6 +81,7 @@ SCRIPTS: tuple[Script, ...] = (
     Script("endpoint_churn"),
     Script("rest_sovereign"),
     Script("mcp_sync"),
+    Script("mcp_encode"),
 )
 
 

@@ -22,7 +22,7 @@ from pilothouse.xds.protocol.delta import DeltaSession
 from pilothouse.xds.protocol.delta_plan import plan_delta
 from pilothouse.xds.protocol.sotw import SotwSession
 from pilothouse.xds.protocol.sotw_watch import plan_sotw
-from pilothouse.xds.protocol.versions import NonceSequence, VersionRegression, VersionSequence
+from pilothouse.xds.protocol.versions import NonceSource, PushVersions, VersionRegression
 from tests.fuzz.budget import fuzz_settings
 from tests.fuzz.xds_requests import CLUSTERS, delta_requests, sotw_requests
 
@@ -40,15 +40,15 @@ class ServerModel:
     """Versions and nonces as the server mints them, and what it sent."""
 
     def __init__(self) -> None:
-        self.versions = VersionSequence()
-        self.nonces = NonceSequence("n")
+        self.versions = PushVersions(wall_clock=lambda: self.now)
+        self.nonces = NonceSource(token="n")
         self.sent_nonces: list[str] = []
         self.now = 0.0
 
     def next(self) -> tuple[str, str]:
         self.now += 1.0
-        version, self.versions = self.versions.next(self.now)
-        nonce, self.nonces = self.nonces.next()
+        version = self.versions.next()
+        nonce = self.nonces.next(version)
         self.sent_nonces.append(nonce)
         return version, nonce
 

@@ -16,6 +16,7 @@ byte for byte the same.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -90,13 +91,22 @@ def example_mesh() -> tuple[Config, ...]:
     return tuple(found)
 
 
+FIRST_SEEN = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
+
+
 def start_server(initial: Iterable[Config]) -> tuple[DiscoveryServer, MemoryStore]:
     store = MemoryStore("fuzz")
     for config in initial:
         store.apply(config)
     store.mark_synced()
     settings = XdsSettings(debounce=DebounceSettings(debounce_after=0.0))
-    return DiscoveryServer(store, settings=settings), store
+    return DiscoveryServer(store, settings=settings, api_clock=first_seen), store
+
+
+def first_seen() -> datetime.datetime:
+    """One first-seen time for every server: an MCP resource's create_time is when its
+    server first saw the object (history, like creationTimestamp), not an input."""
+    return FIRST_SEEN
 
 
 async def settled(server: DiscoveryServer) -> None:

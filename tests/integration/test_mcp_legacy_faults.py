@@ -13,6 +13,8 @@ from collections.abc import Iterator
 import grpc
 import pytest
 
+from pilothouse.api.istio.mcp.v1alpha1 import resource_pb2
+from pilothouse.config.mcp_resource import ResourceDecoder
 from pilothouse.config.model import ConfigKey
 from pilothouse.mcp import sink_session
 from pilothouse.mcp.dialout import McpDialOutSource
@@ -32,15 +34,15 @@ GOOD = ConfigKey("ServiceEntry", "web", "good")
 def decoder_raises_on_cursed(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """While the list yielded holds CURSED, decoding an object of that name raises
     RuntimeError; clearing the list heals the decoder."""
-    real = sink_session.decode_resource
+    real = sink_session.ResourceDecoder.decode
     cursed = [CURSED]
 
-    def decode(schema: object, resource: object, source: str) -> object:
-        if resource.metadata.name.endswith("/" + CURSED) and cursed:  # type: ignore[attr-defined]
+    def decode(self: ResourceDecoder, resource: resource_pb2.Resource) -> object:
+        if resource.metadata.name.endswith("/" + CURSED) and cursed:
             raise RuntimeError("decoder bug")
-        return real(schema, resource, source)  # type: ignore[arg-type]
+        return real(self, resource)
 
-    monkeypatch.setattr(sink_session, "decode_resource", decode)
+    monkeypatch.setattr(sink_session.ResourceDecoder, "decode", decode)
     yield cursed
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from pilothouse.api.istio.mcp.v1alpha1 import mcp_pb2
 from pilothouse.config.model import ConfigKey
-from pilothouse.mcp.collections import SYNTHETIC_SERVICE_ENTRIES
+from pilothouse.mcp.collection_table import SYNTHETIC_SERVICE_ENTRIES
 from pilothouse.mcp.publisher import McpSourceOptions
 from pilothouse.mcp.sink_client import McpSinkClient, parse_mcp_url
 from pilothouse.sources.memory import MemoryStore

@@ -13,10 +13,10 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 
 from pilothouse.api.istio.networking.v1alpha3 import service_entry_pb2
+from pilothouse.backoff import Backoff
 from pilothouse.config.model import Config, ConfigKey, Origin
 from pilothouse.config.schema import SchemaSet
 from pilothouse.sources.memory import MemoryStore
-from pilothouse.sources.upstream_backoff import Backoff
 from pilothouse.sources.xds_upstream import UpstreamSettings, XdsUpstreamSource
 from tests.e2e.harness.control_plane import ControlPlane
 

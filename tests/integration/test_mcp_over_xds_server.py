@@ -300,3 +300,41 @@ async def test_a_first_request_with_an_unknown_nonce_is_answered(plane: ControlP
         assert response.nonce != "nonce-this-server-never-issued"
     finally:
         await client.close()
+
+
+def create_times(response: Any) -> dict[str, Any]:
+    times = {}
+    for name, resource in unwrap(response).items():
+        assert resource.metadata.HasField("create_time"), f"{name} has no create_time"
+        times[name] = resource.metadata.create_time.ToDatetime()
+    return times
+
+
+async def test_served_resources_carry_a_create_time_that_stays(
+    plane: ControlPlane, client: IstiodLikeClient
+) -> None:
+    """No object here has a creationTimestamp: each gets the time pilothouse first saw it,
+    the same on every push, through edits of other objects and of the object itself."""
+    answered = await client.istiod_handshake(ISTIOD_124_TYPES)
+    first = create_times(answered[SE_TYPE])
+    assert list(first) == ["shop/httpbin"]
+    for type_url in (
+        "networking.istio.io/v1/VirtualService",
+        "security.istio.io/v1/PeerAuthentication",
+    ):
+        assert create_times(answered[type_url])
+
+    plane.apply_yaml(ECHO)  # an unrelated edit: a second push of the kind
+    pushed = await client.next()
+    await client.ack(pushed)
+    second = create_times(pushed)
+    assert second["shop/httpbin"] == first["shop/httpbin"]
+    assert second["other/echo"] >= first["shop/httpbin"]
+
+    plane.apply_yaml(ECHO.replace("echo.other.svc", "echo2.other.svc"))  # the object itself
+    updated = await client.next()
+    await client.ack(updated)
+    assert hosts_of(updated)["other/echo"] == ["echo2.other.svc.cluster.local"]
+    echo_versions = {unwrap(r)["other/echo"].metadata.version for r in (pushed, updated)}
+    assert len(echo_versions) == 2
+    assert create_times(updated) == second

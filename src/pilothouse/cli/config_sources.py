@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pilothouse.config.schema import SchemaSet
-from pilothouse.mcp.collections import ISTIO_PILOT_COLLECTIONS, SYNTHETIC_SERVICE_ENTRIES
+from pilothouse.mcp.collection_table import ISTIO_PILOT_COLLECTIONS, SYNTHETIC_SERVICE_ENTRIES
 from pilothouse.mcp.dialout import McpDialOutSource, parse_sink_meta
 from pilothouse.mcp.publisher import McpSourceOptions, SnapshotPublisher
 from pilothouse.mcp.sink_client import McpSinkClient

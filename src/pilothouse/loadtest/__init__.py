@@ -7,7 +7,7 @@ server; the protocol work is done by I/O-free client engines
 (``SotwClient``, ``DeltaClient``) driven by a ``RequestPlan``.
 """
 
-from pilothouse.loadtest.backoff import Backoff
+from pilothouse.backoff import Backoff
 from pilothouse.loadtest.convergence import (
     all_of,
     holding,
@@ -19,7 +19,7 @@ from pilothouse.loadtest.delta_client import DeltaClient
 from pilothouse.loadtest.engine import ClientEngine, RejectHook
 from pilothouse.loadtest.fleet import ConvergenceReport, ProxyFleet, fleet_identities
 from pilothouse.loadtest.holdings import HeldResource, ReceivedResource, TypeCounters, XdsEvent
-from pilothouse.loadtest.identity import ProxyFlavour, ProxyIdentity, istio_node_id, mesh_identity
+from pilothouse.loadtest.identity import ProxyFlavour, ProxyNode, istio_node_id, mesh_identity
 from pilothouse.loadtest.plans import EnvoyPlan, GrpcPlan, RequestPlan
 from pilothouse.loadtest.proxy import ProxyPredicate, SimulatedProxy
 from pilothouse.loadtest.references import ResourceReader
@@ -36,7 +36,7 @@ __all__ = [
     "HeldResource",
     "ProxyFlavour",
     "ProxyFleet",
-    "ProxyIdentity",
+    "ProxyNode",
     "ProxyPredicate",
     "ReceivedResource",
     "RejectHook",

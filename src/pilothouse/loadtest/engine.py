@@ -23,7 +23,7 @@ from google.protobuf.message import DecodeError
 from google.rpc import status_pb2
 
 from pilothouse.loadtest.holdings import HeldResource, ReceivedResource, TypeState, XdsEvent
-from pilothouse.loadtest.identity import ProxyIdentity, node_message
+from pilothouse.loadtest.identity import ProxyNode, node_message
 from pilothouse.loadtest.plans import RequestPlan
 from pilothouse.loadtest.references import ResourceFacts, ResourceReader
 from pilothouse.xds.protocol.subscriptions import Subscription
@@ -48,7 +48,7 @@ class ClientEngine(ABC):
 
     def __init__(
         self,
-        identity: ProxyIdentity,
+        identity: ProxyNode,
         plan: RequestPlan,
         reader: ResourceReader,
         reject: RejectHook | None = None,

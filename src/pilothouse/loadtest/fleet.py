@@ -23,9 +23,9 @@ from typing import Any
 
 import grpc
 
-from pilothouse.loadtest.backoff import Backoff
+from pilothouse.backoff import Backoff
 from pilothouse.loadtest.engine import RejectHook
-from pilothouse.loadtest.identity import ProxyFlavour, ProxyIdentity, mesh_identity
+from pilothouse.loadtest.identity import ProxyFlavour, ProxyNode, mesh_identity
 from pilothouse.loadtest.proxy import ProxyPredicate, SimulatedProxy, request_plan
 from pilothouse.loadtest.references import ResourceReader
 from pilothouse.loadtest.stats import Summary, percentile, summarize
@@ -41,7 +41,7 @@ def fleet_identities(
     targets: tuple[str, ...] = (),
     app: str = "app",
     start: int = 0,
-) -> list[ProxyIdentity]:
+) -> list[ProxyNode]:
     """``count`` identities spread round-robin over ``namespaces``, with distinct IPs.
 
     Addresses come from 10.0.0.0/8 (they are names in node ids, never dialled).
@@ -98,7 +98,7 @@ class ProxyFleet:
     def __init__(
         self,
         target: str,
-        identities: Sequence[ProxyIdentity],
+        identities: Sequence[ProxyNode],
         *,
         delta: bool = False,
         streams_per_channel: int = 100,

@@ -51,7 +51,7 @@ def _no_metadata() -> Mapping[str, Any]:
 
 
 @dataclass(frozen=True)
-class ProxyIdentity:
+class ProxyNode:
     """The node a simulated proxy presents; ``targets`` are the gRPC flavour's LDS names."""
 
     node_id: str
@@ -84,7 +84,7 @@ def mesh_identity(
     app: str = "",
     targets: tuple[str, ...] = (),
     extra_metadata: Mapping[str, Any] | None = None,
-) -> ProxyIdentity:
+) -> ProxyNode:
     """An identity with the metadata istio-agent would send for a pod."""
     app = app or pod.rsplit("-", 1)[0]
     metadata: dict[str, Any] = {
@@ -100,7 +100,7 @@ def mesh_identity(
         metadata["GENERATOR"] = "grpc"
     if extra_metadata:
         metadata.update(extra_metadata)
-    return ProxyIdentity(
+    return ProxyNode(
         node_id=istio_node_id(flavour.node_type, ip, pod, namespace),
         flavour=flavour,
         cluster=f"{app}.{namespace}",
@@ -109,7 +109,7 @@ def mesh_identity(
     )
 
 
-def node_message(identity: ProxyIdentity) -> Any:
+def node_message(identity: ProxyNode) -> Any:
     """The ``envoy.config.core.v3.Node`` for the identity (metadata becomes a ``Struct``)."""
     node = base_pb2.Node(id=identity.node_id, cluster=identity.cluster)
     if identity.metadata:

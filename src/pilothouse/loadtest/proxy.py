@@ -27,11 +27,11 @@ from typing import Any, Final
 import grpc
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 
-from pilothouse.loadtest.backoff import Backoff
+from pilothouse.backoff import Backoff
 from pilothouse.loadtest.delta_client import DeltaClient
 from pilothouse.loadtest.engine import ClientEngine, RejectHook
 from pilothouse.loadtest.holdings import HeldResource, TypeCounters, XdsEvent
-from pilothouse.loadtest.identity import ProxyFlavour, ProxyIdentity
+from pilothouse.loadtest.identity import ProxyFlavour, ProxyNode
 from pilothouse.loadtest.plans import EnvoyPlan, GrpcPlan, RequestPlan
 from pilothouse.loadtest.references import ResourceReader
 from pilothouse.loadtest.sotw_client import SotwClient
@@ -45,7 +45,7 @@ ProxyPredicate = Callable[["SimulatedProxy"], bool]
 ProxyListener = Callable[["SimulatedProxy"], None]
 
 
-def request_plan(identity: ProxyIdentity) -> RequestPlan:
+def request_plan(identity: ProxyNode) -> RequestPlan:
     """Envoy's plan for sidecars and routers, grpcio's for the proxyless flavour."""
     if identity.flavour is ProxyFlavour.GRPC:
         return GrpcPlan(frozenset(identity.targets))
@@ -69,7 +69,7 @@ class SimulatedProxy:
 
     def __init__(
         self,
-        identity: ProxyIdentity,
+        identity: ProxyNode,
         *,
         target: str | None = None,
         channel: grpc.aio.Channel | None = None,
@@ -90,7 +90,7 @@ class SimulatedProxy:
         self._channel = channel
         self._owns_channel = channel is None
         self._channel_options = tuple(channel_options)
-        self._backoff = backoff or Backoff()
+        self._backoff = backoff or Backoff.envoy()
         self._rng = rng or random.Random()
         self._close_grace = close_grace
         plan = request_plan(identity)

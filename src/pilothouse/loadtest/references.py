@@ -31,6 +31,7 @@ from envoy.extensions.filters.network.http_connection_manager.v3 import (  # typ
 )
 
 from pilothouse.loadtest.holdings import HeldResource
+from pilothouse.protowire import WireError, read_varint
 from pilothouse.xds.protocol.type_urls import CDS, LDS, RDS, TYPE_PREFIX
 
 HCM_TYPE_URL: Final = (
@@ -38,26 +39,6 @@ HCM_TYPE_URL: Final = (
     + "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
 )
 NAME_FIELD: Final = 1
-
-
-class WireError(ValueError):
-    """The bytes are not a well-formed protobuf message."""
-
-
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    result = 0
-    shift = 0
-    while True:
-        if pos >= len(data):
-            raise WireError("truncated varint")
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result, pos
-        shift += 7
-        if shift > 63:
-            raise WireError("varint too long")
 
 
 def string_field(data: bytes, number: int) -> str:
@@ -70,14 +51,14 @@ def string_field(data: bytes, number: int) -> str:
     pos = 0
     end = len(data)
     while pos < end:
-        key, pos = _varint(data, pos)
+        key, pos = read_varint(data, pos)
         wire_type = key & 7
         if wire_type == 0:
-            _, pos = _varint(data, pos)
+            _, pos = read_varint(data, pos)
         elif wire_type == 1:
             pos += 8
         elif wire_type == 2:
-            length, pos = _varint(data, pos)
+            length, pos = read_varint(data, pos)
             if key >> 3 == number:
                 found = data[pos : pos + length].decode()
             pos += length

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Final
 
 from pilothouse.loadtest.fleet import fleet_identities
-from pilothouse.loadtest.identity import ProxyFlavour, ProxyIdentity
+from pilothouse.loadtest.identity import ProxyFlavour, ProxyNode
 
 APP: Final = "loadtest"
 """The app label (and pod name prefix) of every simulated proxy."""
@@ -124,7 +124,7 @@ def fleet_slices(proxies: int, processes: int) -> list[FleetSlice]:
     return shares
 
 
-def slice_identities(spec: LoadSpec, part: FleetSlice) -> list[ProxyIdentity]:
+def slice_identities(spec: LoadSpec, part: FleetSlice) -> list[ProxyNode]:
     """The identities of one slice's proxies."""
     return fleet_identities(
         part.count,

@@ -18,6 +18,7 @@ from types import MappingProxyType
 from google.rpc import status_pb2
 
 from pilothouse.api.istio.mcp.v1alpha1 import mcp_pb2, resource_pb2
+from pilothouse.protowire import VARINT, length_delimited, tag, text_field
 
 EMPTY: Mapping[str, str] = MappingProxyType({})
 
@@ -164,36 +165,16 @@ def received_from_proto(message: mcp_pb2.Resources) -> ReceivedResources:
     )
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        bits = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(bits | 0x80)
-        else:
-            out.append(bits)
-            return bytes(out)
-
-
-def _delimited(field_number: int, payload: bytes) -> bytes:
-    return _varint(field_number << 3 | 2) + _varint(len(payload)) + payload
-
-
-def _text(field_number: int, value: str) -> bytes:
-    return _delimited(field_number, value.encode()) if value else b""
-
-
 def encode_push(push: Push) -> bytes:
     """The serialized ``Resources`` message, assembled from the resources' cached bytes.
 
     Fields go out in field-number order with proto3 defaults omitted, exactly as protobuf
     itself serializes the message, so nothing is re-encoded per push.
     """
-    parts = [_text(1, push.system_version_info), _text(2, push.collection)]
-    parts.extend(_delimited(3, r.encoded) for r in push.resources)
-    parts.extend(_delimited(4, name.encode()) for name in push.removed)
-    parts.append(_text(5, push.nonce))
+    parts = [text_field(1, push.system_version_info), text_field(2, push.collection)]
+    parts.extend(length_delimited(3, r.encoded) for r in push.resources)
+    parts.extend(length_delimited(4, name.encode()) for name in push.removed)
+    parts.append(text_field(5, push.nonce))
     if push.incremental:
-        parts.append(_varint(6 << 3 | 0) + b"\x01")
+        parts.append(tag(6, VARINT) + b"\x01")
     return b"".join(parts)

@@ -14,18 +14,23 @@ FullSync), and nothing before the first stream asks (:meth:`SnapshotPublisher.de
 a replica that no sink dials keeps no second encoding of its config (100,000 objects
 would cost seconds of CPU and some 80 MB). Then everything is published once, and each
 later change publishes its group. Each config is encoded into its ``mcp.Resource`` bytes
-once and reused until it changes.
+once and reused until it changes. Beside the bytes the publisher keeps when it first saw
+each object: the ``metadata.create_time`` of an object without a ``creationTimestamp``,
+kept when the object changes and forgotten when it is deleted.
 """
 
 from __future__ import annotations
 
 import asyncio
+import datetime
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
+from pilothouse.config.mcp_resource import content_version, encode_resource, resource_name
 from pilothouse.config.model import Config, ConfigKey
-from pilothouse.mcp.collections import SYNTHETIC_SERVICE_ENTRIES, CollectionTable, encode_config
+from pilothouse.mcp.collection_table import SYNTHETIC_SERVICE_ENTRIES, CollectionTable
 from pilothouse.mcp.messages import EncodedResource
 from pilothouse.mcp.snapshot import SnapshotCache
 from pilothouse.push.clock import Clock
@@ -88,6 +93,7 @@ class SnapshotPublisher:
         options: McpSourceOptions | None = None,
         *,
         clock: Clock | None = None,
+        wall_clock: Callable[[], datetime.datetime] | None = None,
     ) -> None:
         self.options = options if options is not None else McpSourceOptions()
         self.table = (
@@ -99,7 +105,8 @@ class SnapshotPublisher:
         self._group_of = {c: g for g in self.groups for c in g.collections}
         self._clock = clock
         self._debouncers: dict[str, Debouncer] = {}
-        self._encoded: dict[ConfigKey, tuple[Config, EncodedResource]] = {}
+        self._wall_clock = wall_clock if wall_clock is not None else _now
+        self._encoded: dict[ConfigKey, _Encoded] = {}
         self._published = False
         self._demanded = asyncio.Event()
         self._closed = asyncio.Event()
@@ -158,12 +165,17 @@ class SnapshotPublisher:
         if schema is None:
             return []
         encoded: list[EncodedResource] = []
+        now: datetime.datetime | None = None  # one reading per pass, shared by what is new
         for config in self.store.configs(schema.kind):
             cached = self._encoded.get(config.key)
-            if cached is None or cached[0] is not config:
-                cached = (config, encode_config(schema, config))
+            if cached is None or cached.config is not config:
+                if cached is not None:
+                    seen = cached.first_seen
+                else:
+                    seen = now = now if now is not None else self._wall_clock()
+                cached = _Encoded(config, seen, encode_config(config, seen))
                 self._encoded[config.key] = cached
-            encoded.append(cached[1])
+            encoded.append(cached.resource)
         return encoded
 
     def _on_event(self, event: ConfigEvent) -> None:
@@ -209,3 +221,23 @@ class _Release:
             collections = set(self._group.collections)
         self._publisher.publish(sorted(collections))
         log.debug("published snapshot group %s: %s", self._group.name, sorted(collections))
+
+
+class _Encoded(NamedTuple):
+    """One published object: the Config, when the publisher first saw it, its resource."""
+
+    config: Config
+    first_seen: datetime.datetime
+    resource: EncodedResource
+
+
+def encode_config(config: Config, first_seen: datetime.datetime) -> EncodedResource:
+    """The ``mcp.Resource`` for ``config``, serialized once; its version is the content's."""
+    version = content_version(config)
+    return EncodedResource(
+        resource_name(config), version, encode_resource(config, version, first_seen)
+    )
+
+
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)

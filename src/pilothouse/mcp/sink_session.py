@@ -31,9 +31,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
+from pilothouse.config.load import Loader
+from pilothouse.config.mcp_resource import (
+    Rejection,
+    ResourceDecoder,
+    resource_key,
+    resource_name,
+)
 from pilothouse.config.model import Config, ConfigKey
-from pilothouse.config.schema import SchemaSet
-from pilothouse.mcp.collections import Rejection, config_key, decode_resource, resource_name
+from pilothouse.config.schema import Schema, SchemaSet
 from pilothouse.mcp.messages import (
     EMPTY,
     Code,
@@ -117,6 +123,8 @@ class SinkSession:
             c: _frozen(previous.get(c, {})) for c in options.collections
         }
         self._answered: set[str] = set()
+        self._loader = Loader(schemas=schemas, source=options.source)
+        self._decoders: dict[str, ResourceDecoder] = {}
         self.stats = SinkStats()
 
     @property
@@ -174,7 +182,7 @@ class SinkSession:
                 rejections.append(Rejection(name, "duplicate name in one message"))
                 continue
             seen.add(name)
-            decoded = decode_resource(schema, resource, self._options.source)
+            decoded = self._decoder(schema).decode(resource)
             if isinstance(decoded, Rejection):
                 rejections.append(decoded)
             else:
@@ -186,7 +194,7 @@ class SinkSession:
         deletes: list[ConfigKey] = []
         for name in sorted(gone):
             del held[name]
-            key = config_key(schema, name)
+            key = resource_key(schema, name)
             if key is not None:
                 deletes.append(key)
         for config in configs:
@@ -206,6 +214,13 @@ class SinkSession:
             return SinkDecision(SinkKind.NACK, collection, reply, change, tuple(rejections), first)
         reply = self._request(collection, message.nonce)
         return SinkDecision(SinkKind.ACK, collection, reply, change, (), first)
+
+    def _decoder(self, schema: Schema) -> ResourceDecoder:
+        found = self._decoders.get(schema.collection)
+        if found is None:
+            found = ResourceDecoder(schema, self._options.source, self._loader)
+            self._decoders[schema.collection] = found
+        return found
 
     def failed(self, message: ReceivedResources, held: Held) -> SinkDecision:
         """The reply to a message whose handling raised: a NACK with INTERNAL, and no change.

@@ -12,8 +12,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, replace
 
+from pilothouse.config.mcp_resource import Rejection
 from pilothouse.config.schema import SchemaSet
-from pilothouse.mcp.collections import Rejection
 from pilothouse.mcp.sink_session import Held, SinkDecision, SinkKind, SinkOptions, SinkSession
 from pilothouse.sources.memory import MemoryStore
 

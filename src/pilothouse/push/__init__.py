@@ -3,8 +3,8 @@ connection and push them with bounded concurrency.
 
 Modules: ``request`` (PushRequest, ConfigKey, TriggerReason and merge), ``debounce`` (the
 debounce rules and their asyncio driver), ``queue`` (the per-connection push queue), ``workers``
-(the throttled consumer of that queue), ``version`` (push versions and nonces), ``clock``
-(the loop clock and a manual clock for tests).
+(the throttled consumer of that queue), ``clock`` (the loop clock and a manual clock for
+tests). Push versions and nonces are the protocol's (:mod:`pilothouse.xds.protocol.versions`).
 """
 
 from pilothouse.config.model import ConfigKey

@@ -34,7 +34,7 @@ class ProxyType(StrEnum):
     AGENTGATEWAY = "agentgateway"
 
 
-class Generator(StrEnum):
+class GeneratorFamily(StrEnum):
     """Which family of resources a proxy wants; Istio's ``GENERATOR`` metadata values."""
 
     ENVOY = "envoy"
@@ -59,7 +59,7 @@ class ProxyIdentity:
     node_cluster: str = ""
     cluster_id: str = ""
     labels: Labels = NO_LABELS
-    generator: Generator = Generator.ENVOY
+    generator: GeneratorFamily = GeneratorFamily.ENVOY
     istio_version: str = ""
     locality: str = ""
     metadata: Mapping[str, str] | None = None
@@ -187,13 +187,13 @@ def _labels(raw: Any, node_id: str) -> Labels:
     return Labels.of({str(k): _flat(v) for k, v in raw.items()})
 
 
-def _generator(raw: Any, node_id: str) -> Generator:
+def _generator(raw: Any, node_id: str) -> GeneratorFamily:
     if raw is None or raw == "":
-        return Generator.ENVOY
+        return GeneratorFamily.ENVOY
     try:
-        return Generator(str(raw))
+        return GeneratorFamily(str(raw))
     except ValueError:
-        allowed = ", ".join(g.value for g in Generator)
+        allowed = ", ".join(g.value for g in GeneratorFamily)
         raise BadNode(f"node {node_id!r}: unknown GENERATOR {raw!r}; use {allowed}") from None
 
 

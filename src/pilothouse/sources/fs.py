@@ -43,7 +43,6 @@ from pilothouse.config.model import Config, ConfigKey
 from pilothouse.config.validation.report import Severity
 from pilothouse.settings import Settings
 from pilothouse.sources.availability import Availability
-from pilothouse.sources.collector import collector_paused
 from pilothouse.sources.fs_health import RootHealth
 from pilothouse.sources.fs_tree import (
     SUFFIXES,
@@ -55,6 +54,7 @@ from pilothouse.sources.fs_tree import (
     root_identity,
     scan_tree,
 )
+from pilothouse.sources.gc_pause import collector_paused
 from pilothouse.sources.memory import MemoryStore
 
 log = logging.getLogger("pilothouse.sources.fs")

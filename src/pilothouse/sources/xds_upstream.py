@@ -39,19 +39,18 @@ from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-unty
 from google.rpc import code_pb2, status_pb2
 
 from pilothouse.api.istio.mesh.v1alpha1 import config_pb2
+from pilothouse.backoff import Backoff
 from pilothouse.config.load import Loader
+from pilothouse.config.mcp_resource import Rejection, split_name
 from pilothouse.config.model import ConfigKey
 from pilothouse.config.schema import Schema, SchemaSet
-from pilothouse.sources.collector import collector_paused
+from pilothouse.sources.gc_pause import collector_paused
 from pilothouse.sources.memory import MemoryStore
-from pilothouse.sources.upstream_backoff import Backoff
 from pilothouse.sources.upstream_resources import (
     MESH_CONFIG_GVK,
     DecodedKind,
     KindDecoder,
-    Rejection,
     decode_mesh_config,
-    split_name,
 )
 
 log = logging.getLogger("pilothouse.sources.xds")

@@ -260,6 +260,7 @@ FIELDS: Final[dict[str, dict[str, int]]] = {
         "failover_priority": 3,
         "min_cluster_size": 4,
     },
+    f"{NET}.ZoneAwareLoadBalancerSetting.Failover": {"from": 1, "to": 2},
     _POOL: {"tcp": 1, "http": 2},
     f"{_POOL}.TCPSettings": {
         "max_connections": 1,

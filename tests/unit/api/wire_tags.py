@@ -1,32 +1,18 @@
 """A minimal protobuf wire reader: the (field number, wire type) of each top-level record.
 
 Written for the tests so that field numbers are checked on the encoded bytes
-rather than through the protobuf library's own view of the descriptors.
+rather than through the protobuf library's own view of the descriptors; varints are
+read by pilothouse's own reader (checked against protobuf in tests/unit/misc).
 """
 
 from __future__ import annotations
+
+from pilothouse.protowire import read_varint
 
 VARINT = 0
 FIXED64 = 1
 LENGTH_DELIMITED = 2
 FIXED32 = 5
-
-
-def read_varint(data: bytes, pos: int) -> tuple[int, int]:
-    """Decode a base-128 varint at pos; return (value, position after it)."""
-    value = 0
-    shift = 0
-    while True:
-        if pos >= len(data):
-            raise ValueError("truncated varint")
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7
-        if shift >= 64:
-            raise ValueError("varint longer than 10 bytes")
 
 
 def read_tags(data: bytes) -> list[tuple[int, int]]:

@@ -13,7 +13,7 @@ from pilothouse.loadtest import Backoff
 from .fake_ads import FakeAdsServer
 from .mesh_fixtures import sidecar_mesh
 
-FAST_BACKOFF = Backoff(initial=0.05, maximum=0.2)
+FAST_BACKOFF = Backoff.envoy(initial=0.05, maximum=0.2)
 FAST_CHANNEL = (
     ("grpc.initial_reconnect_backoff_ms", 50),
     ("grpc.min_reconnect_backoff_ms", 50),

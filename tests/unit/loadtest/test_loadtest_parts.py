@@ -26,15 +26,15 @@ from pilothouse.loadtest import (
     percentile,
     summarize,
 )
-from pilothouse.loadtest.identity import ProxyIdentity, node_message
+from pilothouse.loadtest.identity import ProxyNode, node_message
 from pilothouse.loadtest.references import (
-    WireError,
     cluster_eds_names,
     listener_route_names,
     route_cluster_names,
     string_field,
 )
 from pilothouse.loadtest.sotw_client import RESOURCE_WRAPPER
+from pilothouse.protowire import WireError
 from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
 
 from .mesh_fixtures import (
@@ -116,7 +116,7 @@ def sotw_response(type_url: str, version: str, nonce: str, *messages: object) ->
     )
 
 
-def sotw_engine(identity: ProxyIdentity = IDENTITY) -> SotwClient:
+def sotw_engine(identity: ProxyNode = IDENTITY) -> SotwClient:
     plan = EnvoyPlan() if identity.flavour.is_envoy else GrpcPlan(frozenset(identity.targets))
     return SotwClient(identity, plan, ResourceReader(plan.decoded_types))
 
@@ -245,7 +245,7 @@ def test_grpc_plan_chain() -> None:
 
 
 def test_backoff_ceilings_grow_like_envoys_and_cap() -> None:
-    backoff = Backoff(initial=0.5, maximum=30.0)
+    backoff = Backoff.envoy(initial=0.5, maximum=30.0)
     assert [backoff.ceiling(n) for n in (1, 2, 3, 4)] == [0.5, 1.5, 3.5, 7.5]
     assert backoff.ceiling(7) == 30.0
     assert backoff.ceiling(500) == 30.0
@@ -254,7 +254,7 @@ def test_backoff_ceilings_grow_like_envoys_and_cap() -> None:
     assert all(0 <= d <= 1.5 for d in delays)
     assert max(delays) > 1.0  # jittered across the range, not fixed
     with pytest.raises(ValueError):
-        Backoff(initial=0)
+        Backoff.envoy(initial=0)
     with pytest.raises(ValueError):
         backoff.ceiling(0)
 
@@ -285,7 +285,7 @@ def test_identity_and_node() -> None:
         istio_node_id("sidecar", "10.0.0.1", "p", "ns")
         == "sidecar~10.0.0.1~p.ns~ns.svc.cluster.local"
     )
-    bare = ProxyIdentity(node_id="router~1.2.3.4~gw.edge~edge.svc.cluster.local")
+    bare = ProxyNode(node_id="router~1.2.3.4~gw.edge~edge.svc.cluster.local")
     assert bare.namespace == "edge"
     node = node_message(IDENTITY)
     assert node.id == IDENTITY.node_id

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterable
 
 from pilothouse.api.istio.mcp.v1alpha1 import mcp_pb2
 from pilothouse.api.istio.networking.v1alpha3 import service_entry_pb2
 from pilothouse.config.model import Config, Origin
 from pilothouse.config.schema import Schema, SchemaSet
-from pilothouse.mcp.collections import encode_config
 from pilothouse.mcp.messages import (
     EncodedResource,
     Push,
@@ -16,11 +16,14 @@ from pilothouse.mcp.messages import (
     encode_push,
     received_from_proto,
 )
+from pilothouse.mcp.publisher import encode_config
 from pilothouse.mcp.snapshot import CollectionSnapshot
 
 SCHEMAS = SchemaSet()
 SE = "istio/networking/v1alpha3/serviceentries"
 VS = "istio/networking/v1alpha3/virtualservices"
+FIRST_SEEN = datetime.datetime(2025, 6, 1, 12, 0, tzinfo=datetime.UTC)
+"""The first-seen time test resources are encoded with (their create_time)."""
 
 
 def schema_of(collection: str) -> Schema:
@@ -45,7 +48,7 @@ def service_entry(
 
 
 def encoded(config: Config) -> EncodedResource:
-    return encode_config(SE_SCHEMA, config)
+    return encode_config(config, FIRST_SEEN)
 
 
 def snapshot(version: str, configs: Iterable[Config], collection: str = SE) -> CollectionSnapshot:

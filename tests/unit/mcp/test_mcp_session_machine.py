@@ -24,14 +24,15 @@ from hypothesis.stateful import (
 )
 
 from pilothouse.api.istio.networking.v1alpha3 import service_entry_pb2, workload_entry_pb2
+from pilothouse.config.mcp_resource import content_version
 from pilothouse.config.model import Config, Origin
-from pilothouse.mcp.collections import content_version, encode_config
 from pilothouse.mcp.messages import EncodedResource, Push, SinkRequest
+from pilothouse.mcp.publisher import encode_config
 from pilothouse.mcp.sink_session import SinkOptions, SinkSession
 from pilothouse.mcp.sink_store import SinkStore
 from pilothouse.mcp.snapshot import SnapshotCache
 from pilothouse.mcp.source_session import SourceKind, SourceSession
-from tests.unit.mcp.builders import SCHEMAS, SE, over_the_wire
+from tests.unit.mcp.builders import FIRST_SEEN, SCHEMAS, SE, over_the_wire
 
 WE = "istio/networking/v1alpha3/workloadentries"
 COLLECTIONS = (SE, WE)
@@ -55,9 +56,7 @@ def make(collection: str, name: str, variant: int, valid: bool) -> Config:
 
 
 def encode_resource(config: Config) -> EncodedResource:
-    schema = SCHEMAS.by_kind(config.kind)
-    assert schema is not None
-    return encode_config(schema, config)
+    return encode_config(config, FIRST_SEEN)
 
 
 class SourceAgainstSink(RuleBasedStateMachine):

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from pilothouse.config.model import ConfigKey
-from pilothouse.mcp.collections import SYNTHETIC_SERVICE_ENTRIES
+from pilothouse.mcp.collection_table import SYNTHETIC_SERVICE_ENTRIES
 from pilothouse.mcp.publisher import (
     DEFAULT_GROUP,
     SYNTHETIC_GROUP,

@@ -11,8 +11,8 @@ from google.protobuf import any_pb2
 from pilothouse.api.istio.mcp.v1alpha1 import resource_pb2
 from pilothouse.api.istio.networking.v1alpha3 import service_entry_pb2
 from pilothouse.config.load import Loader
+from pilothouse.config.mcp_resource import MCP_RESOURCE_TYPE_URL
 from pilothouse.config.model import Config
-from pilothouse.sources.upstream_resources import MCP_RESOURCE_TYPE_URL
 
 SERVICE_ENTRY = """\
 apiVersion: networking.istio.io/v1

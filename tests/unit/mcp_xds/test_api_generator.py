@@ -148,7 +148,7 @@ def test_warm_encodes_ahead_and_requests_reuse_it(store: MemoryStore) -> None:
     assert api.warm() == len(store)
     generator = api.for_type("networking.istio.io/v1/ServiceEntry")
     assert isinstance(generator, KindGenerator)
-    with unittest.mock.patch.object(api_module, "encode_resource", side_effect=AssertionError):
+    with unittest.mock.patch.object(api_module, "encode_api_resource", side_effect=AssertionError):
         served = generate(api, "networking.istio.io/v1/ServiceEntry", store)
     assert set(served) == {"shop/httpbin", "shop/echo"}
 

@@ -9,23 +9,17 @@ from google.protobuf import any_pb2
 
 from pilothouse.api.istio.mcp.v1alpha1 import resource_pb2
 from pilothouse.api.istio.mesh.v1alpha1 import config_pb2
+from pilothouse.config.mcp_resource import MCP_RESOURCE_TYPE_URL, Rejection
 from pilothouse.config.mesh import MeshSettings, OutboundPolicy
 from pilothouse.config.meshconfig import mesh_settings
-from pilothouse.config.model import Origin
+from pilothouse.config.model import Config, Origin
 from pilothouse.config.schema import SchemaSet
 from pilothouse.sources.upstream_resources import (
-    MCP_RESOURCE_TYPE_URL,
     MESH_CONFIG_TYPE_URL,
     KindDecoder,
-    Rejection,
     decode_mesh_config,
 )
-from pilothouse.xds.generators.api_resource import (
-    api_kind,
-    mcp_resource,
-    wrap_config,
-    wrap_mesh_config,
-)
+from pilothouse.xds.generators.api_resource import api_kind, wrap_config, wrap_mesh_config
 from tests.unit.mcp_xds.mesh_objects import (
     PEER_AUTHENTICATION,
     SERVICE_ENTRY,
@@ -34,6 +28,15 @@ from tests.unit.mcp_xds.mesh_objects import (
 )
 
 SCHEMAS = SchemaSet()
+FIRST_SEEN = datetime.datetime(2025, 7, 1, 9, 30, tzinfo=datetime.UTC)
+
+
+def wrap(config: Config) -> bytes:
+    return wrap_config(config, FIRST_SEEN)
+
+
+def mcp_resource(config: Config) -> resource_pb2.Resource:
+    return resource_pb2.Resource.FromString(unpack(wrap(config)).value)
 
 
 def unpack(body: bytes) -> any_pb2.Any:
@@ -42,7 +45,7 @@ def unpack(body: bytes) -> any_pb2.Any:
 
 def test_wrapped_config_is_an_mcp_resource_with_istio_metadata() -> None:
     config = load(SERVICE_ENTRY, resource_version="42")
-    entry = unpack(wrap_config(config))
+    entry = unpack(wrap(config))
     assert entry.type_url == MCP_RESOURCE_TYPE_URL
     resource = resource_pb2.Resource.FromString(entry.value)
     assert resource.metadata.name == "shop/httpbin"
@@ -72,8 +75,8 @@ def test_body_type_keeps_the_proto_package_whatever_the_api_version(
 
 def test_wrapping_is_deterministic() -> None:
     config = load(SERVICE_ENTRY)
-    assert wrap_config(config) == wrap_config(load(SERVICE_ENTRY))
-    assert wrap_config(config) == unpack(wrap_config(config)).SerializeToString(deterministic=True)
+    assert wrap(config) == wrap(load(SERVICE_ENTRY))
+    assert wrap(config) == unpack(wrap(config)).SerializeToString(deterministic=True)
 
 
 @pytest.mark.parametrize("text", [SERVICE_ENTRY, VIRTUAL_SERVICE, PEER_AUTHENTICATION])
@@ -81,25 +84,26 @@ def test_round_trip_through_the_consumer_decoder(text: str) -> None:
     config = load(text, resource_version="9")
     schema = SCHEMAS.by_kind(config.kind)
     assert schema is not None
-    decoded = KindDecoder(schema, "xds://a:1").decode([unpack(wrap_config(config))])
+    decoded = KindDecoder(schema, "xds://a:1").decode([unpack(wrap(config))])
     assert decoded.rejections == ()
     (back,) = decoded.configs
     assert back.same_content(config)
     assert back.resource_version == "9"
-    assert back.creation_time == config.creation_time
+    assert back.creation_time == (config.creation_time or FIRST_SEEN)
     assert back.origin == Origin("xds://a:1")
 
 
 def test_round_trip_without_metadata_extras() -> None:
     config = load(VIRTUAL_SERVICE, resource_version="")
+    assert config.creation_time is None
     resource = mcp_resource(config)
     assert resource.metadata.version == ""
-    assert not resource.metadata.HasField("create_time")
+    assert resource.metadata.create_time.ToDatetime(tzinfo=datetime.UTC) == FIRST_SEEN
     schema = SCHEMAS.by_kind("VirtualService")
     assert schema is not None
-    (back,) = KindDecoder(schema, "xds://a:1").decode([unpack(wrap_config(config))]).configs
+    (back,) = KindDecoder(schema, "xds://a:1").decode([unpack(wrap(config))]).configs
     assert back.same_content(config)
-    assert back.creation_time is None
+    assert back.creation_time == FIRST_SEEN
     assert dict(back.labels) == {}
 
 

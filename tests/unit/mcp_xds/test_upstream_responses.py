@@ -9,10 +9,11 @@ from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-unty
 from google.protobuf import any_pb2, json_format
 from google.rpc import code_pb2
 
+from pilothouse.config.mcp_resource import Rejection
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import ConfigKey
-from pilothouse.push.proxy import Generator, parse_node
-from pilothouse.sources.upstream_resources import MESH_CONFIG_GVK, Rejection
+from pilothouse.push.proxy import GeneratorFamily, parse_node
+from pilothouse.sources.upstream_resources import MESH_CONFIG_GVK
 from pilothouse.sources.xds_upstream import (
     MAX_NACK_ENTRIES,
     UpstreamSettings,
@@ -68,7 +69,7 @@ def test_node_looks_like_istiod() -> None:
     assert metadata["ISTIO_VERSION"] == "65536.65536.65536"
     assert "ISTIO_REVISION" not in metadata
     proxy = parse_node(node.id, metadata)
-    assert proxy.generator is Generator.API and proxy.namespace == "mesh"
+    assert proxy.generator is GeneratorFamily.API and proxy.namespace == "mesh"
     revised = UpstreamSettings(revision="canary").node()
     assert json_format.MessageToDict(revised.metadata)["ISTIO_REVISION"] == "canary"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pilothouse.push.proxy import BadNode, Generator, ProxyType, parse_node
+from pilothouse.push.proxy import BadNode, GeneratorFamily, ProxyType, parse_node
 
 
 def test_sidecar_node_with_metadata() -> None:
@@ -23,7 +23,7 @@ def test_sidecar_node_with_metadata() -> None:
     assert proxy.namespace == "bookinfo" and proxy.cluster_id == "Kubernetes"
     assert dict(proxy.labels) == {"app": "productpage", "version": "v1"}
     assert proxy.ip_addresses == ("10.0.0.1", "fd00::1")
-    assert proxy.pod_name == "productpage-v1" and proxy.generator is Generator.ENVOY
+    assert proxy.pod_name == "productpage-v1" and proxy.generator is GeneratorFamily.ENVOY
     assert proxy.istio_version == "1.28.0"
 
 
@@ -37,7 +37,7 @@ def test_generator_and_labels_as_json() -> None:
         "sidecar~10.0.0.3~client.default~default.svc.cluster.local",
         {"GENERATOR": "grpc", "LABELS": '{"app": "client"}'},
     )
-    assert proxy.generator is Generator.GRPC and dict(proxy.labels) == {"app": "client"}
+    assert proxy.generator is GeneratorFamily.GRPC and dict(proxy.labels) == {"app": "client"}
 
 
 @pytest.mark.parametrize(

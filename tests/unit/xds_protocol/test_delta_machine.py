@@ -19,7 +19,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from pilothouse.xds.protocol.delta import DeltaDecision, DeltaKind, DeltaSession
 from pilothouse.xds.protocol.delta_plan import plan_delta
 from pilothouse.xds.protocol.type_urls import CDS, EDS, is_wildcard_type
-from pilothouse.xds.protocol.versions import NonceSequence, VersionSequence
+from pilothouse.xds.protocol.versions import NonceSource, PushVersions
 
 from .discovery import delta_request
 
@@ -62,9 +62,9 @@ class DeltaMachine(RuleBasedStateMachine):
         self.client = {t: ClientType() for t in TYPES}
         self.available: dict[str, dict[str, str]] = {t: {} for t in TYPES}
         self.units: dict[str, list[dict[str, str]]] = {t: [] for t in TYPES}
-        self.nonces = NonceSequence("d")
-        self.versions = VersionSequence()
         self.now = 0.0
+        self.nonces = NonceSource(token="d")
+        self.versions = PushVersions(wall_clock=lambda: self.now)
         self.first_node: str | None = None
 
     # -- plumbing --------------------------------------------------------------
@@ -98,8 +98,8 @@ class DeltaMachine(RuleBasedStateMachine):
             if not any(n in removed or (n in resources and resources[n] != v)
                        for n, v in u.items())
         ]
-        nonce, self.nonces = self.nonces.next()
-        version, self.versions = self.versions.next(self.now)
+        version = self.versions.next()
+        nonce = self.nonces.next(version)
         self.session.record_sent(type_url, nonce, resources, removed, self.now, version)
         self.client[type_url].queue.append(Response(nonce, resources, removed))
 

@@ -18,9 +18,9 @@ from pilothouse.xds.protocol.sotw import SotwKind, SotwSession
 from pilothouse.xds.protocol.sotw_watch import plan_sotw
 from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS, is_wildcard_type
 from pilothouse.xds.protocol.versions import (
-    NonceSequence,
+    NonceSource,
+    PushVersions,
     VersionRegression,
-    VersionSequence,
     version_ordinal,
 )
 
@@ -36,9 +36,9 @@ class SotwMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.session = SotwSession()
-        self.versions = VersionSequence()
-        self.nonces = NonceSequence("n")
         self.now = 0.0
+        self.versions = PushVersions(wall_clock=lambda: self.now)
+        self.nonces = NonceSource(token="n")
         self.resources: dict[str, dict[str, str]] = {t: {} for t in TYPES}
         self.sent: dict[str, list[tuple[str, str, dict[str, str]]]] = {t: [] for t in TYPES}
         self.rejected: dict[str, dict[str, str] | None] = dict.fromkeys(TYPES)
@@ -80,8 +80,8 @@ class SotwMachine(RuleBasedStateMachine):
     def send(self, type_url: str, content: dict[str, str]) -> None:
         rejected = self.rejected[type_url]
         assert rejected is None or content != rejected, "NACKed content sent again unchanged"
-        version, self.versions = self.versions.next(self.now)
-        nonce, self.nonces = self.nonces.next()
+        version = self.versions.next()
+        nonce = self.nonces.next(version)
         self.session.record_sent(type_url, version, nonce, content, self.now)
         self.sent[type_url].append((version, nonce, content))
 
@@ -170,9 +170,10 @@ class SotwMachine(RuleBasedStateMachine):
         ordinal = version_ordinal(watch.version_sent) if watch is not None else None
         if watch is None or not ordinal:
             return
-        nonce, self.nonces = self.nonces.next()
+        older = f"old/{ordinal - 1}"
+        nonce = self.nonces.next(older)
         with pytest.raises(VersionRegression):
-            self.session.record_sent(type_url, f"old/{ordinal - 1}", nonce, {}, self.now)
+            self.session.record_sent(type_url, older, nonce, {}, self.now)
         assert self.session.watch(type_url) == watch
 
     # -- invariants ------------------------------------------------------------

@@ -31,6 +31,8 @@ from typing import Final
 
 from google.protobuf.message import Message
 
+from pilothouse.protowire import varint
+
 TYPE_URL_PREFIX: Final = "type.googleapis.com/"
 
 _TYPE_URL_TAG: Final = b"\x0a"  # field 1, wire type 2 (length-delimited)
@@ -44,24 +46,17 @@ def type_url(message: Message) -> str:
 
 def to_any_bytes(message: Message) -> bytes:
     """The serialised ``Any`` that wraps ``message`` (deterministic encoding)."""
-    url = type_url(message).encode()
-    value = message.SerializeToString(deterministic=True)
+    return any_bytes(type_url(message), message.SerializeToString(deterministic=True))
+
+
+def any_bytes(type_url: str, value: bytes) -> bytes:
+    """The serialised ``Any{type_url, value}`` for a message already serialised."""
+    url = type_url.encode()
     if not value:  # proto3 omits an empty bytes field, and so does Any
-        return b"".join((_TYPE_URL_TAG, _varint(len(url)), url))
-    return b"".join((_TYPE_URL_TAG, _varint(len(url)), url, _VALUE_TAG, _varint(len(value)), value))
+        return b"".join((_TYPE_URL_TAG, varint(len(url)), url))
+    return b"".join((_TYPE_URL_TAG, varint(len(url)), url, _VALUE_TAG, varint(len(value)), value))
 
 
 def content_hash(data: bytes) -> str:
     """A short, stable digest of ``data`` (16 hex digits, 64 bits)."""
     return hashlib.blake2b(data, digest_size=8).hexdigest()
-
-
-def _varint(value: int) -> bytes:
-    if value < 0x80:
-        return bytes((value,))
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)

@@ -14,7 +14,11 @@ Objects are read from the config store (the PushContext indexes only what Envoy
 config needs). Each wrapped object is encoded once per Config object (configs are
 immutable: a change is a new object) and kept in a memo per kind that every spelling of
 the kind shares; a kind's memo keeps exactly the objects the store holds, so it costs
-one encoded copy per object and never evicts a live one. :meth:`ApiGenerator.warm`
+one encoded copy per object and never evicts a live one. The memo also keeps, beside the
+bytes, when it first saw each object: ``metadata.create_time`` of an object without a
+``creationTimestamp``. A changed object is encoded again with the same time (as
+Kubernetes keeps ``creationTimestamp`` across updates); one that leaves the store and
+comes back is a new object with a new time. :meth:`ApiGenerator.warm`
 encodes every object ahead of the first request (the config-server role does it before
 it reports ready, as Galley built its snapshots), so a sink that connects gets its
 answer without waiting for encoding. A resource's version is the hash of its bytes,
@@ -23,7 +27,10 @@ so a push re-sends a kind only when something in it changed.
 
 from __future__ import annotations
 
+import datetime
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config, ConfigKey
@@ -44,12 +51,24 @@ MESH_CONFIG_NAME = "mesh"
 """The (internal) resource name of the MeshConfig answer; it is not on the wire."""
 
 
+def wall_clock_now() -> datetime.datetime:
+    """Now, in UTC: when a memo first sees an object."""
+    return datetime.datetime.now(datetime.UTC)
+
+
 class ApiGenerator:
     """Hands out the generator of each MCP-over-xDS type name, reading ``store``."""
 
-    def __init__(self, store: ConfigStore, schemas: SchemaSet | None = None) -> None:
+    def __init__(
+        self,
+        store: ConfigStore,
+        schemas: SchemaSet | None = None,
+        *,
+        clock: Callable[[], datetime.datetime] | None = None,
+    ) -> None:
         self._store = store
         self._schemas = schemas if schemas is not None else SchemaSet()
+        self._clock = clock if clock is not None else wall_clock_now
         self._by_type: dict[str, Generator] = {}
         self._memos: dict[str, KindMemo] = {}
 
@@ -60,7 +79,7 @@ class ApiGenerator:
     def _memo(self, schema: Schema) -> KindMemo:
         memo = self._memos.get(schema.kind)
         if memo is None:
-            memo = self._memos[schema.kind] = KindMemo(schema.kind, self._store)
+            memo = self._memos[schema.kind] = KindMemo(schema.kind, self._store, self._clock)
         return memo
 
     def for_type(self, type_name: str) -> Generator | None:
@@ -85,22 +104,41 @@ class ApiGenerator:
 class KindMemo:
     """The encoded MCP resources of one kind, kept in step with the store."""
 
-    def __init__(self, kind: str, store: ConfigStore) -> None:
+    def __init__(
+        self,
+        kind: str,
+        store: ConfigStore,
+        clock: Callable[[], datetime.datetime] = wall_clock_now,
+    ) -> None:
         self.kind = kind
         self._store = store
-        self._held: dict[ConfigKey, tuple[Config, Resource]] = {}
+        self._clock = clock
+        self._held: dict[ConfigKey, _Held] = {}
 
     def current(self) -> list[Resource]:
         """Every object of the kind now, in key order; only new or changed ones are encoded."""
         held = self._held
-        fresh: dict[ConfigKey, tuple[Config, Resource]] = {}
+        fresh: dict[ConfigKey, _Held] = {}
+        now: datetime.datetime | None = None  # one reading per pass, shared by what is new
         for config in self._store.configs(self.kind):
             entry = held.get(config.key)
-            if entry is None or entry[0] is not config:
-                entry = (config, encode_resource(config))
+            if entry is None:
+                now = now if now is not None else self._clock()
+                entry = _Held(config, now, encode_api_resource(config, now))
+            elif entry.config is not config:
+                seen = entry.first_seen
+                entry = _Held(config, seen, encode_api_resource(config, seen))
             fresh[config.key] = entry
         self._held = fresh
-        return [resource for _config, resource in fresh.values()]
+        return [entry.resource for entry in fresh.values()]
+
+
+class _Held(NamedTuple):
+    """One object of a kind memo: the Config, when the memo first saw it, its resource."""
+
+    config: Config
+    first_seen: datetime.datetime
+    resource: Resource
 
 
 class KindGenerator:
@@ -152,9 +190,9 @@ class UnknownKindGenerator:
         return {}
 
 
-def encode_resource(config: Config) -> Resource:
+def encode_api_resource(config: Config, first_seen: datetime.datetime) -> Resource:
     """``config`` as an MCP resource: name ``ns/name``, version the hash of its bytes."""
-    body = wrap_config(config)
+    body = wrap_config(config, first_seen)
     return Resource(mcp_name(config), content_hash(body), body)
 
 

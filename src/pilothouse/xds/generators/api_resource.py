@@ -1,11 +1,9 @@
-"""MCP-over-xDS encodings: a Config wrapped as ``istio.mcp.v1alpha1.Resource``, and MeshConfig.
+"""MCP-over-xDS encodings: a Config as one response entry, MeshConfig, and GVK type names.
 
 Each entry of an MCP-over-xDS ``DiscoveryResponse`` is an ``Any`` of
-``istio.mcp.v1alpha1.Resource``: ``metadata`` (name ``<ns>/<name>``, version = the
-config's resource version, labels, annotations, create_time) and ``body``, an ``Any``
-of the spec message. The body's type URL is the message's full name, which stays
-``istio.networking.v1alpha3.<Kind>`` (``istio.security.v1beta1.<Kind>``) whatever GVK
-spelling was requested. The MeshConfig answer is not wrapped: one raw
+``istio.mcp.v1alpha1.Resource`` written by the MCP Resource codec
+(:mod:`pilothouse.config.mcp_resource`), with the config's resource version as
+``metadata.version``. The MeshConfig answer is not wrapped: one raw
 ``istio.mesh.v1alpha1.MeshConfig`` ``Any``.
 
 GVK type names (``group/version/Kind``) are parsed here too; the wire names are shared
@@ -14,18 +12,14 @@ with the consumer side (:mod:`pilothouse.sources.upstream_resources`).
 
 from __future__ import annotations
 
-from google.protobuf import timestamp_pb2
+import datetime
 
-from pilothouse.api.istio.mcp.v1alpha1 import metadata_pb2, resource_pb2
+from pilothouse.config.mcp_resource import MCP_RESOURCE_TYPE_URL, encode_resource
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.meshconfig import mesh_config_message
 from pilothouse.config.model import Config
-from pilothouse.sources.upstream_resources import (
-    MCP_RESOURCE_TYPE_URL,
-    MESH_CONFIG_GVK,
-    MESH_CONFIG_TYPE_URL,
-)
-from pilothouse.xds.builders.encode import to_any_bytes
+from pilothouse.sources.upstream_resources import MESH_CONFIG_GVK, MESH_CONFIG_TYPE_URL
+from pilothouse.xds.builders.encode import any_bytes, to_any_bytes
 from pilothouse.xds.protocol.type_urls import TYPE_PREFIX
 
 __all__ = [
@@ -34,7 +28,6 @@ __all__ = [
     "MESH_CONFIG_TYPE_URL",
     "api_kind",
     "mcp_name",
-    "mcp_resource",
     "wrap_config",
     "wrap_mesh_config",
 ]
@@ -59,27 +52,14 @@ def mcp_name(config: Config) -> str:
     return f"{config.namespace}/{config.name}"
 
 
-def mcp_resource(config: Config) -> resource_pb2.Resource:
-    """The ``istio.mcp.v1alpha1.Resource`` carrying ``config``."""
-    metadata = metadata_pb2.Metadata(
-        name=mcp_name(config),
-        version=config.resource_version,
-        labels=dict(config.labels),
-        annotations=dict(config.annotations),
-    )
-    if config.creation_time is not None:
-        stamp = timestamp_pb2.Timestamp()
-        stamp.FromDatetime(config.creation_time)
-        metadata.create_time.CopyFrom(stamp)
-    resource = resource_pb2.Resource(metadata=metadata)
-    resource.body.type_url = TYPE_PREFIX + config.spec.DESCRIPTOR.full_name
-    resource.body.value = config.spec.SerializeToString(deterministic=True)
-    return resource
+def wrap_config(config: Config, first_seen: datetime.datetime) -> bytes:
+    """The ``Any`` bytes of ``config``'s MCP resource, as one entry of a response.
 
-
-def wrap_config(config: Config) -> bytes:
-    """The ``Any`` bytes of ``config``'s MCP resource, as one entry of a response."""
-    return to_any_bytes(mcp_resource(config))
+    ``first_seen`` becomes ``metadata.create_time`` when the object has no
+    ``creationTimestamp`` of its own.
+    """
+    resource = encode_resource(config, config.resource_version, first_seen)
+    return any_bytes(MCP_RESOURCE_TYPE_URL, resource)
 
 
 def wrap_mesh_config(mesh: MeshSettings) -> bytes:

@@ -13,16 +13,15 @@ type for which the flavours differ (CDS, LDS, RDS; EDS is shared).
 
 from __future__ import annotations
 
-from pilothouse.push.proxy import Generator as ProxyGenerator
-from pilothouse.push.proxy import ProxyIdentity
+from pilothouse.push.proxy import GeneratorFamily, ProxyIdentity
 from pilothouse.xds.generators.base import GenerationInput, Generator, Resources
 
 
 def is_proxyless(proxy: ProxyIdentity) -> bool:
     """Whether ``proxy`` is a proxyless gRPC process."""
-    if proxy.generator is ProxyGenerator.GRPC:
+    if proxy.generator is GeneratorFamily.GRPC:
         return True
-    return proxy.generator is ProxyGenerator.ENVOY and proxy.user_agent.lower().startswith("grpc")
+    return proxy.generator is GeneratorFamily.ENVOY and proxy.user_agent.lower().startswith("grpc")
 
 
 class ByFlavour:

@@ -1,8 +1,9 @@
 """xDS protocol engines without I/O: SotW and delta sessions, subscriptions, records.
 
 Each engine takes a request (and the caller's ``now``) and returns a frozen
-decision; the caller reports what it sent.  Nothing here imports grpc, opens a
-socket or reads a clock, so the server and the load generator share it.
+decision; the caller reports what it sent.  Nothing here imports grpc or opens a
+socket, and the one wall clock (push versions' time) is handed in, so the server and
+the load generator share it.
 """
 
 from pilothouse.xds.protocol.delta import DeltaDecision, DeltaKind, DeltaSession
@@ -14,7 +15,7 @@ from pilothouse.xds.protocol.sotw import SotwDecision, SotwKind, SotwSession
 from pilothouse.xds.protocol.sotw_watch import SotwPlan, SotwWatch, plan_sotw
 from pilothouse.xds.protocol.subscriptions import WILDCARD, Subscription
 from pilothouse.xds.protocol.sync_status import SyncStatus, sync_status
-from pilothouse.xds.protocol.versions import NonceSequence, VersionRegression, VersionSequence
+from pilothouse.xds.protocol.versions import NonceSource, PushVersions, VersionRegression
 
 __all__ = [
     "WILDCARD",
@@ -24,7 +25,8 @@ __all__ = [
     "DeltaSession",
     "DeltaWatch",
     "NackError",
-    "NonceSequence",
+    "NonceSource",
+    "PushVersions",
     "ResourceRecord",
     "SotwDecision",
     "SotwKind",
@@ -34,7 +36,6 @@ __all__ = [
     "Subscription",
     "SyncStatus",
     "VersionRegression",
-    "VersionSequence",
     "plan_delta",
     "plan_sotw",
     "sync_status",

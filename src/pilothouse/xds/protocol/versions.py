@@ -1,51 +1,57 @@
-"""Deterministic push versions and nonces, and the rule that versions only go forward.
+"""Push versions and nonces, and the rule that versions only go forward on a stream.
 
-``VersionSequence`` mints SotW ``version_info`` strings in Istio's shape
-(``<RFC3339 time>/<counter>``, the time passed in by the caller) and
-``NonceSequence`` mints nonces unique on a stream.  Both are frozen values:
-``next`` returns the new string and the advanced sequence.
+A push version looks like istiod's (RFC 3339 time, a slash, a counter) with microseconds::
 
-``check_version_advance`` enforces that versions per type never go backwards on a
-session.  It compares the counters of versions minted here; versions in any other
-format (content hashes, say) are not ordered and pass.
+    2025-06-01T12:34:56.123456Z/42
+
+- The time part is UTC with a fixed width, so versions sort as plain strings in the order
+  they were issued.
+- Each version's time is strictly later than the previous one's: if the wall clock stands
+  still or goes back, :class:`PushVersions` moves on by one microsecond from its last
+  version instead. So versions from one issuer strictly increase, whatever the clock does.
+- The counter says how many versions this issuer has issued (:func:`version_ordinal`).
+
+A nonce is ``<version>/<stream token>-<n>``: the version it was sent with, a short random
+token fixed per stream, and a per-stream counter — unique on its stream, and across
+streams with overwhelming probability.
+
+:func:`check_version_advance` enforces that versions per type never go backwards on a
+session. It compares the counters of versions minted here; versions in any other format
+(content hashes, say) are not ordered and pass.
+
+The wall clock is handed in (``time.time`` unless told otherwise), so tests and the
+protocol state machines run on a clock of their own.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import UTC, datetime
+import secrets
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
 class VersionRegression(ValueError):
     """A caller tried to send an older version than one already sent for the type."""
 
 
-@dataclass(frozen=True)
-class VersionSequence:
-    """Push versions ``<time>/<n>`` with ``n`` strictly increasing."""
-
-    counter: int = 0
-
-    def next(self, now: float) -> tuple[str, VersionSequence]:
-        counter = self.counter + 1
-        stamp = datetime.fromtimestamp(now, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        return f"{stamp}/{counter}", VersionSequence(counter)
+def format_version(micros: int, counter: int) -> str:
+    """The version string for a UTC time in microseconds since the epoch and a counter."""
+    stamp = (_EPOCH + timedelta(microseconds=micros)).strftime(_FORMAT)
+    return f"{stamp}/{counter}"
 
 
-@dataclass(frozen=True)
-class NonceSequence:
-    """Nonces ``<prefix><n>`` with ``n`` strictly increasing: unique on one stream."""
-
-    prefix: str = ""
-    counter: int = 0
-
-    def next(self) -> tuple[str, NonceSequence]:
-        counter = self.counter + 1
-        return f"{self.prefix}{counter}", NonceSequence(self.prefix, counter)
+def version_time(version: str) -> datetime:
+    """The time part of a push version, as an aware UTC datetime."""
+    stamp, _, _ = version.partition("/")
+    return datetime.strptime(stamp, _FORMAT).replace(tzinfo=UTC)
 
 
 def version_ordinal(version: str) -> int | None:
-    """The counter of a version minted by ``VersionSequence``, else None."""
+    """The counter of a version minted by :class:`PushVersions`, else None."""
     _, slash, tail = version.rpartition("/")
     if slash and tail.isdigit():
         return int(tail)
@@ -53,10 +59,62 @@ def version_ordinal(version: str) -> int | None:
 
 
 def check_version_advance(type_url: str, previous: str, version: str) -> None:
-    """Raise ``VersionRegression`` if ``version`` is older than ``previous``."""
+    """Raise :class:`VersionRegression` if ``version`` is older than ``previous``."""
     before = version_ordinal(previous)
     after = version_ordinal(version)
     if before is not None and after is not None and after < before:
         raise VersionRegression(
             f"{type_url}: version {version!r} is older than {previous!r} already sent"
         )
+
+
+class PushVersions:
+    """Issues push versions that only increase (see the module docstring for the format)."""
+
+    def __init__(self, wall_clock: Callable[[], float] = time.time) -> None:
+        self._wall_clock = wall_clock
+        self._last_micros: int | None = None
+        self._count = 0
+        self._last: str | None = None
+
+    @property
+    def last(self) -> str | None:
+        """The most recent version issued, or None before the first."""
+        return self._last
+
+    def next(self) -> str:
+        """A new version, greater (as a string) than every version issued before it."""
+        micros = round(self._wall_clock() * 1_000_000)
+        if self._last_micros is not None and micros <= self._last_micros:
+            micros = self._last_micros + 1
+        self._last_micros = micros
+        self._count += 1
+        self._last = format_version(micros, self._count)
+        return self._last
+
+
+class NonceSource:
+    """Nonces for one stream, each prefixed with the push version it goes out with."""
+
+    def __init__(self, token: str | None = None) -> None:
+        self._token = token if token is not None else secrets.token_hex(4)
+        if not self._token or "/" in self._token:
+            raise ValueError("a nonce token must be non-empty and contain no '/'")
+        self._count = 0
+
+    @property
+    def token(self) -> str:
+        return self._token
+
+    def next(self, version: str) -> str:
+        """A nonce unique on this stream, carrying ``version``."""
+        self._count += 1
+        return f"{version}/{self._token}-{self._count}"
+
+
+def nonce_version(nonce: str) -> str:
+    """The push version a nonce from :class:`NonceSource` was derived from."""
+    version, sep, _ = nonce.rpartition("/")
+    if not sep:
+        raise ValueError(f"not a pilothouse nonce: {nonce!r}")
+    return version

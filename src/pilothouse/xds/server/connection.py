@@ -24,7 +24,6 @@ from pilothouse.push.cache import Resource, ResourceCache
 from pilothouse.push.context import PushContext
 from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.push.request import PushRequest
-from pilothouse.push.version import NonceSource
 from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.registry.model import SERVICE_KIND, Resolution, service_hosts
 from pilothouse.settings import XdsSettings
@@ -38,6 +37,7 @@ from pilothouse.xds.protocol.sotw import SotwDecision, SotwSession
 from pilothouse.xds.protocol.sotw_watch import plan_sotw
 from pilothouse.xds.protocol.subscriptions import Subscription
 from pilothouse.xds.protocol.type_urls import CDS, EDS, push_order_key
+from pilothouse.xds.protocol.versions import NonceSource
 from pilothouse.xds.server.ordering import ROUTE_TYPES, MakeBeforeBreak
 from pilothouse.xds.server.wire import delta_response, sotw_response
 

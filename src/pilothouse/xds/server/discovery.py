@@ -23,28 +23,28 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime
 import itertools
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.push.cache import ResourceCache
 from pilothouse.push.context import PushContext, build_context
 from pilothouse.push.debounce import Debouncer
-from pilothouse.push.proxy import Generator as ProxyGenerator
+from pilothouse.push.proxy import GeneratorFamily
 from pilothouse.push.queue import PushQueue
 from pilothouse.push.request import PushRequest, TriggerReason
-from pilothouse.push.version import PushVersions
 from pilothouse.push.workers import PushWorkers
 from pilothouse.registry.controller import ServiceEntryRegistry
 from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.registry.model import service_hosts
 from pilothouse.registry.update import RegistryUpdate
 from pilothouse.settings import XdsSettings as XdsSettings
-from pilothouse.sources.collector import collector_paused
 from pilothouse.sources.events import ConfigEvent, ConfigStore
+from pilothouse.sources.gc_pause import collector_paused
 from pilothouse.xds.generators.api import ApiGenerator, watched_kinds
 from pilothouse.xds.generators.base import Generator
 from pilothouse.xds.generators.cds import ClusterGenerator
@@ -56,6 +56,7 @@ from pilothouse.xds.generators.grpc_rds import GrpcRouteGenerator
 from pilothouse.xds.generators.lds import ListenerGenerator
 from pilothouse.xds.generators.rds import RouteGenerator
 from pilothouse.xds.protocol.type_urls import short_name
+from pilothouse.xds.protocol.versions import PushVersions
 from pilothouse.xds.server.connection import INTERNAL_ERROR, Connection
 
 log = logging.getLogger("pilothouse.xds")
@@ -89,9 +90,12 @@ class DiscoveryServer:
         settings: XdsSettings | None = None,
         *,
         envoy_generators: bool = True,
+        api_clock: Callable[[], datetime.datetime] | None = None,
     ) -> None:
         """``envoy_generators`` False serves Istio config only (the config-server role):
-        CDS, EDS, LDS and RDS requests get empty answers."""
+        CDS, EDS, LDS and RDS requests get empty answers. ``api_clock`` is when the
+        ``api`` generator first sees an object (its MCP ``create_time``); wall time unless
+        a test pins it."""
         self.store = store
         self.mesh = mesh if mesh is not None else MeshSettings()
         self.settings = settings if settings is not None else XdsSettings()
@@ -112,7 +116,7 @@ class DiscoveryServer:
         )
         for generator in envoy if envoy_generators else ():
             self._generators[generator.type_url] = generator
-        self._api = ApiGenerator(store)
+        self._api = ApiGenerator(store, clock=api_clock)
         self._config_server = not envoy_generators
         self._api_connections: set[str] = set()
         self._queue: PushQueue[Connection] = PushQueue()
@@ -174,7 +178,7 @@ class DiscoveryServer:
 
     def connect(self, connection: Connection) -> None:
         self.connections[connection.id] = connection
-        if connection.proxy.generator is ProxyGenerator.API:
+        if connection.proxy.generator is GeneratorFamily.API:
             self._api_connections.add(connection.id)
         log.debug("proxy connected", extra={"id": connection.id, "peer": connection.peer})
 

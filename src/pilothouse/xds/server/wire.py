@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from itertools import chain
 
+from pilothouse.protowire import LENGTH_DELIMITED, length_delimited, tag, text_field, varint
 from pilothouse.push.cache import Resource
 
 # DiscoveryResponse
@@ -31,23 +32,6 @@ _RESOURCE_BODY = 2
 _RESOURCE_NAME = 3
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _field(number: int, payload: bytes) -> bytes:
-    return _varint((number << 3) | 2) + _varint(len(payload)) + payload
-
-
-def _text(number: int, value: str) -> bytes:
-    return _field(number, value.encode()) if value else b""
-
-
 class _ResourceHeaders(dict[int, bytes]):
     """The tag and length that go before an ``Any`` of each size in a ``DiscoveryResponse``.
 
@@ -57,13 +41,13 @@ class _ResourceHeaders(dict[int, bytes]):
     """
 
     def __missing__(self, size: int) -> bytes:
-        header = _RESOURCE_TAG + _varint(size)
+        header = _RESOURCE_TAG + varint(size)
         if size < _KEPT_SIZES:
             self[size] = header
         return header
 
 
-_RESOURCE_TAG = _varint((_RESOURCES << 3) | 2)
+_RESOURCE_TAG = tag(_RESOURCES, LENGTH_DELIMITED)
 _KEPT_SIZES = 1 << 14
 _HEADERS = _ResourceHeaders()
 
@@ -71,11 +55,11 @@ _HEADERS = _ResourceHeaders()
 def sotw_response(version: str, type_url: str, nonce: str, resources: Iterable[bytes]) -> bytes:
     """A serialized ``DiscoveryResponse`` holding the given ``Any`` encodings."""
     bodies = resources if isinstance(resources, list | tuple) else list(resources)
-    parts = [_text(_VERSION_INFO, version)]
+    parts = [text_field(_VERSION_INFO, version)]
     headers = map(_HEADERS.__getitem__, map(len, bodies))
     parts.extend(chain.from_iterable(zip(headers, bodies, strict=True)))
-    parts.append(_text(_TYPE_URL, type_url))
-    parts.append(_text(_NONCE, nonce))
+    parts.append(text_field(_TYPE_URL, type_url))
+    parts.append(text_field(_NONCE, nonce))
     return b"".join(parts)
 
 
@@ -83,9 +67,9 @@ def delta_resource(resource: Resource) -> bytes:
     """A serialized ``Resource`` (name, version, Any body) for delta responses."""
     return b"".join(
         (
-            _text(_RESOURCE_VERSION, resource.version),
-            _field(_RESOURCE_BODY, resource.body),
-            _text(_RESOURCE_NAME, resource.name),
+            text_field(_RESOURCE_VERSION, resource.version),
+            length_delimited(_RESOURCE_BODY, resource.body),
+            text_field(_RESOURCE_NAME, resource.name),
         )
     )
 
@@ -98,11 +82,11 @@ def delta_response(
     removed: Iterable[str],
 ) -> bytes:
     """A serialized ``DeltaDiscoveryResponse``."""
-    parts = [_text(_SYSTEM_VERSION_INFO, system_version)]
+    parts = [text_field(_SYSTEM_VERSION_INFO, system_version)]
     for resource in resources:
-        parts.append(_field(_DELTA_RESOURCES, delta_resource(resource)))
-    parts.append(_text(_DELTA_TYPE_URL, type_url))
-    parts.append(_text(_DELTA_NONCE, nonce))
+        parts.append(length_delimited(_DELTA_RESOURCES, delta_resource(resource)))
+    parts.append(text_field(_DELTA_TYPE_URL, type_url))
+    parts.append(text_field(_DELTA_NONCE, nonce))
     for name in removed:
-        parts.append(_field(_REMOVED_RESOURCES, name.encode()))
+        parts.append(length_delimited(_REMOVED_RESOURCES, name.encode()))
     return b"".join(parts)

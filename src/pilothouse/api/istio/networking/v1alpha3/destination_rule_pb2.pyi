@@ -346,12 +346,18 @@ class LocalityLoadBalancerSetting(_message.Message):
 
 class ZoneAwareLoadBalancerSetting(_message.Message):
     __slots__ = ("enabled", "failover", "failover_priority", "min_cluster_size")
+    class Failover(_message.Message):
+        __slots__ = ("to",)
+        FROM_FIELD_NUMBER: _ClassVar[int]
+        TO_FIELD_NUMBER: _ClassVar[int]
+        to: str
+        def __init__(self, to: _Optional[str] = ..., **kwargs) -> None: ...
     ENABLED_FIELD_NUMBER: _ClassVar[int]
     FAILOVER_FIELD_NUMBER: _ClassVar[int]
     FAILOVER_PRIORITY_FIELD_NUMBER: _ClassVar[int]
     MIN_CLUSTER_SIZE_FIELD_NUMBER: _ClassVar[int]
     enabled: _wrappers_pb2.BoolValue
-    failover: _containers.RepeatedCompositeFieldContainer[LocalityLoadBalancerSetting.Failover]
+    failover: _containers.RepeatedCompositeFieldContainer[ZoneAwareLoadBalancerSetting.Failover]
     failover_priority: _containers.RepeatedScalarFieldContainer[str]
     min_cluster_size: _wrappers_pb2.UInt64Value
-    def __init__(self, enabled: _Optional[_Union[_wrappers_pb2.BoolValue, _Mapping]] = ..., failover: _Optional[_Iterable[_Union[LocalityLoadBalancerSetting.Failover, _Mapping]]] = ..., failover_priority: _Optional[_Iterable[str]] = ..., min_cluster_size: _Optional[_Union[_wrappers_pb2.UInt64Value, _Mapping]] = ...) -> None: ...
+    def __init__(self, enabled: _Optional[_Union[_wrappers_pb2.BoolValue, _Mapping]] = ..., failover: _Optional[_Iterable[_Union[ZoneAwareLoadBalancerSetting.Failover, _Mapping]]] = ..., failover_priority: _Optional[_Iterable[str]] = ..., min_cluster_size: _Optional[_Union[_wrappers_pb2.UInt64Value, _Mapping]] = ...) -> None: ...

@@ -1,4 +1,4 @@
-"""Config ↔ mcp.Resource by schema: names, versions, metadata, and why a resource is rejected."""
+"""Config ↔ mcp.Resource (the one codec): names, versions, metadata, and why one is rejected."""
 
 from __future__ import annotations
 
@@ -7,22 +7,29 @@ import datetime
 from types import MappingProxyType
 
 import pytest
-from google.protobuf import any_pb2
+from google.protobuf import any_pb2, timestamp_pb2
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pilothouse.api.istio.mcp.v1alpha1 import resource_pb2
-from pilothouse.config.model import Config
-from pilothouse.mcp.collections import (
-    SYNTHETIC_SERVICE_ENTRIES,
-    CollectionTable,
+from pilothouse.config.mcp_resource import (
     Rejection,
+    ResourceDecoder,
     content_version,
-    decode_resource,
+    encode_resource,
+    resource_key,
 )
-from tests.unit.mcp.builders import SCHEMAS, SE, SE_SCHEMA, encoded, service_entry
+from pilothouse.config.model import Config
+from pilothouse.mcp.collection_table import SYNTHETIC_SERVICE_ENTRIES, CollectionTable
+from tests.unit.mcp.builders import FIRST_SEEN, SCHEMAS, SE, SE_SCHEMA, encoded, service_entry
 
 
 def resource_of(config: Config) -> resource_pb2.Resource:
     return resource_pb2.Resource.FromString(encoded(config).encoded)
+
+
+def decode_resource(resource: resource_pb2.Resource, source: str = "s") -> Config | Rejection:
+    return ResourceDecoder(SE_SCHEMA, source).decode(resource)
 
 
 def test_resource_carries_name_version_labels_annotations_create_time_and_body() -> None:
@@ -40,7 +47,7 @@ def test_resource_carries_name_version_labels_annotations_create_time_and_body()
     assert dict(resource.metadata.annotations) == {"note": "x"}
     assert resource.metadata.create_time.ToDatetime(tzinfo=datetime.UTC) == created
     assert resource.body.type_url == "type.googleapis.com/istio.networking.v1alpha3.ServiceEntry"
-    decoded = decode_resource(SE_SCHEMA, resource, "upstream")
+    decoded = decode_resource(resource, "upstream")
     assert isinstance(decoded, Config)
     assert decoded.same_content(config)
     assert decoded.creation_time == created
@@ -65,7 +72,7 @@ def test_version_changes_exactly_when_content_does() -> None:
 def test_body_of_another_type_is_undecodable() -> None:
     resource = resource_of(service_entry("db"))
     resource.body.type_url = "type.googleapis.com/istio.networking.v1alpha3.VirtualService"
-    rejected = decode_resource(SE_SCHEMA, resource, "s")
+    rejected = decode_resource(resource)
     assert isinstance(rejected, Rejection) and rejected.undecodable
     assert "expected" in rejected.reason
 
@@ -73,32 +80,66 @@ def test_body_of_another_type_is_undecodable() -> None:
 def test_body_bytes_that_do_not_parse_are_undecodable() -> None:
     resource = resource_of(service_entry("db"))
     resource.body.CopyFrom(any_pb2.Any(type_url=SE_SCHEMA.body_type_url, value=b"\xff\xff\xff"))
-    rejected = decode_resource(SE_SCHEMA, resource, "s")
+    rejected = decode_resource(resource)
     assert isinstance(rejected, Rejection) and rejected.undecodable
 
 
 @pytest.mark.parametrize(
     ("name", "reason"),
     [
-        ("db", "must be namespace/name"),
+        ("db", "must be <namespace>/<name>"),
         ("Bad_NS/db", "namespace"),
         ("ns/DB!", "RFC 1123 subdomain"),
-        ("ns/", "RFC 1123 subdomain"),
+        ("ns/", "must be <namespace>/<name>"),
+        ("ns/a/b", "must be <namespace>/<name>"),
     ],
 )
 def test_malformed_names_are_rejected(name: str, reason: str) -> None:
     resource = resource_of(service_entry("db"))
     resource.metadata.name = name
-    rejected = decode_resource(SE_SCHEMA, resource, "s")
+    rejected = decode_resource(resource)
     assert isinstance(rejected, Rejection) and not rejected.undecodable
     assert reason in rejected.reason
 
 
 def test_invalid_spec_is_rejected_with_the_validator_reason() -> None:
-    rejected = decode_resource(SE_SCHEMA, resource_of(service_entry("db", valid=False)), "s")
+    rejected = decode_resource(resource_of(service_entry("db", valid=False)))
     assert isinstance(rejected, Rejection) and not rejected.undecodable
     assert "at least one host" in rejected.reason
     assert str(rejected).startswith("default/db: ")
+
+
+def test_create_time_is_the_first_seen_time_without_a_creation_timestamp() -> None:
+    resource = resource_of(service_entry("db"))
+    assert resource.metadata.HasField("create_time")
+    assert resource.metadata.create_time.ToDatetime(tzinfo=datetime.UTC) == FIRST_SEEN
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.datetimes(
+        min_value=datetime.datetime(1900, 1, 1),
+        max_value=datetime.datetime(2200, 1, 1),
+        timezones=st.one_of(
+            st.none(), st.timezones(), st.just(datetime.timezone(datetime.timedelta(hours=-7)))
+        ),
+    )
+)
+def test_create_time_is_what_protobuf_makes_of_the_time(moment: datetime.datetime) -> None:
+    expected = timestamp_pb2.Timestamp()
+    expected.FromDatetime(moment)
+    for config, first_seen in (
+        (service_entry("db"), moment),
+        (dataclasses.replace(service_entry("db"), creation_time=moment), FIRST_SEEN),
+    ):
+        resource = resource_pb2.Resource.FromString(encode_resource(config, "1", first_seen))
+        assert resource.metadata.create_time == expected
+
+
+def test_resource_key_follows_the_schema() -> None:
+    assert resource_key(SE_SCHEMA, "ns/db") == (SE_SCHEMA.kind, "ns", "db")
+    assert resource_key(SE_SCHEMA, "db") is None
+    assert resource_key(SE_SCHEMA, "ns/a/b") is None
 
 
 def test_table_knows_schema_collections_and_the_empty_ones() -> None:

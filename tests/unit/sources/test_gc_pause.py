@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from pilothouse.sources.collector import collector_paused
+from pilothouse.sources.gc_pause import collector_paused
 
 
 def test_paused_inside_and_restored_after() -> None:
