@@ -102,11 +102,11 @@ class ClientEngine(ABC):
         self,
         policy: FollowUpPolicy,
         node: NodeLike | None = None,
-        held: HeldFactory = held_resource,
+        make_held: HeldFactory = held_resource,
     ) -> None:
         self.policy = policy
         self._node = node
-        self._held = held
+        self._make_held = make_held
         self._node_due = False
         self._streaming = False
         self._watches: dict[str, ClientWatch] = {url: ClientWatch(url) for url in policy.order}
@@ -210,7 +210,7 @@ class ClientEngine(ABC):
         names = subscription.names
         current = watch.held
         keep_version = self.keeps_version_of_unchanged
-        make = self._held
+        make = self._make_held
         created = False
         for resource, version in incoming:
             name = resource.name

@@ -55,11 +55,7 @@ class SotwClientRequest(NamedTuple):
     """The node message (``envoy.config.core.v3.Node``) on a stream's first request."""
 
     def HasField(self, field_name: str) -> bool:
-        if field_name == "error_detail":
-            return self.error_detail is not NO_STATUS
-        if field_name == "node":
-            return self.node is not NO_NODE
-        raise ValueError(f"DiscoveryRequest has no message field {field_name!r}")
+        return has_field(self, field_name)
 
     def with_node(self, node: NodeLike) -> SotwClientRequest:
         return self._replace(node=node)
@@ -77,14 +73,19 @@ class DeltaClientRequest(NamedTuple):
     node: NodeLike = NO_NODE
 
     def HasField(self, field_name: str) -> bool:
-        if field_name == "error_detail":
-            return self.error_detail is not NO_STATUS
-        if field_name == "node":
-            return self.node is not NO_NODE
-        raise ValueError(f"DeltaDiscoveryRequest has no message field {field_name!r}")
+        return has_field(self, field_name)
 
     def with_node(self, node: NodeLike) -> DeltaClientRequest:
         return self._replace(node=node)
 
 
 ClientRequest = SotwClientRequest | DeltaClientRequest
+
+
+def has_field(request: ClientRequest, field_name: str) -> bool:
+    """protobuf's ``HasField`` for the two message fields a client sets."""
+    if field_name == "error_detail":
+        return request.error_detail is not NO_STATUS
+    if field_name == "node":
+        return request.node is not NO_NODE
+    raise ValueError(f"{type(request).__name__} has no message field {field_name!r}")
