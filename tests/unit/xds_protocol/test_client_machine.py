@@ -48,7 +48,6 @@ from pilothouse.xds.protocol.sotw import SotwDecision, SotwSession
 from pilothouse.xds.protocol.sotw_watch import plan_sotw
 from pilothouse.xds.protocol.subscriptions import Subscription
 from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS, is_full_state_type
-from pilothouse.xds.protocol.versions import NonceSequence, VersionSequence
 
 from .client_fixtures import ORDER, ChainPolicy, body, delta_response, read_body, sotw_response
 
@@ -72,8 +71,7 @@ class ClientServerMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.world: dict[str, dict[str, str]] = {t: {} for t in ORDER}
-        self.versions = VersionSequence()
-        self.nonces = NonceSequence("n")
+        self.sends = 0
         self.now = 0.0
         self.engine: ClientEngine = self.new_engine(False)
         self.session: Any = None
@@ -110,6 +108,11 @@ class ClientServerMachine(RuleBasedStateMachine):
     @property
     def connected(self) -> bool:
         return self.session is not None
+
+    def next_send(self) -> tuple[str, str]:
+        """A version (``push/<n>``: only ever increasing) and a nonce for a response."""
+        self.sends += 1
+        return f"push/{self.sends}", f"n{self.sends}"
 
     def held(self) -> dict[str, dict[str, str]]:
         return {
@@ -280,8 +283,7 @@ class SotwClientMachine(ClientServerMachine):
         plan = plan_sotw(watch, available, answering=decision is not None)
         if plan is None:
             return
-        version, self.versions = self.versions.next(self.now)
-        nonce, self.nonces = self.nonces.next()
+        version, nonce = self.next_send()
         contents = {n: available[n] for n in plan.resources}
         self.session.record_sent(type_url, version, nonce, plan.resources, self.now)
         self.to_client.append(sotw_response(type_url, version, nonce, contents))
@@ -327,8 +329,7 @@ class DeltaClientMachine(ClientServerMachine):
         initial = decision is not None and decision.kind in (DeltaKind.INIT, DeltaKind.RECONNECT)
         if plan.empty and not initial:
             return
-        version, self.versions = self.versions.next(self.now)
-        nonce, self.nonces = self.nonces.next()
+        version, nonce = self.next_send()
         contents = {n: available[n] for n in plan.resources}
         removed = tuple(sorted(plan.removed))
         self.session.record_sent(type_url, nonce, plan.resources, removed, self.now, version)
