@@ -56,6 +56,7 @@ from pilothouse.sources.upstream_resources import (
     decode_mesh_config,
     split_name,
 )
+from pilothouse.xds.protocol.client import Delivery
 from pilothouse.xds.protocol.client_policy import StaticSubscriptions
 from pilothouse.xds.protocol.client_requests import ClientRequest
 from pilothouse.xds.protocol.client_sotw import SotwClientEngine
@@ -275,8 +276,16 @@ class XdsUpstreamSource:
         return self._answer(response)[0]
 
     def _answer(self, response: Any) -> list[ClientRequest]:
-        """Apply one response; the requests to send, its ACK or NACK first."""
+        """Apply one response; the requests to send, its ACK or NACK first.
+
+        The engine takes the response first (its nonce and version are then known), so
+        whatever happens while applying it can still be answered with
+        ``self._engine.nack(delivery, message, code)``.
+        """
         delivery = self._engine.receive(response)
+        return self._apply(delivery, response)
+
+    def _apply(self, delivery: Delivery, response: Any) -> list[ClientRequest]:
         type_url = delivery.type_url
         if type_url == MESH_CONFIG_GVK:
             rejections = self._apply_mesh_config(response)
