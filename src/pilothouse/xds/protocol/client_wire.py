@@ -97,7 +97,7 @@ class RequestEncoder:
     One encoder may be shared by many clients in one event loop.
     """
 
-    def __init__(self, capacity: int = 4096) -> None:
+    def __init__(self, capacity: int = 1024) -> None:
         self._capacity = capacity
         self._names: dict[tuple[int, tuple[str, ...]], bytes] = {}
         self._type_urls: dict[tuple[int, str], bytes] = {}
