@@ -144,11 +144,13 @@ class ClientEngine(ABC):
         self._node_due = self._node is not None
         for watch in self._watches.values():
             watch.stream_restarted()
-        return self._with_node(self._follow_ups(exclude=None))
+        requests = self._follow_ups(exclude=None)
+        self._put_node(requests)
+        return requests
 
     def receive(self, response: Any, size: int = 0, now: float = 0.0) -> Delivery:
         """Take one response (counted, its nonce kept); answer it with ``ack`` or ``nack``."""
-        watch = self.watch(response.type_url)
+        watch = self._watches.get(response.type_url) or self.watch(response.type_url)
         watch.count_response(size, now)
         watch.nonce = response.nonce
         delivery = self._delivery(response, watch)
@@ -172,19 +174,25 @@ class ClientEngine(ABC):
         self._accepted(watch, delivery)
         watch.count_ack(changed, now)
         ack = self._ack(watch)
-        if not self._streaming:
-            return self._with_node([ack])
-        follow_ups = self._follow_ups(exclude=watch.type_url)
+        follow_ups = self._follow_ups(exclude=watch.type_url) if self._streaming else None
         if not follow_ups:
-            return self._with_node([ack])
-        requests = [ack, *follow_ups] if self.policy.ack_first else [*follow_ups, ack]
-        return self._with_node(requests)
+            requests = [ack]
+        elif self.policy.ack_first:
+            requests = [ack, *follow_ups]
+        else:
+            requests = [*follow_ups, ack]
+        if self._node_due:
+            self._put_node(requests)
+        return requests
 
     def nack(self, delivery: Delivery, message: str, code: int = INTERNAL) -> list[ClientRequest]:
         """Reject the response whole: the NACK, carrying ``message`` and ``code``."""
         watch = self._answering(delivery)
         watch.count_nack(message)
-        return self._with_node([self._nack(watch, RequestStatus(code, message))])
+        requests = [self._nack(watch, RequestStatus(code, message))]
+        if self._node_due:
+            self._put_node(requests)
+        return requests
 
     # -- shared pieces ---------------------------------------------------------
 
@@ -249,13 +257,12 @@ class ClientEngine(ABC):
             requests.sort(key=lambda request: ranks.get(request.type_url, last))
         return requests
 
-    def _with_node(self, requests: list[ClientRequest]) -> list[ClientRequest]:
+    def _put_node(self, requests: list[ClientRequest]) -> None:
         """Put the node on the stream's first request only."""
         if self._node_due and requests:
             assert self._node is not None
             requests[0] = requests[0].with_node(self._node)
             self._node_due = False
-        return requests
 
     # -- message shapes --------------------------------------------------------
 

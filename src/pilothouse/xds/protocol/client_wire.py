@@ -91,6 +91,35 @@ def node_bytes(node: object) -> bytes:
     return bytes(serialize())
 
 
+_SHORT_LENGTHS: Final = tuple(bytes((length,)) for length in range(0x80))
+"""A length below 128 is its own one-byte varint."""
+
+# Tags of the fields written on every request, made once.
+_SOTW_VERSION: Final = tag(1)
+_SOTW_NODE: Final = tag(2)
+_SOTW_NAMES: Final = 3
+"""The same number as ``_DELTA_SUBSCRIBE``: the two share one memory of name lists."""
+_SOTW_TYPE_URL: Final = 4
+_SOTW_NONCE: Final = tag(5)
+_SOTW_ERROR: Final = tag(6)
+_DELTA_NODE: Final = tag(1)
+_DELTA_TYPE_URL: Final = 2
+_DELTA_SUBSCRIBE: Final = 3
+_DELTA_UNSUBSCRIBE: Final = 4
+_DELTA_INITIAL: Final = 5
+_DELTA_NONCE: Final = tag(6)
+_DELTA_ERROR: Final = tag(7)
+
+
+def _text(field_tag: bytes, value: str) -> bytes:
+    """A string field whose tag is already encoded; nothing for ``""``."""
+    if not value:
+        return b""
+    data = value.encode()
+    size = len(data)
+    return field_tag + (_SHORT_LENGTHS[size] if size < 0x80 else varint(size)) + data
+
+
 class RequestEncoder:
     """Encodes client requests, remembering encoded name lists (bounded).
 
@@ -99,8 +128,10 @@ class RequestEncoder:
 
     def __init__(self, capacity: int = 1024) -> None:
         self._capacity = capacity
-        self._names: dict[tuple[int, tuple[str, ...]], bytes] = {}
-        self._type_urls: dict[tuple[int, str], bytes] = {}
+        self._names: dict[tuple[str, ...], bytes] = {}
+        self._unsubscribe: dict[tuple[str, ...], bytes] = {}
+        self._sotw_type_urls: dict[str, bytes] = {}
+        self._delta_type_urls: dict[str, bytes] = {}
 
     def encode(self, request: ClientRequest) -> bytes:
         if isinstance(request, SotwClientRequest):
@@ -109,50 +140,59 @@ class RequestEncoder:
 
     __call__ = encode
 
-    def _names_field(self, number: int, names: tuple[str, ...]) -> bytes:
-        if not names:
-            return b""
-        key = (number, names)
-        known = self._names.get(key)
+    def _names_field(
+        self, memory: dict[tuple[str, ...], bytes], number: int, names: tuple[str, ...]
+    ) -> bytes:
+        known = memory.get(names)
         if known is None:
             known = repeated_strings(number, names)
-            if len(self._names) >= self._capacity:
-                self._names.clear()
-            self._names[key] = known
-        return known
-
-    def _type_url_field(self, number: int, type_url: str) -> bytes:
-        key = (number, type_url)
-        known = self._type_urls.get(key)
-        if known is None:
-            known = self._type_urls[key] = string_field(number, type_url)
+            if len(memory) >= self._capacity:
+                memory.clear()
+            memory[names] = known
         return known
 
     def _sotw(self, request: SotwClientRequest) -> bytes:
-        parts = [
-            string_field(1, request.version_info),
-            self._names_field(3, request.resource_names),
-            self._type_url_field(4, request.type_url),
-            string_field(5, request.response_nonce),
-        ]
+        type_url = request.type_url
+        type_url_field = self._sotw_type_urls.get(type_url)
+        if type_url_field is None:
+            type_url_field = string_field(_SOTW_TYPE_URL, type_url)
+            self._sotw_type_urls[type_url] = type_url_field
+        names = request.resource_names
+        encoded = b"".join(
+            (
+                _text(_SOTW_VERSION, request.version_info),
+                self._names_field(self._names, _SOTW_NAMES, names) if names else b"",
+                type_url_field,
+                _text(_SOTW_NONCE, request.response_nonce),
+            )
+        )
         if request.node is not NO_NODE:
-            parts.append(length_delimited(2, node_bytes(request.node)))
+            encoded += _field(_SOTW_NODE, node_bytes(request.node))
         if request.error_detail is not NO_STATUS:
-            parts.append(length_delimited(6, status_message(request.error_detail)))
-        return b"".join(parts)
+            encoded += _field(_SOTW_ERROR, status_message(request.error_detail))
+        return encoded
 
     def _delta(self, request: DeltaClientRequest) -> bytes:
-        parts = [
-            self._type_url_field(2, request.type_url),
-            self._names_field(3, request.resource_names_subscribe),
-            self._names_field(4, request.resource_names_unsubscribe),
-            string_field(6, request.response_nonce),
-        ]
+        type_url = request.type_url
+        type_url_field = self._delta_type_urls.get(type_url)
+        if type_url_field is None:
+            type_url_field = string_field(_DELTA_TYPE_URL, type_url)
+            self._delta_type_urls[type_url] = type_url_field
+        encoded = type_url_field + _text(_DELTA_NONCE, request.response_nonce)
+        subscribe = request.resource_names_subscribe
+        if subscribe:
+            encoded += self._names_field(self._names, _DELTA_SUBSCRIBE, subscribe)
+        unsubscribe = request.resource_names_unsubscribe
+        if unsubscribe:
+            encoded += self._names_field(self._unsubscribe, _DELTA_UNSUBSCRIBE, unsubscribe)
         if request.initial_resource_versions:
-            parts.append(string_map(5, request.initial_resource_versions))
+            encoded += string_map(_DELTA_INITIAL, request.initial_resource_versions)
         if request.node is not NO_NODE:
-            parts.append(length_delimited(1, node_bytes(request.node)))
+            encoded += _field(_DELTA_NODE, node_bytes(request.node))
         if request.error_detail is not NO_STATUS:
-            parts.append(length_delimited(7, status_message(request.error_detail)))
-        return b"".join(parts)
+            encoded += _field(_DELTA_ERROR, status_message(request.error_detail))
+        return encoded
 
+
+def _field(field_tag: bytes, payload: bytes) -> bytes:
+    return field_tag + varint(len(payload)) + payload
