@@ -71,7 +71,7 @@ async def serve(count: int, address: str) -> None:
                 served += 1
                 yield encode(messages, str(served))
 
-    server = new_grpc_server(4 * 1024 * 1024)
+    server = new_grpc_server()
     server.add_generic_rpc_handlers(
         [
             grpc.method_handlers_generic_handler(

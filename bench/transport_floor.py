@@ -262,7 +262,7 @@ def add_floor_services(server: grpc.aio.Server, service: FloorService) -> None:
 
 
 async def serve(address: str) -> None:
-    server = new_grpc_server(4 * 1024 * 1024)
+    server = new_grpc_server()
     add_floor_services(server, FloorService(Floor()))
     port = server.add_insecure_port(address)
     if port == 0:

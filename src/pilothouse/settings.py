@@ -1,107 +1,223 @@
-"""Settings: every knob pilothouse has, in one typed, frozen object passed to whoever needs it.
+"""Settings: every knob pilothouse has, in one typed, frozen tree passed to whoever needs it.
 
-Defaults equal istiod's where istiod has one. Values come from command-line flags and
-``PILOTHOUSE_*`` environment variables (flags win); nothing reads the environment
-anywhere else.
+The tree has one part per component: ``settings.xds`` (the gRPC xDS server, its
+debouncer and push workers), ``settings.admin``, ``settings.rest``, ``settings.webhook``
+and ``settings.mcp``; the top level holds what ``serve`` itself reads. Each part is the
+settings object its component takes (``DiscoveryServer`` takes ``settings.xds``,
+``RestDiscovery`` takes ``settings.rest``), so a default is written once, here, and
+equals istiod's where istiod has one. A tree rather than one flat class because each
+component then gets exactly the knobs it reads, and its tests build just that part
+(``XdsSettings(debounce=DebounceSettings(debounce_after=0.01))``).
+
+The classes are frozen dataclasses without ``__slots__`` on purpose: a field's default
+stays readable as a class attribute (``XdsSettings.cache_size``), so a component whose
+constructor takes a single knob as a keyword can default it to that attribute instead
+of writing the number again.
+
+Every leaf is read from one environment variable: the class's ``ENV_PREFIX`` followed
+by the field name in capitals (``settings.xds.cache_size`` is
+``PILOTHOUSE_XDS_CACHE_SIZE``), except where ``ENV_NAMES`` keeps an older or istiod-like
+name. :func:`knobs` lists them all; :mod:`pilothouse.environment` reads them. Nothing
+else reads the environment.
 """
 
 from __future__ import annotations
 
-import os
+import dataclasses
+import typing
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, ClassVar, Final, Literal
 
-ENV_PREFIX = "PILOTHOUSE_"
-_FLOATS = frozenset(
-    {
-        "file_debounce",
-        "debounce_after",
-        "debounce_max",
-        "drain_seconds",
-        "rest_refresh_delay",
-        "mcp_max_wait",
-        "mcp_quiesce",
-    }
-)
-_TUPLES = frozenset({"config_sources", "sink_meta"})
-_INTS = frozenset({"push_throttle", "max_receive_bytes"})
-_BOOLS = frozenset({"eds_debounce", "accept_mcp_sources"})
-_STRINGS = frozenset(
-    {
-        "default_namespace",
-        "log_level",
-        "xds_address",
-        "admin_address",
-        "webhook_address",
-        "webhook_cert",
-        "webhook_key",
-        "mesh_file",
-        "role",
-        "mcp_sink_address",
-    }
-)
+_NO_RENAMES: Final[Mapping[str, str]] = MappingProxyType({})
 
 
-@dataclass(frozen=True, slots=True)
-class Settings:
-    """All of pilothouse's knobs."""
+@dataclass(frozen=True)
+class DebounceSettings:
+    """How config events are merged into pushes (istiod's debounce knobs)."""
 
-    config_dirs: tuple[Path, ...] = ()
-    """Directories served by file sources; empty means ``./mesh`` when it exists."""
-    default_namespace: str = "default"
-    """Namespace given to objects whose metadata has none."""
-    file_debounce: float = 0.1
-    """Seconds of quiet before a changed file is reloaded."""
-    log_level: str = "info"
-    xds_address: str = "127.0.0.1:15010"
-    """host:port of the plaintext xDS gRPC server (istiod's 15010)."""
-    admin_address: str = "127.0.0.1:15014"
-    """host:port of the HTTP server for /ready, REST xDS and debug (istiod's 15014)."""
-    webhook_address: str = "127.0.0.1:15017"
-    """host:port of the HTTPS validation webhook (only with a certificate and key)."""
-    webhook_cert: str = ""
-    """PEM certificate for the webhook; the webhook is off without one."""
-    webhook_key: str = ""
-    """PEM private key for the webhook."""
-    config_sources: tuple[str, ...] = ()
-    """Extra config source addresses (fs:///dir, xds://host:port, mcp://host:port)."""
-    mesh_file: str = ""
-    """An Istio mesh config file (MeshConfig YAML or the istio ConfigMap)."""
-    role: str = "all"
-    """``all`` serves proxies and config; ``config-server`` serves config only (MCP)."""
-    accept_mcp_sources: bool = False
-    """Serve MCP ResourceSink so that sources can dial in (reverse mode)."""
-    mcp_sink_address: str = ""
-    """Dial out to this MCP ResourceSink and serve config over that stream."""
-    sink_meta: tuple[str, ...] = ()
-    """``k=v`` pairs sent as gRPC metadata on the dial-out stream."""
-    mcp_max_wait: float = 1.0
-    """MCP default snapshot group: longest wait before publishing, seconds (Galley: 1 s)."""
-    mcp_quiesce: float = 0.5
-    """MCP default snapshot group: quiet time before publishing, seconds (Galley: 0.5 s)."""
+    ENV_PREFIX: ClassVar[str] = "PILOTHOUSE_"
+    ENV_NAMES: ClassVar[Mapping[str, str]] = _NO_RENAMES
+
     debounce_after: float = 0.1
     """PILOT_DEBOUNCE_AFTER: quiet time before a push, seconds."""
     debounce_max: float = 10.0
     """PILOT_DEBOUNCE_MAX: longest a push waits for quiet, seconds."""
     eds_debounce: bool = True
     """PILOT_ENABLE_EDS_DEBOUNCE: debounce endpoint-only pushes too."""
+
+    def __post_init__(self) -> None:
+        if self.debounce_after < 0 or self.debounce_max < 0:
+            raise ValueError("debounce times must not be negative")
+
+
+@dataclass(frozen=True)
+class XdsSettings:
+    """The xDS server: its gRPC transport, push pipeline, cache and stream timing."""
+
+    ENV_PREFIX: ClassVar[str] = "PILOTHOUSE_XDS_"
+    ENV_NAMES: ClassVar[Mapping[str, str]] = MappingProxyType(
+        {
+            "push_throttle": "PILOTHOUSE_PUSH_THROTTLE",
+            "max_receive_bytes": "PILOTHOUSE_MAX_RECEIVE_BYTES",
+        }
+    )
+
+    address: str = "127.0.0.1:15010"
+    """host:port of the plaintext xDS gRPC server (istiod's 15010)."""
+    debounce: DebounceSettings = field(default_factory=DebounceSettings)
     push_throttle: int = 0
     """PILOT_PUSH_THROTTLE: concurrent pushes; 0 means min(15 + 5 x cores, 100)."""
+    cache_size: int = 60_000
+    """PILOT_XDS_CACHE_SIZE: generated resources kept encoded, at most."""
+    send_timeout: float = 5.0
+    """Seconds a push worker waits for a connection's responses to be written before
+    it moves on (a stalled stream must not hold a worker)."""
+    warming_timeout: float = 5.0
+    """Seconds routes wait for their new clusters' endpoints to be ACKed before they are
+    sent anyway (make before break); removed clusters linger twice as long."""
     max_receive_bytes: int = 4 * 1024 * 1024
-    """Largest request accepted on an xDS stream."""
-    rest_refresh_delay: float = 1.0
-    """How often REST-mode proxies are told to poll for EDS/RDS (match their bootstrap)."""
+    """ISTIO_GPRC_MAXRECVMSGSIZE: largest request accepted on an xDS stream."""
+    max_send_bytes: int = 512 * 1024 * 1024
+    """Largest response the gRPC server sends."""
+    max_concurrent_streams: int = 100_000
+    """ISTIO_GPRC_MAXSTREAMS: streams per HTTP/2 connection."""
+    keepalive_time: float = 30.0
+    """GRPC_KEEPALIVE_INTERVAL: seconds between the server's pings on an idle connection."""
+    keepalive_timeout: float = 10.0
+    """GRPC_KEEPALIVE_TIMEOUT: seconds a ping may go unanswered before the connection
+    is closed."""
+    min_ping_interval: float = 15.0
+    """Shortest interval between client pings the server accepts (istiod: half of
+    GRPC_KEEPALIVE_INTERVAL)."""
+    max_connection_age: float = 0.0
+    """--keepaliveMaxServerConnectionAge: seconds after which a connection is asked to go
+    away (proxies reconnect, maybe to another replica); 0 means never, as istiod's code
+    (its Helm chart sets 30 minutes)."""
+    max_connection_age_grace: float = 10.0
+    """Seconds a connection asked to go away has to finish its streams."""
+
+
+@dataclass(frozen=True)
+class AdminSettings:
+    """The HTTP admin server: /ready, /healthz, REST xDS."""
+
+    ENV_PREFIX: ClassVar[str] = "PILOTHOUSE_ADMIN_"
+    ENV_NAMES: ClassVar[Mapping[str, str]] = _NO_RENAMES
+
+    address: str = "127.0.0.1:15014"
+    """host:port of the HTTP server for /ready, REST xDS and debug (istiod's 15014)."""
+
+
+@dataclass(frozen=True)
+class RestSettings:
+    """REST xDS (``POST /v3/discovery:<kind>``) on the admin server."""
+
+    ENV_PREFIX: ClassVar[str] = "PILOTHOUSE_REST_"
+    ENV_NAMES: ClassVar[Mapping[str, str]] = _NO_RENAMES
+
+    refresh_delay: float = 1.0
+    """How often served resources tell REST-mode proxies to poll, seconds (keep it equal
+    to their bootstrap's)."""
+    request_timeout: float = 1.0
+    """How long served resources tell REST-mode proxies a poll may take, seconds."""
+    max_body_bytes: int = 4 * 1024 * 1024
+    """Largest REST discovery request body."""
+    json_cache_entries: int = 20_000
+    """Resources kept rendered as JSON, at most."""
+    answer_cache_entries: int = 4096
+    """Entries in each of the remembered answers, response versions, bodies and node
+    identities, at most."""
+    answer_cache_bytes: int = 64 * 1024 * 1024
+    """Bytes of remembered answers and bodies, at most."""
+
+
+@dataclass(frozen=True)
+class WebhookSettings:
+    """The HTTPS validating admission webhook (on only with a certificate and key)."""
+
+    ENV_PREFIX: ClassVar[str] = "PILOTHOUSE_WEBHOOK_"
+    ENV_NAMES: ClassVar[Mapping[str, str]] = _NO_RENAMES
+
+    address: str = "127.0.0.1:15017"
+    """host:port of the HTTPS validation webhook (istiod's 15017)."""
+    cert: str = ""
+    """PEM certificate file; the webhook is off without one."""
+    key: str = ""
+    """PEM private key file."""
+    read_timeout: float = 30.0
+    """Seconds a request body may take to arrive before the answer is 408."""
+
+
+@dataclass(frozen=True)
+class McpSettings:
+    """Legacy MCP: serving snapshots, reverse mode, dialling out to a sink."""
+
+    ENV_PREFIX: ClassVar[str] = "PILOTHOUSE_MCP_"
+    ENV_NAMES: ClassVar[Mapping[str, str]] = MappingProxyType(
+        {
+            "accept_sources": "PILOTHOUSE_ACCEPT_MCP_SOURCES",
+            "sink_meta": "PILOTHOUSE_SINK_META",
+        }
+    )
+
+    accept_sources: bool = False
+    """Serve MCP ResourceSink so that sources can dial in (reverse mode)."""
+    sink_address: str = ""
+    """Dial out to this MCP ResourceSink and serve config over that stream."""
+    sink_meta: tuple[str, ...] = ()
+    """``k=v`` pairs sent as gRPC metadata on the dial-out stream."""
+    max_wait: float = 1.0
+    """Default snapshot group: longest wait before publishing, seconds (Galley: 1 s)."""
+    quiesce: float = 0.5
+    """Default snapshot group: quiet time before publishing, seconds (Galley: 0.5 s)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """All of pilothouse's knobs."""
+
+    ENV_PREFIX: ClassVar[str] = "PILOTHOUSE_"
+    ENV_NAMES: ClassVar[Mapping[str, str]] = _NO_RENAMES
+
+    config_dirs: tuple[Path, ...] = ()
+    """Directories served by file sources; empty means ``./mesh`` when it exists."""
+    config_sources: tuple[str, ...] = ()
+    """Extra config source addresses (fs:///dir, xds://host:port, mcp://host:port)."""
+    mesh_file: str = ""
+    """An Istio mesh config file (MeshConfig YAML or the istio ConfigMap)."""
+    default_namespace: str = "default"
+    """Namespace given to objects whose metadata has none."""
+    file_debounce: float = 0.1
+    """Seconds of quiet before a changed file is reloaded."""
+    role: Literal["all", "config-server"] = "all"
+    """``all`` serves proxies and config; ``config-server`` serves config only (MCP)."""
+    log_level: str = "info"
+    """``info``, or levels per scope as istiod writes them: ``default:info,xds:debug``."""
     drain_seconds: float = 5.0
-    """How long SIGTERM waits for streams to close before stopping hard."""
+    """How long SIGTERM waits for streams to close before stopping hard (istiod's
+    shutdownDuration is 10 s)."""
+    xds: XdsSettings = field(default_factory=XdsSettings)
+    admin: AdminSettings = field(default_factory=AdminSettings)
+    rest: RestSettings = field(default_factory=RestSettings)
+    webhook: WebhookSettings = field(default_factory=WebhookSettings)
+    mcp: McpSettings = field(default_factory=McpSettings)
 
     def with_overrides(self, values: Mapping[str, Any]) -> Settings:
-        known = {f.name for f in fields(self)}
-        unknown = set(values) - known
+        """A copy with the knobs named by dotted path (``xds.cache_size``) replaced;
+        None values are skipped. Unknown paths raise ValueError."""
+        known = {knob.path for knob in knobs()}
+        unknown = sorted(set(values) - known)
         if unknown:
-            raise ValueError(f"unknown settings: {', '.join(sorted(unknown))}")
-        return replace(self, **{k: v for k, v in values.items() if v is not None})
+            raise ValueError(f"unknown settings: {', '.join(unknown)}")
+        result: Any = self
+        for path, value in values.items():
+            if value is not None:
+                result = _replaced(result, path.split("."), value)
+        assert isinstance(result, Settings)
+        return result
 
     def effective_config_dirs(self) -> tuple[Path, ...]:
         if self.config_dirs:
@@ -110,23 +226,40 @@ class Settings:
         return (mesh,) if mesh.is_dir() else ()
 
 
-def from_environment(environ: Mapping[str, str] = os.environ) -> dict[str, Any]:
-    """Settings named by ``PILOTHOUSE_*`` variables, converted to their field types."""
-    out: dict[str, Any] = {}
-    for name, value in environ.items():
-        if not name.startswith(ENV_PREFIX):
+def _replaced(node: Any, path: list[str], value: Any) -> Any:
+    head, rest = path[0], path[1:]
+    new = _replaced(getattr(node, head), rest, value) if rest else value
+    return dataclasses.replace(node, **{head: new})
+
+
+@dataclass(frozen=True, slots=True)
+class Knob:
+    """One leaf of the tree: where it is, what sets it, its type and its default."""
+
+    path: str
+    """Dotted attribute path from :class:`Settings` (``xds.cache_size``)."""
+    env: str
+    """The environment variable that sets it."""
+    kind: Any
+    """The field's type (``int``, ``float``, ``bool``, ``str``, ``tuple[str, ...]``...)."""
+    default: Any
+
+
+def knobs(tree: type[Any] = Settings) -> tuple[Knob, ...]:
+    """Every leaf of ``tree``, in declaration order, nested parts in place."""
+    found: list[Knob] = []
+    _collect(tree, "", found)
+    return tuple(found)
+
+
+def _collect(tree: type[Any], prefix: str, found: list[Knob]) -> None:
+    hints = typing.get_type_hints(tree)
+    defaults = tree()
+    for item in dataclasses.fields(tree):
+        kind = hints[item.name]
+        path = f"{prefix}{item.name}"
+        if isinstance(kind, type) and dataclasses.is_dataclass(kind):
+            _collect(kind, f"{path}.", found)
             continue
-        field_name = name[len(ENV_PREFIX) :].lower()
-        if field_name == "config_dirs":
-            out[field_name] = tuple(Path(p) for p in value.split(os.pathsep) if p)
-        elif field_name in _TUPLES:
-            out[field_name] = tuple(p.strip() for p in value.split(",") if p.strip())
-        elif field_name in _FLOATS:
-            out[field_name] = float(value)
-        elif field_name in _INTS:
-            out[field_name] = int(value)
-        elif field_name in _BOOLS:
-            out[field_name] = value.strip().lower() in ("1", "true", "yes", "on")
-        elif field_name in _STRINGS:
-            out[field_name] = value
-    return out
+        env = tree.ENV_NAMES.get(item.name, f"{tree.ENV_PREFIX}{item.name.upper()}")
+        found.append(Knob(path, env, kind, getattr(defaults, item.name)))

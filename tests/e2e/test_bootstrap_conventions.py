@@ -42,7 +42,16 @@ def test_ads_transports_follow_istio(transport: XdsTransport, api_type: str) -> 
         "api_type": api_type,
         "transport_api_version": "V3",
         "set_node_on_first_message_only": True,
-        "grpc_services": [{"envoy_grpc": {"cluster_name": "xds-grpc"}}],
+        "grpc_services": [
+            {
+                "envoy_grpc": {
+                    "cluster_name": "xds-grpc",
+                    "retry_policy": {
+                        "retry_back_off": {"base_interval": "0.5s", "max_interval": "5s"}
+                    },
+                }
+            }
+        ],
     }
     ads_source = {"ads": {}, "initial_fetch_timeout": "0s", "resource_api_version": "V3"}
     assert dynamic["cds_config"] == ads_source
@@ -170,6 +179,8 @@ def test_metadata_is_copied_not_shared() -> None:
         {"initial_fetch_timeout": -1},
         {"initial_fetch_timeout": float("nan")},
         {"connect_timeout": 0},
+        {"xds_retry_base": 0},
+        {"xds_retry_base": 6, "xds_retry_max": 5},
         {"transport": "grpc-web"},
         {"transport": XdsTransport.REST, "rest_refresh_delay": 0},
         {"node_metadata": {"LABELS": {"app": object()}}},

@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator
-from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -27,7 +26,6 @@ from pilothouse.bootstrap.envoy import (
 from pilothouse.config.load import Loader
 from pilothouse.push.debounce import DebounceSettings
 from pilothouse.sources.memory import MemoryStore
-from pilothouse.xds.builders.cluster import RestPolling
 from pilothouse.xds.server.discovery import DiscoveryServer, XdsSettings
 from pilothouse.xds.server.rest import RestSettings
 from tests.e2e.harness.envoy import EnvoyProcess
@@ -75,10 +73,7 @@ async def served() -> AsyncIterator[tuple[MemoryStore, DiscoveryServer, AdminSer
     discovery = DiscoveryServer(
         store, settings=XdsSettings(debounce=DebounceSettings(debounce_after=0.01))
     )
-    polling = RestPolling(
-        XDS_REST_CLUSTER, timedelta(seconds=REFRESH), timedelta(seconds=1)
-    )
-    admin = AdminServer(build_admin_app(discovery, rest=RestSettings(polling=polling)))
+    admin = AdminServer(build_admin_app(discovery, rest=RestSettings(refresh_delay=REFRESH)))
     await admin.start("127.0.0.1", 0)
     task = asyncio.create_task(discovery.run())
     try:

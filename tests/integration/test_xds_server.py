@@ -138,7 +138,7 @@ async def test_not_ready_is_unavailable() -> None:
 
     store = MemoryStore()  # never synced
     discovery = DiscoveryServer(store)
-    server = new_grpc_server(4 * 1024 * 1024)
+    server = new_grpc_server()
     add_discovery_services(server, discovery)
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()

@@ -1,4 +1,4 @@
-"""``AdminServer``: serves the admin application on one address (127.0.0.1:15014 by default).
+"""``AdminServer``: serves the admin application on one address (``settings.admin.address``).
 
 ``start`` returns the bound port, so port 0 lets the kernel choose (tests). Access logs
 are off: Envoy's REST polls alone would flood them.
@@ -7,9 +7,6 @@ are off: Envoy's REST polls alone would flood them.
 from __future__ import annotations
 
 from aiohttp import web
-
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 15014
 
 
 class AdminServer:
@@ -21,7 +18,7 @@ class AdminServer:
         self._runner: web.AppRunner | None = None
         self.port = 0
 
-    async def start(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> int:
+    async def start(self, host: str, port: int) -> int:
         """Bind and serve; returns the bound port. Fails (OSError) if the port is taken."""
         if self._runner is not None:
             raise RuntimeError("the admin server is already started")

@@ -17,6 +17,7 @@ import yaml
 from pilothouse.bootstrap.envoy import EnvoyBootstrapOptions, XdsTransport, envoy_bootstrap
 from pilothouse.bootstrap.grpc import grpc_bootstrap
 from pilothouse.push.proxy import BadNode, parse_node
+from pilothouse.settings import AdminSettings, XdsSettings
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -31,8 +32,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--xds-address",
         metavar="HOST:PORT",
-        help="pilothouse's xDS address (default 127.0.0.1:15010; with --rest its admin "
-        "address, default 127.0.0.1:15014)",
+        help=f"pilothouse's xDS address (default {XdsSettings.address}; with --rest its "
+        f"admin address, default {AdminSettings.address})",
     )
     parser.add_argument("--admin-port", type=int, default=15000, help="Envoy's admin port")
     parser.add_argument("--cluster", default="istio-proxy", help="Envoy node.cluster")
@@ -52,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     except BadNode as problem:
         print(f"pilothouse bootstrap: {problem}", file=sys.stderr)
         return 2
-    address = args.xds_address or ("127.0.0.1:15014" if args.rest else "127.0.0.1:15010")
+    address = args.xds_address or (AdminSettings.address if args.rest else XdsSettings.address)
     host, _, port_text = address.rpartition(":")
     if not host or not port_text.isdigit():
         print("pilothouse bootstrap: --xds-address must be HOST:PORT", file=sys.stderr)

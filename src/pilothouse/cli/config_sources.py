@@ -94,20 +94,20 @@ def mcp_roles(settings: Settings, store: ConfigStore) -> McpRoles:
             for c in dict.fromkeys((SYNTHETIC_SERVICE_ENTRIES, *ISTIO_PILOT_COLLECTIONS))
             if c not in served
         ),
-        max_wait=settings.mcp_max_wait,
-        quiesce=settings.mcp_quiesce,
+        max_wait=settings.mcp.max_wait,
+        quiesce=settings.mcp.quiesce,
     )
     publisher = SnapshotPublisher(store, options=options)
     roles = McpRoles(McpSourceServer(publisher))
     roles.runners.append(roles.source_server)
-    if settings.mcp_sink_address:
+    if settings.mcp.sink_address:
         try:
-            metadata = parse_sink_meta(settings.sink_meta)
+            metadata = parse_sink_meta(settings.mcp.sink_meta)
         except ValueError as problem:
             raise SourceSetupError(f"--sink-meta: {problem}") from None
         dial_publisher = SnapshotPublisher(store, options=options)
         roles.dial_out = McpDialOutSource(
-            settings.mcp_sink_address, dial_publisher, metadata=metadata
+            settings.mcp.sink_address, dial_publisher, metadata=metadata
         )
         roles.runners.append(roles.dial_out)
     return roles

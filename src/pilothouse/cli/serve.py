@@ -15,28 +15,26 @@ import gc
 import logging
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
+from types import MappingProxyType
+from typing import Final
 
 from pilothouse import logfmt
 from pilothouse.admin.app import build_admin_app
 from pilothouse.admin.server import AdminServer
-from pilothouse.bootstrap.envoy import XDS_REST_CLUSTER
 from pilothouse.cli.config_sources import SourceSetupError, config_sources, mcp_roles
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.meshconfig import MeshConfigError, load_mesh_config
+from pilothouse.environment import SettingsError, from_environment
 from pilothouse.mcp.sink_server import McpSinkServer
-from pilothouse.push.debounce import DebounceSettings
-from pilothouse.settings import Settings, from_environment
+from pilothouse.settings import AdminSettings, Settings, WebhookSettings, XdsSettings
 from pilothouse.sources.aggregate import AggregateStore
 from pilothouse.sources.events import ConfigEvent, ConfigStore
 from pilothouse.webhook.server import WebhookServer
-from pilothouse.xds.builders.cluster import RestPolling
 from pilothouse.xds.server.ads import add_discovery_services, new_grpc_server
-from pilothouse.xds.server.discovery import DiscoveryServer, XdsSettings
-from pilothouse.xds.server.rest import RestSettings
+from pilothouse.xds.server.discovery import DiscoveryServer
 
 log = logging.getLogger("pilothouse.serve")
 
@@ -88,16 +86,19 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--sink-meta", action="append", metavar="K=V", help="metadata for the dial-out stream"
     )
-    parser.add_argument("--xds-address", metavar="HOST:PORT", help="default 127.0.0.1:15010")
+    parser.add_argument(
+        "--xds-address", metavar="HOST:PORT", help=f"default {XdsSettings.address}"
+    )
     parser.add_argument(
         "--admin-address",
         metavar="HOST:PORT",
-        help="HTTP for /ready and REST xDS; default 127.0.0.1:15014",
+        help=f"HTTP for /ready and REST xDS; default {AdminSettings.address}",
     )
     parser.add_argument(
         "--webhook-address",
         metavar="HOST:PORT",
-        help="HTTPS validation webhook, with --webhook-cert/-key (default 127.0.0.1:15017)",
+        help="HTTPS validation webhook, with --webhook-cert/-key "
+        f"(default {WebhookSettings.address})",
     )
     parser.add_argument(
         "--webhook-cert", type=Path, metavar="FILE", help="webhook certificate (PEM)"
@@ -113,50 +114,44 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(run=run)
 
 
-def settings_from(args: argparse.Namespace) -> Settings:
-    overrides = from_environment()
-    if args.config:
-        overrides["config_dirs"] = tuple(args.config)
-    if args.log_level:
-        overrides["log_level"] = args.log_level
-    if args.xds_address:
-        overrides["xds_address"] = args.xds_address
-    if args.admin_address:
-        overrides["admin_address"] = args.admin_address
-    if args.config_source:
-        overrides["config_sources"] = tuple(args.config_source)
-    if args.mesh:
-        overrides["mesh_file"] = str(args.mesh)
-    if args.role:
-        overrides["role"] = args.role
-    if args.accept_mcp_sources:
-        overrides["accept_mcp_sources"] = True
-    if args.mcp_sink_address:
-        overrides["mcp_sink_address"] = args.mcp_sink_address
-    if args.sink_meta:
-        overrides["sink_meta"] = tuple(args.sink_meta)
-    for name in ("webhook_address", "webhook_cert", "webhook_key"):
-        value = getattr(args, name, None)
-        if value:
-            overrides[name] = str(value)
+FLAGS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "config": "config_dirs",
+        "config_source": "config_sources",
+        "mesh": "mesh_file",
+        "role": "role",
+        "log_level": "log_level",
+        "xds_address": "xds.address",
+        "admin_address": "admin.address",
+        "webhook_address": "webhook.address",
+        "webhook_cert": "webhook.cert",
+        "webhook_key": "webhook.key",
+        "accept_mcp_sources": "mcp.accept_sources",
+        "mcp_sink_address": "mcp.sink_address",
+        "sink_meta": "mcp.sink_meta",
+    }
+)
+"""Each ``serve`` flag (by its argparse dest) and the knob it sets."""
+
+
+def settings_from(
+    args: argparse.Namespace, environ: Mapping[str, str] | None = None
+) -> Settings:
+    """Defaults, then ``PILOTHOUSE_*`` variables, then flags (flags win).
+
+    Raises :class:`SettingsError` for an unknown ``PILOTHOUSE_*`` variable or a bad value.
+    """
+    overrides = from_environment(environ)
+    for dest, path in FLAGS.items():
+        value = getattr(args, dest, None)
+        if not value:
+            continue
+        if isinstance(value, list):
+            value = tuple(value)
+        elif isinstance(value, Path):
+            value = str(value)
+        overrides[path] = value
     return Settings().with_overrides(overrides)
-
-
-def xds_settings(settings: Settings) -> XdsSettings:
-    return XdsSettings(
-        debounce=DebounceSettings(
-            debounce_after=settings.debounce_after,
-            debounce_max=settings.debounce_max,
-            eds_debounce=settings.eds_debounce,
-        ),
-        push_throttle=settings.push_throttle,
-        max_receive_bytes=settings.max_receive_bytes,
-    )
-
-
-def rest_settings(settings: Settings) -> RestSettings:
-    delay = timedelta(seconds=settings.rest_refresh_delay)
-    return RestSettings(polling=RestPolling(XDS_REST_CLUSTER, delay, timedelta(seconds=1)))
 
 
 async def serve(
@@ -177,9 +172,9 @@ async def serve(
         sources = config_sources(settings, mesh_sources)
     except SourceSetupError as problem:
         raise SystemExit(f"pilothouse: {problem}") from None
-    if not sources and not settings.accept_mcp_sources:
+    if not sources and not settings.mcp.accept_sources:
         log.warning("no config source given and ./mesh does not exist: serving no config")
-    reverse = McpSinkServer() if settings.accept_mcp_sources else None
+    reverse = McpSinkServer() if settings.mcp.accept_sources else None
     stores: list[ConfigStore] = [s.store for s in sources]
     if reverse is not None:
         stores.append(reverse.store)
@@ -210,12 +205,7 @@ async def serve(
         log.info("config loaded", extra={"events": initial[0]})
 
     store.subscribe(on_event)
-    discovery = DiscoveryServer(
-        store,
-        mesh,
-        xds_settings(settings),
-        envoy_generators=settings.role == "all",
-    )
+    discovery = DiscoveryServer(store, mesh, settings.xds, envoy_generators=settings.role == "all")
     try:
         roles = mcp_roles(settings, store)
     except SourceSetupError as problem:
@@ -223,46 +213,50 @@ async def serve(
     if reverse is not None:
         roles.sink_server = reverse
         roles.runners.append(reverse)
-    grpc_server = new_grpc_server(settings.max_receive_bytes)
+    grpc_server = new_grpc_server(settings.xds)
     add_discovery_services(grpc_server, discovery)
     roles.add_to(grpc_server)
     try:
-        port = grpc_server.add_insecure_port(settings.xds_address)
+        port = grpc_server.add_insecure_port(settings.xds.address)
     except RuntimeError as problem:
         raise SystemExit(
-            f"pilothouse: cannot listen on {settings.xds_address}: {problem}"
+            f"pilothouse: cannot listen on {settings.xds.address}: {problem}"
         ) from None
     if port == 0:
-        raise SystemExit(f"pilothouse: cannot listen on {settings.xds_address}")
+        raise SystemExit(f"pilothouse: cannot listen on {settings.xds.address}")
     await grpc_server.start()
-    admin_host, _, admin_port_text = settings.admin_address.rpartition(":")
-    admin = AdminServer(build_admin_app(discovery, rest=rest_settings(settings)))
+    admin_host, _, admin_port_text = settings.admin.address.rpartition(":")
+    admin = AdminServer(build_admin_app(discovery, rest=settings.rest))
     try:
         admin_port = await admin.start(admin_host, int(admin_port_text))
     except (OSError, ValueError) as problem:
         await grpc_server.stop(0)
         raise SystemExit(
-            f"pilothouse: cannot listen on {settings.admin_address}: {problem}"
+            f"pilothouse: cannot listen on {settings.admin.address}: {problem}"
         ) from None
     webhook: WebhookServer | None = None
     webhook_port = 0
-    if settings.webhook_cert and settings.webhook_key:
-        webhook = WebhookServer(settings.webhook_cert, settings.webhook_key)
-        webhook_host, _, webhook_port_text = settings.webhook_address.rpartition(":")
+    if settings.webhook.cert and settings.webhook.key:
+        webhook = WebhookServer(
+            settings.webhook.cert,
+            settings.webhook.key,
+            read_timeout=settings.webhook.read_timeout,
+        )
+        webhook_host, _, webhook_port_text = settings.webhook.address.rpartition(":")
         try:
             webhook_port = await webhook.start(webhook_host, int(webhook_port_text))
         except (OSError, ValueError) as problem:
             await grpc_server.stop(0)
             await admin.stop()
             raise SystemExit(
-                f"pilothouse: cannot serve the webhook on {settings.webhook_address}: {problem}"
+                f"pilothouse: cannot serve the webhook on {settings.webhook.address}: {problem}"
             ) from None
         log.info(
             "validation webhook (HTTPS) listening",
             extra={"address": f"{webhook_host}:{webhook_port}"},
         )
     bound = Bound(xds_port=port, admin_port=admin_port, webhook_port=webhook_port)
-    host = settings.xds_address.rsplit(":", 1)[0]
+    host = settings.xds.address.rsplit(":", 1)[0]
     log.info("xDS listening on %s:%d", host, port, extra={"address": f"{host}:{port}"})
     log.info(
         "admin (/ready, REST xDS) listening on %s:%d",
@@ -295,7 +289,11 @@ async def serve(
 
 
 def run(args: argparse.Namespace) -> int:
-    settings = settings_from(args)
+    try:
+        settings = settings_from(args)
+    except SettingsError as problem:
+        print(f"pilothouse serve: {problem}", file=sys.stderr)
+        return 2
     try:
         logfmt.configure(settings.log_level, sys.stderr)
     except logfmt.LevelSpecError as problem:

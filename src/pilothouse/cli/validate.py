@@ -16,6 +16,7 @@ from pilothouse.config.load import Loader, Problem
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.config.validation.proxyless_grpc import analyze_proxyless_grpc
 from pilothouse.config.validation.report import Severity
+from pilothouse.settings import Settings
 from pilothouse.sources.fs import FileSource
 
 EXIT_VALID = 0
@@ -34,7 +35,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
     parser.add_argument(
-        "-n", "--namespace", default="default", help="namespace for objects that name none"
+        "-n",
+        "--namespace",
+        default=Settings.default_namespace,
+        help="namespace for objects that name none (as serve's PILOTHOUSE_DEFAULT_NAMESPACE)",
     )
     parser.set_defaults(run=run)
 

@@ -31,6 +31,7 @@ from pilothouse.mcp.snapshot import SnapshotCache
 from pilothouse.push.clock import Clock
 from pilothouse.push.debounce import Debouncer, DebounceSettings
 from pilothouse.push.request import PushRequest, TriggerReason
+from pilothouse.settings import McpSettings
 from pilothouse.sources.events import ConfigEvent, ConfigStore
 
 log = logging.getLogger("pilothouse.mcp")
@@ -45,9 +46,9 @@ class McpSourceOptions:
 
     incremental: frozenset[str] = frozenset()
     """Collections that may be sent incrementally (Galley registered none: full state)."""
-    max_wait: float = 1.0
+    max_wait: float = McpSettings.max_wait
     """The ``default`` group's longest wait from the first change to a publish, seconds."""
-    quiesce: float = 0.5
+    quiesce: float = McpSettings.quiesce
     """The ``default`` group's quiet time before a publish, seconds."""
     empty_collections: tuple[str, ...] = field(default=(SYNTHETIC_SERVICE_ENTRIES,))
     """Collections served with no resources (so sinks that ask for them are not refused)."""

@@ -20,8 +20,9 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 
 from pilothouse.config.model import ConfigKey
+from pilothouse.settings import XdsSettings
 
-DEFAULT_MAX_ENTRIES = 60_000
+DEFAULT_MAX_ENTRIES = XdsSettings.cache_size
 
 
 @dataclass(frozen=True, slots=True)

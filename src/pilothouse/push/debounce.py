@@ -9,6 +9,8 @@ released at the next free moment, still one push at a time.
 
 The rules live in pure functions (:func:`on_event`, :func:`decide`, :func:`on_done`) over a
 frozen :class:`DebounceState`; :class:`Debouncer` is the small asyncio driver around them.
+Their knobs, :class:`DebounceSettings`, live in :mod:`pilothouse.settings` with every other
+knob.
 """
 
 from __future__ import annotations
@@ -20,21 +22,9 @@ from dataclasses import dataclass, replace
 
 from pilothouse.push.clock import Clock, LoopClock, Timer
 from pilothouse.push.request import PushRequest, merge_all
+from pilothouse.settings import DebounceSettings as DebounceSettings
 
 _log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class DebounceSettings:
-    """istiod's PILOT_DEBOUNCE_AFTER, PILOT_DEBOUNCE_MAX and PILOT_ENABLE_EDS_DEBOUNCE."""
-
-    debounce_after: float = 0.1
-    debounce_max: float = 10.0
-    eds_debounce: bool = True
-
-    def __post_init__(self) -> None:
-        if self.debounce_after < 0 or self.debounce_max < 0:
-            raise ValueError("debounce times must not be negative")
 
 
 @dataclass(frozen=True, slots=True)

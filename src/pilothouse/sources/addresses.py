@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 from pilothouse.config.load import Loader
 from pilothouse.config.schema import SchemaSet
+from pilothouse.settings import Settings
 from pilothouse.sources.fs import FileSource
 from pilothouse.sources.memory import MemoryStore
 from pilothouse.sources.xds_upstream import UpstreamSettings, XdsUpstreamSource
@@ -137,8 +138,8 @@ class ConfigSource(Protocol):
 def build_source(
     address: str | SourceAddress,
     *,
-    default_namespace: str = "default",
-    file_debounce: float = 0.1,
+    default_namespace: str = Settings.default_namespace,
+    file_debounce: float = Settings.file_debounce,
     schemas: SchemaSet | None = None,
     upstream: UpstreamSettings | None = None,
 ) -> ConfigSource:

@@ -27,6 +27,7 @@ from pathlib import Path
 from pilothouse.config.load import Loader, Problem
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.config.validation.report import Severity
+from pilothouse.settings import Settings
 from pilothouse.sources.collector import collector_paused
 from pilothouse.sources.memory import MemoryStore
 
@@ -61,7 +62,7 @@ class FileSource:
         root: Path,
         loader: Loader | None = None,
         *,
-        debounce: float = 0.1,
+        debounce: float = Settings.file_debounce,
         force_polling: bool | None = None,
     ) -> None:
         self.root = root.resolve()

@@ -23,11 +23,10 @@ from pathlib import Path
 
 from aiohttp import hdrs, web
 
+from pilothouse.settings import WebhookSettings
 from pilothouse.webhook.review import AdmissionReviewer, ReviewResult, http_error, too_large
 from pilothouse.webhook.stats import ValidationStats
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 15017
 REVIEW_PATHS = ("/validate", "/validate/", "/admitpilot")
 _READ_CHUNK = 64 * 1024
 _INLINE_REVIEW_BYTES = 256 * 1024
@@ -51,7 +50,7 @@ class WebhookServer:
         *,
         reviewer: AdmissionReviewer | None = None,
         stats: ValidationStats | None = None,
-        read_timeout: float = 30.0,
+        read_timeout: float = WebhookSettings.read_timeout,
         lingering_time: float = 2.0,
         shutdown_timeout: float = 2.0,
     ) -> None:
@@ -72,7 +71,7 @@ class WebhookServer:
         app.router.add_get("/ready", _ready)
         return app
 
-    async def start(self, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> int:
+    async def start(self, host: str, port: int) -> int:
         """Load the certificate, bind and serve; returns the bound port (port 0 works)."""
         if self._runner is not None:
             raise RuntimeError("the webhook server is already started")

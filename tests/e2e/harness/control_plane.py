@@ -42,7 +42,7 @@ class ControlPlane:
     async def start(self, port: int = 0) -> int:
         self.store.mark_synced()
         self.discovery = DiscoveryServer(self.store, settings=self.settings)
-        server = new_grpc_server(self.settings.max_receive_bytes)
+        server = new_grpc_server(self.settings)
         add_discovery_services(server, self.discovery)
         self.port = server.add_insecure_port(f"127.0.0.1:{port}")
         if self.port == 0:

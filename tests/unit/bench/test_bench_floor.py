@@ -156,7 +156,7 @@ def test_delta_first_request_subscribes_and_later_ones_add() -> None:
 
 @pytest.fixture
 async def floor_address() -> AsyncIterator[str]:
-    server = new_grpc_server(4 * 1024 * 1024)
+    server = new_grpc_server()
     add_floor_services(server, FloorService(Floor()))
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()

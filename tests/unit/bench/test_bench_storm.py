@@ -116,7 +116,7 @@ def test_the_open_file_limit_is_raised_to_the_hard_limit() -> None:
 
 
 async def test_a_storm_against_the_floor_converges_every_proxy() -> None:
-    server = new_grpc_server(4 * 1024 * 1024)
+    server = new_grpc_server()
     add_floor_services(server, FloorService(loaded_floor()))
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()

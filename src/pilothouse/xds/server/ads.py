@@ -22,9 +22,11 @@ from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-unty
 from google.protobuf import json_format
 
 from pilothouse.push.proxy import BadNode, ProxyIdentity, parse_node
+from pilothouse.settings import XdsSettings
 from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.xds.server.connection import Connection
 from pilothouse.xds.server.discovery import DiscoveryServer
+from pilothouse.xds.server.grpc_options import grpc_server_options
 
 log = logging.getLogger("pilothouse.xds")
 
@@ -87,6 +89,7 @@ class StreamHandler:
             proxy,
             discovery,
             delta=self._delta,
+            warming_timeout=discovery.settings.warming_timeout,
         )
         discovery.connect(connection)
         reader = asyncio.create_task(self._read(first, requests, connection, context))
@@ -203,20 +206,9 @@ def add_discovery_services(server: grpc.aio.Server, discovery: DiscoveryServer) 
     server.add_generic_rpc_handlers(handlers)
 
 
-def new_grpc_server(max_receive_bytes: int, *, reuse_port: bool = False) -> grpc.aio.Server:
-    """A grpc.aio server with pilothouse's options.
-
-    ``grpc.so_reuseport`` is off unless asked for, so a port already in use fails
-    loudly instead of silently sharing connections with another process.
-    """
-    return grpc.aio.server(
-        options=[
-            ("grpc.so_reuseport", 1 if reuse_port else 0),
-            ("grpc.max_receive_message_length", max_receive_bytes),
-            ("grpc.max_send_message_length", 512 * 1024 * 1024),
-            ("grpc.keepalive_time_ms", 30_000),
-            ("grpc.keepalive_timeout_ms", 10_000),
-            ("grpc.http2.min_ping_interval_without_data_ms", 15_000),
-            ("grpc.max_concurrent_streams", 100_000),
-        ]
-    )
+def new_grpc_server(
+    settings: XdsSettings | None = None, *, reuse_port: bool = False
+) -> grpc.aio.Server:
+    """A grpc.aio server with pilothouse's options (:func:`grpc_server_options`)."""
+    given = settings if settings is not None else XdsSettings()
+    return grpc.aio.server(options=grpc_server_options(given, reuse_port=reuse_port))

@@ -26,6 +26,7 @@ from pilothouse.push.request import PushRequest
 from pilothouse.push.version import NonceSource
 from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.registry.model import SERVICE_KIND, Resolution, service_hosts
+from pilothouse.settings import XdsSettings
 from pilothouse.xds.builders.names import parse_cluster_name
 from pilothouse.xds.generators.base import GenerationInput, Generator
 from pilothouse.xds.generators.grpc_flavour import is_proxyless
@@ -36,7 +37,7 @@ from pilothouse.xds.protocol.sotw import SotwDecision, SotwSession
 from pilothouse.xds.protocol.sotw_watch import plan_sotw
 from pilothouse.xds.protocol.subscriptions import Subscription
 from pilothouse.xds.protocol.type_urls import CDS, EDS, push_order_key
-from pilothouse.xds.server.ordering import ROUTE_TYPES, WARMING_TIMEOUT, MakeBeforeBreak
+from pilothouse.xds.server.ordering import ROUTE_TYPES, MakeBeforeBreak
 from pilothouse.xds.server.wire import delta_response, sotw_response
 
 _NO_NAMES: frozenset[str] = frozenset()
@@ -97,7 +98,10 @@ class Connection:
         generation: Generation,
         *,
         delta: bool,
+        warming_timeout: float = XdsSettings.warming_timeout,
     ) -> None:
+        """``warming_timeout``: seconds routes wait for new clusters to warm before they
+        are sent anyway; removed clusters linger at most twice as long."""
         self.id = connection_id
         self.peer = peer
         self.proxy = proxy
@@ -110,6 +114,7 @@ class Connection:
         """Set by the stream's writer loop, which marks each response done once written."""
         self.stats = ConnectionStats()
         self._order = MakeBeforeBreak()
+        self._warming_timeout = warming_timeout
         self._eds_index: tuple[Subscription, Mapping[str, frozenset[str]]] | None = None
         self.problem: str | None = None
         """Why the stream must end with INVALID_ARGUMENT, when the client broke the protocol."""
@@ -211,7 +216,7 @@ class Connection:
             clusters = self._generate_raw(CDS, self.watched_names(CDS))
             order.begin_linger(clusters)
             if order.lingering:
-                self._after(2 * WARMING_TIMEOUT, self._release_lingering)
+                self._after(2 * self._warming_timeout, self._release_lingering)
         for type_url in watched:
             if type_url in ROUTE_TYPES and order.warming:
                 order.deferred.add(type_url)
@@ -274,7 +279,7 @@ class Connection:
                 if self._order.warming and self._order.epoch == epoch:
                     self._release_deferred(now)
 
-            self._after(WARMING_TIMEOUT, give_up)
+            self._after(self._warming_timeout, give_up)
 
     def _after(self, delay: float, action: Callable[[float], None]) -> None:
         with contextlib.suppress(RuntimeError):

@@ -25,9 +25,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from pilothouse.config.mesh import MeshSettings
-from pilothouse.push.cache import DEFAULT_MAX_ENTRIES, ResourceCache
+from pilothouse.push.cache import ResourceCache
 from pilothouse.push.context import PushContext, build_context
-from pilothouse.push.debounce import Debouncer, DebounceSettings
+from pilothouse.push.debounce import Debouncer
 from pilothouse.push.proxy import Generator as ProxyGenerator
 from pilothouse.push.queue import PushQueue
 from pilothouse.push.request import PushRequest, TriggerReason
@@ -37,6 +37,7 @@ from pilothouse.registry.controller import ServiceEntryRegistry
 from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.registry.model import service_hosts
 from pilothouse.registry.update import RegistryUpdate
+from pilothouse.settings import XdsSettings as XdsSettings
 from pilothouse.sources.collector import collector_paused
 from pilothouse.sources.events import ConfigEvent, ConfigStore
 from pilothouse.xds.generators.api import ApiGenerator, watched_kinds
@@ -55,21 +56,6 @@ from pilothouse.xds.server.connection import Connection
 log = logging.getLogger("pilothouse.xds")
 
 _REGISTRY_KINDS = frozenset({"ServiceEntry", "WorkloadEntry"})
-
-
-SEND_TIMEOUT = 5.0
-"""Seconds a push worker waits for a connection's responses to be written before it
-moves on (a stalled stream must not hold a worker)."""
-
-
-@dataclass(frozen=True, slots=True)
-class XdsSettings:
-    """The serving knobs (istiod's names in comments)."""
-
-    debounce: DebounceSettings = field(default_factory=DebounceSettings)
-    push_throttle: int = 0  # PILOT_PUSH_THROTTLE; 0 = min(15 + 5 × cores, 100)
-    max_receive_bytes: int = 4 * 1024 * 1024  # ISTIO_GPRC_MAXRECVMSGSIZE
-    cache_size: int = DEFAULT_MAX_ENTRIES  # PILOT_XDS_CACHE_SIZE
 
 
 @dataclass
@@ -338,4 +324,4 @@ class DiscoveryServer:
         if connection.id not in self.connections:
             return
         connection.push(request, time.time())
-        await connection.written(SEND_TIMEOUT)
+        await connection.written(self.settings.send_timeout)

@@ -6,7 +6,8 @@ back is not enough (reference: 10–17 errors per 6,500 requests across 10 switc
 per connection this keeps two things:
 
 - **warming**: when a push adds EDS clusters, the push's LDS and RDS are *deferred*
-  until the proxy has ACKed EDS for every new cluster (or ``WARMING_TIMEOUT`` passes);
+  until the proxy has ACKed EDS for every new cluster (or the connection's warming
+  timeout, ``XdsSettings.warming_timeout``, passes);
 - **lingering**: when a push removes clusters, they are kept in CDS (and their
   endpoints in EDS) until the proxy has ACKed the routes that stop using them; then a
   second CDS/EDS push removes them.
@@ -26,8 +27,6 @@ from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS, is_full_state_
 ROUTE_TYPES = frozenset({LDS, RDS})
 _LINGERING_TYPES = frozenset({CDS, EDS})
 _NONE: Mapping[str, Resource] = MappingProxyType({})
-WARMING_TIMEOUT = 5.0
-"""Seconds LDS/RDS wait for new clusters to warm before they are sent anyway."""
 
 
 class MakeBeforeBreak:

@@ -64,6 +64,7 @@ from pilothouse.push.cache import Resource, ResourceCache
 from pilothouse.push.context import PushContext
 from pilothouse.push.proxy import BadNode, ProxyIdentity
 from pilothouse.registry.endpoint_index import EndpointIndex
+from pilothouse.settings import RestSettings as RestSettings
 from pilothouse.sources.events import ConfigStore
 from pilothouse.xds.builders.cluster import RestPolling
 from pilothouse.xds.generators.base import GenerationInput, Generator
@@ -81,28 +82,6 @@ REST_TYPES: Final = MappingProxyType(
 
 DISCOVERY_PATH: Final = "/v3/discovery:{kind}"
 JSON_CONTENT_TYPE: Final = "application/json"
-
-
-@dataclass(frozen=True, slots=True)
-class RestSettings:
-    """Knobs of the REST endpoint.
-
-    ``polling`` is what served resources tell a REST-mode proxy about polling for
-    the resources they point at (the bootstrap's REST cluster and its pace); keep its
-    ``refresh_delay`` equal to the bootstrap's.
-    """
-
-    max_body_bytes: int = 4 * 1024 * 1024
-    json_cache_entries: int = 20_000
-    # Each of the remembered answers, response versions, bodies and node identities
-    # holds at most this many entries; answers and bodies also at most answer_cache_bytes.
-    answer_cache_entries: int = 4096
-    answer_cache_bytes: int = 64 * 1024 * 1024
-    polling: RestPolling = field(
-        default_factory=lambda: RestPolling(
-            XDS_REST_CLUSTER, timedelta(seconds=1), timedelta(seconds=1)
-        )
-    )
 
 
 @dataclass
@@ -240,6 +219,13 @@ class RestDiscovery:
     def __init__(self, backend: RestBackend, settings: RestSettings | None = None) -> None:
         self.backend = backend
         self.settings = settings if settings is not None else RestSettings()
+        # What served resources tell a REST-mode proxy about polling for the resources
+        # they point at: the bootstrap's REST cluster, at the bootstrap's pace.
+        self.polling = RestPolling(
+            XDS_REST_CLUSTER,
+            timedelta(seconds=self.settings.refresh_delay),
+            timedelta(seconds=self.settings.request_timeout),
+        )
         self.stats = RestStats()
         self.json = ResourceJsonCache(self.settings.json_cache_entries)
         entries = self.settings.answer_cache_entries
@@ -414,7 +400,7 @@ class RestDiscovery:
             endpoints=self.backend.endpoints,
             cache=self.backend.cache,
             names=names,
-            rest=self.settings.polling,
+            rest=self.polling,
         )
         return generator.generate(given)
 
