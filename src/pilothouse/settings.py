@@ -192,6 +192,9 @@ class Settings:
     """Namespace given to objects whose metadata has none."""
     file_debounce: float = 0.1
     """Seconds of quiet before a changed file is reloaded."""
+    file_root_poll: float = 0.5
+    """How often a config directory is looked at while it is gone or unreadable (and
+    checked for being replaced while it is watched), in seconds."""
     role: Literal["all", "config-server"] = "all"
     """``all`` serves proxies and config; ``config-server`` serves config only (MCP)."""
     log_level: str = "info"

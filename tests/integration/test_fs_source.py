@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pilothouse.config.load import Loader, LoadResult
 from pilothouse.config.model import ConfigKey
 from pilothouse.sources.events import ConfigEvent, EventType
 from pilothouse.sources.fs import FileSource
@@ -181,3 +182,77 @@ async def test_watcher_sees_a_removed_directory(
     (folder / "g.yaml").unlink()
     folder.rmdir()
     await wait_until(lambda: source.store.get(key("team-gw")) is None, 5)
+
+
+def test_a_tag_or_a_huge_number_keeps_the_objects_last_good_version(tmp_path: Path) -> None:
+    path = tmp_path / "a.yaml"
+    path.write_text(gateway("a", 80) + "---\n" + gateway("b", 80))
+    source = FileSource(tmp_path)
+    source.load_all()
+    for broken in (
+        gateway("a", 81).replace("kind: Gateway", "kind: !!bool Gateway"),
+        gateway("a", 81).replace("name: a", "name: !!timestamp a"),
+        gateway("a", 81).replace("number: 81", "number: '" + "8" * 5000 + "'"),
+        gateway("a", 81).replace("name: a", "name: !!python/object:os.system a"),
+    ):
+        path.write_text(broken + "---\n" + gateway("b", 90))
+        source.reload([str(path)])
+        assert port_of(source, "a") == 80, broken  # the last good version stays
+        assert port_of(source, "b") == 90  # its sibling in the same file updates
+        (problem,) = source.statuses()[str(path)].problems
+        assert problem.key == key("a") and problem.file == str(path) and problem.line
+        path.write_text(gateway("a", 80) + "---\n" + gateway("b", 80))
+        source.reload([str(path)])
+        assert source.statuses()[str(path)].ok
+
+
+def test_a_loader_failure_in_one_file_keeps_that_files_objects(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a.yaml").write_text(gateway("a", 80))
+    (tmp_path / "b.yaml").write_text(gateway("b", 80))
+    source = FileSource(tmp_path)
+    source.load_all()
+    real = Loader.load_bytes
+
+    def load_bytes(self: Loader, data: bytes, file: str) -> LoadResult:
+        if file.endswith("a.yaml"):
+            raise RuntimeError("a bug")
+        return real(self, data, file)
+
+    monkeypatch.setattr(Loader, "load_bytes", load_bytes)
+    (tmp_path / "a.yaml").write_text(gateway("a", 81))
+    (tmp_path / "b.yaml").write_text(gateway("b", 81))
+    source.reload([str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml")])
+    assert port_of(source, "a") == 80 and port_of(source, "b") == 81
+    (problem,) = source.statuses()[str(tmp_path / "a.yaml")].problems
+    assert "internal error" in problem.message and "RuntimeError" in problem.message
+
+
+def test_an_object_moved_to_another_file_is_handed_over(tmp_path: Path) -> None:
+    (tmp_path / "b.yaml").write_text(gateway("moved", 80))
+    source = FileSource(tmp_path)
+    source.load_all()
+    events: list[ConfigEvent] = []
+    source.store.subscribe(events.append)
+
+    # renamed (b.yaml -> a.yaml, before it in sorted order) and edited: one update
+    (tmp_path / "b.yaml").unlink()
+    (tmp_path / "a.yaml").write_text(gateway("moved", 81))
+    source.reload([str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml")])
+    assert port_of(source, "moved") == 81
+    assert [(e.type, e.key.name) for e in events] == [(EventType.UPDATE, "moved")]
+
+    # renamed again (a.yaml -> c.yaml) and made invalid on the way: the last good stays
+    (tmp_path / "a.yaml").unlink()
+    broken = gateway("moved", 82).replace("name: moved", "name: !!bool moved")
+    (tmp_path / "c.yaml").write_text(broken)
+    source.reload([str(tmp_path / "a.yaml"), str(tmp_path / "c.yaml")])
+    assert port_of(source, "moved") == 81 and len(events) == 1
+    (problem,) = source.statuses()[str(tmp_path / "c.yaml")].problems
+    assert "!!bool" in problem.message
+
+    # and the fix reaches it
+    (tmp_path / "c.yaml").write_text(gateway("moved", 83))
+    source.reload([str(tmp_path / "c.yaml")])
+    assert port_of(source, "moved") == 83 and source.statuses()[str(tmp_path / "c.yaml")].ok

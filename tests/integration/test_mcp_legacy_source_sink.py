@@ -123,8 +123,10 @@ async def test_streams_are_refused_until_the_store_syncs() -> None:
             request_serializer=mcp_pb2.RequestResources.SerializeToString,
             response_deserializer=mcp_pb2.Resources.FromString,
         )()
-        await call.write(mcp_pb2.RequestResources(collection=SE))
+        # The server may refuse the stream before the client's write completes; then the
+        # write itself reports the status.
         with pytest.raises(grpc.aio.AioRpcError) as failure:
+            await call.write(mcp_pb2.RequestResources(collection=SE))
             await call.read()
         assert failure.value.code() is grpc.StatusCode.UNAVAILABLE
 

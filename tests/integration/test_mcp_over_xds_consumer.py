@@ -199,3 +199,46 @@ async def test_cancelling_run_cancels_the_stream(plane: ControlPlane) -> None:
     with contextlib.suppress(asyncio.CancelledError):
         await asyncio.wait_for(task, 2)
     await eventually(lambda: not plane.connections())
+
+
+async def test_a_response_that_raises_is_nacked_and_the_next_one_applies(
+    plane: ControlPlane, consumer: XdsUpstreamSource, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Faults stop at the response: the decoder raising (made here by patching it, as a
+    stand-in for a bug) NACKs that one response with INTERNAL and a clear message; the
+    last good objects stay, the stream stays up, and the next response applies."""
+    from pilothouse.sources.upstream_resources import KindDecoder
+
+    real = KindDecoder.decode
+    raised: list[str] = []
+
+    def decode_failing_once(self: KindDecoder, resources: object) -> object:
+        if self.schema.kind == "ServiceEntry" and not raised:
+            raised.append(self.schema.kind)
+            raise RuntimeError("decoder bug")
+        return real(self, resources)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(KindDecoder, "decode", decode_failing_once)
+    connection = plane.only_connection()
+    before = consumer.store.get(ConfigKey("ServiceEntry", "shop", "httpbin"))
+    assert before is not None
+    plane.apply_yaml(MESH.split("---\n")[0].replace("app: httpbin", "app: httpbin-2"))
+
+    def nack() -> object:
+        watch = connection.sotw.watch(SE_TYPE) if connection.sotw else None
+        return None if watch is None else watch.last_error
+
+    await eventually(lambda: nack() is not None)
+    error = nack()
+    assert error is not None and error.code == 13  # type: ignore[attr-defined]
+    message = error.message  # type: ignore[attr-defined]
+    assert "failed to apply 1 resource(s) of " + SE_TYPE in message
+    assert "last good config is kept" in message and "decoder bug" not in message
+    assert consumer.store.get(ConfigKey("ServiceEntry", "shop", "httpbin")) is before
+
+    plane.apply_yaml(MESH.split("---\n")[0].replace("app: httpbin", "app: httpbin-3"))
+    await eventually(mirrored(plane, consumer))
+    held = consumer.store.get(ConfigKey("ServiceEntry", "shop", "httpbin"))
+    assert held is not None and dict(held.labels) == {"app": "httpbin-3"}
+    assert plane.only_connection() is connection  # the same stream all along
+    assert consumer.status().failures == 0 and consumer.status().connected

@@ -116,7 +116,7 @@ async def test_serve_hands_every_part_of_the_tree_to_its_component(
         assert discovery.settings.warming_timeout == 0.3
         assert discovery.settings.debounce == DebounceSettings(debounce_after=0.01)
         for number in range(5):
-            discovery.cache.put(("k", number), Resource(str(number), "v", b""), frozenset())
+            discovery.cache.put(("k", number), Resource(str(number), "v", b""))
         assert len(discovery.cache) == 3
 
         (app,) = apps

@@ -9,17 +9,18 @@ endpoint under the typed keys :data:`DISCOVERY` and :data:`REST`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Final
+from typing import Any, Final
 
 from aiohttp import web
 
-from pilothouse.admin.readiness import ReadinessCheck, all_checks, missing
+from pilothouse.admin.readiness import ReadinessCheck, SourceStates, all_checks, missing
 from pilothouse.xds.server.discovery import DiscoveryServer
 from pilothouse.xds.server.rest import RestDiscovery, RestSettings
 
 DISCOVERY: Final = web.AppKey("discovery", DiscoveryServer)
 REST: Final = web.AppKey("rest", RestDiscovery)
 CHECKS: Final[web.AppKey[tuple[ReadinessCheck, ...]]] = web.AppKey("readiness_checks")
+SOURCES: Final[web.AppKey[SourceStates]] = web.AppKey("source_states")
 
 
 def build_admin_app(
@@ -28,17 +29,23 @@ def build_admin_app(
     *,
     rest: RestSettings | None = None,
     routes: Iterable[web.RouteDef] = (),
+    source_states: SourceStates | None = None,
 ) -> web.Application:
     """The admin app for ``discovery``.
 
     ``/ready`` passes when the config sources have synced, the discovery server is
-    ready and every one of ``readiness_checks`` returns None.
+    ready and every one of ``readiness_checks`` returns None. With ``source_states`` its
+    body also lists each config source's state (an unavailable source keeps serving its
+    last good config, so it does not fail readiness); ``/ready?format=json`` (or
+    ``Accept: application/json``) answers ``{"ready", "reasons", "sources": [{"source",
+    "state", "reason", "since"}]}`` with the same status code.
     """
     rest_discovery = RestDiscovery(discovery, rest)
     app = web.Application(client_max_size=rest_discovery.settings.max_body_bytes)
     app[DISCOVERY] = discovery
     app[REST] = rest_discovery
     app[CHECKS] = all_checks(discovery, readiness_checks)
+    app[SOURCES] = source_states if source_states is not None else tuple
     app.router.add_get("/ready", _ready)
     app.router.add_get("/healthz", _healthz)
     app.router.add_routes(rest_discovery.routes())
@@ -49,9 +56,25 @@ def build_admin_app(
 async def _ready(request: web.Request) -> web.Response:
     checks: tuple[ReadinessCheck, ...] = request.app[CHECKS]
     reasons = missing(checks)
-    if reasons:
-        return web.Response(status=503, text="not ready:\n" + "\n".join(reasons) + "\n")
-    return web.Response(text="ok\n")
+    sources = list(request.app[SOURCES]())
+    status = 503 if reasons else 200
+    if _wants_json(request):
+        body: dict[str, Any] = {
+            "ready": not reasons,
+            "reasons": reasons,
+            "sources": [state.as_dict() for state in sources],
+        }
+        return web.json_response(body, status=status)
+    text = "not ready:\n" + "".join(f"{r}\n" for r in reasons) if reasons else "ok\n"
+    if sources:
+        text += "config sources:\n" + "".join(f"  {state}\n" for state in sources)
+    return web.Response(status=status, text=text)
+
+
+def _wants_json(request: web.Request) -> bool:
+    if request.query.get("format") == "json":
+        return True
+    return "application/json" in request.headers.get("Accept", "")
 
 
 async def _healthz(request: web.Request) -> web.Response:

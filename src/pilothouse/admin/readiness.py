@@ -1,7 +1,10 @@
 """Readiness checks: each one returns None when its part is ready, else what is missing.
 
 ``/ready`` answers 200 only when every check passes, as istiod's readiness probe does
-(its ``discovery`` probe: config synced and the PushContext built).
+(its ``discovery`` probe: config synced and the PushContext built). A config source
+that becomes unavailable after it synced does not fail readiness (istiod keeps serving
+when its config source drops; the source keeps its last good config): ``/ready`` reports
+each source's state next to its verdict instead, from a :data:`SourceStates` callable.
 """
 
 from __future__ import annotations
@@ -9,8 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
+from pilothouse.sources.availability import Availability
+
 ReadinessCheck = Callable[[], str | None]
 """A check: None when ready, else a short sentence naming what is missing."""
+
+SourceStates = Callable[[], Sequence[Availability]]
+"""The state of every config source that can tell, in precedence order."""
 
 
 class SyncedStore(Protocol):

@@ -54,6 +54,7 @@ def config_sources(settings: Settings, mesh_sources: Sequence[str] = ()) -> list
                         parsed,
                         default_namespace=settings.default_namespace,
                         file_debounce=settings.file_debounce,
+                        file_root_poll=settings.file_root_poll,
                     )
                 )
         except AddressError as problem:

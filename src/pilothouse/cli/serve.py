@@ -25,12 +25,14 @@ from pilothouse import logfmt
 from pilothouse.admin.app import build_admin_app
 from pilothouse.admin.server import AdminServer
 from pilothouse.cli.config_sources import SourceSetupError, config_sources, mcp_roles
+from pilothouse.config.encoding import EncodingProblem, decode_config
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.meshconfig import MeshConfigError, load_mesh_config
 from pilothouse.environment import SettingsError, from_environment
 from pilothouse.mcp.sink_server import McpSinkServer
 from pilothouse.settings import AdminSettings, Settings, WebhookSettings, XdsSettings
 from pilothouse.sources.aggregate import AggregateStore
+from pilothouse.sources.availability import Availability, ReportsAvailability
 from pilothouse.sources.events import ConfigEvent, ConfigStore
 from pilothouse.webhook.server import WebhookServer
 from pilothouse.xds.server.ads import add_discovery_services, new_grpc_server
@@ -162,8 +164,15 @@ async def serve(
     mesh_sources: tuple[str, ...] = ()
     if settings.mesh_file:
         try:
-            loaded = load_mesh_config(Path(settings.mesh_file).read_text(), settings.mesh_file)
-        except (OSError, MeshConfigError) as problem:
+            text = decode_config(Path(settings.mesh_file).read_bytes())
+            loaded = load_mesh_config(text, settings.mesh_file)
+        except OSError as problem:
+            raise SystemExit(f"pilothouse: --mesh: {problem}") from None
+        except EncodingProblem as problem:
+            raise SystemExit(
+                f"pilothouse: --mesh: {settings.mesh_file}:{problem.line}: {problem.message}"
+            ) from None
+        except MeshConfigError as problem:
             raise SystemExit(f"pilothouse: --mesh: {problem}") from None
         for warning in loaded.warnings:
             log.warning("mesh config: %s", warning)
@@ -226,7 +235,13 @@ async def serve(
         raise SystemExit(f"pilothouse: cannot listen on {settings.xds.address}")
     await grpc_server.start()
     admin_host, _, admin_port_text = settings.admin.address.rpartition(":")
-    admin = AdminServer(build_admin_app(discovery, rest=settings.rest))
+
+    def source_states() -> list[Availability]:
+        return [s.availability() for s in sources if isinstance(s, ReportsAvailability)]
+
+    admin = AdminServer(
+        build_admin_app(discovery, rest=settings.rest, source_states=source_states)
+    )
     try:
         admin_port = await admin.start(admin_host, int(admin_port_text))
     except (OSError, ValueError) as problem:

@@ -6,6 +6,9 @@ every key and value and reports problems by field path as users read them
 (``spec.http[0].route[1].destination.hostt: unknown field``), which ParseDict alone
 does not do well. The walk also accepts what Istio users write but strict proto3 JSON
 does not: Go-style durations such as ``3m`` or ``1h30m`` (Istio documents them).
+
+Numbers written as text are read only when they are short enough to be numbers at all
+(:data:`MAX_NUMBER_DIGITS`): a longer one is a problem of its field, not a Python limit.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from typing import Any, cast
 from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
 from google.protobuf.message import Message
+
+from pilothouse.config.scalars import shown
 
 _PASS_THROUGH = frozenset(
     {
@@ -69,6 +74,10 @@ _UNIT_NANOS = {
     "h": 3_600_000_000_000,
 }
 _MAX_DURATION_SECONDS = 315_576_000_000
+_WHOLE_NUMBER = re.compile(r"[-+]?[0-9]+")
+MAX_NUMBER_DIGITS = 40
+"""Longest whole number read from text (the largest 64-bit one has 20 digits)."""
+_HUGE = 10**MAX_NUMBER_DIGITS
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +211,9 @@ def _scalar(value: Any, kind: int, enum: EnumDescriptor | None, path: str, walk:
             return "NaN"
         return value
     low, high = _INT_RANGES[kind]
+    if _too_long(value):
+        walk.fail(path, f"number too long; it must be within [{low}, {high}]")
+        return value
     number: int | None = None
     if isinstance(value, bool):
         number = None
@@ -220,7 +232,18 @@ def _scalar(value: Any, kind: int, enum: EnumDescriptor | None, path: str, walk:
 def _integral(value: Any) -> bool:
     if isinstance(value, float):
         return value.is_integer()
-    return isinstance(value, str) and re.fullmatch(r"[-+]?\d+", value.strip()) is not None
+    return isinstance(value, str) and _WHOLE_NUMBER.fullmatch(value.strip()) is not None
+
+
+def _too_long(value: Any) -> bool:
+    """A number (or number-like text) with more than MAX_NUMBER_DIGITS digits."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return bool(abs(value) >= _HUGE)
+    if isinstance(value, str):
+        return len(value.strip().lstrip("+-")) > MAX_NUMBER_DIGITS and _integral(value)
+    return False
 
 
 def _enum(value: Any, enum: EnumDescriptor, path: str, walk: _Walk) -> Any:
@@ -236,7 +259,8 @@ def _enum(value: Any, enum: EnumDescriptor, path: str, walk: _Walk) -> Any:
     if isinstance(value, int) and not isinstance(value, bool):
         if value in enum.values_by_number:
             return value
-        walk.fail(path, f"unknown value {value}; expected one of {', '.join(names)}")
+        shown = "too long to show" if _too_long(value) else str(value)
+        walk.fail(path, f"unknown value {shown}; expected one of {', '.join(names)}")
         return value
     walk.fail(path, f"expected one of {', '.join(names)}, got {_describe(value)}")
     return value
@@ -257,7 +281,11 @@ def _duration(value: Any, path: str, walk: _Walk) -> Any:
         return value
     sign = -1 if text.startswith("-") else 1
     nanos_total = 0
-    for amount, unit in _GO_PART.findall(text):
+    parts = _GO_PART.findall(text)
+    if any(len(amount) > MAX_NUMBER_DIGITS for amount, _unit in parts):
+        walk.fail(path, "duration is too long")
+        return value
+    for amount, unit in parts:
         whole, _, frac = amount.partition(".")
         scale = _UNIT_NANOS[unit]
         nanos_total += int(whole or "0") * scale
@@ -288,10 +316,12 @@ def _describe(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "a boolean"
+    if isinstance(value, int) and _too_long(value):
+        return "a number too long to show"
     if isinstance(value, int | float):
         return f"the number {value}"
     if isinstance(value, str):
-        return f"the string {value!r}"
+        return f"the string {shown(value)}"
     if isinstance(value, list):
         return "a list"
     if isinstance(value, Mapping):

@@ -3,14 +3,20 @@
 This is the one path from text to config: the `validate` CLI, every source, the webhook
 and `apply` all go through :func:`load_text` / :func:`load_object`. Invalid objects are
 reported and skipped; their valid siblings load.
+
+Faults stop here: whatever goes wrong while loading one object becomes that object's
+problem, and whatever goes wrong with one text, that text's (with file and line where
+known; the traceback is logged at debug level). No loader method raises, except
+:meth:`Loader.load_strict`, whose :class:`ConfigError` carries the problems.
 """
 
 from __future__ import annotations
 
 import datetime
 import functools
+import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol
@@ -18,10 +24,16 @@ from typing import Any, Protocol
 from google.protobuf.message import Message
 
 from pilothouse.config.decode import decode_message
-from pilothouse.config.documents import RawObject, read_documents
+from pilothouse.config.documents import FieldProblem, RawObject, internal_error, read_documents
+from pilothouse.config.encoding import EncodingProblem, decode_config
 from pilothouse.config.model import EMPTY, Config, ConfigKey, Origin
+from pilothouse.config.problems import ConfigError, LoadResult, Problem, printable
 from pilothouse.config.schema import Schema, SchemaSet
 from pilothouse.config.validation.report import Finding, Report, Severity
+
+__all__ = ["ConfigError", "LoadResult", "Loader", "Problem", "printable"]
+
+log = logging.getLogger("pilothouse.config")
 
 DEFAULT_NAMESPACE = "default"
 _DNS1123_SUBDOMAIN = re.compile(
@@ -38,69 +50,6 @@ class _Pin(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class Problem:
-    """One problem with one object (or a whole document), ready to print.
-
-    ``key`` is None when the object could not even be identified.
-    """
-
-    severity: Severity
-    file: str | None
-    line: int | None
-    message: str
-    key: ConfigKey | None = None
-
-    def __str__(self) -> str:
-        where = ""
-        if self.file is not None:
-            where = f"{self.file}:{self.line}: " if self.line is not None else f"{self.file}: "
-        what = ""
-        if self.key is not None:
-            what = f"{self.key.kind} {self.key.namespace}/{self.key.name}: "
-        marker = "warning: " if self.severity is Severity.WARNING else ""
-        return f"{where}{what}{marker}{self.message}"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "severity": str(self.severity),
-            "file": self.file,
-            "line": self.line,
-            "kind": self.key.kind if self.key else None,
-            "namespace": self.key.namespace if self.key else None,
-            "name": self.key.name if self.key else None,
-            "message": self.message,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class LoadResult:
-    """What came out of some text: valid configs, problems, and the keys of invalid objects."""
-
-    configs: tuple[Config, ...] = ()
-    problems: tuple[Problem, ...] = ()
-    rejected: tuple[ConfigKey, ...] = field(default=())
-    unreadable: bool = False
-    """True when some document could not be parsed at all (bad YAML): the text as a whole
-    is not trustworthy, and sources keep what they loaded from it before."""
-
-    @property
-    def errors(self) -> tuple[Problem, ...]:
-        return tuple(p for p in self.problems if p.severity is Severity.ERROR)
-
-    @property
-    def ok(self) -> bool:
-        return not self.errors
-
-
-class ConfigError(Exception):
-    """Raised by the strict loaders when any object is invalid; carries every problem."""
-
-    def __init__(self, problems: Iterable[Problem]) -> None:
-        self.problems = tuple(problems)
-        super().__init__("\n".join(str(p) for p in self.problems) or "invalid config")
-
-
-@dataclass(frozen=True, slots=True)
 class Loader:
     """Loads text into Configs with one schema set and one default namespace."""
 
@@ -108,20 +57,35 @@ class Loader:
     default_namespace: str = DEFAULT_NAMESPACE
     source: str = "file"
 
+    def load_bytes(self, data: bytes, file: str) -> LoadResult:
+        """Every object in the bytes of a file (UTF-8, or UTF-16/32 with a byte order
+        mark); never raises."""
+        try:
+            text = decode_config(data)
+        except EncodingProblem as problem:
+            found = Problem(Severity.ERROR, file, problem.line, problem.message)
+            return LoadResult(problems=(found,), unreadable=True)
+        except Exception as exc:
+            return _unreadable(file, exc)
+        return self.load_text(text, file)
+
     def load_text(self, text: str, file: str) -> LoadResult:
         """Every object in ``text``; never raises."""
-        read = read_documents(text, file)
-        configs: list[Config] = []
-        problems = [Problem(Severity.ERROR, e.file, e.line, e.message) for e in read.errors]
-        rejected: list[ConfigKey] = []
-        for raw in read.objects:
-            config, found, key = self.load_object(raw)
-            problems.extend(found)
-            if config is not None:
-                configs.append(config)
-            elif key is not None:
-                rejected.append(key)
-        return LoadResult(tuple(configs), tuple(problems), tuple(rejected), bool(read.errors))
+        try:
+            read = read_documents(text, file)
+            configs: list[Config] = []
+            problems = [Problem(Severity.ERROR, e.file, e.line, e.message) for e in read.errors]
+            rejected: list[ConfigKey] = []
+            for raw in read.objects:
+                config, found, key = self.load_object(raw)
+                problems.extend(found)
+                if config is not None:
+                    configs.append(config)
+                elif key is not None:
+                    rejected.append(key)
+            return LoadResult(tuple(configs), tuple(problems), tuple(rejected), bool(read.errors))
+        except Exception as exc:  # a bug: this text is unreadable, nothing else is touched
+            return _unreadable(file, exc)
 
     def load_strict(self, text: str, file: str) -> tuple[Config, ...]:
         """Every object in ``text``, or :class:`ConfigError` if anything is invalid."""
@@ -131,26 +95,50 @@ class Loader:
         return result.configs
 
     def load_object(self, raw: RawObject) -> tuple[Config | None, list[Problem], ConfigKey | None]:
-        """One object: the Config (or None), its problems, and its key when known."""
+        """One object: the Config (or None), its problems, and its key when known.
+
+        Never raises: an unexpected failure is this object's error (its key kept when it
+        was known, so that a source keeps the object's last good version).
+        """
+        named: list[ConfigKey] = []
+        try:
+            return self._load_object(raw, named)
+        except Exception as exc:
+            key = named[-1] if named else None
+            log.debug("loading the object at %s:%d failed", raw.file, raw.line, exc_info=True)
+            message = internal_error("this object", exc)
+            return None, [Problem(Severity.ERROR, raw.file, raw.line, message, key)], key
+
+    def _load_object(
+        self, raw: RawObject, named: list[ConfigKey]
+    ) -> tuple[Config | None, list[Problem], ConfigKey | None]:
         data = raw.data
 
         def problem(path: str, message: str, key: ConfigKey | None = None) -> Problem:
             line = raw.line_of(path) if path else raw.line
             return Problem(Severity.ERROR, raw.file, line, message, key)
 
+        def unreadable(key: ConfigKey | None) -> list[Problem]:
+            return [_field_problem(raw, p, key) for p in raw.problems]
+
         schema, early = self._schema_of(data, problem)
         if schema is None:
-            return None, early, None
+            return None, unreadable(None) + early, None
         metadata = data.get("metadata")
         if not isinstance(metadata, Mapping):
-            return None, [problem("metadata", "metadata with a name is required")], None
+            found = [problem("metadata", "metadata with a name is required")]
+            return None, unreadable(None) + found, None
         name = metadata.get("name")
         if not isinstance(name, str) or not name:
-            return None, [problem("metadata", "metadata.name is required")], None
+            found = [problem("metadata", "metadata.name is required")]
+            return None, unreadable(None) + found, None
         namespace = metadata.get("namespace", self.default_namespace)
         if not schema.namespaced:
             namespace = ""
         key = ConfigKey(schema.kind, str(namespace), name)
+        named.append(key)
+        if raw.problems:
+            return None, unreadable(key), key
         found = self._metadata_problems(data, metadata, schema, key, problem)
         if found:
             return None, found, key
@@ -200,6 +188,29 @@ class Loader:
         where = origin if origin is not None else Origin(self.source)
         if not schema.namespaced:
             namespace = ""
+        try:
+            return self._load_message(
+                schema, namespace, name, spec, labels, annotations, resource_version,
+                creation_time, where,
+            )  # fmt: skip
+        except Exception as exc:
+            log.debug("loading %s %s/%s failed", schema.kind, namespace, name, exc_info=True)
+            key = ConfigKey(schema.kind, namespace, name)
+            message = internal_error("this object", exc)
+            return None, [Problem(Severity.ERROR, where.file or where.source, None, message, key)]
+
+    def _load_message(
+        self,
+        schema: Schema,
+        namespace: str,
+        name: str,
+        spec: Message,
+        labels: Mapping[str, str],
+        annotations: Mapping[str, str],
+        resource_version: str,
+        creation_time: datetime.datetime | None,
+        where: Origin,
+    ) -> tuple[Config | None, list[Problem]]:
         if not _name_ok(schema, namespace, name):
             key = ConfigKey(schema.kind, namespace, name)
             return None, [
@@ -293,6 +304,18 @@ class Loader:
         message = f"{finding.path}: {finding.message}" if finding.path else finding.message
         line = raw.line_of(finding.path) if finding.path else raw.line
         return Problem(finding.severity, raw.file, line, message, key)
+
+
+def _field_problem(raw: RawObject, found: FieldProblem, key: ConfigKey | None) -> Problem:
+    return Problem(Severity.ERROR, raw.file, found.line, found.message, key)
+
+
+def _unreadable(file: str, exc: Exception) -> LoadResult:
+    """The result for a text whose loading failed unexpectedly: one error, nothing loaded,
+    and marked unreadable so that sources keep what they had from it."""
+    log.debug("loading %s failed", file, exc_info=True)
+    message = internal_error("this file", exc)
+    return LoadResult(problems=(Problem(Severity.ERROR, file, None, message),), unreadable=True)
 
 
 def _name_problems(schema: Schema, key: ConfigKey) -> list[tuple[str, str]]:

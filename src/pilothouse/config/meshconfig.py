@@ -43,6 +43,9 @@ def load_mesh_config(text: str, file: str) -> MeshFile:
             f"{file}: expected one mesh config document, found {len(read.objects)}"
         )
     raw = read.objects[0]
+    if raw.problems:
+        unreadable = raw.problems[0]
+        raise MeshConfigError(f"{file}:{unreadable.line}: {unreadable.message}")
     data: Mapping[str, Any] = raw.data
     line_of = raw.line_of
     prefix = ""
@@ -51,8 +54,12 @@ def load_mesh_config(text: str, file: str) -> MeshFile:
         if not isinstance(inner, str):
             raise MeshConfigError(f"{file}:{raw.line}: a ConfigMap mesh config needs data.mesh")
         nested = read_documents(inner, file)
-        if nested.errors or len(nested.objects) != 1:
-            reason = nested.errors[0].message if nested.errors else "no mapping in data.mesh"
+        if nested.errors or len(nested.objects) != 1 or nested.objects[0].problems:
+            reason = "no mapping in data.mesh"
+            if nested.errors:
+                reason = nested.errors[0].message
+            elif nested.objects and nested.objects[0].problems:
+                reason = nested.objects[0].problems[0].message
             raise MeshConfigError(f"{file}:{line_of('data.mesh')}: data.mesh: {reason}")
         data = nested.objects[0].data
         base = line_of("data.mesh")

@@ -32,6 +32,7 @@ class Code(IntEnum):
     UNKNOWN = 2
     INVALID_ARGUMENT = 3
     UNIMPLEMENTED = 12
+    INTERNAL = 13
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,12 +9,18 @@ The gRPC metadata the source sent (``--sinkMeta``) is kept per stream, for debug
 
 One source at a time is the expected setup (Galley's): concurrent sources share the store,
 and the one that pushes last wins each collection.
+
+Faults stop at their boundary: an exception handling one message NACKs that message
+(:mod:`pilothouse.mcp.sink_stream`); bytes that are not a ``Resources`` end the stream with
+``INVALID_ARGUMENT``; any other exception of ours ends it with ``INTERNAL`` and no Python
+text, the traceback going to the log. The store keeps what it held.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -35,6 +41,9 @@ from pilothouse.mcp.sink_session import SinkOptions
 from pilothouse.mcp.sink_store import SinkStore
 from pilothouse.mcp.sink_stream import run_sink_stream
 from pilothouse.sources.memory import MemoryStore
+from pilothouse.xds.server.request_bytes import Undecodable, request_parser
+
+log = logging.getLogger("pilothouse.mcp")
 
 RESOURCE_SINK_SERVICE = "istio.mcp.v1alpha1.ResourceSink"
 ESTABLISH = "EstablishResourceStream"
@@ -49,10 +58,19 @@ class SourceConnection:
     metadata: Mapping[str, str] = field(default_factory=lambda: EMPTY)
 
 
+INTERNAL_ERROR = "internal error in pilothouse; this stream was closed (details in its log)"
+
+
+class _UndecodableMessage(Exception):
+    pass
+
+
 async def _received(
-    stream: AsyncIterator[mcp_pb2.Resources],
+    stream: AsyncIterator[mcp_pb2.Resources | Undecodable],
 ) -> AsyncIterator[ReceivedResources]:
     async for message in stream:
+        if isinstance(message, Undecodable):
+            raise _UndecodableMessage(message.reason)
         yield received_from_proto(message)
 
 
@@ -105,7 +123,7 @@ class McpSinkServer:
     def add_to(self, server: grpc.aio.Server) -> None:
         handler = grpc.stream_stream_rpc_method_handler(
             self.serve,
-            request_deserializer=mcp_pb2.Resources.FromString,
+            request_deserializer=request_parser(mcp_pb2.Resources),
             response_serializer=mcp_pb2.RequestResources.SerializeToString,
         )
         server.add_generic_rpc_handlers(
@@ -114,7 +132,7 @@ class McpSinkServer:
 
     async def serve(
         self,
-        incoming: AsyncIterator[mcp_pb2.Resources],
+        incoming: AsyncIterator[mcp_pb2.Resources | Undecodable],
         context: grpc.aio.ServicerContext[Any, mcp_pb2.RequestResources],
     ) -> None:
         metadata = {
@@ -132,5 +150,10 @@ class McpSinkServer:
 
         try:
             await run_sink_stream(self.sink, self.sink.new_session(), _received(incoming), send)
+        except _UndecodableMessage as problem:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(problem))
+        except Exception:
+            log.exception("MCP sink stream from %s failed", connection.peer)
+            await context.abort(grpc.StatusCode.INTERNAL, INTERNAL_ERROR)
         finally:
             self._connections.pop(connection.id, None)

@@ -14,6 +14,7 @@ collection not subscribed               NACK 12 UNIMPLEMENTED "unsupported colle
 a body that cannot be decoded           NACK 2 UNKNOWN with the reasons
 a resource that fails validation        NACK 3 INVALID_ARGUMENT with the reasons
 everything applied                      ACK
+handling it raised (a bug of ours)      NACK 13 INTERNAL, nothing applied (:meth:`failed`)
 ======================================  =======================================
 
 A bad resource never takes the good ones down: the valid ones of a NACKed message are
@@ -49,6 +50,8 @@ class SinkKind(enum.Enum):
     ACK = "ack"
     NACK = "nack"
     UNSUPPORTED = "unsupported"
+    FAILED = "failed"
+    """Handling the message raised: NACKed with INTERNAL, nothing applied."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +206,23 @@ class SinkSession:
             return SinkDecision(SinkKind.NACK, collection, reply, change, tuple(rejections), first)
         reply = self._request(collection, message.nonce)
         return SinkDecision(SinkKind.ACK, collection, reply, change, (), first)
+
+    def failed(self, message: ReceivedResources, held: Held) -> SinkDecision:
+        """The reply to a message whose handling raised: a NACK with INTERNAL, and no change.
+
+        ``held`` is what :attr:`held` said before the message; the versions go back to it,
+        so that the next stream announces only what the store is known to hold.
+        """
+        self._held = {c: _frozen(held.get(c, {})) for c in self._options.collections}
+        self.stats = replace(self.stats, nacks=self.stats.nacks + 1)
+        count = len(message.resources)
+        error = McpError(
+            Code.INTERNAL,
+            f"pilothouse failed to apply {count} resource(s) of {message.collection} "
+            "(internal error; details in its log); its last good config is kept",
+        )
+        reply = self._request(message.collection, message.nonce, error=error)
+        return SinkDecision(SinkKind.FAILED, message.collection, reply)
 
     def _count(
         self, message: ReceivedResources, configs: list[Config], rejections: list[Rejection]

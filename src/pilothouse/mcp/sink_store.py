@@ -71,6 +71,13 @@ class SinkStore:
                 full=int(change.full),
                 incremental=int(not change.full),
             )
+        if decision.kind is SinkKind.FAILED:
+            # Nothing was applied: the collection does not count as answered (synced).
+            self.totals = _bump(self.totals, nacks=1)
+            log.warning(
+                "NACK %s: %s", decision.collection, decision.reply.error, extra=self._extra()
+            )
+            return
         if decision.kind is SinkKind.UNSUPPORTED:
             self.totals = _bump(self.totals, unsupported=1)
             log.info("NACK for unsupported collection %s", decision.collection, extra=self._extra())

@@ -3,6 +3,10 @@
 The sink speaks first: one ``RequestResources`` per collection. Then every ``Resources``
 is decided by the session, its change applied to the :class:`SinkStore`, and the reply
 sent. The stream ends when the source closes its side or sending fails.
+
+Faults stop at the message: if deciding or applying one raises, the traceback is logged
+and the message is NACKed with INTERNAL (:meth:`SinkSession.failed`); the stream, the
+session and the store go on with the next message.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from pilothouse.mcp.messages import ReceivedResources, SinkRequest
-from pilothouse.mcp.sink_session import SinkSession
+from pilothouse.mcp.sink_session import SinkDecision, SinkSession
 from pilothouse.mcp.sink_store import SinkStore
 
 log = logging.getLogger("pilothouse.mcp")
@@ -29,6 +33,17 @@ async def run_sink_stream(
     for request in session.initial_requests():
         await send(request)
     async for message in incoming:
+        await send(_decide(sink, session, message).reply)
+
+
+def _decide(sink: SinkStore, session: SinkSession, message: ReceivedResources) -> SinkDecision:
+    """Decide and apply one message; an exception NACKs it instead of ending the stream."""
+    held = session.held
+    try:
         decision = session.receive(message)
         sink.apply(session, decision)
-        await send(decision.reply)
+    except Exception:
+        log.exception("MCP sink: handling %s failed", message.collection)
+        decision = session.failed(message, held)
+        sink.apply(session, decision)
+    return decision

@@ -3,13 +3,16 @@
 Serves the collections of a config store (normally the aggregate store), one snapshot per
 collection, published by snapshot group (:mod:`pilothouse.mcp.publisher`). Each stream runs
 a :class:`SourceStream`; a request for a collection that is not served ends the stream
-with ``INVALID_ARGUMENT``. Streams are refused with ``UNAVAILABLE`` until the store has
-synced; the first stream accepted has the snapshots published (they are made on demand).
+with ``INVALID_ARGUMENT``, and so do bytes that are not a ``RequestResources``; an exception
+of ours ends it with ``INTERNAL`` and no Python text (the traceback is logged). Streams are
+refused with ``UNAVAILABLE`` until the store has synced; the first stream accepted has the
+snapshots published (they are made on demand).
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -18,7 +21,16 @@ import grpc
 from pilothouse.api.istio.mcp.v1alpha1 import mcp_pb2
 from pilothouse.mcp.messages import SinkRequest, request_from_proto
 from pilothouse.mcp.publisher import SnapshotPublisher
-from pilothouse.mcp.source_stream import SourceStream, StreamInfo, UnsupportedCollection
+from pilothouse.mcp.source_stream import (
+    BadRequest,
+    SourceStream,
+    StreamInfo,
+    UnsupportedCollection,
+)
+from pilothouse.xds.server.request_bytes import Undecodable, request_parser
+
+log = logging.getLogger("pilothouse.mcp")
+INTERNAL_ERROR = "internal error in pilothouse; this stream was closed (details in its log)"
 
 RESOURCE_SOURCE_SERVICE = "istio.mcp.v1alpha1.ResourceSource"
 ESTABLISH = "EstablishResourceStream"
@@ -29,9 +41,11 @@ def _identity(body: bytes) -> bytes:
 
 
 async def requests_of(
-    stream: AsyncIterator[mcp_pb2.RequestResources],
+    stream: AsyncIterator[mcp_pb2.RequestResources | Undecodable],
 ) -> AsyncIterator[SinkRequest]:
     async for message in stream:
+        if isinstance(message, Undecodable):
+            raise BadRequest(message.reason)
         yield request_from_proto(message)
 
 
@@ -65,7 +79,7 @@ class McpSourceServer:
     def add_to(self, server: grpc.aio.Server) -> None:
         handler = grpc.stream_stream_rpc_method_handler(
             self.serve,
-            request_deserializer=mcp_pb2.RequestResources.FromString,
+            request_deserializer=request_parser(mcp_pb2.RequestResources),
             response_serializer=_identity,
         )
         server.add_generic_rpc_handlers(
@@ -74,7 +88,7 @@ class McpSourceServer:
 
     async def serve(
         self,
-        requests: AsyncIterator[mcp_pb2.RequestResources],
+        requests: AsyncIterator[mcp_pb2.RequestResources | Undecodable],
         context: grpc.aio.ServicerContext[Any, bytes],
     ) -> None:
         if not self.publisher.demand():
@@ -94,5 +108,8 @@ class McpSourceServer:
             await stream.run(requests_of(requests), context.write)
         except UnsupportedCollection as problem:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(problem))
+        except Exception:
+            log.exception("MCP source stream %s failed", stream.id)
+            await context.abort(grpc.StatusCode.INTERNAL, INTERNAL_ERROR)
         finally:
             self._streams.pop(stream.id, None)

@@ -4,7 +4,10 @@ One reader task feeds the sink's requests to the session; snapshot changes come 
 :class:`SnapshotCache`; this coroutine, the writer, sends the pushes that result, as bytes
 assembled from cached encodings. The stream ends when the sink closes its side, when the
 sink asks for a collection that is not served (:class:`UnsupportedCollection`, which the
-server turns into ``InvalidArgument``), or when sending fails.
+server turns into ``InvalidArgument``; so is a :class:`BadRequest` from the requests'
+iterator, e.g. bytes that do not decode), or when sending fails. An exception of ours while
+deciding a request ends the stream with :class:`StreamFailed` (the server's ``Internal``),
+its traceback logged.
 """
 
 from __future__ import annotations
@@ -25,8 +28,16 @@ log = logging.getLogger("pilothouse.mcp")
 Send = Callable[[bytes], Awaitable[None]]
 
 
-class UnsupportedCollection(Exception):
+class BadRequest(Exception):
+    """The sink sent something this source cannot use; the message says what."""
+
+
+class UnsupportedCollection(BadRequest):
     """The sink asked for a collection this source does not serve."""
+
+
+class StreamFailed(Exception):
+    """Serving the stream raised an exception of pilothouse's own (logged where it happened)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +72,7 @@ class SourceStream:
         )
         self._outbound: asyncio.Queue[bytes | None] = asyncio.Queue()
         self.problem: str | None = None
+        self.failure: str | None = None
 
     def info(self) -> StreamInfo:
         errors = {
@@ -90,6 +102,8 @@ class SourceStream:
                 await reader
         if self.problem is not None:
             raise UnsupportedCollection(self.problem)
+        if self.failure is not None:
+            raise StreamFailed(self.failure)
 
     def _on_snapshot(self, snapshot: CollectionSnapshot) -> None:
         self._queue(self.session.set_snapshot(snapshot))
@@ -101,7 +115,12 @@ class SourceStream:
     async def _read(self, requests: AsyncIterator[SinkRequest]) -> None:
         try:
             async for request in requests:
-                decision = self.session.receive(request)
+                try:
+                    decision = self.session.receive(request)
+                except Exception:
+                    log.exception("%s: deciding a request failed", self.id)
+                    self.failure = f"deciding a request for {request.collection} failed"
+                    return
                 kind = decision.kind
                 if kind is SourceKind.UNKNOWN:
                     self.problem = str(decision.error.message if decision.error else "")
@@ -127,6 +146,9 @@ class SourceStream:
                 self._queue(decision.push)
         except asyncio.CancelledError:
             raise
+        except BadRequest as bad:
+            self.problem = str(bad)
+            log.warning("%s: %s", self.id, self.problem, extra={"peer": self.peer})
         except Exception as exc:  # the peer went away; the writer ends the stream
             log.info("%s: stream from %s ended: %s", self.id, self.peer, exc)
         finally:

@@ -1,12 +1,15 @@
 """The resource cache: each generated resource encoded once, sent many times.
 
 An entry's key *is* its inputs: a frozen, hashable value holding everything its
-builder reads (a Service, a port, a subset, the DestinationRule's identity and
-revision, mesh settings...). Equal inputs therefore always mean equal output, and
-the cache can never serve something stale. Invalidation by changed config keys is
-there to free memory early: every entry records the config keys it was built
-from, and a push evicts the entries of the keys it changed. A size bound (LRU)
-keeps memory flat whatever happens.
+builder reads (a Service, a port, a subset, the DestinationRule's revision, mesh
+settings...; see :mod:`pilothouse.push.inputs`). Equal inputs therefore always mean
+equal output, and the cache can never serve something stale. Invalidation by changed
+config keys is there to free memory early: every entry records the config keys its
+inputs name (derived from the inputs, never passed in), and a push evicts the entries
+of the keys it changed. A size bound (LRU) keeps memory flat whatever happens.
+
+:meth:`ResourceCache.resource` and :meth:`ResourceCache.group` are how builders use
+it: the inputs value, and a builder that takes that value and nothing else.
 
 Most entries are single resources. A :class:`ResourceGroup` is an entry for resources
 that are only known together (a scope's outbound listeners: which ones exist is found
@@ -16,11 +19,24 @@ out by building them), with the few facts about them its generator needs later.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from pilothouse.config.model import ConfigKey
+from pilothouse.push.inputs import InputKey, dependencies
 from pilothouse.settings import XdsSettings
+
+__all__ = [
+    "DEFAULT_MAX_ENTRIES",
+    "CacheStats",
+    "InputKey",
+    "Resource",
+    "ResourceCache",
+    "ResourceGroup",
+]
+
+Inputs = TypeVar("Inputs", bound=Hashable)
 
 DEFAULT_MAX_ENTRIES = XdsSettings.cache_size
 
@@ -32,35 +48,6 @@ class Resource:
     name: str
     version: str
     body: bytes
-
-
-class InputKey:
-    """A key of many parts, hashed once.
-
-    A tuple hashes every part again on each use, and the cache hashes a key when it is
-    looked up, stored and registered under each dependency: for a key that holds a
-    scope's hundreds of services, that is most of the work. Two keys are equal when
-    their parts are.
-    """
-
-    __slots__ = ("_hash", "parts")
-
-    def __init__(self, parts: tuple[Hashable, ...]) -> None:
-        self.parts = parts
-        self._hash = hash(parts)
-
-    def __hash__(self) -> int:
-        return self._hash
-
-    def __eq__(self, other: object) -> bool:
-        if self is other:
-            return True
-        if not isinstance(other, InputKey):
-            return NotImplemented
-        return self._hash == other._hash and self.parts == other.parts
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({len(self.parts)} parts)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +80,8 @@ class ResourceCache:
         ] = OrderedDict()
         self._dependents: dict[ConfigKey, set[Hashable]] = {}
         self._max = max_entries
+        self._compared: dict[type, tuple[str, ...]] = {}
+        """Each inputs class's compared fields, for deriving dependencies."""
         self.stats = CacheStats()
 
     def __len__(self) -> int:
@@ -110,13 +99,27 @@ class ResourceCache:
             return found
         raise TypeError(f"cache key {key!r} holds a resource, not a group")
 
-    def put(self, key: Hashable, resource: Resource, depends_on: frozenset[ConfigKey]) -> None:
-        self._store(key, resource, depends_on)
+    def put(self, key: Hashable, resource: Resource) -> None:
+        self._store(key, resource, dependencies(key, self._compared))
 
-    def put_group(
-        self, key: Hashable, group: ResourceGroup, depends_on: frozenset[ConfigKey]
-    ) -> None:
-        self._store(key, group, depends_on)
+    def put_group(self, key: Hashable, group: ResourceGroup) -> None:
+        self._store(key, group, dependencies(key, self._compared))
+
+    def resource(self, inputs: Inputs, build: Callable[[Inputs], Resource]) -> Resource:
+        """What ``build(inputs)`` gives, built once per distinct ``inputs``."""
+        found = self.get(inputs)
+        if found is None:
+            found = build(inputs)
+            self._store(inputs, found, dependencies(inputs, self._compared))
+        return found
+
+    def group(self, inputs: Inputs, build: Callable[[Inputs], ResourceGroup]) -> ResourceGroup:
+        """What ``build(inputs)`` gives, built once per distinct ``inputs``."""
+        found = self.get_group(inputs)
+        if found is None:
+            found = build(inputs)
+            self._store(inputs, found, dependencies(inputs, self._compared))
+        return found
 
     def _lookup(self, key: Hashable) -> Resource | ResourceGroup | None:
         entry = self._entries.get(key)

@@ -21,7 +21,7 @@ import functools
 import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config
@@ -45,6 +45,7 @@ from pilothouse.registry.model import SERVICE_KIND, Labels, Service
 from pilothouse.sources.events import ConfigStore
 
 SERVICE_KINDS = frozenset({SERVICE_KIND, "ServiceEntry"})
+Derived = TypeVar("Derived")
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,7 @@ class PushContext:
     gateways: GatewayIndex
     stats: ContextStats = field(default_factory=ContextStats, compare=False)
     _scopes: dict[ScopeKey, ProxyScope] = field(default_factory=dict, compare=False, repr=False)
-    _memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    _derived: dict[type, object] = field(default_factory=dict, compare=False, repr=False)
     _proxy_scopes: dict[tuple[ProxyType, str, Labels], ProxyScope] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -138,14 +139,15 @@ class PushContext:
         self._proxy_scopes[seen] = found
         return found
 
-    def memo(self, key: Any, make: Callable[[], Any]) -> Any:
-        """Per-context memoisation for generators (e.g. the CDS of one scope)."""
+    def derived(self, kind: type[Derived]) -> Derived:
+        """The context's one ``kind`` object (made with ``kind()`` on first use): what
+        generators derive from this context, as typed fields of a class of theirs (push/
+        cannot name the generators' types, so the object is found by its class)."""
         try:
-            return self._memo[key]
+            return self._derived[kind]  # type: ignore[return-value]
         except KeyError:
-            value = make()
-            self._memo[key] = value
-            return value
+            made = self._derived[kind] = kind()
+            return made
 
     def _build_scope(self, key: ScopeKey) -> ProxyScope:
         namespace = key.namespace

@@ -206,8 +206,10 @@ class Debouncer:
     """Runs the debounce rules: ``enqueue`` from anywhere in the loop, one ``on_push`` at a time.
 
     ``on_push`` is awaited before the next release, so pushes never overlap. An exception from
-    ``on_push`` is logged and the loop goes on. ``observe_debounce_time`` (optional) receives
-    each debounce time in seconds, for the ``pilot_debounce_time`` histogram.
+    ``on_push`` or the observer is logged and the loop goes on; one while merging arrivals
+    is logged and replaced by a push of everything, so no change is lost.
+    ``observe_debounce_time`` (optional) receives each debounce time in seconds, for the
+    ``pilot_debounce_time`` histogram.
     """
 
     def __init__(
@@ -252,7 +254,16 @@ class Debouncer:
     def _fold_arrivals(self) -> None:
         if self._arrivals:
             arrivals, self._arrivals = self._arrivals, []
-            self._state = on_events(self._settings, self._state, arrivals)
+            try:
+                self._state = on_events(self._settings, self._state, arrivals)
+            except Exception:
+                # A bug merging these requests must not stop the pushes, nor lose them:
+                # what they changed is unknown now, so everything counts as changed.
+                _log.exception("merging %d push requests failed; pushing everything", len(arrivals))
+                arrived = min(now for _, now in arrivals)
+                start = min(r.start if r.has_start else now for r, now in arrivals)
+                everything = ((PushRequest.everything(start=start), arrived),)
+                self._state = on_events(self._settings, self._state, everything)
             self._stats = replace(self._stats, events=self._stats.events + len(arrivals))
 
     def close(self) -> None:
@@ -282,7 +293,10 @@ class Debouncer:
         self._state = release.next_state
         self._stats = self._stats.observe(release.debounce_time)
         if release.debounce_time is not None and self._observe is not None:
-            self._observe(release.debounce_time)
+            try:
+                self._observe(release.debounce_time)
+            except Exception:  # a metrics bug must not cost the push
+                _log.exception("observing a debounce time failed")
         try:
             await self._on_push(release.request)
         except Exception:

@@ -5,6 +5,10 @@ Istio node ids have four parts, ``type~ip~id~domain``, for example
 comes from metadata ``NAMESPACE``, else from the id (``pod.namespace``), else from the
 first label of the domain. Anything malformed is refused with a :class:`BadNode` naming
 the problem, which the server turns into ``INVALID_ARGUMENT``.
+
+Empty parts: the type and the id must be given; the ip may be empty only when metadata
+``INSTANCE_IPS`` names the addresses (istiod requires an address from one or the other);
+the domain may be empty, as istiod allows, when the namespace comes from metadata or the id.
 """
 
 from __future__ import annotations
@@ -97,12 +101,13 @@ def parse_node(
             f"node id {node_id!r} has {len(parts)} part(s); expected 4: type~ip~id~domain"
         )
     kind, ip, ident, domain = parts
+    meta = dict(metadata or {})
+    _require_parts(node_id, kind, ip, ident, meta.get("INSTANCE_IPS"))
     try:
         proxy_type = ProxyType(kind)
     except ValueError:
         allowed = ", ".join(t.value for t in ProxyType)
         raise BadNode(f"node id {node_id!r}: unknown proxy type {kind!r}; use {allowed}") from None
-    meta = dict(metadata or {})
     ips = _ip_addresses(ip, meta.get("INSTANCE_IPS"), node_id)
     namespace = _namespace(meta.get("NAMESPACE"), ident, domain)
     if not namespace:
@@ -125,6 +130,20 @@ def parse_node(
         metadata={k: _flat(v) for k, v in sorted(meta.items())},
         user_agent=user_agent,
     )
+
+
+def _require_parts(node_id: str, kind: str, ip: str, ident: str, instance_ips: Any) -> None:
+    """Refuse the empty parts istiod cannot use, naming the part."""
+    if not kind:
+        allowed = ", ".join(t.value for t in ProxyType)
+        raise BadNode(f"node id {node_id!r}: the type (1st part) is empty; use {allowed}")
+    if not ip and not (isinstance(instance_ips, str) and instance_ips.strip(" ,")):
+        raise BadNode(
+            f"node id {node_id!r}: the ip (2nd part) is empty and metadata INSTANCE_IPS "
+            "names no address"
+        )
+    if not ident:
+        raise BadNode(f"node id {node_id!r}: the id (3rd part, pod.namespace) is empty")
 
 
 def _ip_addresses(ip: str, instance_ips: Any, node_id: str) -> tuple[str, ...]:

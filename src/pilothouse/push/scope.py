@@ -10,9 +10,9 @@ push reaches only the proxies a change is visible to.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.push.hostnames import host_matches
@@ -20,7 +20,8 @@ from pilothouse.push.proxy import ProxyIdentity, ProxyType
 from pilothouse.registry.model import SERVICE_KIND, Service, ServiceKey
 
 _NAMESPACE_WIDE = frozenset({"Sidecar", "PeerAuthentication"})
-_PREDECESSOR = "predecessor"
+
+Derived = TypeVar("Derived")
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +100,9 @@ class ScopeKey:
 class ProxyScope:
     """The config visible to proxies of one :class:`ScopeKey`.
 
-    :meth:`memo` keeps what generators derive from the scope. A new PushContext takes
+    :meth:`derived` keeps what generators derive from the scope, as one object of a
+    class of theirs (typed fields, one per thing derived; push/ cannot name the
+    generators' types, so the object is found by its class). A new PushContext takes
     over the previous context's scope object when the scope came out equal and the
     context parts a scope memo may read besides the scope (mesh settings, the
     VirtualService, Sidecar and Gateway indexes) are the very same, so what was derived
@@ -116,45 +119,42 @@ class ProxyScope:
     service_keys: frozenset[ServiceKey] = frozenset()
     sources: frozenset[ConfigKey] = frozenset()
     rule_keys: frozenset[ConfigKey] = frozenset()
-    _memo: dict[Hashable, Any] = field(default_factory=dict, compare=False, repr=False)
+    predecessor: ProxyScope | None = field(default=None, compare=False, repr=False)
+    """The previous context's scope of the same key, when it came out different.
+
+    Set only where an equal scope would have been taken over, so the context parts
+    besides the scope are the same; a generator may reuse from what was derived from it
+    what it checks is still valid (for instance what it derived from one service that
+    is the same object in both).
+    """
+    _derived: dict[type, object] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def namespace(self) -> str:
         return self.key.namespace
 
-    @property
-    def predecessor(self) -> ProxyScope | None:
-        """The previous context's scope of the same key, when it came out different.
-
-        Set only where an equal scope would have been taken over, so the context parts
-        besides the scope are the same; a generator may reuse from its memo what it
-        checks is still valid (for instance what it derived from one service that is
-        the same object in both).
-        """
-        found: ProxyScope | None = self._memo.get(_PREDECESSOR)
-        return found
-
     def follow(self, previous: ProxyScope) -> None:
         """Make ``previous`` this scope's predecessor (and forget its own, so that
         scopes do not chain across contexts)."""
-        previous._memo.pop(_PREDECESSOR, None)
-        self._memo[_PREDECESSOR] = previous
+        object.__setattr__(previous, "predecessor", None)
+        object.__setattr__(self, "predecessor", previous)
 
-    def recall(self, key: Hashable) -> Any:
-        """What :meth:`memo` holds under ``key``, or None (nothing is made)."""
-        return self._memo.get(key)
-
-    def memo(self, key: Hashable, make: Callable[[], Any]) -> Any:
-        """A value derived from this scope (and the context parts that come with it).
+    def derived(self, kind: type[Derived]) -> Derived:
+        """The scope's one ``kind`` object (made with ``kind()`` on first use): what
+        generators derive from this scope and the context parts that come with it.
 
         Never for values that read anything else of a context (endpoints, services or
         DestinationRules other than the scope's own): those belong in the context's memo.
         """
         try:
-            return self._memo[key]
+            return self._derived[kind]  # type: ignore[return-value]
         except KeyError:
-            value = self._memo[key] = make()
-            return value
+            made = self._derived[kind] = kind()
+            return made
+
+    def held(self, kind: type[Derived]) -> Derived | None:
+        """The scope's ``kind`` object if one was made (nothing is made)."""
+        return self._derived.get(kind)  # type: ignore[return-value]
 
     def service(self, hostname: str) -> Service | None:
         return self.by_hostname.get(hostname)

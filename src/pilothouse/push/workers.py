@@ -124,14 +124,17 @@ class PushWorkers(Generic[ConnT]):
             max_concurrent=max(stats.max_concurrent, self._active + 1),
         )
         self._active += 1
-        if self._observe is not None:
-            self._observe(item.queue_time)
         task = asyncio.create_task(self._one(item), name=f"push {item.conn!r}")
         self._tasks.add(task)
         task.add_done_callback(lambda done: self._finish(item.conn, done))
 
     async def _one(self, item: QueuedPush[ConnT]) -> bool:
         """Run one push; True if it raised (the error is logged, never propagated)."""
+        if self._observe is not None:
+            try:
+                self._observe(item.queue_time)
+            except Exception:  # a metrics bug must not cost the push
+                _log.exception("observing the queue time of %r failed", item.conn)
         try:
             await self._push(item.conn, item.request)
         except Exception:

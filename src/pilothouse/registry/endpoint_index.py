@@ -123,6 +123,11 @@ class EndpointIndex:
         """The version of ``service``'s endpoints; 0 when it never had any."""
         return self._versions.get(service, 0)
 
+    @property
+    def revision(self) -> int:
+        """Moves whenever any service's endpoints change (the newest version)."""
+        return self._clock
+
     def services(self) -> tuple[ServiceKey, ...]:
         """The services that have endpoints, in order."""
         return tuple(sorted(self._shards))

@@ -140,6 +140,7 @@ def build_source(
     *,
     default_namespace: str = Settings.default_namespace,
     file_debounce: float = Settings.file_debounce,
+    file_root_poll: float = Settings.file_root_poll,
     schemas: SchemaSet | None = None,
     upstream: UpstreamSettings | None = None,
 ) -> ConfigSource:
@@ -152,7 +153,7 @@ def build_source(
             default_namespace=default_namespace,
             source=f"fs://{directory.resolve()}",
         )
-        return FileSource(directory, loader, debounce=file_debounce)
+        return FileSource(directory, loader, debounce=file_debounce, root_poll=file_root_poll)
     if parsed.scheme is Scheme.XDS:
         assert parsed.port is not None
         return XdsUpstreamSource(parsed.host, parsed.port, schemas=schemas, settings=upstream)

@@ -278,12 +278,23 @@ class XdsUpstreamSource:
     def _answer(self, response: Any) -> list[ClientRequest]:
         """Apply one response; the requests to send, its ACK or NACK first.
 
-        The engine takes the response first (its nonce and version are then known), so
-        whatever happens while applying it can still be answered with
-        ``self._engine.nack(delivery, message, code)``.
+        Faults stop at the response: the engine takes it before it is applied (its nonce
+        and version are then known), and if applying it raises (a bug of ours, or input
+        no check foresaw), the traceback is logged and the response is NACKed with
+        ``INTERNAL``; what the store held of the type stays, and so does the stream.
         """
         delivery = self._engine.receive(response)
-        return self._apply(delivery, response)
+        try:
+            return self._apply(delivery, response)
+        except Exception:
+            type_url = delivery.type_url
+            log.exception("upstream %s: applying %s failed", self.name, type_url)
+            count = len(response.resources)
+            message = (
+                f"pilothouse failed to apply {count} resource(s) of {type_url} "
+                "(internal error; details in its log); its last good config is kept"
+            )
+            return self._engine.nack(delivery, message, code_pb2.INTERNAL)
 
     def _apply(self, delivery: Delivery, response: Any) -> list[ClientRequest]:
         type_url = delivery.type_url

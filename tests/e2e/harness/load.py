@@ -1,10 +1,11 @@
 """Steady background load through a listener, recorded with timestamps, for config-change tests.
 
 ``SteadyLoad`` runs a few workers that send requests back to back until stopped (one
-fresh connection per request unless told otherwise) and records every outcome with the
-time it completed: status, answering upstream (``x-upstream``) or error.  Tests change
-config while it runs, then ask when traffic moved and what failed meanwhile.  Loopback
-only; the caller bounds it by stopping it (``async with`` stops it on exit).
+fresh connection per request), or paced to a total ``rate`` of requests per second, and
+records every outcome with the time it completed: status, answering upstream
+(``x-upstream``) or error.  Tests change config while it runs, then ask when traffic
+moved and what failed meanwhile.  Loopback only; the caller bounds it by stopping it
+(``async with`` stops it on exit).
 """
 
 from __future__ import annotations
@@ -47,9 +48,18 @@ class SteadyLoad:
         path: str = "/",
         workers: int = 2,
         request_timeout: float = 2.0,
+        authority: str | None = None,
+        rate: float | None = None,
     ) -> None:
+        """``rate``: requests per second over all workers (None: back to back);
+        ``authority``: the ``Host`` header (default ``host:port``)."""
+        if rate is not None and rate <= 0:
+            raise ValueError("rate must be positive")
         self.host, self.port, self.path = host, port, path
+        self.authority = authority
         self.workers = workers
+        self.interval = 0.0 if rate is None else workers / rate
+        """Seconds between the starts of one worker's requests (0: back to back)."""
         self.request_timeout = request_timeout
         self.samples: list[Sample] = []
         self._stop = asyncio.Event()
@@ -78,19 +88,35 @@ class SteadyLoad:
         self._tasks = []
 
     async def _worker(self) -> None:
+        due = time.monotonic()
         while not self._stop.is_set():
             try:
                 response = await fetch(
-                    self.host, self.port, self.path, timeout=self.request_timeout
+                    self.host,
+                    self.port,
+                    self.path,
+                    authority=self.authority,
+                    timeout=self.request_timeout,
                 )
             except (OSError, TimeoutError, EOFError, HttpProtocolError) as exc:
                 error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
                 self.samples.append(Sample(time.monotonic(), None, None, error))
-                await asyncio.sleep(0.001)  # a refused port must not spin the loop
+                await asyncio.sleep(max(0.001, self.interval))  # a refused port must not spin
+                due = time.monotonic()
                 continue
             self.samples.append(
                 Sample(time.monotonic(), response.status, response.header(UPSTREAM_HEADER), None)
             )
+            if self.interval:
+                # the next slot; a worker that fell behind starts again from now (no burst)
+                due = max(due + self.interval, time.monotonic())
+                await self._pause(due - time.monotonic())
+
+    async def _pause(self, seconds: float) -> None:
+        """Sleep ``seconds``, or less when the load is stopped meanwhile."""
+        if seconds > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), seconds)
 
     # -- what happened ------------------------------------------------------------------
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from pilothouse.cli.main import main
+from pilothouse.config.load import Loader, LoadResult
 
 ROOT = Path(__file__).resolve().parents[3]
 BAD = """\
@@ -133,3 +136,75 @@ def test_proxyless_grpc_limits_are_warnings(
     out = capsys.readouterr().out
     assert f"{path}:10: VirtualService default/greeter: warning: " in out
     assert "spec.http[0].match[0].authority" in out and "proxyless gRPC" in out
+
+
+def bookinfo_copy(tmp_path: Path) -> Path:
+    mesh = tmp_path / "m"
+    shutil.copytree(ROOT / "examples", mesh)
+    return mesh / "bookinfo"
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
+def test_the_three_one_line_edits_are_clean_problems(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The edits of issue 6: each is one problem line with file:line, no traceback."""
+    bookinfo = bookinfo_copy(tmp_path)
+    edit(bookinfo / "sidecar.yaml", "\nkind: Sidecar", "\nkind: !!bool Sidecar")
+    edit(bookinfo / "services.yaml", "  name: details\n", "  name: !!timestamp x\n")
+    edit(bookinfo / "gateway.yaml", "number: 8080", "number: '" + "9" * 5000 + "'")
+    assert main(["validate", str(bookinfo.parent)]) == 1
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert len(lines) == 3, captured.out
+    assert lines[0].startswith(f"{bookinfo / 'gateway.yaml'}:11: Gateway bookinfo/")
+    assert "spec.servers[0].port.number: number too long" in lines[0]
+    assert lines[1].startswith(f"{bookinfo / 'services.yaml'}:20: ServiceEntry bookinfo/x: ")
+    assert "metadata.name: 'x' is not a valid !!timestamp value" in lines[1]
+    assert lines[2].startswith(f"{bookinfo / 'sidecar.yaml'}:4: Sidecar bookinfo/")
+    assert "kind: 'Sidecar' is not a valid !!bool value" in lines[2]
+    assert "invalid:" in captured.err and "3 error(s)" in captured.err
+    assert "Traceback" not in captured.out + captured.err
+    assert "set_int_max_str_digits" not in captured.out
+
+
+def test_a_failure_inside_the_loader_is_a_problem_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bookinfo = bookinfo_copy(tmp_path)
+    real = Loader.load_bytes
+
+    def load_bytes(self: Loader, data: bytes, file: str) -> LoadResult:
+        if file.endswith("routing.yaml"):
+            raise RuntimeError("a bug")
+        return real(self, data, file)
+
+    monkeypatch.setattr(Loader, "load_bytes", load_bytes)
+    assert main(["validate", "-o", "json", str(bookinfo)]) == 1
+    report = json.loads(capsys.readouterr().out)
+    (problem,) = report["problems"]
+    assert problem["file"] == str(bookinfo / "routing.yaml")
+    assert "internal error" in problem["message"] and "RuntimeError" in problem["message"]
+    assert report["validObjects"] > 10
+
+
+def test_undecodable_file_names_and_bytes_are_reported_not_raised(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "names"
+    folder.mkdir()
+    raw = os.fsencode(folder) + b"/bad\xff.yaml"
+    with open(raw, "wb") as handle:
+        handle.write(b"apiVersion: networking.istio.io/v1\nkind: Gateway\nmetadata: {name: \xfe}\n")
+    assert main(["validate", str(folder)]) == 1
+    out = capsys.readouterr().out
+    reason = "not valid UTF-8 text: byte(s) 0xfe at line 3, column 18"
+    assert out == f"{folder}/bad\\xff.yaml:3: {reason}\n"
+    assert main(["validate", "-o", "json", str(folder)]) == 1
+    (problem,) = json.loads(capsys.readouterr().out)["problems"]
+    assert problem["file"] == f"{folder}/bad\\xff.yaml" and problem["line"] == 3

@@ -166,3 +166,17 @@ def test_held_state_carries_over_to_the_next_session() -> None:
         "default/a": encoded(A).version
     }
     assert second.answered() == frozenset()
+
+
+def test_failed_message_is_an_internal_nack_and_restores_what_is_held() -> None:
+    session = sink(incremental=True)
+    session.receive(push(encoded(A), incremental=True))
+    before = session.held
+    session.receive(push(encoded(B), nonce="2", incremental=True))  # say applying it raised
+    decision = session.failed(push(encoded(B), nonce="2", incremental=True), before)
+    assert decision.kind is SinkKind.FAILED and decision.change is None
+    assert decision.reply.response_nonce == "2" and decision.reply.error is not None
+    assert decision.reply.error.code == Code.INTERNAL
+    assert "failed to apply 1 resource(s) of " + SE in decision.reply.error.message
+    assert session.held == before
+    assert set(session.held[SE]) == {"default/a"}

@@ -1,4 +1,7 @@
-"""The resource cache: hits, misses, dependency invalidation and the LRU bound."""
+"""The resource cache: hits, misses, dependency invalidation and the LRU bound.
+
+An entry's dependencies are the config keys its key holds (pilothouse.push.inputs).
+"""
 
 from __future__ import annotations
 
@@ -15,33 +18,35 @@ def res(name: str) -> Resource:
 
 def test_hit_miss_and_invalidate_by_dependency() -> None:
     cache = ResourceCache()
-    cache.put(("k", 1), res("one"), frozenset({A}))
-    cache.put(("k", 2), res("two"), frozenset({A, B}))
-    cache.put(("k", 3), res("three"), frozenset({B}))
-    assert cache.get(("k", 1)) == res("one")
+    cache.put(("k", 1, A), res("one"))
+    cache.put(("k", 2, (A, B)), res("two"))
+    cache.put(("k", 3, B), res("three"))
+    assert cache.get(("k", 1, A)) == res("one")
     assert cache.get(("k", 9)) is None
     assert (cache.stats.hits, cache.stats.misses) == (1, 1)
     assert cache.invalidate([A]) == 2
-    assert cache.get(("k", 1)) is None and cache.get(("k", 2)) is None
-    assert cache.get(("k", 3)) == res("three")
+    assert cache.get(("k", 1, A)) is None and cache.get(("k", 2, (A, B))) is None
+    assert cache.get(("k", 3, B)) == res("three")
     assert cache.invalidate([A]) == 0 and len(cache) == 1
 
 
 def test_lru_bound_evicts_least_recently_used() -> None:
     cache = ResourceCache(max_entries=2)
-    cache.put(1, res("a"), frozenset({A}))
-    cache.put(2, res("b"), frozenset())
-    cache.get(1)
-    cache.put(3, res("c"), frozenset())
-    assert cache.get(2) is None and cache.get(1) is not None and cache.get(3) is not None
+    cache.put((1, A), res("a"))
+    cache.put(2, res("b"))
+    cache.get((1, A))
+    cache.put(3, res("c"))
+    assert cache.get(2) is None and cache.get((1, A)) is not None and cache.get(3) is not None
     assert cache.stats.evictions == 1
     cache.invalidate([A])
     assert len(cache) == 1
 
 
-def test_replacing_an_entry_moves_its_dependencies() -> None:
+def test_replacing_an_entry_keeps_one_registration() -> None:
     cache = ResourceCache()
-    cache.put(1, res("a"), frozenset({A}))
-    cache.put(1, res("a2"), frozenset({B}))
-    assert cache.invalidate([A]) == 0
-    assert cache.invalidate([B]) == 1
+    cache.put((1, A), res("a"))
+    cache.put((1, A), res("a2"))
+    assert cache.get((1, A)) == res("a2")
+    assert cache.invalidate([B]) == 0
+    assert cache.invalidate([A]) == 1
+    assert len(cache) == 0

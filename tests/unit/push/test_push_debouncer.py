@@ -253,3 +253,57 @@ async def test_close_stops_run_and_ignores_later_events() -> None:
     debouncer.enqueue(config_event(2))
     assert debouncer.stats.events == 1
     assert recorder.pushes == []
+
+
+async def test_a_failing_push_or_observer_keeps_the_loop_running(start: Runner) -> None:
+    recorder = Recorder()
+    failures = [True]
+
+    async def on_push(request: PushRequest) -> None:
+        if failures.pop() if failures else False:
+            raise RuntimeError("generator bug")
+        await recorder(request)
+
+    def broken(seconds: float) -> None:
+        raise RuntimeError("metrics bug")
+
+    debouncer = Debouncer(
+        DebounceSettings(debounce_after=0.0, debounce_max=0.0),
+        on_push,
+        observe_debounce_time=broken,
+    )
+    task = start(debouncer)
+    debouncer.enqueue(config_event(1))
+    await asyncio.sleep(0.02)
+    debouncer.enqueue(config_event(2))
+    await asyncio.sleep(0.02)
+    assert not task.done()
+    assert [p.configs_updated for p in recorder.pushes] == [{key(2)}]
+
+
+async def test_a_failing_merge_pushes_everything_instead_of_losing_the_change(
+    start: Runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pilothouse.push.debounce as debounce
+
+    recorder = Recorder()
+    debouncer = Debouncer(DebounceSettings(debounce_after=0.0, debounce_max=0.0), recorder)
+    real = debounce.on_events
+    calls = [0]
+
+    def on_events_failing_once(*args: object) -> object:
+        calls[0] += 1
+        if calls[0] == 1:
+            raise RuntimeError("merge bug")
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(debounce, "on_events", on_events_failing_once)
+    task = start(debouncer)
+    debouncer.enqueue(config_event(1, start=3.0))
+    await asyncio.sleep(0.02)
+    assert not task.done()
+    assert len(recorder.pushes) == 1
+    assert recorder.pushes[0].is_everything and recorder.pushes[0].start == 3.0
+    debouncer.enqueue(config_event(2))
+    await asyncio.sleep(0.02)
+    assert [p.configs_updated for p in recorder.pushes[1:]] == [{key(2)}]

@@ -138,15 +138,15 @@ def test_groups_and_resources_share_the_cache_but_not_their_keys() -> None:
     cache = ResourceCache()
     resource = Resource("a", "1", b"x")
     group = ResourceGroup((resource,), frozenset({("0.0.0.0", 80)}))
-    depends = frozenset({ConfigKey("DestinationRule", "ns", "r")})
-    cache.put_group("g", group, depends)
-    cache.put("r", resource, depends)
-    assert cache.get_group("g") is group
-    assert cache.get("r") is resource
+    rule = ConfigKey("DestinationRule", "ns", "r")
+    cache.put_group(("g", rule), group)
+    cache.put(("r", rule), resource)
+    assert cache.get_group(("g", rule)) is group
+    assert cache.get(("r", rule)) is resource
     assert cache.get_group("missing") is None
     with pytest.raises(TypeError):
-        cache.get("g")
+        cache.get(("g", rule))
     with pytest.raises(TypeError):
-        cache.get_group("r")
-    assert cache.invalidate(depends) == 2
-    assert cache.get_group("g") is None
+        cache.get_group(("r", rule))
+    assert cache.invalidate([rule]) == 2
+    assert cache.get_group(("g", rule)) is None

@@ -58,3 +58,28 @@ def test_bad_nodes(node_id: str, metadata: dict[str, object] | None, text: str) 
     with pytest.raises(BadNode) as caught:
         parse_node(node_id, metadata)
     assert text in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("node_id", "text"),
+    [
+        ("~10.0.0.1~a.b~b.svc", "the type (1st part) is empty"),
+        ("sidecar~~~", "the ip (2nd part) is empty"),
+        ("sidecar~~pod.ns~ns.svc.cluster.local", "the ip (2nd part) is empty"),
+        ("sidecar~10.0.0.1~~ns.svc.cluster.local", "the id (3rd part, pod.namespace) is empty"),
+        ("router~10.0.0.1~~", "the id (3rd part, pod.namespace) is empty"),
+    ],
+)
+def test_empty_parts_are_named(node_id: str, text: str) -> None:
+    with pytest.raises(BadNode) as caught:
+        parse_node(node_id)
+    assert text in str(caught.value)
+
+
+def test_empty_ip_part_with_instance_ips_and_empty_domain_stay_accepted() -> None:
+    """As istiod: the address may come from INSTANCE_IPS alone, and the domain may be
+    empty when the id names the namespace."""
+    proxy = parse_node("sidecar~~pod.ns~", {"INSTANCE_IPS": "10.0.0.7"})
+    assert proxy.ip_addresses == ("10.0.0.7",) and proxy.namespace == "ns"
+    with pytest.raises(BadNode, match="the ip"):
+        parse_node("sidecar~~pod.ns~", {"INSTANCE_IPS": " , "})

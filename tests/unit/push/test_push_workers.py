@@ -105,7 +105,12 @@ async def test_a_failing_push_is_marked_done_and_frees_its_slot() -> None:
     task = asyncio.create_task(workers.run())
     for conn in ("a", "b", "c"):
         queue.enqueue(conn, push(0))
-    await asyncio.sleep(0.01)
+    # Each failure is logged with its traceback: on a loaded machine that takes a while,
+    # so wait for the three pushes (bounded) rather than for a fixed 10 ms.
+    for _ in range(200):
+        if workers.stats.failures == 3:
+            break
+        await asyncio.sleep(0.01)
     assert calls == {"a": 1, "b": 1, "c": 1}
     assert workers.stats.failures == 3
     assert queue.in_flight() == 0
@@ -209,3 +214,24 @@ async def test_random_traffic_one_push_per_connection_and_nothing_lost(seed: int
     assert overlap == []
     assert received == sent
     assert workers.stats.max_concurrent <= 3
+
+
+async def test_a_failing_queue_time_observer_costs_no_push() -> None:
+    queue: PushQueue[str] = PushQueue()
+    pushed: list[str] = []
+
+    async def record(conn: str, request: PushRequest) -> None:
+        pushed.append(conn)
+
+    def broken(seconds: float) -> None:
+        raise RuntimeError("metrics bug")
+
+    workers = PushWorkers(queue, record, throttle=2, observe_queue_time=broken)
+    task = asyncio.create_task(workers.run())
+    for conn in ("a", "b", "c"):
+        queue.enqueue(conn, push(0))
+    await asyncio.sleep(0.02)
+    assert sorted(pushed) == ["a", "b", "c"] and not task.done()
+    assert workers.running() == 0 and queue.in_flight() == 0
+    queue.shutdown()
+    await asyncio.wait_for(task, timeout=1)

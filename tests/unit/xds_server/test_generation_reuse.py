@@ -280,3 +280,21 @@ def test_hash_policy_inputs_see_only_consistent_hashing() -> None:
     assert inputs(plain) is None
     assert inputs(pooled) is None
     assert isinstance(inputs(hashed), bytes)
+
+
+def test_inbound_ports_follow_an_endpoint_change_within_one_context() -> None:
+    """A WorkloadEntry change reaches proxies by the EDS fast path, without a new
+    PushContext: the proxy's inbound cluster and listener come and go with it."""
+    server = _fresh(_mesh())
+    proxy = _proxy("shop")
+    inbound = "inbound|8080||"
+    before = server.generate(proxy)
+    assert inbound in before[CDS] and inbound in before[LDS]
+    workload = ConfigKey("WorkloadEntry", "shop", "web-1")
+    held = server.store.get(workload)
+    assert held is not None
+    server.store.delete(workload)
+    gone = server.generate(proxy)
+    assert inbound not in gone[CDS] and inbound not in gone[LDS]
+    server.store.apply(held)
+    assert server.generate(proxy) == before

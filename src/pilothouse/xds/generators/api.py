@@ -23,6 +23,9 @@ so a push re-sends a kind only when something in it changed.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.config.schema import Schema, SchemaSet
 from pilothouse.push.cache import Resource
@@ -123,14 +126,20 @@ class MeshConfigGenerator:
         self.type_url = type_url
 
     def generate(self, given: GenerationInput) -> Resources:
-        mesh = given.context.mesh
-        key = ("api-mesh", mesh)
-        found = given.cache.get(key)
-        if found is None:
-            body = wrap_mesh_config(mesh)
-            found = Resource(MESH_CONFIG_NAME, content_hash(body), body)
-            given.cache.put(key, found, frozenset())
+        found = given.cache.resource(MeshConfigInputs(given.context.mesh), mesh_config_resource)
         return {found.name: found}
+
+
+@dataclass(frozen=True, slots=True)
+class MeshConfigInputs:
+    """What the MeshConfig answer is built from: the mesh settings."""
+
+    mesh: MeshSettings
+
+
+def mesh_config_resource(inputs: MeshConfigInputs) -> Resource:
+    body = wrap_mesh_config(inputs.mesh)
+    return Resource(MESH_CONFIG_NAME, content_hash(body), body)
 
 
 class UnknownKindGenerator:

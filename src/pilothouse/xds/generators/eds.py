@@ -1,9 +1,10 @@
 """EDS: one ClusterLoadAssignment per watched cluster name, from the live endpoint index.
 
 EDS reads the endpoint index directly, never a rebuilt PushContext: that is the fast
-path for endpoint-only changes. A cluster's assignment is cached under (name, the
-service, the index's version for that service, the subset labels, the port name), so
-it is built once per endpoint change and shared by every proxy watching it. A
+path for endpoint-only changes. A cluster's assignment is cached under its
+:class:`AssignmentInputs` (name, the service's endpoints at the index's version, the
+port name, the subset labels), so it is built once per endpoint change and shared by
+every proxy watching it. A
 watched name this proxy cannot resolve (unknown host, port or subset) gets no
 resource: in SotW that is what "does not exist" looks like.
 
@@ -20,12 +21,14 @@ from dataclasses import dataclass
 
 from pilothouse.config.model import Config
 from pilothouse.push.cache import Resource
+from pilothouse.push.inputs import EndpointsAt
 from pilothouse.push.scope import ProxyScope
 from pilothouse.registry.model import Resolution, Service, ServiceKey
 from pilothouse.xds.builders.endpoint import LbEndpointInput, build_load_assignment
 from pilothouse.xds.builders.names import Direction, outbound_cluster_name, parse_cluster_name
 from pilothouse.xds.generators.base import GenerationInput, Resources
 from pilothouse.xds.generators.cds import encode, subsets_of
+from pilothouse.xds.generators.scope_memo import predecessor_memo, scope_memo
 from pilothouse.xds.protocol.type_urls import EDS
 
 MAX_REMEMBERED = 64
@@ -72,10 +75,13 @@ class EndpointGenerator:
 
     def generate(self, given: GenerationInput) -> Resources:
         scope = given.scope
+        memo = scope_memo(scope)
         names = given.names
         if names is None:
-            names = scope.memo("eds-names", lambda: frozenset(self._all_names(given)))
-        answers: dict[frozenset[str], Assignments] = scope.memo("eds-answers", dict)
+            names = memo.eds_names
+            if names is None:
+                names = memo.eds_names = frozenset(self._all_names(given))
+        answers = memo.eds_answers
         watched = answers.get(names)
         if watched is None:
             if len(answers) >= MAX_REMEMBERED:
@@ -88,7 +94,7 @@ class EndpointGenerator:
     @staticmethod
     def _targets(given: GenerationInput, names: frozenset[str]) -> tuple[EdsTarget, ...]:
         # Names resolve the same way for every proxy of the scope: once per scope.
-        known: dict[str, EdsTarget | None] = given.scope.memo("eds-targets", dict)
+        known = scope_memo(given.scope).eds_targets
         if len(known) >= MAX_REMEMBERED * 64:
             known.clear()
         found: list[EdsTarget] = []
@@ -108,24 +114,13 @@ class EndpointGenerator:
     @staticmethod
     def load(given: GenerationInput, target: EdsTarget) -> Resource:
         """The target's assignment at the index's current version, cached across proxies."""
-        index = given.endpoints
-        service = target.service
-        key = ("eds", target.name, service, index.version(service), target.labels, target.port_name)
-        cached = given.cache.get(key)
-        if cached is not None:
-            return cached
-        labels = target.labels
-        endpoints = index.endpoints_for(service, target.port_name, dict(labels) or None)
-        assignment = build_load_assignment(
+        inputs = AssignmentInputs(
             target.name,
-            [
-                LbEndpointInput(e.address, e.port, e.locality, e.weight, e.labels.pairs)
-                for e in endpoints
-            ],
+            EndpointsAt.of(target.service, given.endpoints),
+            target.port_name,
+            target.labels,
         )
-        resource = encode(assignment, target.name)
-        given.cache.put(key, resource, frozenset({service.config_key}))
-        return resource
+        return given.cache.resource(inputs, build_assignment)
 
     @staticmethod
     def _all_names(given: GenerationInput) -> list[str]:
@@ -144,12 +139,34 @@ class EndpointGenerator:
         return names
 
 
+@dataclass(frozen=True, slots=True)
+class AssignmentInputs:
+    """What one ClusterLoadAssignment is built from."""
+
+    name: str
+    endpoints: EndpointsAt
+    port_name: str
+    labels: tuple[tuple[str, str], ...]
+
+
+def build_assignment(inputs: AssignmentInputs) -> Resource:
+    endpoints = inputs.endpoints.read(inputs.port_name, dict(inputs.labels) or None)
+    assignment = build_load_assignment(
+        inputs.name,
+        [
+            LbEndpointInput(e.address, e.port, e.locality, e.weight, e.labels.pairs)
+            for e in endpoints
+        ],
+    )
+    return encode(assignment, inputs.name)
+
+
 def resolve(scope: ProxyScope, name: str) -> EdsTarget | None:
     """The service port and subset ``name`` means to the scope; None when it means nothing."""
     parsed = parse_cluster_name(name)
     if parsed is None or parsed.direction is not Direction.OUTBOUND:
         return None
-    known: dict[str, ServiceTargets | None] = scope.memo("eds-services", dict)
+    known = scope_memo(scope).eds_services
     try:
         service = known[parsed.host]
     except KeyError:
@@ -194,8 +211,8 @@ def _service_targets(scope: ProxyScope, host: str) -> ServiceTargets | None:
         and previous.service(host) is service
         and previous.destination_rule(service) is rule
     ):
-        held: dict[str, ServiceTargets | None] | None = previous.recall("eds-services")
-        found = None if held is None else held.get(host)
+        held = predecessor_memo(scope)
+        found = None if held is None else held.eds_services.get(host)
         if found is not None:
             return found
     return ServiceTargets(service.key, service, rule)
@@ -205,9 +222,6 @@ def _inherited(
     scope: ProxyScope, names: frozenset[str], targets: tuple[EdsTarget, ...]
 ) -> Assignments | None:
     """The predecessor scope's assignments for these names, when they mean the same."""
-    previous = scope.predecessor
-    if previous is None:
-        return None
-    held: dict[frozenset[str], Assignments] | None = previous.recall("eds-answers")
-    found = None if held is None else held.get(names)
+    held = predecessor_memo(scope)
+    found = None if held is None else held.eds_answers.get(names)
     return found if found is not None and found.targets == targets else None

@@ -28,19 +28,21 @@ Validation warns about each of these differences for gRPC-targeted hosts
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 from pilothouse.api.istio.networking.v1alpha3 import destination_rule_pb2 as dr_pb2
 from pilothouse.config.model import Config
 from pilothouse.push.cache import Resource
+from pilothouse.push.inputs import ConfigRevision, EndpointsAt
 from pilothouse.registry.model import Resolution, Service, ServicePort
 from pilothouse.xds.builders.cluster import ClusterInputs, Discovery, build_cluster
 from pilothouse.xds.builders.endpoint import LbEndpointInput
 from pilothouse.xds.builders.names import Direction, outbound_cluster_name, parse_cluster_name
 from pilothouse.xds.builders.traffic_policy import effective_policy
 from pilothouse.xds.generators.base import GenerationInput, Resources
-from pilothouse.xds.generators.cds import encode, rule_identity, subsets_of
+from pilothouse.xds.generators.cds import encode, subsets_of
 from pilothouse.xds.protocol.type_urls import CDS
 
 LoadBalancerSettings = dr_pb2.LoadBalancerSettings
@@ -119,37 +121,54 @@ def _cluster_resource(
     subset: str,
     rule: Config | None,
 ) -> Resource:
-    mesh = given.context.mesh
     discovery = GRPC_DISCOVERY[service.resolution]
-    endpoint_version = 0
+    endpoints = None
     if discovery is Discovery.LOGICAL_DNS:
-        endpoint_version = given.endpoints.version(service.key)
-    key = ("grpc-cds", service, port, subset, rule_identity(rule), mesh, endpoint_version)
-    found = given.cache.get(key)
-    if found is not None:
-        return found
+        endpoints = EndpointsAt.of(service.key, given.endpoints)
+    inputs = GrpcClusterInputs(
+        service,
+        port,
+        subset,
+        ConfigRevision.of(rule),
+        given.context.mesh.connect_timeout,
+        endpoints,
+    )
+    return given.cache.resource(inputs, build_grpc_cluster)
+
+
+@dataclass(frozen=True, slots=True)
+class GrpcClusterInputs:
+    """What one proxyless gRPC cluster is built from. ``endpoints`` only for a
+    LOGICAL_DNS cluster, which holds them."""
+
+    service: Service
+    port: ServicePort
+    subset: str
+    rule: ConfigRevision | None
+    connect_timeout: float
+    endpoints: EndpointsAt | None
+
+
+def build_grpc_cluster(inputs: GrpcClusterInputs) -> Resource:
+    service, port, subset = inputs.service, inputs.port, inputs.subset
+    rule = inputs.rule.config if inputs.rule is not None else None
     name = outbound_cluster_name(service.hostname, port.number, subset)
     spec: Any = rule.spec if rule is not None else None
     endpoints: tuple[LbEndpointInput, ...] = ()
-    if discovery is Discovery.LOGICAL_DNS:
+    if inputs.endpoints is not None:
         labels = dict(subsets_of(rule)).get(subset, ()) if subset else ()
         endpoints = tuple(
             LbEndpointInput(e.address, e.port, e.locality, e.weight, e.labels.pairs)
-            for e in given.endpoints.endpoints_for(service.key, port.name, dict(labels) or None)
+            for e in inputs.endpoints.read(port.name, dict(labels) or None)
         )
-    inputs = ClusterInputs(
+    cluster = ClusterInputs(
         name=name,
-        discovery=discovery,
+        discovery=GRPC_DISCOVERY[service.resolution],
         protocol=port.protocol or "TCP",
         endpoints=endpoints,
         dns_host=service.hostname,
         dns_port=port.endpoint_port,
         policy=grpc_traffic_policy(effective_policy(spec, port.number, subset or None)),
-        connect_timeout=timedelta(seconds=mesh.connect_timeout),
+        connect_timeout=timedelta(seconds=inputs.connect_timeout),
     )
-    resource = encode(build_cluster(inputs), name)
-    depends = {service.key.config_key, service.source}
-    if rule is not None:
-        depends.add(rule.key)
-    given.cache.put(key, resource, frozenset(depends))
-    return resource
+    return encode(build_cluster(cluster), name)

@@ -18,7 +18,6 @@ gRPC names every listener it wants, and gets exactly those it can use:
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from envoy.config.listener.v3 import listener_pb2  # type: ignore[import-untyped]
@@ -39,6 +38,7 @@ from pilothouse.xds.builders.listener_grpc import (
 from pilothouse.xds.builders.names import inbound_cluster_name
 from pilothouse.xds.generators.base import GenerationInput, Resources
 from pilothouse.xds.generators.cds import encode
+from pilothouse.xds.generators.context_memo import context_memo
 from pilothouse.xds.generators.grpc_rds import grpc_route_configuration
 from pilothouse.xds.generators.grpc_targets import (
     parse_server_listener_name,
@@ -55,10 +55,14 @@ class GrpcListenerGenerator:
 
     def generate(self, given: GenerationInput) -> Resources:
         names = given.names if given.names is not None else frozenset(_all_names(given))
+        known = context_memo(given.context).grpc_listeners
         out: dict[str, Resource] = {}
         for name in names:
-            key = ("grpc-lds", given.scope.key, name, self.inline_routes, given.proxy.labels)
-            resource = given.context.memo(key, functools.partial(self._one, given, name))
+            key = (given.scope.key, name, self.inline_routes, given.proxy.labels)
+            try:
+                resource = known[key]
+            except KeyError:
+                resource = known[key] = self._one(given, name)
             if resource is not None:
                 out[name] = resource
         return out

@@ -32,7 +32,6 @@ through unchanged.
 
 from __future__ import annotations
 
-import functools
 from typing import Any, Final
 
 from envoy.config.route.v3 import route_components_pb2 as rc_pb2  # type: ignore[import-untyped]
@@ -51,6 +50,7 @@ from pilothouse.xds.builders.route_virtual_host import (
 )
 from pilothouse.xds.generators.base import GenerationInput, Resources
 from pilothouse.xds.generators.cds import encode
+from pilothouse.xds.generators.context_memo import context_memo
 from pilothouse.xds.generators.grpc_targets import GrpcTarget, resolve_target
 from pilothouse.xds.generators.routing import (
     delegates,
@@ -71,12 +71,14 @@ class GrpcRouteGenerator:
 
     def generate(self, given: GenerationInput) -> Resources:
         names = given.names if given.names is not None else frozenset(_all_names(given))
+        known = context_memo(given.context).grpc_routes
         out: dict[str, Resource] = {}
         for name in names:
-            resource = given.context.memo(
-                ("grpc-rds", given.scope.key, name, given.proxy.labels),
-                functools.partial(_one, given, name),
-            )
+            key = (given.scope.key, name, given.proxy.labels)
+            try:
+                resource = known[key]
+            except KeyError:
+                resource = known[key] = _one(given, name)
             if resource is not None:
                 out[name] = resource
         return out

@@ -21,6 +21,7 @@ from typing import Any
 
 from pilothouse.registry.model import Endpoint, Service
 from pilothouse.xds.generators.base import GenerationInput
+from pilothouse.xds.generators.context_memo import context_memo
 
 LOCALHOST = "127.0.0.1"
 
@@ -39,10 +40,22 @@ class InboundPort:
 
 
 def inbound_ports(given: GenerationInput) -> tuple[InboundPort, ...]:
+    """The inbound ports of the proxy's workload, once per context and proxy kind.
+
+    Ports found through the workload's WorkloadEntry read the endpoint index, which
+    changes without a new PushContext (the EDS fast path): they are kept with the
+    index's revision and found again when it moved.
+    """
     proxy = given.proxy
-    key = ("inbound", given.scope.key, proxy.ip_addresses, proxy.labels)
-    found: tuple[InboundPort, ...] = given.context.memo(key, lambda: _compute(given))
-    return found
+    key = (given.scope.key, proxy.ip_addresses, proxy.labels)
+    known = context_memo(given.context).inbound_ports
+    revision = given.endpoints.revision
+    held = known.get(key)
+    if held is not None and held[0] == revision:
+        return held[1]
+    ports = _compute(given)
+    known[key] = (revision, ports)
+    return ports
 
 
 def _compute(given: GenerationInput) -> tuple[InboundPort, ...]:
@@ -117,8 +130,9 @@ def _labelled_endpoints(given: GenerationInput, namespace: str) -> Mapping[str, 
     services = given.context.services.by_namespace.get(namespace, ())
     index = given.endpoints
     versions = tuple(index.version(s.key) for s in services)
-    held: dict[str, Any] = given.context.memo(("inbound-endpoints", namespace), dict)
-    if held.get("versions") != versions:
+    known = context_memo(given.context).labelled_endpoints
+    held = known.get(namespace)
+    if held is None or held.versions != versions:
         by_address: dict[str, list[Candidate]] = {}
         position = 0
         for service in services:
@@ -128,6 +142,13 @@ def _labelled_endpoints(given: GenerationInput, namespace: str) -> Mapping[str, 
                         (position, service, endpoint)
                     )
                 position += 1
-        held["versions"], held["by_address"] = versions, by_address
-    found: Mapping[str, list[Candidate]] = held["by_address"]
-    return found
+        held = known[namespace] = LabelledEndpoints(versions, by_address)
+    return held.by_address
+
+
+@dataclass(frozen=True, slots=True)
+class LabelledEndpoints:
+    """A namespace's labelled endpoints by address, and the versions they were read at."""
+
+    versions: tuple[int, ...]
+    by_address: Mapping[str, list[Candidate]]

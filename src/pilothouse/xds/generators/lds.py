@@ -61,9 +61,11 @@ from pilothouse.xds.builders.route_l4 import build_tcp_route_clusters, tls_route
 from pilothouse.xds.builders.route_match import resolve_gateway_name
 from pilothouse.xds.generators.base import GenerationInput, Resources
 from pilothouse.xds.generators.cds import encode
+from pilothouse.xds.generators.context_memo import context_memo
 from pilothouse.xds.generators.inbound import InboundPort, inbound_ports
 from pilothouse.xds.generators.routing import resolver_for
-from pilothouse.xds.generators.scope_inputs import scope_inputs
+from pilothouse.xds.generators.scope_inputs import ScopeInputs, scope_inputs
+from pilothouse.xds.generators.scope_memo import scope_memo
 from pilothouse.xds.protocol.type_urls import LDS
 
 log = logging.getLogger("pilothouse.xds")
@@ -90,9 +92,10 @@ class ListenerGenerator:
         """
         proxy = given.proxy
         capturing = (proxy.metadata or {}).get("INTERCEPTION_MODE", "") in CAPTURING
-        outbound: ScopeListeners = given.scope.memo(
-            ("lds", capturing, given.rest), lambda: self._outbound(given, capturing)
-        )
+        known = scope_memo(given.scope).listeners
+        outbound = known.get((capturing, given.rest))
+        if outbound is None:
+            outbound = known[capturing, given.rest] = self._outbound(given, capturing)
         if proxy.is_router:
             return outbound.resources
         inbound = inbound_ports(given)
@@ -108,15 +111,12 @@ class ListenerGenerator:
 
     def _outbound(self, given: GenerationInput, capturing: bool) -> ScopeListeners:
         """The scope's listeners, from the cache when the scope's inputs were seen before."""
-        inputs = scope_inputs(given.context, given.scope)
-        key = ("lds", inputs, capturing, given.rest)
-        group = given.cache.get_group(key)
-        if group is None:
-            group = self._build_outbound(given)
-            given.cache.put_group(key, group, inputs.depends_on)
+        inputs = ListenerInputs(scope_inputs(given.context, given.scope), capturing, given.rest)
+        group = given.cache.group(inputs, lambda _: self._build_outbound(given))
         return ScopeListeners({r.name: r for r in group.resources}, group.notes)
 
     def _build_outbound(self, given: GenerationInput) -> ResourceGroup:
+        """The scope's listeners (reading exactly what :class:`ListenerInputs` holds)."""
         listeners = router_listeners(given) if given.proxy.is_router else outbound_listeners(given)
         if given.rest is not None:
             for listener in listeners:
@@ -127,6 +127,16 @@ class ListenerGenerator:
         )
         resources = {listener.name: encode(listener, listener.name) for listener in listeners}
         return ResourceGroup(tuple(resources.values()), taken)
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerInputs:
+    """What a scope's outbound listeners are built from: the scope's inputs, whether the
+    proxy captures traffic (``virtualOutbound``) and its transport."""
+
+    scope: ScopeInputs
+    capturing: bool
+    rest: RestPolling | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,10 +160,14 @@ def inbound_listener(given: GenerationInput, port: InboundPort) -> Resource:
     # ASCII: the placeholder's length in characters is its length in bytes
     if address and address.isascii() and not address.startswith(UNIX_PREFIX):
         tls = None if port.tls is None else port.tls.SerializeToString(deterministic=True)
-        key = ("lds-inbound", port.port, port.protocol, port.bind, tls, given.rest, len(address))
-        template: AddressTemplate | None = given.context.memo(
-            key, lambda: AddressTemplate.make(len(address), lambda a: _inbound(given, port, a))
-        )
+        key = (port.port, port.protocol, port.bind, tls, given.rest, len(address))
+        known = context_memo(given.context).inbound_listeners
+        try:
+            template = known[key]
+        except KeyError:
+            template = known[key] = AddressTemplate.make(
+                len(address), lambda a: _inbound(given, port, a)
+            )
         if template is not None:
             return template.resource(address, _inbound_name(port, address))
     built = _inbound(given, port, address)

@@ -19,8 +19,7 @@ push that changes none of them rebuilds no route.
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Hashable
+from dataclasses import dataclass
 from typing import Any
 
 from envoy.config.route.v3 import route_components_pb2 as rc_pb2  # type: ignore[import-untyped]
@@ -48,7 +47,8 @@ from pilothouse.xds.generators.routing import (
     resolver_for,
     visible_routes,
 )
-from pilothouse.xds.generators.scope_inputs import scope_inputs
+from pilothouse.xds.generators.scope_inputs import ScopeInputs, scope_inputs
+from pilothouse.xds.generators.scope_memo import LabelKey, scope_memo
 from pilothouse.xds.protocol.type_urls import RDS
 
 
@@ -59,21 +59,21 @@ class RouteGenerator:
         names = given.names if given.names is not None else frozenset(self._all_names(given))
         # routes may depend on the proxy's labels (sourceLabels matches)
         labels = label_key(given.context, given.proxy.labels)
+        known = scope_memo(given.scope).routes
         out: dict[str, Resource] = {}
         for name in names:
-            resource = given.scope.memo(
-                ("rds", name, labels),
-                functools.partial(self._one, given, name, labels),
-            )
+            try:
+                resource = known[name, labels]
+            except KeyError:
+                resource = known[name, labels] = self._one(given, name, labels)
             if resource is not None:
                 out[name] = resource
         return out
 
-    def _one(self, given: GenerationInput, name: str, labels: Hashable) -> Resource | None:
+    def _one(self, given: GenerationInput, name: str, labels: LabelKey) -> Resource | None:
         """The route configuration from the cache when the scope's inputs were seen before."""
-        inputs = scope_inputs(given.context, given.scope)
-        key = ("rds", inputs, name, labels)
-        found = given.cache.get(key)
+        inputs = RouteInputs(scope_inputs(given.context, given.scope), name, labels)
+        found = given.cache.get(inputs)
         if found is not None:
             return found
         if name.isdigit():
@@ -83,7 +83,7 @@ class RouteGenerator:
         if config is None:
             return None
         resource = encode(config, name)
-        given.cache.put(key, resource, inputs.depends_on)
+        given.cache.put(inputs, resource)
         return resource
 
     @staticmethod
@@ -102,6 +102,16 @@ class RouteGenerator:
             if is_http(p.protocol or "TCP")
         }
         return [str(p) for p in sorted(ports)]
+
+
+@dataclass(frozen=True, slots=True)
+class RouteInputs:
+    """What one route configuration is built from: the scope's inputs, its name and the
+    ``sourceLabels`` selectors the proxy meets."""
+
+    scope: ScopeInputs
+    name: str
+    labels: LabelKey
 
 
 def sidecar_route_config(given: GenerationInput, port: int) -> Any:

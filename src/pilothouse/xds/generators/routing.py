@@ -22,17 +22,19 @@ from pilothouse.xds.builders.load_balancer import hash_policy
 from pilothouse.xds.builders.names import parse_cluster_name
 from pilothouse.xds.builders.route_destination import DestinationResolver, service_resolver
 from pilothouse.xds.builders.traffic_policy import effective_policy
+from pilothouse.xds.generators.context_memo import context_memo
+from pilothouse.xds.generators.scope_memo import predecessor_memo, scope_memo
 
 
 def ports_by_host(context: PushContext, scope: ProxyScope) -> Mapping[str, Sequence[int]]:
     """``{hostname: [port numbers]}`` of every service the scope sees."""
-    found: Mapping[str, Sequence[int]] = scope.memo(
-        "ports-by-host",
-        lambda: {
+    memo = scope_memo(scope)
+    found = memo.ports_by_host
+    if found is None:
+        found = memo.ports_by_host = {
             host: tuple(p.number for p in service.ports)
             for host, service in scope.by_hostname.items()
-        },
-    )
+        }
     return found
 
 
@@ -46,9 +48,10 @@ def hash_policies(context: PushContext, scope: ProxyScope) -> Any:
     One lookup per scope, remembering each cluster's answer: every route
     configuration of the scope asks about the same clusters.
     """
-    found: Callable[[str], Sequence[rc_pb2.RouteAction.HashPolicy]] = scope.memo(
-        "hash-policies", lambda: _hash_policy_lookup(scope)
-    )
+    memo = scope_memo(scope)
+    found = memo.hash_policies
+    if found is None:
+        found = memo.hash_policies = _hash_policy_lookup(scope)
     return found
 
 
@@ -90,8 +93,12 @@ def hash_policy_inputs(context: PushContext, rule: Config | None) -> bytes | Non
     """
     if rule is None:
         return None
-    found: bytes | None = context.memo(("hash-policy-inputs", rule), lambda: _balancers_only(rule))
-    return found
+    known = context_memo(context).hash_policy_inputs
+    try:
+        return known[rule]
+    except KeyError:
+        found = known[rule] = _balancers_only(rule)
+        return found
 
 
 def _balancers_only(rule: Config) -> bytes | None:
@@ -131,9 +138,10 @@ def _copy_balancers(target: dr_pb2.TrafficPolicy, source: dr_pb2.TrafficPolicy) 
 
 def delegates(context: PushContext) -> Any:
     """``(name, namespace) → VirtualService spec`` for delegate lookups (one per context)."""
-    found: Callable[[str, str], vs_pb2.VirtualService | None] = context.memo(
-        ("delegates",), lambda: _delegate_lookup(context.virtual_services.by_key)
-    )
+    memo = context_memo(context)
+    found = memo.delegates
+    if found is None:
+        found = memo.delegates = _delegate_lookup(context.virtual_services.by_key)
     return found
 
 
@@ -162,9 +170,10 @@ def label_key(context: PushContext, labels: Labels) -> tuple[tuple[tuple[str, st
 
 def visible_routes(context: PushContext, scope: ProxyScope) -> tuple[RouteEntry, ...]:
     """The VirtualServices the scope sees, in a stable order (oldest first, then by key)."""
-    entries: tuple[RouteEntry, ...] = scope.memo(
-        "visible-routes", lambda: _visible_routes(context, scope)
-    )
+    memo = scope_memo(scope)
+    entries = memo.visible_routes
+    if entries is None:
+        entries = memo.visible_routes = _visible_routes(context, scope)
     return entries
 
 
@@ -172,7 +181,8 @@ def _visible_routes(context: PushContext, scope: ProxyScope) -> tuple[RouteEntry
     previous = scope.predecessor
     if previous is not None and previous.virtual_services == scope.virtual_services:
         # same VirtualService index (see ProxyScope.predecessor), same keys: same entries
-        known: tuple[RouteEntry, ...] | None = previous.recall("visible-routes")
+        held = predecessor_memo(scope)
+        known = held.visible_routes if held is not None else None
         if known is not None:
             return known
     return tuple(

@@ -14,7 +14,8 @@ Two scopes with equal inputs, in any two contexts, get equal listeners and route
 those are cached in the ResourceCache under their inputs and outlive pushes that did
 not change them: a connection-pool edit in a DestinationRule rebuilds clusters, but
 no listener or route. The entries depend (for eviction) on the configs the inputs
-hold, not on DestinationRules, whose other edits must not evict them.
+hold (derived from them: see pilothouse.push.inputs), not on DestinationRules, whose
+other edits must not evict them.
 """
 
 from __future__ import annotations
@@ -22,28 +23,27 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from pilothouse.config.model import Config, ConfigKey
-from pilothouse.push.cache import InputKey
+from pilothouse.config.model import Config
 from pilothouse.push.context import PushContext
 from pilothouse.push.indexes import RouteEntry
+from pilothouse.push.inputs import InputKey
 from pilothouse.push.scope import ProxyScope
 from pilothouse.xds.generators.routing import hash_policy_inputs, visible_routes
+from pilothouse.xds.generators.scope_memo import predecessor_memo, scope_memo
 
 
 class ScopeInputs(InputKey):
-    """The inputs of one scope's listeners and routes, and the config keys they hold."""
+    """The inputs of one scope's listeners and routes (hashed once)."""
 
-    __slots__ = ("depends_on",)
-
-    def __init__(self, parts: tuple[Hashable, ...], depends_on: frozenset[ConfigKey]) -> None:
-        super().__init__(parts)
-        self.depends_on = depends_on
-        """The config keys the inputs hold, for evicting entries built from them."""
+    __slots__ = ()
 
 
 def scope_inputs(context: PushContext, scope: ProxyScope) -> ScopeInputs:
-    """The scope's :class:`ScopeInputs` (made once per scope: see ``ProxyScope.memo``)."""
-    found: ScopeInputs = scope.memo("scope-inputs", lambda: _gather(context, scope))
+    """The scope's :class:`ScopeInputs` (made once per scope: see ``ScopeMemo``)."""
+    memo = scope_memo(scope)
+    found = memo.inputs
+    if found is None:
+        found = memo.inputs = _gather(context, scope)
     return found
 
 
@@ -74,37 +74,27 @@ def _gather(context: PushContext, scope: ProxyScope) -> ScopeInputs:
         tuple((g, tuple(_route_identity(e) for e in entries)) for g, entries in bound),
         delegates,
     )
-    configs: list[Config | None] = [sidecar, *scope.gateways]
-    configs.extend(e.config for e in used)
-    configs.extend(config for _, config in delegates)
-    depends_on = frozenset(
-        [
-            *(c.key for c in configs if c is not None),
-            *(key for key, _ in delegates),
-            *(service.source for _, service in services),
-        ]
-    )
-    return ScopeInputs(parts, depends_on)
+    return ScopeInputs(parts)
 
 
-def _balancer_reader(context: PushContext, scope: ProxyScope) -> Callable[[Config | None], Any]:
+def _balancer_reader(
+    context: PushContext, scope: ProxyScope
+) -> Callable[[Config | None], bytes | None]:
     """``hash_policy_inputs`` of a rule, remembered per scope; taken from the predecessor
     scope for the very same rule object (a rule edit changes one rule, not hundreds)."""
-    known: dict[int, tuple[Config, Any]] = scope.memo("balancers", dict)
-    previous = scope.predecessor
-    held: dict[int, tuple[Config, Any]] = (
-        (previous.recall("balancers") or {}) if previous is not None else {}
-    )
+    known = scope_memo(scope).balancers
+    previous = predecessor_memo(scope)
+    held = previous.balancers if previous is not None else {}
 
-    def read(rule: Config | None) -> Any:
+    def read(rule: Config | None) -> bytes | None:
         if rule is None:
             return None
-        entry = known.get(id(rule))  # the entry holds the rule: its id stays its own
-        if entry is None:
-            entry = held.get(id(rule))
+        entry = known.get(rule.key)
+        if entry is None or entry[0] is not rule:
+            entry = held.get(rule.key)
             if entry is None or entry[0] is not rule:
                 entry = (rule, hash_policy_inputs(context, rule))
-            known[id(rule)] = entry
+            known[rule.key] = entry
         return entry[1]
 
     return read

@@ -4,8 +4,10 @@ Every stream runs the same loop: refuse it with UNAVAILABLE until the server is
 ready; read the node from the first request and refuse a malformed one with
 INVALID_ARGUMENT; then one reader task feeds requests to the connection while this
 coroutine, the writer, sends the connection's queued responses. Responses are bytes
-already (the response serializer is the identity). When the stream ends, for any
-reason, the connection is removed and leaves nothing behind.
+already (the response serializer is the identity); requests are parsed by
+:func:`request_parser`, so undecodable bytes end the stream with INVALID_ARGUMENT.
+When the stream ends, for any reason, the connection is removed and leaves nothing
+behind; an exception of pilothouse's own ends only that stream, with INTERNAL.
 """
 
 from __future__ import annotations
@@ -24,9 +26,10 @@ from google.protobuf import json_format
 from pilothouse.push.proxy import BadNode, ProxyIdentity, parse_node
 from pilothouse.settings import XdsSettings
 from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
-from pilothouse.xds.server.connection import Connection
+from pilothouse.xds.server.connection import INTERNAL_ERROR, Connection
 from pilothouse.xds.server.discovery import DiscoveryServer
 from pilothouse.xds.server.grpc_options import grpc_server_options
+from pilothouse.xds.server.request_bytes import Undecodable, request_parser
 
 log = logging.getLogger("pilothouse.xds")
 
@@ -45,7 +48,12 @@ def _identity(body: bytes) -> bytes:
 
 def node_identity(node: Any) -> ProxyIdentity:
     """The proxy identity from an Envoy ``Node`` message (raises BadNode)."""
-    metadata = json_format.MessageToDict(node.metadata) if node.HasField("metadata") else {}
+    try:
+        metadata = json_format.MessageToDict(node.metadata) if node.HasField("metadata") else {}
+    except Exception:  # a Struct protobuf parses but JSON cannot express (a NaN number)
+        raise BadNode(
+            f"node {node.id!r}: metadata cannot be read as JSON (a NaN or infinite number?)"
+        ) from None
     locality = "/".join(
         part for part in (node.locality.region, node.locality.zone, node.locality.sub_zone)
     ).rstrip("/")
@@ -55,8 +63,23 @@ def node_identity(node: Any) -> ProxyIdentity:
     )
 
 
+class StreamRefused(Exception):
+    """Ends a stream with ``code`` and ``message`` (the client's fault, or not ready)."""
+
+    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
 class StreamHandler:
-    """Serves one kind of stream (SotW or delta, aggregated or one type)."""
+    """Serves one kind of stream (SotW or delta, aggregated or one type).
+
+    Faults stop at the stream: bad input ends it with ``INVALID_ARGUMENT`` naming the
+    problem; an exception of our own (a generator, a builder, the engine) ends it with
+    ``INTERNAL`` and :data:`INTERNAL_ERROR`, the traceback going to the log. Nothing
+    raised here reaches the server or the other streams.
+    """
 
     def __init__(self, discovery: DiscoveryServer, *, delta: bool, only_type: str = "") -> None:
         self._discovery = discovery
@@ -66,23 +89,36 @@ class StreamHandler:
     async def serve(
         self, requests: AsyncIterator[Any], context: grpc.aio.ServicerContext[Any, bytes]
     ) -> None:
+        try:
+            await self._serve(requests, context)
+        except StreamRefused as refused:
+            await context.abort(refused.code, refused.message)
+        except Exception:
+            log.exception("xds stream failed", extra={"peer": context.peer()})
+            await context.abort(grpc.StatusCode.INTERNAL, INTERNAL_ERROR)
+
+    async def _serve(
+        self, requests: AsyncIterator[Any], context: grpc.aio.ServicerContext[Any, bytes]
+    ) -> None:
         discovery = self._discovery
         if not discovery.ready():
-            await context.abort(
+            raise StreamRefused(
                 grpc.StatusCode.UNAVAILABLE, "pilothouse is not ready: config has not synced yet"
             )
         try:
             first = await anext(requests)
         except StopAsyncIteration:
             return
+        if isinstance(first, Undecodable):
+            raise StreamRefused(grpc.StatusCode.INVALID_ARGUMENT, first.reason)
         if not first.HasField("node") or not first.node.id:
-            await context.abort(
+            raise StreamRefused(
                 grpc.StatusCode.INVALID_ARGUMENT, "the first request must carry a node with an id"
             )
         try:
             proxy = node_identity(first.node)
         except BadNode as problem:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(problem))
+            raise StreamRefused(grpc.StatusCode.INVALID_ARGUMENT, str(problem)) from None
         connection = Connection(
             discovery.next_connection_id(proxy.id or proxy.node_id),
             context.peer(),
@@ -92,7 +128,7 @@ class StreamHandler:
             warming_timeout=discovery.settings.warming_timeout,
         )
         discovery.connect(connection)
-        reader = asyncio.create_task(self._read(first, requests, connection, context))
+        reader = asyncio.create_task(self._read(first, requests, connection))
         try:
             await self._write(connection, context)
         finally:
@@ -101,7 +137,9 @@ class StreamHandler:
                 await reader
             discovery.disconnect(connection)
         if connection.problem:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, connection.problem)
+            raise StreamRefused(grpc.StatusCode.INVALID_ARGUMENT, connection.problem)
+        if connection.failure:
+            raise StreamRefused(grpc.StatusCode.INTERNAL, connection.failure)
 
     @staticmethod
     async def _write(connection: Connection, context: grpc.aio.ServicerContext[Any, bytes]) -> None:
@@ -129,13 +167,7 @@ class StreamHandler:
                 outbound.get_nowait()
                 outbound.task_done()
 
-    async def _read(
-        self,
-        first: Any,
-        requests: AsyncIterator[Any],
-        connection: Connection,
-        context: grpc.aio.ServicerContext[Any, bytes],
-    ) -> None:
+    async def _read(self, first: Any, requests: AsyncIterator[Any], connection: Connection) -> None:
         try:
             self._handle(first, connection)
             async for request in requests:
@@ -145,11 +177,14 @@ class StreamHandler:
         except asyncio.CancelledError:
             raise
         except Exception:
-            log.exception("xds stream failed", extra={"connection": connection.id})
+            log.exception("xds request failed", extra={"connection": connection.id})
+            connection.fail(INTERNAL_ERROR)
         finally:
             connection.close()
 
     def _handle(self, request: Any, connection: Connection) -> None:
+        if isinstance(request, Undecodable):
+            raise _BadRequest(request.reason)
         if self._only_type:
             if not request.type_url:
                 request.type_url = self._only_type
@@ -167,7 +202,7 @@ class _BadRequest(Exception):
 def _handler(behaviour: Callable[..., Any], request_type: Any) -> grpc.RpcMethodHandler[Any, bytes]:
     return grpc.stream_stream_rpc_method_handler(
         behaviour,
-        request_deserializer=request_type.FromString,
+        request_deserializer=request_parser(request_type),
         response_serializer=_identity,
     )
 

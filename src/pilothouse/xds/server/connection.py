@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -40,7 +41,11 @@ from pilothouse.xds.protocol.type_urls import CDS, EDS, push_order_key
 from pilothouse.xds.server.ordering import ROUTE_TYPES, MakeBeforeBreak
 from pilothouse.xds.server.wire import delta_response, sotw_response
 
+log = logging.getLogger("pilothouse.xds")
+
 _NO_NAMES: frozenset[str] = frozenset()
+INTERNAL_ERROR = "internal error in pilothouse; this stream was closed (details in the server log)"
+"""What a stream ending with INTERNAL tells the client: nothing of Python's internals."""
 ENDPOINT_KINDS = frozenset({SERVICE_KIND, "ServiceEntry", "WorkloadEntry", "DestinationRule"})
 """Kinds whose change can alter a ClusterLoadAssignment (DestinationRules define subsets)."""
 
@@ -118,6 +123,8 @@ class Connection:
         self._eds_index: tuple[Subscription, Mapping[str, frozenset[str]]] | None = None
         self.problem: str | None = None
         """Why the stream must end with INVALID_ARGUMENT, when the client broke the protocol."""
+        self.failure: str | None = None
+        """Why the stream must end with INTERNAL, when pilothouse failed serving it."""
         self._generation = generation
         self._nonces = NonceSource()
         # gRPC waits for a route's clusters and endpoints itself before using the route
@@ -283,7 +290,18 @@ class Connection:
 
     def _after(self, delay: float, action: Callable[[float], None]) -> None:
         with contextlib.suppress(RuntimeError):
-            asyncio.get_running_loop().call_later(delay, lambda: action(time.time()))
+            asyncio.get_running_loop().call_later(delay, self._contained, action)
+
+    def _contained(self, action: Callable[[float], None]) -> None:
+        """Run a timed step (warming give-up, lingering release); if it raises, only this
+        connection ends (with INTERNAL), never the event loop's other work."""
+        if self.failure is not None or self.problem is not None:
+            return
+        try:
+            action(time.time())
+        except Exception:
+            log.exception("timed push step failed", extra={"connection": self.id})
+            self.fail(INTERNAL_ERROR)
 
     def _warmed(self, names: frozenset[str]) -> bool:
         if self.sotw is not None:
@@ -450,6 +468,14 @@ class Connection:
             return
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.outbound.join(), timeout)
+
+    def fail(self, reason: str) -> None:
+        """End this stream with INTERNAL and ``reason`` (the first reason given stays):
+        after an exception mid-response its protocol state can no longer be trusted, and
+        the proxy reconnects to a fresh one."""
+        if self.failure is None:
+            self.failure = reason
+        self.close()
 
     def close(self) -> None:
         self.outbound.put_nowait(None)

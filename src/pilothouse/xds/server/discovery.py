@@ -12,6 +12,11 @@ scope, and answered by the ``api`` generator, the fallback for every Istio GVK t
 Proxyless gRPC clients (``GENERATOR=grpc``, or a gRPC user agent) get the gRPC flavour
 of CDS, LDS and RDS (:mod:`pilothouse.xds.generators.grpc_flavour`).
 Push workers, bounded by ``push_throttle``, run each connection's push.
+
+Faults stop at the connection: an exception while deciding whether to queue one
+connection, or while generating its push, is logged and ends that connection's stream
+with INTERNAL (the proxy reconnects and gets a fresh state); every other connection
+is still queued and pushed, and the debouncer and the push workers keep running.
 """
 
 from __future__ import annotations
@@ -51,7 +56,7 @@ from pilothouse.xds.generators.grpc_rds import GrpcRouteGenerator
 from pilothouse.xds.generators.lds import ListenerGenerator
 from pilothouse.xds.generators.rds import RouteGenerator
 from pilothouse.xds.protocol.type_urls import short_name
-from pilothouse.xds.server.connection import Connection
+from pilothouse.xds.server.connection import INTERNAL_ERROR, Connection
 
 log = logging.getLogger("pilothouse.xds")
 
@@ -70,6 +75,8 @@ class XdsStats:
     eds_pushes: int = 0
     connections_queued: int = 0
     context_builds: int = 0
+    push_failures: int = 0
+    """Connections closed with INTERNAL because generating or scoping their push raised."""
 
 
 class DiscoveryServer:
@@ -116,6 +123,8 @@ class DiscoveryServer:
         self._ids = itertools.count(1)
         self._closed = asyncio.Event()
         self._ready = asyncio.Event()
+        self._unpushed: PushRequest | None = None
+        """A push whose building raised: merged into the next one, so its changes are not lost."""
 
     # -- what connections and servicers read ------------------------------------------
 
@@ -254,6 +263,17 @@ class DiscoveryServer:
             return
         for reason, count in request.reasons.items():
             self.stats.push_triggers[reason] = self.stats.push_triggers.get(reason, 0) + count
+        if self._unpushed is not None:
+            request, self._unpushed = self._unpushed.merge(request), None
+        try:
+            self._push(request)
+        except Exception:
+            # A bug building the context (or choosing connections) for this change: the
+            # debouncer logs it and goes on; the change rides along with the next push.
+            self._unpushed = request
+            raise
+
+    def _push(self, request: PushRequest) -> None:
         self._version = self._versions.next()
         if request.full:
             self._full_push(request)
@@ -270,21 +290,32 @@ class DiscoveryServer:
         self.stats.context_builds += 1
         self.stats.full_pushes += 1
         for connection in self._affected(request, previous, context):
-            self._queue.enqueue(connection, request)
-            self.stats.connections_queued += 1
+            self._enqueue(connection, request)
 
     def _endpoint_push(self, request: PushRequest) -> None:
         self.cache.invalidate(request.configs_updated)
         hosts = service_hosts(request.configs_updated)
         self.stats.eds_pushes += 1
         for connection in list(self.connections.values()):
-            if self._watches_changed_kind(connection, request):
-                # the api generator answers from the store: a per-connection full push
-                self._queue.enqueue(connection, dataclasses.replace(request, full=True))
-                self.stats.connections_queued += 1
-            elif connection.watches_any_host(hosts):
-                self._queue.enqueue(connection, request)
-                self.stats.connections_queued += 1
+            try:
+                if self._watches_changed_kind(connection, request):
+                    # the api generator answers from the store: a per-connection full push
+                    self._enqueue(connection, dataclasses.replace(request, full=True))
+                elif connection.watches_any_host(hosts):
+                    self._enqueue(connection, request)
+            except Exception:
+                self._fail(connection, "choosing an endpoint push")
+
+    def _enqueue(self, connection: Connection, request: PushRequest) -> None:
+        self._queue.enqueue(connection, request)
+        self.stats.connections_queued += 1
+
+    def _fail(self, connection: Connection, doing: str) -> None:
+        """End one connection's stream after an exception while ``doing`` something for it
+        (called from an ``except`` block: the traceback is logged)."""
+        log.exception("%s for %s failed; closing its stream", doing, connection.id)
+        self.stats.push_failures += 1
+        connection.fail(INTERNAL_ERROR)
 
     def _affected(
         self, request: PushRequest, old: PushContext, new: PushContext
@@ -298,18 +329,22 @@ class DiscoveryServer:
         verdicts: dict[tuple[object, object], bool] = {}
         chosen: list[Connection] = []
         for connection in connections:
-            if self._watches_changed_kind(connection, request):
-                chosen.append(connection)
+            try:
+                if self._watches_changed_kind(connection, request):
+                    chosen.append(connection)
+                    continue
+                old_scope = old.scope(connection.proxy)
+                new_scope = new.scope(connection.proxy)
+                pair = (old_scope.key, new_scope.key)
+                verdict = verdicts.get(pair)
+                if verdict is None:
+                    verdict = old_scope.key != new_scope.key or any(
+                        old_scope.sees(k, root) or new_scope.sees(k, root) for k in keys
+                    )
+                    verdicts[pair] = verdict
+            except Exception:
+                self._fail(connection, "scoping a push")
                 continue
-            old_scope = old.scope(connection.proxy)
-            new_scope = new.scope(connection.proxy)
-            pair = (old_scope.key, new_scope.key)
-            verdict = verdicts.get(pair)
-            if verdict is None:
-                verdict = old_scope.key != new_scope.key or any(
-                    old_scope.sees(k, root) or new_scope.sees(k, root) for k in keys
-                )
-                verdicts[pair] = verdict
             if verdict:
                 chosen.append(connection)
         return chosen
@@ -321,7 +356,11 @@ class DiscoveryServer:
         return not watched_kinds(connection.watched_types()).isdisjoint(request.kinds())
 
     async def _push_connection(self, connection: Connection, request: PushRequest) -> None:
-        if connection.id not in self.connections:
+        if connection.id not in self.connections or connection.failure is not None:
             return
-        connection.push(request, time.time())
+        try:
+            connection.push(request, time.time())
+        except Exception:
+            self._fail(connection, "generating a push")
+            return
         await connection.written(self.settings.send_timeout)

@@ -1,0 +1,90 @@
+"""What loading config found: :class:`Problem` (one problem, pinned to a file and line),
+:class:`LoadResult` (the configs and problems of one text) and :class:`ConfigError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pilothouse.config.model import Config, ConfigKey
+from pilothouse.config.validation.report import Severity
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One problem with one object (or a whole document), ready to print.
+
+    ``key`` is None when the object could not even be identified.
+    """
+
+    severity: Severity
+    file: str | None
+    line: int | None
+    message: str
+    key: ConfigKey | None = None
+
+    def __str__(self) -> str:
+        where = ""
+        if self.file is not None:
+            file = printable(self.file)
+            where = f"{file}:{self.line}: " if self.line is not None else f"{file}: "
+        what = ""
+        if self.key is not None:
+            what = f"{self.key.kind} {self.key.namespace}/{self.key.name}: "
+        marker = "warning: " if self.severity is Severity.WARNING else ""
+        return printable(f"{where}{what}{marker}{self.message}")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "severity": str(self.severity),
+            "file": printable(self.file) if self.file is not None else None,
+            "line": self.line,
+            "kind": printable(self.key.kind) if self.key else None,
+            "namespace": printable(self.key.namespace) if self.key else None,
+            "name": printable(self.key.name) if self.key else None,
+            "message": printable(self.message),
+        }
+
+
+def printable(text: str) -> str:
+    """``text`` safe to print in UTF-8: bytes of a file name that were not UTF-8 (kept as
+    surrogates by the OS layer) become ``\\xff`` escapes, stray surrogates ``\\udcff``."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+@dataclass(frozen=True, slots=True)
+class LoadResult:
+    """What came out of some text: valid configs, problems, and the keys of invalid objects."""
+
+    configs: tuple[Config, ...] = ()
+    problems: tuple[Problem, ...] = ()
+    rejected: tuple[ConfigKey, ...] = field(default=())
+    unreadable: bool = False
+    """True when some document could not be parsed at all (bad YAML): the text as a whole
+    is not trustworthy, and sources keep what they loaded from it before."""
+
+    @property
+    def errors(self) -> tuple[Problem, ...]:
+        return tuple(p for p in self.problems if p.severity is Severity.ERROR)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+class ConfigError(Exception):
+    """Raised by the strict loaders when any object is invalid; carries every problem."""
+
+    def __init__(self, problems: Iterable[Problem]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("\n".join(str(p) for p in self.problems) or "invalid config")

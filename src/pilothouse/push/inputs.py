@@ -1,0 +1,163 @@
+"""Cache inputs: the one value a cached builder reads, which is also its key and names its
+dependencies.
+
+A cached builder declares a frozen dataclass whose fields are exactly what it reads (a
+Service, a port, a DestinationRule's revision, the mesh settings, the endpoints at a
+version...) and takes that value and nothing else. The ResourceCache stores what it built
+under that very value (equal inputs, equal output), and :func:`dependencies` derives the
+config keys the entry is evicted by from the value's compared fields, by type, in one
+place:
+
+- a :class:`~pilothouse.config.model.ConfigKey` is itself a dependency;
+- a :class:`~pilothouse.config.model.Config` depends on its key;
+- a :class:`~pilothouse.registry.model.Service` on the ServiceEntry it comes from;
+- a :class:`~pilothouse.registry.model.ServiceKey` on the service's own key (what an
+  endpoint change names);
+- tuples, frozensets, :class:`InputKey` parts and dataclass fields (those that take part
+  in comparison) are walked; anything else names nothing.
+
+Nothing writes a key or a dependency set by hand, so neither can forget an input.
+Dependencies only free memory early: correctness comes from the key, which holds every
+input.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+
+from pilothouse.config.model import Config, ConfigKey
+from pilothouse.registry.endpoint_index import EndpointIndex
+from pilothouse.registry.model import Endpoint, Service, ServiceKey
+
+
+class InputKey:
+    """A key of many parts, hashed once (and its dependencies walked once).
+
+    A tuple hashes every part again on each use, and the cache hashes a key when it is
+    looked up, stored and registered under each dependency: for a key that holds a
+    scope's hundreds of services, that is most of the work. Two keys are equal when
+    their parts are.
+    """
+
+    __slots__ = ("_depends", "_hash", "parts")
+
+    def __init__(self, parts: tuple[Hashable, ...]) -> None:
+        self.parts = parts
+        self._hash = hash(parts)
+        self._depends: frozenset[ConfigKey] | None = None
+
+    @property
+    def depends_on(self) -> frozenset[ConfigKey]:
+        """The config keys the parts name (see :func:`dependencies`)."""
+        found = self._depends
+        if found is None:
+            found = self._depends = dependencies(self.parts)
+        return found
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, InputKey):
+            return NotImplemented
+        return type(self) is type(other) and self._hash == other._hash and self.parts == other.parts
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({len(self.parts)} parts)"
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigRevision:
+    """A config as a cache input: compared by key, source and resource version.
+
+    Comparing two Configs serialises their specs; a revision compares three short
+    values and still changes with every edit (the resource version does). The config
+    rides along, uncompared, for the builder to read.
+    """
+
+    key: ConfigKey
+    source: str
+    resource_version: str
+    config: Config = field(compare=False, repr=False)
+
+    @classmethod
+    def of(cls, config: Config | None) -> ConfigRevision | None:
+        if config is None:
+            return None
+        return cls(config.key, config.origin.source, config.resource_version, config)
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointsAt:
+    """A service's endpoints as a cache input: named by the index's version for the service.
+
+    The endpoint index is the one input that changes in place; its per-service version
+    names what it holds, so the version is compared and the index rides along for the
+    builder to read what that version holds (:meth:`read` refuses if it moved on).
+    """
+
+    service: ServiceKey
+    version: int
+    index: EndpointIndex = field(compare=False, repr=False)
+
+    @classmethod
+    def of(cls, service: ServiceKey, index: EndpointIndex) -> EndpointsAt:
+        return cls(service, index.version(service), index)
+
+    def read(self, port_name: str, labels: dict[str, str] | None) -> tuple[Endpoint, ...]:
+        """The endpoints of one port (and subset labels) at this version."""
+        if self.index.version(self.service) != self.version:
+            raise RuntimeError(f"endpoints of {self.service} moved past version {self.version}")
+        return self.index.endpoints_for(self.service, port_name, labels)
+
+
+def dependencies(
+    value: object, compared: dict[type, tuple[str, ...]] | None = None
+) -> frozenset[ConfigKey]:
+    """The config keys ``value`` (a cache input) names, by the rules in the module docstring.
+
+    ``compared`` remembers each dataclass's compared fields across calls (the resource
+    cache keeps one); without it they are looked up for each walk.
+    """
+    found: set[ConfigKey] = set()
+    _collect(value, found, {} if compared is None else compared)
+    return frozenset(found)
+
+
+_LEAVES = frozenset({str, int, float, bool, bytes, type(None)})
+
+
+def _collect(value: object, found: set[ConfigKey], compared: dict[type, tuple[str, ...]]) -> None:
+    """Add what ``value`` names to ``found``; ``compared`` remembers each dataclass's
+    compared fields."""
+    kind = type(value)
+    if kind in _LEAVES:
+        return
+    if kind is ConfigKey:
+        found.add(value)  # type: ignore[arg-type]
+    elif kind is ServiceKey:
+        found.add(value.config_key)  # type: ignore[attr-defined]
+    elif kind is tuple or kind is frozenset:
+        for part in value:  # type: ignore[attr-defined]
+            _collect(part, found, compared)
+    elif isinstance(value, Service):
+        found.add(value.source)
+    elif isinstance(value, Config):
+        found.add(value.key)
+    elif isinstance(value, InputKey):
+        found.update(value.depends_on)
+    elif isinstance(value, (ConfigKey, ServiceKey)):  # subclasses, never seen in practice
+        found.add(value if isinstance(value, ConfigKey) else value.config_key)
+    elif isinstance(value, (tuple, frozenset)):
+        for part in value:
+            _collect(part, found, compared)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        names = compared.get(kind)
+        if names is None:
+            names = compared[kind] = tuple(f.name for f in dataclasses.fields(value) if f.compare)
+        for name in names:
+            _collect(getattr(value, name), found, compared)

@@ -1,0 +1,146 @@
+"""``pilothouse serve`` as a real process for end-to-end tests: start, wait ready, kill, stop.
+
+``ServeProcess`` runs ``python -m pilothouse.cli.main serve`` in its own session (so that
+:meth:`kill` can SIGKILL the whole process group, the way a node dies) with its xDS and
+admin addresses on loopback ports fixed by the caller, which lets a test start a second
+process on the same ports after the first one died.  Its stderr goes to a log file that
+every restart appends to.  :meth:`stop` is SIGTERM, a wait, then SIGKILL; it is safe to
+call on a process that already died.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from tests.e2e.harness.client import fetch
+from tests.e2e.harness.http1 import HttpProtocolError
+from tests.e2e.harness.ports import LOOPBACK
+
+
+class ServeExited(RuntimeError):
+    """``pilothouse serve`` died while the test expected it to run."""
+
+
+class ServeProcess:
+    """One ``pilothouse serve`` process over ``config_dirs`` on fixed loopback ports."""
+
+    def __init__(
+        self,
+        config_dirs: Sequence[Path],
+        *,
+        xds_port: int,
+        admin_port: int,
+        log_path: Path,
+        log_level: str = "warn",
+        environment: Mapping[str, str] | None = None,
+    ) -> None:
+        self.config_dirs = tuple(config_dirs)
+        self.xds_port = xds_port
+        self.admin_port = admin_port
+        self.log_path = log_path
+        self.log_level = log_level
+        self.environment = dict(environment or {})
+        self._process: subprocess.Popen[bytes] | None = None
+
+    # -- life cycle ---------------------------------------------------------------------
+
+    def start(self) -> ServeProcess:
+        if self.running():
+            raise RuntimeError("pilothouse serve is already running")
+        command = [sys.executable, "-m", "pilothouse.cli.main", "serve"]
+        for directory in self.config_dirs:
+            command += ["--config", str(directory)]
+        command += [
+            "--xds-address", f"{LOOPBACK}:{self.xds_port}",
+            "--admin-address", f"{LOOPBACK}:{self.admin_port}",
+            "--log-level", self.log_level,
+        ]  # fmt: skip
+        with self.log_path.open("ab") as log:
+            self._process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                env={**os.environ, **self.environment},
+                start_new_session=True,
+            )
+        return self
+
+    @property
+    def pid(self) -> int:
+        if self._process is None:
+            raise RuntimeError("pilothouse serve was not started")
+        return self._process.pid
+
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group now and reap the leader."""
+        process = self._process
+        if process is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(5.0)
+
+    async def stop(self, timeout: float = 10.0) -> int | None:
+        """SIGTERM, wait up to ``timeout``, then SIGKILL; returns the exit code."""
+        process = self._process
+        if process is None:
+            return None
+        if process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.send_signal(signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            while process.poll() is None and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+        if process.poll() is None:
+            self.kill()
+        return process.returncode
+
+    # -- readiness ----------------------------------------------------------------------
+
+    async def ready(self, query: str = "") -> tuple[int, str]:
+        """``/ready`` (with ``query``, e.g. ``format=json``) on the admin port now:
+        (status, body)."""
+        path = f"/ready?{query}" if query else "/ready"
+        response = await fetch(LOOPBACK, self.admin_port, path, timeout=2.0)
+        return response.status, response.body.decode(errors="replace")
+
+    async def wait_ready(self, timeout: float = 30.0) -> float:
+        """Wait until ``/ready`` answers 200 while the process lives; returns seconds waited."""
+        started = time.monotonic()
+        last = "no answer"
+        while True:
+            if not self.running():
+                raise ServeExited(f"pilothouse serve exited early:\n{self.log_tail()}")
+            try:
+                status, body = await self.ready()
+            except (OSError, EOFError, TimeoutError, HttpProtocolError) as exc:
+                last = f"{type(exc).__name__}: {exc}"
+            else:
+                if status == 200:
+                    return time.monotonic() - started
+                last = f"{status} {body.strip()}"
+            if time.monotonic() - started >= timeout:
+                raise TimeoutError(
+                    f"pilothouse serve not ready after {timeout}s (last /ready: {last}):\n"
+                    f"{self.log_tail()}"
+                )
+            await asyncio.sleep(0.05)
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])

@@ -1,0 +1,100 @@
+"""Cache inputs: keys are the inputs, and dependencies are derived from them by type."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from pilothouse.api.istio.networking.v1alpha3 import destination_rule_pb2 as dr_pb2
+from pilothouse.config.model import Config, ConfigKey, Origin
+from pilothouse.push.cache import Resource, ResourceCache
+from pilothouse.push.inputs import ConfigRevision, EndpointsAt, InputKey, dependencies
+from pilothouse.registry.endpoint_index import EndpointIndex
+from pilothouse.registry.model import Endpoint, Location, Resolution, Service, ServiceKey
+
+ENTRY = ConfigKey("ServiceEntry", "shop", "web")
+SERVICE = Service("web.shop.svc", "shop", (), Resolution.STATIC, Location.MESH_INTERNAL, ENTRY)
+
+
+def rule(version: str, host: str = "web.shop.svc", source: str = "fs") -> Config:
+    spec = dr_pb2.DestinationRule(host=host)
+    return Config(
+        "DestinationRule", "web", "shop", spec, resource_version=version, origin=Origin(source)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Inner:
+    rule: ConfigRevision | None
+    ignored: ConfigKey = field(compare=False, default=ConfigKey("Sidecar", "x", "y"))
+
+
+@dataclass(frozen=True, slots=True)
+class Outer:
+    service: Service
+    endpoints: ServiceKey
+    inner: Inner
+    many: tuple[ConfigKey, ...]
+    parts: InputKey
+    number: int = 0
+
+
+def test_dependencies_are_derived_from_the_compared_fields_by_type() -> None:
+    gateway = ConfigKey("Gateway", "istio-system", "ingress")
+    sidecar = ConfigKey("Sidecar", "shop", "default")
+    value = Outer(
+        service=SERVICE,
+        endpoints=SERVICE.key,
+        inner=Inner(ConfigRevision.of(rule("1"))),
+        many=(gateway,),
+        parts=InputKey(("x", (sidecar, 3))),
+        number=7,
+    )
+    assert dependencies(value) == {
+        ENTRY,  # a Service: the ServiceEntry it comes from
+        SERVICE.key.config_key,  # a ServiceKey: the service's endpoints
+        ConfigKey("DestinationRule", "shop", "web"),  # a rule's revision
+        gateway,
+        sidecar,
+    }  # Inner.ignored is not compared, so it is not a dependency
+    assert dependencies(("plain", 1, b"bytes")) == frozenset()
+
+
+def test_a_config_revision_compares_by_key_source_and_resource_version() -> None:
+    one, same, edited = rule("1"), rule("1", host="other"), rule("2")
+    assert ConfigRevision.of(one) == ConfigRevision.of(same)  # same revision: same content
+    assert ConfigRevision.of(one) != ConfigRevision.of(edited)
+    assert ConfigRevision.of(one) != ConfigRevision.of(rule("1", source="etcd"))
+    assert ConfigRevision.of(None) is None
+    revision = ConfigRevision.of(edited)
+    assert revision is not None and revision.config is edited
+
+
+def test_endpoints_at_a_version_refuse_to_be_read_once_the_index_moved_on() -> None:
+    index = EndpointIndex()
+    shard = ConfigKey("WorkloadEntry", "shop", "web-1")
+    index.update_shard(SERVICE.key, shard, [Endpoint("10.0.0.1", 80, "http", shard)])
+    at = EndpointsAt.of(SERVICE.key, index)
+    assert [e.address for e in at.read("http", None)] == ["10.0.0.1"]
+    index.update_shard(SERVICE.key, shard, [Endpoint("10.0.0.2", 80, "http", shard)])
+    moved = EndpointsAt.of(SERVICE.key, index)
+    assert moved != at and dependencies(moved) == {SERVICE.key.config_key}
+    with pytest.raises(RuntimeError):
+        at.read("http", None)
+
+
+def test_the_cache_builds_once_per_distinct_inputs_and_evicts_by_what_they_name() -> None:
+    cache = ResourceCache()
+    built: list[Inner] = []
+
+    def build(inputs: Inner) -> Resource:
+        built.append(inputs)
+        return Resource("r", str(len(built)), b"")
+
+    first = cache.resource(Inner(ConfigRevision.of(rule("1"))), build)
+    assert cache.resource(Inner(ConfigRevision.of(rule("1"))), build) is first
+    assert cache.resource(Inner(ConfigRevision.of(rule("2"))), build) is not first
+    assert len(built) == 2
+    assert cache.invalidate([ConfigKey("DestinationRule", "shop", "web")]) == 2
+    assert len(cache) == 0
