@@ -3,11 +3,13 @@
 ``SimulatedProxy`` is one ADS stream that behaves like Envoy 1.40 (sidecar or
 router) or like grpcio's proxyless client; ``ProxyFleet`` runs many of them
 over a few shared channels and times their convergence.  They talk to any ADS
-server; the protocol work is done by I/O-free client engines
-(``SotwClient``, ``DeltaClient``) driven by a ``RequestPlan``.
+server; the protocol work is done by the I/O-free xDS client engine of
+``xds/protocol`` (``SotwClient``, ``DeltaClient`` wrap it) following a
+``RequestPlan``.
 """
 
 from pilothouse.backoff import Backoff
+from pilothouse.loadtest.client import DeltaClient, ProxyClient, RejectHook, SotwClient
 from pilothouse.loadtest.convergence import (
     all_of,
     holding,
@@ -15,25 +17,22 @@ from pilothouse.loadtest.convergence import (
     holding_versions,
     settled,
 )
-from pilothouse.loadtest.delta_client import DeltaClient
-from pilothouse.loadtest.engine import ClientEngine, RejectHook
 from pilothouse.loadtest.fleet import ConvergenceReport, ProxyFleet, fleet_identities
 from pilothouse.loadtest.holdings import HeldResource, ReceivedResource, TypeCounters, XdsEvent
 from pilothouse.loadtest.identity import ProxyFlavour, ProxyNode, istio_node_id, mesh_identity
 from pilothouse.loadtest.plans import EnvoyPlan, GrpcPlan, RequestPlan
 from pilothouse.loadtest.proxy import ProxyPredicate, SimulatedProxy
 from pilothouse.loadtest.references import ResourceReader
-from pilothouse.loadtest.sotw_client import SotwClient
 from pilothouse.loadtest.stats import Summary, p50, p90, p99, percentile, summarize
 
 __all__ = [
     "Backoff",
-    "ClientEngine",
     "ConvergenceReport",
     "DeltaClient",
     "EnvoyPlan",
     "GrpcPlan",
     "HeldResource",
+    "ProxyClient",
     "ProxyFlavour",
     "ProxyFleet",
     "ProxyNode",

@@ -4,7 +4,8 @@
 server (each with its own subchannel pool, so each is its own HTTP/2
 connection) and runs N ``SimulatedProxy`` streams over them.  Proxies of one
 kind share a ``ResourceReader``: a cluster sent to a thousand proxies is
-decoded once and held as one ``bytes`` object.
+decoded once and held as one ``bytes`` object; all share one ``RequestEncoder``,
+so a list of names they all ask for is encoded once.
 
 ``wait_converged`` records, for each proxy, when a predicate first held,
 measured from the proxy's start or from a given instant (a push), and returns
@@ -24,11 +25,12 @@ from typing import Any
 import grpc
 
 from pilothouse.backoff import Backoff
-from pilothouse.loadtest.engine import RejectHook
+from pilothouse.loadtest.client import RejectHook
 from pilothouse.loadtest.identity import ProxyFlavour, ProxyNode, mesh_identity
 from pilothouse.loadtest.proxy import ProxyPredicate, SimulatedProxy, request_plan
 from pilothouse.loadtest.references import ResourceReader
 from pilothouse.loadtest.stats import Summary, percentile, summarize
+from pilothouse.xds.protocol.client_wire import RequestEncoder
 
 LOCAL_SUBCHANNELS = ("grpc.use_local_subchannel_pool", 1)
 
@@ -123,6 +125,7 @@ class ProxyFleet:
         self.proxies: tuple[SimulatedProxy, ...] = ()
         self.readers: dict[frozenset[str], ResourceReader] = {}
         """One shared reader per set of decoded types (one per flavour in practice)."""
+        self.encoder = RequestEncoder()
 
     async def start(
         self,
@@ -156,6 +159,7 @@ class ProxyFleet:
                 reject=self._reject,
                 backoff=self._backoff,
                 reader=reader,
+                encoder=self.encoder,
                 event_log_size=self._event_log_size,
                 rng=random.Random(self._rng.random()),
             )

@@ -1,8 +1,9 @@
 """What a simulated proxy subscribes to, given what it holds: Envoy's order and grpcio's.
 
-A ``RequestPlan`` maps the proxy's per-type state to the subscription it wants
-for every type it should be watching now.  The client engines compare that with
-what they last asked for and send the difference.
+A ``RequestPlan`` is the follow-up policy (``xds/protocol/client_policy``) the
+client engine runs for a simulated proxy: it maps the proxy's per-type watches
+to the subscription it wants for every type it should be watching now, and the
+engine sends the difference from what it last asked for.
 
 Envoy (sidecar and router), reference §5:
 
@@ -28,37 +29,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from pilothouse.loadtest.holdings import TypeState
+from pilothouse.xds.protocol.client_policy import WILDCARD_SUBSCRIPTION, FollowUpPolicy
+from pilothouse.xds.protocol.client_watch import ClientWatch
 from pilothouse.xds.protocol.subscriptions import Subscription
 from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
 
-WILDCARD_SUBSCRIPTION = Subscription(frozenset(), wildcard=True)
 
-
-class RequestPlan(Protocol):
-    @property
-    def order(self) -> tuple[str, ...]:
-        """The types in the order the proxy requests them."""
-        ...
+class RequestPlan(FollowUpPolicy, Protocol):
+    """A follow-up policy that also says which types' content it reads references from."""
 
     @property
     def decoded_types(self) -> frozenset[str]:
         """Types whose content must be decoded to find the next subscriptions."""
         ...
 
-    @property
-    def ack_first(self) -> bool:
-        """Whether a response is ACKed before the follow-up requests it causes."""
-        ...
-
-    def desired(self, states: Mapping[str, TypeState]) -> dict[str, Subscription]:
-        """The subscription wanted now for every type the proxy should watch."""
-        ...
-
 
 def _follow(
     want: dict[str, Subscription],
-    states: Mapping[str, TypeState],
+    states: Mapping[str, ClientWatch],
     parent: str,
     child: str,
 ) -> None:
@@ -79,7 +67,7 @@ class EnvoyPlan:
     decoded_types: frozenset[str] = frozenset({CDS, LDS})
     ack_first: bool = False
 
-    def desired(self, states: Mapping[str, TypeState]) -> dict[str, Subscription]:
+    def desired(self, states: Mapping[str, ClientWatch]) -> dict[str, Subscription]:
         want = {CDS: WILDCARD_SUBSCRIPTION}
         _follow(want, states, CDS, EDS)
         clusters = states[CDS]
@@ -100,7 +88,7 @@ class GrpcPlan:
     decoded_types: frozenset[str] = frozenset({LDS, RDS, CDS})
     ack_first: bool = True
 
-    def desired(self, states: Mapping[str, TypeState]) -> dict[str, Subscription]:
+    def desired(self, states: Mapping[str, ClientWatch]) -> dict[str, Subscription]:
         want = {LDS: Subscription(self.targets)}
         _follow(want, states, LDS, RDS)
         _follow(want, states, RDS, CDS)

@@ -1,7 +1,8 @@
 """A simulated proxy: one ADS stream (SotW or delta) that behaves like Envoy or grpcio.
 
 ``SimulatedProxy`` owns the I/O around a ``SotwClient`` or ``DeltaClient``
-engine: it opens ``StreamAggregatedResources`` or ``DeltaAggregatedResources``
+(the xDS client engine of ``xds/protocol`` with the proxy's reading of content):
+it opens ``StreamAggregatedResources`` or ``DeltaAggregatedResources``
 on a grpc.aio channel (its own, or one shared with other proxies), writes the
 engine's requests, feeds it every response, and reconnects with Envoy's
 jittered backoff when the stream ends or fails, re-sending its subscriptions
@@ -28,13 +29,12 @@ import grpc
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 
 from pilothouse.backoff import Backoff
-from pilothouse.loadtest.delta_client import DeltaClient
-from pilothouse.loadtest.engine import ClientEngine, RejectHook
+from pilothouse.loadtest.client import DeltaClient, ProxyClient, RejectHook, SotwClient
 from pilothouse.loadtest.holdings import HeldResource, TypeCounters, XdsEvent
 from pilothouse.loadtest.identity import ProxyFlavour, ProxyNode
 from pilothouse.loadtest.plans import EnvoyPlan, GrpcPlan, RequestPlan
 from pilothouse.loadtest.references import ResourceReader
-from pilothouse.loadtest.sotw_client import SotwClient
+from pilothouse.xds.protocol.client_wire import RequestEncoder
 from pilothouse.xds.protocol.subscriptions import Subscription
 
 ADS_SERVICE: Final = "/envoy.service.discovery.v3.AggregatedDiscoveryService/"
@@ -60,10 +60,6 @@ def _sized_delta(data: bytes) -> tuple[int, Any]:
     return len(data), discovery_pb2.DeltaDiscoveryResponse.FromString(data)
 
 
-def _serialize(request: Any) -> bytes:
-    return bytes(request.SerializeToString())
-
-
 class SimulatedProxy:
     """One simulated Envoy (or proxyless gRPC client) on one ADS stream."""
 
@@ -77,6 +73,7 @@ class SimulatedProxy:
         reject: RejectHook | None = None,
         backoff: Backoff | None = None,
         reader: ResourceReader | None = None,
+        encoder: RequestEncoder | None = None,
         channel_options: Sequence[tuple[str, Any]] = (),
         event_log_size: int = 256,
         rng: random.Random | None = None,
@@ -95,8 +92,9 @@ class SimulatedProxy:
         self._close_grace = close_grace
         plan = request_plan(identity)
         reader = reader or ResourceReader(plan.decoded_types)
-        engine_type = DeltaClient if delta else SotwClient
-        self._engine: ClientEngine = engine_type(identity, plan, reader, reject, event_log_size)
+        client_type = DeltaClient if delta else SotwClient
+        self._engine: ProxyClient = client_type(identity, plan, reader, reject, event_log_size)
+        self._encoder = encoder or RequestEncoder()
         self._task: asyncio.Task[None] | None = None
         self._call: Any = None
         self._closing = False
@@ -205,15 +203,7 @@ class SimulatedProxy:
     def settled(self) -> bool:
         """Every type the proxy wants was accepted, every name it asked for is held,
         and it has nothing left to ask for."""
-        engine = self._engine
-        wanted = engine.plan.desired(engine.states)
-        for type_url, subscription in wanted.items():
-            state = engine.states[type_url]
-            if state.subscription != subscription or not state.acks:
-                return False
-            if not subscription.names <= state.held.keys():
-                return False
-        return True
+        return self._engine.settled()
 
     async def wait_for(self, predicate: ProxyPredicate, timeout: float) -> None:
         """Wait until ``predicate(proxy)`` holds; raise ``TimeoutError`` after ``timeout``."""
@@ -252,11 +242,15 @@ class SimulatedProxy:
         assert self._channel is not None
         if self.delta:
             method = self._channel.stream_stream(
-                DELTA_METHOD, request_serializer=_serialize, response_deserializer=_sized_delta
+                DELTA_METHOD,
+                request_serializer=self._encoder.encode,
+                response_deserializer=_sized_delta,
             )
         else:
             method = self._channel.stream_stream(
-                SOTW_METHOD, request_serializer=_serialize, response_deserializer=_sized_sotw
+                SOTW_METHOD,
+                request_serializer=self._encoder.encode,
+                response_deserializer=_sized_sotw,
             )
         return method()
 

@@ -30,8 +30,9 @@ from envoy.extensions.filters.network.http_connection_manager.v3 import (  # typ
     http_connection_manager_pb2,
 )
 
-from pilothouse.loadtest.holdings import HeldResource
 from pilothouse.protowire import WireError, read_varint
+from pilothouse.xds.protocol.client import ResourceLike
+from pilothouse.xds.protocol.client_watch import HeldResource
 from pilothouse.xds.protocol.type_urls import CDS, LDS, RDS, TYPE_PREFIX
 
 HCM_TYPE_URL: Final = (
@@ -189,7 +190,7 @@ class ResourceReader:
         self._size += 1
         return facts
 
-    def held(self, facts: ResourceFacts, version: str) -> HeldResource:
+    def held(self, facts: ResourceLike, version: str) -> HeldResource:
         """The ``HeldResource`` for ``facts`` at ``version``, shared by every proxy holding it."""
         key = (facts.name, version, facts.body)
         known = self._held.get(key)

@@ -6,12 +6,15 @@ then one request for ``core/v1alpha1/MeshConfig`` and one per kind of the schema
 (the ``v1`` spellings), each with an empty nonce and, after a reconnect, the last
 version accepted.
 
-Every response is the **full state** of its kind and replaces what the source held of
-that kind in its own :class:`MemoryStore` (``replace_kind``), which the aggregate store
-unions with other sources. Entries that do not decode or validate are skipped, and the
-response is NACKed (``INVALID_ARGUMENT``, a message listing ``ns/name: reason``);
-valid entries are kept, and so is the last good version of an object that turned
-invalid. Otherwise the response is ACKed with its version and nonce.
+The protocol (what to ask on a new stream, ACK and NACK, versions and nonces) is the
+SotW client engine's (``xds/protocol/client_sotw``) with every kind a wildcard
+subscription; this module reads and applies what arrives. Every response is the **full
+state** of its kind and replaces what the source held of that kind in its own
+:class:`MemoryStore` (``replace_kind``), which the aggregate store unions with other
+sources. Entries that do not decode or validate are skipped, and the response is NACKed
+(``INVALID_ARGUMENT``, a message listing ``ns/name: reason``); valid entries are kept,
+and so is the last good version of an object that turned invalid. Otherwise the
+response is ACKed with its version and nonce.
 
 The cyclic garbage collector is paused while a response is applied (a response may
 carry 100,000 objects, none of them garbage).
@@ -36,7 +39,7 @@ from typing import Any, Final
 import grpc
 from envoy.config.core.v3 import base_pb2  # type: ignore[import-untyped]
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
-from google.rpc import code_pb2, status_pb2
+from google.rpc import code_pb2
 
 from pilothouse.api.istio.mesh.v1alpha1 import config_pb2
 from pilothouse.backoff import Backoff
@@ -52,6 +55,11 @@ from pilothouse.sources.upstream_resources import (
     KindDecoder,
     decode_mesh_config,
 )
+from pilothouse.xds.protocol.client import Delivery
+from pilothouse.xds.protocol.client_policy import StaticSubscriptions
+from pilothouse.xds.protocol.client_requests import ClientRequest
+from pilothouse.xds.protocol.client_sotw import SotwClientEngine
+from pilothouse.xds.protocol.client_wire import RequestEncoder
 
 log = logging.getLogger("pilothouse.sources.xds")
 
@@ -140,8 +148,11 @@ class XdsUpstreamSource:
             subscribed_type(schema): KindDecoder(schema, self.store.name, loader)
             for schema in (schemas if schemas is not None else SchemaSet())
         }
+        self._engine = SotwClientEngine(
+            StaticSubscriptions((MESH_CONFIG_GVK, *self._decoders)), self.settings.node()
+        )
+        self._encoder = RequestEncoder(capacity=len(self._decoders) + 1)
         self._answered: set[str] = set()
-        self._versions: dict[str, str] = {}
         self._rejections: dict[str, tuple[Rejection, ...]] = {}
         self._mesh_config: config_pb2.MeshConfig | None = None
         self._connected = False
@@ -158,7 +169,7 @@ class XdsUpstreamSource:
     @property
     def type_urls(self) -> tuple[str, ...]:
         """What is requested on every stream, in order: MeshConfig first, then each kind."""
-        return (MESH_CONFIG_GVK, *self._decoders)
+        return self._engine.policy.order
 
     @property
     def mesh_config(self) -> config_pb2.MeshConfig | None:
@@ -174,7 +185,9 @@ class XdsUpstreamSource:
             connected=self._connected,
             synced=self.has_synced(),
             failures=self._failures,
-            accepted_versions=MappingProxyType(dict(self._versions)),
+            accepted_versions=MappingProxyType(
+                {url: w.version_info for url, w in self._engine.watches.items() if w.acks}
+            ),
             rejections=MappingProxyType(dict(self._rejections)),
             last_error=self._last_error,
         )
@@ -233,16 +246,10 @@ class XdsUpstreamSource:
         async with grpc.aio.insecure_channel(self._target, options=options) as channel:
             call = channel.stream_stream(
                 ADS_METHOD,
-                request_serializer=discovery_pb2.DiscoveryRequest.SerializeToString,
+                request_serializer=self._encoder.encode,
                 response_deserializer=discovery_pb2.DiscoveryResponse.FromString,
             )()
-            node = self.settings.node()
-            for index, type_url in enumerate(self.type_urls):
-                request = discovery_pb2.DiscoveryRequest(
-                    type_url=type_url, version_info=self._versions.get(type_url, "")
-                )
-                if index == 0:
-                    request.node.CopyFrom(node)
+            for request in self._engine.open_stream():
                 await call.write(request)
             while True:
                 response = await call.read()
@@ -254,31 +261,42 @@ class XdsUpstreamSource:
                     if self._last_error:
                         log.info("upstream %s: connected", self.name)
                     self._last_error = ""
-                await call.write(self.on_response(response))
+                for request in self._answer(response):
+                    await call.write(request)
 
     # -- responses --------------------------------------------------------------------
 
-    def on_response(self, response: Any) -> Any:
+    def on_response(self, response: Any) -> ClientRequest:
         """Apply one ``DiscoveryResponse``; returns the ACK or NACK to send back.
 
-        Faults stop at the response: if applying it raises (a bug of ours, or input no
-        check foresaw), the traceback is logged and the response is NACKed with
+        (Every kind is subscribed when a stream opens, so an answer is all a response
+        causes.)
+        """
+        return self._answer(response)[0]
+
+    def _answer(self, response: Any) -> list[ClientRequest]:
+        """Apply one response; the requests to send, its ACK or NACK first.
+
+        Faults stop at the response: the engine takes it before it is applied (its nonce
+        and version are then known), and if applying it raises (a bug of ours, or input
+        no check foresaw), the traceback is logged and the response is NACKed with
         ``INTERNAL``; what the store held of the type stays, and so does the stream.
         """
+        delivery = self._engine.receive(response)
         try:
-            return self._answer(response)
+            return self._apply(delivery, response)
         except Exception:
-            type_url = str(response.type_url)
+            type_url = delivery.type_url
             log.exception("upstream %s: applying %s failed", self.name, type_url)
             count = len(response.resources)
             message = (
                 f"pilothouse failed to apply {count} resource(s) of {type_url} "
                 "(internal error; details in its log); its last good config is kept"
             )
-            return self._nack(response, code_pb2.INTERNAL, message)
+            return self._engine.nack(delivery, message, code_pb2.INTERNAL)
 
-    def _answer(self, response: Any) -> Any:
-        type_url = str(response.type_url)
+    def _apply(self, delivery: Delivery, response: Any) -> list[ClientRequest]:
+        type_url = delivery.type_url
         if type_url == MESH_CONFIG_GVK:
             rejections = self._apply_mesh_config(response)
         elif type_url in self._decoders:
@@ -288,21 +306,15 @@ class XdsUpstreamSource:
                 self.store.mark_synced()
                 log.info("upstream %s synced", self.name)
         else:
-            return self._nack(
-                response, code_pb2.UNIMPLEMENTED, f"type {type_url!r} was not requested"
-            )
+            message = f"type {type_url!r} was not requested"
+            return self._engine.nack(delivery, message, code_pb2.UNIMPLEMENTED)
         if rejections:
             self._rejections[type_url] = rejections
             message = nack_message(rejections)
             log.warning("upstream %s: rejected %s: %s", self.name, type_url, message)
-            return self._nack(response, code_pb2.INVALID_ARGUMENT, message)
+            return self._engine.nack(delivery, message, code_pb2.INVALID_ARGUMENT)
         self._rejections.pop(type_url, None)
-        self._versions[type_url] = str(response.version_info)
-        return discovery_pb2.DiscoveryRequest(
-            type_url=type_url,
-            version_info=response.version_info,
-            response_nonce=response.nonce,
-        )
+        return self._engine.ack(delivery)
 
     def _apply_mesh_config(self, response: Any) -> tuple[Rejection, ...]:
         outcome = decode_mesh_config(response.resources)
@@ -343,12 +355,3 @@ class XdsUpstreamSource:
                 configs[key] = held  # the last good version stays
         self.store.replace_kind(kind, configs.values())
         return decoded.rejections
-
-    def _nack(self, response: Any, code: int, message: str) -> Any:
-        type_url = str(response.type_url)
-        return discovery_pb2.DiscoveryRequest(
-            type_url=type_url,
-            version_info=self._versions.get(type_url, ""),
-            response_nonce=response.nonce,
-            error_detail=status_pb2.Status(code=code, message=message),
-        )

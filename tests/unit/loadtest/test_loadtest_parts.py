@@ -33,8 +33,8 @@ from pilothouse.loadtest.references import (
     route_cluster_names,
     string_field,
 )
-from pilothouse.loadtest.sotw_client import RESOURCE_WRAPPER
 from pilothouse.protowire import WireError
+from pilothouse.xds.protocol.client_sotw import RESOURCE_WRAPPER
 from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
 
 from .mesh_fixtures import (

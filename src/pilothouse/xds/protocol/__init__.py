@@ -1,9 +1,11 @@
 """xDS protocol engines without I/O: SotW and delta sessions, subscriptions, records.
 
-Each engine takes a request (and the caller's ``now``) and returns a frozen
-decision; the caller reports what it sent.  Nothing here imports grpc or opens a
-socket, and the one wall clock (push versions' time) is handed in, so the server and
-the load generator share it.
+Each server engine takes a request (and the caller's ``now``) and returns a
+frozen decision; the caller reports what it sent.  The client engine
+(``client``, ``client_sotw``, ``client_delta``) takes a response and the
+caller's verdict and returns the requests to send; the load generator and the
+``xds://`` source both drive it.  Nothing here imports grpc or opens a socket,
+and the one wall clock (push versions' time) is handed in.
 """
 
 from pilothouse.xds.protocol.delta import DeltaDecision, DeltaKind, DeltaSession
