@@ -160,8 +160,21 @@ class ServiceEntryRegistry:
             update = self._set_workload(event.key, event.new)
         else:
             return
-        if update is not None:
-            self._on_update(update)
+        if update is None:
+            return
+        if not update.full and self._in_clusters(update.services):
+            # A DNS service's endpoints are part of its clusters (CDS), which the EDS
+            # fast path does not resend: the proxies need a full push, as istiod does.
+            update = RegistryUpdate(True, update.config_keys, update.services)
+        self._on_update(update)
+
+    def _in_clusters(self, keys: frozenset[ServiceKey]) -> bool:
+        """Whether any of these services carries its endpoints inside its clusters."""
+        for key in keys:
+            service = self._services.get(key)
+            if service is not None and service.resolution.endpoints_in_cluster:
+                return True
+        return False
 
     # ---- ServiceEntry ---------------------------------------------------------------
 

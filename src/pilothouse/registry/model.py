@@ -107,6 +107,12 @@ class Resolution(StrEnum):
         """DNS and DNS_ROUND_ROBIN: Envoy resolves the endpoint addresses itself."""
         return self in (Resolution.DNS, Resolution.DNS_ROUND_ROBIN)
 
+    @property
+    def endpoints_in_cluster(self) -> bool:
+        """The endpoints travel inside the cluster (STRICT_DNS / LOGICAL_DNS clusters carry
+        their ``load_assignment``), not over EDS: an endpoint change is a cluster change."""
+        return self in (Resolution.DNS, Resolution.DNS_ROUND_ROBIN, Resolution.DYNAMIC_DNS)
+
 
 class Location(StrEnum):
     """Whether a service is part of the mesh (ServiceEntry ``location``)."""

@@ -300,3 +300,28 @@ def test_registry_service_entry_labels_in_index() -> None:
     assert [e.address for e in index.endpoints_for(A, "http", Labels.of({"version": "v2"}))] == [
         "1.1.1.2"
     ]
+
+
+def test_registry_endpoint_change_of_a_dns_service_is_full() -> None:
+    """A DNS service's endpoints travel inside its clusters (STRICT_DNS / LOGICAL_DNS
+    ``load_assignment``), which the EDS fast path does not resend: full, as istiod does.
+    Found by the warm-equals-cold fuzz at ``make fuzz`` budget."""
+    for resolution in ("DNS", "DNS_ROUND_ROBIN"):
+        se = service_entry(
+            "sel",
+            f"  hosts: [a.example.com]\n{HTTP}  resolution: {resolution}\n"
+            "  workloadSelector: {labels: {app: a}}\n",
+        )
+        h = Harness(se)
+        we = workload_entry("vm1", "  address: 3.3.3.3\n  labels: {app: a}")
+        (added,) = h.apply(we)
+        assert added == RegistryUpdate(True, frozenset({we.key}), frozenset({A})), resolution
+        (moved,) = h.apply(workload_entry("vm1", "  address: 3.3.3.3\n  labels: {app: b}"))
+        assert moved.full and moved.services == {A}, resolution
+    def dns_se(address: str) -> Config:
+        spec = f"  hosts: [a.example.com]\n{HTTP}  resolution: DNS\n"
+        return service_entry("dns", spec + f"  endpoints: [{{address: {address}}}]\n")
+
+    h = Harness(dns_se("x.io"))
+    (changed,) = h.apply(dns_se("y.io"))
+    assert changed.full
