@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.push.cache import ResourceCache
+from pilothouse.push.changes import registry_request
 from pilothouse.push.context import PushContext, build_context
 from pilothouse.push.debounce import Debouncer
 from pilothouse.push.proxy import GeneratorFamily
@@ -258,7 +259,7 @@ class DiscoveryServer:
     def _on_registry_update(self, update: RegistryUpdate) -> None:
         if self._context is None:
             return
-        self._debouncer.enqueue(update.to_push_request(start=time.monotonic()))
+        self._debouncer.enqueue(registry_request(update, start=time.monotonic()))
 
     # -- pushes -----------------------------------------------------------------------
 
