@@ -301,9 +301,9 @@ async def test_a_push_that_fails_to_build_is_carried_into_the_next(
     """Building the PushContext raises once (patched, standing in for a bug): the push
     loop survives, and the change that push carried is pushed with the next one, even
     when the next change alone would not concern the proxy (it cannot see ``other``)."""
-    import pilothouse.xds.server.discovery as discovery_module
+    import pilothouse.push.pipeline as pipeline_module
 
-    real = discovery_module.build_context
+    real = pipeline_module.build_context
     failures = [RuntimeError(SECRET)]
 
     def build_failing_once(*args: object, **kwargs: object) -> object:
@@ -318,7 +318,7 @@ async def test_a_push_that_fails_to_build_is_carried_into_the_next(
         await watcher.send(
             sotw_request(CDS, version_info=first.version_info, response_nonce=first.nonce)
         )
-        monkeypatch.setattr(discovery_module, "build_context", build_failing_once)
+        monkeypatch.setattr(pipeline_module, "build_context", build_failing_once)
         plane.apply_yaml(CACHE)
         for _ in range(100):
             if not failures:

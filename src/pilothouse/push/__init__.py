@@ -1,7 +1,10 @@
-"""The push stage: merge config events into push requests, debounce them, queue them per
+"""The push stage: turn config and registry changes into push requests, debounce them, decide
+which connections each concerns (the pipeline), queue them per
 connection and push them with bounded concurrency.
 
-Modules: ``request`` (PushRequest, ConfigKey, TriggerReason and merge), ``debounce`` (the
+Modules: ``pipeline`` (drives the push: changes in, ``(connection, PushRequest)`` pairs
+out), ``changes`` (config events and registry updates into requests), ``request``
+(PushRequest, ConfigKey, TriggerReason and merge), ``debounce`` (the
 debounce rules and their asyncio driver), ``queue`` (the per-connection push queue), ``workers``
 (the throttled consumer of that queue), ``clock`` (the loop clock and a manual clock for
 tests). Push versions and nonces are the protocol's (:mod:`pilothouse.xds.protocol.versions`).

@@ -1,12 +1,14 @@
-"""RegistryUpdate: what one registry change means for the push stage (full, or EDS only)."""
+"""RegistryUpdate: a plain description of one registry change (services, or endpoints only).
+
+The push stage turns it into a push (:func:`pilothouse.push.changes.registry_request`);
+the registry never imports push/.
+"""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from pilothouse.config.model import ConfigKey
-from pilothouse.push.request import PushRequest, TriggerReason
 from pilothouse.registry.model import ServiceKey
 
 
@@ -29,21 +31,4 @@ class RegistryUpdate:
             full=self.full or other.full,
             config_keys=self.config_keys | other.config_keys,
             services=self.services | other.services,
-        )
-
-    def to_push_request(self, start: float = math.inf) -> PushRequest:
-        """The push this update asks for.
-
-        Full: reason ``service`` (istiod's reason for ServiceEntry changes); the changed
-        config keys plus every affected service as ``ServiceKey.config_key``, so that caches
-        can drop the clusters of hosts that are gone. EDS only: reason ``endpoint``, naming
-        the affected services only.
-        """
-        service_keys = frozenset(service.config_key for service in self.services)
-        if self.full:
-            return PushRequest.for_configs(
-                self.config_keys | service_keys, TriggerReason.SERVICE, start=start
-            )
-        return PushRequest.for_configs(
-            service_keys, TriggerReason.ENDPOINT, start=start, full=False
         )

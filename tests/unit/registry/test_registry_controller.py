@@ -7,6 +7,7 @@ import datetime
 import math
 
 from pilothouse.config.model import Config, ConfigKey
+from pilothouse.push.changes import registry_request
 from pilothouse.push.request import TriggerReason
 from pilothouse.registry.model import SERVICE_KIND, Labels, ServiceKey
 from pilothouse.registry.update import RegistryUpdate
@@ -115,7 +116,7 @@ def test_registry_endpoint_only_change_is_eds_only() -> None:
     assert addresses(h, A) == ["1.1.1.1", "1.1.1.9"]
     assert h.registry.services() is services_before  # no rebuild of services
     assert h.registry.endpoint_index.version(B) == version_b
-    request = update.to_push_request(start=5.0)
+    request = registry_request(update, start=5.0)
     assert not request.full
     assert request.configs_updated == {ConfigKey(SERVICE_KIND, "default", "a.example.com")}
     assert dict(request.reasons) == {TriggerReason.ENDPOINT: 1}
@@ -173,7 +174,7 @@ def test_registry_delete_service_entry_is_full_and_drops_endpoints() -> None:
     assert update.full and update.services == {A} and update.config_keys == {se_a().key}
     assert h.registry.services() == ()
     assert h.registry.endpoints(A) == ()
-    request = update.to_push_request()
+    request = registry_request(update)
     assert request.full and math.isinf(request.start)
     assert request.configs_updated == {se_a().key, A.config_key}
     assert dict(request.reasons) == {TriggerReason.SERVICE: 1}

@@ -1,0 +1,257 @@
+"""The push pipeline: config and registry changes in, ``(connection, PushRequest)`` pairs out.
+
+This is where the push stage decides (DESIGN §1, push/ *drives* the push):
+
+1. A change becomes a request: :meth:`PushPipeline.config_changed` for a store event,
+   :meth:`PushPipeline.registry_changed` for a registry update (via
+   :mod:`pilothouse.push.changes`). The server feeds those requests to the debouncer.
+2. A released (debounced) request is planned by :meth:`PushPipeline.plan`: the cache
+   entries of the changed keys are evicted; a full request builds a new PushContext
+   (reusing untouched indexes); an endpoint-only request takes the EDS fast path (no new
+   context). Then only the connections the change concerns are chosen: for a full push,
+   those whose scope sees a changed key (before or after the change); for an endpoint
+   push, those watching a changed service's hosts. MCP-over-xDS clients
+   (``GENERATOR=api``) are chosen for every change of a kind they watch, whatever their
+   scope (on the fast path with the request made full: the ``api`` generator answers
+   from the store).
+3. The :class:`PushPlan` names the pairs; the server only carries them out (queues
+   them for its push workers) and ends the streams of the connections reported failed.
+
+Faults stop at the connection: an exception while choosing one connection is logged
+and that connection is reported in :attr:`PushPlan.failed`; every other connection is
+still chosen. A plan that raises as a whole (a failed PushContext build) keeps its
+request, which is merged into the next one, so no change is lost.
+
+The pipeline knows connections only through :class:`PushTarget`, so push/ never imports
+the server.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+from pilothouse.config.mesh import MeshSettings
+from pilothouse.config.model import ConfigKey
+from pilothouse.push.cache import ResourceCache
+from pilothouse.push.changes import REGISTRY_KINDS, config_request, registry_request
+from pilothouse.push.context import PushContext, build_context
+from pilothouse.push.proxy import GeneratorFamily, ProxyIdentity
+from pilothouse.push.request import PushRequest, TriggerReason
+from pilothouse.registry.model import Service, service_hosts
+from pilothouse.registry.update import RegistryUpdate
+from pilothouse.sources.events import ConfigStore
+
+log = logging.getLogger("pilothouse.push")
+
+
+class PushTarget(Hashable, Protocol):
+    """What the pipeline needs from a connection (the server's ``Connection`` is one)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def proxy(self) -> ProxyIdentity: ...
+
+    def watched_types(self) -> list[str]:
+        """The type URLs (or MCP-over-xDS type names) the connection watches."""
+        ...
+
+    def watches_any_host(self, hostnames: frozenset[str]) -> bool:
+        """Whether any watched EDS cluster has its host among ``hostnames``."""
+        ...
+
+
+C = TypeVar("C", bound=PushTarget)
+
+
+@dataclass(frozen=True, slots=True)
+class PushPlan(Generic[C]):
+    """What one released request comes to: the pairs to push and the connections that failed."""
+
+    request: PushRequest
+    """The request planned (merged with any request whose plan raised before)."""
+    full: bool
+    """True when a new PushContext was built; False for the EDS fast path."""
+    pushes: tuple[tuple[C, PushRequest], ...]
+    failed: tuple[C, ...]
+    """Connections for which choosing raised (logged): their streams should end."""
+
+
+class PushPipeline(Generic[C]):
+    """The push stage's decisions: the current PushContext, the connections, and who is pushed.
+
+    ``services`` is the registry's service list, ``next_version`` the source of push
+    versions (the protocol's), ``api_kinds`` maps the type names an MCP-over-xDS client
+    watches to the Kinds it watches.
+    """
+
+    def __init__(
+        self,
+        store: ConfigStore,
+        services: Callable[[], tuple[Service, ...]],
+        mesh: MeshSettings,
+        cache: ResourceCache,
+        *,
+        next_version: Callable[[], str],
+        api_kinds: Callable[[list[str]], frozenset[str]],
+    ) -> None:
+        self._store = store
+        self._services = services
+        self._mesh = mesh
+        self._cache = cache
+        self._next_version = next_version
+        self._api_kinds = api_kinds
+        self._version = next_version()
+        self._context: PushContext | None = None
+        self._connections: dict[str, C] = {}
+        self._api_connections: set[str] = set()
+        self._unpushed: PushRequest | None = None
+        """A request whose plan raised: merged into the next one, so its changes are not lost."""
+
+    # -- state ------------------------------------------------------------------------
+
+    @property
+    def context(self) -> PushContext | None:
+        """The current PushContext; None until :meth:`start`."""
+        return self._context
+
+    @property
+    def version(self) -> str:
+        return self._version
+
+    @property
+    def connections(self) -> Mapping[str, C]:
+        return self._connections
+
+    def start(self) -> PushContext:
+        """Build the first PushContext from the whole store."""
+        self._context = build_context(self._store, self._services, self._mesh, self._version)
+        return self._context
+
+    def connect(self, connection: C) -> None:
+        self._connections[connection.id] = connection
+        if connection.proxy.generator is GeneratorFamily.API:
+            self._api_connections.add(connection.id)
+
+    def disconnect(self, connection: C) -> None:
+        self._connections.pop(connection.id, None)
+        self._api_connections.discard(connection.id)
+
+    # -- changes into requests --------------------------------------------------------
+
+    def config_changed(self, key: ConfigKey, start: float) -> PushRequest | None:
+        """The push a store event for ``key`` asks for; None when there is nothing to push."""
+        if self._context is None:
+            return None  # the first PushContext is built from the whole store
+        if key.kind in REGISTRY_KINDS:
+            # The registry turns these into service and endpoint updates, which do not
+            # name the object itself; MCP-over-xDS clients watch the objects, so name it.
+            if not self._api_connections:
+                return None
+            return PushRequest.for_configs([key], TriggerReason.CONFIG, start=start, full=False)
+        return config_request(key, start)
+
+    def registry_changed(self, update: RegistryUpdate, start: float) -> PushRequest | None:
+        """The push a registry update asks for; None before the first PushContext."""
+        if self._context is None:
+            return None
+        return registry_request(update, start)
+
+    # -- requests into pushes ---------------------------------------------------------
+
+    def plan(self, request: PushRequest) -> PushPlan[C] | None:
+        """Decide one released request; None before the first PushContext.
+
+        If deciding raises (say, building the context), the request is kept and merged
+        into the next one, and the exception propagates.
+        """
+        if self._context is None:
+            return None
+        if self._unpushed is not None:
+            request, self._unpushed = self._unpushed.merge(request), None
+        try:
+            self._version = self._next_version()
+            if request.full:
+                return self._full(request, self._context)
+            return self._endpoints(request)
+        except Exception:
+            self._unpushed = request
+            raise
+
+    def _full(self, request: PushRequest, previous: PushContext) -> PushPlan[C]:
+        self._cache.invalidate(request.configs_updated)
+        context = build_context(
+            self._store, self._services, self._mesh, self._version, previous, request
+        )
+        self._context = context
+        chosen, failed = self._affected(request, previous, context)
+        return PushPlan(request, True, tuple((c, request) for c in chosen), failed)
+
+    def _endpoints(self, request: PushRequest) -> PushPlan[C]:
+        """The EDS fast path: no new context; the watchers of the changed hosts."""
+        self._cache.invalidate(request.configs_updated)
+        hosts = service_hosts(request.configs_updated)
+        pushes: list[tuple[C, PushRequest]] = []
+        failed: list[C] = []
+        for connection in list(self._connections.values()):
+            try:
+                if self._watches_changed_kind(connection, request):
+                    # the api generator answers from the store: a per-connection full push
+                    pushes.append((connection, dataclasses.replace(request, full=True)))
+                elif connection.watches_any_host(hosts):
+                    pushes.append((connection, request))
+            except Exception:
+                self._failed(connection, "choosing an endpoint push", failed)
+        return PushPlan(request, False, tuple(pushes), tuple(failed))
+
+    def _affected(
+        self, request: PushRequest, old: PushContext, new: PushContext
+    ) -> tuple[Sequence[C], tuple[C, ...]]:
+        """The connections whose proxies can see a changed key (scoped push), and the
+        connections for which deciding that raised."""
+        connections = list(self._connections.values())
+        if request.is_everything or request.forced:
+            return connections, ()
+        keys = request.configs_updated
+        root = self._mesh.root_namespace
+        verdicts: dict[tuple[object, object], bool] = {}
+        chosen: list[C] = []
+        failed: list[C] = []
+        for connection in connections:
+            try:
+                if self._watches_changed_kind(connection, request):
+                    chosen.append(connection)
+                    continue
+                old_scope = old.scope(connection.proxy)
+                new_scope = new.scope(connection.proxy)
+                pair = (old_scope.key, new_scope.key)
+                verdict = verdicts.get(pair)
+                if verdict is None:
+                    verdict = old_scope.key != new_scope.key or any(
+                        old_scope.sees(k, root) or new_scope.sees(k, root) for k in keys
+                    )
+                    verdicts[pair] = verdict
+            except Exception:
+                self._failed(connection, "scoping a push", failed)
+                continue
+            if verdict:
+                chosen.append(connection)
+        return chosen, tuple(failed)
+
+    def _watches_changed_kind(self, connection: C, request: PushRequest) -> bool:
+        """An MCP-over-xDS client (``GENERATOR=api``) watching a kind the request changed."""
+        if connection.id not in self._api_connections:
+            return False
+        return not self._api_kinds(connection.watched_types()).isdisjoint(request.kinds())
+
+    @staticmethod
+    def _failed(connection: C, doing: str, failed: list[C]) -> None:
+        """Report one connection after an exception while ``doing`` something for it
+        (called from an ``except`` block: the traceback is logged)."""
+        log.exception("%s for %s failed; closing its stream", doing, connection.id)
+        failed.append(connection)
