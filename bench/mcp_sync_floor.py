@@ -36,8 +36,8 @@ if __package__ in (None, ""):
 from bench.mcp_sync_mesh import service_entries
 from pilothouse.api.istio.networking.v1alpha3 import service_entry_pb2
 from pilothouse.xds.builders.encode import to_any_bytes
+from pilothouse.xds.protocol.wire import sotw_response
 from pilothouse.xds.server.ads import new_grpc_server
-from pilothouse.xds.server.wire import sotw_response
 
 SYNC_METHOD: Final = "/pilothouse.bench.McpFloor/Sync"
 TYPE_NAME: Final = "networking.istio.io/v1/ServiceEntry"

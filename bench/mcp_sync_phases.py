@@ -60,8 +60,8 @@ from pilothouse.sources.upstream_resources import KindDecoder
 from pilothouse.sources.xds_upstream import XdsUpstreamSource
 from pilothouse.xds.generators.api import ApiGenerator
 from pilothouse.xds.generators.base import GenerationInput
+from pilothouse.xds.protocol.wire import sotw_response
 from pilothouse.xds.server.discovery import DiscoveryServer
-from pilothouse.xds.server.wire import sotw_response
 
 TYPE_NAME = "networking.istio.io/v1/ServiceEntry"
 SINK_NODE = "sidecar~127.0.0.1~pilothouse.istio-system~istio-system.svc.cluster.local"

@@ -1,7 +1,7 @@
 """The protocol buffers wire format, written by hand: varints and length-delimited fields.
 
 Responses are assembled by concatenating cached encodings (DESIGN.md §2): an xDS
-``DiscoveryResponse`` (:mod:`pilothouse.xds.server.wire`), an ``Any``
+``DiscoveryResponse`` (:mod:`pilothouse.xds.protocol.wire`), an ``Any``
 (:mod:`pilothouse.xds.builders.encode`) and a legacy MCP ``Resources`` message
 (:mod:`pilothouse.mcp.messages`) are each their fields' tags, lengths and bytes. This is
 the one writer they share. It is on the push path: every varint below 2**14 (every tag

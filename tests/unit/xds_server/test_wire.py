@@ -9,7 +9,7 @@ from google.protobuf import any_pb2
 from pilothouse.push.cache import Resource
 from pilothouse.xds.builders.encode import content_hash, to_any_bytes
 from pilothouse.xds.protocol.type_urls import CDS
-from pilothouse.xds.server.wire import delta_response, sotw_response
+from pilothouse.xds.protocol.wire import delta_response, sotw_response
 
 
 def cluster(name: str) -> Resource:

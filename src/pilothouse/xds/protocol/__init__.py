@@ -1,7 +1,9 @@
 """xDS protocol engines without I/O: SotW and delta sessions, subscriptions, records.
 
 Each server engine takes a request (and the caller's ``now``) and returns a
-frozen decision; the caller reports what it sent.  The client engine
+frozen decision; the caller reports what it sent.  ``stream_engine`` wraps one of them per server
+stream, with its nonces and make-before-break ordering (``ordering``), behind one
+interface: a request or a push in, the encoded responses (``wire``) out.  The client engine
 (``client``, ``client_sotw``, ``client_delta``) takes a response and the
 caller's verdict and returns the requests to send; the load generator and the
 ``xds://`` source both drive it.  Nothing here imports grpc or opens a socket,

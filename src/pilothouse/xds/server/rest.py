@@ -68,16 +68,15 @@ from google.protobuf import any_pb2, json_format
 from pilothouse.bootstrap.envoy import XDS_REST_CLUSTER
 from pilothouse.boundary.contain import INTERNAL_ERROR, json_error_body
 from pilothouse.boundary.json_body import BadJson, read_json
-from pilothouse.push.cache import Resource, ResourceCache
-from pilothouse.push.context import PushContext
+from pilothouse.push.cache import Resource
 from pilothouse.push.proxy import BadNode, ProxyIdentity
-from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.settings import RestSettings as RestSettings
 from pilothouse.sources.events import ConfigStore
 from pilothouse.xds.builders.cluster import RestPolling
 from pilothouse.xds.generators.base import GenerationInput, Generator
 from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS, is_wildcard_type, short_name
 from pilothouse.xds.server.ads import node_identity
+from pilothouse.xds.server.backend import Backend
 from pilothouse.xds.server.rest_cache import Lru
 from pilothouse.xds.server.rest_problem import describe
 from pilothouse.xds.server.rest_request import node_key, plain_poll
@@ -113,29 +112,14 @@ class RestStats:
             self.errors[status] = self.errors.get(status, 0) + 1
 
 
-class RestBackend(Protocol):
-    """What REST discovery reads from the discovery server."""
-
-    @property
-    def context(self) -> PushContext: ...
-
-    @property
-    def endpoints(self) -> EndpointIndex: ...
-
-    @property
-    def cache(self) -> ResourceCache: ...
+class RestBackend(Backend, Protocol):
+    """What REST discovery reads from the discovery server: the backend a connection
+    generates from, plus the store (its revision) and readiness."""
 
     @property
     def store(self) -> ConfigStore: ...
 
-    @property
-    def version(self) -> str:
-        """The push version: it moves on every push."""
-        ...
-
     def ready(self) -> bool: ...
-
-    def generator(self, type_url: str) -> Generator | None: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,250 @@
+"""What differs between a SotW and a delta stream, behind one interface.
+
+The stream engine (:mod:`pilothouse.xds.protocol.stream_engine`) orders pushes and
+keeps make-before-break state the same way for both protocols; everything that
+depends on the protocol (which session classifies requests, how a response is
+planned and encoded, what counts as ACKed) is one of the two classes here. No I/O:
+each step returns the bytes to write, or None.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from pilothouse.push.cache import Resource
+from pilothouse.xds.protocol.delta import DeltaDecision, DeltaKind, DeltaSession
+from pilothouse.xds.protocol.delta_plan import plan_delta
+from pilothouse.xds.protocol.messages import DeltaRequest, SotwRequest
+from pilothouse.xds.protocol.ordering import MakeBeforeBreak
+from pilothouse.xds.protocol.sotw import SotwSession
+from pilothouse.xds.protocol.sotw_watch import plan_sotw
+from pilothouse.xds.protocol.type_urls import EDS
+from pilothouse.xds.protocol.versions import NonceSource
+from pilothouse.xds.protocol.wire import delta_response, sotw_response
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """One response to write: its encoded bytes and how many resources it carries."""
+
+    type_url: str
+    body: bytes
+    resources: int
+
+
+class ResourceSource(Protocol):
+    """Where a stream's resources come from: the proxy's generated view."""
+
+    @property
+    def version(self) -> str:
+        """The push version responses carry."""
+        ...
+
+    def generate(self, type_url: str, names: frozenset[str] | None) -> Mapping[str, Resource]:
+        """The resources of ``type_url`` for ``names`` (None: all the proxy may see)."""
+        ...
+
+    def warming(self, added: frozenset[str]) -> frozenset[str]:
+        """Of the clusters ``added`` to the proxy, those it warms (waits for EDS for)."""
+        ...
+
+
+class _Base:
+    def __init__(self, source: ResourceSource, order: MakeBeforeBreak) -> None:
+        self._source = source
+        self._order = order
+        self._nonces = NonceSource()
+
+    def _generate(self, type_url: str, names: frozenset[str] | None) -> Mapping[str, Resource]:
+        return self._order.with_lingering(type_url, self._source.generate(type_url, names))
+
+
+class Flavour(Protocol):
+    """The protocol-specific half of a stream engine."""
+
+    @property
+    def session(self) -> SotwSession | DeltaSession: ...
+
+    def answer(self, request: SotwRequest | DeltaRequest, now: float) -> Outgoing | None:
+        """Classify ``request``; the response it is owed, if any."""
+        ...
+
+    def respond(
+        self,
+        type_url: str,
+        changed: frozenset[str] | None,
+        now: float,
+        generated: Mapping[str, Resource] | None = None,
+    ) -> Outgoing | None:
+        """A server-initiated response for one type (only what changed, if anything)."""
+        ...
+
+    def changed_endpoints(self) -> frozenset[str] | None:
+        """For EDS in a full push: the assignments to send (None: all of them)."""
+        ...
+
+    def confirmed(self, names: frozenset[str]) -> bool:
+        """Whether the proxy has ACKed EDS for every one of ``names``."""
+        ...
+
+    def awaiting(self, type_url: str) -> bool:
+        """Whether the latest response of ``type_url`` is neither ACKed nor NACKed."""
+        ...
+
+
+class SotwFlavour(_Base):
+    """State of the world: every response carries the full set of watched names."""
+
+    def __init__(self, source: ResourceSource, order: MakeBeforeBreak) -> None:
+        super().__init__(source, order)
+        self.sotw = SotwSession()
+
+    @property
+    def session(self) -> SotwSession:
+        return self.sotw
+
+    def answer(self, request: SotwRequest | DeltaRequest, now: float) -> Outgoing | None:
+        decision = self.sotw.receive(request, now)  # type: ignore[arg-type]
+        if not decision.respond:
+            return None
+        return self._respond(decision.type_url, True, None, now)
+
+    def respond(
+        self,
+        type_url: str,
+        changed: frozenset[str] | None,
+        now: float,
+        generated: Mapping[str, Resource] | None = None,
+    ) -> Outgoing | None:
+        return self._respond(type_url, False, changed, now, generated)
+
+    def _respond(
+        self,
+        type_url: str,
+        answering: bool,
+        changed: frozenset[str] | None,
+        now: float,
+        generated: Mapping[str, Resource] | None = None,
+    ) -> Outgoing | None:
+        watch = self.sotw.watch(type_url)
+        if watch is None:
+            return None
+        subscription = watch.subscription
+        names = None if subscription.wildcard else subscription.names
+        if changed is not None:
+            names = changed if names is None else names & changed
+        resources = self._generate(type_url, names) if generated is None else generated
+        available = {name: r.version for name, r in resources.items()}
+        plan = plan_sotw(watch, available, answering=answering)
+        if plan is None:
+            return None
+        if changed is not None and not plan.resources:
+            return None
+        version = self._source.version
+        nonce = self._nonces.next(version)
+        body = sotw_response(
+            version, type_url, nonce, [resources[n].body for n in sorted(plan.resources)]
+        )
+        self.sotw.record_sent(type_url, version, nonce, plan.resources, now)
+        if self._order.records(type_url):
+            chosen = plan.resources
+            sent = resources if len(chosen) == len(resources) else {n: resources[n] for n in chosen}
+            self._order.record(type_url, sent, replace=changed is None)
+        return Outgoing(type_url, body, len(plan.resources))
+
+    def changed_endpoints(self) -> frozenset[str] | None:
+        """Only the assignments whose content differs from what the proxy was last sent."""
+        watch = self.sotw.watch(EDS)
+        if watch is None or watch.subscription.wildcard:
+            return None
+        current = self._generate(EDS, watch.subscription.names)
+        held = watch.held_versions.get
+        return frozenset(
+            name for name, resource in current.items() if held(name) != resource.version
+        )
+
+    def confirmed(self, names: frozenset[str]) -> bool:
+        watch = self.sotw.watch(EDS)
+        if watch is None:
+            return False
+        return all(watch.acked_resource(n) for n in names)
+
+    def awaiting(self, type_url: str) -> bool:
+        watch = self.sotw.watch(type_url)
+        return (
+            watch is not None
+            and bool(watch.nonce_sent)
+            and (watch.nonce_acked != watch.nonce_sent and watch.last_error is None)
+        )
+
+
+class DeltaFlavour(_Base):
+    """Incremental: responses carry what changed and what was removed."""
+
+    def __init__(self, source: ResourceSource, order: MakeBeforeBreak) -> None:
+        super().__init__(source, order)
+        self.delta = DeltaSession()
+
+    @property
+    def session(self) -> DeltaSession:
+        return self.delta
+
+    def answer(self, request: SotwRequest | DeltaRequest, now: float) -> Outgoing | None:
+        decision = self.delta.receive(request, now)  # type: ignore[arg-type]
+        if not decision.respond:
+            return None
+        return self._respond(decision.type_url, decision, None, now)
+
+    def respond(
+        self,
+        type_url: str,
+        changed: frozenset[str] | None,
+        now: float,
+        generated: Mapping[str, Resource] | None = None,
+    ) -> Outgoing | None:
+        return self._respond(type_url, None, changed, now, generated)
+
+    def _respond(
+        self,
+        type_url: str,
+        decision: DeltaDecision | None,
+        changed: frozenset[str] | None,
+        now: float,
+        generated: Mapping[str, Resource] | None = None,
+    ) -> Outgoing | None:
+        watch = self.delta.watch(type_url)
+        if watch is None:
+            return None
+        subscription = watch.subscription
+        names = None if subscription.wildcard else subscription.names
+        if changed is not None and decision is None and names is not None:
+            names = names & changed
+        resources = self._generate(type_url, names) if generated is None else generated
+        available = {name: r.version for name, r in resources.items()}
+        plan = plan_delta(watch, available, decision, changed)
+        initial = decision is not None and decision.kind in (DeltaKind.INIT, DeltaKind.RECONNECT)
+        if plan.empty and not initial:
+            return None
+        version = self._source.version
+        nonce = self._nonces.next(version)
+        chosen = [resources[n] for n in sorted(plan.resources)]
+        body = delta_response(version, type_url, nonce, chosen, sorted(plan.removed))
+        self.delta.record_sent(
+            type_url, nonce, plan.resources, plan.removed, now, system_version=version
+        )
+        self._order.record(type_url, {r.name: r for r in chosen}, plan.removed, replace=False)
+        return Outgoing(type_url, body, len(chosen))
+
+    def changed_endpoints(self) -> frozenset[str] | None:
+        """All of them: the delta plan sends only what the proxy does not hold."""
+        return None
+
+    def confirmed(self, names: frozenset[str]) -> bool:
+        watch = self.delta.watch(EDS)
+        return watch is not None and all(n in watch.confirmed for n in names)
+
+    def awaiting(self, type_url: str) -> bool:
+        watch = self.delta.watch(type_url)
+        return watch is not None and bool(watch.in_flight)
