@@ -66,9 +66,6 @@ def node_bytes(node: object) -> bytes:
     return bytes(serialize())
 
 
-_SHORT_LENGTHS: Final = tuple(bytes((length,)) for length in range(0x80))
-"""A length below 128 is its own one-byte varint."""
-
 # Tags of the fields written on every request, made once.
 _SOTW_VERSION: Final = tag(1)
 _SOTW_NODE: Final = tag(2)
@@ -91,8 +88,7 @@ def _text(field_tag: bytes, value: str) -> bytes:
     if not value:
         return b""
     data = value.encode()
-    size = len(data)
-    return field_tag + (_SHORT_LENGTHS[size] if size < 0x80 else varint(size)) + data
+    return field_tag + varint(len(data)) + data  # protowire's varint is a table lookup
 
 
 class RequestEncoder:
