@@ -1,0 +1,246 @@
+"""Admission control: which new xDS streams are let in, and the counts of what was refused.
+
+Every stream on the xDS port (ADS SotW and delta, the per-type services, MCP over xDS
+and legacy MCP) passes :meth:`Admission.stream` before it reads its first request:
+
+1. the circuit breaker: with ``max_connections`` streams already open (admitted or
+   waiting for their turn), a new one is refused at once with ``UNAVAILABLE``;
+2. the token bucket (:mod:`pilothouse.xds.server.token_bucket`): new streams are let
+   in at ``rate`` a second with bursts of ``burst``, first come first served; a stream
+   waits for its turn, but one whose turn is more than ``wait`` seconds away is refused
+   with ``RESOURCE_EXHAUSTED`` at once rather than held that long for nothing (as
+   istiod's limiter, Go's ``rate.Limiter.Wait`` under a one-second deadline, does).
+   A ``rate`` of 0 lets every stream in at once.
+
+Refused proxies reconnect with their backoff (Envoy: jittered, 0.5 s to 30 s), so a
+storm of reconnecting proxies is spread out instead of landing at once.
+
+An :class:`Admission` is changed at run time with :meth:`Admission.configure` (the next
+stream sees the change; streams already in stay). It counts, in plain ints, the streams
+it admitted and the refusals by reason, including two decided elsewhere and reported
+with :meth:`Admission.refuse`: ``not_ready`` (``UNAVAILABLE`` before config has synced)
+and ``bad_node`` (``INVALID_ARGUMENT`` for a first request without a usable node id).
+:meth:`Admission.snapshot` copies them, cheaply enough to call at every scrape.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import grpc
+
+from pilothouse.settings import AdmissionSettings
+from pilothouse.xds.server.token_bucket import TokenBucket
+
+log = logging.getLogger("pilothouse.xds.admission")
+
+
+class Refusal(enum.Enum):
+    """Why a stream was refused; the values are the counters' ``reason`` labels."""
+
+    RATE_LIMITED = "rate_limited"
+    """RESOURCE_EXHAUSTED: its turn under the rate limit was more than ``wait`` away."""
+    MAX_CONNECTIONS = "max_connections"
+    """UNAVAILABLE: ``max_connections`` streams were open already."""
+    NOT_READY = "not_ready"
+    """UNAVAILABLE: config had not synced yet."""
+    BAD_NODE = "bad_node"
+    """INVALID_ARGUMENT: the first request named no node id, or a malformed one."""
+
+
+class Refused(Exception):
+    """A stream refused by admission control: end it with ``code`` and ``message``."""
+
+    def __init__(self, reason: Refusal, code: grpc.StatusCode, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionSnapshot:
+    """The counters at one instant (plain ints; counters only grow)."""
+
+    admitted: int
+    """Streams let in since start."""
+    rejected: Mapping[str, int]
+    """Streams refused since start, by :class:`Refusal` value (every reason, 0 included)."""
+    connections: int
+    """Streams open now: admitted and not ended, or waiting for their turn."""
+    waiting: int
+    """Streams waiting for their turn now."""
+
+
+class Admission:
+    """The xDS port's door: a circuit breaker and a token bucket for new streams."""
+
+    def __init__(
+        self,
+        settings: AdmissionSettings | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._settings = settings if settings is not None else AdmissionSettings()
+        self._clock = clock
+        self._bucket = self._new_bucket()
+        self._admitted = 0
+        self._rejected = dict.fromkeys(Refusal, 0)
+        self._open = 0
+        self._waiting = 0
+
+    # -- the knobs, read and changed at run time ------------------------------------------
+
+    @property
+    def settings(self) -> AdmissionSettings:
+        return self._settings
+
+    @property
+    def rate(self) -> float:
+        """New streams per second; 0: no rate limit."""
+        return self._settings.rate
+
+    @property
+    def burst(self) -> int:
+        return self._settings.burst
+
+    @property
+    def wait(self) -> float:
+        """Longest a stream waits for its turn, seconds."""
+        return self._settings.wait
+
+    @property
+    def max_connections(self) -> int:
+        """Streams open at once, at most; 0: no limit."""
+        return self._settings.max_connections
+
+    def configure(
+        self,
+        *,
+        rate: float | None = None,
+        burst: int | None = None,
+        max_connections: int | None = None,
+        wait: float | None = None,
+    ) -> AdmissionSettings:
+        """Change the knobs given (None keeps one) for every stream from the next on;
+        the settings now in force. Raises ValueError for a value out of range (then
+        nothing changes). Streams already open stay, even above a lowered limit."""
+        current = self._settings
+        updated = AdmissionSettings(  # checks the values
+            rate=current.rate if rate is None else float(rate),
+            burst=current.burst if burst is None else burst,
+            wait=current.wait if wait is None else float(wait),
+            max_connections=current.max_connections if max_connections is None else max_connections,
+        )
+        now = self._clock()
+        if updated.rate == 0:
+            self._bucket = None
+        elif self._bucket is None:
+            self._bucket = TokenBucket(updated.rate, updated.burst, now)
+        else:
+            self._bucket.reconfigure(updated.rate, updated.burst, now)
+        self._settings = updated
+        log.info(
+            "admission control changed",
+            extra={
+                "rate": updated.rate,
+                "burst": updated.burst,
+                "wait": updated.wait,
+                "max_connections": updated.max_connections,
+            },
+        )
+        return updated
+
+    # -- streams ------------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def stream(self, peer: str = "") -> AsyncIterator[None]:
+        """Hold one stream's place from admission until the block ends; raises
+        :class:`Refused` (the refusal counted) when the stream may not come in."""
+        limit = self._settings.max_connections
+        if limit and self._open >= limit:
+            self._count(Refusal.MAX_CONNECTIONS, peer)
+            raise Refused(
+                Refusal.MAX_CONNECTIONS,
+                grpc.StatusCode.UNAVAILABLE,
+                f"pilothouse is at its limit of {limit} xDS connections (circuit breaker, "
+                "PILOTHOUSE_XDS_ADMISSION_MAX_CONNECTIONS): connect to another replica "
+                "or retry later",
+            )
+        self._open += 1
+        try:
+            await self._take_turn(peer)
+            self._admitted += 1
+            yield
+        finally:
+            self._open -= 1
+
+    async def _take_turn(self, peer: str) -> None:
+        bucket = self._bucket
+        if bucket is None:
+            self._note_admitted(peer, 0.0)
+            return
+        settings = self._settings
+        delay = bucket.reserve(self._clock(), settings.wait)
+        if delay is None:
+            self._count(Refusal.RATE_LIMITED, peer)
+            raise Refused(
+                Refusal.RATE_LIMITED,
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"request rate limit exceeded: pilothouse admits {settings.rate:g} new xDS "
+                f"streams a second (burst {settings.burst}) and this stream's turn was more "
+                f"than {settings.wait:g} s away; reconnect with backoff",
+            )
+        if delay > 0:
+            self._waiting += 1
+            try:
+                await asyncio.sleep(delay)
+            finally:
+                self._waiting -= 1
+        self._note_admitted(peer, delay)
+
+    def refuse(self, reason: Refusal) -> None:
+        """Count a refusal decided outside admission control (not ready, bad node)."""
+        self._count(reason, "")
+
+    # -- what is read -------------------------------------------------------------------
+
+    @property
+    def connections(self) -> int:
+        """Streams open now (admitted, or waiting for their turn)."""
+        return self._open
+
+    def snapshot(self) -> AdmissionSnapshot:
+        return AdmissionSnapshot(
+            admitted=self._admitted,
+            rejected=MappingProxyType({r.value: n for r, n in self._rejected.items()}),
+            connections=self._open,
+            waiting=self._waiting,
+        )
+
+    # -- inside -------------------------------------------------------------------------
+
+    def _new_bucket(self) -> TokenBucket | None:
+        settings = self._settings
+        if settings.rate == 0:
+            return None
+        return TokenBucket(settings.rate, settings.burst, self._clock())
+
+    def _count(self, reason: Refusal, peer: str) -> None:
+        self._rejected[reason] += 1
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("xds stream refused", extra={"reason": reason.value, "peer": peer})
+
+    def _note_admitted(self, peer: str, waited: float) -> None:
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "xds stream admitted",
+                extra={"waited": round(waited, 4), "open": self._open, "peer": peer},
+            )
