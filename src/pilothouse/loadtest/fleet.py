@@ -189,6 +189,13 @@ class ProxyFleet:
         """The channels opened so far (made when a proxy first uses one)."""
         return [] if self._server_channels is None else self._server_channels.channels
 
+    def set_servers(self, addresses: Sequence[str]) -> None:
+        """The server's addresses from now on (a replica started or stopped): proxies
+        pick among them when they next (re)connect; open streams stay where they are."""
+        self.addresses = tuple(addresses)
+        if self._server_channels is not None:
+            self._server_channels.set_addresses(self.addresses)
+
     def by_server(self) -> Counter[str]:
         """Connected proxies (a stream that has delivered a response) by server address."""
         return Counter(proxy.server for proxy in self.proxies if proxy.connected)

@@ -45,6 +45,14 @@ class ServerChannels:
         self._options = (LOCAL_SUBCHANNELS, *options)
         self._channels: dict[tuple[str, int], grpc.aio.Channel] = {}
 
+    def set_addresses(self, addresses: Sequence[str]) -> None:
+        """The server's addresses from now on (replicas came or went, as a Service's
+        endpoints change): later connects pick among these; streams open stay where
+        they are, and channels to an address no longer listed stay until ``close``."""
+        if not addresses:
+            raise ValueError("at least one server address")
+        self.addresses = tuple(addresses)
+
     def pick(self, rng: random.Random) -> str:
         """An address for a new connection: the only one, or one at random."""
         addresses = self.addresses

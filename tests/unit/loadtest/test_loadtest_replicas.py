@@ -77,8 +77,17 @@ def test_several_addresses_are_picked_uniformly() -> None:
         assert 850 <= picks.count(address) <= 1150
 
 
+def test_new_addresses_are_picked_from_the_next_connect() -> None:
+    channels = ServerChannels(["127.0.0.1:1"])
+    rng = random.Random(2)
+    channels.set_addresses(["127.0.0.1:2", "127.0.0.1:3"])
+    assert {channels.pick(rng) for _ in range(50)} == {"127.0.0.1:2", "127.0.0.1:3"}
+
+
 def test_server_channels_need_an_address_and_a_group_size() -> None:
     with pytest.raises(ValueError):
         ServerChannels([])
+    with pytest.raises(ValueError):
+        ServerChannels(["127.0.0.1:1"]).set_addresses([])
     with pytest.raises(ValueError):
         ServerChannels(["127.0.0.1:1"], streams_per_channel=0)
