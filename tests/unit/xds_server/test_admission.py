@@ -91,6 +91,28 @@ async def test_a_stream_waits_for_its_turn_then_comes_in() -> None:
     assert admission.snapshot().admitted == 4
 
 
+async def test_a_stalled_loop_lets_in_no_catch_up_burst() -> None:
+    admission = Admission(AdmissionSettings(rate=100, burst=2, wait=5.0))
+    opened: list[float] = []
+
+    async def one() -> None:
+        async with admission.stream():
+            opened.append(time.monotonic())
+
+    streams = [asyncio.create_task(one()) for _ in range(40)]
+    await asyncio.sleep(0.05)
+    time.sleep(0.3)  # the loop is blocked: 30 tokens come due, only the burst keeps
+    stalled = time.monotonic()
+    await asyncio.gather(*streams)
+    after = sorted(at - stalled for at in opened if at >= stalled)
+    # let in at once after the stall: the burst, not the 30 that came due meanwhile
+    # (plus one whose token came just before the stall and which resumed after it)
+    assert sum(offset < 0.005 for offset in after) <= 2 + 1, after[:10]
+    # and no span of 100 ms holds more than that plus rate x 0.1 s
+    for index, start in enumerate(after):
+        assert sum(start <= at < start + 0.1 for at in after[index:]) <= 2 + 1 + 10
+
+
 async def test_waiting_streams_count_as_open_and_a_cancelled_one_leaves() -> None:
     admission = Admission(AdmissionSettings(rate=1, burst=1, wait=5, max_connections=2))
     async with admission.stream():

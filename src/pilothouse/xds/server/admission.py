@@ -6,11 +6,14 @@ and legacy MCP) passes :meth:`Admission.stream` before it reads its first reques
 1. the circuit breaker: with ``max_connections`` streams already open (admitted or
    waiting for their turn), a new one is refused at once with ``UNAVAILABLE``;
 2. the token bucket (:mod:`pilothouse.xds.server.token_bucket`): new streams are let
-   in at ``rate`` a second with bursts of ``burst``, first come first served; a stream
-   waits for its turn, but one whose turn is more than ``wait`` seconds away is refused
-   with ``RESOURCE_EXHAUSTED`` at once rather than held that long for nothing (as
-   istiod's limiter, Go's ``rate.Limiter.Wait`` under a one-second deadline, does).
-   A ``rate`` of 0 lets every stream in at once.
+   in at ``rate`` a second with bursts of ``burst``, first come first served. A stream
+   waits in line for its token, but one that would wait more than ``wait`` (counting
+   the streams ahead of it, at the configured rate) is refused at once with
+   ``RESOURCE_EXHAUSTED`` rather than held only to be refused, as istiod's limiter (Go's
+   ``rate.Limiter.Wait`` under a one-second deadline) does. Tokens are counted when
+   streams are let in: an event loop too busy to let them in on time lets in fewer,
+   never a catch-up burst, so no span of ``T`` seconds sees more than
+   ``burst + rate * T`` admissions. A ``rate`` of 0 lets every stream in at once.
 
 Refused proxies reconnect with their backoff (Envoy: jittered, 0.5 s to 30 s), so a
 storm of reconnecting proxies is spread out instead of landing at once.
@@ -26,6 +29,7 @@ and ``bad_node`` (``INVALID_ARGUMENT`` for a first request without a usable node
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import enum
 import logging
@@ -95,6 +99,9 @@ class Admission:
         self._rejected = dict.fromkeys(Refusal, 0)
         self._open = 0
         self._waiting = 0
+        self._queue: collections.deque[asyncio.Future[None]] = collections.deque()
+        """Streams waiting for a token, first come first served."""
+        self._timer: asyncio.TimerHandle | None = None
 
     # -- the knobs, read and changed at run time ------------------------------------------
 
@@ -147,6 +154,10 @@ class Admission:
         else:
             self._bucket.reconfigure(updated.rate, updated.burst, now)
         self._settings = updated
+        if self._timer is not None:  # the waiting streams' next turn moved
+            self._timer.cancel()
+            self._timer = None
+            self._schedule(now)
         log.info(
             "admission control changed",
             extra={
@@ -187,9 +198,12 @@ class Admission:
         if bucket is None:
             self._note_admitted(peer, 0.0)
             return
+        now = self._clock()
+        if not self._waiting and bucket.take(now):
+            self._note_admitted(peer, 0.0)
+            return
         settings = self._settings
-        delay = bucket.reserve(self._clock(), settings.wait)
-        if delay is None:
+        if bucket.wait(now, ahead=self._waiting) > settings.wait:
             self._count(Refusal.RATE_LIMITED, peer)
             raise Refused(
                 Refusal.RATE_LIMITED,
@@ -198,13 +212,37 @@ class Admission:
                 f"streams a second (burst {settings.burst}) and this stream's turn was more "
                 f"than {settings.wait:g} s away; reconnect with backoff",
             )
-        if delay > 0:
-            self._waiting += 1
-            try:
-                await asyncio.sleep(delay)
-            finally:
-                self._waiting -= 1
-        self._note_admitted(peer, delay)
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._queue.append(turn)
+        self._waiting += 1
+        try:
+            self._schedule(now)
+            await turn
+        finally:
+            self._waiting -= 1
+        self._note_admitted(peer, self._clock() - now)
+
+    def _schedule(self, now: float) -> None:
+        """Have the queue served when the next token is due (once; the timer re-arms)."""
+        if self._timer is None and self._queue:
+            delay = 0.0 if self._bucket is None else self._bucket.wait(now)
+            self._timer = asyncio.get_running_loop().call_later(delay, self._serve_queue)
+
+    def _serve_queue(self) -> None:
+        """Let in the waiting streams the tokens in hand allow, first come first served."""
+        self._timer = None
+        queue, bucket = self._queue, self._bucket
+        now = self._clock()
+        while queue:
+            turn = queue[0]
+            if turn.done():  # its stream went away while it waited
+                queue.popleft()
+            elif bucket is None or bucket.take(now):
+                queue.popleft()
+                turn.set_result(None)
+            else:
+                break
+        self._schedule(now)
 
     def refuse(self, reason: Refusal) -> None:
         """Count a refusal decided outside admission control (not ready, bad node)."""

@@ -1,22 +1,25 @@
-"""A token bucket that hands out turns: how long a newcomer waits, decided when it arrives.
+"""A token bucket: tokens accrue at ``rate`` a second up to ``burst``; each admission takes one.
 
-Tokens accrue at ``rate`` a second up to ``burst``; each newcomer takes one. When none
-is left, the newcomer *reserves* the next one to come: the count goes below zero and
-the newcomer is told how long to wait, so newcomers are served first come, first
-served, one every ``1 / rate`` seconds, and no turn is lost while they wait. A newcomer
-whose turn is further away than it may wait takes nothing and is told so at once. This
-is Go's ``rate.Limiter.Wait`` under a deadline, which istiod uses for new xDS streams.
+This is the classic bucket, kept to the letter: tokens never go below zero and never
+pile up beyond ``burst``, so over any span of ``T`` seconds at most ``burst + rate * T``
+tokens are taken, counted at the moments they are taken. A token that comes due while
+nobody can take it (the taker's event loop is busy elsewhere) is lost once the bucket
+is full: a busy server then admits fewer streams rather than a catch-up burst when it
+gets back to them.
 
-Over any span of ``T`` seconds at most ``burst + rate * T`` turns fall due. The bucket
-does no I/O and reads no clock: every call is given the time (``now``, in seconds of
-any monotonic clock), so tests drive it with made-up instants.
+The bucket does no I/O and reads no clock: every call is given the time (``now``, in
+seconds of any monotonic clock), so tests drive it with made-up instants.
 """
 
 from __future__ import annotations
 
+_ROUNDING = 1e-9
+"""Tokens short of a whole one that still count as one: fractions added up over many
+intervals (0.1 s at 10 a second is not exact in binary) must not lose a token."""
+
 
 class TokenBucket:
-    """Turns at ``rate`` per second with bursts of up to ``burst``; ``rate`` > 0."""
+    """``rate`` tokens a second, at most ``burst`` in hand; ``rate`` > 0, ``burst`` >= 1."""
 
     __slots__ = ("_burst", "_rate", "_tokens", "_updated")
 
@@ -25,7 +28,6 @@ class TokenBucket:
         self._rate = rate
         self._burst = burst
         self._tokens = float(burst)
-        """Tokens in hand at ``_updated``; below zero when turns are reserved ahead."""
         self._updated = now
 
     @property
@@ -37,32 +39,34 @@ class TokenBucket:
         return self._burst
 
     def tokens(self, now: float) -> float:
-        """Tokens in hand at ``now`` (negative: that many turns reserved ahead)."""
+        """Tokens in hand at ``now`` (fractions count towards the next one)."""
         return min(float(self._burst), self._tokens + max(0.0, now - self._updated) * self._rate)
 
-    def reserve(self, now: float, longest_wait: float) -> float | None:
-        """Take the next turn: the seconds until it comes (0.0: now), or None when it is
-        further away than ``longest_wait`` (then nothing is taken)."""
-        tokens = self.tokens(now) - 1.0
-        wait = 0.0 if tokens >= 0 else -tokens / self._rate
-        if wait > longest_wait:
-            return None
-        self._tokens = tokens
+    def take(self, now: float) -> bool:
+        """Take a token if one is in hand."""
+        tokens = self.tokens(now)
         self._updated = max(now, self._updated)
-        return wait
+        if tokens < 1.0 - _ROUNDING:
+            self._tokens = tokens
+            return False
+        self._tokens = max(0.0, tokens - 1.0)
+        return True
+
+    def wait(self, now: float, ahead: int = 0) -> float:
+        """Seconds from ``now`` until a token is in hand for the taker after ``ahead``
+        others waiting before it (0.0: now), if every token is taken when it comes due."""
+        missing = ahead + 1.0 - self.tokens(now)
+        return 0.0 if missing <= _ROUNDING else missing / self._rate
 
     def reconfigure(self, rate: float, burst: int, now: float) -> None:
-        """New rate and burst from ``now`` on. Turns already handed out keep their times
-        and the next newcomer's turn comes after the last of them, then at the new rate;
-        tokens in hand are kept, up to the new burst."""
+        """A new rate and burst from ``now`` on; the tokens in hand are kept, up to the
+        new burst."""
         _check(rate, burst)
         tokens = self.tokens(now)
-        if tokens < 0:  # reserved ahead: the same stretch of time, counted at the new rate
-            tokens *= rate / self._rate
-        self._tokens = min(tokens, float(burst))
         self._updated = max(now, self._updated)
         self._rate = rate
         self._burst = burst
+        self._tokens = min(tokens, float(burst))
 
 
 def _check(rate: float, burst: int) -> None:
