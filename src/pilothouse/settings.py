@@ -58,13 +58,22 @@ class DebounceSettings:
 class AdmissionSettings:
     """Which new xDS streams are let in (:mod:`pilothouse.xds.server.admission`).
 
-    A token bucket paces new streams (istiod's ``PILOT_MAX_REQUESTS_PER_SECOND``, burst
-    1, one second's wait); a circuit breaker caps the streams open at once. istiod's
-    rate is min(15 + 5 x cores, 100) per second, 25 on two cores; pilothouse takes
-    2,000 sidecars at about 360 a second on two cores without any limit (BENCHMARKS.md,
-    connect_storm), so its default is 250 a second: a storm is paced below what the
-    server sustains, leaving it time for the pushes of proxies already connected, and
-    2,000 proxies are in within about 8 seconds rather than 80.
+    A token bucket paces new streams (istiod's ``PILOT_MAX_REQUESTS_PER_SECOND``, with a
+    one-second wait); a circuit breaker caps the streams open at once. Two defaults
+    differ from istiod's, for reasons of pilothouse's own:
+
+    - ``rate``: istiod's is min(15 + 5 x cores, 100) a second, 25 on two cores, which
+      would keep 2,000 sidecars coming for 80 s. pilothouse spends about 2.9 ms of CPU
+      on a new sidecar (BENCHMARKS.md, connect_storm: 2,000 converge in 5.5 s with no
+      limit, about 360 a second, from one process on one core); 250 a second keeps a
+      storm to about 70 % of that core, leaving the rest to the pushes of proxies
+      already connected.
+    - ``burst``: istiod's is 1. pilothouse lets waiting streams in from its one event
+      loop, once per loop turn; with a burst of 1 that is one stream a turn, and during
+      a storm, when turns take several milliseconds, a 250-a-second limit let in about
+      150 a second. A burst of 25 (a tenth of a second at the default rate) lets in
+      what came due during a turn of up to 100 ms; the bucket still never lets in more
+      than the rate in any one second.
     """
 
     ENV_PREFIX: ClassVar[str] = "PILOTHOUSE_XDS_ADMISSION_"
@@ -73,11 +82,12 @@ class AdmissionSettings:
     rate: float = 250.0
     """New xDS streams admitted per second (PILOT_MAX_REQUESTS_PER_SECOND); 0 admits
     every stream at once (no rate limit)."""
-    burst: int = 1
-    """Streams admitted at once after a quiet spell, at least 1 (istiod's: 1)."""
+    burst: int = 25
+    """Streams admitted at once (after a quiet spell, or when the event loop comes back
+    to waiting streams late), at least 1; never more than ``rate`` in a second."""
     wait: float = 1.0
-    """Longest a new stream waits for its turn, seconds; a stream whose turn is further
-    away is refused with RESOURCE_EXHAUSTED (istiod: 1 s)."""
+    """Longest a new stream waits for its turn, seconds (istiod: 1 s); a stream whose
+    turn is further away is refused with RESOURCE_EXHAUSTED at once."""
     max_connections: int = 0
     """xDS streams open at once, at most; beyond it a new stream is refused with
     UNAVAILABLE at once. 0 means no limit (istiod has none)."""
@@ -122,6 +132,10 @@ class XdsSettings:
     """Largest response the gRPC server sends."""
     max_concurrent_streams: int = 100_000
     """ISTIO_GPRC_MAXSTREAMS: streams per HTTP/2 connection."""
+    max_pending_streams: int = 10_000
+    """New streams gRPC holds until the server takes them up; beyond it gRPC cancels
+    them (its own default is 1,000, and above it it cancels some at random: a storm of
+    2,000 proxies then sees CANCELLED streams before admission control sees them)."""
     keepalive_time: float = 30.0
     """GRPC_KEEPALIVE_INTERVAL: seconds between the server's pings on an idle connection."""
     keepalive_timeout: float = 10.0

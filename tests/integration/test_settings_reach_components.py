@@ -43,6 +43,7 @@ ENVIRON = {
     "PILOTHOUSE_XDS_KEEPALIVE_TIMEOUT": "3",
     "PILOTHOUSE_XDS_MIN_PING_INTERVAL": "2.5",
     "PILOTHOUSE_XDS_MAX_CONCURRENT_STREAMS": "50",
+    "PILOTHOUSE_XDS_MAX_PENDING_STREAMS": "321",
     "PILOTHOUSE_XDS_MAX_CONNECTION_AGE": "90",
     "PILOTHOUSE_XDS_MAX_CONNECTION_AGE_GRACE": "2",
     "PILOTHOUSE_XDS_ADMISSION_RATE": "42.5",
@@ -115,6 +116,7 @@ async def test_serve_hands_every_part_of_the_tree_to_its_component(
         assert given["grpc.keepalive_timeout_ms"] == 3000
         assert given["grpc.http2.min_ping_interval_without_data_ms"] == 2500
         assert given["grpc.max_concurrent_streams"] == 50
+        assert given["grpc.server.max_pending_requests"] == 321
         assert given["grpc.max_send_message_length"] == 1_000_000
         assert given["grpc.max_receive_message_length"] == 2_000_000
         assert given["grpc.max_connection_age_ms"] == 90_000

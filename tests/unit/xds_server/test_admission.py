@@ -178,9 +178,9 @@ def test_configure_refuses_values_out_of_range_and_changes_nothing() -> None:
     assert admission.settings == before
 
 
-def test_the_default_is_250_a_second_in_bursts_of_one_with_a_second_to_wait() -> None:
+def test_the_default_is_250_a_second_in_bursts_of_25_with_a_second_to_wait() -> None:
     admission = Admission()
-    assert (admission.rate, admission.burst, admission.wait) == (250.0, 1, 1.0)
+    assert (admission.rate, admission.burst, admission.wait) == (250.0, 25, 1.0)
     assert admission.max_connections == 0
 
 

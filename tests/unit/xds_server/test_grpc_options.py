@@ -15,6 +15,8 @@ def test_default_options_are_istiods_with_its_helm_charts_connection_age() -> No
         ("grpc.keepalive_timeout_ms", 10_000),
         ("grpc.http2.min_ping_interval_without_data_ms", 15_000),
         ("grpc.max_concurrent_streams", 100_000),
+        ("grpc.server.max_pending_requests", 10_000),
+        ("grpc.server.max_pending_requests_hard_limit", 10_000),
         ("grpc.max_connection_age_ms", 30 * 60 * 1000),
         ("grpc.max_connection_age_grace_ms", 10_000),
     ]
@@ -29,6 +31,7 @@ def test_each_transport_knob_becomes_its_option() -> None:
         keepalive_timeout=1.5,
         min_ping_interval=60,
         max_concurrent_streams=7,
+        max_pending_streams=9,
     )
     options = dict(grpc_server_options(settings, reuse_port=True))
     assert options == {
@@ -39,6 +42,8 @@ def test_each_transport_knob_becomes_its_option() -> None:
         "grpc.keepalive_timeout_ms": 1500,
         "grpc.http2.min_ping_interval_without_data_ms": 60_000,
         "grpc.max_concurrent_streams": 7,
+        "grpc.server.max_pending_requests": 9,
+        "grpc.server.max_pending_requests_hard_limit": 9,
     }
 
 

@@ -1,7 +1,10 @@
 """The token bucket for new streams, on made-up instants: a burst, then one token per
-interval; nothing piles up beyond the burst; waits for takers in line; the window bound."""
+interval; nothing piles up beyond the burst; no second over the rate; waits for takers
+in line; the window bounds."""
 
 from __future__ import annotations
+
+import math
 
 import pytest
 from hypothesis import given, settings
@@ -93,7 +96,7 @@ def test_no_span_sees_more_tokens_taken_than_the_burst_plus_the_rate_times_its_l
 ) -> None:
     """Takers come in bunches at random instants (a busy loop serves them late); however
     they come, the tokens taken in any closed span of length T are at most
-    ``burst + rate * T``."""
+    ``burst + rate * T``, and in any second at most the rate."""
     bucket = TokenBucket(rate, burst, now=0.0)
     now = 0.0
     taken: list[float] = []
@@ -107,6 +110,13 @@ def test_no_span_sees_more_tokens_taken_than_the_burst_plus_the_rate_times_its_l
                 first += 1
             most = max(most, last - first + 1)
         assert most <= burst + rate * length + 1e-6
+    # and in any half-open second [t, t + 1), at most the rate (or the burst if larger)
+    most, first = 0, 0
+    for last, at in enumerate(taken):
+        while taken[first] <= at - 1.0:
+            first += 1
+        most = max(most, last - first + 1)
+    assert most <= max(burst, math.ceil(rate))
 
 
 def test_a_steady_taker_gets_the_rate() -> None:
@@ -114,3 +124,45 @@ def test_a_steady_taker_gets_the_rate() -> None:
     # asking every millisecond for ten seconds: one token every 4 ms, 2,501 in all
     taken = sum(bucket.take(step / 1000) for step in range(10_001))
     assert taken == 2501
+
+
+def test_no_second_sees_more_than_the_rate_even_with_a_larger_burst_in_hand() -> None:
+    bucket = TokenBucket(rate=10, burst=4, now=0.0)
+    assert bucket.per_second == 10
+    taken = []
+    for step in range(200):  # asking for all it can get, every 10 ms, for two seconds
+        while bucket.take(step / 100):
+            taken.append(step / 100)
+    # the burst at once, then one every 0.1 s: 4 + 6 by 0.6 s, and the window of the
+    # first second is full until the first four leave it at 1.0 s
+    for start in taken:
+        assert sum(start <= at < start + 1.0 for at in taken) <= 10
+    assert taken[:4] == [0.0] * 4
+    assert taken[4:10] == pytest.approx([0.1, 0.2, 0.3, 0.4, 0.5, 0.6])
+    assert 1.0 in taken and not any(0.6 < at < 1.0 for at in taken)
+
+
+def test_a_late_taker_gets_what_came_due_up_to_the_burst_within_the_rate() -> None:
+    bucket = TokenBucket(rate=100, burst=10, now=0.0)
+    assert sum(bucket.take(0.0) for _ in range(10)) == 10
+    assert sum(bucket.take(0.5) for _ in range(100)) == 10  # 50 came due, 10 kept
+    assert sum(bucket.take(0.6) for _ in range(100)) == 10
+    # 80 taken in the second since 0.0; the window has room for 20 more
+    assert sum(bucket.take(0.95) for _ in range(100)) == 10
+    assert bucket.wait(0.95) == pytest.approx(0.01)
+
+
+def test_the_wait_counts_the_window_as_well() -> None:
+    bucket = TokenBucket(rate=2, burst=2, now=0.0)
+    assert bucket.take(0.0) and bucket.take(0.0)
+    assert bucket.wait(0.0) == pytest.approx(1.0)  # a token by 0.5 s, room only at 1.0 s
+    assert bucket.wait(0.0, ahead=1) == pytest.approx(1.0)
+    assert not bucket.take(0.9)  # two tokens in hand by now, but the second is full
+    assert bucket.wait(0.9) == pytest.approx(0.1)
+    assert bucket.take(1.0) and bucket.take(1.0)
+
+
+def test_a_rate_below_one_a_second_still_lets_one_in() -> None:
+    bucket = TokenBucket(rate=0.5, burst=1, now=0.0)
+    assert bucket.per_second == 1
+    assert bucket.take(0.0) and not bucket.take(1.5) and bucket.take(2.0)

@@ -1,7 +1,8 @@
 """Admission control: which new xDS streams are let in, and the counts of what was refused.
 
 Every stream on the xDS port (ADS SotW and delta, the per-type services, MCP over xDS
-and legacy MCP) passes :meth:`Admission.stream` before it reads its first request:
+and legacy MCP) passes :meth:`Admission.stream` once it is open (xDS streams once their
+first request has arrived) and before anything is served to it:
 
 1. the circuit breaker: with ``max_connections`` streams already open (admitted or
    waiting for their turn), a new one is refused at once with ``UNAVAILABLE``;
@@ -11,9 +12,12 @@ and legacy MCP) passes :meth:`Admission.stream` before it reads its first reques
    the streams ahead of it, at the configured rate) is refused at once with
    ``RESOURCE_EXHAUSTED`` rather than held only to be refused, as istiod's limiter (Go's
    ``rate.Limiter.Wait`` under a one-second deadline) does. Tokens are counted when
-   streams are let in: an event loop too busy to let them in on time lets in fewer,
-   never a catch-up burst, so no span of ``T`` seconds sees more than
-   ``burst + rate * T`` admissions. A ``rate`` of 0 lets every stream in at once.
+   streams are let in: no span of ``T`` seconds sees more than ``burst + rate * T``
+   admissions, and no second more than the rate (or the burst, if larger). The burst
+   lets the one event loop admit the streams whose tokens came due while it was busy
+   elsewhere (waiting streams are let in once per loop turn); an event loop busy for
+   longer lets in fewer, never a catch-up burst. A ``rate`` of 0 lets every stream in
+   at once.
 
 Refused proxies reconnect with their backoff (Envoy: jittered, 0.5 s to 30 s), so a
 storm of reconnecting proxies is spread out instead of landing at once.
@@ -83,6 +87,15 @@ class AdmissionSnapshot:
     """Streams waiting for their turn now."""
 
 
+@dataclass(frozen=True, slots=True)
+class _Turn:
+    """A stream waiting for its token."""
+
+    admitted: asyncio.Future[None]
+    peer: str
+    arrived: float
+
+
 class Admission:
     """The xDS port's door: a circuit breaker and a token bucket for new streams."""
 
@@ -99,7 +112,7 @@ class Admission:
         self._rejected = dict.fromkeys(Refusal, 0)
         self._open = 0
         self._waiting = 0
-        self._queue: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._queue: collections.deque[_Turn] = collections.deque()
         """Streams waiting for a token, first come first served."""
         self._timer: asyncio.TimerHandle | None = None
 
@@ -196,11 +209,11 @@ class Admission:
     async def _take_turn(self, peer: str) -> None:
         bucket = self._bucket
         if bucket is None:
-            self._note_admitted(peer, 0.0)
+            self._note_admitted(peer, 0.0, time.time())
             return
         now = self._clock()
         if not self._waiting and bucket.take(now):
-            self._note_admitted(peer, 0.0)
+            self._note_admitted(peer, 0.0, time.time())
             return
         settings = self._settings
         if bucket.wait(now, ahead=self._waiting) > settings.wait:
@@ -212,15 +225,14 @@ class Admission:
                 f"streams a second (burst {settings.burst}) and this stream's turn was more "
                 f"than {settings.wait:g} s away; reconnect with backoff",
             )
-        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        turn = _Turn(asyncio.get_running_loop().create_future(), peer, now)
         self._queue.append(turn)
         self._waiting += 1
         try:
             self._schedule(now)
-            await turn
+            await turn.admitted
         finally:
             self._waiting -= 1
-        self._note_admitted(peer, self._clock() - now)
 
     def _schedule(self, now: float) -> None:
         """Have the queue served when the next token is due (once; the timer re-arms)."""
@@ -229,17 +241,19 @@ class Admission:
             self._timer = asyncio.get_running_loop().call_later(delay, self._serve_queue)
 
     def _serve_queue(self) -> None:
-        """Let in the waiting streams the tokens in hand allow, first come first served."""
+        """Let in the waiting streams the tokens in hand allow, first come first served
+        (each counted and logged now, as it is let in)."""
         self._timer = None
         queue, bucket = self._queue, self._bucket
-        now = self._clock()
+        now, at = self._clock(), time.time()
         while queue:
             turn = queue[0]
-            if turn.done():  # its stream went away while it waited
+            if turn.admitted.done():  # its stream went away while it waited
                 queue.popleft()
             elif bucket is None or bucket.take(now):
                 queue.popleft()
-                turn.set_result(None)
+                turn.admitted.set_result(None)
+                self._note_admitted(turn.peer, now - turn.arrived, at)
             else:
                 break
         self._schedule(now)
@@ -276,9 +290,17 @@ class Admission:
         if log.isEnabledFor(logging.DEBUG):
             log.debug("xds stream refused", extra={"reason": reason.value, "peer": peer})
 
-    def _note_admitted(self, peer: str, waited: float) -> None:
+    def _note_admitted(self, peer: str, waited: float, at: float) -> None:
+        """Log one admission (at debug level) with ``at``, the wall-clock time its token
+        was taken (a batch let in together shares it; the line's own stamp is when it
+        was written)."""
         if log.isEnabledFor(logging.DEBUG):
             log.debug(
                 "xds stream admitted",
-                extra={"waited": round(waited, 4), "open": self._open, "peer": peer},
+                extra={
+                    "at": f"{at:.6f}",
+                    "waited": round(waited, 4),
+                    "open": self._open,
+                    "peer": peer,
+                },
             )

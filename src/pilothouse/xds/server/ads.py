@@ -1,9 +1,10 @@
 """gRPC servicers for ADS (SotW and delta) and the per-type discovery services.
 
 Every stream runs the same loop: refuse it with UNAVAILABLE until the server is
-ready; pass admission control (:mod:`pilothouse.xds.server.admission`: a circuit
-breaker, UNAVAILABLE, and a rate limit, RESOURCE_EXHAUSTED); read the node from the
-first request and refuse a malformed one with INVALID_ARGUMENT; then one reader task
+ready; read its first request and pass admission control
+(:mod:`pilothouse.xds.server.admission`: a circuit breaker, UNAVAILABLE, and a rate
+limit, RESOURCE_EXHAUSTED); take the node from the first request and refuse a
+malformed one with INVALID_ARGUMENT; then one reader task
 feeds requests to the connection while this coroutine, the writer, sends the
 connection's queued responses. Responses are bytes already (the response serializer
 is the identity); requests are parsed by :func:`request_parser`, so undecodable bytes
@@ -110,17 +111,23 @@ class StreamHandler:
             raise StreamRefused(
                 grpc.StatusCode.UNAVAILABLE, "pilothouse is not ready: config has not synced yet"
             )
-        async with admission.stream(context.peer()):
-            await self._serve_admitted(requests, context)
-
-    async def _serve_admitted(
-        self, requests: AsyncIterator[Any], context: grpc.aio.ServicerContext[Any, bytes]
-    ) -> None:
-        discovery = self._discovery
+        # The first request is read before admission decides: a client still sending it
+        # when its stream is refused loses the status to grpcio (its write fails and the
+        # call ends INTERNAL "Internal error from Core" instead of the refusal).
         try:
             first = await anext(requests)
         except StopAsyncIteration:
             return
+        async with admission.stream(context.peer()):
+            await self._serve_admitted(first, requests, context)
+
+    async def _serve_admitted(
+        self,
+        first: Any,
+        requests: AsyncIterator[Any],
+        context: grpc.aio.ServicerContext[Any, bytes],
+    ) -> None:
+        discovery = self._discovery
         if isinstance(first, Undecodable):
             raise StreamRefused(grpc.StatusCode.INVALID_ARGUMENT, first.reason)
         if not first.HasField("node") or not first.node.id:

@@ -6,7 +6,11 @@ default). Keepalive follows istiod: the server pings an idle connection every
 ``keepalive_time`` and closes it when a ping goes unanswered for ``keepalive_timeout``;
 clients may ping no more often than ``min_ping_interval``. With ``max_connection_age``
 set, a connection is asked to go away (GOAWAY) after about that long, gRPC adding its
-own jitter, and given ``max_connection_age_grace`` to finish.
+own jitter, and given ``max_connection_age_grace`` to finish. New streams that the
+server has not taken up yet (a storm of them arriving at once) are held up to
+``max_pending_streams``: gRPC's own limit (1,000, with random cancellations above it)
+would cancel streams of a 2,000-proxy storm before admission control
+(:mod:`pilothouse.xds.server.admission`) could pace them.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ def grpc_server_options(
             _milliseconds(settings.min_ping_interval),
         ),
         ("grpc.max_concurrent_streams", settings.max_concurrent_streams),
+        ("grpc.server.max_pending_requests", settings.max_pending_streams),
+        ("grpc.server.max_pending_requests_hard_limit", settings.max_pending_streams),
     ]
     if settings.max_connection_age > 0:
         options += [
