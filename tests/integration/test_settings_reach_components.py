@@ -114,6 +114,7 @@ async def test_serve_hands_every_part_of_the_tree_to_its_component(
         (given,) = options
         assert given["grpc.keepalive_time_ms"] == 7000
         assert given["grpc.keepalive_timeout_ms"] == 3000
+        assert given["grpc.http2.ping_timeout_ms"] == 3000
         assert given["grpc.http2.min_ping_interval_without_data_ms"] == 2500
         assert given["grpc.max_concurrent_streams"] == 50
         assert given["grpc.server.max_pending_requests"] == 321
