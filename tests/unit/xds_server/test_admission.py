@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator
 
@@ -203,3 +204,28 @@ async def test_the_snapshot_is_plain_read_only_and_names_every_reason() -> None:
         counts.rejected["bad_node"] = 0  # type: ignore[index]
     admission.refuse(Refusal.NOT_READY)
     assert counts.rejected["not_ready"] == 1  # a copy: later refusals do not show in it
+
+
+async def test_logged_admissions_keep_to_the_rate_in_every_second(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Each admission is logged with the moment its token was taken; read back, those
+    moments never put more than the rate in a second (what the storm test and the
+    benchmark measure)."""
+    admission = Admission(AdmissionSettings(rate=50, burst=10, wait=5.0))
+
+    async def one() -> None:
+        async with admission.stream():
+            pass
+
+    with caplog.at_level(logging.DEBUG, logger="pilothouse.xds.admission"):
+        await asyncio.gather(*(one() for _ in range(120)))
+    moments = sorted(
+        float(record.__dict__["at"])
+        for record in caplog.records
+        if record.getMessage() == "xds stream admitted"
+    )
+    assert len(moments) == 120
+    for first, start in enumerate(moments):  # every half-open second [start, start + 1)
+        assert sum(1 for at in moments[first:] if at < start + 1.0) <= 50
+    assert moments[-1] - moments[0] >= (120 - 10) / 50 - 0.01

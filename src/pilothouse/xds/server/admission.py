@@ -107,6 +107,8 @@ class Admission:
     ) -> None:
         self._settings = settings if settings is not None else AdmissionSettings()
         self._clock = clock
+        self._to_wall = time.time() - clock()
+        """Added to a ``clock`` instant, the wall-clock time logged for it."""
         self._bucket = self._new_bucket()
         self._admitted = 0
         self._rejected = dict.fromkeys(Refusal, 0)
@@ -213,7 +215,7 @@ class Admission:
             return
         now = self._clock()
         if not self._waiting and bucket.take(now):
-            self._note_admitted(peer, 0.0, time.time())
+            self._note_admitted(peer, 0.0, now + self._to_wall)
             return
         settings = self._settings
         if bucket.wait(now, ahead=self._waiting) > settings.wait:
@@ -245,7 +247,8 @@ class Admission:
         (each counted and logged now, as it is let in)."""
         self._timer = None
         queue, bucket = self._queue, self._bucket
-        now, at = self._clock(), time.time()
+        now = self._clock()
+        at = now + self._to_wall
         while queue:
             turn = queue[0]
             if turn.admitted.done():  # its stream went away while it waited
@@ -292,8 +295,9 @@ class Admission:
 
     def _note_admitted(self, peer: str, waited: float, at: float) -> None:
         """Log one admission (at debug level) with ``at``, the wall-clock time its token
-        was taken (a batch let in together shares it; the line's own stamp is when it
-        was written)."""
+        was taken: the bucket's own instant, moved to the wall clock by a fixed offset,
+        so that logged admissions keep the bucket's bounds exactly (a batch let in
+        together shares it; the line's own stamp is when it was written)."""
         if log.isEnabledFor(logging.DEBUG):
             log.debug(
                 "xds stream admitted",
