@@ -78,6 +78,7 @@ SCRIPTS: tuple[Script, ...] = (
     Script("generation_cost"),
     Script("memory_slope", timeout=600.0),
     Script("connect_storm"),
+    Script("admission_storm", timeout=1200.0),
     Script("endpoint_churn"),
     Script("rest_sovereign"),
     Script("mcp_sync"),

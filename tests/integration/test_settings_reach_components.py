@@ -43,6 +43,13 @@ ENVIRON = {
     "PILOTHOUSE_XDS_KEEPALIVE_TIMEOUT": "3",
     "PILOTHOUSE_XDS_MIN_PING_INTERVAL": "2.5",
     "PILOTHOUSE_XDS_MAX_CONCURRENT_STREAMS": "50",
+    "PILOTHOUSE_XDS_MAX_PENDING_STREAMS": "321",
+    "PILOTHOUSE_XDS_MAX_CONNECTION_AGE": "90",
+    "PILOTHOUSE_XDS_MAX_CONNECTION_AGE_GRACE": "2",
+    "PILOTHOUSE_XDS_ADMISSION_RATE": "42.5",
+    "PILOTHOUSE_XDS_ADMISSION_BURST": "3",
+    "PILOTHOUSE_XDS_ADMISSION_WAIT": "0.25",
+    "PILOTHOUSE_XDS_ADMISSION_MAX_CONNECTIONS": "77",
     "PILOTHOUSE_XDS_MAX_SEND_BYTES": "1000000",
     "PILOTHOUSE_MAX_RECEIVE_BYTES": "2000000",
     "PILOTHOUSE_DEBOUNCE_AFTER": "0.01",
@@ -107,10 +114,17 @@ async def test_serve_hands_every_part_of_the_tree_to_its_component(
         (given,) = options
         assert given["grpc.keepalive_time_ms"] == 7000
         assert given["grpc.keepalive_timeout_ms"] == 3000
+        assert given["grpc.http2.ping_timeout_ms"] == 3000
         assert given["grpc.http2.min_ping_interval_without_data_ms"] == 2500
         assert given["grpc.max_concurrent_streams"] == 50
+        assert given["grpc.server.max_pending_requests"] == 321
         assert given["grpc.max_send_message_length"] == 1_000_000
         assert given["grpc.max_receive_message_length"] == 2_000_000
+        assert given["grpc.max_connection_age_ms"] == 90_000
+        assert given["grpc.max_connection_age_grace_ms"] == 2000
+        admission = discovery.admission
+        assert (admission.rate, admission.burst, admission.wait) == (42.5, 3, 0.25)
+        assert admission.max_connections == 77
 
         assert discovery.settings.send_timeout == 0.7
         assert discovery.settings.warming_timeout == 0.3

@@ -141,7 +141,8 @@ def settings_from(
 ) -> Settings:
     """Defaults, then ``PILOTHOUSE_*`` variables, then flags (flags win).
 
-    Raises :class:`SettingsError` for an unknown ``PILOTHOUSE_*`` variable or a bad value.
+    Raises :class:`SettingsError` for an unknown ``PILOTHOUSE_*`` variable, a bad value,
+    or values a part of the tree refuses together (an admission burst of 0, say).
     """
     overrides = from_environment(environ)
     for dest, path in FLAGS.items():
@@ -153,7 +154,10 @@ def settings_from(
         elif isinstance(value, Path):
             value = str(value)
         overrides[path] = value
-    return Settings().with_overrides(overrides)
+    try:
+        return Settings().with_overrides(overrides)
+    except ValueError as problem:
+        raise SettingsError(str(problem)) from None
 
 
 async def serve(
@@ -216,7 +220,7 @@ async def serve(
     store.subscribe(on_event)
     discovery = DiscoveryServer(store, mesh, settings.xds, envoy_generators=settings.role == "all")
     try:
-        roles = mcp_roles(settings, store)
+        roles = mcp_roles(settings, store, discovery.admission)
     except SourceSetupError as problem:
         raise SystemExit(f"pilothouse: {problem}") from None
     if reverse is not None:

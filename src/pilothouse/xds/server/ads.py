@@ -1,11 +1,14 @@
 """gRPC servicers for ADS (SotW and delta) and the per-type discovery services.
 
 Every stream runs the same loop: refuse it with UNAVAILABLE until the server is
-ready; read the node from the first request and refuse a malformed one with
-INVALID_ARGUMENT; then one reader task feeds requests to the connection while this
-coroutine, the writer, sends the connection's queued responses. Responses are bytes
-already (the response serializer is the identity); requests are parsed by
-:func:`request_parser`, so undecodable bytes end the stream with INVALID_ARGUMENT.
+ready; read its first request and pass admission control
+(:mod:`pilothouse.xds.server.admission`: a circuit breaker, UNAVAILABLE, and a rate
+limit, RESOURCE_EXHAUSTED); take the node from the first request and refuse a
+malformed one with INVALID_ARGUMENT; then one reader task
+feeds requests to the connection while this coroutine, the writer, sends the
+connection's queued responses. Responses are bytes already (the response serializer
+is the identity); requests are parsed by :func:`request_parser`, so undecodable bytes
+end the stream with INVALID_ARGUMENT.
 When the stream ends, for any reason, the connection is removed and leaves nothing
 behind; an exception of pilothouse's own ends only that stream, with INTERNAL.
 """
@@ -26,6 +29,7 @@ from google.protobuf import json_format
 from pilothouse.push.proxy import BadNode, ProxyIdentity, parse_node
 from pilothouse.settings import XdsSettings
 from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
+from pilothouse.xds.server.admission import Refusal, Refused
 from pilothouse.xds.server.connection import INTERNAL_ERROR, Connection
 from pilothouse.xds.server.discovery import DiscoveryServer
 from pilothouse.xds.server.grpc_options import grpc_server_options
@@ -91,7 +95,7 @@ class StreamHandler:
     ) -> None:
         try:
             await self._serve(requests, context)
-        except StreamRefused as refused:
+        except (StreamRefused, Refused) as refused:
             await context.abort(refused.code, refused.message)
         except Exception:
             log.exception("xds stream failed", extra={"peer": context.peer()})
@@ -101,23 +105,40 @@ class StreamHandler:
         self, requests: AsyncIterator[Any], context: grpc.aio.ServicerContext[Any, bytes]
     ) -> None:
         discovery = self._discovery
+        admission = discovery.admission
         if not discovery.ready():
+            admission.refuse(Refusal.NOT_READY)
             raise StreamRefused(
                 grpc.StatusCode.UNAVAILABLE, "pilothouse is not ready: config has not synced yet"
             )
+        # The first request is read before admission decides: a client still sending it
+        # when its stream is refused loses the status to grpcio (its write fails and the
+        # call ends INTERNAL "Internal error from Core" instead of the refusal).
         try:
             first = await anext(requests)
         except StopAsyncIteration:
             return
+        async with admission.stream(context.peer()):
+            await self._serve_admitted(first, requests, context)
+
+    async def _serve_admitted(
+        self,
+        first: Any,
+        requests: AsyncIterator[Any],
+        context: grpc.aio.ServicerContext[Any, bytes],
+    ) -> None:
+        discovery = self._discovery
         if isinstance(first, Undecodable):
             raise StreamRefused(grpc.StatusCode.INVALID_ARGUMENT, first.reason)
         if not first.HasField("node") or not first.node.id:
+            discovery.admission.refuse(Refusal.BAD_NODE)
             raise StreamRefused(
                 grpc.StatusCode.INVALID_ARGUMENT, "the first request must carry a node with an id"
             )
         try:
             proxy = node_identity(first.node)
         except BadNode as problem:
+            discovery.admission.refuse(Refusal.BAD_NODE)
             raise StreamRefused(grpc.StatusCode.INVALID_ARGUMENT, str(problem)) from None
         connection = Connection(
             discovery.next_connection_id(proxy.id or proxy.node_id),

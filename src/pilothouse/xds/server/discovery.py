@@ -54,6 +54,7 @@ from pilothouse.xds.generators.lds import ListenerGenerator
 from pilothouse.xds.generators.rds import RouteGenerator
 from pilothouse.xds.protocol.type_urls import short_name
 from pilothouse.xds.protocol.versions import PushVersions
+from pilothouse.xds.server.admission import Admission
 from pilothouse.xds.server.connection import INTERNAL_ERROR, Connection
 
 log = logging.getLogger("pilothouse.xds")
@@ -96,6 +97,9 @@ class DiscoveryServer:
         self.mesh = mesh if mesh is not None else MeshSettings()
         self.settings = settings if settings is not None else XdsSettings()
         self.cache = ResourceCache(self.settings.cache_size)
+        self.admission = Admission(self.settings.admission)
+        """Who may open a stream (every gRPC stream on the xDS port passes it); its
+        knobs can be changed at run time."""
         self.stats = XdsStats()
         self.registry = ServiceEntryRegistry(store, self._on_registry_update)
         self._versions = PushVersions()
