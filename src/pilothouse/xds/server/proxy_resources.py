@@ -5,8 +5,9 @@ generators, PushContexts or services; it asks this for a type's resources, the p
 version, and which newly added clusters the proxy will warm.
 
 It also times its generator calls per type (with the ``clock`` it is given), for
-``pilot_xds_push_time``: the connection takes a type's time when it queues that
-type's response (:meth:`ProxyResources.generation_time`).
+``pilot_xds_push_time``: a push generates every type before the connection queues any
+response, and the connection takes each type's time as it queues that type's
+response (:meth:`ProxyResources.generation_time`).
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ class ProxyResources:
         self._proxy = proxy
         self._backend = backend
         self._clock = clock
-        self._timed_type = ""
-        self._timed = 0.0
+        self._timed: dict[str, float] = {}
+        """Seconds spent generating each type since its last response was queued."""
         # gRPC waits for a route's clusters and endpoints itself before using the route
         # (and sends no new EDS request when a cluster comes back), so it is not warmed.
         self._warms_clusters = not is_proxyless(proxy)
@@ -51,23 +52,17 @@ class ProxyResources:
         try:
             return self._generate(type_url, names)
         finally:
-            spent = clock() - started
-            if type_url == self._timed_type:
-                self._timed += spent
-            else:
-                self._timed_type, self._timed = type_url, spent
+            timed = self._timed
+            timed[type_url] = timed.get(type_url, 0.0) + clock() - started
 
     def generation_time(self, type_url: str) -> float:
-        """Seconds spent generating ``type_url`` since its last response was queued (the
-        generator calls for one response run back to back, before the next type's)."""
-        if type_url != self._timed_type:
-            return 0.0
-        spent, self._timed = self._timed, 0.0
-        return spent
+        """Seconds spent generating ``type_url`` since its last response was queued."""
+        return self._timed.pop(type_url, 0.0)
 
     def forget_generation_time(self) -> None:
         """Drop generation time that produced no response (nothing had changed)."""
-        self._timed = 0.0
+        if self._timed:
+            self._timed = {}
 
     def _generate(self, type_url: str, names: frozenset[str] | None) -> Mapping[str, Resource]:
         generator = self._backend.generator(type_url)
