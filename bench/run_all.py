@@ -82,6 +82,7 @@ SCRIPTS: tuple[Script, ...] = (
     Script("rest_sovereign"),
     Script("mcp_sync"),
     Script("mcp_encode"),
+    Script("metrics_overhead", timeout=900.0),
 )
 
 
