@@ -318,11 +318,15 @@ def metric_work_us(samples: int = 60, repetitions: int = 5_000) -> dict[bool, fl
     samples, the two alternating (short samples are seldom interrupted)."""
     work = {recording: MetricWork(recording) for recording in (True, False)}
     for _ in range(samples):
-        for one in work.values():
-            one.sample(repetitions)
+        sample_work(work, repetitions)
     for one in work.values():
         one.server.close()
     return {recording: one.best for recording, one in work.items()}
+
+
+def sample_work(work: dict[bool, MetricWork], repetitions: int = 5_000) -> None:
+    for one in work.values():
+        one.sample(repetitions)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -331,7 +335,7 @@ class Options:
     proxies: int
     rounds: int
     baseline: str
-    work_samples: int = 60
+    work_samples: int = 160
 
 
 async def run(options: Options) -> list[dict[str, Any]]:
@@ -345,6 +349,7 @@ async def run(options: Options) -> list[dict[str, Any]]:
         for kind in ("eds", "cds"):
             for side in sides:
                 await side.learn(kind, 1)
+        work = {recording: MetricWork(recording) for recording in (True, False)}
         gc.collect()
         gc.freeze()
         for round_number in range(options.rounds):
@@ -353,10 +358,13 @@ async def run(options: Options) -> list[dict[str, Any]]:
                 order = sides if round_number % 2 == 0 else sides[::-1]
                 for side in order:
                     await side.measure(kind, state)
+            # the work alone, sampled between rounds: under the same machine load
+            for _ in range(max(1, options.work_samples // options.rounds)):
+                sample_work(work)
     finally:
         for side in sides:
             await side.stop()
-    micro = metric_work_us(options.work_samples)
+    micro = {recording: one.best for recording, one in work.items()}
     return [report(kind, sides, options, micro) for kind in ("eds", "cds")]
 
 
@@ -397,10 +405,10 @@ def report(
         "fastest_round_ratio": round(best["not_recording"] / best["recording"], 3),
         "ratio_to_baseline": round(ratio, 3),
         "ratio_definition": "median round's CPU without recording ÷ with recording "
-        "(1 = recording costs nothing; ±0.02 is the noise of two identical servers)",
-        "target": f"recording must not show in the push: recording share ≤ {TARGET_SHARE:.0%} "
-        "(the end-to-end ratio is within the ±0.02 noise of two identical servers)",
-        "target_met": share <= TARGET_SHARE,
+        "(1 = recording costs nothing; on a shared 2-core machine two identical servers "
+        "differ by a few percent, so this cannot show a cost below that)",
+        "target": f"recording must not show in the push: recording share ≤ {TARGET_SHARE:.0%}",
+        "target_met": "yes" if share <= TARGET_SHARE else "no",
     }
     if off.expected[kind] != responses:
         line["warning"] = "the two servers wrote different numbers of responses"
@@ -424,7 +432,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=80)
     parser.add_argument("--baseline", default="", help="another copy of the package")
     parser.add_argument(
-        "--work-samples", type=int, default=60, help="samples of the metric work alone"
+        "--work-samples", type=int, default=160, help="samples of the metric work alone"
     )
     args = parser.parse_args()
     options = Options(
