@@ -101,12 +101,17 @@ async def plane() -> AsyncIterator[MetricsPlane]:
 
 
 async def connected_fleet(
-    plane: MetricsPlane, count: int = PROXIES, reject: RejectHook | None = None
+    plane: MetricsPlane,
+    count: int = PROXIES,
+    reject: RejectHook | None = None,
+    *,
+    delta: bool = False,
 ) -> ProxyFleet:
     fleet = ProxyFleet(
         f"127.0.0.1:{plane.plane.port}",
         fleet_identities(count, namespaces=(NS,), app="productpage"),
         reject=reject,
+        delta=delta,
     )
     await fleet.start()
     report = await fleet.wait_converged(timeout=30)
@@ -198,9 +203,14 @@ def reject_bad_clusters(type_url: str, resource: ReceivedResource) -> str | None
     return None
 
 
-async def test_a_nack_from_a_real_client_counts_one_reject(plane: MetricsPlane) -> None:
+@pytest.mark.parametrize("incremental", [False, True], ids=["sotw", "delta"])
+async def test_a_nack_from_a_real_client_counts_one_reject(
+    plane: MetricsPlane, incremental: bool
+) -> None:
     proxies = 2
-    fleet = await connected_fleet(plane, proxies, reject=reject_bad_clusters)
+    fleet = await connected_fleet(
+        plane, proxies, reject=reject_bad_clusters, delta=incremental
+    )
     try:
         before = await plane.scrape()
         plane.plane.apply_yaml(service_entry("rejected"))
@@ -223,6 +233,30 @@ async def test_a_nack_from_a_real_client_counts_one_reject(plane: MetricsPlane) 
     await until(lambda: not plane.discovery.connections, "streams closed")
     closed = await plane.scrape()  # the closed streams' NACKs are kept
     assert delta(before, closed, "pilot_total_xds_rejects", type="cds") == proxies
+
+
+async def test_a_request_with_a_stale_nonce_counts_an_expired_nonce(plane: MetricsPlane) -> None:
+    stream = await open_ads(plane.plane.port)
+    try:
+        await stream.send(sotw_request(CDS, "sidecar~10.0.0.1~a.shop~shop.svc.cluster.local"))
+        first = await stream.read()
+        await stream.send(sotw_request(CDS, version_info=first.version_info, response_nonce="old"))
+        await stream.send(sotw_request(EDS, resource_names=["nothing"], response_nonce="older"))
+        await stream.send(
+            sotw_request(CDS, version_info=first.version_info, response_nonce=first.nonce)
+        )
+        deadline = time.monotonic() + 10
+        while plane.discovery.expired_nonces().get("cds", 0) < 1:  # the requests are read
+            assert time.monotonic() < deadline, "the stale request was never read"
+            await asyncio.sleep(0.02)
+        found = await plane.scrape()
+    finally:
+        await stream.close()
+    assert found.sample("pilot_xds_expired_nonce", type="cds") == 1
+    # a first EDS request with a nonce is a reconnect, not a stale one
+    assert found.sample("pilot_xds_expired_nonce", type="eds") == 0
+    await until(lambda: not plane.discovery.connections, "stream closed")
+    assert (await plane.scrape()).sample("pilot_xds_expired_nonce", type="cds") == 1
 
 
 async def refused(port: int, first: bytes) -> grpc.StatusCode:
