@@ -195,6 +195,9 @@ async def test_pilot_xds_counts_the_connected_proxies_by_version(plane: MetricsP
     await until(lambda: not plane.discovery.connections, "streams closed")
     gone = await plane.scrape()
     assert gone.sample("pilot_xds", version=ISTIO_VERSION) == 0  # the series stays, at 0
+    # proxies going away is no error of ours
+    assert gone.sample("pilot_total_xds_internal_errors") == 0
+    assert gone.sample("pilot_xds_push_errors", type="unrecoverable") == 0
 
 
 def reject_bad_clusters(type_url: str, resource: ReceivedResource) -> str | None:

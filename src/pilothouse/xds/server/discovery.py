@@ -54,6 +54,8 @@ from pilothouse.xds.generators.grpc_lds import GrpcListenerGenerator
 from pilothouse.xds.generators.grpc_rds import GrpcRouteGenerator
 from pilothouse.xds.generators.lds import ListenerGenerator
 from pilothouse.xds.generators.rds import RouteGenerator
+from pilothouse.xds.protocol.delta import DeltaSession
+from pilothouse.xds.protocol.sotw import SotwSession
 from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.xds.protocol.versions import PushVersions
 from pilothouse.xds.server.connection import INTERNAL_ERROR, Connection
@@ -224,17 +226,22 @@ class DiscoveryServer:
 
     def rejects(self) -> dict[str, int]:
         """NACKs received so far, by istiod's type label: closed streams' and open ones'."""
-        return self._stream_counts(self.stats.rejects, "rejects")
+        return self._stream_counts(self.stats.rejects, lambda session: session.rejects)
 
     def expired_nonces(self) -> dict[str, int]:
         """Requests with an expired nonce so far, by type label, closed and open streams'."""
-        return self._stream_counts(self.stats.expired_nonces, "expired_nonces")
+        return self._stream_counts(
+            self.stats.expired_nonces, lambda session: session.expired_nonces
+        )
 
-    def _stream_counts(self, closed: Mapping[str, int], counter: str) -> dict[str, int]:
+    def _stream_counts(
+        self,
+        closed: Mapping[str, int],
+        counter: Callable[[SotwSession | DeltaSession], Mapping[str, int]],
+    ) -> dict[str, int]:
         totals = dict(closed)
         for connection in self.connections.values():
-            counts: Mapping[str, int] = getattr(connection.engine.session, counter)
-            for type_url, count in counts.items():
+            for type_url, count in counter(connection.engine.session).items():
                 kind = metric_type(type_url)
                 totals[kind] = totals.get(kind, 0) + count
         return totals
