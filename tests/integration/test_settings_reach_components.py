@@ -23,7 +23,7 @@ from pilothouse.push.request import PushRequest
 from pilothouse.settings import DebounceSettings, XdsSettings
 from pilothouse.sources.memory import MemoryStore
 from pilothouse.xds.protocol.type_urls import CDS, LDS
-from pilothouse.xds.server.connection import Connection
+from pilothouse.xds.server.connection import Connection, Queued
 from pilothouse.xds.server.discovery import DiscoveryServer
 from tests.e2e.harness.control_plane import ControlPlane
 from tests.integration.test_xds_server import open_stream, request
@@ -159,7 +159,7 @@ async def test_the_send_timeout_bounds_how_long_a_push_waits_for_a_stalled_strea
     node = parse_node("sidecar~10.0.0.1~a.ns~ns.svc.cluster.local", {})
     stalled = Connection("c-1", "peer", node, FakeGeneration({}), delta=False)
     stalled.writer_attached = True
-    stalled.outbound.put_nowait(b"never written")
+    stalled.outbound.put_nowait(Queued(b"never written", CDS, 0.0, 0.0))
     discovery.connect(stalled)
     started = time.monotonic()
     await asyncio.wait_for(

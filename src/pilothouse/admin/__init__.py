@@ -1,4 +1,5 @@
 """The admin/debug HTTP server (istiod's port 15014 role): readiness, health, REST discovery.
 
-Later: ``/metrics``, ``/debug/*`` and the admin API mount on the same application.
+``/metrics`` (:mod:`pilothouse.admin.metrics`) mounts on the same application; later
+``/debug/*`` and the admin API.
 """

@@ -23,6 +23,7 @@ from typing import Final
 
 from pilothouse import logfmt
 from pilothouse.admin.app import build_admin_app
+from pilothouse.admin.metrics import metrics_routes, server_metrics
 from pilothouse.admin.server import AdminServer
 from pilothouse.cli.config_sources import SourceSetupError, config_sources, mcp_roles
 from pilothouse.config.encoding import EncodingProblem, decode_config
@@ -243,8 +244,14 @@ async def serve(
     def source_states() -> list[Availability]:
         return [s.availability() for s in sources if isinstance(s, ReportsAvailability)]
 
+    metrics = server_metrics(discovery, sources)
     admin = AdminServer(
-        build_admin_app(discovery, rest=settings.rest, source_states=source_states)
+        build_admin_app(
+            discovery,
+            rest=settings.rest,
+            source_states=source_states,
+            routes=metrics_routes(metrics.registry),
+        )
     )
     try:
         admin_port = await admin.start(admin_host, int(admin_port_text))
@@ -278,7 +285,7 @@ async def serve(
     host = settings.xds.address.rsplit(":", 1)[0]
     log.info("xDS listening on %s:%d", host, port, extra={"address": f"{host}:{port}"})
     log.info(
-        "admin (/ready, REST xDS) listening on %s:%d",
+        "admin (/ready, /metrics, REST xDS) listening on %s:%d",
         admin_host,
         admin_port,
         extra={"address": f"{admin_host}:{admin_port}"},

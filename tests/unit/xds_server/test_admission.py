@@ -198,6 +198,7 @@ async def test_the_snapshot_is_plain_read_only_and_names_every_reason() -> None:
         "max_connections": 0,
         "not_ready": 1,
         "bad_node": 2,
+        "bad_request": 0,
     }
     assert all(type(value) is int for value in counts.rejected.values())
     with pytest.raises(TypeError):

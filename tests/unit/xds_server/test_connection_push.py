@@ -76,9 +76,9 @@ def request(type_url: str, names: tuple[str, ...] = (), nonce: str = "") -> Any:
 def responses(connection: Connection) -> list[Any]:
     out = []
     while not connection.outbound.empty():
-        body = connection.outbound.get_nowait()
-        assert body is not None
-        out.append(discovery_pb2.DiscoveryResponse.FromString(body))
+        queued = connection.outbound.get_nowait()
+        assert queued is not None
+        out.append(discovery_pb2.DiscoveryResponse.FromString(queued.body))
     return out
 
 

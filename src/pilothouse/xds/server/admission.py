@@ -61,6 +61,8 @@ class Refusal(enum.Enum):
     """UNAVAILABLE: config had not synced yet."""
     BAD_NODE = "bad_node"
     """INVALID_ARGUMENT: the first request named no node id, or a malformed one."""
+    BAD_REQUEST = "bad_request"
+    """INVALID_ARGUMENT: the first request's bytes did not decode."""
 
 
 class Refused(Exception):
@@ -262,7 +264,7 @@ class Admission:
         self._schedule(now)
 
     def refuse(self, reason: Refusal) -> None:
-        """Count a refusal decided outside admission control (not ready, bad node)."""
+        """Count a refusal decided outside admission control (not ready, bad node or request)."""
         self._count(reason, "")
 
     # -- what is read -------------------------------------------------------------------

@@ -11,6 +11,12 @@ is the identity); requests are parsed by :func:`request_parser`, so undecodable 
 end the stream with INVALID_ARGUMENT.
 When the stream ends, for any reason, the connection is removed and leaves nothing
 behind; an exception of pilothouse's own ends only that stream, with INTERNAL.
+
+What happens to streams is counted for ``/metrics``: a stream refused before it
+starts, by reason, on the admission controller (its own ``rate_limited`` and
+``max_connections``, and ``not_ready``, ``bad_request``, ``bad_node`` decided here:
+``pilothouse_xds_admission_rejections``), and a stream ended with INTERNAL on the
+discovery server (``pilot_total_xds_internal_errors``).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from pilothouse.xds.server.connection import INTERNAL_ERROR, Connection
 from pilothouse.xds.server.discovery import DiscoveryServer
 from pilothouse.xds.server.grpc_options import grpc_server_options
 from pilothouse.xds.server.request_bytes import Undecodable, request_parser
+from pilothouse.xds.server.writer import write_responses
 
 log = logging.getLogger("pilothouse.xds")
 
@@ -67,13 +74,22 @@ def node_identity(node: Any) -> ProxyIdentity:
     )
 
 
-class StreamRefused(Exception):
-    """Ends a stream with ``code`` and ``message`` (the client's fault, or not ready)."""
 
-    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+
+class StreamRefused(Exception):
+    """Ends a stream with ``code`` and ``message`` (the client's fault, or not ready).
+
+    ``reason`` is set when the stream is refused before it starts (an admission
+    rejection, counted by that reason); a stream ended later has none.
+    """
+
+    def __init__(
+        self, code: grpc.StatusCode, message: str, reason: Refusal | None = None
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.reason = reason
 
 
 class StreamHandler:
@@ -95,10 +111,17 @@ class StreamHandler:
     ) -> None:
         try:
             await self._serve(requests, context)
-        except (StreamRefused, Refused) as refused:
+        except Refused as refused:  # admission control counted it already
+            await context.abort(refused.code, refused.message)
+        except StreamRefused as refused:
+            if refused.reason is not None:
+                self._discovery.admission.refuse(refused.reason)
+            elif refused.code is grpc.StatusCode.INTERNAL:
+                self._discovery.record_internal_error()
             await context.abort(refused.code, refused.message)
         except Exception:
             log.exception("xds stream failed", extra={"peer": context.peer()})
+            self._discovery.record_internal_error()
             await context.abort(grpc.StatusCode.INTERNAL, INTERNAL_ERROR)
 
     async def _serve(
@@ -107,9 +130,10 @@ class StreamHandler:
         discovery = self._discovery
         admission = discovery.admission
         if not discovery.ready():
-            admission.refuse(Refusal.NOT_READY)
             raise StreamRefused(
-                grpc.StatusCode.UNAVAILABLE, "pilothouse is not ready: config has not synced yet"
+                grpc.StatusCode.UNAVAILABLE,
+                "pilothouse is not ready: config has not synced yet",
+                Refusal.NOT_READY,
             )
         # The first request is read before admission decides: a client still sending it
         # when its stream is refused loses the status to grpcio (its write fails and the
@@ -129,17 +153,19 @@ class StreamHandler:
     ) -> None:
         discovery = self._discovery
         if isinstance(first, Undecodable):
-            raise StreamRefused(grpc.StatusCode.INVALID_ARGUMENT, first.reason)
+            raise StreamRefused(grpc.StatusCode.INVALID_ARGUMENT, first.reason, Refusal.BAD_REQUEST)
         if not first.HasField("node") or not first.node.id:
-            discovery.admission.refuse(Refusal.BAD_NODE)
             raise StreamRefused(
-                grpc.StatusCode.INVALID_ARGUMENT, "the first request must carry a node with an id"
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "the first request must carry a node with an id",
+                Refusal.BAD_NODE,
             )
         try:
             proxy = node_identity(first.node)
         except BadNode as problem:
-            discovery.admission.refuse(Refusal.BAD_NODE)
-            raise StreamRefused(grpc.StatusCode.INVALID_ARGUMENT, str(problem)) from None
+            raise StreamRefused(
+                grpc.StatusCode.INVALID_ARGUMENT, str(problem), Refusal.BAD_NODE
+            ) from None
         connection = Connection(
             discovery.next_connection_id(proxy.id or proxy.node_id),
             context.peer(),
@@ -147,11 +173,12 @@ class StreamHandler:
             discovery,
             delta=self._delta,
             warming_timeout=discovery.settings.warming_timeout,
+            clock=discovery.metrics.clock,
         )
         discovery.connect(connection)
         reader = asyncio.create_task(self._read(first, requests, connection))
         try:
-            await self._write(connection, context)
+            await write_responses(connection, context.write, discovery)
         finally:
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -161,32 +188,6 @@ class StreamHandler:
             raise StreamRefused(grpc.StatusCode.INVALID_ARGUMENT, connection.problem)
         if connection.failure:
             raise StreamRefused(grpc.StatusCode.INTERNAL, connection.failure)
-
-    @staticmethod
-    async def _write(connection: Connection, context: grpc.aio.ServicerContext[Any, bytes]) -> None:
-        """Send queued responses until the connection closes.
-
-        A separate function so that no local keeps the last response alive while the
-        stream idles (about 50 KiB per idle connection otherwise).
-        """
-        outbound = connection.outbound
-        connection.writer_attached = True
-        try:
-            while True:
-                body = await outbound.get()
-                if body is None:
-                    return
-                try:
-                    await context.write(body)
-                finally:
-                    outbound.task_done()
-                del body
-        finally:
-            # Nothing more will be written: whoever waits for the queue to drain goes on.
-            connection.writer_attached = False
-            while not outbound.empty():
-                outbound.get_nowait()
-                outbound.task_done()
 
     async def _read(self, first: Any, requests: AsyncIterator[Any], connection: Connection) -> None:
         try:

@@ -10,6 +10,10 @@ PushContext, so a response never mixes two snapshots.
 The protocol (SotW or delta, nonces, make-before-break ordering) is the stream
 engine's (:mod:`pilothouse.xds.protocol.stream_engine`): this holds identity, I/O,
 timers and counters only.
+
+Each queued response (:class:`Queued`) carries what its metrics need: its type, the
+seconds spent generating it (timed by :class:`ProxyResources` with ``clock``) and when
+it was queued; the writer (:mod:`pilothouse.xds.server.writer`) adds the write.
 """
 
 from __future__ import annotations
@@ -18,9 +22,9 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.push.request import PushRequest
@@ -49,6 +53,17 @@ class Generation(Backend, Protocol):
     def observe_send(self, connection: Connection, type_url: str, size: int) -> None: ...
 
 
+class Queued(NamedTuple):
+    """One response waiting for the stream's writer."""
+
+    body: bytes
+    type_url: str
+    generation: float
+    """Seconds spent generating its resources."""
+    queued_at: float
+    """When it was queued, on the connection's ``clock``."""
+
+
 @dataclass
 class ConnectionStats:
     pushes: int = 0
@@ -69,21 +84,25 @@ class Connection:
         *,
         delta: bool,
         warming_timeout: float = XdsSettings.warming_timeout,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         """``warming_timeout``: seconds routes wait for new clusters to warm before they
-        are sent anyway; removed clusters linger at most twice as long."""
+        are sent anyway; removed clusters linger at most twice as long. ``clock`` times
+        generation and writes for the push metrics (the server's metrics clock)."""
         self.id = connection_id
         self.peer = peer
         self.proxy = proxy
         self.delta = delta
         self.connected_at = time.time()
+        self.clock = clock
+        self._resources = ProxyResources(proxy, generation, clock)
         self.engine = StreamEngine(
-            ProxyResources(proxy, generation),
+            self._resources,
             delta=delta,
             warming_timeout=warming_timeout,
             schedule=self._after,
         )
-        self.outbound: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self.outbound: asyncio.Queue[Queued | None] = asyncio.Queue()
         self.writer_attached = False
         """Set by the stream's writer loop, which marks each response done once written."""
         self.stats = ConnectionStats()
@@ -165,6 +184,7 @@ class Connection:
     def _write(self, responses: Iterable[Outgoing]) -> None:
         for response in responses:
             self._send(response.type_url, response.body, response.resources)
+        self._resources.forget_generation_time()  # what produced no response
 
     def _send(self, type_url: str, body: bytes, resources: int) -> None:
         self.stats.responses[type_url] = self.stats.responses.get(type_url, 0) + 1
@@ -172,7 +192,8 @@ class Connection:
         sent[type_url] = sent.get(type_url, 0) + resources
         self.stats.bytes_sent += len(body)
         self._generation.observe_send(self, type_url, len(body))
-        self.outbound.put_nowait(body)
+        generation = self._resources.generation_time(type_url)
+        self.outbound.put_nowait(Queued(body, type_url, generation, self.clock()))
 
     async def written(self, timeout: float) -> None:
         """Wait until every response queued so far is written to the stream (at most
