@@ -57,10 +57,18 @@ def node_identity(node: Any) -> ProxyIdentity:
     locality = "/".join(
         part for part in (node.locality.region, node.locality.zone, node.locality.sub_zone)
     ).rstrip("/")
-    agent = f"{node.user_agent_name}/{node.user_agent_version}".strip("/")
+    agent = f"{node.user_agent_name}/{_agent_version(node)}".strip("/")
     return parse_node(
         node.id, metadata, node_cluster=node.cluster, locality=locality, user_agent=agent
     )
+
+
+def _agent_version(node: Any) -> str:
+    """``user_agent_version``, or Envoy's ``user_agent_build_version`` as ``1.40.0``."""
+    if node.user_agent_version or not node.HasField("user_agent_build_version"):
+        return str(node.user_agent_version)
+    version = node.user_agent_build_version.version
+    return f"{version.major_number}.{version.minor_number}.{version.patch}"
 
 
 class StreamRefused(Exception):
@@ -126,6 +134,7 @@ class StreamHandler:
             discovery,
             delta=self._delta,
             warming_timeout=discovery.settings.warming_timeout,
+            control_plane=discovery.identity.encoded,
         )
         discovery.connect(connection)
         reader = asyncio.create_task(self._read(first, requests, connection))

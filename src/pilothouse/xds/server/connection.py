@@ -31,6 +31,7 @@ from pilothouse.xds.protocol.messages import DeltaRequest, SotwRequest
 from pilothouse.xds.protocol.sotw import SotwSession
 from pilothouse.xds.protocol.stream_engine import Step, StreamEngine
 from pilothouse.xds.protocol.stream_flavour import Outgoing
+from pilothouse.xds.protocol.wire import NO_CONTROL_PLANE, ControlPlaneField
 from pilothouse.xds.server.backend import Backend
 from pilothouse.xds.server.proxy_resources import ProxyResources
 
@@ -69,9 +70,11 @@ class Connection:
         *,
         delta: bool,
         warming_timeout: float = XdsSettings.warming_timeout,
+        control_plane: ControlPlaneField = NO_CONTROL_PLANE,
     ) -> None:
         """``warming_timeout``: seconds routes wait for new clusters to warm before they
-        are sent anyway; removed clusters linger at most twice as long."""
+        are sent anyway; removed clusters linger at most twice as long. ``control_plane``
+        is the encoded field every response carries."""
         self.id = connection_id
         self.peer = peer
         self.proxy = proxy
@@ -82,7 +85,9 @@ class Connection:
             delta=delta,
             warming_timeout=warming_timeout,
             schedule=self._after,
+            control_plane=control_plane,
         )
+        self.control_plane = control_plane
         self.outbound: asyncio.Queue[bytes | None] = asyncio.Queue()
         self.writer_attached = False
         """Set by the stream's writer loop, which marks each response done once written."""
