@@ -8,6 +8,9 @@ already (the response serializer is the identity); requests are parsed by
 :func:`request_parser`, so undecodable bytes end the stream with INVALID_ARGUMENT.
 When the stream ends, for any reason, the connection is removed and leaves nothing
 behind; an exception of pilothouse's own ends only that stream, with INTERNAL.
+ADS streams also answer the ``istio.io/debug/*`` types
+(:mod:`pilothouse.xds.server.debug_types`); a peer not allowed to read them gets
+PERMISSION_DENIED.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from pilothouse.push.proxy import BadNode, ProxyIdentity, parse_node
 from pilothouse.settings import XdsSettings
 from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.xds.server.connection import INTERNAL_ERROR, Connection
+from pilothouse.xds.server.debug_types import DebugAnswers, DebugDenied, is_debug_type
 from pilothouse.xds.server.discovery import DiscoveryServer
 from pilothouse.xds.server.grpc_options import grpc_server_options
 from pilothouse.xds.server.request_bytes import Undecodable, request_parser
@@ -89,10 +93,19 @@ class StreamHandler:
     raised here reaches the server or the other streams.
     """
 
-    def __init__(self, discovery: DiscoveryServer, *, delta: bool, only_type: str = "") -> None:
+    def __init__(
+        self,
+        discovery: DiscoveryServer,
+        *,
+        delta: bool,
+        only_type: str = "",
+        debug: DebugAnswers | None = None,
+    ) -> None:
+        """``debug`` answers the ``istio.io/debug/*`` types (ADS streams only)."""
         self._discovery = discovery
         self._delta = delta
         self._only_type = only_type
+        self._debug = debug
 
     async def serve(
         self, requests: AsyncIterator[Any], context: grpc.aio.ServicerContext[Any, bytes]
@@ -145,6 +158,8 @@ class StreamHandler:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await reader
             discovery.disconnect(connection)
+        if connection.denied:
+            raise StreamRefused(grpc.StatusCode.PERMISSION_DENIED, connection.denied)
         if connection.problem:
             raise StreamRefused(grpc.StatusCode.INVALID_ARGUMENT, connection.problem)
         if connection.failure:
@@ -183,6 +198,8 @@ class StreamHandler:
                 self._handle(request, connection)
         except _BadRequest as problem:
             connection.problem = str(problem)
+        except DebugDenied as denied:
+            connection.denied = str(denied)
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -201,6 +218,11 @@ class StreamHandler:
                 raise _BadRequest(f"type_url {request.type_url!r} on the {self._only_type} stream")
         elif not request.type_url:
             raise _BadRequest("request without type_url on an aggregated stream")
+        elif self._debug is not None and is_debug_type(request.type_url):
+            answer = self._debug.answer(connection, request, delta=self._delta)
+            if answer is not None:
+                connection.outbound.put_nowait(answer)
+            return
         connection.on_request(request, time.time())
 
 
@@ -220,15 +242,16 @@ def add_discovery_services(server: grpc.aio.Server, discovery: DiscoveryServer) 
     """Register ADS and the per-type services on a grpc.aio server."""
     sotw = discovery_pb2.DiscoveryRequest
     delta = discovery_pb2.DeltaDiscoveryRequest
+    debug = DebugAnswers(discovery)
     handlers = [
         grpc.method_handlers_generic_handler(
             ADS_SERVICE,
             {
                 "StreamAggregatedResources": _handler(
-                    StreamHandler(discovery, delta=False).serve, sotw
+                    StreamHandler(discovery, delta=False, debug=debug).serve, sotw
                 ),
                 "DeltaAggregatedResources": _handler(
-                    StreamHandler(discovery, delta=True).serve, delta
+                    StreamHandler(discovery, delta=True, debug=debug).serve, delta
                 ),
             },
         )

@@ -96,12 +96,19 @@ class Connection:
         """Why the stream must end with INVALID_ARGUMENT, when the client broke the protocol."""
         self.failure: str | None = None
         """Why the stream must end with INTERNAL, when pilothouse failed serving it."""
+        self.denied: str | None = None
+        """Why the stream must end with PERMISSION_DENIED (a debug type it may not read)."""
         self._generation = generation
 
     def __repr__(self) -> str:
         return f"Connection({self.id}, {self.proxy.node_id})"
 
     # -- what the server asks (answered by the stream engine) -------------------------
+
+    @property
+    def session(self) -> SotwSession | DeltaSession:
+        """The stream's SotW or delta session (its watches, for the debug views)."""
+        return self.engine.session
 
     @property
     def sotw(self) -> SotwSession | None:
