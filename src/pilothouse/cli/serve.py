@@ -23,6 +23,7 @@ from typing import Final
 
 from pilothouse import logfmt
 from pilothouse.admin.app import build_admin_app
+from pilothouse.admin.debug_routes import debug_routes
 from pilothouse.admin.server import AdminServer
 from pilothouse.cli.config_sources import SourceSetupError, config_sources, mcp_roles
 from pilothouse.config.encoding import EncodingProblem, decode_config
@@ -233,6 +234,7 @@ async def serve(
         ) from None
     if port == 0:
         raise SystemExit(f"pilothouse: cannot listen on {settings.xds.address}")
+    discovery.identify(port)
     await grpc_server.start()
     admin_host, _, admin_port_text = settings.admin.address.rpartition(":")
 
@@ -240,7 +242,12 @@ async def serve(
         return [s.availability() for s in sources if isinstance(s, ReportsAvailability)]
 
     admin = AdminServer(
-        build_admin_app(discovery, rest=settings.rest, source_states=source_states)
+        build_admin_app(
+            discovery,
+            rest=settings.rest,
+            source_states=source_states,
+            routes=debug_routes(discovery, sources),
+        )
     )
     try:
         admin_port = await admin.start(admin_host, int(admin_port_text))

@@ -46,6 +46,7 @@ class RemoteRelay:
         self.port = 0
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._writers: set[asyncio.StreamWriter] = set()
 
     async def start(self) -> int:
         self._server = await asyncio.start_server(self._relay, LOOPBACK, 0)
@@ -53,14 +54,15 @@ class RemoteRelay:
         return self.port
 
     async def stop(self) -> None:
+        """Stop listening and close every relayed connection (both sides)."""
         if self._server is not None:
             self._server.close()
+        for writer in list(self._writers):
+            writer.close()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=5)
+        if self._server is not None:
             await self._server.wait_closed()
-        for task in list(self._tasks):
-            task.cancel()
-        for task in list(self._tasks):
-            with contextlib.suppress(asyncio.CancelledError, OSError):
-                await task
 
     async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -74,11 +76,13 @@ class RemoteRelay:
             writer.close()
             self._tasks.discard(task)
             return
+        self._writers.update((writer, up_writer))
         try:
             await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
         finally:
             for side in (writer, up_writer):
                 side.close()
+                self._writers.discard(side)
             self._tasks.discard(task)
 
 
