@@ -127,6 +127,9 @@ async def test_one_replica_with_envoy(
     assert entry["istio_version"] == "1.28.0" and entry["proxy_version"] == "1.40.0"
     for prefix in ("cluster", "listener", "route", "endpoint"):
         assert entry[f"{prefix}_sent"] and entry[f"{prefix}_sent"] == entry[f"{prefix}_acked"]
+    # Envoy itself shows which replica it talks to (control_plane.identifier)
+    stats = (await envoy.admin("/stats?filter=control_plane.identifier")).body.decode()
+    assert f'"ID":"{HOST}:{replica.xds_port}"' in stats and '"Component":"pilothouse"' in stats
 
     admin = f"127.0.0.1:{replica.admin_port}"
     code, out, err = await cli("proxy-status", "--admin", admin)
