@@ -23,7 +23,7 @@ import pytest
 from google.rpc import status_pb2
 
 from pilothouse.bootstrap.envoy import EnvoyBootstrapOptions, XdsTransport, envoy_bootstrap
-from pilothouse.xds.protocol.type_urls import CDS
+from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
 from tests.e2e.harness.client import fetch
 from tests.e2e.harness.fleet import EnvoyFleet
 from tests.e2e.harness.ports import LOOPBACK, free_port
@@ -36,6 +36,7 @@ PRODUCTPAGE = "sidecar~127.0.0.1~productpage-v1.bookinfo~bookinfo.svc.cluster.lo
 RATINGS = "sidecar~127.0.0.1~ratings-v1.bookinfo~bookinfo.svc.cluster.local"
 HOST = socket.gethostname()
 ENVIRONMENT = {"PILOTHOUSE_DEBOUNCE_AFTER": "0.05"}
+FOUR_TYPES = (CDS, LDS, EDS, RDS)
 
 
 async def start_replica(tmp_path: Path, name: str) -> ServeProcess:
@@ -64,9 +65,13 @@ async def replica(tmp_path: Path) -> AsyncIterator[ServeProcess]:
 async def cli(*args: str) -> tuple[int, str, str]:
     """``pilothouse ARGS`` as a process: (exit status, stdout, stderr)."""
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "pilothouse.cli.main", *args,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
+        sys.executable,
+        "-m",
+        "pilothouse.cli.main",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
     out, err = await asyncio.wait_for(process.communicate(), 60)
     assert process.returncode is not None
     return process.returncode, out.decode(), err.decode()
@@ -94,18 +99,12 @@ async def synced(admin_port: int, proxy: str, timeout: float = 20.0) -> dict[str
     while True:
         _, body = await get_json(admin_port, "/debug/syncz")
         entry = next((e for e in body if e["proxy"] == proxy), None)
-        if entry is not None and all(
-            entry["resources"].get(t, {}).get("status") == "SYNCED"
-            for t in _types(entry)
-        ) and len(_types(entry)) == 4:
-            return dict(entry)
+        if entry is not None:
+            statuses = [entry["resources"].get(t, {}).get("status") for t in FOUR_TYPES]
+            if statuses == ["SYNCED"] * 4:
+                return dict(entry)
         assert time.monotonic() < deadline, f"{proxy} never synced: {body}"
         await asyncio.sleep(0.1)
-
-
-def _types(entry: dict[str, Any]) -> list[str]:
-    return [t for t in entry["resources"] if t.rsplit(".", 1)[-1] in (
-        "Cluster", "Listener", "RouteConfiguration", "ClusterLoadAssignment")]  # fmt: skip
 
 
 def row_of(table: str, *first: str) -> list[str]:

@@ -85,9 +85,9 @@ def debug_only(handler: Handler, *, allow_remote: bool) -> Handler:
     return guarded
 
 
-def _json(data: Any, status: int = 200) -> web.Response:
-    body = json.dumps(data, indent=2, sort_keys=False) + "\n"
-    return web.Response(status=status, text=body, content_type="application/json")
+def _json(data: Any) -> web.Response:
+    """200 with ``data`` as indented JSON (these views are read by people too)."""
+    return web.Response(text=json.dumps(data, indent=2) + "\n", content_type="application/json")
 
 
 class DebugEndpoints:
