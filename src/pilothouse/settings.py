@@ -110,6 +110,8 @@ class XdsSettings:
         {
             "push_throttle": "PILOTHOUSE_PUSH_THROTTLE",
             "max_receive_bytes": "PILOTHOUSE_MAX_RECEIVE_BYTES",
+            "replica_id": "PILOTHOUSE_REPLICA_ID",
+            "debug_allow_remote": "PILOTHOUSE_DEBUG_ALLOW_REMOTE",
         }
     )
 
@@ -152,6 +154,14 @@ class XdsSettings:
     max_connection_age_grace: float = 10.0
     """Seconds a connection asked to go away has to finish its streams."""
     admission: AdmissionSettings = field(default_factory=AdmissionSettings)
+    replica_id: str = ""
+    """This replica's name in ``control_plane.identifier`` on every response, in
+    ``/debug/syncz`` and in ``proxy-status`` (istiod's POD_NAME); empty means
+    ``<hostname>:<xDS port>``."""
+    debug_allow_remote: bool = False
+    """Answer ``/debug/*`` and the ``istio.io/debug/*`` xDS types to clients that are
+    not on loopback (istiod lets loopback bypass its debug authorization; pilothouse
+    has no authentication yet, so anything else is refused unless this is set)."""
 
 
 @dataclass(frozen=True)

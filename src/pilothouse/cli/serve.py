@@ -23,6 +23,7 @@ from typing import Final
 
 from pilothouse import logfmt
 from pilothouse.admin.app import build_admin_app
+from pilothouse.admin.debug_routes import debug_routes
 from pilothouse.admin.metrics import metrics_routes, server_metrics
 from pilothouse.admin.server import AdminServer
 from pilothouse.cli.config_sources import SourceSetupError, config_sources, mcp_roles
@@ -238,6 +239,7 @@ async def serve(
         ) from None
     if port == 0:
         raise SystemExit(f"pilothouse: cannot listen on {settings.xds.address}")
+    discovery.identify(port)
     await grpc_server.start()
     admin_host, _, admin_port_text = settings.admin.address.rpartition(":")
 
@@ -250,7 +252,7 @@ async def serve(
             discovery,
             rest=settings.rest,
             source_states=source_states,
-            routes=metrics_routes(metrics.registry),
+            routes=[*metrics_routes(metrics.registry), *debug_routes(discovery, sources)],
         )
     )
     try:

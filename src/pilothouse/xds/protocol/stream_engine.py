@@ -35,6 +35,7 @@ from pilothouse.xds.protocol.stream_flavour import (
 )
 from pilothouse.xds.protocol.subscriptions import Subscription
 from pilothouse.xds.protocol.type_urls import CDS, EDS, push_order_key
+from pilothouse.xds.protocol.wire import NO_CONTROL_PLANE, ControlPlaneField
 
 _NO_NAMES: frozenset[str] = frozenset()
 
@@ -72,12 +73,16 @@ class StreamEngine:
         delta: bool,
         warming_timeout: float,
         schedule: Schedule = _no_schedule,
+        control_plane: ControlPlaneField = NO_CONTROL_PLANE,
     ) -> None:
         """``warming_timeout``: seconds routes wait for new clusters to warm before they
-        are sent anyway; removed clusters linger at most twice as long."""
+        are sent anyway; removed clusters linger at most twice as long. ``control_plane``
+        is the encoded field every response carries (which replica sent it)."""
         self.order = MakeBeforeBreak()
         self._flavour: Flavour = (
-            DeltaFlavour(source, self.order) if delta else SotwFlavour(source, self.order)
+            DeltaFlavour(source, self.order, control_plane)
+            if delta
+            else SotwFlavour(source, self.order, control_plane)
         )
         self._source = source
         self._warming_timeout = warming_timeout

@@ -22,7 +22,12 @@ from pilothouse.xds.protocol.sotw import SotwSession
 from pilothouse.xds.protocol.sotw_watch import plan_sotw
 from pilothouse.xds.protocol.type_urls import EDS
 from pilothouse.xds.protocol.versions import NonceSource
-from pilothouse.xds.protocol.wire import delta_response, sotw_response
+from pilothouse.xds.protocol.wire import (
+    NO_CONTROL_PLANE,
+    ControlPlaneField,
+    delta_response,
+    sotw_response,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,9 +57,15 @@ class ResourceSource(Protocol):
 
 
 class _Base:
-    def __init__(self, source: ResourceSource, order: MakeBeforeBreak) -> None:
+    def __init__(
+        self,
+        source: ResourceSource,
+        order: MakeBeforeBreak,
+        control_plane: ControlPlaneField = NO_CONTROL_PLANE,
+    ) -> None:
         self._source = source
         self._order = order
+        self._control_plane = control_plane
         self._nonces = NonceSource()
 
     def _generate(self, type_url: str, names: frozenset[str] | None) -> Mapping[str, Resource]:
@@ -97,8 +108,13 @@ class Flavour(Protocol):
 class SotwFlavour(_Base):
     """State of the world: every response carries the full set of watched names."""
 
-    def __init__(self, source: ResourceSource, order: MakeBeforeBreak) -> None:
-        super().__init__(source, order)
+    def __init__(
+        self,
+        source: ResourceSource,
+        order: MakeBeforeBreak,
+        control_plane: ControlPlaneField = NO_CONTROL_PLANE,
+    ) -> None:
+        super().__init__(source, order, control_plane)
         self.sotw = SotwSession()
 
     @property
@@ -145,7 +161,11 @@ class SotwFlavour(_Base):
         version = self._source.version
         nonce = self._nonces.next(version)
         body = sotw_response(
-            version, type_url, nonce, [resources[n].body for n in sorted(plan.resources)]
+            version,
+            type_url,
+            nonce,
+            [resources[n].body for n in sorted(plan.resources)],
+            self._control_plane,
         )
         self.sotw.record_sent(type_url, version, nonce, plan.resources, now)
         if self._order.records(type_url):
@@ -183,8 +203,13 @@ class SotwFlavour(_Base):
 class DeltaFlavour(_Base):
     """Incremental: responses carry what changed and what was removed."""
 
-    def __init__(self, source: ResourceSource, order: MakeBeforeBreak) -> None:
-        super().__init__(source, order)
+    def __init__(
+        self,
+        source: ResourceSource,
+        order: MakeBeforeBreak,
+        control_plane: ControlPlaneField = NO_CONTROL_PLANE,
+    ) -> None:
+        super().__init__(source, order, control_plane)
         self.delta = DeltaSession()
 
     @property
@@ -230,7 +255,9 @@ class DeltaFlavour(_Base):
         version = self._source.version
         nonce = self._nonces.next(version)
         chosen = [resources[n] for n in sorted(plan.resources)]
-        body = delta_response(version, type_url, nonce, chosen, sorted(plan.removed))
+        body = delta_response(
+            version, type_url, nonce, chosen, sorted(plan.removed), self._control_plane
+        )
         self.delta.record_sent(
             type_url, nonce, plan.resources, plan.removed, now, system_version=version
         )

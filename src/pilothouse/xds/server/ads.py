@@ -17,6 +17,10 @@ starts, by reason, on the admission controller (its own ``rate_limited`` and
 ``max_connections``, and ``not_ready``, ``bad_request``, ``bad_node`` decided here:
 ``pilothouse_xds_admission_rejections``), and a stream ended with INTERNAL on the
 discovery server (``pilot_total_xds_internal_errors``).
+
+ADS streams also answer the ``istio.io/debug/*`` types
+(:mod:`pilothouse.xds.server.debug_types`); a peer not allowed to read them gets
+PERMISSION_DENIED.
 """
 
 from __future__ import annotations
@@ -36,7 +40,8 @@ from pilothouse.push.proxy import BadNode, ProxyIdentity, parse_node
 from pilothouse.settings import XdsSettings
 from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.xds.server.admission import Refusal, Refused
-from pilothouse.xds.server.connection import INTERNAL_ERROR, Connection
+from pilothouse.xds.server.connection import INTERNAL_ERROR, Connection, Queued
+from pilothouse.xds.server.debug_types import DebugAnswers, DebugDenied, is_debug_type
 from pilothouse.xds.server.discovery import DiscoveryServer
 from pilothouse.xds.server.grpc_options import grpc_server_options
 from pilothouse.xds.server.request_bytes import Undecodable, request_parser
@@ -68,12 +73,18 @@ def node_identity(node: Any) -> ProxyIdentity:
     locality = "/".join(
         part for part in (node.locality.region, node.locality.zone, node.locality.sub_zone)
     ).rstrip("/")
-    agent = f"{node.user_agent_name}/{node.user_agent_version}".strip("/")
+    agent = f"{node.user_agent_name}/{_agent_version(node)}".strip("/")
     return parse_node(
         node.id, metadata, node_cluster=node.cluster, locality=locality, user_agent=agent
     )
 
 
+def _agent_version(node: Any) -> str:
+    """``user_agent_version``, or Envoy's ``user_agent_build_version`` as ``1.40.0``."""
+    if node.user_agent_version or not node.HasField("user_agent_build_version"):
+        return str(node.user_agent_version)
+    version = node.user_agent_build_version.version
+    return f"{version.major_number}.{version.minor_number}.{version.patch}"
 
 
 class StreamRefused(Exception):
@@ -101,10 +112,19 @@ class StreamHandler:
     raised here reaches the server or the other streams.
     """
 
-    def __init__(self, discovery: DiscoveryServer, *, delta: bool, only_type: str = "") -> None:
+    def __init__(
+        self,
+        discovery: DiscoveryServer,
+        *,
+        delta: bool,
+        only_type: str = "",
+        debug: DebugAnswers | None = None,
+    ) -> None:
+        """``debug`` answers the ``istio.io/debug/*`` types (ADS streams only)."""
         self._discovery = discovery
         self._delta = delta
         self._only_type = only_type
+        self._debug = debug
 
     async def serve(
         self, requests: AsyncIterator[Any], context: grpc.aio.ServicerContext[Any, bytes]
@@ -174,6 +194,7 @@ class StreamHandler:
             delta=self._delta,
             warming_timeout=discovery.settings.warming_timeout,
             clock=discovery.metrics.clock,
+            control_plane=discovery.identity.encoded,
         )
         discovery.connect(connection)
         reader = asyncio.create_task(self._read(first, requests, connection))
@@ -184,6 +205,8 @@ class StreamHandler:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await reader
             discovery.disconnect(connection)
+        if connection.denied:
+            raise StreamRefused(grpc.StatusCode.PERMISSION_DENIED, connection.denied)
         if connection.problem:
             raise StreamRefused(grpc.StatusCode.INVALID_ARGUMENT, connection.problem)
         if connection.failure:
@@ -196,6 +219,8 @@ class StreamHandler:
                 self._handle(request, connection)
         except _BadRequest as problem:
             connection.problem = str(problem)
+        except DebugDenied as denied:
+            connection.denied = str(denied)
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -214,6 +239,13 @@ class StreamHandler:
                 raise _BadRequest(f"type_url {request.type_url!r} on the {self._only_type} stream")
         elif not request.type_url:
             raise _BadRequest("request without type_url on an aggregated stream")
+        elif self._debug is not None and is_debug_type(request.type_url):
+            answer = self._debug.answer(connection, request, delta=self._delta)
+            if answer is not None:
+                connection.outbound.put_nowait(
+                    Queued(answer, request.type_url, 0.0, connection.clock())
+                )
+            return
         connection.on_request(request, time.time())
 
 
@@ -233,15 +265,16 @@ def add_discovery_services(server: grpc.aio.Server, discovery: DiscoveryServer) 
     """Register ADS and the per-type services on a grpc.aio server."""
     sotw = discovery_pb2.DiscoveryRequest
     delta = discovery_pb2.DeltaDiscoveryRequest
+    debug = DebugAnswers(discovery)
     handlers = [
         grpc.method_handlers_generic_handler(
             ADS_SERVICE,
             {
                 "StreamAggregatedResources": _handler(
-                    StreamHandler(discovery, delta=False).serve, sotw
+                    StreamHandler(discovery, delta=False, debug=debug).serve, sotw
                 ),
                 "DeltaAggregatedResources": _handler(
-                    StreamHandler(discovery, delta=True).serve, delta
+                    StreamHandler(discovery, delta=True, debug=debug).serve, delta
                 ),
             },
         )

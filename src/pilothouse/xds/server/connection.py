@@ -35,6 +35,7 @@ from pilothouse.xds.protocol.messages import DeltaRequest, SotwRequest
 from pilothouse.xds.protocol.sotw import SotwSession
 from pilothouse.xds.protocol.stream_engine import Step, StreamEngine
 from pilothouse.xds.protocol.stream_flavour import Outgoing
+from pilothouse.xds.protocol.wire import NO_CONTROL_PLANE, ControlPlaneField
 from pilothouse.xds.server.backend import Backend
 from pilothouse.xds.server.proxy_resources import ProxyResources
 
@@ -85,10 +86,12 @@ class Connection:
         delta: bool,
         warming_timeout: float = XdsSettings.warming_timeout,
         clock: Callable[[], float] = time.perf_counter,
+        control_plane: ControlPlaneField = NO_CONTROL_PLANE,
     ) -> None:
         """``warming_timeout``: seconds routes wait for new clusters to warm before they
         are sent anyway; removed clusters linger at most twice as long. ``clock`` times
-        generation and writes for the push metrics (the server's metrics clock)."""
+        generation and writes for the push metrics (the server's metrics clock);
+        ``control_plane`` is the encoded field every response carries."""
         self.id = connection_id
         self.peer = peer
         self.proxy = proxy
@@ -101,7 +104,9 @@ class Connection:
             delta=delta,
             warming_timeout=warming_timeout,
             schedule=self._after,
+            control_plane=control_plane,
         )
+        self.control_plane = control_plane
         self.outbound: asyncio.Queue[Queued | None] = asyncio.Queue()
         self.writer_attached = False
         """Set by the stream's writer loop, which marks each response done once written."""
@@ -110,12 +115,19 @@ class Connection:
         """Why the stream must end with INVALID_ARGUMENT, when the client broke the protocol."""
         self.failure: str | None = None
         """Why the stream must end with INTERNAL, when pilothouse failed serving it."""
+        self.denied: str | None = None
+        """Why the stream must end with PERMISSION_DENIED (a debug type it may not read)."""
         self._generation = generation
 
     def __repr__(self) -> str:
         return f"Connection({self.id}, {self.proxy.node_id})"
 
     # -- what the server asks (answered by the stream engine) -------------------------
+
+    @property
+    def session(self) -> SotwSession | DeltaSession:
+        """The stream's SotW or delta session (its watches, for the debug views)."""
+        return self.engine.session
 
     @property
     def sotw(self) -> SotwSession | None:

@@ -60,6 +60,7 @@ from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.xds.protocol.versions import PushVersions
 from pilothouse.xds.server.admission import Admission
 from pilothouse.xds.server.connection import INTERNAL_ERROR, Connection
+from pilothouse.xds.server.control_plane import ControlPlaneIdentity, replica_name
 
 log = logging.getLogger("pilothouse.xds")
 
@@ -161,6 +162,16 @@ class DiscoveryServer:
         self._ids = itertools.count(1)
         self._closed = asyncio.Event()
         self._ready = asyncio.Event()
+        _, _, port = self.settings.address.rpartition(":")
+        self.identity = ControlPlaneIdentity(
+            replica_name(self.settings.replica_id, int(port) if port.isdigit() else 0)
+        )
+        """Who this replica is, on every response (``control_plane.identifier``)."""
+
+    def identify(self, xds_port: int) -> None:
+        """Name the replica after the port it really listens on (``serve`` calls this once
+        the port is bound, before streams are served); a configured id stays."""
+        self.identity = ControlPlaneIdentity(replica_name(self.settings.replica_id, xds_port))
 
     # -- what connections and servicers read ------------------------------------------
 
