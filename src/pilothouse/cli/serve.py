@@ -22,15 +22,26 @@ from types import MappingProxyType
 from typing import Final
 
 from pilothouse import logfmt
+from pilothouse.admin.access import AccessPolicy
+from pilothouse.admin.api import AdminApi
 from pilothouse.admin.app import build_admin_app
+from pilothouse.admin.controlz.app import ControlZ
+from pilothouse.admin.knobs import KnobRegistry
 from pilothouse.admin.server import AdminServer
+from pilothouse.admin.server_knobs import register_log_knobs, register_push_knobs
 from pilothouse.cli.config_sources import SourceSetupError, config_sources, mcp_roles
 from pilothouse.config.encoding import EncodingProblem, decode_config
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.meshconfig import MeshConfigError, load_mesh_config
 from pilothouse.environment import SettingsError, from_environment
 from pilothouse.mcp.sink_server import McpSinkServer
-from pilothouse.settings import AdminSettings, Settings, WebhookSettings, XdsSettings
+from pilothouse.settings import (
+    AdminSettings,
+    ControlZSettings,
+    Settings,
+    WebhookSettings,
+    XdsSettings,
+)
 from pilothouse.sources.aggregate import AggregateStore
 from pilothouse.sources.availability import Availability, ReportsAvailability
 from pilothouse.sources.events import ConfigEvent, ConfigStore
@@ -48,6 +59,8 @@ class Bound:
     xds_port: int
     admin_port: int
     webhook_port: int = 0
+    ctrlz_port: int = 0
+    """0 when ControlZ is off or could not listen."""
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -109,6 +122,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--webhook-key", type=Path, metavar="FILE", help="webhook private key (PEM)"
     )
     parser.add_argument(
+        "--ctrlz-address",
+        metavar="HOST:PORT",
+        help=f"ControlZ pages (default {ControlZSettings.address}; off for none)",
+    )
+    parser.add_argument(
         "--log-level",
         metavar="LEVELS",
         help="info (default), or per scope as istiod: default:info,xds:debug",
@@ -125,6 +143,7 @@ FLAGS: Final[Mapping[str, str]] = MappingProxyType(
         "log_level": "log_level",
         "xds_address": "xds.address",
         "admin_address": "admin.address",
+        "ctrlz_address": "ctrlz.address",
         "webhook_address": "webhook.address",
         "webhook_cert": "webhook.cert",
         "webhook_key": "webhook.key",
@@ -239,8 +258,18 @@ async def serve(
     def source_states() -> list[Availability]:
         return [s.availability() for s in sources if isinstance(s, ReportsAvailability)]
 
+    # Runtime knobs: each part registers its own here, where the parts are wired.
+    knobs = KnobRegistry()
+    register_push_knobs(knobs, discovery)
+    register_log_knobs(knobs)
+    access = AccessPolicy(allow_remote=settings.admin.allow_remote)
     admin = AdminServer(
-        build_admin_app(discovery, rest=settings.rest, source_states=source_states)
+        build_admin_app(
+            discovery,
+            rest=settings.rest,
+            source_states=source_states,
+            routes=AdminApi(knobs, discovery, access).routes(),
+        )
     )
     try:
         admin_port = await admin.start(admin_host, int(admin_port_text))
@@ -270,7 +299,11 @@ async def serve(
             "validation webhook (HTTPS) listening",
             extra={"address": f"{webhook_host}:{webhook_port}"},
         )
-    bound = Bound(xds_port=port, admin_port=admin_port, webhook_port=webhook_port)
+    ctrlz = ControlZ(settings.ctrlz, knobs, access)
+    ctrlz_port = await ctrlz.start()  # logs and stays off if it cannot listen, as istiod
+    bound = Bound(
+        xds_port=port, admin_port=admin_port, webhook_port=webhook_port, ctrlz_port=ctrlz_port
+    )
     host = settings.xds.address.rsplit(":", 1)[0]
     log.info("xDS listening on %s:%d", host, port, extra={"address": f"{host}:{port}"})
     log.info(
@@ -298,6 +331,7 @@ async def serve(
     finally:
         await grpc_server.stop(settings.drain_seconds)
         await admin.stop()
+        await ctrlz.stop()
         if webhook is not None:
             await webhook.stop()
         log.info("stopped")
