@@ -36,7 +36,11 @@ SECURITY_HEADERS: Final = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
-STATIC_TYPES: Final = {"controlz.js": "text/javascript", "controlz.css": "text/css"}
+STATIC_TYPES: Final = {
+    "controlz.js": "text/javascript",
+    "controlz.css": "text/css",
+    "favicon.svg": "image/svg+xml",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +124,7 @@ def page_response(body: str) -> web.Response:
 
 
 def static_file(name: str) -> web.Response:
-    """``controlz.js`` or ``controlz.css``; 404 for anything else."""
+    """``controlz.js``, ``controlz.css`` or ``favicon.svg``; 404 for anything else."""
     content_type = STATIC_TYPES.get(name)
     if content_type is None:
         raise web.HTTPNotFound()
