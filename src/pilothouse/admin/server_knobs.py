@@ -134,7 +134,9 @@ class AdmissionControl(Protocol):
         rate: float | None = None,
         burst: int | None = None,
         max_connections: int | None = None,
-    ) -> None: ...
+    ) -> object:
+        """Change the values given (None keeps one); ValueError for one out of range."""
+        ...
 
 
 def register_admission_knobs(
@@ -143,7 +145,8 @@ def register_admission_knobs(
     """``admission.rate``, ``admission.burst`` and ``admission.max_connections``.
 
     ``settings_prefix`` is the settings path of the admission part of the tree
-    (``xds.admission``), for the variables the knobs name.
+    (``xds.admission``), for the variables the knobs name. Wired in ``serve`` as
+    ``register_admission_knobs(knobs, discovery.admission, settings_prefix="xds.admission")``.
     """
 
     def variable(field: str) -> str:
