@@ -2,6 +2,8 @@
 
 Start-up: file sources load (xDS streams get UNAVAILABLE until they have), the
 discovery server builds its first PushContext, and the gRPC server accepts proxies.
+The admin HTTP server carries the admin API, whose runtime knobs each part registers
+here; ControlZ serves the same knobs and the process's figures on its own port.
 SIGTERM or SIGINT drains: every stream is closed (proxies reconnect elsewhere), the
 server waits up to ``drain_seconds`` for them to finish, and the process exits 0.
 """
@@ -307,7 +309,7 @@ async def serve(
     host = settings.xds.address.rsplit(":", 1)[0]
     log.info("xDS listening on %s:%d", host, port, extra={"address": f"{host}:{port}"})
     log.info(
-        "admin (/ready, REST xDS) listening on %s:%d",
+        "admin (/ready, REST xDS, /admin) listening on %s:%d",
         admin_host,
         admin_port,
         extra={"address": f"{admin_host}:{admin_port}"},
