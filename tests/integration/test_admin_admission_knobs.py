@@ -14,6 +14,7 @@ from pathlib import Path
 import grpc
 import pytest
 
+from pilothouse.settings import knobs as settings_knobs
 from pilothouse.xds.protocol.type_urls import CDS
 from tests.integration.ads_stream import open_ads, sotw_request
 from tests.integration.serve_in_process import serve_in_process
@@ -31,7 +32,8 @@ async def test_admission_rate_burst_and_connections_change_over_http(
         listed = await plane.request("GET", "/admin/knobs")
         knobs = {k["name"]: k for k in listed.body["knobs"]}
         assert knobs["admission.rate"]["value"] == admission.rate
-        assert knobs["admission.rate"]["setting"] == "PILOTHOUSE_XDS_ADMISSION_RATE"
+        (variable,) = [k.env for k in settings_knobs() if k.path == "xds.admission.rate"]
+        assert knobs["admission.rate"]["setting"] == variable
         for name, value in (
             ("admission.rate", 5.5),
             ("admission.burst", 3),
