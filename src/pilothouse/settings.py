@@ -1,12 +1,12 @@
 """Settings: every knob pilothouse has, in one typed, frozen tree passed to whoever needs it.
 
 The tree has one part per component: ``settings.xds`` (the gRPC xDS server, its
-debouncer, push workers and admission control), ``settings.admin``, ``settings.rest``,
-``settings.webhook`` and ``settings.mcp``; the top level holds what ``serve`` itself
-reads. Each part is the settings object its component takes (``DiscoveryServer`` takes
-``settings.xds``, ``RestDiscovery`` takes ``settings.rest``), so a default is written
-once, here, and equals istiod's where istiod has one (where it does not, the field
-says why). A tree rather than one flat class because each
+debouncer, push workers and admission control), ``settings.admin``, ``settings.ctrlz``,
+``settings.rest``, ``settings.webhook`` and ``settings.mcp``; the top level holds what
+``serve`` itself reads. Each part is the settings object its component takes
+(``DiscoveryServer`` takes ``settings.xds``, ``RestDiscovery`` takes ``settings.rest``),
+so a default is written once, here, and equals istiod's where istiod has one (where it
+does not, the field says why). A tree rather than one flat class because each
 component then gets exactly the knobs it reads, and its tests build just that part
 (``XdsSettings(debounce=DebounceSettings(debounce_after=0.01))``).
 
@@ -166,13 +166,30 @@ class XdsSettings:
 
 @dataclass(frozen=True)
 class AdminSettings:
-    """The HTTP admin server: /ready, /healthz, REST xDS."""
+    """The HTTP admin server: /ready, /healthz, REST xDS, the admin API."""
 
     ENV_PREFIX: ClassVar[str] = "PILOTHOUSE_ADMIN_"
     ENV_NAMES: ClassVar[Mapping[str, str]] = _NO_RENAMES
 
     address: str = "127.0.0.1:15014"
     """host:port of the HTTP server for /ready, REST xDS and debug (istiod's 15014)."""
+    allow_remote: bool = False
+    """Let clients that are not on this host use the admin API (``/admin/*``) and
+    ControlZ; by default they get 403, whatever address the servers listen on."""
+
+
+@dataclass(frozen=True)
+class ControlZSettings:
+    """ControlZ: the introspection pages (istio's ``pkg/ctrlz``)."""
+
+    ENV_PREFIX: ClassVar[str] = "PILOTHOUSE_CTRLZ_"
+    ENV_NAMES: ClassVar[Mapping[str, str]] = _NO_RENAMES
+
+    OFF: ClassVar[str] = "off"
+
+    address: str = "127.0.0.1:9876"
+    """host:port of the ControlZ pages (istio's ``--ctrlz_address`` and ``--ctrlz_port``);
+    port 0 picks a free port, ``off`` serves none."""
 
 
 @dataclass(frozen=True)
@@ -268,6 +285,7 @@ class Settings:
     shutdownDuration is 10 s)."""
     xds: XdsSettings = field(default_factory=XdsSettings)
     admin: AdminSettings = field(default_factory=AdminSettings)
+    ctrlz: ControlZSettings = field(default_factory=ControlZSettings)
     rest: RestSettings = field(default_factory=RestSettings)
     webhook: WebhookSettings = field(default_factory=WebhookSettings)
     mcp: McpSettings = field(default_factory=McpSettings)

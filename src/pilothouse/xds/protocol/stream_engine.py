@@ -179,9 +179,10 @@ class StreamEngine:
         _add(out, self._flavour.respond(EDS, changed, now))
         return out
 
-    def push_full(self, now: float, *, endpoints: bool) -> list[Outgoing]:
+    def push_full(self, now: float, *, endpoints: bool, resend: bool = False) -> list[Outgoing]:
         """Every watched type in make-before-break order; EDS only when ``endpoints``
-        (the change can move endpoints), and then only what differs (SotW)."""
+        (the change can move endpoints), and then only what differs (SotW). With
+        ``resend`` (a forced push) every watched type goes out, changed or not."""
         out: list[Outgoing] = []
         order = self.order
         watched = self.watched_types()
@@ -200,13 +201,13 @@ class StreamEngine:
                 continue
             if type_url == EDS:
                 if endpoints:
-                    out += self._push_endpoints_full(now)
+                    out += self._push_endpoints_full(now, resend)
                 continue
             if type_url == CDS and clusters is not None:
                 generated = order.with_lingering(CDS, clusters)
-                _add(out, self._flavour.respond(CDS, None, now, generated))
+                _add(out, self._flavour.respond(CDS, None, now, generated, resend=resend))
             else:
-                _add(out, self._flavour.respond(type_url, None, now))
+                _add(out, self._flavour.respond(type_url, None, now, resend=resend))
             if type_url == CDS and routes_watched:
                 self._start_warming(frozenset(order.sent(CDS).keys() - before))
         if order.lingering and self._routes_settled():
@@ -214,11 +215,11 @@ class StreamEngine:
             out += self._release_lingering(now)
         return out
 
-    def _push_endpoints_full(self, now: float) -> list[Outgoing]:
-        changed = self._flavour.changed_endpoints()
+    def _push_endpoints_full(self, now: float, resend: bool = False) -> list[Outgoing]:
+        changed = None if resend else self._flavour.changed_endpoints()
         out: list[Outgoing] = []
         if changed is None or changed:
-            _add(out, self._flavour.respond(EDS, changed, now))
+            _add(out, self._flavour.respond(EDS, changed, now, resend=resend))
         return out
 
     # -- make before break (see ordering.py) --------------------------------------------

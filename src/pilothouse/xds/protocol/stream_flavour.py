@@ -88,8 +88,11 @@ class Flavour(Protocol):
         changed: frozenset[str] | None,
         now: float,
         generated: Mapping[str, Resource] | None = None,
+        *,
+        resend: bool = False,
     ) -> Outgoing | None:
-        """A server-initiated response for one type (only what changed, if anything)."""
+        """A server-initiated response for one type: only what changed, if anything;
+        with ``resend`` (a forced push), everything watched even if unchanged."""
         ...
 
     def changed_endpoints(self) -> frozenset[str] | None:
@@ -133,8 +136,10 @@ class SotwFlavour(_Base):
         changed: frozenset[str] | None,
         now: float,
         generated: Mapping[str, Resource] | None = None,
+        *,
+        resend: bool = False,
     ) -> Outgoing | None:
-        return self._respond(type_url, False, changed, now, generated)
+        return self._respond(type_url, resend, changed, now, generated)
 
     def _respond(
         self,
@@ -228,8 +233,10 @@ class DeltaFlavour(_Base):
         changed: frozenset[str] | None,
         now: float,
         generated: Mapping[str, Resource] | None = None,
+        *,
+        resend: bool = False,
     ) -> Outgoing | None:
-        return self._respond(type_url, None, changed, now, generated)
+        return self._respond(type_url, None, changed, now, generated, resend=resend)
 
     def _respond(
         self,
@@ -238,6 +245,8 @@ class DeltaFlavour(_Base):
         changed: frozenset[str] | None,
         now: float,
         generated: Mapping[str, Resource] | None = None,
+        *,
+        resend: bool = False,
     ) -> Outgoing | None:
         watch = self.delta.watch(type_url)
         if watch is None:
@@ -248,7 +257,7 @@ class DeltaFlavour(_Base):
             names = names & changed
         resources = self._generate(type_url, names) if generated is None else generated
         available = {name: r.version for name, r in resources.items()}
-        plan = plan_delta(watch, available, decision, changed)
+        plan = plan_delta(watch, available, decision, changed, resend_all=resend)
         initial = decision is not None and decision.kind in (DeltaKind.INIT, DeltaKind.RECONNECT)
         if plan.empty and not initial:
             return None

@@ -170,9 +170,9 @@ class Connection:
             if changed:
                 self._write(self.engine.push_endpoints(changed, now))
             return
-        # EDS only if the change can move endpoints
+        # EDS only if the change can move endpoints; a forced push resends everything
         endpoints = request.is_everything or request.touches_any(ENDPOINT_KINDS)
-        self._write(self.engine.push_full(now, endpoints=endpoints))
+        self._write(self.engine.push_full(now, endpoints=endpoints, resend=request.forced))
 
     # -- timers -----------------------------------------------------------------------
 

@@ -27,17 +27,17 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.metrics.push import PushMetrics, metric_type
 from pilothouse.push.cache import ResourceCache
 from pilothouse.push.context import PushContext
-from pilothouse.push.debounce import Debouncer
+from pilothouse.push.debounce import Debouncer, DebounceSettings
 from pilothouse.push.pipeline import PushPipeline
 from pilothouse.push.queue import PushQueue
 from pilothouse.push.request import PushRequest
-from pilothouse.push.workers import PushWorkers
+from pilothouse.push.workers import PushWorkers, PushWorkerStats
 from pilothouse.registry.controller import ServiceEntryRegistry
 from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.registry.update import RegistryUpdate
@@ -327,6 +327,30 @@ class DiscoveryServer:
     def request_push(self, request: PushRequest) -> None:
         """Queue a push through the debouncer (e.g. ``/debug/adsz?push=true``)."""
         self._debouncer.enqueue(request)
+
+    # -- knobs changed while running (the admin API) ------------------------------------
+
+    def set_debounce(self, debounce: DebounceSettings) -> None:
+        """Debounce by ``debounce`` from the next decision on; ``settings`` follows."""
+        self._debouncer.reconfigure(debounce)
+        self.settings = replace(self.settings, debounce=debounce)
+
+    @property
+    def push_throttle(self) -> int:
+        """Concurrent pushes allowed now (the automatic default resolved)."""
+        return self._workers.throttle
+
+    def set_push_throttle(self, configured: int) -> int:
+        """Allow ``configured`` concurrent pushes (0: the automatic default) from the next
+        push taken off the queue on; returns the throttle now in force."""
+        throttle = self._workers.set_throttle(configured)
+        self.settings = replace(self.settings, push_throttle=configured)
+        return throttle
+
+    @property
+    def worker_stats(self) -> PushWorkerStats:
+        """The push workers' counters (pushes, failures, queue time, most at once)."""
+        return self._workers.stats
 
     # -- events: the pipeline decides, the debouncer merges ------------------------------
 
