@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from aiohttp import web
 
+from pilothouse.admin.acked import acked_routes
 from pilothouse.admin.readiness import ReadinessCheck, SourceStates, all_checks, missing
 from pilothouse.boundary.contain import containment, json_error
 from pilothouse.xds.server.discovery import DiscoveryServer
@@ -60,6 +61,7 @@ def build_admin_app(
     app.router.add_get("/ready", _ready)
     app.router.add_get("/healthz", _healthz)
     app.router.add_routes(rest_discovery.routes())
+    app.router.add_routes(acked_routes(discovery))
     app.router.add_routes(list(routes))
     return app
 
