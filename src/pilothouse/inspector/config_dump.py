@@ -30,6 +30,7 @@ from pilothouse.inspector.message_types import MessageTypes
 from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS, TYPE_PREFIX
 
 _DUMP_PREFIX: Final = TYPE_PREFIX + "envoy.admin.v3."
+BOOTSTRAP_DUMP: Final = _DUMP_PREFIX + "BootstrapConfigDump"
 CLUSTERS_DUMP: Final = _DUMP_PREFIX + "ClustersConfigDump"
 LISTENERS_DUMP: Final = _DUMP_PREFIX + "ListenersConfigDump"
 ROUTES_DUMP: Final = _DUMP_PREFIX + "RoutesConfigDump"
@@ -77,6 +78,16 @@ def held_resources(dump: Mapping[str, Any], types: MessageTypes) -> HeldResource
     reader.add(EDS, _eds(endpoints, cluster_dumps))
     reader.count_static(EDS, endpoints.get("static_endpoint_configs"))
     return HeldResources(reader.digests, reader.static, tuple(reader.problems))
+
+
+def dumped_node_id(dump: Mapping[str, Any]) -> str | None:
+    """The node id in the dump's bootstrap: which proxy this Envoy is."""
+    for config in _entries(dump.get("configs")):
+        if config.get("@type") == BOOTSTRAP_DUMP:
+            node = _field(_field(config, "bootstrap"), "node")
+            if node is not None and isinstance(node.get("id"), str):
+                return str(node["id"])
+    return None
 
 
 class _Reader:
