@@ -8,8 +8,9 @@
   the proxy whose node id, or ``pod.namespace`` (Istio's proxy ID), is ``ID``: every
   resource it ACKed and still subscribes to, per type it watches. 404 when no such
   proxy is connected to this pilothouse instance; 409 when a ``pod.namespace`` names
-  several nodes (ask by node id). Several connections of one node (a reconnect that
-  overlaps the old stream) answer for the newest.
+  several nodes (ask by node id). A node may have several streams: one per type when
+  its bootstrap uses the per-type services instead of ADS, or an old stream that
+  overlaps its reconnect. Each type is then answered from the newest stream watching it.
 
 The record holds references to the bytes sent (:mod:`pilothouse.xds.protocol.acked`);
 digests (:mod:`pilothouse.inspector.digest`) are computed here, at request time,
@@ -19,7 +20,7 @@ yielding to the event loop between batches so that pushes go on meanwhile.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from aiohttp import web
@@ -29,6 +30,7 @@ from pilothouse.inspector.admin_address import envoy_admin_address
 from pilothouse.inspector.config_dump import UNREADABLE
 from pilothouse.inspector.digest import Unreadable, bytes_digest
 from pilothouse.inspector.message_types import MessageTypes
+from pilothouse.push.cache import Resource
 from pilothouse.xds.server.connection import Connection
 from pilothouse.xds.server.discovery import DiscoveryServer
 
@@ -50,7 +52,7 @@ def acked_routes(discovery: DiscoveryServer) -> list[web.RouteDef]:
         found = _find(connections, wanted)
         if isinstance(found, web.Response):
             return found
-        return web.json_response(await _digests(found, types))
+        return web.json_response(await _digests(_acked(found), types))
 
     return [web.get(PATH, acked)]
 
@@ -66,7 +68,8 @@ def _listed(connection: Connection) -> dict[str, Any]:
     }
 
 
-def _find(connections: Iterable[Connection], wanted: str) -> Connection | web.Response:
+def _find(connections: Iterable[Connection], wanted: str) -> list[Connection] | web.Response:
+    """The streams of the node ``wanted`` names, oldest first (or the error answer)."""
     candidates = [c for c in connections if c.proxy.node_id == wanted]
     if not candidates:
         candidates = [c for c in connections if c.proxy.id == wanted]
@@ -77,12 +80,24 @@ def _find(connections: Iterable[Connection], wanted: str) -> Connection | web.Re
         return json_error(
             409, f"proxy {wanted!r} names {len(nodes)} nodes, ask by node id: {nodes}"
         )
-    return max(candidates, key=lambda c: c.connected_at)
+    return sorted(candidates, key=lambda c: c.connected_at)
 
 
-async def _digests(connection: Connection, types: MessageTypes) -> dict[str, dict[str, str]]:
-    # A snapshot of the references first: the record changes as ACKs arrive meanwhile.
-    held = {t: sorted(r.items()) for t, r in connection.engine.acked().items()}
+def _acked(streams: list[Connection]) -> dict[str, list[tuple[str, Resource]]]:
+    """Per type, what the newest stream watching it (else any stream) recorded, as a
+    snapshot of the references: the record changes when ACKs arrive meanwhile."""
+    merged: dict[str, Mapping[str, Resource]] = {}
+    for stream in streams:  # oldest first: a newer stream watching a type replaces it
+        session = stream.engine.session
+        for type_url, resources in stream.engine.acked().items():
+            if type_url not in merged or session.wants(type_url) is not None:
+                merged[type_url] = resources
+    return {t: sorted(resources.items()) for t, resources in merged.items()}
+
+
+async def _digests(
+    held: Mapping[str, list[tuple[str, Resource]]], types: MessageTypes
+) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {}
     done = 0
     for type_url, resources in held.items():

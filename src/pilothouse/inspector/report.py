@@ -11,9 +11,9 @@ JSON keys, one proxy: ``proxyID``, ``nodeID``, ``envoyAdmin``, ``verdict``,
 held,acked}`` (``kind``: ``held-not-acked``, ``acked-not-held``, ``different``; a digest
 is null on the side that lacks the resource), ``static`` (bootstrap resources per type,
 not compared) and ``unreadable``. A sample: ``verdict`` (``DIVERGED`` if any proxy is,
-else ``SYNCED`` when every one could be inspected, else ``UNKNOWN``), ``connected``,
-``eligible``, ``sampled``, ``proxies`` (as above) and ``failures[].{proxyID,nodeID,
-envoyAdmin,error}``.
+else ``SYNCED`` when every one chosen could be inspected, else ``UNKNOWN``, as when
+there was none to choose), ``connected``, ``eligible``, ``sampled``, ``proxies`` (as
+above) and ``failures[].{proxyID,nodeID,envoyAdmin,error}``.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ _KIND_TEXT: Final = {
 def sample_verdict(sample: Sample) -> str:
     if any(i.verdict is Verdict.DIVERGED for i in sample.inspections):
         return Verdict.DIVERGED.value
-    return UNKNOWN if sample.failures else Verdict.SYNCED.value
+    return UNKNOWN if sample.failures or not sample.inspections else Verdict.SYNCED.value
 
 
 # -- text -------------------------------------------------------------------------------
