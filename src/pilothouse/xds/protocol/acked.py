@@ -27,9 +27,9 @@ that never answers cannot make the record grow without bound.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Final, NamedTuple
+from typing import Final
 
 from pilothouse.push.cache import Resource
 from pilothouse.xds.protocol.subscriptions import Subscription
@@ -41,25 +41,22 @@ _NOTHING: Final[Mapping[str, Resource]] = MappingProxyType({})
 _NO_NAMES: Final[frozenset[str]] = frozenset()
 
 
-class _Waiting(NamedTuple):
-    """A response sent and not answered yet."""
-
-    nonce: str
-    resources: Mapping[str, Resource]
-    removed: frozenset[str]
-    replace: bool
+_Waiting = tuple[str, Mapping[str, Resource], frozenset[str], bool]
+"""A response sent and not answered yet: nonce, resources, names removed, whether it
+replaces what came before. A plain tuple: one is made per response (a NamedTuple costs
+five times as much to build)."""
 
 
 class AckedResources:
     """Per type: the resources the client ACKed, and the responses it has not answered."""
 
-    __slots__ = ("_held", "_owned", "_waiting")
+    __slots__ = ("_held", "_own", "_waiting")
 
     def __init__(self) -> None:
         self._held: dict[str, Mapping[str, Resource]] = {}
-        self._owned: set[str] = set()
-        """Types whose held mapping is a dict of this record's own, changed in place
-        (otherwise it is a response's mapping, shared, and copied before a change)."""
+        self._own: dict[str, dict[str, Resource]] = {}
+        """Per type, a dict of this record's own, changed in place while it is the held
+        mapping (a response's mapping is shared, and copied before a change)."""
         self._waiting: dict[str, list[_Waiting]] = {}
 
     def sent(
@@ -73,35 +70,43 @@ class AckedResources:
     ) -> None:
         """A response went out. ``resources`` must not change afterwards (it is kept
         by reference)."""
-        entry = _Waiting(nonce, resources, removed, replace)
+        entry = (nonce, resources, removed, replace)
         waiting = self._waiting.get(type_url)
-        if waiting is None or replace:
+        if waiting is None:
             self._waiting[type_url] = [entry]
-            return
-        waiting.append(entry)
-        if len(waiting) > MAX_WAITING:
-            waiting[0:2] = [_merged(waiting[0], waiting[1])]
+        elif replace:
+            waiting[:] = (entry,)
+        else:
+            waiting.append(entry)
+            if len(waiting) > MAX_WAITING:
+                waiting[0:2] = [_merged(waiting[0], waiting[1])]
 
     def answered(
         self, type_url: str, nonce: str, *, rejected: bool, subscription: Subscription | None
     ) -> None:
         """The client answered the response ``nonce`` (ACK, or NACK when ``rejected``);
-        ``subscription`` is the one it had when it applied it (None: not watched)."""
+        ``subscription`` is the one it has now (names it no longer subscribes to, it no
+        longer holds; None: not watched)."""
         waiting = self._waiting.get(type_url)
-        if not waiting or not nonce:
+        if not waiting:
             return
-        index = next((i for i, entry in enumerate(waiting) if entry.nonce == nonce), None)
+        if waiting[0][0] == nonce:  # the usual case: one response out, answered
+            entry = waiting.pop(0)
+            if not rejected:
+                self._fold(type_url, entry, subscription)
+            return
+        index = next((i for i, entry in enumerate(waiting) if entry[0] == nonce), None)
         if index is None:
             return  # not one of ours (stale, or already settled)
         settled = waiting[:index] if rejected else waiting[: index + 1]
         del waiting[: index + 1]
-        if settled:
-            self._fold(type_url, settled, subscription)
+        for entry in settled:
+            self._fold(type_url, entry, subscription)
 
     def seed(self, type_url: str, resources: Mapping[str, Resource]) -> None:
         """The client reports holding exactly ``resources`` (a delta reconnect)."""
         if resources:
-            self._fold(type_url, [_Waiting("", resources, _NO_NAMES, False)], None)
+            self._fold(type_url, ("", resources, _NO_NAMES, False), None)
 
     def held(self, type_url: str, subscription: Subscription | None) -> Mapping[str, Resource]:
         """Name → resource of everything of ``type_url`` the client ACKed and still
@@ -110,7 +115,7 @@ class AckedResources:
         if subscription is None:
             return _NOTHING
         if subscription.wildcard:
-            return MappingProxyType(held) if type_url in self._owned else held
+            return MappingProxyType(held) if held is self._own.get(type_url) else held
         names = subscription.names
         return {name: resource for name, resource in held.items() if name in names}
 
@@ -118,38 +123,34 @@ class AckedResources:
         """The types something was ever ACKed of on this stream."""
         return frozenset(self._held)
 
-    def _fold(
-        self, type_url: str, settled: Iterable[_Waiting], subscription: Subscription | None
-    ) -> None:
+    def _fold(self, type_url: str, entry: _Waiting, subscription: Subscription | None) -> None:
+        _nonce, resources, removed, replace = entry
+        if replace:
+            self._held[type_url] = resources
+            return
         held = self._held.get(type_url, _NOTHING)
-        owned = type_url in self._owned
-        for entry in settled:
-            if entry.replace:
-                held, owned = entry.resources, False
-                continue
-            if not owned:
-                held, owned = dict(held), True
-            assert isinstance(held, dict)
-            held.update(entry.resources)
-            for name in entry.removed:
-                held.pop(name, None)
+        own = self._own.get(type_url)
+        if own is None or held is not own:
+            own = self._own[type_url] = dict(held)
+            self._held[type_url] = own
+        own.update(resources)
+        for name in removed:
+            own.pop(name, None)
         if (
             subscription is not None
             and not subscription.wildcard
-            and len(held) > len(subscription.names)  # then some name is no longer covered
+            and len(own) > len(subscription.names)  # then some name is no longer covered
         ):
             names = subscription.names
-            held, owned = {n: r for n, r in held.items() if n in names}, True
-        self._held[type_url] = held
-        if owned:
-            self._owned.add(type_url)
-        else:
-            self._owned.discard(type_url)
+            for name in [n for n in own if n not in names]:
+                del own[name]
 
 
 def _merged(first: _Waiting, second: _Waiting) -> _Waiting:
     """Two unanswered additive responses as one, answered when the later one is."""
-    resources = {n: r for n, r in first.resources.items() if n not in second.removed}
-    resources.update(second.resources)
-    removed = (first.removed - second.resources.keys()) | second.removed
-    return _Waiting(second.nonce, resources, removed, False)
+    _, first_resources, first_removed, _ = first
+    nonce, second_resources, second_removed, _ = second
+    resources = {n: r for n, r in first_resources.items() if n not in second_removed}
+    resources.update(second_resources)
+    removed = (first_removed - second_resources.keys()) | second_removed
+    return (nonce, resources, removed, False)

@@ -20,7 +20,7 @@ from pilothouse.xds.protocol.delta import DeltaDecision, DeltaKind, DeltaSession
 from pilothouse.xds.protocol.delta_plan import plan_delta
 from pilothouse.xds.protocol.messages import DeltaRequest, SotwRequest
 from pilothouse.xds.protocol.ordering import MakeBeforeBreak
-from pilothouse.xds.protocol.sotw import SotwSession
+from pilothouse.xds.protocol.sotw import SotwKind, SotwSession
 from pilothouse.xds.protocol.sotw_watch import plan_sotw
 from pilothouse.xds.protocol.type_urls import EDS, is_full_state_type
 from pilothouse.xds.protocol.versions import NonceSource
@@ -115,8 +115,15 @@ class SotwFlavour(_Base):
         return self.sotw
 
     def answer(self, request: SotwRequest | DeltaRequest, now: float) -> Outgoing | None:
-        _note_answer(self.acked, self.sotw, request)
         decision = self.sotw.receive(request, now)  # type: ignore[arg-type]
+        kind = decision.kind
+        if kind is SotwKind.ACK or kind is SotwKind.NACK:
+            self.acked.answered(
+                decision.type_url,
+                request.response_nonce,
+                rejected=kind is SotwKind.NACK,
+                subscription=decision.subscription,
+            )
         if not decision.respond:
             return None
         return self._respond(decision.type_url, True, None, now)
@@ -203,8 +210,15 @@ class DeltaFlavour(_Base):
         return self.delta
 
     def answer(self, request: SotwRequest | DeltaRequest, now: float) -> Outgoing | None:
-        _note_answer(self.acked, self.delta, request)
         decision = self.delta.receive(request, now)  # type: ignore[arg-type]
+        kind = decision.kind
+        if kind is DeltaKind.ACK or kind is DeltaKind.NACK:
+            self.acked.answered(
+                decision.type_url,
+                request.response_nonce,
+                rejected=kind is DeltaKind.NACK,
+                subscription=decision.subscription,
+            )
         if not decision.respond:
             return None
         return self._respond(decision.type_url, decision, None, now)
@@ -264,18 +278,6 @@ class DeltaFlavour(_Base):
     def awaiting(self, type_url: str) -> bool:
         watch = self.delta.watch(type_url)
         return watch is not None and bool(watch.in_flight)
-
-
-def _note_answer(
-    acked: AckedResources, session: SotwSession | DeltaSession, request: SotwRequest | DeltaRequest
-) -> None:
-    """Tell ``acked`` how the client answered (before the session applies the request's
-    subscription change: the answer is to a response applied under the old one)."""
-    nonce = request.response_nonce
-    if nonce:
-        type_url = request.type_url
-        rejected = request.HasField("error_detail")
-        acked.answered(type_url, nonce, rejected=rejected, subscription=session.wants(type_url))
 
 
 def _still_held(
