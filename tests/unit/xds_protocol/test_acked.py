@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping
 
 import pytest
@@ -101,6 +102,37 @@ def test_names_no_longer_subscribed_are_not_held() -> None:
     record.sent(EDS, "n2", {B: resource(B, "2")}, replace=False)
     record.answered(EDS, "n2", rejected=False, subscription=only_b)  # pruned now
     assert versions(record.held(EDS, both)) == {B: "2"}
+
+
+def test_a_response_carrying_every_name_is_held_as_it_is_and_others_on_top() -> None:
+    record = AckedResources()
+    names = Subscription(frozenset({A, B}))
+    first = {A: resource(A), B: resource(B)}
+    record.sent(EDS, "n1", first, replace=False)
+    record.answered(EDS, "n1", rejected=False, subscription=names)
+    assert record.held(EDS, ALL) is first  # shared, as generated for the whole scope
+    record.sent(EDS, "n2", {A: resource(A, "2")}, replace=False)
+    record.answered(EDS, "n2", rejected=False, subscription=names)
+    assert versions(record.held(EDS, names)) == {A: "2", B: "1"}
+    assert set(first) == {A, B} and first[A].version == "1"  # the shared one untouched
+    again = {A: resource(A, "3"), B: resource(B, "3")}
+    record.sent(EDS, "n3", again, replace=False)
+    record.answered(EDS, "n3", rejected=False, subscription=names)
+    assert record.held(EDS, ALL) is again
+
+
+def test_removals_and_many_changes_on_top_of_a_shared_state() -> None:
+    record = AckedResources()
+    many = [f"outbound|80||s{i}.ns.svc.cluster.local" for i in range(40)]
+    record.sent(CDS, "n0", {n: resource(n) for n in many}, replace=False)
+    record.answered(CDS, "n0", rejected=False, subscription=ALL)
+    record.sent(CDS, "n1", {}, frozenset({many[0]}), replace=False)
+    record.answered(CDS, "n1", rejected=False, subscription=ALL)
+    assert many[0] not in record.held(CDS, ALL) and len(record.held(CDS, ALL)) == 39
+    for index, name in enumerate(many):  # enough to fold the changes into one mapping
+        record.sent(CDS, f"c{index}", {name: resource(name, "2")}, replace=False)
+        record.answered(CDS, f"c{index}", rejected=False, subscription=ALL)
+    assert versions(record.held(CDS, ALL)) == dict.fromkeys(many, "2")
 
 
 def test_a_client_that_never_answers_cannot_grow_the_record() -> None:
@@ -218,3 +250,82 @@ def test_a_reconnecting_delta_client_holds_what_it_reports_at_the_current_versio
     ack = discovery_pb2.DeltaDiscoveryRequest(type_url=CDS, response_nonce=response.nonce)
     engine.receive(ack, 2.0)
     assert engine.acked()[CDS] == {A: current[A], B: current[B]}
+
+
+# -- against a plain model --------------------------------------------------------------
+
+POOL = [f"outbound|80||s{i}.ns.svc.cluster.local" for i in range(45)]
+
+
+class Model:
+    """The same record kept the plain way: dict copies, every response answered in turn."""
+
+    def __init__(self) -> None:
+        self.held: dict[str, Resource] = {}
+        self.waiting: list[tuple[str, Mapping[str, Resource], frozenset[str], bool]] = []
+
+    def sent(
+        self, nonce: str, resources: Mapping[str, Resource], removed: frozenset[str], replace: bool
+    ) -> None:
+        self.waiting = (
+            [(nonce, resources, removed, replace)]
+            if replace
+            else [*self.waiting, (nonce, resources, removed, replace)]
+        )
+
+    def answered(self, nonce: str, rejected: bool) -> None:
+        nonces = [entry[0] for entry in self.waiting]
+        if nonce not in nonces:
+            return
+        index = nonces.index(nonce)
+        settled = self.waiting[:index] if rejected else self.waiting[: index + 1]
+        self.waiting = self.waiting[index + 1 :]
+        for _, resources, removed, replace in settled:
+            if replace:
+                self.held = dict(resources)
+                continue
+            self.held.update(resources)
+            for name in removed:
+                self.held.pop(name, None)
+
+
+@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize(
+    "subscription", [ALL, Subscription(frozenset(POOL))], ids=["wildcard", "named"]
+)
+def test_the_record_agrees_with_a_plain_model(seed: int, subscription: Subscription) -> None:
+    rng = random.Random(seed)
+    record, model = AckedResources(), Model()
+    shared: dict[str, Resource] = {}  # a scope's generated state, replaced as a whole
+    sent: list[str] = []
+    for step in range(300):
+        roll = rng.random()
+        if roll < 0.45 or not sent:
+            nonce = f"n{step}"
+            kind = rng.random()
+            removed: frozenset[str] = frozenset()
+            replace = False
+            if kind < 0.15:  # the whole state again (a new generated mapping)
+                shared = {n: resource(n, str(step)) for n in rng.sample(POOL, rng.randint(20, 45))}
+                resources: Mapping[str, Resource] = shared
+                replace = rng.random() < 0.5
+            elif kind < 0.8:  # a few changed
+                resources = {n: resource(n, str(step)) for n in rng.sample(POOL, rng.randint(1, 4))}
+            else:  # a delta removal, maybe with a change
+                removed = frozenset(rng.sample(POOL, rng.randint(1, 3)))
+                resources = {
+                    n: resource(n, str(step)) for n in rng.sample(POOL, 1) if n not in removed
+                }
+            record.sent(CDS, nonce, resources, removed, replace=replace)
+            model.sent(nonce, resources, removed, replace)
+            sent.append(nonce)
+        else:  # an answer, mostly to the oldest unanswered response, sometimes stale
+            nonce = (
+                rng.choice(sent[-3:])
+                if rng.random() < 0.2
+                else (model.waiting or [(sent[-1],)])[0][0]
+            )
+            rejected = rng.random() < 0.15
+            record.answered(CDS, nonce, rejected=rejected, subscription=subscription)
+            model.answered(nonce, rejected)
+        assert dict(record.held(CDS, subscription)) == model.held, f"step {step}"

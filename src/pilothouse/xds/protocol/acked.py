@@ -20,6 +20,14 @@ copies no bytes and encodes nothing.
   holds; those equal to the current resource (delta versions are content hashes) are
   what it holds, and were ACKed on an earlier stream.
 
+What is held per type is a *base* mapping, kept by reference (a full-state response's
+resources, or an additive one that carries every name held: the generated mapping,
+shared by every proxy of a scope), plus a small *overlay* of this stream's own for the
+names later responses changed or removed. A push of one changed assignment costs an
+entry in the overlay, not a copy of the proxy's hundred assignments; the overlay is
+folded into a base of its own when it grows to half the base, and dropped whenever a
+response carries everything again.
+
 No I/O, no clock. A full-state type keeps one response waiting (a newer one supersedes
 it); a per-name type at most :data:`MAX_WAITING` (older ones are merged), so a client
 that never answers cannot make the record grow without bound.
@@ -36,10 +44,12 @@ from pilothouse.xds.protocol.subscriptions import Subscription
 
 MAX_WAITING: Final = 16
 """Unanswered responses kept per per-name type before the oldest two are merged."""
+MIN_FOLDED: Final = 32
+"""An overlay is folded into a base of its own once it has this many names and at
+least half as many as the base."""
 
 _NOTHING: Final[Mapping[str, Resource]] = MappingProxyType({})
 _NO_NAMES: Final[frozenset[str]] = frozenset()
-
 
 _Waiting = tuple[str, Mapping[str, Resource], frozenset[str], bool]
 """A response sent and not answered yet: nonce, resources, names removed, whether it
@@ -47,16 +57,85 @@ replaces what came before. A plain tuple: one is made per response (a NamedTuple
 five times as much to build)."""
 
 
+class _Held:
+    """What the client holds of one type: ``base`` (by reference) under ``overlay``,
+    less the ``gone`` names of the base that a later response removed; ``count`` names
+    in all."""
+
+    __slots__ = ("base", "count", "gone", "overlay")
+
+    def __init__(self, base: Mapping[str, Resource]) -> None:
+        self.base = base
+        self.overlay: dict[str, Resource] | None = None
+        self.gone: set[str] | None = None
+        self.count = len(base)
+
+    def replace(self, base: Mapping[str, Resource]) -> None:
+        self.base, self.overlay, self.gone, self.count = base, None, None, len(base)
+
+    def add(
+        self,
+        resources: Mapping[str, Resource],
+        removed: frozenset[str],
+        subscription: Subscription | None,
+    ) -> None:
+        base, overlay, gone = self.base, self.overlay, self.gone
+        if not removed and len(resources) >= len(base) - (len(gone) if gone else 0):
+            names = resources.keys()
+            if names >= (base.keys() - gone if gone else base.keys()) and (
+                not overlay or names >= overlay.keys()
+            ):  # it carries every name held: it is the whole state, shared as it is
+                self.replace(resources)
+                return
+        if overlay is None:
+            overlay = self.overlay = {}
+        for name in resources:  # count the names new to the client (inlined: hot)
+            if name not in overlay and (name not in base or (gone and name in gone)):
+                self.count += 1
+        overlay.update(resources)
+        for name in removed:
+            if self._holds(name):
+                self.count -= 1
+            overlay.pop(name, None)
+            if name in base:
+                if self.gone is None:
+                    self.gone = set()
+                self.gone.add(name)
+        if (len(overlay) >= MIN_FOLDED and 2 * len(overlay) >= len(base)) or (
+            subscription is not None
+            and not subscription.wildcard
+            and self.count > len(subscription.names)  # the client dropped some names
+        ):
+            self.replace(self.view(subscription))
+
+    def _holds(self, name: str) -> bool:
+        overlay, gone = self.overlay, self.gone
+        if overlay and name in overlay:
+            return True
+        return name in self.base and not (gone and name in gone)
+
+    def view(self, subscription: Subscription | None) -> Mapping[str, Resource]:
+        """Name → resource, only of names ``subscription`` covers (None: all)."""
+        base, overlay, gone = self.base, self.overlay, self.gone
+        if not overlay and not gone:
+            held = base
+        else:
+            held = {n: r for n, r in base.items() if not gone or n not in gone}
+            if overlay:
+                held.update(overlay)
+        if subscription is None or subscription.wildcard:
+            return held
+        names = subscription.names
+        return {name: resource for name, resource in held.items() if name in names}
+
+
 class AckedResources:
     """Per type: the resources the client ACKed, and the responses it has not answered."""
 
-    __slots__ = ("_held", "_own", "_waiting")
+    __slots__ = ("_held", "_waiting")
 
     def __init__(self) -> None:
-        self._held: dict[str, Mapping[str, Resource]] = {}
-        self._own: dict[str, dict[str, Resource]] = {}
-        """Per type, a dict of this record's own, changed in place while it is the held
-        mapping (a response's mapping is shared, and copied before a change)."""
+        self._held: dict[str, _Held] = {}
         self._waiting: dict[str, list[_Waiting]] = {}
 
     def sent(
@@ -91,9 +170,16 @@ class AckedResources:
         if not waiting:
             return
         if waiting[0][0] == nonce:  # the usual case: one response out, answered
-            entry = waiting.pop(0)
-            if not rejected:
-                self._fold(type_url, entry, subscription)
+            _nonce, resources, removed, replace = waiting.pop(0)
+            if rejected:
+                return
+            held = self._held.get(type_url)
+            if held is None:
+                self._held[type_url] = _Held(resources)
+            elif replace:
+                held.replace(resources)
+            else:
+                held.add(resources, removed, subscription)
             return
         index = next((i for i, entry in enumerate(waiting) if entry[0] == nonce), None)
         if index is None:
@@ -111,13 +197,10 @@ class AckedResources:
     def held(self, type_url: str, subscription: Subscription | None) -> Mapping[str, Resource]:
         """Name → resource of everything of ``type_url`` the client ACKed and still
         subscribes to (``subscription``; None: not watched, so nothing)."""
-        held = self._held.get(type_url, _NOTHING)
-        if subscription is None:
+        held = self._held.get(type_url)
+        if held is None or subscription is None:
             return _NOTHING
-        if subscription.wildcard:
-            return MappingProxyType(held) if held is self._own.get(type_url) else held
-        names = subscription.names
-        return {name: resource for name, resource in held.items() if name in names}
+        return held.view(subscription)
 
     def type_urls(self) -> frozenset[str]:
         """The types something was ever ACKed of on this stream."""
@@ -125,25 +208,13 @@ class AckedResources:
 
     def _fold(self, type_url: str, entry: _Waiting, subscription: Subscription | None) -> None:
         _nonce, resources, removed, replace = entry
+        held = self._held.get(type_url)
+        if held is None:
+            self._held[type_url] = held = _Held(_NOTHING)
         if replace:
-            self._held[type_url] = resources
-            return
-        held = self._held.get(type_url, _NOTHING)
-        own = self._own.get(type_url)
-        if own is None or held is not own:
-            own = self._own[type_url] = dict(held)
-            self._held[type_url] = own
-        own.update(resources)
-        for name in removed:
-            own.pop(name, None)
-        if (
-            subscription is not None
-            and not subscription.wildcard
-            and len(own) > len(subscription.names)  # then some name is no longer covered
-        ):
-            names = subscription.names
-            for name in [n for n in own if n not in names]:
-                del own[name]
+            held.replace(resources)
+        else:
+            held.add(resources, removed, subscription)
 
 
 def _merged(first: _Waiting, second: _Waiting) -> _Waiting:

@@ -262,7 +262,8 @@ class DeltaFlavour(_Base):
         self.delta.record_sent(
             type_url, nonce, plan.resources, plan.removed, now, system_version=version
         )
-        sent = {r.name: r for r in chosen}
+        # the generated mapping itself when all of it goes (shared by a scope's proxies)
+        sent = resources if len(chosen) == len(resources) else {r.name: r for r in chosen}
         self.acked.sent(type_url, nonce, sent, plan.removed, replace=False)
         self._order.record(type_url, sent, plan.removed, replace=False)
         return Outgoing(type_url, body, len(chosen))
