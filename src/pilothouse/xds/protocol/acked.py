@@ -14,8 +14,9 @@ copies no bytes and encodes nothing.
   responses in order, so an ACK settles that response and every earlier one still
   waiting, and a NACK settles the earlier ones and drops the rejected one (the client
   keeps its last good config). SotW: the ACKed response's resources (with the per-name
-  types' earlier ACKed ones); delta: the state after the ACKed delta. A response the
-  client's subscription no longer covers is filtered when read.
+  types' earlier ACKed ones); delta: the state after the ACKed delta. Names the
+  client no longer subscribes to, it no longer holds: they are filtered when read, and
+  dropped once the record holds more names than the subscription has.
 - :meth:`AckedResources.seed`: a delta client that reconnects reports the versions it
   holds; those equal to the current resource (delta versions are content hashes) are
   what it holds, and were ACKed on an earlier stream.
