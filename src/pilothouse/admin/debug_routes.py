@@ -21,6 +21,8 @@ path                      answer (JSON)
 ``/debug/push_status``    the current PushContext's figures and the push counters
 ``/debug/sources``        each config source's state, with its files' problems at
                           ``file:line``
+``/debug/acked``          ``?proxyID=``: digests of what that proxy acknowledged, for
+                          the Inspector (:mod:`pilothouse.admin.acked`)
 ========================  ==========================================================
 
 Every endpoint answers only a client on loopback unless ``PILOTHOUSE_DEBUG_ALLOW_REMOTE``
@@ -38,6 +40,7 @@ from typing import Any, Final
 
 from aiohttp import web
 
+from pilothouse.admin.acked import acked_routes
 from pilothouse.admin.app import REST
 from pilothouse.admin.debug_views import (
     NamedSource,
@@ -69,6 +72,7 @@ ENDPOINTS: Final = (
     ("/debug/connections", "every xDS stream"),
     ("/debug/push_status", "the current PushContext and the push counters"),
     ("/debug/sources", "each config source's state and problems"),
+    ("/debug/acked", "?proxyID=: digests of what that proxy acknowledged (the Inspector)"),
 )
 
 
@@ -113,6 +117,8 @@ class DebugEndpoints:
             "/debug/push_status": self.push_status,
             "/debug/sources": self.sources,
         }
+        for acked in acked_routes(self._discovery):
+            handlers[acked.path] = acked.handler
         return [web.get(path, debug_only(h, allow_remote=allow)) for path, h in handlers.items()]
 
     async def index(self, request: web.Request) -> web.Response:

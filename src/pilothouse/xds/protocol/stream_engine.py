@@ -10,7 +10,9 @@ ordering (:mod:`pilothouse.xds.protocol.ordering`). Its interface is narrow:
   routes deferred until new clusters' endpoints are ACKed, removed clusters kept until
   the routes that used them are ACKed;
 - timed steps (warming give-up, lingering release) are handed to the ``schedule``
-  given at construction, and return their responses when run.
+  given at construction, and return their responses when run;
+- :meth:`StreamEngine.acked`: what the proxy has ACKed, per type (references to the
+  resources sent, for the inspector).
 
 It does no I/O and imports nothing from grpc: tests drive it with plain tables.
 """
@@ -150,6 +152,16 @@ class StreamEngine:
         index = eds_names_by_host(subscription.names)
         self._eds_index = (subscription, index)
         return index
+
+    def acked(self) -> dict[str, Mapping[str, Resource]]:
+        """Per type watched or ever ACKed: name → resource of what the proxy ACKed and
+        still subscribes to (:mod:`pilothouse.xds.protocol.acked`)."""
+        record = self._flavour.acked
+        session = self.session
+        return {
+            type_url: record.held(type_url, session.wants(type_url))
+            for type_url in sorted(record.type_urls() | session.watches.keys(), key=push_order_key)
+        }
 
     @property
     def settling(self) -> bool:
