@@ -15,7 +15,7 @@ from typing import Final
 
 from bench.mcp_sync_process import Child, ChildFailed
 
-ADMIN_LINE: Final = r"admin \(/ready, REST xDS\) listening on 127\.0\.0\.1:(\d+)"
+ADMIN_LINE: Final = r"admin \([^)]*\) listening on 127\.0\.0\.1:(\d+)"
 ENV: Final = {"PILOTHOUSE_DRAIN_SECONDS": "1"}
 
 

@@ -31,7 +31,7 @@ from tests.integration.metrics_scrape import Scrape, scrape
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
-LISTENING = re.compile(r"(xDS|admin) .*listening on 127\.0\.0\.1:(\d+)")
+LISTENING = re.compile(r"\b(xDS|admin)(?: \([^)]*\))? listening on 127\.0\.0\.1:(\d+)")
 
 DASHBOARD_SAMPLES = (
     "istio_build",

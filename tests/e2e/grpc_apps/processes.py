@@ -35,6 +35,11 @@ def proxyless_bootstrap(path: Path, xds_port: int, pod: str, namespace: str = "d
     return path
 
 
+ANSWER_LIMIT = 16 * 1024 * 1024
+"""Longest answer line read back: ``loop_stop`` lists every call of a busy loop, far
+more than asyncio's 64 KiB default."""
+
+
 class GrpcProcess:
     """One app process (``tests.e2e.grpc_apps.<module>``) with its own bootstrap."""
 
@@ -59,6 +64,7 @@ class GrpcProcess:
                 env=env,
                 cwd=REPO_ROOT,
                 start_new_session=True,
+                limit=ANSWER_LIMIT,
             )
         return cls(process, log)
 

@@ -147,7 +147,7 @@ class ServeProcess:
         while True:
             text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
             xds = re.search(r"xDS listening on \S+?:(\d+)", text)
-            admin = re.search(r"admin \(/ready, REST xDS\) listening on \S+?:(\d+)", text)
+            admin = re.search(r"admin \([^)]*\) listening on \S+?:(\d+)", text)
             if xds is not None and admin is not None:
                 self.xds_port, self.admin_port = int(xds.group(1)), int(admin.group(1))
                 return

@@ -148,9 +148,9 @@ def test_a_forced_push_resends_everything_on_a_delta_stream() -> None:
     def delta_responses() -> list[Any]:
         out = []
         while not connection.outbound.empty():
-            body = connection.outbound.get_nowait()
-            assert body is not None
-            out.append(discovery_pb2.DeltaDiscoveryResponse.FromString(body))
+            queued = connection.outbound.get_nowait()
+            assert queued is not None
+            out.append(discovery_pb2.DeltaDiscoveryResponse.FromString(queued.body))
         return out
 
     for type_url in (CDS, LDS):
