@@ -30,8 +30,10 @@ from google.protobuf.message import Message
 
 from pilothouse.config.load import Loader
 from pilothouse.config.mesh import MeshSettings
+from pilothouse.config.model import ConfigKey
 from pilothouse.push.cache import ResourceCache
 from pilothouse.push.context import PushContext, build_context
+from pilothouse.push.inputs import dependencies
 from pilothouse.push.proxy import ProxyIdentity, parse_node
 from pilothouse.push.scope import ProxyScope
 from pilothouse.registry.controller import ServiceEntryRegistry
@@ -420,3 +422,34 @@ def test_proxies_whose_labels_meet_the_same_selectors_share_routes() -> None:
     first = world.generate(web, RouteGenerator())
     assert world.generate(twin, RouteGenerator()) == first
     assert world.generate(client, RouteGenerator())["8080"].body != first["8080"].body
+
+
+def test_listener_and_route_inputs_depend_on_the_configs_they_hold_never_on_a_rule() -> None:
+    """A DestinationRule reaches listeners and routes only through what hash policies read
+    of it (shop/web sets a consistent hash): its edits must not evict them (clusters are
+    rebuilt, listeners and routes are not)."""
+    world = World(EXTRA)
+    web, bank, router = PROXIES[0], PROXIES[2], PROXIES[4]
+    assert ConfigKey("DestinationRule", "shop", "web") in world.context.scope(web).rule_keys
+    assert any(held is not None for _, held in world.inputs(web).services)
+
+    def named(proxy: ProxyIdentity) -> frozenset[ConfigKey]:
+        scope = world.inputs(proxy)
+        listeners = dependencies(ListenerInputs(scope, _capturing(proxy), None))
+        routes = dependencies(RouteInputs(scope, "8080", world.label_key(proxy)))
+        assert routes == listeners
+        return listeners
+
+    for proxy in PROXIES:
+        assert not [k for k in named(proxy) if k.kind == "DestinationRule"], proxy.id
+    assert {
+        ConfigKey("ServiceEntry", "shop", "web"),
+        ConfigKey("VirtualService", "shop", "web"),
+        ConfigKey("VirtualService", "shop", "web-api"),  # a delegate
+    } <= named(web)
+    assert ConfigKey("Sidecar", "bank", "default") in named(bank)
+    assert {
+        ConfigKey("Gateway", "shop", "edge"),
+        ConfigKey("Gateway", "bookinfo", "bookinfo-gateway"),
+        ConfigKey("VirtualService", "shop", "edge"),
+    } <= named(router)
