@@ -88,7 +88,8 @@ class RouteGenerator:
 
 
 def route_names(scope: ScopeInputs) -> list[str]:
-    """Every route configuration the scope's listeners name."""
+    """What a wildcard RDS watch gets: the route configuration of each Gateway server (a
+    gateway scope), else of each HTTP port of the services."""
     if scope.router:
         return [
             route

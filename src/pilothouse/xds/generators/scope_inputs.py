@@ -1,16 +1,17 @@
 """Everything a scope's listeners and routes are built from, as one typed frozen value.
 
 :class:`ScopeInputs` holds, field by field, what the listener and route builders
-(lds.py, rds.py, grpc_rds.py) read of a scope and its context, and nothing else: the
-proxy type (router or not) and namespace, the three mesh settings they use, the
-services by hostname (each with what its DestinationRule says about hash policies, see
+(lds.py, rds.py) read of a scope and its context, and nothing else: the proxy type
+(router or not) and namespace, the three mesh settings they use, the services by
+hostname (each with what its DestinationRule says about hash policies, see
 ``routing.hash_policy_inputs``), the Sidecar, the VirtualServices the scope sees (oldest
 first, with their creation time, which orders virtual hosts), each Gateway with the
 VirtualServices bound to it, and the delegate VirtualServices their routes name. Those
 builders take it (inside ``ListenerInputs`` or ``RouteInputs``, with the few proxy facts
 they read) and nothing else: no PushContext, scope or proxy is reachable from it. Its
 lookups (services by hostname, ports, hash policies, delegates) are derived from its
-fields on first use.
+fields on first use. Proxyless gRPC's routes (grpc_rds.py, remembered per context, not
+cached under inputs) use the same fields and lookups.
 
 :func:`scope_inputs` gathers it once per scope (kept in the scope's memo, so it moves
 with the scope when a later context takes the scope over): configs as themselves (a
