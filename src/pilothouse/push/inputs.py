@@ -28,8 +28,10 @@ input.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Hashable
+import operator
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.registry.endpoint_index import EndpointIndex
@@ -88,6 +90,8 @@ class FrozenInputs:
 
     _hash: int
     _depends: frozenset[ConfigKey] | None
+    _compared_getter: ClassVar[Callable[[Any], tuple[object, ...]]]
+    """Reads the compared fields of an instance (made once per class, on first use)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_hash", hash(self.compared()))
@@ -95,7 +99,13 @@ class FrozenInputs:
 
     def compared(self) -> tuple[object, ...]:
         """The values of the fields that take part in comparison, in field order."""
-        return tuple(getattr(self, f.name) for f in dataclasses.fields(self) if f.compare)  # type: ignore[arg-type]
+        kind = type(self)
+        try:
+            getter = kind.__dict__["_compared_getter"]
+        except KeyError:
+            names = tuple(f.name for f in dataclasses.fields(self) if f.compare)  # type: ignore[arg-type]
+            getter = kind._compared_getter = _reader(names)
+        return getter(self)  # type: ignore[no-any-return]
 
     @property
     def depends_on(self) -> frozenset[ConfigKey]:
@@ -116,6 +126,13 @@ class FrozenInputs:
             return NotImplemented
         assert isinstance(other, FrozenInputs)
         return self._hash == other._hash and self.compared() == other.compared()
+
+
+def _reader(names: tuple[str, ...]) -> Callable[[Any], tuple[object, ...]]:
+    """A function giving the values of attributes ``names`` of its argument, as a tuple."""
+    if len(names) >= 2:
+        return operator.attrgetter(*names)
+    return lambda value: tuple(getattr(value, name) for name in names)
 
 
 @dataclass(frozen=True, slots=True)
