@@ -82,6 +82,7 @@ SCRIPTS: tuple[Script, ...] = (
     Script("rest_sovereign"),
     Script("mcp_sync"),
     Script("mcp_encode"),
+    Script("tree_compare", ("--old", "e841dfd", "--rounds", "3"), timeout=3600.0),
 )
 
 
