@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run demo test lint unit protos bench fuzz clean
+.PHONY: install browser run demo test lint unit protos bench fuzz clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -13,6 +13,14 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 install: $(STAMP)
+
+## browser: Debian's chromium for the real-browser tests (Playwright drives /usr/bin/chromium;
+## `playwright install` is never run). Needs root or sudo on a machine without it.
+SUDO := $(shell test "$$(id -u)" = 0 || echo sudo)
+browser:
+	@test -x /usr/bin/chromium || { $(SUDO) apt-get update -q && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+			-o DPkg::Lock::Timeout=600 chromium; }
 
 ## run: install, validate and serve the example mesh
 NODE := sidecar~127.0.0.1~productpage-v1.bookinfo~bookinfo.svc.cluster.local
@@ -36,7 +44,7 @@ lint: install
 	$(BIN)/mypy --strict src
 
 ## test: install, lint, then the whole test suite
-test: lint
+test: lint browser
 	$(BIN)/pytest -q
 
 ## fuzz: the fuzz suite with thousands of cases per test (before a release)

@@ -78,11 +78,13 @@ SCRIPTS: tuple[Script, ...] = (
     Script("generation_cost"),
     Script("memory_slope", timeout=600.0),
     Script("connect_storm"),
+    Script("admission_storm", timeout=1200.0),
     Script("endpoint_churn"),
     Script("rest_sovereign"),
     Script("mcp_sync"),
     Script("mcp_encode"),
     Script("tree_compare", ("--old", "e841dfd", "--rounds", "3"), timeout=3600.0),
+    Script("metrics_overhead", timeout=900.0),
 )
 
 

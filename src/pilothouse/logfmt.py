@@ -80,6 +80,8 @@ class LineFormatter(logging.Formatter):
         line = " ".join(parts)
         if record.exc_info:
             line += "\n" + self.formatException(record.exc_info)
+        if record.stack_info:  # asked for by the caller, or by the scope (logscopes)
+            line += "\n" + record.stack_info
         return line
 
 

@@ -1,11 +1,12 @@
 """Settings: every knob pilothouse has, in one typed, frozen tree passed to whoever needs it.
 
 The tree has one part per component: ``settings.xds`` (the gRPC xDS server, its
-debouncer and push workers), ``settings.admin``, ``settings.rest``, ``settings.webhook``
-and ``settings.mcp``; the top level holds what ``serve`` itself reads. Each part is the
-settings object its component takes (``DiscoveryServer`` takes ``settings.xds``,
-``RestDiscovery`` takes ``settings.rest``), so a default is written once, here, and
-equals istiod's where istiod has one. A tree rather than one flat class because each
+debouncer, push workers and admission control), ``settings.admin``, ``settings.ctrlz``,
+``settings.rest``, ``settings.webhook`` and ``settings.mcp``; the top level holds what
+``serve`` itself reads. Each part is the settings object its component takes
+(``DiscoveryServer`` takes ``settings.xds``, ``RestDiscovery`` takes ``settings.rest``),
+so a default is written once, here, and equals istiod's where istiod has one (where it
+does not, the field says why). A tree rather than one flat class because each
 component then gets exactly the knobs it reads, and its tests build just that part
 (``XdsSettings(debounce=DebounceSettings(debounce_after=0.01))``).
 
@@ -54,6 +55,53 @@ class DebounceSettings:
 
 
 @dataclass(frozen=True)
+class AdmissionSettings:
+    """Which new xDS streams are let in (:mod:`pilothouse.xds.server.admission`).
+
+    A token bucket paces new streams (istiod's ``PILOT_MAX_REQUESTS_PER_SECOND``, with a
+    one-second wait); a circuit breaker caps the streams open at once. Two defaults
+    differ from istiod's, for reasons of pilothouse's own:
+
+    - ``rate``: istiod's is min(15 + 5 x cores, 100) a second, 25 on two cores, which
+      would keep 2,000 sidecars coming for 80 s. pilothouse spends about 2.9 ms of CPU
+      on a new sidecar (BENCHMARKS.md, connect_storm: 2,000 converge in 5.5 s with no
+      limit, about 360 a second, from one process on one core); 250 a second keeps a
+      storm to about 70 % of that core, leaving the rest to the pushes of proxies
+      already connected.
+    - ``burst``: istiod's is 1. pilothouse lets waiting streams in from its one event
+      loop, once per loop turn; with a burst of 1 that is one stream a turn, and during
+      a storm, when turns take several milliseconds, a 250-a-second limit let in about
+      150 a second. A burst of 25 (a tenth of a second at the default rate) lets in
+      what came due during a turn of up to 100 ms; the bucket still never lets in more
+      than the rate in any one second.
+    """
+
+    ENV_PREFIX: ClassVar[str] = "PILOTHOUSE_XDS_ADMISSION_"
+    ENV_NAMES: ClassVar[Mapping[str, str]] = _NO_RENAMES
+
+    rate: float = 250.0
+    """New xDS streams admitted per second (PILOT_MAX_REQUESTS_PER_SECOND); 0 admits
+    every stream at once (no rate limit)."""
+    burst: int = 25
+    """Streams admitted at once (after a quiet spell, or when the event loop comes back
+    to waiting streams late), at least 1; never more than ``rate`` in a second."""
+    wait: float = 1.0
+    """Longest a new stream waits for its turn, seconds (istiod: 1 s); a stream whose
+    turn is further away is refused with RESOURCE_EXHAUSTED at once."""
+    max_connections: int = 0
+    """xDS streams open at once, at most; beyond it a new stream is refused with
+    UNAVAILABLE at once. 0 means no limit (istiod has none)."""
+
+    def __post_init__(self) -> None:
+        if self.rate < 0 or self.wait < 0 or self.max_connections < 0:
+            raise ValueError(
+                "PILOTHOUSE_XDS_ADMISSION_RATE, _WAIT and _MAX_CONNECTIONS must not be negative"
+            )
+        if self.burst < 1:
+            raise ValueError(f"PILOTHOUSE_XDS_ADMISSION_BURST must be at least 1, got {self.burst}")
+
+
+@dataclass(frozen=True)
 class XdsSettings:
     """The xDS server: its gRPC transport, push pipeline, cache and stream timing."""
 
@@ -62,6 +110,8 @@ class XdsSettings:
         {
             "push_throttle": "PILOTHOUSE_PUSH_THROTTLE",
             "max_receive_bytes": "PILOTHOUSE_MAX_RECEIVE_BYTES",
+            "replica_id": "PILOTHOUSE_REPLICA_ID",
+            "debug_allow_remote": "PILOTHOUSE_DEBUG_ALLOW_REMOTE",
         }
     )
 
@@ -84,6 +134,10 @@ class XdsSettings:
     """Largest response the gRPC server sends."""
     max_concurrent_streams: int = 100_000
     """ISTIO_GPRC_MAXSTREAMS: streams per HTTP/2 connection."""
+    max_pending_streams: int = 10_000
+    """New streams gRPC holds until the server takes them up; beyond it gRPC cancels
+    them (its own default is 1,000, and above it it cancels some at random: a storm of
+    2,000 proxies then sees CANCELLED streams before admission control sees them)."""
     keepalive_time: float = 30.0
     """GRPC_KEEPALIVE_INTERVAL: seconds between the server's pings on an idle connection."""
     keepalive_timeout: float = 10.0
@@ -92,23 +146,50 @@ class XdsSettings:
     min_ping_interval: float = 15.0
     """Shortest interval between client pings the server accepts (istiod: half of
     GRPC_KEEPALIVE_INTERVAL)."""
-    max_connection_age: float = 0.0
+    max_connection_age: float = 1800.0
     """--keepaliveMaxServerConnectionAge: seconds after which a connection is asked to go
-    away (proxies reconnect, maybe to another replica); 0 means never, as istiod's code
-    (its Helm chart sets 30 minutes)."""
+    away (GOAWAY; proxies reconnect, maybe to another replica), gRPC adding +/-10 %
+    jitter; 0 means never, as istiod's code. The default is its Helm chart's 30 minutes,
+    so that proxies spread over replicas that started after them."""
     max_connection_age_grace: float = 10.0
     """Seconds a connection asked to go away has to finish its streams."""
+    admission: AdmissionSettings = field(default_factory=AdmissionSettings)
+    replica_id: str = ""
+    """This replica's name in ``control_plane.identifier`` on every response, in
+    ``/debug/syncz`` and in ``proxy-status`` (istiod's POD_NAME); empty means
+    ``<hostname>:<xDS port>``."""
+    debug_allow_remote: bool = False
+    """Answer ``/debug/*`` and the ``istio.io/debug/*`` xDS types to clients that are
+    not on loopback (istiod lets loopback bypass its debug authorization; pilothouse
+    has no authentication yet, so anything else is refused unless this is set)."""
 
 
 @dataclass(frozen=True)
 class AdminSettings:
-    """The HTTP admin server: /ready, /healthz, REST xDS."""
+    """The HTTP admin server: /ready, /healthz, REST xDS, the admin API."""
 
     ENV_PREFIX: ClassVar[str] = "PILOTHOUSE_ADMIN_"
     ENV_NAMES: ClassVar[Mapping[str, str]] = _NO_RENAMES
 
     address: str = "127.0.0.1:15014"
     """host:port of the HTTP server for /ready, REST xDS and debug (istiod's 15014)."""
+    allow_remote: bool = False
+    """Let clients that are not on this host use the admin API (``/admin/*``) and
+    ControlZ; by default they get 403, whatever address the servers listen on."""
+
+
+@dataclass(frozen=True)
+class ControlZSettings:
+    """ControlZ: the introspection pages (istio's ``pkg/ctrlz``)."""
+
+    ENV_PREFIX: ClassVar[str] = "PILOTHOUSE_CTRLZ_"
+    ENV_NAMES: ClassVar[Mapping[str, str]] = _NO_RENAMES
+
+    OFF: ClassVar[str] = "off"
+
+    address: str = "127.0.0.1:9876"
+    """host:port of the ControlZ pages (istio's ``--ctrlz_address`` and ``--ctrlz_port``);
+    port 0 picks a free port, ``off`` serves none."""
 
 
 @dataclass(frozen=True)
@@ -204,6 +285,7 @@ class Settings:
     shutdownDuration is 10 s)."""
     xds: XdsSettings = field(default_factory=XdsSettings)
     admin: AdminSettings = field(default_factory=AdminSettings)
+    ctrlz: ControlZSettings = field(default_factory=ControlZSettings)
     rest: RestSettings = field(default_factory=RestSettings)
     webhook: WebhookSettings = field(default_factory=WebhookSettings)
     mcp: McpSettings = field(default_factory=McpSettings)

@@ -23,7 +23,7 @@ from pilothouse.push.request import PushRequest
 from pilothouse.settings import DebounceSettings, XdsSettings
 from pilothouse.sources.memory import MemoryStore
 from pilothouse.xds.protocol.type_urls import CDS, LDS
-from pilothouse.xds.server.connection import Connection
+from pilothouse.xds.server.connection import Connection, Queued
 from pilothouse.xds.server.discovery import DiscoveryServer
 from tests.e2e.harness.control_plane import ControlPlane
 from tests.integration.test_xds_server import open_stream, request
@@ -43,6 +43,13 @@ ENVIRON = {
     "PILOTHOUSE_XDS_KEEPALIVE_TIMEOUT": "3",
     "PILOTHOUSE_XDS_MIN_PING_INTERVAL": "2.5",
     "PILOTHOUSE_XDS_MAX_CONCURRENT_STREAMS": "50",
+    "PILOTHOUSE_XDS_MAX_PENDING_STREAMS": "321",
+    "PILOTHOUSE_XDS_MAX_CONNECTION_AGE": "90",
+    "PILOTHOUSE_XDS_MAX_CONNECTION_AGE_GRACE": "2",
+    "PILOTHOUSE_XDS_ADMISSION_RATE": "42.5",
+    "PILOTHOUSE_XDS_ADMISSION_BURST": "3",
+    "PILOTHOUSE_XDS_ADMISSION_WAIT": "0.25",
+    "PILOTHOUSE_XDS_ADMISSION_MAX_CONNECTIONS": "77",
     "PILOTHOUSE_XDS_MAX_SEND_BYTES": "1000000",
     "PILOTHOUSE_MAX_RECEIVE_BYTES": "2000000",
     "PILOTHOUSE_DEBOUNCE_AFTER": "0.01",
@@ -107,10 +114,17 @@ async def test_serve_hands_every_part_of_the_tree_to_its_component(
         (given,) = options
         assert given["grpc.keepalive_time_ms"] == 7000
         assert given["grpc.keepalive_timeout_ms"] == 3000
+        assert given["grpc.http2.ping_timeout_ms"] == 3000
         assert given["grpc.http2.min_ping_interval_without_data_ms"] == 2500
         assert given["grpc.max_concurrent_streams"] == 50
+        assert given["grpc.server.max_pending_requests"] == 321
         assert given["grpc.max_send_message_length"] == 1_000_000
         assert given["grpc.max_receive_message_length"] == 2_000_000
+        assert given["grpc.max_connection_age_ms"] == 90_000
+        assert given["grpc.max_connection_age_grace_ms"] == 2000
+        admission = discovery.admission
+        assert (admission.rate, admission.burst, admission.wait) == (42.5, 3, 0.25)
+        assert admission.max_connections == 77
 
         assert discovery.settings.send_timeout == 0.7
         assert discovery.settings.warming_timeout == 0.3
@@ -145,7 +159,7 @@ async def test_the_send_timeout_bounds_how_long_a_push_waits_for_a_stalled_strea
     node = parse_node("sidecar~10.0.0.1~a.ns~ns.svc.cluster.local", {})
     stalled = Connection("c-1", "peer", node, FakeGeneration({}), delta=False)
     stalled.writer_attached = True
-    stalled.outbound.put_nowait(b"never written")
+    stalled.outbound.put_nowait(Queued(b"never written", CDS, 0.0, 0.0))
     discovery.connect(stalled)
     started = time.monotonic()
     await asyncio.wait_for(

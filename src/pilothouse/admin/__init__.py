@@ -1,4 +1,7 @@
 """The admin/debug HTTP server (istiod's port 15014 role): readiness, health, REST discovery.
 
-Later: ``/metrics``, ``/debug/*`` and the admin API mount on the same application.
+``/metrics`` (:mod:`pilothouse.admin.metrics`), ``/debug/*``
+(:mod:`pilothouse.admin.debug_routes`) and the admin API (:mod:`.api`: runtime knobs
+from :mod:`.knobs`, full push, disconnect) mount on the same application; ControlZ
+(:mod:`.controlz`) is its own server.
 """

@@ -1,9 +1,10 @@
 """The admin application: ``/ready``, ``/healthz`` and REST discovery on one aiohttp app.
 
-:func:`build_admin_app` is the one place routes are mounted. Later handlers
-(``/metrics``, ``/debug/*``) come in through ``routes`` or by adding to the app's
-router before the server starts; they find the discovery server and the REST
-endpoint under the typed keys :data:`DISCOVERY` and :data:`REST`.
+:func:`build_admin_app` is the one place routes are mounted. Other handlers
+(``/metrics`` from :func:`pilothouse.admin.metrics.metrics_routes`, later ``/debug/*``)
+come in through ``routes`` or by adding to the app's router before the server starts;
+they find the discovery server and the REST endpoint under the typed keys
+:data:`DISCOVERY` and :data:`REST`.
 
 Every request is contained (:func:`~pilothouse.boundary.contain.containment`): an
 exception any handler lets out is logged and answered 500 with a generic message, and

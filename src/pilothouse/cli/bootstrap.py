@@ -4,6 +4,8 @@ Envoy (default): ADS over gRPC (``--delta`` for DELTA_GRPC, ``--rest`` for REST-
 polling), ``set_node_on_first_message_only``, Istio's ``xds-grpc`` cluster. With
 ``--grpc``, a bootstrap JSON for grpcio's proxyless xDS client (``GRPC_XDS_BOOTSTRAP``).
 The node id is the Istio form ``type~ip~pod.namespace~namespace.svc.cluster.local``.
+An Envoy bootstrap whose admin port is known (``--admin-port`` other than 0) carries
+it in node metadata ``ENVOY_ADMIN_ADDRESS`` (``pilothouse inspect --sample`` reads it).
 """
 
 from __future__ import annotations
@@ -16,8 +18,12 @@ import yaml
 
 from pilothouse.bootstrap.envoy import EnvoyBootstrapOptions, XdsTransport, envoy_bootstrap
 from pilothouse.bootstrap.grpc import grpc_bootstrap
+from pilothouse.inspector.admin_address import ENVOY_ADMIN_ADDRESS
 from pilothouse.push.proxy import BadNode, parse_node
 from pilothouse.settings import AdminSettings, XdsSettings
+
+ADMIN_HOST = "127.0.0.1"
+"""Where the bootstrapped Envoy's admin API listens."""
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -35,7 +41,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help=f"pilothouse's xDS address (default {XdsSettings.address}; with --rest its "
         f"admin address, default {AdminSettings.address})",
     )
-    parser.add_argument("--admin-port", type=int, default=15000, help="Envoy's admin port")
+    parser.add_argument(
+        "--admin-port",
+        type=int,
+        default=15000,
+        help=f"Envoy's admin port on 127.0.0.1 (named in metadata {ENVOY_ADMIN_ADDRESS} "
+        "unless 0: chosen by the kernel)",
+    )
     parser.add_argument("--cluster", default="istio-proxy", help="Envoy node.cluster")
     flavour = parser.add_mutually_exclusive_group()
     flavour.add_argument("--delta", action="store_true", help="DELTA_GRPC ADS")
@@ -71,10 +83,13 @@ def run(args: argparse.Namespace) -> int:
         transport = XdsTransport.DELTA
     elif args.rest:
         transport = XdsTransport.REST
+    if 0 < args.admin_port < 65536:
+        metadata[ENVOY_ADMIN_ADDRESS] = f"{ADMIN_HOST}:{args.admin_port}"
     try:
         options = EnvoyBootstrapOptions(
             node_id=args.node, node_cluster=args.cluster, node_metadata=metadata,
-            xds_host=host, xds_port=int(port_text), admin_port=args.admin_port,
+            xds_host=host, xds_port=int(port_text), admin_host=ADMIN_HOST,
+            admin_port=args.admin_port,
             transport=transport,
         )  # fmt: skip
     except ValueError as problem:

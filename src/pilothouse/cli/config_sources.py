@@ -31,6 +31,7 @@ from pilothouse.sources.addresses import (
     parse_address,
 )
 from pilothouse.sources.events import ConfigStore
+from pilothouse.xds.server.admission import Admission
 
 
 class SourceSetupError(ValueError):
@@ -82,10 +83,13 @@ class McpRoles:
                 runner.close()
 
 
-def mcp_roles(settings: Settings, store: ConfigStore) -> McpRoles:
+def mcp_roles(
+    settings: Settings, store: ConfigStore, admission: Admission | None = None
+) -> McpRoles:
     """The MCP ResourceSource server (always) and the dial-out source
     (``--mcp-sink-address``). The ResourceSink server of reverse mode is a config source,
-    so ``serve`` creates it with the other sources and adds it here."""
+    so ``serve`` creates it with the other sources and adds it here. ``admission`` is the
+    xDS port's, which ResourceSource streams pass as xDS streams do."""
     served = {schema.collection for schema in SchemaSet()}
     options = McpSourceOptions(
         # Pilot 1.4-1.6 asks for collections pilothouse has no schema for: answer them
@@ -99,7 +103,7 @@ def mcp_roles(settings: Settings, store: ConfigStore) -> McpRoles:
         quiesce=settings.mcp.quiesce,
     )
     publisher = SnapshotPublisher(store, options=options)
-    roles = McpRoles(McpSourceServer(publisher))
+    roles = McpRoles(McpSourceServer(publisher, admission=admission))
     roles.runners.append(roles.source_server)
     if settings.mcp.sink_address:
         try:

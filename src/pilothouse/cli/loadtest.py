@@ -78,7 +78,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "measure how fast they converge: on connecting, after a change, under churn."
         ),
     )
-    parser.add_argument("--server", metavar="HOST:PORT", help="the ADS server (required)")
+    parser.add_argument(
+        "--server",
+        action="append",
+        metavar="HOST:PORT",
+        help="the ADS server (required); repeat it, or separate addresses with commas, for "
+        "replicas: each (re)connect picks one at random, as behind a Service VIP",
+    )
     parser.add_argument("--proxies", type=int, default=100, metavar="N", help="default 100")
     parser.add_argument(
         "--processes",
@@ -213,7 +219,8 @@ def spec_from_args(args: argparse.Namespace) -> LoadSpec:
     """The run the flags ask for, or ``UsageError`` saying what is wrong."""
     if not args.server:
         raise UsageError("--server HOST:PORT is required")
-    server = parse_address(args.server, "--server")
+    addresses = [part.strip() for given in args.server for part in given.split(",")]
+    server = ",".join(dict.fromkeys(parse_address(part, "--server") for part in addresses))
     _within(args.proxies, 1, MAX_PROXIES, "--proxies")
     _within(args.processes, 1, MAX_PROCESSES, "--processes")
     if args.processes > args.proxies:

@@ -7,7 +7,15 @@ import sys
 from collections.abc import Sequence
 
 from pilothouse import __version__
-from pilothouse.cli import bootstrap, loadtest, serve, validate
+from pilothouse.cli import (
+    bootstrap,
+    inspector,
+    loadtest,
+    proxy_config,
+    proxy_status,
+    serve,
+    validate,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -21,6 +29,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_parser(commands)
     bootstrap.add_parser(commands)
     loadtest.add_parser(commands)
+    proxy_status.add_parser(commands)
+    proxy_config.add_parser(commands)
+    inspector.add_parser(commands)
     version = commands.add_parser("version", help="print the version")
     version.set_defaults(run=lambda _args: print(f"pilothouse {__version__}") or 0)
     return parser

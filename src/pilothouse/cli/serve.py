@@ -2,6 +2,8 @@
 
 Start-up: file sources load (xDS streams get UNAVAILABLE until they have), the
 discovery server builds its first PushContext, and the gRPC server accepts proxies.
+The admin HTTP server carries the admin API, whose runtime knobs each part registers
+here; ControlZ serves the same knobs and the process's figures on its own port.
 SIGTERM or SIGINT drains: every stream is closed (proxies reconnect elsewhere), the
 server waits up to ``drain_seconds`` for them to finish, and the process exits 0.
 """
@@ -22,15 +24,32 @@ from types import MappingProxyType
 from typing import Final
 
 from pilothouse import logfmt
+from pilothouse.admin.access import AccessPolicy
+from pilothouse.admin.api import AdminApi
 from pilothouse.admin.app import build_admin_app
+from pilothouse.admin.controlz.app import ControlZ
+from pilothouse.admin.debug_routes import debug_routes
+from pilothouse.admin.knobs import KnobRegistry
+from pilothouse.admin.metrics import metrics_routes, server_metrics
 from pilothouse.admin.server import AdminServer
+from pilothouse.admin.server_knobs import (
+    register_admission_knobs,
+    register_log_knobs,
+    register_push_knobs,
+)
 from pilothouse.cli.config_sources import SourceSetupError, config_sources, mcp_roles
 from pilothouse.config.encoding import EncodingProblem, decode_config
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.meshconfig import MeshConfigError, load_mesh_config
 from pilothouse.environment import SettingsError, from_environment
 from pilothouse.mcp.sink_server import McpSinkServer
-from pilothouse.settings import AdminSettings, Settings, WebhookSettings, XdsSettings
+from pilothouse.settings import (
+    AdminSettings,
+    ControlZSettings,
+    Settings,
+    WebhookSettings,
+    XdsSettings,
+)
 from pilothouse.sources.aggregate import AggregateStore
 from pilothouse.sources.availability import Availability, ReportsAvailability
 from pilothouse.sources.events import ConfigEvent, ConfigStore
@@ -48,6 +67,8 @@ class Bound:
     xds_port: int
     admin_port: int
     webhook_port: int = 0
+    ctrlz_port: int = 0
+    """0 when ControlZ is off or could not listen."""
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -88,9 +109,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--sink-meta", action="append", metavar="K=V", help="metadata for the dial-out stream"
     )
-    parser.add_argument(
-        "--xds-address", metavar="HOST:PORT", help=f"default {XdsSettings.address}"
-    )
+    parser.add_argument("--xds-address", metavar="HOST:PORT", help=f"default {XdsSettings.address}")
     parser.add_argument(
         "--admin-address",
         metavar="HOST:PORT",
@@ -109,6 +128,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--webhook-key", type=Path, metavar="FILE", help="webhook private key (PEM)"
     )
     parser.add_argument(
+        "--ctrlz-address",
+        metavar="HOST:PORT",
+        help=f"ControlZ pages (default {ControlZSettings.address}; off for none)",
+    )
+    parser.add_argument(
         "--log-level",
         metavar="LEVELS",
         help="info (default), or per scope as istiod: default:info,xds:debug",
@@ -125,6 +149,7 @@ FLAGS: Final[Mapping[str, str]] = MappingProxyType(
         "log_level": "log_level",
         "xds_address": "xds.address",
         "admin_address": "admin.address",
+        "ctrlz_address": "ctrlz.address",
         "webhook_address": "webhook.address",
         "webhook_cert": "webhook.cert",
         "webhook_key": "webhook.key",
@@ -136,12 +161,11 @@ FLAGS: Final[Mapping[str, str]] = MappingProxyType(
 """Each ``serve`` flag (by its argparse dest) and the knob it sets."""
 
 
-def settings_from(
-    args: argparse.Namespace, environ: Mapping[str, str] | None = None
-) -> Settings:
+def settings_from(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Settings:
     """Defaults, then ``PILOTHOUSE_*`` variables, then flags (flags win).
 
-    Raises :class:`SettingsError` for an unknown ``PILOTHOUSE_*`` variable or a bad value.
+    Raises :class:`SettingsError` for an unknown ``PILOTHOUSE_*`` variable, a bad value,
+    or values a part of the tree refuses together (an admission burst of 0, say).
     """
     overrides = from_environment(environ)
     for dest, path in FLAGS.items():
@@ -153,7 +177,10 @@ def settings_from(
         elif isinstance(value, Path):
             value = str(value)
         overrides[path] = value
-    return Settings().with_overrides(overrides)
+    try:
+        return Settings().with_overrides(overrides)
+    except ValueError as problem:
+        raise SettingsError(str(problem)) from None
 
 
 async def serve(
@@ -216,7 +243,7 @@ async def serve(
     store.subscribe(on_event)
     discovery = DiscoveryServer(store, mesh, settings.xds, envoy_generators=settings.role == "all")
     try:
-        roles = mcp_roles(settings, store)
+        roles = mcp_roles(settings, store, discovery.admission)
     except SourceSetupError as problem:
         raise SystemExit(f"pilothouse: {problem}") from None
     if reverse is not None:
@@ -233,14 +260,31 @@ async def serve(
         ) from None
     if port == 0:
         raise SystemExit(f"pilothouse: cannot listen on {settings.xds.address}")
+    discovery.identify(port)
     await grpc_server.start()
     admin_host, _, admin_port_text = settings.admin.address.rpartition(":")
 
     def source_states() -> list[Availability]:
         return [s.availability() for s in sources if isinstance(s, ReportsAvailability)]
 
+    metrics = server_metrics(discovery, sources)
+    # Runtime knobs: each part registers its own here, where the parts are wired.
+    knobs = KnobRegistry()
+    register_push_knobs(knobs, discovery)
+    register_admission_knobs(knobs, discovery.admission, settings_prefix="xds.admission")
+    register_log_knobs(knobs)
+    access = AccessPolicy(allow_remote=settings.admin.allow_remote)
     admin = AdminServer(
-        build_admin_app(discovery, rest=settings.rest, source_states=source_states)
+        build_admin_app(
+            discovery,
+            rest=settings.rest,
+            source_states=source_states,
+            routes=[
+                *metrics_routes(metrics.registry),
+                *debug_routes(discovery, sources),
+                *AdminApi(knobs, discovery, access).routes(),
+            ],
+        )
     )
     try:
         admin_port = await admin.start(admin_host, int(admin_port_text))
@@ -270,11 +314,15 @@ async def serve(
             "validation webhook (HTTPS) listening",
             extra={"address": f"{webhook_host}:{webhook_port}"},
         )
-    bound = Bound(xds_port=port, admin_port=admin_port, webhook_port=webhook_port)
+    ctrlz = ControlZ(settings.ctrlz, knobs, access)
+    ctrlz_port = await ctrlz.start()  # logs and stays off if it cannot listen, as istiod
+    bound = Bound(
+        xds_port=port, admin_port=admin_port, webhook_port=webhook_port, ctrlz_port=ctrlz_port
+    )
     host = settings.xds.address.rsplit(":", 1)[0]
     log.info("xDS listening on %s:%d", host, port, extra={"address": f"{host}:{port}"})
     log.info(
-        "admin (/ready, REST xDS) listening on %s:%d",
+        "admin (/ready, /metrics, /debug, REST xDS, /admin) listening on %s:%d",
         admin_host,
         admin_port,
         extra={"address": f"{admin_host}:{admin_port}"},
@@ -298,6 +346,7 @@ async def serve(
     finally:
         await grpc_server.stop(settings.drain_seconds)
         await admin.stop()
+        await ctrlz.stop()
         if webhook is not None:
             await webhook.stop()
         log.info("stopped")

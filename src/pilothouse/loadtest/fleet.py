@@ -1,8 +1,12 @@
 """A fleet of simulated proxies sharing a few channels, and how long they took to converge.
 
-``ProxyFleet`` opens ``ceil(N / streams_per_channel)`` grpc.aio channels to one
-server (each with its own subchannel pool, so each is its own HTTP/2
-connection) and runs N ``SimulatedProxy`` streams over them.  Proxies of one
+``ProxyFleet`` runs N ``SimulatedProxy`` streams over ``ceil(N /
+streams_per_channel)`` grpc.aio channels per server address (each with its own
+subchannel pool, so each is its own HTTP/2 connection; made when first used).
+Given several addresses (replicas of one server), each proxy picks one at
+random whenever it (re)connects, as behind a Service VIP
+(:mod:`pilothouse.loadtest.server_channels`); ``by_server`` counts where the
+connected proxies are.  Proxies of one
 kind share a ``ResourceReader``: a cluster sent to a thousand proxies is
 decoded once and held as one ``bytes`` object; all share one ``RequestEncoder``,
 so a list of names they all ask for is encoded once.
@@ -15,9 +19,9 @@ a ``ConvergenceReport`` with percentile helpers.
 from __future__ import annotations
 
 import asyncio
-import math
 import random
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,10 +33,9 @@ from pilothouse.loadtest.client import RejectHook
 from pilothouse.loadtest.identity import ProxyFlavour, ProxyNode, mesh_identity
 from pilothouse.loadtest.proxy import ProxyPredicate, SimulatedProxy, request_plan
 from pilothouse.loadtest.references import ResourceReader
+from pilothouse.loadtest.server_channels import ServerChannels
 from pilothouse.loadtest.stats import Summary, percentile, summarize
 from pilothouse.xds.protocol.client_wire import RequestEncoder
-
-LOCAL_SUBCHANNELS = ("grpc.use_local_subchannel_pool", 1)
 
 
 def fleet_identities(
@@ -95,11 +98,12 @@ class ConvergenceReport:
 
 
 class ProxyFleet:
-    """N simulated proxies over a few shared channels to one ADS server."""
+    """N simulated proxies over a few shared channels to an ADS server (one address, or
+    several replicas picked at random at each connect)."""
 
     def __init__(
         self,
-        target: str,
+        target: str | Sequence[str],
         identities: Sequence[ProxyNode],
         *,
         delta: bool = False,
@@ -112,16 +116,16 @@ class ProxyFleet:
     ) -> None:
         if streams_per_channel < 1:
             raise ValueError("streams_per_channel must be at least 1")
-        self.target = target
+        self.addresses = (target,) if isinstance(target, str) else tuple(target)
         self.identities = tuple(identities)
         self.delta = delta
         self.streams_per_channel = streams_per_channel
-        self._channel_options = (LOCAL_SUBCHANNELS, *channel_options)
+        self._channel_options = tuple(channel_options)
+        self._server_channels: ServerChannels | None = None
         self._backoff = backoff
         self._reject = reject
         self._event_log_size = event_log_size
         self._rng = random.Random(seed)
-        self.channels: list[grpc.aio.Channel] = []
         self.proxies: tuple[SimulatedProxy, ...] = ()
         self.readers: dict[frozenset[str], ResourceReader] = {}
         """One shared reader per set of decoded types (one per flavour in practice)."""
@@ -140,11 +144,11 @@ class ProxyFleet:
         """
         if self.proxies:
             raise RuntimeError("fleet already started")
-        count = math.ceil(len(self.identities) / self.streams_per_channel)
-        self.channels = [
-            grpc.aio.insecure_channel(self.target, options=self._channel_options)
-            for _ in range(count)
-        ]
+        channels = self._server_channels = ServerChannels(
+            self.addresses,
+            streams_per_channel=self.streams_per_channel,
+            options=self._channel_options,
+        )
         readers = self.readers
         proxies = []
         for index, identity in enumerate(self.identities):
@@ -154,7 +158,8 @@ class ProxyFleet:
                 reader = readers[decoded] = ResourceReader(decoded)
             proxy = SimulatedProxy(
                 identity,
-                channel=self.channels[index // self.streams_per_channel],
+                channels=channels,
+                slot=index,
                 delta=self.delta,
                 reject=self._reject,
                 backoff=self._backoff,
@@ -176,8 +181,24 @@ class ProxyFleet:
     async def close(self) -> None:
         """Close every stream, then the channels."""
         await asyncio.gather(*(proxy.close() for proxy in self.proxies))
-        await asyncio.gather(*(channel.close() for channel in self.channels))
-        self.channels = []
+        if self._server_channels is not None:
+            await self._server_channels.close()
+
+    @property
+    def channels(self) -> list[grpc.aio.Channel]:
+        """The channels opened so far (made when a proxy first uses one)."""
+        return [] if self._server_channels is None else self._server_channels.channels
+
+    def set_servers(self, addresses: Sequence[str]) -> None:
+        """The server's addresses from now on (a replica started or stopped): proxies
+        pick among them when they next (re)connect; open streams stay where they are."""
+        self.addresses = tuple(addresses)
+        if self._server_channels is not None:
+            self._server_channels.set_addresses(self.addresses)
+
+    def by_server(self) -> Counter[str]:
+        """Connected proxies (a stream that has delivered a response) by server address."""
+        return Counter(proxy.server for proxy in self.proxies if proxy.connected)
 
     async def __aenter__(self) -> ProxyFleet:
         await self.start()

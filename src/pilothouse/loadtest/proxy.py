@@ -3,10 +3,21 @@
 ``SimulatedProxy`` owns the I/O around a ``SotwClient`` or ``DeltaClient``
 (the xDS client engine of ``xds/protocol`` with the proxy's reading of content):
 it opens ``StreamAggregatedResources`` or ``DeltaAggregatedResources``
-on a grpc.aio channel (its own, or one shared with other proxies), writes the
-engine's requests, feeds it every response, and reconnects with Envoy's
-jittered backoff when the stream ends or fails, re-sending its subscriptions
-(the engine reports what it holds).  It works against any ADS server.
+on a grpc.aio channel (its own, one shared with other proxies, or one of a
+:class:`~pilothouse.loadtest.server_channels.ServerChannels`' to the address it
+picks at each (re)connect), writes the engine's requests, feeds it every
+response, and reconnects when the stream ends or fails, re-sending its
+subscriptions (the engine reports what it holds).  It works against any ADS
+server.
+
+Reconnecting is Envoy's: a jittered exponential backoff (``Backoff.envoy()``:
+the n-th consecutive failure waits up to 0.5 s × (2ⁿ − 1), at most 30 s)
+that starts again from the first step once a stream has delivered a
+response.  A stream refused before its first response (``UNAVAILABLE`` from a
+server that is not ready or at its connection limit, ``RESOURCE_EXHAUSTED``
+from its rate limit, a refused connection) counts as a failure and grows the
+wait; a stream that ends after responses (a server's GOAWAY at its maximum
+connection age, a restart) is followed by the first, shortest wait.
 
 Callers observe it through ``holds``, ``counters``, ``last_response_time``,
 ``events`` and ``await wait_for(predicate, timeout)``; listeners added with
@@ -34,6 +45,7 @@ from pilothouse.loadtest.holdings import HeldResource, TypeCounters, XdsEvent
 from pilothouse.loadtest.identity import ProxyFlavour, ProxyNode
 from pilothouse.loadtest.plans import EnvoyPlan, GrpcPlan, RequestPlan
 from pilothouse.loadtest.references import ResourceReader
+from pilothouse.loadtest.server_channels import ServerChannels
 from pilothouse.xds.protocol.client_wire import RequestEncoder
 from pilothouse.xds.protocol.subscriptions import Subscription
 
@@ -69,6 +81,8 @@ class SimulatedProxy:
         *,
         target: str | None = None,
         channel: grpc.aio.Channel | None = None,
+        channels: ServerChannels | None = None,
+        slot: int = 0,
         delta: bool = False,
         reject: RejectHook | None = None,
         backoff: Backoff | None = None,
@@ -79,13 +93,15 @@ class SimulatedProxy:
         rng: random.Random | None = None,
         close_grace: float = 0.5,
     ) -> None:
-        if (target is None) == (channel is None):
-            raise ValueError("give exactly one of target (an address) or channel")
+        if sum(given is not None for given in (target, channel, channels)) != 1:
+            raise ValueError("give exactly one of target (an address), channel or channels")
         self.identity = identity
         self.delta = delta
         self._target = target
         self._channel = channel
-        self._owns_channel = channel is None
+        self._channels = channels
+        self._slot = slot
+        self._owns_channel = target is not None
         self._channel_options = tuple(channel_options)
         self._backoff = backoff or Backoff.envoy()
         self._rng = rng or random.Random()
@@ -110,6 +126,11 @@ class SimulatedProxy:
         """How many streams failed in all (``stream_errors`` keeps only the latest)."""
         self.started_at: float | None = None
         self.connected_at: float | None = None
+        self.server: str = target or ""
+        """The address of the current (or last) stream's server ("" for a given channel)."""
+        self.retries: deque[tuple[int, float]] = deque(maxlen=32)
+        """The latest waits before reconnecting (the latest 32): (consecutive failures
+        so far, 1 after a stream that delivered responses; seconds waited)."""
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -129,8 +150,7 @@ class SimulatedProxy:
         """Open the stream in the background (it reconnects until ``close``)."""
         if self._task is not None:
             raise RuntimeError(f"{self.node_id} already started")
-        if self._channel is None:
-            assert self._target is not None
+        if self._target is not None and self._channel is None:
             self._channel = grpc.aio.insecure_channel(self._target, options=self._channel_options)
         self.started_at = time.monotonic()
         self._task = asyncio.get_running_loop().create_task(
@@ -239,6 +259,8 @@ class SimulatedProxy:
             listener(self)
 
     def _open_call(self) -> Any:
+        if self._channels is not None:  # pick a server address, as a Service VIP would
+            self.server, self._channel = self._channels.dial(self._slot, self._rng)
         assert self._channel is not None
         if self.delta:
             method = self._channel.stream_stream(
@@ -261,9 +283,11 @@ class SimulatedProxy:
             if self._closing:
                 break
             failures = 1 if answered else failures + 1
+            delay = self._backoff.delay(failures, self._rng)
+            self.retries.append((failures, delay))
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._backoff.delay(failures, self._rng))
+                await asyncio.wait_for(self._wake.wait(), delay)
 
     async def _stream_once(self) -> bool:
         """Run one stream until it ends; True if it delivered a response."""

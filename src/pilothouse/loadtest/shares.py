@@ -72,7 +72,7 @@ class LocalShare:
 
     async def prepare(self) -> None:
         self.fleet = ProxyFleet(
-            self.spec.server,
+            self.spec.servers,
             slice_identities(self.spec, self.part),
             delta=self.spec.delta,
             streams_per_channel=self.spec.streams_per_connection,

@@ -59,6 +59,7 @@ class LoadSpec:
     """One load run, as the flags gave it (validated by the CLI)."""
 
     server: str
+    """The ADS server's address, or its replicas' separated by commas."""
     proxies: int = 100
     processes: int = 1
     delta: bool = False
@@ -77,6 +78,11 @@ class LoadSpec:
     """``push``: how many changes."""
     trigger: Trigger = Trigger()
     streams_per_connection: int = 100
+
+    @property
+    def servers(self) -> tuple[str, ...]:
+        """The server's addresses (one, or its replicas')."""
+        return tuple(self.server.split(","))
 
     @property
     def transport(self) -> str:

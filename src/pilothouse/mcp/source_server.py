@@ -6,11 +6,14 @@ a :class:`SourceStream`; a request for a collection that is not served ends the 
 with ``INVALID_ARGUMENT``, and so do bytes that are not a ``RequestResources``; an exception
 of ours ends it with ``INTERNAL`` and no Python text (the traceback is logged). Streams are
 refused with ``UNAVAILABLE`` until the store has synced; the first stream accepted has the
-snapshots published (they are made on demand).
+snapshots published (they are made on demand). Given the xDS port's
+:class:`~pilothouse.xds.server.admission.Admission`, every stream passes it as xDS streams
+do (a circuit breaker and a rate limit) and counts in its figures.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 from collections.abc import AsyncIterator
@@ -27,6 +30,7 @@ from pilothouse.mcp.source_stream import (
     StreamInfo,
     UnsupportedCollection,
 )
+from pilothouse.xds.server.admission import Admission, Refusal, Refused
 from pilothouse.xds.server.request_bytes import Undecodable, request_parser
 
 log = logging.getLogger("pilothouse.mcp")
@@ -56,9 +60,16 @@ class McpSourceServer:
     shared with a dial-out source is run by whoever created it.
     """
 
-    def __init__(self, publisher: SnapshotPublisher, *, owns_publisher: bool = True) -> None:
+    def __init__(
+        self,
+        publisher: SnapshotPublisher,
+        *,
+        owns_publisher: bool = True,
+        admission: Admission | None = None,
+    ) -> None:
         self.publisher = publisher
         self._owns_publisher = owns_publisher
+        self._admission = admission
         self._ids = itertools.count(1)
         self._streams: dict[str, SourceStream] = {}
 
@@ -91,10 +102,27 @@ class McpSourceServer:
         requests: AsyncIterator[mcp_pb2.RequestResources | Undecodable],
         context: grpc.aio.ServicerContext[Any, bytes],
     ) -> None:
+        admission = self._admission
         if not self.publisher.demand():
+            if admission is not None:
+                admission.refuse(Refusal.NOT_READY)
             await context.abort(
                 grpc.StatusCode.UNAVAILABLE, "pilothouse is not ready: config has not synced yet"
             )
+        door: contextlib.AbstractAsyncContextManager[None] = (
+            contextlib.nullcontext() if admission is None else admission.stream(context.peer())
+        )
+        try:
+            async with door:
+                await self._serve(requests, context)
+        except Refused as refused:
+            await context.abort(refused.code, refused.message)
+
+    async def _serve(
+        self,
+        requests: AsyncIterator[mcp_pb2.RequestResources | Undecodable],
+        context: grpc.aio.ServicerContext[Any, bytes],
+    ) -> None:
         publisher = self.publisher
         stream = SourceStream(
             f"mcp-source-{next(self._ids)}",

@@ -9,6 +9,8 @@ released at the next free moment, still one push at a time.
 
 The rules live in pure functions (:func:`on_event`, :func:`decide`, :func:`on_done`) over a
 frozen :class:`DebounceState`; :class:`Debouncer` is the small asyncio driver around them.
+Because the rules take the settings as an argument, the driver can swap them while it runs
+(:meth:`Debouncer.reconfigure`).
 Their knobs, :class:`DebounceSettings`, live in :mod:`pilothouse.settings` with every other
 knob.
 """
@@ -229,6 +231,17 @@ class Debouncer:
         self._stats = DebounceStats()
         self._wake = asyncio.Event()
         self._closed = False
+
+    @property
+    def settings(self) -> DebounceSettings:
+        return self._settings
+
+    def reconfigure(self, settings: DebounceSettings) -> None:
+        """Use ``settings`` from the next decision on (the admin API changes the debounce
+        times at run time). A batch already waiting is judged by the new times at once:
+        a shorter quiet period may release it now, a longer one holds it longer."""
+        self._settings = settings
+        self._wake.set()
 
     @property
     def state(self) -> DebounceState:

@@ -35,11 +35,16 @@ class ProxyType(StrEnum):
 
 
 class GeneratorFamily(StrEnum):
-    """Which family of resources a proxy wants; Istio's ``GENERATOR`` metadata values."""
+    """Which family of resources a proxy wants; Istio's ``GENERATOR`` metadata values.
+
+    ``event`` is what ``istioctl`` sends when it asks for the debug types
+    (``istio.io/debug/syncz``): a debug client, not a proxy.
+    """
 
     ENVOY = "envoy"
     GRPC = "grpc"
     API = "api"
+    EVENT = "event"
 
 
 class BadNode(ValueError):

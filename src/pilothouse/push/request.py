@@ -16,7 +16,8 @@ Meaning of the fields:
 - ``start``: when the earliest merged trigger happened (for convergence time); ``inf`` (the
   default) means "not known yet" and loses to any known time, so ``PushRequest()`` is exactly
   the identity of merge. The debouncer stamps a missing start with the time it receives it.
-- ``forced``: push every connection whatever its scope.
+- ``forced``: push every connection whatever its scope, and send it every type it
+  watches even where nothing changed (istiod's ``Forced``; the admin API's full push).
 """
 
 from __future__ import annotations

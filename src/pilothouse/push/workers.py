@@ -2,7 +2,9 @@
 
 Like istiod's sender loop, a worker slot is taken *before* dequeuing, so a connection stays in
 the queue (where it keeps merging) until a slot is free; every push is marked done when it
-finishes, whether it succeeded or not.
+finishes, whether it succeeded or not. The throttle can change while the workers run
+(:meth:`PushWorkers.set_throttle`, the admin API's ``push.throttle``): the next push
+taken off the queue obeys it; pushes already running are not stopped.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Generic, TypeVar
 
 from pilothouse.push.queue import PushQueue, QueuedPush
 from pilothouse.push.request import PushRequest
+from pilothouse.push.slots import Slots
 
 _log = logging.getLogger(__name__)
 
@@ -75,7 +78,7 @@ class PushWorkers(Generic[ConnT]):
         self._push = push
         self.throttle = push_throttle(throttle or 0)
         self._observe = observe_queue_time
-        self._slots = asyncio.Semaphore(self.throttle)
+        self._slots = Slots(self.throttle)
         self._tasks: set[asyncio.Task[bool]] = set()
         self._active = 0
         self._stats = PushWorkerStats()
@@ -83,6 +86,13 @@ class PushWorkers(Generic[ConnT]):
     @property
     def stats(self) -> PushWorkerStats:
         return self._stats
+
+    def set_throttle(self, configured: int) -> int:
+        """Allow ``configured`` concurrent pushes from now on (0: the automatic default);
+        returns the throttle now in force."""
+        self.throttle = push_throttle(configured)
+        self._slots.resize(self.throttle)
+        return self.throttle
 
     def running(self) -> int:
         """Pushes running right now."""

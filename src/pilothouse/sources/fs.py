@@ -110,6 +110,10 @@ class FileSource:
     def statuses(self) -> dict[str, FileStatus]:
         return dict(self._status)
 
+    def config_errors(self) -> int:
+        """Files whose last load had errors (their good objects, if any, are served)."""
+        return sum(1 for status in self._status.values() if not status.ok)
+
     def availability(self) -> Availability:
         """Whether the root could be read at the last look, and if not, why."""
         return self._health.current()

@@ -179,6 +179,10 @@ class XdsUpstreamSource:
     def has_synced(self) -> bool:
         return self.store.has_synced()
 
+    def config_errors(self) -> int:
+        """Objects rejected in the latest responses (the source keeps the last good ones)."""
+        return sum(len(rejected) for rejected in self._rejections.values())
+
     def status(self) -> UpstreamStatus:
         return UpstreamStatus(
             address=self.name,

@@ -3,7 +3,8 @@
 ``ServeProcess`` runs ``python -m pilothouse.cli.main serve`` in its own session (so that
 :meth:`kill` can SIGKILL the whole process group, the way a node dies) with its xDS and
 admin addresses on loopback ports fixed by the caller, which lets a test start a second
-process on the same ports after the first one died.  Its stderr goes to a log file that
+process on the same ports after the first one died; or on ports 0, which
+:meth:`wait_listening` then reads from the log.  Its stderr goes to a log file that
 every restart appends to.  :meth:`stop` is SIGTERM, a wait, then SIGKILL; it is safe to
 call on a process that already died.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -137,6 +139,31 @@ class ServeProcess:
                     f"{self.log_tail()}"
                 )
             await asyncio.sleep(0.05)
+
+    async def wait_listening(self, timeout: float = 30.0) -> None:
+        """For a process started on port 0: wait until its log names the ports it bound
+        and take them (its ``log_level`` must let ``serve:info`` through)."""
+        started = time.monotonic()
+        while True:
+            text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+            xds = re.search(r"xDS listening on \S+?:(\d+)", text)
+            admin = re.search(r"admin \(/ready, REST xDS\) listening on \S+?:(\d+)", text)
+            if xds is not None and admin is not None:
+                self.xds_port, self.admin_port = int(xds.group(1)), int(admin.group(1))
+                return
+            if not self.running():
+                raise ServeExited(f"pilothouse serve exited early:\n{self.log_tail()}")
+            if time.monotonic() - started >= timeout:
+                raise TimeoutError(f"pilothouse serve did not listen in {timeout}s")
+            await asyncio.sleep(0.05)
+
+    def rss_kib(self) -> int:
+        """The process's resident memory (VmRSS), KiB."""
+        with open(f"/proc/{self.pid}/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        raise RuntimeError("no VmRSS")
 
     def log_tail(self, lines: int = 30) -> str:
         try:

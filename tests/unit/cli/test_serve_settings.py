@@ -80,3 +80,13 @@ def test_a_bad_value_stops_the_serve_process_with_status_2() -> None:
         "pilothouse serve: PILOTHOUSE_XDS_KEEPALIVE_TIME='30s':"
         " expected a number (float) of 0 or more, such as 0.5\n"
     )
+
+
+def test_values_a_part_refuses_together_stop_serve_with_status_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PILOTHOUSE_XDS_ADMISSION_BURST", "0")
+    assert main(["serve"]) == 2
+    assert capsys.readouterr().err == (
+        "pilothouse serve: PILOTHOUSE_XDS_ADMISSION_BURST must be at least 1, got 0\n"
+    )

@@ -49,6 +49,14 @@ def test_defaults_are_a_connect_storm_of_100_sidecars() -> None:
     assert not made.trigger.given
 
 
+def test_replicas_are_given_by_repeating_server_or_with_commas() -> None:
+    made = spec("--server", "127.0.0.1:1", "--server", "127.0.0.1:2, 127.0.0.1:3,127.0.0.1:1")
+    assert made.server == "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3"  # each once, in order
+    assert made.servers == ("127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3")
+    assert LoadSpec.from_json(made.to_json()) == made
+    assert "'nope' is not HOST:PORT" in usage_error("--server", "127.0.0.1:1,nope")
+
+
 def test_every_flag_lands_in_the_spec() -> None:
     made = spec(
         *SERVER,

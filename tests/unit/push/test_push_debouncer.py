@@ -307,3 +307,44 @@ async def test_a_failing_merge_pushes_everything_instead_of_losing_the_change(
     debouncer.enqueue(config_event(2))
     await asyncio.sleep(0.02)
     assert [p.configs_updated for p in recorder.pushes[1:]] == [{key(2)}]
+
+
+async def test_reconfigured_times_apply_to_the_batch_already_waiting(start: Runner) -> None:
+    clock = ManualClock()
+    recorder = Recorder(clock)
+    debouncer = Debouncer(DebounceSettings(debounce_after=5.0), recorder, clock)
+    start(debouncer)
+    debouncer.enqueue(config_event(1))
+    await settle()
+    clock.advance(1.0)
+    await settle()
+    assert recorder.pushes == []
+    debouncer.reconfigure(DebounceSettings(debounce_after=0.5))
+    await settle()
+    assert recorder.times == [1.0], "0.5 s of quiet had already passed: released at once"
+    debouncer.reconfigure(DebounceSettings(debounce_after=3.0, debounce_max=4.0))
+    assert debouncer.settings.debounce_max == 4.0
+    debouncer.enqueue(config_event(2))
+    await settle()
+    clock.advance(2.9)
+    await settle()
+    assert len(recorder.pushes) == 1
+    clock.advance(0.1)
+    await settle()
+    assert recorder.times == [1.0, 4.0]
+
+
+async def test_turning_eds_debounce_off_releases_endpoint_pushes_at_once(start: Runner) -> None:
+    clock = ManualClock()
+    recorder = Recorder(clock)
+    debouncer = Debouncer(DebounceSettings(debounce_after=1.0), recorder, clock)
+    start(debouncer)
+    debouncer.enqueue(eds_event(1))
+    await settle()
+    assert recorder.pushes == []
+    debouncer.reconfigure(DebounceSettings(debounce_after=1.0, eds_debounce=False))
+    await settle()
+    assert recorder.times == [0.0]
+    debouncer.enqueue(eds_event(2))
+    await settle()
+    assert recorder.times == [0.0, 0.0]

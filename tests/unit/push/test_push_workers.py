@@ -235,3 +235,39 @@ async def test_a_failing_queue_time_observer_costs_no_push() -> None:
     assert workers.running() == 0 and queue.in_flight() == 0
     queue.shutdown()
     await asyncio.wait_for(task, timeout=1)
+
+
+async def test_the_throttle_changes_while_the_workers_run() -> None:
+    queue: PushQueue[int] = PushQueue()
+    gate = asyncio.Event()
+    running = 0
+    peaks: list[int] = []
+
+    async def held(conn: int, request: PushRequest) -> None:
+        nonlocal running
+        running += 1
+        peaks.append(running)
+        await gate.wait()
+        running -= 1
+
+    workers = PushWorkers(queue, held, throttle=2)
+    task = asyncio.create_task(workers.run())
+    for conn in range(10):
+        queue.enqueue(conn, push(conn))
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert workers.running() == 2
+    assert workers.set_throttle(5) == 5
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert workers.running() == 5, "raising the throttle starts waiting pushes at once"
+    assert workers.set_throttle(1) == 1
+    gate.set()
+    while queue.pending() or workers.running():
+        await asyncio.sleep(0)
+    # Once the five running pushes finished, the rest ran one at a time.
+    assert peaks[:5] == [1, 2, 3, 4, 5]
+    assert max(peaks[5:]) == 1
+    assert workers.set_throttle(0) == default_push_throttle()
+    queue.shutdown()
+    await asyncio.wait_for(task, timeout=2)

@@ -14,7 +14,7 @@ from pilothouse.settings import Knob, knobs
 README = Path(__file__).resolve().parents[3] / "README.md"
 TYPE_WORDS = {
     int: {"int"},
-    float: {"seconds"},
+    float: {"seconds", "number"},
     bool: {"bool"},
     str: {"string", "host:port", "path"},
 }

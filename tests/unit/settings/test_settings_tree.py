@@ -51,6 +51,9 @@ def test_defaults_equal_istiods() -> None:
     assert xds.max_concurrent_streams == 100_000  # ISTIO_GPRC_MAXSTREAMS
     assert (xds.keepalive_time, xds.keepalive_timeout) == (30.0, 10.0)  # GRPC_KEEPALIVE_*
     assert xds.min_ping_interval == xds.keepalive_time / 2
+    assert xds.max_connection_age == 30 * 60  # istiod's Helm chart (its code: never)
+    assert xds.max_connection_age_grace == 10.0
+    assert xds.admission.wait == 1.0  # PILOT_MAX_REQUESTS_PER_SECOND's one-second wait
     assert xds.address.endswith(":15010")
     assert Settings().admin.address.endswith(":15014")
     assert Settings().webhook.address.endswith(":15017")

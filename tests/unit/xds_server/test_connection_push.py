@@ -76,9 +76,9 @@ def request(type_url: str, names: tuple[str, ...] = (), nonce: str = "") -> Any:
 def responses(connection: Connection) -> list[Any]:
     out = []
     while not connection.outbound.empty():
-        body = connection.outbound.get_nowait()
-        assert body is not None
-        out.append(discovery_pb2.DiscoveryResponse.FromString(body))
+        queued = connection.outbound.get_nowait()
+        assert queued is not None
+        out.append(discovery_pb2.DiscoveryResponse.FromString(queued.body))
     return out
 
 
@@ -128,3 +128,39 @@ def test_endpoint_change_in_a_full_push_sends_only_the_changed_assignment() -> N
     (sent,) = responses(connection)
     assert sent.type_url == EDS and len(sent.resources) == 1
     assert sent.resources[0].value == f"{CLUSTERS[1]}@2".encode()
+
+
+def test_a_forced_push_resends_every_watched_type_though_nothing_changed() -> None:
+    connection, _ = converged()
+    connection.push(PushRequest.everything(), 3.0)
+    assert responses(connection) == [], "an unforced push of unchanged content sends nothing"
+    connection.push(PushRequest.everything(forced=True), 4.0)
+    sent = responses(connection)
+    assert [r.type_url for r in sent] == [CDS, EDS, LDS, RDS]
+    assert [len(r.resources) for r in sent] == [2, 2, 1, 1]
+
+
+def test_a_forced_push_resends_everything_on_a_delta_stream() -> None:
+    generation = FakeGeneration({CDS: resources(CDS, *CLUSTERS), LDS: resources(LDS, "l")})
+    proxy = parse_node("sidecar~10.0.0.1~app-1.ns~ns.svc.cluster.local")
+    connection = Connection("c-2", "peer", proxy, generation, delta=True)
+
+    def delta_responses() -> list[Any]:
+        out = []
+        while not connection.outbound.empty():
+            body = connection.outbound.get_nowait()
+            assert body is not None
+            out.append(discovery_pb2.DeltaDiscoveryResponse.FromString(body))
+        return out
+
+    for type_url in (CDS, LDS):
+        connection.on_request(discovery_pb2.DeltaDiscoveryRequest(type_url=type_url), 1.0)
+        (answer,) = delta_responses()
+        ack = discovery_pb2.DeltaDiscoveryRequest(type_url=type_url, response_nonce=answer.nonce)
+        connection.on_request(ack, 2.0)
+        assert not delta_responses()
+    connection.push(PushRequest.everything(), 3.0)
+    assert delta_responses() == []
+    connection.push(PushRequest.everything(forced=True), 4.0)
+    sent = delta_responses()
+    assert [(r.type_url, len(r.resources)) for r in sent] == [(CDS, 2), (LDS, 1)]

@@ -5,7 +5,8 @@
 - **resources** — every subscribed resource whose version differs from what the
   client holds, plus the names the decision says to resend even if held (names
   just subscribed, unsubscribed names the wildcard still covers), or every
-  subscribed resource when the decision says ``resend_all``.  Resources of a
+  subscribed resource when the decision says ``resend_all`` (or a forced push asks
+  for ``resend_all``).  Resources of a
   rejected unit whose content has not changed are held back.
 - **removed** — names the client holds that no longer exist, names just
   subscribed (or unsubscribed but still covered) that do not exist, and names of
@@ -47,13 +48,15 @@ def plan_delta(
     available: Mapping[str, str],
     decision: DeltaDecision | None = None,
     changed: Collection[str] | None = None,
+    *,
+    resend_all: bool = False,
 ) -> DeltaPlan:
     """Plan a response on ``watch``: after a decision, or (``decision=None``) for a push."""
     subscription = watch.subscription
     held = watch.held
     force = decision.resend if decision is not None else frozenset()
     report = decision.subscribed if decision is not None else frozenset()
-    resend_all = decision is not None and decision.resend_all
+    resend_all = resend_all or (decision is not None and decision.resend_all)
 
     candidates: Collection[str]
     if changed is None or resend_all:

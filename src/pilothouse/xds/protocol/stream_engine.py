@@ -10,7 +10,9 @@ ordering (:mod:`pilothouse.xds.protocol.ordering`). Its interface is narrow:
   routes deferred until new clusters' endpoints are ACKed, removed clusters kept until
   the routes that used them are ACKed;
 - timed steps (warming give-up, lingering release) are handed to the ``schedule``
-  given at construction, and return their responses when run.
+  given at construction, and return their responses when run;
+- :meth:`StreamEngine.acked`: what the proxy has ACKed, per type (references to the
+  resources sent, for the inspector).
 
 It does no I/O and imports nothing from grpc: tests drive it with plain tables.
 """
@@ -35,6 +37,7 @@ from pilothouse.xds.protocol.stream_flavour import (
 )
 from pilothouse.xds.protocol.subscriptions import Subscription
 from pilothouse.xds.protocol.type_urls import CDS, EDS, push_order_key
+from pilothouse.xds.protocol.wire import NO_CONTROL_PLANE, ControlPlaneField
 
 _NO_NAMES: frozenset[str] = frozenset()
 
@@ -72,12 +75,16 @@ class StreamEngine:
         delta: bool,
         warming_timeout: float,
         schedule: Schedule = _no_schedule,
+        control_plane: ControlPlaneField = NO_CONTROL_PLANE,
     ) -> None:
         """``warming_timeout``: seconds routes wait for new clusters to warm before they
-        are sent anyway; removed clusters linger at most twice as long."""
+        are sent anyway; removed clusters linger at most twice as long. ``control_plane``
+        is the encoded field every response carries (which replica sent it)."""
         self.order = MakeBeforeBreak()
         self._flavour: Flavour = (
-            DeltaFlavour(source, self.order) if delta else SotwFlavour(source, self.order)
+            DeltaFlavour(source, self.order, control_plane)
+            if delta
+            else SotwFlavour(source, self.order, control_plane)
         )
         self._source = source
         self._warming_timeout = warming_timeout
@@ -146,6 +153,16 @@ class StreamEngine:
         self._eds_index = (subscription, index)
         return index
 
+    def acked(self) -> dict[str, Mapping[str, Resource]]:
+        """Per type watched or ever ACKed: name → resource of what the proxy ACKed and
+        still subscribes to (:mod:`pilothouse.xds.protocol.acked`)."""
+        record = self._flavour.acked
+        session = self.session
+        return {
+            type_url: record.held(type_url, session.wants(type_url))
+            for type_url in sorted(record.type_urls() | session.watches.keys(), key=push_order_key)
+        }
+
     @property
     def settling(self) -> bool:
         """True while routes wait for new clusters, or removed clusters wait for routes."""
@@ -174,9 +191,10 @@ class StreamEngine:
         _add(out, self._flavour.respond(EDS, changed, now))
         return out
 
-    def push_full(self, now: float, *, endpoints: bool) -> list[Outgoing]:
+    def push_full(self, now: float, *, endpoints: bool, resend: bool = False) -> list[Outgoing]:
         """Every watched type in make-before-break order; EDS only when ``endpoints``
-        (the change can move endpoints), and then only what differs (SotW)."""
+        (the change can move endpoints), and then only what differs (SotW). With
+        ``resend`` (a forced push) every watched type goes out, changed or not."""
         out: list[Outgoing] = []
         order = self.order
         watched = self.watched_types()
@@ -195,13 +213,13 @@ class StreamEngine:
                 continue
             if type_url == EDS:
                 if endpoints:
-                    out += self._push_endpoints_full(now)
+                    out += self._push_endpoints_full(now, resend)
                 continue
             if type_url == CDS and clusters is not None:
                 generated = order.with_lingering(CDS, clusters)
-                _add(out, self._flavour.respond(CDS, None, now, generated))
+                _add(out, self._flavour.respond(CDS, None, now, generated, resend=resend))
             else:
-                _add(out, self._flavour.respond(type_url, None, now))
+                _add(out, self._flavour.respond(type_url, None, now, resend=resend))
             if type_url == CDS and routes_watched:
                 self._start_warming(frozenset(order.sent(CDS).keys() - before))
         if order.lingering and self._routes_settled():
@@ -209,11 +227,11 @@ class StreamEngine:
             out += self._release_lingering(now)
         return out
 
-    def _push_endpoints_full(self, now: float) -> list[Outgoing]:
-        changed = self._flavour.changed_endpoints()
+    def _push_endpoints_full(self, now: float, resend: bool = False) -> list[Outgoing]:
+        changed = None if resend else self._flavour.changed_endpoints()
         out: list[Outgoing] = []
         if changed is None or changed:
-            _add(out, self._flavour.respond(EDS, changed, now))
+            _add(out, self._flavour.respond(EDS, changed, now, resend=resend))
         return out
 
     # -- make before break (see ordering.py) --------------------------------------------

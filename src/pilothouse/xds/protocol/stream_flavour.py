@@ -4,7 +4,8 @@ The stream engine (:mod:`pilothouse.xds.protocol.stream_engine`) orders pushes a
 keeps make-before-break state the same way for both protocols; everything that
 depends on the protocol (which session classifies requests, how a response is
 planned and encoded, what counts as ACKed) is one of the two classes here. No I/O:
-each step returns the bytes to write, or None.
+each step returns the bytes to write, or None. Each also keeps what the proxy ACKed
+(:mod:`pilothouse.xds.protocol.acked`), from the resources it sends, by reference.
 """
 
 from __future__ import annotations
@@ -14,15 +15,21 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from pilothouse.push.cache import Resource
+from pilothouse.xds.protocol.acked import AckedResources
 from pilothouse.xds.protocol.delta import DeltaDecision, DeltaKind, DeltaSession
 from pilothouse.xds.protocol.delta_plan import plan_delta
 from pilothouse.xds.protocol.messages import DeltaRequest, SotwRequest
 from pilothouse.xds.protocol.ordering import MakeBeforeBreak
-from pilothouse.xds.protocol.sotw import SotwSession
+from pilothouse.xds.protocol.sotw import SotwKind, SotwSession
 from pilothouse.xds.protocol.sotw_watch import plan_sotw
-from pilothouse.xds.protocol.type_urls import EDS
+from pilothouse.xds.protocol.type_urls import EDS, is_full_state_type
 from pilothouse.xds.protocol.versions import NonceSource
-from pilothouse.xds.protocol.wire import delta_response, sotw_response
+from pilothouse.xds.protocol.wire import (
+    NO_CONTROL_PLANE,
+    ControlPlaneField,
+    delta_response,
+    sotw_response,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,10 +59,18 @@ class ResourceSource(Protocol):
 
 
 class _Base:
-    def __init__(self, source: ResourceSource, order: MakeBeforeBreak) -> None:
+    def __init__(
+        self,
+        source: ResourceSource,
+        order: MakeBeforeBreak,
+        control_plane: ControlPlaneField = NO_CONTROL_PLANE,
+    ) -> None:
         self._source = source
         self._order = order
+        self._control_plane = control_plane
         self._nonces = NonceSource()
+        self.acked = AckedResources()
+        """What the proxy ACKed, per type (read through ``acked.held``)."""
 
     def _generate(self, type_url: str, names: frozenset[str] | None) -> Mapping[str, Resource]:
         return self._order.with_lingering(type_url, self._source.generate(type_url, names))
@@ -67,6 +82,11 @@ class Flavour(Protocol):
     @property
     def session(self) -> SotwSession | DeltaSession: ...
 
+    @property
+    def acked(self) -> AckedResources:
+        """What the proxy ACKed, per type."""
+        ...
+
     def answer(self, request: SotwRequest | DeltaRequest, now: float) -> Outgoing | None:
         """Classify ``request``; the response it is owed, if any."""
         ...
@@ -77,8 +97,11 @@ class Flavour(Protocol):
         changed: frozenset[str] | None,
         now: float,
         generated: Mapping[str, Resource] | None = None,
+        *,
+        resend: bool = False,
     ) -> Outgoing | None:
-        """A server-initiated response for one type (only what changed, if anything)."""
+        """A server-initiated response for one type: only what changed, if anything;
+        with ``resend`` (a forced push), everything watched even if unchanged."""
         ...
 
     def changed_endpoints(self) -> frozenset[str] | None:
@@ -97,8 +120,13 @@ class Flavour(Protocol):
 class SotwFlavour(_Base):
     """State of the world: every response carries the full set of watched names."""
 
-    def __init__(self, source: ResourceSource, order: MakeBeforeBreak) -> None:
-        super().__init__(source, order)
+    def __init__(
+        self,
+        source: ResourceSource,
+        order: MakeBeforeBreak,
+        control_plane: ControlPlaneField = NO_CONTROL_PLANE,
+    ) -> None:
+        super().__init__(source, order, control_plane)
         self.sotw = SotwSession()
 
     @property
@@ -107,6 +135,14 @@ class SotwFlavour(_Base):
 
     def answer(self, request: SotwRequest | DeltaRequest, now: float) -> Outgoing | None:
         decision = self.sotw.receive(request, now)  # type: ignore[arg-type]
+        kind = decision.kind
+        if kind is SotwKind.ACK or kind is SotwKind.NACK:
+            self.acked.answered(
+                decision.type_url,
+                request.response_nonce,
+                rejected=kind is SotwKind.NACK,
+                subscription=decision.subscription,
+            )
         if not decision.respond:
             return None
         return self._respond(decision.type_url, True, None, now)
@@ -117,8 +153,10 @@ class SotwFlavour(_Base):
         changed: frozenset[str] | None,
         now: float,
         generated: Mapping[str, Resource] | None = None,
+        *,
+        resend: bool = False,
     ) -> Outgoing | None:
-        return self._respond(type_url, False, changed, now, generated)
+        return self._respond(type_url, resend, changed, now, generated)
 
     def _respond(
         self,
@@ -145,12 +183,17 @@ class SotwFlavour(_Base):
         version = self._source.version
         nonce = self._nonces.next(version)
         body = sotw_response(
-            version, type_url, nonce, [resources[n].body for n in sorted(plan.resources)]
+            version,
+            type_url,
+            nonce,
+            [resources[n].body for n in sorted(plan.resources)],
+            self._control_plane,
         )
         self.sotw.record_sent(type_url, version, nonce, plan.resources, now)
+        chosen = plan.resources
+        sent = resources if len(chosen) == len(resources) else {n: resources[n] for n in chosen}
+        self.acked.sent(type_url, nonce, sent, replace=is_full_state_type(type_url))
         if self._order.records(type_url):
-            chosen = plan.resources
-            sent = resources if len(chosen) == len(resources) else {n: resources[n] for n in chosen}
             self._order.record(type_url, sent, replace=changed is None)
         return Outgoing(type_url, body, len(plan.resources))
 
@@ -183,8 +226,13 @@ class SotwFlavour(_Base):
 class DeltaFlavour(_Base):
     """Incremental: responses carry what changed and what was removed."""
 
-    def __init__(self, source: ResourceSource, order: MakeBeforeBreak) -> None:
-        super().__init__(source, order)
+    def __init__(
+        self,
+        source: ResourceSource,
+        order: MakeBeforeBreak,
+        control_plane: ControlPlaneField = NO_CONTROL_PLANE,
+    ) -> None:
+        super().__init__(source, order, control_plane)
         self.delta = DeltaSession()
 
     @property
@@ -193,6 +241,14 @@ class DeltaFlavour(_Base):
 
     def answer(self, request: SotwRequest | DeltaRequest, now: float) -> Outgoing | None:
         decision = self.delta.receive(request, now)  # type: ignore[arg-type]
+        kind = decision.kind
+        if kind is DeltaKind.ACK or kind is DeltaKind.NACK:
+            self.acked.answered(
+                decision.type_url,
+                request.response_nonce,
+                rejected=kind is DeltaKind.NACK,
+                subscription=decision.subscription,
+            )
         if not decision.respond:
             return None
         return self._respond(decision.type_url, decision, None, now)
@@ -203,8 +259,10 @@ class DeltaFlavour(_Base):
         changed: frozenset[str] | None,
         now: float,
         generated: Mapping[str, Resource] | None = None,
+        *,
+        resend: bool = False,
     ) -> Outgoing | None:
-        return self._respond(type_url, None, changed, now, generated)
+        return self._respond(type_url, None, changed, now, generated, resend=resend)
 
     def _respond(
         self,
@@ -213,6 +271,8 @@ class DeltaFlavour(_Base):
         changed: frozenset[str] | None,
         now: float,
         generated: Mapping[str, Resource] | None = None,
+        *,
+        resend: bool = False,
     ) -> Outgoing | None:
         watch = self.delta.watch(type_url)
         if watch is None:
@@ -223,18 +283,25 @@ class DeltaFlavour(_Base):
             names = names & changed
         resources = self._generate(type_url, names) if generated is None else generated
         available = {name: r.version for name, r in resources.items()}
-        plan = plan_delta(watch, available, decision, changed)
+        plan = plan_delta(watch, available, decision, changed, resend_all=resend)
         initial = decision is not None and decision.kind in (DeltaKind.INIT, DeltaKind.RECONNECT)
+        if decision is not None and decision.kind is DeltaKind.RECONNECT:
+            self.acked.seed(type_url, _still_held(watch.confirmed, resources))
         if plan.empty and not initial:
             return None
         version = self._source.version
         nonce = self._nonces.next(version)
         chosen = [resources[n] for n in sorted(plan.resources)]
-        body = delta_response(version, type_url, nonce, chosen, sorted(plan.removed))
+        body = delta_response(
+            version, type_url, nonce, chosen, sorted(plan.removed), self._control_plane
+        )
         self.delta.record_sent(
             type_url, nonce, plan.resources, plan.removed, now, system_version=version
         )
-        self._order.record(type_url, {r.name: r for r in chosen}, plan.removed, replace=False)
+        # the generated mapping itself when all of it goes (shared by a scope's proxies)
+        sent = resources if len(chosen) == len(resources) else {r.name: r for r in chosen}
+        self.acked.sent(type_url, nonce, sent, plan.removed, replace=False)
+        self._order.record(type_url, sent, plan.removed, replace=False)
         return Outgoing(type_url, body, len(chosen))
 
     def changed_endpoints(self) -> frozenset[str] | None:
@@ -248,3 +315,16 @@ class DeltaFlavour(_Base):
     def awaiting(self, type_url: str) -> bool:
         watch = self.delta.watch(type_url)
         return watch is not None and bool(watch.in_flight)
+
+
+def _still_held(
+    reported: Mapping[str, str], resources: Mapping[str, Resource]
+) -> Mapping[str, Resource]:
+    """Of the versions a reconnecting delta client reports, the resources it holds as
+    they are now (a delta version is the resource's content hash)."""
+    held = {}
+    for name, version in reported.items():
+        resource = resources.get(name)
+        if resource is not None and resource.version == version:
+            held[name] = resource
+    return held

@@ -1,13 +1,26 @@
 """gRPC servicers for ADS (SotW and delta) and the per-type discovery services.
 
 Every stream runs the same loop: refuse it with UNAVAILABLE until the server is
-ready; read the node from the first request and refuse a malformed one with
-INVALID_ARGUMENT; then one reader task feeds requests to the connection while this
-coroutine, the writer, sends the connection's queued responses. Responses are bytes
-already (the response serializer is the identity); requests are parsed by
-:func:`request_parser`, so undecodable bytes end the stream with INVALID_ARGUMENT.
+ready; read its first request and pass admission control
+(:mod:`pilothouse.xds.server.admission`: a circuit breaker, UNAVAILABLE, and a rate
+limit, RESOURCE_EXHAUSTED); take the node from the first request and refuse a
+malformed one with INVALID_ARGUMENT; then one reader task
+feeds requests to the connection while this coroutine, the writer, sends the
+connection's queued responses. Responses are bytes already (the response serializer
+is the identity); requests are parsed by :func:`request_parser`, so undecodable bytes
+end the stream with INVALID_ARGUMENT.
 When the stream ends, for any reason, the connection is removed and leaves nothing
 behind; an exception of pilothouse's own ends only that stream, with INTERNAL.
+
+What happens to streams is counted for ``/metrics``: a stream refused before it
+starts, by reason, on the admission controller (its own ``rate_limited`` and
+``max_connections``, and ``not_ready``, ``bad_request``, ``bad_node`` decided here:
+``pilothouse_xds_admission_rejections``), and a stream ended with INTERNAL on the
+discovery server (``pilot_total_xds_internal_errors``).
+
+ADS streams also answer the ``istio.io/debug/*`` types
+(:mod:`pilothouse.xds.server.debug_types`); a peer not allowed to read them gets
+PERMISSION_DENIED.
 """
 
 from __future__ import annotations
@@ -26,10 +39,13 @@ from google.protobuf import json_format
 from pilothouse.push.proxy import BadNode, ProxyIdentity, parse_node
 from pilothouse.settings import XdsSettings
 from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
-from pilothouse.xds.server.connection import INTERNAL_ERROR, Connection
+from pilothouse.xds.server.admission import Refusal, Refused
+from pilothouse.xds.server.connection import INTERNAL_ERROR, Connection, Queued
+from pilothouse.xds.server.debug_types import DebugAnswers, DebugDenied, is_debug_type
 from pilothouse.xds.server.discovery import DiscoveryServer
 from pilothouse.xds.server.grpc_options import grpc_server_options
 from pilothouse.xds.server.request_bytes import Undecodable, request_parser
+from pilothouse.xds.server.writer import write_responses
 
 log = logging.getLogger("pilothouse.xds")
 
@@ -57,19 +73,34 @@ def node_identity(node: Any) -> ProxyIdentity:
     locality = "/".join(
         part for part in (node.locality.region, node.locality.zone, node.locality.sub_zone)
     ).rstrip("/")
-    agent = f"{node.user_agent_name}/{node.user_agent_version}".strip("/")
+    agent = f"{node.user_agent_name}/{_agent_version(node)}".strip("/")
     return parse_node(
         node.id, metadata, node_cluster=node.cluster, locality=locality, user_agent=agent
     )
 
 
-class StreamRefused(Exception):
-    """Ends a stream with ``code`` and ``message`` (the client's fault, or not ready)."""
+def _agent_version(node: Any) -> str:
+    """``user_agent_version``, or Envoy's ``user_agent_build_version`` as ``1.40.0``."""
+    if node.user_agent_version or not node.HasField("user_agent_build_version"):
+        return str(node.user_agent_version)
+    version = node.user_agent_build_version.version
+    return f"{version.major_number}.{version.minor_number}.{version.patch}"
 
-    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+
+class StreamRefused(Exception):
+    """Ends a stream with ``code`` and ``message`` (the client's fault, or not ready).
+
+    ``reason`` is set when the stream is refused before it starts (an admission
+    rejection, counted by that reason); a stream ended later has none.
+    """
+
+    def __init__(
+        self, code: grpc.StatusCode, message: str, reason: Refusal | None = None
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.reason = reason
 
 
 class StreamHandler:
@@ -81,44 +112,80 @@ class StreamHandler:
     raised here reaches the server or the other streams.
     """
 
-    def __init__(self, discovery: DiscoveryServer, *, delta: bool, only_type: str = "") -> None:
+    def __init__(
+        self,
+        discovery: DiscoveryServer,
+        *,
+        delta: bool,
+        only_type: str = "",
+        debug: DebugAnswers | None = None,
+    ) -> None:
+        """``debug`` answers the ``istio.io/debug/*`` types (ADS streams only)."""
         self._discovery = discovery
         self._delta = delta
         self._only_type = only_type
+        self._debug = debug
 
     async def serve(
         self, requests: AsyncIterator[Any], context: grpc.aio.ServicerContext[Any, bytes]
     ) -> None:
         try:
             await self._serve(requests, context)
+        except Refused as refused:  # admission control counted it already
+            await context.abort(refused.code, refused.message)
         except StreamRefused as refused:
+            if refused.reason is not None:
+                self._discovery.admission.refuse(refused.reason)
+            elif refused.code is grpc.StatusCode.INTERNAL:
+                self._discovery.record_internal_error()
             await context.abort(refused.code, refused.message)
         except Exception:
             log.exception("xds stream failed", extra={"peer": context.peer()})
+            self._discovery.record_internal_error()
             await context.abort(grpc.StatusCode.INTERNAL, INTERNAL_ERROR)
 
     async def _serve(
         self, requests: AsyncIterator[Any], context: grpc.aio.ServicerContext[Any, bytes]
     ) -> None:
         discovery = self._discovery
+        admission = discovery.admission
         if not discovery.ready():
             raise StreamRefused(
-                grpc.StatusCode.UNAVAILABLE, "pilothouse is not ready: config has not synced yet"
+                grpc.StatusCode.UNAVAILABLE,
+                "pilothouse is not ready: config has not synced yet",
+                Refusal.NOT_READY,
             )
+        # The first request is read before admission decides: a client still sending it
+        # when its stream is refused loses the status to grpcio (its write fails and the
+        # call ends INTERNAL "Internal error from Core" instead of the refusal).
         try:
             first = await anext(requests)
         except StopAsyncIteration:
             return
+        async with admission.stream(context.peer()):
+            await self._serve_admitted(first, requests, context)
+
+    async def _serve_admitted(
+        self,
+        first: Any,
+        requests: AsyncIterator[Any],
+        context: grpc.aio.ServicerContext[Any, bytes],
+    ) -> None:
+        discovery = self._discovery
         if isinstance(first, Undecodable):
-            raise StreamRefused(grpc.StatusCode.INVALID_ARGUMENT, first.reason)
+            raise StreamRefused(grpc.StatusCode.INVALID_ARGUMENT, first.reason, Refusal.BAD_REQUEST)
         if not first.HasField("node") or not first.node.id:
             raise StreamRefused(
-                grpc.StatusCode.INVALID_ARGUMENT, "the first request must carry a node with an id"
+                grpc.StatusCode.INVALID_ARGUMENT,
+                "the first request must carry a node with an id",
+                Refusal.BAD_NODE,
             )
         try:
             proxy = node_identity(first.node)
         except BadNode as problem:
-            raise StreamRefused(grpc.StatusCode.INVALID_ARGUMENT, str(problem)) from None
+            raise StreamRefused(
+                grpc.StatusCode.INVALID_ARGUMENT, str(problem), Refusal.BAD_NODE
+            ) from None
         connection = Connection(
             discovery.next_connection_id(proxy.id or proxy.node_id),
             context.peer(),
@@ -126,46 +193,24 @@ class StreamHandler:
             discovery,
             delta=self._delta,
             warming_timeout=discovery.settings.warming_timeout,
+            clock=discovery.metrics.clock,
+            control_plane=discovery.identity.encoded,
         )
         discovery.connect(connection)
         reader = asyncio.create_task(self._read(first, requests, connection))
         try:
-            await self._write(connection, context)
+            await write_responses(connection, context.write, discovery)
         finally:
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await reader
             discovery.disconnect(connection)
+        if connection.denied:
+            raise StreamRefused(grpc.StatusCode.PERMISSION_DENIED, connection.denied)
         if connection.problem:
             raise StreamRefused(grpc.StatusCode.INVALID_ARGUMENT, connection.problem)
         if connection.failure:
             raise StreamRefused(grpc.StatusCode.INTERNAL, connection.failure)
-
-    @staticmethod
-    async def _write(connection: Connection, context: grpc.aio.ServicerContext[Any, bytes]) -> None:
-        """Send queued responses until the connection closes.
-
-        A separate function so that no local keeps the last response alive while the
-        stream idles (about 50 KiB per idle connection otherwise).
-        """
-        outbound = connection.outbound
-        connection.writer_attached = True
-        try:
-            while True:
-                body = await outbound.get()
-                if body is None:
-                    return
-                try:
-                    await context.write(body)
-                finally:
-                    outbound.task_done()
-                del body
-        finally:
-            # Nothing more will be written: whoever waits for the queue to drain goes on.
-            connection.writer_attached = False
-            while not outbound.empty():
-                outbound.get_nowait()
-                outbound.task_done()
 
     async def _read(self, first: Any, requests: AsyncIterator[Any], connection: Connection) -> None:
         try:
@@ -174,6 +219,8 @@ class StreamHandler:
                 self._handle(request, connection)
         except _BadRequest as problem:
             connection.problem = str(problem)
+        except DebugDenied as denied:
+            connection.denied = str(denied)
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -192,6 +239,13 @@ class StreamHandler:
                 raise _BadRequest(f"type_url {request.type_url!r} on the {self._only_type} stream")
         elif not request.type_url:
             raise _BadRequest("request without type_url on an aggregated stream")
+        elif self._debug is not None and is_debug_type(request.type_url):
+            answer = self._debug.answer(connection, request, delta=self._delta)
+            if answer is not None:
+                connection.outbound.put_nowait(
+                    Queued(answer, request.type_url, 0.0, connection.clock())
+                )
+            return
         connection.on_request(request, time.time())
 
 
@@ -211,15 +265,16 @@ def add_discovery_services(server: grpc.aio.Server, discovery: DiscoveryServer) 
     """Register ADS and the per-type services on a grpc.aio server."""
     sotw = discovery_pb2.DiscoveryRequest
     delta = discovery_pb2.DeltaDiscoveryRequest
+    debug = DebugAnswers(discovery)
     handlers = [
         grpc.method_handlers_generic_handler(
             ADS_SERVICE,
             {
                 "StreamAggregatedResources": _handler(
-                    StreamHandler(discovery, delta=False).serve, sotw
+                    StreamHandler(discovery, delta=False, debug=debug).serve, sotw
                 ),
                 "DeltaAggregatedResources": _handler(
-                    StreamHandler(discovery, delta=True).serve, delta
+                    StreamHandler(discovery, delta=True, debug=debug).serve, delta
                 ),
             },
         )

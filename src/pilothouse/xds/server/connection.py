@@ -10,6 +10,10 @@ PushContext, so a response never mixes two snapshots.
 The protocol (SotW or delta, nonces, make-before-break ordering) is the stream
 engine's (:mod:`pilothouse.xds.protocol.stream_engine`): this holds identity, I/O,
 timers and counters only.
+
+Each queued response (:class:`Queued`) carries what its metrics need: its type, the
+seconds spent generating it (timed by :class:`ProxyResources` with ``clock``) and when
+it was queued; the writer (:mod:`pilothouse.xds.server.writer`) adds the write.
 """
 
 from __future__ import annotations
@@ -18,9 +22,9 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.push.request import PushRequest
@@ -31,6 +35,7 @@ from pilothouse.xds.protocol.messages import DeltaRequest, SotwRequest
 from pilothouse.xds.protocol.sotw import SotwSession
 from pilothouse.xds.protocol.stream_engine import Step, StreamEngine
 from pilothouse.xds.protocol.stream_flavour import Outgoing
+from pilothouse.xds.protocol.wire import NO_CONTROL_PLANE, ControlPlaneField
 from pilothouse.xds.server.backend import Backend
 from pilothouse.xds.server.proxy_resources import ProxyResources
 
@@ -47,6 +52,17 @@ class Generation(Backend, Protocol):
     report what it sent."""
 
     def observe_send(self, connection: Connection, type_url: str, size: int) -> None: ...
+
+
+class Queued(NamedTuple):
+    """One response waiting for the stream's writer."""
+
+    body: bytes
+    type_url: str
+    generation: float
+    """Seconds spent generating its resources."""
+    queued_at: float
+    """When it was queued, on the connection's ``clock``."""
 
 
 @dataclass
@@ -69,21 +85,29 @@ class Connection:
         *,
         delta: bool,
         warming_timeout: float = XdsSettings.warming_timeout,
+        clock: Callable[[], float] = time.perf_counter,
+        control_plane: ControlPlaneField = NO_CONTROL_PLANE,
     ) -> None:
         """``warming_timeout``: seconds routes wait for new clusters to warm before they
-        are sent anyway; removed clusters linger at most twice as long."""
+        are sent anyway; removed clusters linger at most twice as long. ``clock`` times
+        generation and writes for the push metrics (the server's metrics clock);
+        ``control_plane`` is the encoded field every response carries."""
         self.id = connection_id
         self.peer = peer
         self.proxy = proxy
         self.delta = delta
         self.connected_at = time.time()
+        self.clock = clock
+        self._resources = ProxyResources(proxy, generation, clock)
         self.engine = StreamEngine(
-            ProxyResources(proxy, generation),
+            self._resources,
             delta=delta,
             warming_timeout=warming_timeout,
             schedule=self._after,
+            control_plane=control_plane,
         )
-        self.outbound: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self.control_plane = control_plane
+        self.outbound: asyncio.Queue[Queued | None] = asyncio.Queue()
         self.writer_attached = False
         """Set by the stream's writer loop, which marks each response done once written."""
         self.stats = ConnectionStats()
@@ -91,12 +115,19 @@ class Connection:
         """Why the stream must end with INVALID_ARGUMENT, when the client broke the protocol."""
         self.failure: str | None = None
         """Why the stream must end with INTERNAL, when pilothouse failed serving it."""
+        self.denied: str | None = None
+        """Why the stream must end with PERMISSION_DENIED (a debug type it may not read)."""
         self._generation = generation
 
     def __repr__(self) -> str:
         return f"Connection({self.id}, {self.proxy.node_id})"
 
     # -- what the server asks (answered by the stream engine) -------------------------
+
+    @property
+    def session(self) -> SotwSession | DeltaSession:
+        """The stream's SotW or delta session (its watches, for the debug views)."""
+        return self.engine.session
 
     @property
     def sotw(self) -> SotwSession | None:
@@ -139,9 +170,9 @@ class Connection:
             if changed:
                 self._write(self.engine.push_endpoints(changed, now))
             return
-        # EDS only if the change can move endpoints
+        # EDS only if the change can move endpoints; a forced push resends everything
         endpoints = request.is_everything or request.touches_any(ENDPOINT_KINDS)
-        self._write(self.engine.push_full(now, endpoints=endpoints))
+        self._write(self.engine.push_full(now, endpoints=endpoints, resend=request.forced))
 
     # -- timers -----------------------------------------------------------------------
 
@@ -165,6 +196,7 @@ class Connection:
     def _write(self, responses: Iterable[Outgoing]) -> None:
         for response in responses:
             self._send(response.type_url, response.body, response.resources)
+        self._resources.forget_generation_time()  # what produced no response
 
     def _send(self, type_url: str, body: bytes, resources: int) -> None:
         self.stats.responses[type_url] = self.stats.responses.get(type_url, 0) + 1
@@ -172,7 +204,8 @@ class Connection:
         sent[type_url] = sent.get(type_url, 0) + resources
         self.stats.bytes_sent += len(body)
         self._generation.observe_send(self, type_url, len(body))
-        self.outbound.put_nowait(body)
+        generation = self._resources.generation_time(type_url)
+        self.outbound.put_nowait(Queued(body, type_url, generation, self.clock()))
 
     async def written(self, timeout: float) -> None:
         """Wait until every response queued so far is written to the stream (at most

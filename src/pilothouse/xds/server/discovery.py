@@ -24,18 +24,20 @@ import asyncio
 import datetime
 import itertools
 import logging
+import math
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pilothouse.config.mesh import MeshSettings
+from pilothouse.metrics.push import PushMetrics, metric_type
 from pilothouse.push.cache import ResourceCache
 from pilothouse.push.context import PushContext
-from pilothouse.push.debounce import Debouncer
+from pilothouse.push.debounce import Debouncer, DebounceSettings
 from pilothouse.push.pipeline import PushPipeline
 from pilothouse.push.queue import PushQueue
 from pilothouse.push.request import PushRequest
-from pilothouse.push.workers import PushWorkers
+from pilothouse.push.workers import PushWorkers, PushWorkerStats
 from pilothouse.registry.controller import ServiceEntryRegistry
 from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.registry.update import RegistryUpdate
@@ -52,21 +54,41 @@ from pilothouse.xds.generators.grpc_lds import GrpcListenerGenerator
 from pilothouse.xds.generators.grpc_rds import GrpcRouteGenerator
 from pilothouse.xds.generators.lds import ListenerGenerator
 from pilothouse.xds.generators.rds import RouteGenerator
-from pilothouse.xds.protocol.type_urls import short_name
+from pilothouse.xds.protocol.delta import DeltaSession
+from pilothouse.xds.protocol.sotw import SotwSession
+from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.xds.protocol.versions import PushVersions
+from pilothouse.xds.server.admission import Admission
 from pilothouse.xds.server.connection import INTERNAL_ERROR, Connection
+from pilothouse.xds.server.control_plane import ControlPlaneIdentity, replica_name
 
 log = logging.getLogger("pilothouse.xds")
 
 
+SEND_ERROR_TYPES = frozenset({CDS, EDS, LDS, RDS})
+"""The types whose failed writes istiod counts as ``pilot_xds_pushes{type="<type>_senderr"}``."""
+
+
 @dataclass
 class XdsStats:
-    """Counters for ``/metrics`` (istiod metric names)."""
+    """Plain counters, read by ``/metrics`` when scraped (istiod metric names in comments).
 
-    pushes: dict[str, int] = field(default_factory=dict)  # pilot_xds_pushes{type}
+    Per-type keys are istiod's ``type`` label values (:func:`metric_type`).
+    """
+
+    pushes: dict[str, int] = field(default_factory=dict)
+    """pilot_xds_pushes{type}: responses written, and ``<type>_senderr`` writes that failed."""
     push_triggers: dict[str, int] = field(default_factory=dict)  # pilot_push_triggers{type}
-    rejects: dict[str, int] = field(default_factory=dict)  # pilot_total_xds_rejects{type}
-    expired_nonces: dict[str, int] = field(default_factory=dict)  # pilot_xds_expired_nonce
+    inbound_updates: dict[str, int] = field(default_factory=dict)  # pilot_inbound_updates{type}
+    rejects: dict[str, int] = field(default_factory=dict)
+    """NACKs of closed streams (pilot_total_xds_rejects{type} adds the open ones')."""
+    expired_nonces: dict[str, int] = field(default_factory=dict)
+    """Stale-nonce requests of closed streams (pilot_xds_expired_nonce{type} adds the open
+    ones')."""
+    internal_errors: int = 0
+    """Streams ended with INTERNAL (pilot_total_xds_internal_errors)."""
+    send_errors: int = 0
+    """Responses whose write to the stream failed, of any type."""
     full_pushes: int = 0
     eds_pushes: int = 0
     connections_queued: int = 0
@@ -87,16 +109,22 @@ class DiscoveryServer:
         *,
         envoy_generators: bool = True,
         api_clock: Callable[[], datetime.datetime] | None = None,
+        metrics: PushMetrics | None = None,
     ) -> None:
         """``envoy_generators`` False serves Istio config only (the config-server role):
         CDS, EDS, LDS and RDS requests get empty answers. ``api_clock`` is when the
         ``api`` generator first sees an object (its MCP ``create_time``); wall time unless
-        a test pins it."""
+        a test pins it. ``metrics`` are the push distributions this server records into
+        (a recording set of its own unless given)."""
         self.store = store
         self.mesh = mesh if mesh is not None else MeshSettings()
         self.settings = settings if settings is not None else XdsSettings()
         self.cache = ResourceCache(self.settings.cache_size)
+        self.admission = Admission(self.settings.admission)
+        """Who may open a stream (every gRPC stream on the xDS port passes it); its
+        knobs can be changed at run time."""
         self.stats = XdsStats()
+        self.metrics = metrics if metrics is not None else PushMetrics()
         self.registry = ServiceEntryRegistry(store, self._on_registry_update)
         self._versions = PushVersions()
         self._pipeline: PushPipeline[Connection] = PushPipeline(
@@ -121,12 +149,29 @@ class DiscoveryServer:
         self._config_server = not envoy_generators
         self._queue: PushQueue[Connection] = PushQueue()
         self._workers: PushWorkers[Connection] = PushWorkers(
-            self._queue, self._push_connection, self.settings.push_throttle
+            self._queue,
+            self._push_connection,
+            self.settings.push_throttle,
+            observe_queue_time=self.metrics.queue_time.observe,
         )
-        self._debouncer = Debouncer(self.settings.debounce, self._on_push)
+        self._debouncer = Debouncer(
+            self.settings.debounce,
+            self._on_push,
+            observe_debounce_time=self.metrics.debounce_time.observe,
+        )
         self._ids = itertools.count(1)
         self._closed = asyncio.Event()
         self._ready = asyncio.Event()
+        _, _, port = self.settings.address.rpartition(":")
+        self.identity = ControlPlaneIdentity(
+            replica_name(self.settings.replica_id, int(port) if port.isdigit() else 0)
+        )
+        """Who this replica is, on every response (``control_plane.identifier``)."""
+
+    def identify(self, xds_port: int) -> None:
+        """Name the replica after the port it really listens on (``serve`` calls this once
+        the port is bound, before streams are served); a configured id stays."""
+        self.identity = ControlPlaneIdentity(replica_name(self.settings.replica_id, xds_port))
 
     # -- what connections and servicers read ------------------------------------------
 
@@ -160,9 +205,53 @@ class DiscoveryServer:
     def register_generator(self, generator: Generator) -> None:
         self._generators[generator.type_url] = generator
 
+    # -- what streams report (recorded for /metrics) -----------------------------------
+
     def observe_send(self, connection: Connection, type_url: str, size: int) -> None:
-        name = short_name(type_url).lower()
-        self.stats.pushes[name] = self.stats.pushes.get(name, 0) + 1
+        """A response of ``size`` bytes was queued for ``connection``'s stream."""
+        self.metrics.config_size.child(type_url).observe(size)
+
+    def record_written(self, type_url: str, push_seconds: float, send_seconds: float) -> None:
+        """A response was written to its stream: ``push_seconds`` from the start of its
+        generation, ``send_seconds`` in the write itself."""
+        kind = metric_type(type_url)
+        pushes = self.stats.pushes
+        pushes[kind] = pushes.get(kind, 0) + 1
+        self.metrics.push_time.child(kind).observe(push_seconds)
+        self.metrics.send_time.observe(send_seconds)
+
+    def record_send_error(self, type_url: str) -> None:
+        """Writing a response to its stream failed."""
+        self.stats.send_errors += 1
+        if type_url in SEND_ERROR_TYPES:
+            key = f"{metric_type(type_url)}_senderr"
+            self.stats.pushes[key] = self.stats.pushes.get(key, 0) + 1
+
+    def record_internal_error(self) -> None:
+        """A stream ended with INTERNAL: a fault of pilothouse's own."""
+        self.stats.internal_errors += 1
+
+    def rejects(self) -> dict[str, int]:
+        """NACKs received so far, by istiod's type label: closed streams' and open ones'."""
+        return self._stream_counts(self.stats.rejects, lambda session: session.rejects)
+
+    def expired_nonces(self) -> dict[str, int]:
+        """Requests with an expired nonce so far, by type label, closed and open streams'."""
+        return self._stream_counts(
+            self.stats.expired_nonces, lambda session: session.expired_nonces
+        )
+
+    def _stream_counts(
+        self,
+        closed: Mapping[str, int],
+        counter: Callable[[SotwSession | DeltaSession], Mapping[str, int]],
+    ) -> dict[str, int]:
+        totals = dict(closed)
+        for connection in self.connections.values():
+            for type_url, count in counter(connection.engine.session).items():
+                kind = metric_type(type_url)
+                totals[kind] = totals.get(kind, 0) + count
+        return totals
 
     def ready(self) -> bool:
         """True once every source has synced and the first PushContext exists."""
@@ -187,11 +276,14 @@ class DiscoveryServer:
     def disconnect(self, connection: Connection) -> None:
         self._pipeline.disconnect(connection)
         self._queue.remove(connection)
-        session = connection.sotw if connection.sotw is not None else connection.delta_session
-        if session is not None:
-            for type_url, count in session.rejects.items():
-                key = short_name(type_url).lower()
-                self.stats.rejects[key] = self.stats.rejects.get(key, 0) + count
+        session = connection.engine.session
+        for totals, counts in (
+            (self.stats.rejects, session.rejects),
+            (self.stats.expired_nonces, session.expired_nonces),
+        ):
+            for type_url, count in counts.items():
+                kind = metric_type(type_url)
+                totals[kind] = totals.get(kind, 0) + count
         log.debug("proxy disconnected", extra={"id": connection.id})
 
     # -- lifecycle --------------------------------------------------------------------
@@ -205,11 +297,12 @@ class DiscoveryServer:
         with collector_paused():  # a bulk load: nothing built here is garbage
             if not self._config_server:  # services and endpoints are for Envoy config only
                 self.registry.initial_load()
-            self._pipeline.start()
+            context = self._pipeline.start()
             if self._config_server:
                 encoded = self._api.warm()  # sinks are what this role is for: be ready
                 log.debug("encoded %d objects for MCP-over-xDS", encoded)
         self.stats.context_builds += 1
+        self.metrics.context_init.observe(context.stats.build_seconds)
         self._ready.set()
         log.info(
             "xds ready",
@@ -235,17 +328,56 @@ class DiscoveryServer:
         """Queue a push through the debouncer (e.g. ``/debug/adsz?push=true``)."""
         self._debouncer.enqueue(request)
 
+    # -- knobs changed while running (the admin API) ------------------------------------
+
+    def set_debounce(self, debounce: DebounceSettings) -> None:
+        """Debounce by ``debounce`` from the next decision on; ``settings`` follows."""
+        self._debouncer.reconfigure(debounce)
+        self.settings = replace(self.settings, debounce=debounce)
+
+    @property
+    def push_throttle(self) -> int:
+        """Concurrent pushes allowed now (the automatic default resolved)."""
+        return self._workers.throttle
+
+    def set_push_throttle(self, configured: int) -> int:
+        """Allow ``configured`` concurrent pushes (0: the automatic default) from the next
+        push taken off the queue on; returns the throttle now in force."""
+        throttle = self._workers.set_throttle(configured)
+        self.settings = replace(self.settings, push_throttle=configured)
+        return throttle
+
+    @property
+    def worker_stats(self) -> PushWorkerStats:
+        """The push workers' counters (pushes, failures, queue time, most at once)."""
+        return self._workers.stats
+
     # -- events: the pipeline decides, the debouncer merges ------------------------------
 
     def _on_config_event(self, event: ConfigEvent) -> None:
+        self._count_inbound("config", 1)
         request = self._pipeline.config_changed(event.key, time.monotonic())
         if request is not None:
             self._debouncer.enqueue(request)
 
     def _on_registry_update(self, update: RegistryUpdate) -> None:
+        services = len(update.services)
+        if not update.full:
+            self._count_inbound("eds", max(1, services))
+        else:
+            deleted = sum(1 for key in update.services if self.registry.service(key) is None)
+            self._count_inbound("svcdelete", deleted)
+            self._count_inbound("svc", services - deleted if services else 1)
         request = self._pipeline.registry_changed(update, time.monotonic())
         if request is not None:
             self._debouncer.enqueue(request)
+
+    def _count_inbound(self, kind: str, count: int) -> None:
+        """pilot_inbound_updates: ``config`` per store event; per service changed, ``eds``
+        (endpoints only), ``svc`` (definition) or ``svcdelete`` (gone)."""
+        if count:
+            updates = self.stats.inbound_updates
+            updates[kind] = updates.get(kind, 0) + count
 
     # -- pushes: the pipeline plans, the server carries out ---------------------------
 
@@ -262,6 +394,7 @@ class DiscoveryServer:
         if plan.full:
             self.stats.context_builds += 1
             self.stats.full_pushes += 1
+            self.metrics.context_init.observe(self.context.stats.build_seconds)
         else:
             self.stats.eds_pushes += 1
         for connection in plan.failed:  # logged by the pipeline
@@ -282,3 +415,6 @@ class DiscoveryServer:
             connection.fail(INTERNAL_ERROR)
             return
         await connection.written(self.settings.send_timeout)
+        if request.full and math.isfinite(request.start):
+            # istiod's convergence time: first event of the change → this proxy's push sent
+            self.metrics.convergence.observe(time.monotonic() - request.start)

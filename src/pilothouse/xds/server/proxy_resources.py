@@ -3,11 +3,17 @@
 The stream engine (:mod:`pilothouse.xds.protocol.stream_engine`) knows nothing of
 generators, PushContexts or services; it asks this for a type's resources, the push
 version, and which newly added clusters the proxy will warm.
+
+It also times its generator calls per type (with the ``clock`` it is given), for
+``pilot_xds_push_time``: a push generates every type before the connection queues any
+response, and the connection takes each type's time as it queues that type's
+response (:meth:`ProxyResources.generation_time`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 
 from pilothouse.push.cache import Resource
 from pilothouse.push.proxy import ProxyIdentity
@@ -21,9 +27,17 @@ from pilothouse.xds.server.backend import Backend
 class ProxyResources:
     """Generates ``proxy``'s resources from ``backend``'s current snapshot."""
 
-    def __init__(self, proxy: ProxyIdentity, backend: Backend) -> None:
+    def __init__(
+        self,
+        proxy: ProxyIdentity,
+        backend: Backend,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
         self._proxy = proxy
         self._backend = backend
+        self._clock = clock
+        self._timed: dict[str, float] = {}
+        """Seconds spent generating each type since its last response was queued."""
         # gRPC waits for a route's clusters and endpoints itself before using the route
         # (and sends no new EDS request when a cluster comes back), so it is not warmed.
         self._warms_clusters = not is_proxyless(proxy)
@@ -33,6 +47,24 @@ class ProxyResources:
         return self._backend.version
 
     def generate(self, type_url: str, names: frozenset[str] | None) -> Mapping[str, Resource]:
+        clock = self._clock
+        started = clock()
+        try:
+            return self._generate(type_url, names)
+        finally:
+            timed = self._timed
+            timed[type_url] = timed.get(type_url, 0.0) + clock() - started
+
+    def generation_time(self, type_url: str) -> float:
+        """Seconds spent generating ``type_url`` since its last response was queued."""
+        return self._timed.pop(type_url, 0.0)
+
+    def forget_generation_time(self) -> None:
+        """Drop generation time that produced no response (nothing had changed)."""
+        if self._timed:
+            self._timed = {}
+
+    def _generate(self, type_url: str, names: frozenset[str] | None) -> Mapping[str, Resource]:
         generator = self._backend.generator(type_url)
         if generator is None:
             return {}

@@ -24,6 +24,7 @@ PushContext, through the same generators and resource cache as gRPC.
   mapping runs. On a 2-core VM, ``json_format.Parse`` of a whole real Envoy 1.40
   request took about 16 ms; with the extensions dropped a whole poll takes about
   1 ms, most of it ``json.loads`` of the body.
+- Every 200 carries ``control_plane.identifier``, as gRPC responses do.
 - A NACK (``error_detail``) is logged and counted; nothing else changes.
 - Every request is answered on its own (:meth:`RestDiscovery.answer` is the boundary):
   a body that is not UTF-8, not JSON (:func:`~pilothouse.boundary.json_body.read_json`:
@@ -77,6 +78,7 @@ from pilothouse.xds.generators.base import GenerationInput, Generator
 from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS, is_wildcard_type, short_name
 from pilothouse.xds.server.ads import node_identity
 from pilothouse.xds.server.backend import Backend
+from pilothouse.xds.server.control_plane import ControlPlaneIdentity
 from pilothouse.xds.server.rest_cache import Lru
 from pilothouse.xds.server.rest_problem import describe
 from pilothouse.xds.server.rest_request import node_key, plain_poll
@@ -118,6 +120,11 @@ class RestBackend(Backend, Protocol):
 
     @property
     def store(self) -> ConfigStore: ...
+
+    @property
+    def identity(self) -> ControlPlaneIdentity:
+        """Which replica answers (``control_plane`` of every response)."""
+        ...
 
     def ready(self) -> bool: ...
 
@@ -379,9 +386,11 @@ class RestDiscovery:
 
     def _render(self, type_url: str, version: str, resources: Mapping[str, Resource]) -> bytes:
         rendered = ",".join(self.json.render(resources[name]) for name in sorted(resources))
+        identifier = json.dumps(self.backend.identity.identifier)
         text = (
             f'{{"version_info":"{version}","resources":[{rendered}],'
-            f'"type_url":{json.dumps(type_url)}}}'
+            f'"type_url":{json.dumps(type_url)},'
+            f'"control_plane":{{"identifier":{identifier}}}}}'
         )
         return text.encode()
 

@@ -1,0 +1,266 @@
+"""Benchmark: 2,000 sidecars connect at once with admission control on, against it off.
+
+The connect storm of ``connect_storm.py`` (N simulated SotW sidecars, default 2,000,
+start their ADS streams at the same instant against ``pilothouse serve`` just started on
+the push fan-out mesh, 100 services each proxy sees, and the storm lasts until every
+proxy has converged) against fresh servers with the stream rate limit at ``--rate`` new
+streams a second (default 250, in bursts of up to 25: the defaults), once for each
+``--waits`` (default 1 s, the default, and 10 s, which queues a whole storm of 2,000
+at 250 a second instead of refusing most of it), and, as the baseline in the same run,
+with the limit off (``PILOTHOUSE_XDS_ADMISSION_RATE=0``). Refused proxies reconnect
+with Envoy's backoff (jittered, 0.5 s to 30 s), as real sidecars do.
+
+Figures per side (medians over ``--runs`` rounds): seconds until every proxy converged,
+per-proxy p50/p99, the most streams admitted in any one second (from the moment each
+stream's token was taken, which the server logs with it) against the configured rate,
+the mean admission rate, refusals, the server's peak RSS and CPU time. The issue's
+target: all 2,000 converged within 10 s with the rate never exceeded, which needs a rate
+of at least about 250 a second. Ratio = seconds with the limit off ÷ seconds with it on
+(below 1: the limit costs that much time).
+
+Run: ``.venv/bin/python bench/admission_storm.py`` (``--proxies 2000 --rate 250
+--waits 1,10 --runs 2``); one JSON line per wait on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import math
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.admission_figures import Admissions
+from bench.fanout_mesh import FanoutMesh
+from bench.storm_runs import StormRun, storm
+from bench.storm_servers import pilothouse_target, raise_open_file_limit, start_pilothouse
+from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
+from pilothouse.settings import AdmissionSettings
+
+SETTLE = 1.0
+"""Seconds a freshly started server is left alone before the storm."""
+LOG_LEVEL = "info,xds.admission:debug"
+
+
+@dataclass(frozen=True)
+class Options:
+    proxies: int
+    rate: float
+    burst: int
+    waits: tuple[float, ...]
+    runs: int
+    services: int
+    namespaces: int
+    endpoints: int
+    streams_per_channel: int
+    timeout: float
+    target: float
+
+
+@dataclass(frozen=True)
+class Side:
+    """One storm and what the server logged about its admissions."""
+
+    run: StormRun
+    admissions: Admissions
+
+
+async def one_storm(
+    options: Options, mesh: FanoutMesh, log: Path, rate: float, wait: float
+) -> Side:
+    env = {
+        "PILOTHOUSE_XDS_ADMISSION_RATE": f"{rate:g}",
+        "PILOTHOUSE_XDS_ADMISSION_BURST": str(options.burst),
+        "PILOTHOUSE_XDS_ADMISSION_WAIT": f"{wait:g}",
+        "PILOTHOUSE_LOG_LEVEL": LOG_LEVEL,
+    }
+    async with contextlib.AsyncExitStack() as stack:
+        server = start_pilothouse(mesh.root, log, env=env)
+        stack.callback(server.stop)
+        target = await pilothouse_target(server)
+        await asyncio.sleep(SETTLE)
+        identities = fleet_identities(options.proxies, namespaces=mesh.namespace_names)
+        fleet = ProxyFleet(target, identities, streams_per_channel=options.streams_per_channel)
+        stack.push_async_callback(fleet.close)
+        run = await storm(fleet, server, options.timeout)
+        return Side(run, Admissions.from_log(server.output()))
+
+
+def _median(values: list[float]) -> float:
+    return float(statistics.median(values))
+
+
+def _side_figures(prefix: str, sides: list[Side]) -> dict[str, Any]:
+    runs = [side.run for side in sides]
+    refused: dict[str, int] = {}
+    for side in sides:
+        for reason, count in side.admissions.refused.items():
+            refused[reason] = refused.get(reason, 0) + count
+    return {
+        f"{prefix}_s": round(_median([run.seconds for run in runs]), 2),
+        f"{prefix}_runs_s": [round(run.seconds, 2) for run in runs],
+        f"{prefix}_per_proxy_p50_s": round(_median([run.percentile(50) for run in runs]), 2),
+        f"{prefix}_per_proxy_p99_s": round(_median([run.percentile(99) for run in runs]), 2),
+        f"{prefix}_unconverged_worst_run": max(run.unconverged for run in runs),
+        f"{prefix}_busiest_second_admitted": max(s.admissions.busiest_second for s in sides),
+        f"{prefix}_busiest_second_runs": [s.admissions.busiest_second for s in sides],
+        f"{prefix}_mean_admission_rate_per_s": round(
+            _median([s.admissions.mean_rate for s in sides]), 1
+        ),
+        f"{prefix}_refused_all_runs": refused or "none",
+        f"{prefix}_client_stream_failures_all_runs": sum(run.stream_failures for run in runs),
+        f"{prefix}_nacks_all_runs": sum(run.nacks for run in runs),
+        f"{prefix}_server_peak_rss_mib": round(
+            _median([run.peak_rss_kib for run in runs]) / 1024, 1
+        ),
+        f"{prefix}_server_rss_before_mib": round(
+            _median([run.rss_before_kib for run in runs]) / 1024, 1
+        ),
+        f"{prefix}_server_cpu_s": round(_median([run.cpu_seconds for run in runs]), 2),
+    }
+
+
+def verdict(options: Options, limited: list[Side]) -> str:
+    """``yes``, or ``no`` saying which part of the target was missed (worst runs)."""
+    problems = []
+    slowest = max(side.run.seconds for side in limited)
+    unconverged = max(side.run.unconverged for side in limited)
+    busiest = max(side.admissions.busiest_second for side in limited)
+    if unconverged:
+        problems.append(f"{unconverged} proxies never converged")
+    elif slowest > options.target:
+        problems.append(f"the slowest storm took {slowest:.2f} s")
+    if busiest > per_second(options):
+        problems.append(f"{busiest} admitted in one second")
+    return "yes" if not problems else "no: " + "; ".join(problems)
+
+
+def per_second(options: Options) -> int:
+    """The most admissions any second may see: the rate (or the burst if larger)."""
+    return max(options.burst, math.ceil(options.rate))
+
+
+def report(
+    options: Options, wait: float, limited: list[Side], unlimited: list[Side]
+) -> dict[str, Any]:
+    ours = _median([side.run.seconds for side in limited])
+    off = _median([side.run.seconds for side in unlimited])
+    default = " (the defaults)" if wait == AdmissionSettings.wait else ""
+    return {
+        "benchmark": (
+            f"admission_storm: {options.proxies} SotW sidecars connect at once, "
+            f"{options.rate:g} new streams/s, wait {wait:g} s{default}"
+        ),
+        "baseline": "the same storm against the same server with admission control off "
+        "(PILOTHOUSE_XDS_ADMISSION_RATE=0), in the same run",
+        "headline": "pilothouse_s",
+        "rate_per_s": options.rate,
+        "burst": options.burst,
+        "wait_s": wait,
+        "services_per_proxy": f"{options.services} (CDS, EDS, LDS, RDS each)",
+        "runs": f"{options.runs} per side, alternating, each against a freshly started server "
+        "(medians; worst run where it says so)",
+        "streams_per_connection": options.streams_per_channel,
+        "client_backoff": "Envoy's: jittered, 0.5 s × (2ⁿ − 1) up to 30 s, reset by a response",
+        "busiest_second_definition": "most streams admitted in any span [t, t + 1 s), from the "
+        "moment each stream's token was taken (logged with it), worst run",
+        **_side_figures("pilothouse", limited),
+        **_side_figures("admission_off", unlimited),
+        "ratio_to_baseline": round(off / ours, 2) if ours > 0 else float("inf"),
+        "ratio_definition": "seconds with admission off ÷ seconds with it on (1 = no slower)",
+        "target": f"all {options.proxies} converged ≤ {options.target:g} s, at most "
+        f"{per_second(options)} admitted in any second",
+        "target_met": verdict(options, limited),
+    }
+
+
+async def run(options: Options) -> None:
+    began = time.monotonic()
+    print(f"open file limit {raise_open_file_limit()}", file=sys.stderr)
+    limited: dict[float, list[Side]] = {wait: [] for wait in options.waits}
+    unlimited: list[Side] = []
+    with tempfile.TemporaryDirectory(prefix="admission-storm-") as folder:
+        work = Path(folder)
+        mesh = FanoutMesh(work / "mesh", options.services, options.namespaces, options.endpoints)
+        mesh.write()
+        for index in range(options.runs):
+            plan = [(options.rate, wait, limited[wait]) for wait in options.waits]
+            for rate, wait, sides in [*plan, (0.0, 1.0, unlimited)]:
+                log = work / f"serve-{rate:g}-{wait:g}-{index}.log"
+                side = await one_storm(options, mesh, log, rate, wait)
+                sides.append(side)
+                print(
+                    f"rate {rate:g} wait {wait:g}: {side.run.seconds:.2f}s "
+                    f"p99 {side.run.percentile(99):.2f}s unconverged {side.run.unconverged} "
+                    f"busiest second {side.admissions.busiest_second} mean "
+                    f"{side.admissions.mean_rate:.0f}/s refused {side.admissions.refused} "
+                    f"peak {side.run.peak_rss_kib / 1024:.0f} MiB cpu {side.run.cpu_seconds:.1f}s",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    for wait in options.waits:
+        print(json.dumps(report(options, wait, limited[wait], unlimited)), flush=True)
+    print(f"done in {time.monotonic() - began:.0f}s", file=sys.stderr)
+
+
+def _waits(text: str) -> tuple[float, ...]:
+    waits = tuple(float(part) for part in text.split(",") if part.strip())
+    if not waits or min(waits) < 0:
+        raise argparse.ArgumentTypeError("give waits in seconds like 1,10")
+    return waits
+
+
+def parse_options() -> Options:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--proxies", type=int, default=2000)
+    parser.add_argument(
+        "--rate", type=float, default=AdmissionSettings.rate, help="new streams a second"
+    )
+    parser.add_argument("--burst", type=int, default=AdmissionSettings.burst)
+    parser.add_argument(
+        "--waits",
+        type=_waits,
+        default=(AdmissionSettings.wait, 10.0),
+        help="longest waits for a turn to compare, seconds (default 1,10)",
+    )
+    parser.add_argument("--runs", type=int, default=2, help="storms per side")
+    parser.add_argument("--services", type=int, default=100)
+    parser.add_argument("--namespaces", type=int, default=10)
+    parser.add_argument("--endpoints", type=int, default=2, help="WorkloadEntries per service")
+    parser.add_argument("--streams-per-channel", type=int, default=100)
+    parser.add_argument("--timeout", type=float, default=60.0, help="longest storm, seconds")
+    parser.add_argument("--target", type=float, default=10.0, help="target seconds")
+    args = parser.parse_args()
+    if args.runs < 1 or args.proxies < 1 or args.rate <= 0 or args.burst < 1:
+        parser.error("--runs, --proxies and --burst must be at least 1 and --rate above 0")
+    return Options(
+        proxies=args.proxies,
+        rate=args.rate,
+        burst=args.burst,
+        waits=args.waits,
+        runs=args.runs,
+        services=args.services,
+        namespaces=args.namespaces,
+        endpoints=args.endpoints,
+        streams_per_channel=args.streams_per_channel,
+        timeout=args.timeout,
+        target=args.target,
+    )
+
+
+def main() -> None:
+    asyncio.run(run(parse_options()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,133 @@
+"""Who may use the admin API and ControlZ: clients on this host, and no other web page.
+
+Both change a running control plane, so by default (``PILOTHOUSE_ADMIN_ALLOW_REMOTE``
+false) a request is refused with 403 unless:
+
+- it comes from a loopback address (``127.0.0.0/8``, ``::1``), whatever address the
+  server listens on (the admin port often listens widely for probes and metrics);
+- its ``Host`` header names this host as a browser on it would: ``localhost``
+  (or ``*.localhost``) or an IP address. A web page whose own name an attacker points at
+  127.0.0.1 (DNS rebinding) sends its own name and is refused.
+
+Always, with or without ``allow_remote``, a request that changes something (any method
+but GET, HEAD and OPTIONS) and carries an ``Origin`` header must come from a page of this
+same server: a browser adds ``Origin`` to every cross-site POST, and a form or a
+``fetch(..., {mode: "no-cors"})`` from another site could otherwise make it. curl and
+other tools send no ``Origin`` and are not affected.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from aiohttp import web
+from aiohttp.typedefs import Middleware
+from yarl import URL
+
+from pilothouse.boundary.contain import ErrorRenderer
+
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+OPEN_HINT = "set PILOTHOUSE_ADMIN_ALLOW_REMOTE=true to allow it"
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def is_loopback(address: str | None) -> bool:
+    if not address:
+        return False
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped.is_loopback
+    return ip.is_loopback
+
+
+def is_local_name(host: str) -> bool:
+    """``localhost``, a name under ``.localhost``, or an IP address literal."""
+    name = host.strip("[]").rstrip(".").lower()
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        ipaddress.ip_address(name.split("%", 1)[0])
+    except ValueError:
+        return False
+    return True
+
+
+def _host_and_port(authority: str) -> tuple[str, int | None]:
+    try:
+        url = URL(f"http://{authority}")
+    except ValueError:
+        return "", None
+    return (url.host or "").lower(), url.explicit_port
+
+
+@dataclass(frozen=True, slots=True)
+class AccessPolicy:
+    """Loopback only unless ``allow_remote``; cross-site writes never."""
+
+    allow_remote: bool = False
+
+    def refusal(self, request: web.Request) -> str | None:
+        """Why ``request`` is refused, or None when it may go on."""
+        if not self.allow_remote:
+            if not is_loopback(request.remote):
+                return (
+                    f"{request.path} answers only clients on this host; "
+                    f"{request.remote or 'this client'} is not ({OPEN_HINT})"
+                )
+            host, _ = _host_and_port(request.host)
+            if not is_local_name(host):
+                return (
+                    f"Host {request.host!r} is not a name of this host; use 127.0.0.1 or "
+                    f"localhost (a guard against DNS rebinding; {OPEN_HINT})"
+                )
+        if request.method not in SAFE_METHODS:
+            origin = request.headers.get("Origin")
+            if origin is not None and not self._same_origin(origin, request):
+                return (
+                    f"cross-site request refused: Origin {origin!r} is not this server "
+                    f"({request.host})"
+                )
+        return None
+
+    @staticmethod
+    def _same_origin(origin: str, request: web.Request) -> bool:
+        if origin == "null":
+            return False
+        try:
+            url = URL(origin)
+        except ValueError:
+            return False
+        if url.host is None:
+            return False
+        host, port = _host_and_port(request.host)
+        own_port = port if port is not None else (443 if request.secure else 80)
+        return url.host.lower() == host and url.port == own_port
+
+    def guard(self, render: ErrorRenderer, handler: Handler) -> Handler:
+        """``handler`` behind this policy: a refused request gets ``render(403, why)``."""
+
+        async def guarded(request: web.Request) -> web.StreamResponse:
+            refused = self.refusal(request)
+            if refused is not None:
+                return render(403, refused)
+            return await handler(request)
+
+        return guarded
+
+    def middleware(self, render: ErrorRenderer) -> Middleware:
+        """The same check for every request of an application."""
+
+        @web.middleware
+        async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
+            refused = self.refusal(request)
+            if refused is not None:
+                return render(403, refused)
+            return await handler(request)
+
+        return check

@@ -1,0 +1,199 @@
+"""``/debug/*`` on the admin app: istiod's debug endpoints, loopback only by default.
+
+========================  ==========================================================
+path                      answer (JSON)
+========================  ==========================================================
+``/debug``                the list of these endpoints
+``/debug/syncz``          per proxy: type, versions, ``{cluster,listener,route,
+                          endpoint}_{sent,acked}`` and ``resources`` per type URL
+                          (``?namespace=`` filters); see :mod:`pilothouse.xds.server.syncz`
+``/debug/config_dump``    ``?proxyID=<pod.ns or node id>``: what pilothouse would send
+                          that proxy as Envoy's ``/config_dump`` (``types=cds,lds,...``
+                          picks parts; ``include_eds=true`` adds endpoints); 404 when the
+                          proxy is not connected to this replica
+``/debug/configz``        every config object (``?namespace=``, ``?kind=``)
+``/debug/registryz``      every service
+``/debug/endpointShardz`` endpoints by hostname, namespace and shard (also served as
+                          ``/debug/endpointz``, the name istiod used before)
+``/debug/adsz``           every stream: id, time, address, labels, metadata, locality,
+                          watches (``?push=true`` first queues a full push)
+``/debug/connections``    every stream: id, time, address
+``/debug/push_status``    the current PushContext's figures and the push counters
+``/debug/sources``        each config source's state, with its files' problems at
+                          ``file:line``
+``/debug/acked``          ``?proxyID=``: digests of what that proxy acknowledged, for
+                          the Inspector (:mod:`pilothouse.admin.acked`)
+========================  ==========================================================
+
+Every endpoint answers only a client on loopback unless ``PILOTHOUSE_DEBUG_ALLOW_REMOTE``
+is set (:mod:`pilothouse.boundary.debug_access`); anyone else gets 403 saying so. Any
+other ``/debug/...`` handler on the admin app should be wrapped in :func:`debug_only` to
+follow the same rule. Errors have the admin app's shape, ``{"error", "status"}``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Final
+
+from aiohttp import web
+
+from pilothouse.admin.acked import acked_routes
+from pilothouse.admin.app import REST
+from pilothouse.admin.debug_views import (
+    NamedSource,
+    adsz,
+    configz,
+    connectionz,
+    push_status,
+    registryz,
+    sources_view,
+)
+from pilothouse.boundary.contain import json_error
+from pilothouse.boundary.debug_access import debug_denial
+from pilothouse.push.request import PushRequest, TriggerReason
+from pilothouse.xds.server.config_dump import BadTypes, config_dump_json, dump_types, proxy_dump
+from pilothouse.xds.server.discovery import DiscoveryServer
+from pilothouse.xds.server.proxies import find_connection
+from pilothouse.xds.server.syncz import proxy_syncs, syncz_entry
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+ENDPOINTS: Final = (
+    ("/debug/syncz", "sync status of every proxy connected to this replica (?namespace=)"),
+    ("/debug/config_dump", "?proxyID=: what this replica would send that proxy"),
+    ("/debug/configz", "every config object (?namespace=, ?kind=)"),
+    ("/debug/registryz", "every service"),
+    ("/debug/endpointShardz", "endpoints by hostname, namespace and shard"),
+    ("/debug/endpointz", "the same (istiod's older name)"),
+    ("/debug/adsz", "every xDS stream and what it watches (?push=true: full push first)"),
+    ("/debug/connections", "every xDS stream"),
+    ("/debug/push_status", "the current PushContext and the push counters"),
+    ("/debug/sources", "each config source's state and problems"),
+    ("/debug/acked", "?proxyID=: digests of what that proxy acknowledged (the Inspector)"),
+)
+
+
+def debug_only(handler: Handler, *, allow_remote: bool) -> Handler:
+    """``handler``, answering 403 to any peer that is not on loopback unless
+    ``allow_remote``."""
+
+    async def guarded(request: web.Request) -> web.StreamResponse:
+        denial = debug_denial(request.remote, allow_remote=allow_remote)
+        if denial is not None:
+            return json_error(403, denial)
+        return await handler(request)
+
+    return guarded
+
+
+def _json(data: Any) -> web.Response:
+    """200 with ``data`` as indented JSON (these views are read by people too)."""
+    return web.Response(text=json.dumps(data, indent=2) + "\n", content_type="application/json")
+
+
+class DebugEndpoints:
+    """The handlers, over one discovery server and the config sources ``serve`` runs."""
+
+    def __init__(self, discovery: DiscoveryServer, sources: Sequence[NamedSource] = ()) -> None:
+        self._discovery = discovery
+        self._sources = tuple(sources)
+
+    def routes(self) -> list[web.RouteDef]:
+        allow = self._discovery.settings.debug_allow_remote
+        handlers: dict[str, Handler] = {
+            "/debug": self.index,
+            "/debug/": self.index,
+            "/debug/syncz": self.syncz,
+            "/debug/config_dump": self.config_dump,
+            "/debug/configz": self.configz,
+            "/debug/registryz": self.registryz,
+            "/debug/endpointShardz": self.endpoint_shardz,
+            "/debug/endpointz": self.endpoint_shardz,
+            "/debug/adsz": self.adsz,
+            "/debug/connections": self.connections,
+            "/debug/push_status": self.push_status,
+            "/debug/sources": self.sources,
+        }
+        for acked in acked_routes(self._discovery):
+            handlers[acked.path] = acked.handler
+        return [web.get(path, debug_only(h, allow_remote=allow)) for path, h in handlers.items()]
+
+    async def index(self, request: web.Request) -> web.Response:
+        return _json({"endpoints": [{"path": p, "about": a} for p, a in ENDPOINTS]})
+
+    async def syncz(self, request: web.Request) -> web.Response:
+        discovery = self._discovery
+        namespace = request.query.get("namespace", "")
+        syncs = proxy_syncs(discovery.connections.values(), discovery.identity.replica, namespace)
+        return _json([syncz_entry(sync) for sync in syncs])
+
+    async def config_dump(self, request: web.Request) -> web.Response:
+        discovery = self._discovery
+        proxy_id = request.query.get("proxyID", "")
+        if not proxy_id:
+            return json_error(400, "give the proxy: /debug/config_dump?proxyID=<pod.namespace>")
+        try:
+            types = dump_types(
+                request.query.get("types", ""),
+                include_eds=request.query.get("include_eds", "").lower() == "true",
+            )
+        except BadTypes as bad:
+            return json_error(400, str(bad))
+        connection = find_connection(discovery.connections, proxy_id)
+        if connection is None:
+            return json_error(
+                404,
+                f"proxy {proxy_id} is not connected to this pilothouse instance "
+                f"(replica {discovery.identity.replica})",
+            )
+        if not discovery.ready():
+            return json_error(503, "pilothouse is not ready: config has not synced yet")
+        dump = proxy_dump(connection.proxy, connection.session.wants, discovery, types)
+        return _json(config_dump_json(dump, request.app[REST].json.render))
+
+    async def configz(self, request: web.Request) -> web.Response:
+        store = self._discovery.store
+        configs = [found for key in store.keys() if (found := store.get(key)) is not None]
+        return _json(
+            configz(
+                configs,
+                namespace=request.query.get("namespace", ""),
+                kind=request.query.get("kind", ""),
+            )
+        )
+
+    async def registryz(self, request: web.Request) -> web.Response:
+        return _json(registryz(self._discovery.registry.services()))
+
+    async def endpoint_shardz(self, request: web.Request) -> web.Response:
+        return _json(self._discovery.endpoints.dump())
+
+    async def adsz(self, request: web.Request) -> web.Response:
+        discovery = self._discovery
+        if request.query.get("push", "").lower() == "true":
+            if not discovery.ready():
+                return json_error(503, "pilothouse is not ready: nothing to push yet")
+            discovery.request_push(
+                PushRequest.everything(TriggerReason.DEBUG, start=time.monotonic(), forced=True)
+            )
+        return _json(adsz(discovery.connections.values()))
+
+    async def connections(self, request: web.Request) -> web.Response:
+        return _json(connectionz(self._discovery.connections.values()))
+
+    async def push_status(self, request: web.Request) -> web.Response:
+        return _json(push_status(self._discovery))
+
+    async def sources(self, request: web.Request) -> web.Response:
+        return _json({"sources": sources_view(self._sources)})
+
+
+def debug_routes(
+    discovery: DiscoveryServer, sources: Sequence[NamedSource] = ()
+) -> list[web.RouteDef]:
+    """The routes to mount on the admin app (``build_admin_app(..., routes=...)``)."""
+    return DebugEndpoints(discovery, sources).routes()
+

@@ -1,0 +1,141 @@
+"""Maximum connection age against real ``pilothouse serve`` processes: a stream is ended
+about the age (gRPC's ±10 % jitter) plus the grace after it opened, its proxy reconnects,
+and proxies that all connected to one replica spread over a second one started later.
+
+Both tests shorten the age to seconds through the environment, as an operator would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import time
+from collections import Counter
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
+from pilothouse.loadtest.proxy import SimulatedProxy
+from pilothouse.xds.protocol.type_urls import CDS
+from tests.e2e.harness.serve_process import ServeProcess
+from tests.integration.test_xds_server import open_stream, request
+
+ROOT = Path(__file__).resolve().parents[2]
+AGE = 2.0
+GRACE = 0.5
+AGED = {
+    "PILOTHOUSE_XDS_MAX_CONNECTION_AGE": str(AGE),
+    "PILOTHOUSE_XDS_MAX_CONNECTION_AGE_GRACE": str(GRACE),
+    "PILOTHOUSE_DRAIN_SECONDS": "1",
+}
+PROXIES = 200
+NODE = "sidecar~10.0.0.1~app-1.bookinfo~bookinfo.svc.cluster.local"
+
+
+@pytest.fixture
+def mesh(tmp_path: Path) -> Path:
+    copied = tmp_path / "mesh"
+    shutil.copytree(ROOT / "examples", copied)
+    return copied
+
+
+@contextlib.asynccontextmanager
+async def serving(mesh: Path, log: Path) -> AsyncIterator[ServeProcess]:
+    """A ``pilothouse serve`` on ports 0 with the short connection age, ready."""
+    process = ServeProcess(
+        [mesh], xds_port=0, admin_port=0, log_path=log, log_level="warn,serve:info",
+        environment=AGED,
+    ).start()  # fmt: skip
+    try:
+        await process.wait_listening()
+        await process.wait_ready()
+        yield process
+    finally:
+        await process.stop()
+
+
+def address(process: ServeProcess) -> str:
+    return f"127.0.0.1:{process.xds_port}"
+
+
+def placed(fleet: ProxyFleet) -> Counter[str]:
+    """Every proxy by the server of its current stream, or of its last one while it is
+    between streams."""
+    return Counter(proxy.server for proxy in fleet.proxies)
+
+
+async def test_a_stream_ends_after_about_the_age_and_its_proxy_comes_back(
+    mesh: Path, tmp_path: Path
+) -> None:
+    async with serving(mesh, tmp_path / "serve.log") as server:
+        channel, call = await open_stream(server.xds_port)
+        try:
+            await call.write(request(CDS, NODE))
+            await asyncio.wait_for(call.read(), 10)
+            opened = time.monotonic()
+            with pytest.raises(grpc.aio.AioRpcError) as ended:
+                await asyncio.wait_for(call.read(), 3 * AGE + GRACE)
+            lasted = time.monotonic() - opened
+        finally:
+            await channel.close()
+        assert ended.value.code() is grpc.StatusCode.UNAVAILABLE
+        assert "max connection age" in (ended.value.details() or "")
+        # GOAWAY after the age less or more 10 % (gRPC's jitter) from when the connection
+        # opened, the stream cut when the grace has run out; the bounds allow 0.2 s from
+        # connecting to the first response and 0.5 s for a busy machine
+        assert 0.9 * AGE + GRACE - 0.2 <= lasted <= 1.1 * AGE + GRACE + 0.5, lasted
+
+        identity = fleet_identities(1, namespaces=("bookinfo",))[0]
+        async with SimulatedProxy(identity, target=address(server)) as proxy:  # Envoy's backoff
+            await proxy.wait_for(SimulatedProxy.settled, 10)
+            await proxy.wait_for(lambda p: p.streams_opened >= 3, 4 * (AGE + GRACE) + 2)
+            # every stream had delivered its config: each reconnect waited only the first step
+            assert proxy.retries and all(failures == 1 for failures, _ in proxy.retries)
+            assert all(error.startswith("UNAVAILABLE") for error in proxy.stream_errors)
+            await proxy.wait_for(lambda p: p.connected and p.settled(), 10)
+
+
+async def test_connection_age_spreads_proxies_over_a_replica_started_later(
+    mesh: Path, tmp_path: Path
+) -> None:
+    async with serving(mesh, tmp_path / "first.log") as first:
+        fleet = ProxyFleet(
+            [address(first)],
+            fleet_identities(PROXIES, namespaces=("bookinfo",)),
+            streams_per_channel=10,
+            seed=17,
+        )
+        try:
+            await fleet.start()
+            assert (await fleet.wait_converged(timeout=30)).converged
+            assert placed(fleet) == {address(first): PROXIES}
+
+            async with serving(mesh, tmp_path / "second.log") as second:
+                fleet.set_servers([address(first), address(second)])  # the Service's endpoints
+                opened = sum(proxy.streams_opened for proxy in fleet.proxies)
+                # three rounds of ageing: every proxy reconnects, each time to either
+                await asyncio.sleep(3 * (1.1 * AGE + GRACE + 0.5))
+                assert sum(p.streams_opened for p in fleet.proxies) - opened >= 2 * PROXIES
+                for _ in range(5):
+                    # each connect is a fair coin: 200 proxies put 100 ± 7 on each replica,
+                    # and a fair share is at least 30 % (over five deviations from even)
+                    after = placed(fleet)
+                    assert min(after[address(first)], after[address(second)]) >= 0.3 * PROXIES
+                    # the same among those connected at this instant (the rest are between
+                    # an aged-out stream and the next one's first response)
+                    connected = fleet.by_server()
+                    assert min(connected.values()) >= 0.3 * sum(connected.values()), connected
+                    assert set(connected) == {address(first), address(second)}, connected
+                    await asyncio.sleep(0.5)
+                report = await fleet.wait_converged(timeout=30)
+                assert report.converged
+                assert not any(
+                    proxy.counters(t).nacks for proxy in fleet.proxies for t in (CDS,)
+                )
+                assert first.running() and second.running()
+        finally:
+            await fleet.close()
