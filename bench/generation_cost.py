@@ -26,15 +26,16 @@ process, without gRPC:
 - 3. the same change again (the limit moves once more), and every proxy is
   regenerated, to show what scoping saves.
 
-µs per resource is generator time over resources returned. Cache hits are read from
-the ResourceCache's own counters (``cache.stats``) before and after each pass;
+µs per resource is generator time over resources returned. Cache hits are read from the
+ResourceCache's own counters (``cache.stats``) before and after each pass;
 ``resources_built`` counts the resources actually encoded in a pass (see
-bench/generation_builds.py), since LDS and RDS are memoised per PushContext but never
-put in the ResourceCache. The baseline, measured in the same run, serialises the very
-resources that were returned (each decoded back into its message once, untimed, then
-``SerializeToString(deterministic=True)``), weighted by how often each was returned;
-``ratio_to_baseline`` is baseline µs ÷ pilothouse µs per resource (1 = generating
-costs as much as serialising what is sent; above 1 = cheaper, thanks to caching).
+bench/generation_builds.py), since the cache's counters alone do not say it: LDS and RDS
+are found in their scope's memo before the ResourceCache is asked. The baseline,
+measured in the same run, serialises the very resources that were returned (each decoded
+back into its message once, untimed, then ``SerializeToString(deterministic=True)``),
+weighted by how often each was returned; ``ratio_to_baseline`` is baseline µs ÷
+pilothouse µs per resource (1 = generating costs as much as serialising what is sent;
+above 1 = cheaper, thanks to caching).
 
 ``--view namespace`` (the default) gives every namespace a default Sidecar (its own
 services and istio-system's); ``--view mesh`` has none, so each sidecar sees all

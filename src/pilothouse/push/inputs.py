@@ -16,6 +16,10 @@ place:
 - tuples, frozensets, :class:`InputKey` parts and dataclass fields (those that take part
   in comparison) are walked; anything else names nothing.
 
+An inputs value of many parts that the cache hashes often (a scope's hundreds of
+services) is hashed once and walked once: an :class:`InputKey` of parts, or a dataclass
+with named fields built on :class:`FrozenInputs`.
+
 Nothing writes a key or a dependency set by hand, so neither can forget an input.
 Dependencies only free memory early: correctness comes from the key, which holds every
 input.
@@ -24,8 +28,10 @@ input.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Hashable
+import operator
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.registry.endpoint_index import EndpointIndex
@@ -68,6 +74,65 @@ class InputKey:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({len(self.parts)} parts)"
+
+
+class FrozenInputs:
+    """Base of a frozen inputs dataclass of many parts: hashed once, its dependencies
+    walked once.
+
+    Subclass as ``@dataclass(frozen=True, slots=True, eq=False)``: equality and the hash
+    come from here and cover every field that takes part in comparison (fields with
+    ``compare=False`` may hold what is derived from the others, made on first use). Two
+    values are equal when they are of the same class and their compared fields are.
+    """
+
+    __slots__ = ("_depends", "_hash")
+
+    _hash: int
+    _depends: frozenset[ConfigKey] | None
+    _compared_getter: ClassVar[Callable[[Any], tuple[object, ...]]]
+    """Reads the compared fields of an instance (made once per class, on first use)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash(self.compared()))
+        object.__setattr__(self, "_depends", None)
+
+    def compared(self) -> tuple[object, ...]:
+        """The values of the fields that take part in comparison, in field order."""
+        kind = type(self)
+        try:
+            getter = kind.__dict__["_compared_getter"]
+        except KeyError:
+            names = tuple(f.name for f in dataclasses.fields(self) if f.compare)  # type: ignore[arg-type]
+            getter = kind._compared_getter = _reader(names)
+        return getter(self)  # type: ignore[no-any-return]
+
+    @property
+    def depends_on(self) -> frozenset[ConfigKey]:
+        """The config keys the compared fields name (see :func:`dependencies`)."""
+        found = self._depends
+        if found is None:
+            found = dependencies(self.compared())
+            object.__setattr__(self, "_depends", found)
+        return found
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if type(other) is not type(self):
+            return NotImplemented
+        assert isinstance(other, FrozenInputs)
+        return self._hash == other._hash and self.compared() == other.compared()
+
+
+def _reader(names: tuple[str, ...]) -> Callable[[Any], tuple[object, ...]]:
+    """A function giving the values of attributes ``names`` of its argument, as a tuple."""
+    if len(names) >= 2:
+        return operator.attrgetter(*names)
+    return lambda value: tuple(getattr(value, name) for name in names)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +213,7 @@ def _collect(value: object, found: set[ConfigKey], compared: dict[type, tuple[st
         found.add(value.source)
     elif isinstance(value, Config):
         found.add(value.key)
-    elif isinstance(value, InputKey):
+    elif isinstance(value, (InputKey, FrozenInputs)):
         found.update(value.depends_on)
     elif isinstance(value, (ConfigKey, ServiceKey)):  # subclasses, never seen in practice
         found.add(value if isinstance(value, ConfigKey) else value.config_key)

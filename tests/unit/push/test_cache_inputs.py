@@ -9,7 +9,13 @@ import pytest
 from pilothouse.api.istio.networking.v1alpha3 import destination_rule_pb2 as dr_pb2
 from pilothouse.config.model import Config, ConfigKey, Origin
 from pilothouse.push.cache import Resource, ResourceCache
-from pilothouse.push.inputs import ConfigRevision, EndpointsAt, InputKey, dependencies
+from pilothouse.push.inputs import (
+    ConfigRevision,
+    EndpointsAt,
+    FrozenInputs,
+    InputKey,
+    dependencies,
+)
 from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.registry.model import Endpoint, Location, Resolution, Service, ServiceKey
 
@@ -98,3 +104,47 @@ def test_the_cache_builds_once_per_distinct_inputs_and_evicts_by_what_they_name(
     assert len(built) == 2
     assert cache.invalidate([ConfigKey("DestinationRule", "shop", "web")]) == 2
     assert len(cache) == 0
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Named(FrozenInputs):
+    """Inputs of many parts with named fields, one derived on first use."""
+
+    service: Service
+    sidecar: ConfigKey | None
+    hosts: tuple[str, ...]
+    derived: list[str] = field(default_factory=list, compare=False)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Renamed(FrozenInputs):
+    """The same fields as :class:`Named`, under another name."""
+
+    service: Service
+    sidecar: ConfigKey | None
+    hosts: tuple[str, ...]
+
+
+def test_frozen_inputs_compare_and_hash_by_their_compared_fields() -> None:
+    sidecar = ConfigKey("Sidecar", "shop", "default")
+    one = Named(SERVICE, sidecar, ("a", "b"))
+    same = Named(SERVICE, sidecar, ("a", "b"), derived=["made later"])
+    assert one == same and hash(one) == hash(same)
+    assert {one: 1}[same] == 1
+    assert one != Named(SERVICE, None, ("a", "b"))
+    assert one != Named(SERVICE, sidecar, ("a",))
+    assert one != Renamed(SERVICE, sidecar, ("a", "b"))  # a different kind of inputs
+    with pytest.raises(AttributeError):
+        one.hosts = ()  # type: ignore[misc]
+
+
+def test_frozen_inputs_name_their_dependencies_once() -> None:
+    sidecar = ConfigKey("Sidecar", "shop", "default")
+    value = Named(SERVICE, sidecar, ("a",))
+    assert value.depends_on == {ENTRY, sidecar}
+    assert value.depends_on is value.depends_on  # walked once
+    assert dependencies((value, ConfigKey("Gateway", "a", "b"))) == {
+        ENTRY,
+        sidecar,
+        ConfigKey("Gateway", "a", "b"),
+    }

@@ -262,8 +262,10 @@ def test_label_key_names_only_the_source_label_selectors_a_proxy_meets() -> None
     server = _fresh(text)
     assert server.context is not None
     proxy = _proxy("shop")
-    assert label_key(server.context, proxy.labels) == ((("app", "web"),),)
-    assert label_key(_fresh(_mesh()).context or server.context, proxy.labels) == ()
+    selectors = server.context.virtual_services.source_selectors
+    assert label_key(selectors, proxy.labels) == ((("app", "web"),),)
+    plain = _fresh(_mesh()).context or server.context
+    assert label_key(plain.virtual_services.source_selectors, proxy.labels) == ()
 
 
 def test_hash_policy_inputs_see_only_consistent_hashing() -> None:
@@ -275,7 +277,7 @@ def test_hash_policy_inputs_see_only_consistent_hashing() -> None:
         assert server.context is not None
         scope = server.context.scope(_proxy("shop"))
         service = scope.by_hostname["web.shop.svc.cluster.local"]
-        return hash_policy_inputs(server.context, scope.destination_rule(service))
+        return hash_policy_inputs(scope.destination_rule(service))
 
     assert inputs(plain) is None
     assert inputs(pooled) is None

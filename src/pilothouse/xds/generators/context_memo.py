@@ -10,11 +10,9 @@ What is derived from one proxy scope lives in the scope's memo instead
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pilothouse.api.istio.networking.v1alpha3 import virtual_service_pb2 as vs_pb2
 from pilothouse.config.model import Config
 from pilothouse.push.cache import Resource
 from pilothouse.push.context import PushContext
@@ -55,7 +53,7 @@ class ContextMemo:
     """gRPC listeners by scope, name, inline routes and the proxy's labels."""
     grpc_routes: dict[tuple[ScopeKey, str, Labels], Resource | None] = field(default_factory=dict)
     hash_policy_inputs: dict[Config, bytes | None] = field(default_factory=dict)
-    delegates: Callable[[str, str], vs_pb2.VirtualService | None] | None = None
+    """``routing.hash_policy_inputs`` of each DestinationRule read (scope_inputs.py)."""
 
 
 def context_memo(context: PushContext) -> ContextMemo:

@@ -52,12 +52,8 @@ from pilothouse.xds.generators.base import GenerationInput, Resources
 from pilothouse.xds.generators.cds import encode
 from pilothouse.xds.generators.context_memo import context_memo
 from pilothouse.xds.generators.grpc_targets import GrpcTarget, resolve_target
-from pilothouse.xds.generators.routing import (
-    delegates,
-    hash_policies,
-    resolver_for,
-    visible_routes,
-)
+from pilothouse.xds.generators.routing import resolver_for
+from pilothouse.xds.generators.scope_inputs import scope_inputs
 from pilothouse.xds.protocol.type_urls import RDS
 
 GRPC_CHANNEL_ID: Final = "io.grpc.channel_id"
@@ -103,14 +99,15 @@ def grpc_route_configuration(
     given: GenerationInput, target: GrpcTarget
 ) -> route_pb2.RouteConfiguration:
     """The route configuration named ``target.name``, for one service port."""
-    scope, context = given.scope, given.context
+    inputs = scope_inputs(given.context, given.scope)
     host, port = target.service.hostname, target.port.number
-    suffix = context.mesh.domain_suffix
     routes = _virtual_service_routes(given, host, port)
     if not routes:
         cluster = outbound_cluster_name(host, port)
-        routes = [build_default_route(cluster, hash_policy=hash_policies(context, scope)(cluster))]
-    sidecar_domains = virtual_host_domains(host, port, given.proxy.namespace, domain_suffix=suffix)
+        routes = [build_default_route(cluster, hash_policy=inputs.hash_policies(cluster))]
+    sidecar_domains = virtual_host_domains(
+        host, port, given.proxy.namespace, domain_suffix=inputs.domain_suffix
+    )
     domains = dict.fromkeys([target.name, *sidecar_domains])
     virtual_host = build_virtual_host(
         f"{host}:{port}", list(domains), [grpc_route(route) for route in routes]
@@ -119,22 +116,22 @@ def grpc_route_configuration(
 
 
 def _virtual_service_routes(given: GenerationInput, host: str, port: int) -> list[Any]:
-    scope, context = given.scope, given.context
-    for entry in visible_routes(context, scope):
+    inputs = scope_inputs(given.context, given.scope)
+    for entry, _ in inputs.routes:
         if not entry.for_mesh or not any(host_matches(h, host) for h in entry.hosts):
             continue
         routes = build_http_routes(
             entry.config.spec,  # type: ignore[arg-type]
             entry.config.namespace,
-            resolver_for(context, scope, port),
+            resolver_for(inputs.ports_by_host, port),
             port=port,
             gateway=None,
             vs_name=entry.config.name,
             proxy_labels=given.proxy.labels,
             proxy_namespace=given.proxy.namespace,
-            hash_policy_for=hash_policies(context, scope),
-            lookup_delegate=delegates(context),
-            domain_suffix=context.mesh.domain_suffix,
+            hash_policy_for=inputs.hash_policies,
+            lookup_delegate=inputs.delegate_lookup,
+            domain_suffix=inputs.domain_suffix,
         )
         if routes:
             return routes

@@ -22,9 +22,12 @@ Sidecar proxies:
   proxy, not bound), forwarding to ``inbound|<port>||`` (see CDS).
 
 Only the inbound listeners hold the proxy's address. Everything else is shared by the
-proxies of a scope and cached under the scope's inputs (scope_inputs.py), so it
-survives pushes that leave them alone; inbound listeners are encoded once per port and
-address length and patched with each proxy's address (:class:`AddressTemplate`).
+proxies of a scope: :func:`build_listeners` builds it from a :class:`ListenerInputs`
+value and nothing else (the scope's inputs, see scope_inputs.py, whether the proxy
+captures traffic, and its transport), and the ResourceCache keeps it under that value,
+so it survives pushes that leave the inputs alone. Inbound listeners are encoded once
+per port and address length and patched with each proxy's address
+(:class:`AddressTemplate`).
 """
 
 from __future__ import annotations
@@ -112,21 +115,8 @@ class ListenerGenerator:
     def _outbound(self, given: GenerationInput, capturing: bool) -> ScopeListeners:
         """The scope's listeners, from the cache when the scope's inputs were seen before."""
         inputs = ListenerInputs(scope_inputs(given.context, given.scope), capturing, given.rest)
-        group = given.cache.group(inputs, lambda _: self._build_outbound(given))
+        group = given.cache.group(inputs, build_listeners)
         return ScopeListeners({r.name: r for r in group.resources}, group.notes)
-
-    def _build_outbound(self, given: GenerationInput) -> ResourceGroup:
-        """The scope's listeners (reading exactly what :class:`ListenerInputs` holds)."""
-        listeners = router_listeners(given) if given.proxy.is_router else outbound_listeners(given)
-        if given.rest is not None:
-            for listener in listeners:
-                _rds_over_rest(listener, given.rest)
-        taken = frozenset(
-            (listener.address.socket_address.address, listener.address.socket_address.port_value)
-            for listener in listeners
-        )
-        resources = {listener.name: encode(listener, listener.name) for listener in listeners}
-        return ResourceGroup(tuple(resources.values()), taken)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +127,21 @@ class ListenerInputs:
     scope: ScopeInputs
     capturing: bool
     rest: RestPolling | None
+
+
+def build_listeners(inputs: ListenerInputs) -> ResourceGroup:
+    """The scope's listeners, encoded, noting the (address, port) each takes."""
+    scope = inputs.scope
+    listeners = router_listeners(scope) if scope.router else outbound_listeners(inputs)
+    if inputs.rest is not None:
+        for listener in listeners:
+            _rds_over_rest(listener, inputs.rest)
+    taken = frozenset(
+        (listener.address.socket_address.address, listener.address.socket_address.port_value)
+        for listener in listeners
+    )
+    resources = {listener.name: encode(listener, listener.name) for listener in listeners}
+    return ResourceGroup(tuple(resources.values()), taken)
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,15 +246,14 @@ def _rds_over_rest(listener: Any, polling: RestPolling) -> None:
                 network_filter.typed_config.Pack(manager)
 
 
-def router_listeners(given: GenerationInput) -> list[Any]:
-    scope, context = given.scope, given.context
+def router_listeners(scope: ScopeInputs) -> list[Any]:
+    """A gateway scope's listeners: one per Gateway server address and port."""
     servers = []
-    for gateway in scope.gateways:
+    for gateway, bound in scope.gateways:
         gateway_name = f"{gateway.namespace}/{gateway.name}"
-        bound = context.virtual_services.for_gateway(gateway.key)
         for server in gateway.spec.servers:  # type: ignore[attr-defined]
             port = int(server.port.number)
-            resolver = resolver_for(context, scope, port)
+            resolver = resolver_for(scope.ports_by_host, port)
             tcp: tuple[WeightedCluster, ...] = ()
             tls: list[SniRoute] = []
             for entry in bound:
@@ -294,7 +298,7 @@ def router_listeners(given: GenerationInput) -> list[Any]:
     for skipped in plan.skipped:
         log.warning(
             "gateway server not served",
-            extra={"proxy": given.proxy.id, "reason": str(skipped)},
+            extra={"namespace": scope.namespace, "reason": str(skipped)},
         )
     return list(plan.listeners)
 
@@ -312,34 +316,29 @@ def _applies(matches: Any, port: int, gateway: str, config: Config) -> bool:
     return False
 
 
-def outbound_listeners(given: GenerationInput) -> list[Any]:
+def outbound_listeners(inputs: ListenerInputs) -> list[Any]:
     """A sidecar scope's outbound listeners: its Sidecar's egress ports, or every port seen."""
-    scope, context, proxy = given.scope, given.context, given.proxy
-    sidecar = None
-    if scope.key.sidecar is not None:
-        sidecar = context.sidecars.by_key.get(scope.key.sidecar)
-    spec: Any = sidecar.spec if sidecar is not None else None
+    scope = inputs.scope
+    spec: Any = scope.sidecar.spec if scope.sidecar is not None else None
     listeners: list[Any] = []
     egress = [e for e in spec.egress if e.port.number] if spec is not None else []
     if egress:
         for entry in egress:
-            built = _egress_listener(given, entry)
+            built = _egress_listener(scope, entry)
             if built is not None:
                 listeners.append(built)
     else:
-        listeners.extend(_default_outbound(given))
-        interception = (proxy.metadata or {}).get("INTERCEPTION_MODE", "")
-        if interception in CAPTURING:
+        listeners.extend(_default_outbound(scope))
+        if inputs.capturing:
             listeners.append(
                 build_virtual_outbound_listener(
-                    port=context.mesh.proxy_listen_port,
-                    allow_any=context.mesh.outbound_traffic_policy.value == "ALLOW_ANY",
+                    port=scope.proxy_listen_port, allow_any=scope.allow_any
                 )
             )
     return listeners
 
 
-def _egress_listener(given: GenerationInput, entry: Any) -> Any:
+def _egress_listener(scope: ScopeInputs, entry: Any) -> Any:
     port = int(entry.port.number)
     protocol = (entry.port.protocol or "TCP").upper()
     address = entry.bind or WILDCARD
@@ -351,13 +350,13 @@ def _egress_listener(given: GenerationInput, entry: Any) -> Any:
     hosts = [h.partition("/")[2] for h in entry.hosts]
     services = [
         s
-        for host, s in sorted(given.scope.by_hostname.items())
+        for host, s in sorted(scope.by_hostname.items())
         if s.port_by_number(port) is not None and any(host_matches(p, host) for p in hosts)
     ]
     if len(services) != 1:
         log.warning(
             "TCP egress listener needs exactly one service",
-            extra={"proxy": given.proxy.id, "port": port, "services": len(services)},
+            extra={"namespace": scope.namespace, "port": port, "services": len(services)},
         )
         return None
     cluster = outbound_cluster_name(services[0].hostname, port)
@@ -370,9 +369,9 @@ def _egress_listener(given: GenerationInput, entry: Any) -> Any:
     )
 
 
-def _default_outbound(given: GenerationInput) -> list[Any]:
+def _default_outbound(scope: ScopeInputs) -> list[Any]:
     by_port: dict[int, list[tuple[str, str]]] = {}
-    for host, service in sorted(given.scope.by_hostname.items()):
+    for host, service in sorted(scope.by_hostname.items()):
         for service_port in service.ports:
             if service_port.protocol:
                 by_port.setdefault(service_port.number, []).append(

@@ -13,21 +13,25 @@ admits (``ns/host`` rules), each host with and without the port; a 404 virtual h
 when nothing is bound. Servers with ``httpsRedirect`` require TLS on every host.
 
 Route configurations are shared by the proxies of a scope whose labels meet the same
-``sourceLabels`` selectors, and cached under the scope's inputs (scope_inputs.py): a
-push that changes none of them rebuilds no route.
+``sourceLabels`` selectors. :func:`build_route` builds one from a :class:`RouteInputs`
+value and nothing else: the scope's inputs (scope_inputs.py), the configuration's name
+and those selectors (the labels matched against are derived from them, see
+``routing.labels_meeting``; the proxy's namespace is the scope's). The ResourceCache
+keeps it under that value: a push that changes none of them rebuilds no route.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from envoy.config.route.v3 import route_components_pb2 as rc_pb2  # type: ignore[import-untyped]
 
-from pilothouse.config.mesh import OutboundPolicy
-from pilothouse.config.model import Config
+from pilothouse.config.model import Config, ConfigKey
 from pilothouse.push.cache import Resource
 from pilothouse.push.hostnames import host_matches
+from pilothouse.push.indexes import RouteEntry
 from pilothouse.xds.builders.http_connection_manager import is_http
 from pilothouse.xds.builders.listener_gateway import gateway_route_name
 from pilothouse.xds.builders.names import outbound_cluster_name
@@ -41,14 +45,13 @@ from pilothouse.xds.builders.route_virtual_host import (
 from pilothouse.xds.generators.base import GenerationInput, Resources
 from pilothouse.xds.generators.cds import encode
 from pilothouse.xds.generators.routing import (
-    delegates,
-    hash_policies,
+    LabelKey,
     label_key,
+    labels_meeting,
     resolver_for,
-    visible_routes,
 )
 from pilothouse.xds.generators.scope_inputs import ScopeInputs, scope_inputs
-from pilothouse.xds.generators.scope_memo import LabelKey, scope_memo
+from pilothouse.xds.generators.scope_memo import scope_memo
 from pilothouse.xds.protocol.type_urls import RDS
 
 
@@ -56,52 +59,46 @@ class RouteGenerator:
     type_url = RDS
 
     def generate(self, given: GenerationInput) -> Resources:
-        names = given.names if given.names is not None else frozenset(self._all_names(given))
+        scope = scope_inputs(given.context, given.scope)
+        names = given.names if given.names is not None else frozenset(route_names(scope))
         # routes may depend on the proxy's labels (sourceLabels matches)
-        labels = label_key(given.context, given.proxy.labels)
+        selectors = given.context.virtual_services.source_selectors
+        labels = label_key(selectors, given.proxy.labels)
         known = scope_memo(given.scope).routes
         out: dict[str, Resource] = {}
         for name in names:
             try:
                 resource = known[name, labels]
             except KeyError:
-                resource = known[name, labels] = self._one(given, name, labels)
+                resource = known[name, labels] = self._one(given, RouteInputs(scope, name, labels))
             if resource is not None:
                 out[name] = resource
         return out
 
-    def _one(self, given: GenerationInput, name: str, labels: LabelKey) -> Resource | None:
-        """The route configuration from the cache when the scope's inputs were seen before."""
-        inputs = RouteInputs(scope_inputs(given.context, given.scope), name, labels)
+    @staticmethod
+    def _one(given: GenerationInput, inputs: RouteInputs) -> Resource | None:
+        """The route configuration from the cache when its inputs were seen before."""
         found = given.cache.get(inputs)
         if found is not None:
             return found
-        if name.isdigit():
-            config = sidecar_route_config(given, int(name))
-        else:
-            config = gateway_route_config(given, name)
-        if config is None:
-            return None
-        resource = encode(config, name)
-        given.cache.put(inputs, resource)
+        resource = build_route(inputs)
+        if resource is not None:
+            given.cache.put(inputs, resource)
         return resource
 
-    @staticmethod
-    def _all_names(given: GenerationInput) -> list[str]:
-        if given.proxy.is_router:
-            return [
-                route
-                for gateway in given.scope.gateways
-                for server in gateway.spec.servers  # type: ignore[attr-defined]
-                if (route := gateway_route_name(server, gateway.name, gateway.namespace))
-            ]
-        ports = {
-            p.number
-            for s in given.scope.by_hostname.values()
-            for p in s.ports
-            if is_http(p.protocol or "TCP")
-        }
-        return [str(p) for p in sorted(ports)]
+
+def route_names(scope: ScopeInputs) -> list[str]:
+    """What a wildcard RDS watch gets: the route configuration of each Gateway server (a
+    gateway scope), else of each HTTP port of the services."""
+    if scope.router:
+        return [
+            route
+            for gateway, _ in scope.gateways
+            for server in gateway.spec.servers  # type: ignore[attr-defined]
+            if (route := gateway_route_name(server, gateway.name, gateway.namespace))
+        ]
+    ports = {p.number for s, _ in scope.services for p in s.ports if is_http(p.protocol or "TCP")}
+    return [str(p) for p in sorted(ports)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,25 +111,38 @@ class RouteInputs:
     labels: LabelKey
 
 
-def sidecar_route_config(given: GenerationInput, port: int) -> Any:
-    scope, context = given.scope, given.context
-    resolver = resolver_for(context, scope, port)
-    hashing = hash_policies(context, scope)
-    lookup = delegates(context)
-    namespace = given.proxy.namespace
+def build_route(inputs: RouteInputs) -> Resource | None:
+    """The route configuration ``inputs`` name, encoded (None: the name means nothing)."""
+    build = sidecar_route_config if inputs.name.isdigit() else gateway_route_config
+    config = build(inputs)
+    return None if config is None else encode(config, inputs.name)
+
+
+def sidecar_route_config(inputs: RouteInputs) -> Any:
+    """Route configuration ``<port>``: virtual hosts for the VirtualServices and the
+    services on the port, then the catch-all."""
+    scope = inputs.scope
+    port = int(inputs.name)
+    suffix = scope.domain_suffix
+    resolver = resolver_for(scope.ports_by_host, port)
+    hashing = scope.hash_policies
+    lookup = scope.delegate_lookup
+    labels = labels_meeting(inputs.labels)
+    namespace = scope.namespace
+    by_hostname = scope.by_hostname
     on_port = {
         host: service
-        for host, service in scope.by_hostname.items()
+        for host, service in by_hostname.items()
         if (service_port := service.port_by_number(port)) is not None
         and is_http(service_port.protocol or "TCP")
     }
     used: set[str] = set()
     covered: set[str] = set()
     virtual_hosts = []
-    for entry in visible_routes(context, scope):
+    for entry, _ in scope.routes:
         if not entry.for_mesh:
             continue
-        hosts = [h for h in entry.hosts if h in on_port or _external(h, scope.by_hostname)]
+        hosts = [h for h in entry.hosts if h in on_port or _external(h, by_hostname)]
         # A concrete host matches only itself (taken above): only wildcards add services.
         wildcards = [h for h in entry.hosts if h == "*" or h.startswith("*.")]
         if wildcards:
@@ -149,20 +159,18 @@ def sidecar_route_config(given: GenerationInput, port: int) -> Any:
             port=port,
             gateway=None,
             vs_name=entry.config.name,
-            proxy_labels=given.proxy.labels,
+            proxy_labels=labels,
             proxy_namespace=namespace,
             hash_policy_for=hashing,
             lookup_delegate=lookup,
-            domain_suffix=context.mesh.domain_suffix,
+            domain_suffix=suffix,
         )
         if not routes:
             continue
         domains: list[str] = []
         for host in hosts:
             if host in on_port:
-                candidates = virtual_host_domains(
-                    host, port, namespace, domain_suffix=context.mesh.domain_suffix
-                )
+                candidates = virtual_host_domains(host, port, namespace, domain_suffix=suffix)
             else:
                 candidates = [host, f"{host}:{port}"]
             domains.extend(_claim(candidates, used))
@@ -174,7 +182,7 @@ def sidecar_route_config(given: GenerationInput, port: int) -> Any:
         if host in covered:
             continue
         domains = _claim(
-            virtual_host_domains(host, port, namespace, domain_suffix=context.mesh.domain_suffix),
+            virtual_host_domains(host, port, namespace, domain_suffix=suffix),
             used,
         )
         if not domains:
@@ -182,34 +190,32 @@ def sidecar_route_config(given: GenerationInput, port: int) -> Any:
         cluster = outbound_cluster_name(host, port)
         route = build_default_route(cluster, hash_policy=hashing(cluster))
         virtual_hosts.append(build_virtual_host(f"{host}:{port}", domains, [route]))
-    allow_any = context.mesh.outbound_traffic_policy is OutboundPolicy.ALLOW_ANY
-    virtual_hosts.append(build_catch_all_virtual_host(allow_any=allow_any))
+    virtual_hosts.append(build_catch_all_virtual_host(allow_any=scope.allow_any))
     return build_route_configuration(str(port), virtual_hosts)
 
 
-def gateway_route_config(given: GenerationInput, name: str) -> Any:
-    scope, context = given.scope, given.context
-    servers: list[tuple[Config, Any]] = [
-        (gateway, server)
-        for gateway in scope.gateways
+def gateway_route_config(inputs: RouteInputs) -> Any:
+    """Route configuration ``inputs.name`` of a gateway scope's servers (None: no server
+    names it)."""
+    scope, name = inputs.scope, inputs.name
+    servers: list[tuple[Config, tuple[RouteEntry, ...], Any]] = [
+        (gateway, bound, server)
+        for gateway, bound in scope.gateways
         for server in gateway.spec.servers  # type: ignore[attr-defined]
         if gateway_route_name(server, gateway.name, gateway.namespace) == name
     ]
     if not servers:
         return None
-    port = int(servers[0][1].port.number)
-    resolver = resolver_for(context, scope, port)
-    hashing = hash_policies(context, scope)
-    lookup = delegates(context)
-    redirect = any(server.tls.https_redirect for _, server in servers)
+    port = int(servers[0][2].port.number)
+    resolver = resolver_for(scope.ports_by_host, port)
+    hashing = scope.hash_policies
+    lookup = scope.delegate_lookup
+    redirect = any(server.tls.https_redirect for _, _, server in servers)
     used: set[str] = set()
     virtual_hosts = []
-    for gateway, server in servers:
+    for gateway, bound, server in servers:
         gateway_name = f"{gateway.namespace}/{gateway.name}"
-        bound = sorted(
-            context.virtual_services.for_gateway(gateway.key), key=lambda e: e.config.key
-        )
-        for entry in bound:
+        for entry in sorted(bound, key=_config_key):
             hosts = [
                 h
                 for h in entry.hosts
@@ -226,7 +232,7 @@ def gateway_route_config(given: GenerationInput, name: str) -> Any:
                 vs_name=entry.config.name,
                 hash_policy_for=hashing,
                 lookup_delegate=lookup,
-                domain_suffix=context.mesh.domain_suffix,
+                domain_suffix=scope.domain_suffix,
             )
             if not routes:
                 continue
@@ -247,13 +253,17 @@ def gateway_route_config(given: GenerationInput, name: str) -> Any:
     return build_route_configuration(name, virtual_hosts)
 
 
+def _config_key(entry: RouteEntry) -> ConfigKey:
+    return entry.config.key
+
+
 def _claim(candidates: list[str], used: set[str]) -> list[str]:
     fresh = [d for d in dict.fromkeys(candidates) if d not in used]
     used.update(fresh)
     return fresh
 
 
-def _external(host: str, known: dict[str, Any] | Any) -> bool:
+def _external(host: str, known: Mapping[str, Any]) -> bool:
     """A concrete VirtualService host that is not a service (an external name)."""
     return not host.startswith("*") and host not in known
 

@@ -1,12 +1,21 @@
-"""What the route and listener generators share: destinations, hash policies, delegates.
+"""What the route and listener builders derive from their inputs: destinations, hash
+policies, delegates, and the proxy labels routes match.
 
-Everything here is computed per scope (and memoised in the PushContext), so the
-thousand proxies of one scope resolve their destinations once.
+Each function here reads only the values it is given, which are fields of a scope's
+inputs (:class:`~pilothouse.xds.generators.scope_inputs.ScopeInputs`) or of a route
+configuration's (``RouteInputs``): never a PushContext, a proxy scope or a proxy. Two
+of them come in pairs, one half making a part of the inputs, the other reading it back:
+
+- :func:`hash_policy_inputs` keeps of a DestinationRule only what hash policies read
+  (its load balancers, serialised); :func:`hash_policy_lookup` derives the route hash
+  policy of each cluster from those bytes alone;
+- :func:`label_key` keeps of a proxy's labels only the ``sourceLabels`` selectors they
+  meet; :func:`labels_meeting` gives labels that meet exactly those selectors.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from envoy.config.route.v3 import route_components_pb2 as rc_pb2  # type: ignore[import-untyped]
@@ -14,76 +23,24 @@ from envoy.config.route.v3 import route_components_pb2 as rc_pb2  # type: ignore
 from pilothouse.api.istio.networking.v1alpha3 import destination_rule_pb2 as dr_pb2
 from pilothouse.api.istio.networking.v1alpha3 import virtual_service_pb2 as vs_pb2
 from pilothouse.config.model import Config, ConfigKey
-from pilothouse.push.context import PushContext
-from pilothouse.push.indexes import RouteEntry
-from pilothouse.push.scope import ProxyScope
-from pilothouse.registry.model import Labels
 from pilothouse.xds.builders.load_balancer import hash_policy
 from pilothouse.xds.builders.names import parse_cluster_name
+from pilothouse.xds.builders.route_action import HashPolicyLookup
+from pilothouse.xds.builders.route_delegate import DelegateLookup
 from pilothouse.xds.builders.route_destination import DestinationResolver, service_resolver
 from pilothouse.xds.builders.traffic_policy import effective_policy
-from pilothouse.xds.generators.context_memo import context_memo
-from pilothouse.xds.generators.scope_memo import predecessor_memo, scope_memo
+
+LabelKey = tuple[tuple[tuple[str, str], ...], ...]
+"""The ``sourceLabels`` selectors a proxy meets (see :func:`label_key`)."""
 
 
-def ports_by_host(context: PushContext, scope: ProxyScope) -> Mapping[str, Sequence[int]]:
-    """``{hostname: [port numbers]}`` of every service the scope sees."""
-    memo = scope_memo(scope)
-    found = memo.ports_by_host
-    if found is None:
-        found = memo.ports_by_host = {
-            host: tuple(p.number for p in service.ports)
-            for host, service in scope.by_hostname.items()
-        }
-    return found
+def resolver_for(ports_by_host: Mapping[str, Sequence[int]], port: int) -> DestinationResolver:
+    """Destinations of routes built for ``port``, among the services' ports."""
+    return service_resolver(ports_by_host, current_port=port)
 
 
-def resolver_for(context: PushContext, scope: ProxyScope, port: int) -> DestinationResolver:
-    return service_resolver(ports_by_host(context, scope), current_port=port)
-
-
-def hash_policies(context: PushContext, scope: ProxyScope) -> Any:
-    """``cluster name → route hash policy`` from the DestinationRule's consistent hash.
-
-    One lookup per scope, remembering each cluster's answer: every route
-    configuration of the scope asks about the same clusters.
-    """
-    memo = scope_memo(scope)
-    found = memo.hash_policies
-    if found is None:
-        found = memo.hash_policies = _hash_policy_lookup(scope)
-    return found
-
-
-def _hash_policy_lookup(scope: ProxyScope) -> Callable[[str], Sequence[Any]]:
-    answers: dict[str, Sequence[rc_pb2.RouteAction.HashPolicy]] = {}
-
-    def compute(cluster: str) -> Sequence[rc_pb2.RouteAction.HashPolicy]:
-        parsed = parse_cluster_name(cluster)
-        if parsed is None:
-            return ()
-        service = scope.service(parsed.host)
-        if service is None:
-            return ()
-        rule = scope.destination_rule(service)
-        if rule is None:
-            return ()
-        policy = effective_policy(rule.spec, parsed.port, parsed.subset or None)  # type: ignore[arg-type]
-        if not policy.load_balancer.HasField("consistent_hash"):
-            return ()
-        return tuple(hash_policy(policy.load_balancer.consistent_hash))
-
-    def lookup(cluster: str) -> Sequence[rc_pb2.RouteAction.HashPolicy]:
-        answer = answers.get(cluster)
-        if answer is None:
-            answer = answers[cluster] = compute(cluster)
-        return answer
-
-    return lookup
-
-
-def hash_policy_inputs(context: PushContext, rule: Config | None) -> bytes | None:
-    """What :func:`hash_policies` can read of a DestinationRule: its load balancer settings.
+def hash_policy_inputs(rule: Config | None) -> bytes | None:
+    """What :func:`hash_policy_lookup` reads of a DestinationRule: its load balancers.
 
     The rule with every other component left out, keeping where each load balancer
     sits (top level, subset, port-level entries, which replace the load balancer even
@@ -93,15 +50,6 @@ def hash_policy_inputs(context: PushContext, rule: Config | None) -> bytes | Non
     """
     if rule is None:
         return None
-    known = context_memo(context).hash_policy_inputs
-    try:
-        return known[rule]
-    except KeyError:
-        found = known[rule] = _balancers_only(rule)
-        return found
-
-
-def _balancers_only(rule: Config) -> bytes | None:
     spec: Any = rule.spec
     if not _hashes(spec.traffic_policy) and not any(
         _hashes(s.traffic_policy) for s in spec.subsets
@@ -136,67 +84,78 @@ def _copy_balancers(target: dr_pb2.TrafficPolicy, source: dr_pb2.TrafficPolicy) 
             kept.load_balancer.CopyFrom(entry.load_balancer)
 
 
-def delegates(context: PushContext) -> Any:
-    """``(name, namespace) → VirtualService spec`` for delegate lookups (one per context)."""
-    memo = context_memo(context)
-    found = memo.delegates
-    if found is None:
-        found = memo.delegates = _delegate_lookup(context.virtual_services.by_key)
-    return found
+def hash_policy_lookup(balancers: Mapping[str, bytes]) -> HashPolicyLookup:
+    """``cluster name → route hash policies``, from each hostname's
+    :func:`hash_policy_inputs` (hosts with none are left out: they hash nothing).
 
+    The merged load balancer of a cluster (:func:`effective_policy`) is the same under
+    those bytes, read back as a DestinationRule, as under the whole rule. Each cluster's
+    answer is remembered: every route configuration of a scope asks about the same ones.
+    """
+    answers: dict[str, Sequence[rc_pb2.RouteAction.HashPolicy]] = {}
+    rules: dict[bytes, dr_pb2.DestinationRule] = {}
 
-def _delegate_lookup(
-    by_key: Mapping[ConfigKey, RouteEntry],
-) -> Callable[[str, str], vs_pb2.VirtualService | None]:
-    def lookup(name: str, namespace: str) -> vs_pb2.VirtualService | None:
-        entry = by_key.get(ConfigKey("VirtualService", namespace, name))
-        return None if entry is None else entry.config.spec  # type: ignore[return-value]
+    def compute(cluster: str) -> Sequence[rc_pb2.RouteAction.HashPolicy]:
+        parsed = parse_cluster_name(cluster)
+        if parsed is None:
+            return ()
+        held = balancers.get(parsed.host)
+        if held is None:
+            return ()
+        rule = rules.get(held)
+        if rule is None:
+            rule = rules[held] = dr_pb2.DestinationRule.FromString(held)
+        policy = effective_policy(rule, parsed.port, parsed.subset or None)
+        if not policy.load_balancer.HasField("consistent_hash"):
+            return ()
+        return tuple(hash_policy(policy.load_balancer.consistent_hash))
+
+    def lookup(cluster: str) -> Sequence[rc_pb2.RouteAction.HashPolicy]:
+        answer = answers.get(cluster)
+        if answer is None:
+            answer = answers[cluster] = compute(cluster)
+        return answer
 
     return lookup
 
 
-def label_key(context: PushContext, labels: Labels) -> tuple[tuple[tuple[str, str], ...], ...]:
-    """What routes can read of a proxy's labels: the ``sourceLabels`` selectors they meet.
+def delegate_lookup(delegates: Sequence[tuple[ConfigKey, Config | None]]) -> DelegateLookup:
+    """``(name, namespace) → VirtualService spec`` among ``delegates`` (None: not there).
+
+    The delegates of a scope's inputs are every VirtualService its routes delegate to
+    (one level, as delegation goes), so a lookup never needs any other.
+    """
+    by_key = {key: config for key, config in delegates if config is not None}
+
+    def lookup(name: str, namespace: str) -> vs_pb2.VirtualService | None:
+        config = by_key.get(ConfigKey("VirtualService", namespace, name))
+        return None if config is None else config.spec  # type: ignore[return-value]
+
+    return lookup
+
+
+def label_key(
+    selectors: Sequence[tuple[tuple[str, str], ...]], labels: Mapping[str, str]
+) -> LabelKey:
+    """What routes can read of a proxy's labels: the ``sourceLabels`` ``selectors`` (every
+    one in the context's VirtualServices) they meet.
 
     Proxies whose labels meet the same selectors get the same routes, so route
     configurations are shared by them (by every proxy of a scope when no
     VirtualService uses ``sourceLabels``).
     """
-    selectors = context.virtual_services.source_selectors
     if not selectors:
         return ()
     return tuple(s for s in selectors if all(labels.get(k) == v for k, v in s))
 
 
-def visible_routes(context: PushContext, scope: ProxyScope) -> tuple[RouteEntry, ...]:
-    """The VirtualServices the scope sees, in a stable order (oldest first, then by key)."""
-    memo = scope_memo(scope)
-    entries = memo.visible_routes
-    if entries is None:
-        entries = memo.visible_routes = _visible_routes(context, scope)
-    return entries
+def labels_meeting(key: LabelKey) -> dict[str, str]:
+    """Labels that meet exactly the selectors a proxy's labels meet, given :func:`label_key`.
 
-
-def _visible_routes(context: PushContext, scope: ProxyScope) -> tuple[RouteEntry, ...]:
-    previous = scope.predecessor
-    if previous is not None and previous.virtual_services == scope.virtual_services:
-        # same VirtualService index (see ProxyScope.predecessor), same keys: same entries
-        held = predecessor_memo(scope)
-        known = held.visible_routes if held is not None else None
-        if known is not None:
-            return known
-    return tuple(
-        sorted(
-            (
-                entry
-                for key in scope.virtual_services
-                if (entry := context.virtual_services.by_key.get(key)) is not None
-            ),
-            key=_age,
-        )
-    )
-
-
-def _age(entry: RouteEntry) -> tuple[Any, ...]:
-    created = entry.config.creation_time
-    return (created is None, created.timestamp() if created else 0.0, entry.config.key)
+    The union of the selectors met. It meets each of them; and it meets no selector
+    the proxy's labels do not, since for every label name it holds either the proxy's
+    own value or nothing. A route match's ``sourceLabels`` is one of the selectors, or
+    (a delegate's match merged with its root's) the union of two, met exactly when both
+    are; so routes built with these labels are those built with the proxy's own.
+    """
+    return {name: value for selector in key for name, value in selector}

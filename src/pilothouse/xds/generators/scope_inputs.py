@@ -1,41 +1,131 @@
-"""Everything a scope's listeners and routes are built from, as one hashable value.
+"""Everything a scope's listeners and routes are built from, as one typed frozen value.
 
-A scope's outbound listeners and its route configurations read the scope (its services
-by hostname, the load balancing of their DestinationRules, the VirtualServices it
-sees, its Sidecar and Gateways) and a few things of the whole context: the mesh
-settings, the VirtualServices bound to the scope's Gateways and the delegate
-VirtualServices the routes name. :func:`scope_inputs` gathers exactly that into a
-:class:`ScopeInputs`, once per scope and context: configs as themselves (a Config
-compares by content and resource version; a VirtualService's creation time, which
-orders virtual hosts, is added), DestinationRules as their load balancer settings
-(all that hash policies read, see ``routing.hash_policy_inputs``).
+:class:`ScopeInputs` holds, field by field, what the listener and route builders
+(lds.py, rds.py) read of a scope and its context, and nothing else: the proxy type
+(router or not) and namespace, the three mesh settings they use, the services by
+hostname (each with what its DestinationRule says about hash policies, see
+``routing.hash_policy_inputs``), the Sidecar, the VirtualServices the scope sees (oldest
+first, with their creation time, which orders virtual hosts), each Gateway with the
+VirtualServices bound to it, and the delegate VirtualServices their routes name. Those
+builders take it (inside ``ListenerInputs`` or ``RouteInputs``, with the few proxy facts
+they read) and nothing else: no PushContext, scope or proxy is reachable from it. Its
+lookups (services by hostname, ports, hash policies, delegates) are derived from its
+fields on first use. Proxyless gRPC's routes (grpc_rds.py, remembered per context, not
+cached under inputs) use the same fields and lookups.
+
+:func:`scope_inputs` gathers it once per scope (kept in the scope's memo, so it moves
+with the scope when a later context takes the scope over): configs as themselves (a
+Config compares by content and resource version), DestinationRules only as their load
+balancer settings.
 
 Two scopes with equal inputs, in any two contexts, get equal listeners and routes, so
 those are cached in the ResourceCache under their inputs and outlive pushes that did
 not change them: a connection-pool edit in a DestinationRule rebuilds clusters, but
 no listener or route. The entries depend (for eviction) on the configs the inputs
-hold (derived from them: see pilothouse.push.inputs), not on DestinationRules, whose
+hold (derived from them: see pilothouse.push.inputs), never on DestinationRules, whose
 other edits must not evict them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+import datetime
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from pilothouse.config.model import Config
+from pilothouse.config.mesh import OutboundPolicy
+from pilothouse.config.model import Config, ConfigKey
 from pilothouse.push.context import PushContext
 from pilothouse.push.indexes import RouteEntry
-from pilothouse.push.inputs import InputKey
+from pilothouse.push.inputs import FrozenInputs
+from pilothouse.push.proxy import ProxyType
 from pilothouse.push.scope import ProxyScope
-from pilothouse.xds.generators.routing import hash_policy_inputs, visible_routes
+from pilothouse.registry.model import Service
+from pilothouse.xds.builders.route_action import HashPolicyLookup
+from pilothouse.xds.builders.route_delegate import DelegateLookup
+from pilothouse.xds.generators.context_memo import context_memo
+from pilothouse.xds.generators.routing import (
+    delegate_lookup,
+    hash_policy_inputs,
+    hash_policy_lookup,
+)
 from pilothouse.xds.generators.scope_memo import predecessor_memo, scope_memo
 
+DatedRoute = tuple[RouteEntry, datetime.datetime | None]
+"""A VirtualService the scope sees, with its creation time."""
+GatewayRoutes = tuple[Config, tuple[RouteEntry, ...]]
+"""A Gateway of the scope, with the VirtualServices bound to it (in key order)."""
 
-class ScopeInputs(InputKey):
-    """The inputs of one scope's listeners and routes (hashed once)."""
 
-    __slots__ = ()
+@dataclass(frozen=True, slots=True, eq=False)
+class ScopeInputs(FrozenInputs):
+    """The inputs of one scope's listeners and routes (hashed once: see FrozenInputs)."""
+
+    router: bool
+    """The proxies are gateways (listeners from Gateway servers, routes ``http.<port>``)."""
+    namespace: str
+    """The proxies' namespace (``sourceNamespace`` matches, short virtual host domains)."""
+    domain_suffix: str
+    allow_any: bool
+    """The mesh's outbound traffic policy is ALLOW_ANY (else REGISTRY_ONLY)."""
+    proxy_listen_port: int
+    services: tuple[tuple[Service, bytes | None], ...]
+    """Each service by hostname (in the scope's order), with ``hash_policy_inputs`` of
+    its DestinationRule."""
+    sidecar: Config | None
+    routes: tuple[DatedRoute, ...]
+    """The VirtualServices the scope sees, oldest first (then by key)."""
+    gateways: tuple[GatewayRoutes, ...]
+    delegates: tuple[tuple[ConfigKey, Config | None], ...]
+    """Every VirtualService the routes above delegate to (None: there is none)."""
+    _by_hostname: Mapping[str, Service] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    _ports_by_host: Mapping[str, Sequence[int]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    _hash_policies: HashPolicyLookup | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    _delegates: DelegateLookup | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def by_hostname(self) -> Mapping[str, Service]:
+        """``{hostname: service}``, in the scope's order."""
+        found = self._by_hostname
+        if found is None:
+            found = {service.hostname: service for service, _ in self.services}
+            object.__setattr__(self, "_by_hostname", found)
+        return found
+
+    @property
+    def ports_by_host(self) -> Mapping[str, Sequence[int]]:
+        """``{hostname: [port numbers]}`` of every service."""
+        found = self._ports_by_host
+        if found is None:
+            found = {s.hostname: tuple(p.number for p in s.ports) for s, _ in self.services}
+            object.__setattr__(self, "_ports_by_host", found)
+        return found
+
+    @property
+    def hash_policies(self) -> HashPolicyLookup:
+        """``cluster name → route hash policies`` (see ``routing.hash_policy_lookup``)."""
+        found = self._hash_policies
+        if found is None:
+            found = hash_policy_lookup(
+                {s.hostname: held for s, held in self.services if held is not None}
+            )
+            object.__setattr__(self, "_hash_policies", found)
+        return found
+
+    @property
+    def delegate_lookup(self) -> DelegateLookup:
+        """``(name, namespace) → VirtualService spec`` among :attr:`delegates`."""
+        found = self._delegates
+        if found is None:
+            found = delegate_lookup(self.delegates)
+            object.__setattr__(self, "_delegates", found)
+        return found
 
 
 def scope_inputs(context: PushContext, scope: ProxyScope) -> ScopeInputs:
@@ -61,20 +151,24 @@ def _gather(context: PushContext, scope: ProxyScope) -> ScopeInputs:
         sidecar = context.sidecars.by_key.get(scope.key.sidecar)
     # Services are read by hostname only, and their DestinationRules only for hash
     # policies: a rule edit that leaves load balancing alone changes no listener or route.
-    services = tuple(scope.by_hostname.items())
     balancer = _balancer_reader(context, scope)
-    balancers = tuple(balancer(scope.destination_rule(service)) for _, service in services)
-    parts: tuple[Hashable, ...] = (
-        scope.key,
-        context.mesh,
-        services,
-        balancers,
-        sidecar,
-        tuple(_route_identity(e) for e in routes),
-        tuple((g, tuple(_route_identity(e) for e in entries)) for g, entries in bound),
-        delegates,
+    services = tuple(
+        (service, balancer(scope.destination_rule(service)))
+        for service in scope.by_hostname.values()
     )
-    return ScopeInputs(parts)
+    mesh = context.mesh
+    return ScopeInputs(
+        router=scope.key.proxy_type is ProxyType.ROUTER,
+        namespace=scope.key.namespace,
+        domain_suffix=mesh.domain_suffix,
+        allow_any=mesh.outbound_traffic_policy is OutboundPolicy.ALLOW_ANY,
+        proxy_listen_port=mesh.proxy_listen_port,
+        services=services,
+        sidecar=sidecar,
+        routes=tuple((entry, entry.config.creation_time) for entry in routes),
+        gateways=bound,
+        delegates=delegates,
+    )
 
 
 def _balancer_reader(
@@ -85,6 +179,7 @@ def _balancer_reader(
     known = scope_memo(scope).balancers
     previous = predecessor_memo(scope)
     held = previous.balancers if previous is not None else {}
+    across = context_memo(context).hash_policy_inputs
 
     def read(rule: Config | None) -> bytes | None:
         if rule is None:
@@ -93,12 +188,46 @@ def _balancer_reader(
         if entry is None or entry[0] is not rule:
             entry = held.get(rule.key)
             if entry is None or entry[0] is not rule:
-                entry = (rule, hash_policy_inputs(context, rule))
+                try:
+                    found = across[rule]
+                except KeyError:
+                    found = across[rule] = hash_policy_inputs(rule)
+                entry = (rule, found)
             known[rule.key] = entry
         return entry[1]
 
     return read
 
 
-def _route_identity(entry: RouteEntry) -> tuple[Config, Any]:
-    return (entry.config, entry.config.creation_time)
+def visible_routes(context: PushContext, scope: ProxyScope) -> tuple[RouteEntry, ...]:
+    """The VirtualServices the scope sees, in a stable order (oldest first, then by key)."""
+    memo = scope_memo(scope)
+    entries = memo.visible_routes
+    if entries is None:
+        entries = memo.visible_routes = _visible_routes(context, scope)
+    return entries
+
+
+def _visible_routes(context: PushContext, scope: ProxyScope) -> tuple[RouteEntry, ...]:
+    previous = scope.predecessor
+    if previous is not None and previous.virtual_services == scope.virtual_services:
+        # same VirtualService index (see ProxyScope.predecessor), same keys: same entries
+        held = predecessor_memo(scope)
+        known = held.visible_routes if held is not None else None
+        if known is not None:
+            return known
+    return tuple(
+        sorted(
+            (
+                entry
+                for key in scope.virtual_services
+                if (entry := context.virtual_services.by_key.get(key)) is not None
+            ),
+            key=_age,
+        )
+    )
+
+
+def _age(entry: RouteEntry) -> tuple[Any, ...]:
+    created = entry.config.creation_time
+    return (created is None, created.timestamp() if created else 0.0, entry.config.key)

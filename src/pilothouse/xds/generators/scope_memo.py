@@ -11,24 +11,21 @@ read at and check them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.push.cache import Resource
 from pilothouse.push.indexes import RouteEntry
 from pilothouse.push.scope import ProxyScope
 from pilothouse.xds.builders.cluster import RestPolling
+from pilothouse.xds.generators.routing import LabelKey
 
 if TYPE_CHECKING:
     from pilothouse.xds.generators.cds import ScopeServices
     from pilothouse.xds.generators.eds import Assignments, EdsTarget, ServiceTargets
     from pilothouse.xds.generators.lds import ScopeListeners
     from pilothouse.xds.generators.scope_inputs import ScopeInputs
-
-LabelKey = tuple[tuple[tuple[str, str], ...], ...]
-"""The ``sourceLabels`` selectors a proxy meets (see ``routing.label_key``)."""
 
 
 @dataclass(slots=True)
@@ -39,10 +36,8 @@ class ScopeMemo:
     """The inputs of the scope's listeners and routes (scope_inputs.py)."""
     balancers: dict[ConfigKey, tuple[Config, bytes | None]] = field(default_factory=dict)
     """Each DestinationRule's load balancer settings, with the rule they were read from."""
-    ports_by_host: Mapping[str, Sequence[int]] | None = None
-    hash_policies: Callable[[str], Sequence[Any]] | None = None
-    """cluster name → route hash policies (routing.py)."""
     visible_routes: tuple[RouteEntry, ...] | None = None
+    """The VirtualServices the scope sees, oldest first (scope_inputs.py)."""
     cds_services: ScopeServices | None = None
     eds_names: frozenset[str] | None = None
     """Every EDS cluster name of the scope (a wildcard EDS watch)."""
