@@ -22,6 +22,7 @@ from typing import Any
 
 from pilothouse.boundary.json_body import BadJson, read_json
 from pilothouse.registry.model import NO_LABELS, Labels
+from pilothouse.security.identity import Caller
 
 MAX_NODE_ID = 1024
 
@@ -69,6 +70,9 @@ class ProxyIdentity:
     locality: str = ""
     metadata: Mapping[str, str] | None = None
     user_agent: str = ""
+    caller: Caller | None = None
+    """Who authentication proved the stream's peer to be; ``None`` on the plaintext
+    port, where streams are unauthenticated."""
 
     @property
     def name(self) -> str:

@@ -1,0 +1,1 @@
+"""The security stage: workload identities, the CA, authentication and authorisation."""
