@@ -8,7 +8,10 @@ turn (old, new, old, new, …): the old tree's own script with the old package
 tree's script with this package. Both use the same virtualenv, so only pilothouse
 differs: the server, and the load generator that measures it. In-process benchmarks
 whose timed work is single-threaded (generation_cost) are timed by CPU time in both
-trees (``cpu_clock/``).
+trees (``cpu_clock/``). Admission control is off on both sides
+(``PILOTHOUSE_XDS_ADMISSION_RATE=0``; a tree without it ignores the variable): it paces
+new streams at 250/s on purpose, which would make "1000 proxies connect" measure the
+limit instead of the code. ``admission_storm`` measures the limit itself.
 
 For every result both trees report (matched by its ``benchmark`` name) the headline
 figure (the one ``run_all.py`` would show) is taken as the best of the rounds (the
@@ -109,6 +112,7 @@ def run_once(tree: Path, bench: Bench) -> list[dict[str, Any]]:
     if bench.cpu_clock:
         path.append(str(HERE / "cpu_clock"))
     environment["PYTHONPATH"] = os.pathsep.join(path)
+    environment["PILOTHOUSE_XDS_ADMISSION_RATE"] = "0"
     completed = subprocess.run(
         [sys.executable, str(tree / "bench" / f"{bench.name}.py"), *bench.args],
         cwd=tree,
