@@ -75,7 +75,7 @@ def test_bad_tokens_are_rejected_with_a_reason(
 def test_unsigned_tokens_are_rejected(issuer: Issuer, verifier: JwtAuthenticator) -> None:
     body = {"iss": issuer.name, "sub": "system:serviceaccount:shop:alice", "aud": "istio-ca"}
     token = jwt.encode(body, None, algorithm="none")
-    with pytest.raises(TokenRejected, match="none"):
+    with pytest.raises(TokenRejected, match=r"'none'"):
         verifier.identity(token)
 
 
@@ -83,7 +83,7 @@ def test_issuer_entries_and_files_are_checked(tmp_path: Path) -> None:
     assert parse_issuers(["https://a=b=/x/jwks.json"]) == {"https://a=b": Path("/x/jwks.json")}
     with pytest.raises(IssuerSetupError, match="ISSUER=JWKS_FILE"):
         parse_issuers(["no-equals"])
-    with pytest.raises(IssuerSetupError, match="missing.json"):
+    with pytest.raises(IssuerSetupError, match=r"missing\.json"):
         JwtAuthenticator.from_files({"i": tmp_path / "missing.json"}, ["istio-ca"], "td")
     (tmp_path / "bad.json").write_text("{}")
     with pytest.raises(IssuerSetupError, match="JWKS"):
@@ -139,10 +139,10 @@ def test_a_certificate_without_spiffe_ids_falls_back_to_the_token(
 
 
 def test_nothing_proved_names_every_step(issuer: Issuer, verifier: JwtAuthenticator) -> None:
-    with pytest.raises(Unauthenticated, match="client certificate: none.*no authorization"):
+    with pytest.raises(Unauthenticated, match=r"client certificate: none.*no authorization"):
         Authenticator(verifier).authenticate(None, [])
     with pytest.raises(Unauthenticated, match="no issuer is configured"):
         Authenticator(None).authenticate(None, [("authorization", "Bearer x")])
-    with pytest.raises(Unauthenticated, match="(?i)audience"):
+    with pytest.raises(Unauthenticated, match=r"(?i)audience"):
         bad = issuer.token("shop", "alice", audience="nope")
         Authenticator(verifier).authenticate(None, [("authorization", f"Bearer {bad}")])

@@ -21,9 +21,9 @@ gets an empty answer.
 
 Access follows the HTTP debug endpoints (:mod:`pilothouse.boundary.debug_access`): a
 peer that is not on loopback is refused with PERMISSION_DENIED unless
-``PILOTHOUSE_DEBUG_ALLOW_REMOTE`` is set. On the TLS port the caller's identity decides
-instead (root namespace only, :mod:`pilothouse.xds.server.tls_guard`). Every answer carries the replica's
-``control_plane`` like any other response.
+``PILOTHOUSE_DEBUG_ALLOW_REMOTE`` is set. On the TLS port the caller's identity
+decides instead (root namespace only, :mod:`pilothouse.xds.server.tls_guard`). Every
+answer carries the replica's ``control_plane`` like any other response.
 """
 
 from __future__ import annotations
