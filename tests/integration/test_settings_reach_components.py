@@ -167,9 +167,7 @@ async def test_the_send_timeout_bounds_how_long_a_push_waits_for_a_stalled_strea
     stalled.outbound.put_nowait(Queued(b"never written", CDS, 0.0, 0.0))
     discovery.connect(stalled)
     started = time.monotonic()
-    await asyncio.wait_for(
-        discovery._push_connection(stalled, PushRequest.everything()), 4.0
-    )
+    await asyncio.wait_for(discovery._push_connection(stalled, PushRequest.everything()), 4.0)
     assert 0.15 <= time.monotonic() - started < 2.0
 
 
