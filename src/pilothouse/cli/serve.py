@@ -272,6 +272,9 @@ async def serve(
         log.info("config loaded", extra={"events": initial[0]})
 
     store.subscribe(on_event)
+    # The CA (an Authority): the certificate service and the TLS port use it; None when
+    # the TLS port is off.
+    authority = await _open_ca(settings, mesh)
     discovery = DiscoveryServer(store, mesh, settings.xds, envoy_generators=settings.role == "all")
     try:
         roles = mcp_roles(settings, store, discovery.admission)
@@ -292,7 +295,7 @@ async def serve(
     if port == 0:
         raise SystemExit(f"pilothouse: cannot listen on {settings.xds.address}")
     discovery.identify(port)
-    tls = await _tls_port(settings, mesh, discovery, roles)
+    tls = _tls_port(settings, mesh, discovery, authority, roles)
     await grpc_server.start()
     admin_host, _, admin_port_text = settings.admin.address.rpartition(":")
 
@@ -422,16 +425,28 @@ async def serve(
         log.info("stopped")
 
 
-async def _tls_port(
-    settings: Settings, mesh: MeshSettings, discovery: DiscoveryServer, roles: Any
-) -> TlsPort | None:
-    """The TLS port with its CA and authenticators, or None when it is off."""
+async def _open_ca(settings: Settings, mesh: MeshSettings) -> CertificateAuthority | None:
+    """The CA of ``settings.ca.dir`` (made there on first start, in a thread: RSA key
+    generation is slow), or None when the TLS port is off: without it no caller has an
+    identity, so nothing may be signed."""
     if not settings.xds.tls_address:
         return None
     try:
-        ca = await asyncio.to_thread(CertificateAuthority.open, settings.ca, mesh.trust_domain)
+        return await asyncio.to_thread(CertificateAuthority.open, settings.ca, mesh.trust_domain)
     except (CaDirError, OSError) as problem:
         raise SystemExit(f"pilothouse: CA: {problem}") from None
+
+
+def _tls_port(
+    settings: Settings,
+    mesh: MeshSettings,
+    discovery: DiscoveryServer,
+    ca: CertificateAuthority | None,
+    roles: Any,
+) -> TlsPort | None:
+    """The TLS port with its authenticators, or None when it is off."""
+    if ca is None:
+        return None
     jwt: JwtAuthenticator | None = None
     if settings.auth.jwt_issuers:
         try:
