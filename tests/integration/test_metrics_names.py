@@ -161,9 +161,9 @@ def test_the_dashboard_series_exist_under_istiods_exact_names(exposition: Scrape
         assert f"# TYPE {name} untyped" in exposition.text.splitlines()
         assert f"{name}_total" not in names
     # no istiod-named sample got a suffix of prometheus_client's
-    suffixed = [n for n in names if n.startswith(("pilot_", "istio")) and n.endswith(
-        ("_total", "_created")
-    )]
+    suffixed = [
+        n for n in names if n.startswith(("pilot_", "istio")) and n.endswith(("_total", "_created"))
+    ]
     assert suffixed == []
     assert exposition.content_type == "text/plain; version=0.0.4; charset=utf-8"
 
