@@ -95,6 +95,9 @@ class XdsStats:
     context_builds: int = 0
     push_failures: int = 0
     """Connections closed with INTERNAL because generating or scoping their push raised."""
+    sds_certificate_errors: int = 0
+    """pilot_sds_certificate_errors_total: SDS secrets refused (once per stream and name)
+    and workload certificates that failed to issue."""
 
 
 class DiscoveryServer:
