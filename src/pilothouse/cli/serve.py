@@ -45,6 +45,7 @@ from pilothouse.environment import SettingsError, from_environment
 from pilothouse.mcp.sink_server import McpSinkServer
 from pilothouse.settings import (
     AdminSettings,
+    CaSettings,
     ControlZSettings,
     Settings,
     WebhookSettings,
@@ -111,6 +112,32 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("--xds-address", metavar="HOST:PORT", help=f"default {XdsSettings.address}")
     parser.add_argument(
+        "--xds-tls-address",
+        metavar="HOST:PORT",
+        help=f"TLS xDS and the certificate service (default {XdsSettings.tls_address}; "
+        "an empty value turns it off)",
+    )
+    parser.add_argument(
+        "--ca-dir",
+        type=Path,
+        metavar="DIR",
+        help=f"the CA directory: plugged-in CA files, or where the self-signed root is kept "
+        f"(default {CaSettings.dir})",
+    )
+    parser.add_argument(
+        "--jwt-issuer",
+        action="append",
+        metavar="ISSUER=JWKS_FILE",
+        help="trust bearer tokens from ISSUER, verified with the keys in JWKS_FILE (repeatable)",
+    )
+    parser.add_argument(
+        "--secrets",
+        type=Path,
+        metavar="DIR",
+        help="gateway credentials <name>.crt + <name>.key [+ <name>-cacert.crt], "
+        "served over SDS as kubernetes://<name> and followed on change",
+    )
+    parser.add_argument(
         "--admin-address",
         metavar="HOST:PORT",
         help=f"HTTP for /ready and REST xDS; default {AdminSettings.address}",
@@ -148,6 +175,10 @@ FLAGS: Final[Mapping[str, str]] = MappingProxyType(
         "role": "role",
         "log_level": "log_level",
         "xds_address": "xds.address",
+        "xds_tls_address": "xds.tls_address",
+        "ca_dir": "ca.dir",
+        "jwt_issuer": "auth.jwt_issuers",
+        "secrets": "sds.secrets_dir",
         "admin_address": "admin.address",
         "ctrlz_address": "ctrlz.address",
         "webhook_address": "webhook.address",
@@ -170,8 +201,8 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str] | None = 
     overrides = from_environment(environ)
     for dest, path in FLAGS.items():
         value = getattr(args, dest, None)
-        if not value:
-            continue
+        if value is None or value is False or value == []:
+            continue  # not given (an empty string is given: --xds-tls-address "" is off)
         if isinstance(value, list):
             value = tuple(value)
         elif isinstance(value, Path):
