@@ -108,6 +108,10 @@ class WorkloadCertificates:
             self._wake.set()
         return found
 
+    def identities(self) -> frozenset[SpiffeId]:
+        """The identities a certificate is held for now."""
+        return frozenset(self._issued)
+
     def on_issued(self, listener: Callable[[SpiffeId], None]) -> None:
         """Call ``listener`` with the identity each time a certificate is issued."""
         self._listeners.append(listener)

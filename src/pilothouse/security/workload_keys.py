@@ -30,17 +30,17 @@ class KeyAlgorithm(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class WorkloadKey:
+class NewWorkloadKey:
     """A new private key (PKCS#8 PEM) and a CSR for it (PEM)."""
 
     private_key: str
     csr: str
 
     def __repr__(self) -> str:  # never print a private key
-        return "WorkloadKey(...)"
+        return "NewWorkloadKey(...)"
 
 
-def new_workload_key(identity: SpiffeId, algorithm: KeyAlgorithm) -> WorkloadKey:
+def new_workload_key(identity: SpiffeId, algorithm: KeyAlgorithm) -> NewWorkloadKey:
     """Make a key of ``algorithm`` and a CSR naming ``identity``."""
     key: rsa.RSAPrivateKey | ec.EllipticCurvePrivateKey
     if algorithm is KeyAlgorithm.ECDSA:
@@ -61,4 +61,6 @@ def new_workload_key(identity: SpiffeId, algorithm: KeyAlgorithm) -> WorkloadKey
         serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
     )
-    return WorkloadKey(private_pem.decode(), csr.public_bytes(serialization.Encoding.PEM).decode())
+    return NewWorkloadKey(
+        private_pem.decode(), csr.public_bytes(serialization.Encoding.PEM).decode()
+    )
