@@ -50,6 +50,11 @@ def has_secrets(keys: frozenset[ConfigKey]) -> bool:
     return any(key.kind in SECRET_KINDS for key in keys)
 
 
+def secret_keys(keys: frozenset[ConfigKey]) -> frozenset[ConfigKey]:
+    """The secret keys among ``keys``."""
+    return frozenset(key for key in keys if key.kind in SECRET_KINDS)
+
+
 def secret_names(keys: frozenset[ConfigKey], proxy: ProxyIdentity) -> frozenset[str]:
     """The SDS names among ``keys`` that ``proxy`` may hold and must be sent again.
 

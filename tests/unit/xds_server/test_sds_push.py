@@ -201,6 +201,7 @@ async def test_a_replaced_credential_is_pushed_to_the_gateways_holding_it_only(
         assert sent(bystander) == []
         assert running.discovery.stats.full_pushes == pushes  # no PushContext was built
         assert running.discovery.stats.push_triggers.get("secret", 0) >= 1
+        assert running.discovery.stats.secret_pushes >= 1
 
 
 async def test_a_half_written_pair_is_not_pushed(ca: CertificateAuthority, tmp_path: Path) -> None:
