@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Final
+from typing import Any, Final
 
 from pilothouse import logfmt
 from pilothouse.admin.access import AccessPolicy
@@ -43,6 +43,11 @@ from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.meshconfig import MeshConfigError, load_mesh_config
 from pilothouse.environment import SettingsError, from_environment
 from pilothouse.mcp.sink_server import McpSinkServer
+from pilothouse.security.authn import Authenticator
+from pilothouse.security.ca import CertificateAuthority
+from pilothouse.security.ca_dir import CaDirError
+from pilothouse.security.ca_metrics import CaCollector
+from pilothouse.security.jwt_authn import IssuerSetupError, JwtAuthenticator, parse_issuers
 from pilothouse.settings import (
     AdminSettings,
     CaSettings,
@@ -57,6 +62,7 @@ from pilothouse.sources.events import ConfigEvent, ConfigStore
 from pilothouse.webhook.server import WebhookServer
 from pilothouse.xds.server.ads import add_discovery_services, new_grpc_server
 from pilothouse.xds.server.discovery import DiscoveryServer
+from pilothouse.xds.server.tls_port import TlsPort
 
 log = logging.getLogger("pilothouse.serve")
 
@@ -70,6 +76,8 @@ class Bound:
     webhook_port: int = 0
     ctrlz_port: int = 0
     """0 when ControlZ is off or could not listen."""
+    xds_tls_port: int = 0
+    """0 when the TLS port is off."""
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -292,6 +300,7 @@ async def serve(
     if port == 0:
         raise SystemExit(f"pilothouse: cannot listen on {settings.xds.address}")
     discovery.identify(port)
+    tls = await _tls_port(settings, mesh, discovery, roles)
     await grpc_server.start()
     admin_host, _, admin_port_text = settings.admin.address.rpartition(":")
 
@@ -299,6 +308,20 @@ async def serve(
         return [s.availability() for s in sources if isinstance(s, ReportsAvailability)]
 
     metrics = server_metrics(discovery, sources)
+    tls_port = 0
+    if tls is not None:
+        metrics.registry.register(
+            CaCollector(tls.counters, tls.ca.root_expiry, tls.ca.chain_expiry)
+        )
+        tls_host, _, tls_port_text = settings.xds.tls_address.rpartition(":")
+        try:
+            tls_port = await tls.start(tls_host.strip("[]"), int(tls_port_text))
+        except (OSError, ValueError) as problem:
+            await grpc_server.stop(0)
+            await tls.stop(0)
+            raise SystemExit(
+                f"pilothouse: cannot listen on {settings.xds.tls_address}: {problem}"
+            ) from None
     # Runtime knobs: each part registers its own here, where the parts are wired.
     knobs = KnobRegistry()
     register_push_knobs(knobs, discovery)
@@ -321,6 +344,8 @@ async def serve(
         admin_port = await admin.start(admin_host, int(admin_port_text))
     except (OSError, ValueError) as problem:
         await grpc_server.stop(0)
+        if tls is not None:
+            await tls.stop(0)
         raise SystemExit(
             f"pilothouse: cannot listen on {settings.admin.address}: {problem}"
         ) from None
@@ -338,6 +363,8 @@ async def serve(
         except (OSError, ValueError) as problem:
             await grpc_server.stop(0)
             await admin.stop()
+            if tls is not None:
+                await tls.stop(0)
             raise SystemExit(
                 f"pilothouse: cannot serve the webhook on {settings.webhook.address}: {problem}"
             ) from None
@@ -348,10 +375,22 @@ async def serve(
     ctrlz = ControlZ(settings.ctrlz, knobs, access)
     ctrlz_port = await ctrlz.start()  # logs and stays off if it cannot listen, as istiod
     bound = Bound(
-        xds_port=port, admin_port=admin_port, webhook_port=webhook_port, ctrlz_port=ctrlz_port
+        xds_port=port,
+        admin_port=admin_port,
+        webhook_port=webhook_port,
+        ctrlz_port=ctrlz_port,
+        xds_tls_port=tls_port,
     )
     host = settings.xds.address.rsplit(":", 1)[0]
     log.info("xDS listening on %s:%d", host, port, extra={"address": f"{host}:{port}"})
+    if tls is not None:
+        tls_host = settings.xds.tls_address.rsplit(":", 1)[0]
+        log.info(
+            "xDS (TLS) and certificate service listening on %s:%d",
+            tls_host,
+            tls_port,
+            extra={"address": f"{tls_host}:{tls_port}", "ca_dir": settings.ca.dir},
+        )
     log.info(
         "admin (/ready, /metrics, /debug, REST xDS, /admin) listening on %s:%d",
         admin_host,
@@ -368,19 +407,57 @@ async def serve(
             for runner in roles.runners:
                 tasks.create_task(runner.run())
             tasks.create_task(discovery.run())
+            endless = []
+            if tls is not None:  # certificate renewal and root checks never end by themselves
+                endless = [tasks.create_task(tls.run()), tasks.create_task(tls.ca.run())]
             await stop.wait()
             log.info("draining", extra={"streams": len(discovery.connections)})
             discovery.close()
             roles.close()
             for source in sources:
                 source.close()
+            for task in endless:
+                task.cancel()
     finally:
-        await grpc_server.stop(settings.drain_seconds)
+        stopping = [grpc_server.stop(settings.drain_seconds)]
+        if tls is not None:
+            stopping.append(tls.stop(settings.drain_seconds))
+        await asyncio.gather(*stopping)
         await admin.stop()
         await ctrlz.stop()
         if webhook is not None:
             await webhook.stop()
         log.info("stopped")
+
+
+async def _tls_port(
+    settings: Settings, mesh: MeshSettings, discovery: DiscoveryServer, roles: Any
+) -> TlsPort | None:
+    """The TLS port with its CA and authenticators, or None when it is off."""
+    if not settings.xds.tls_address:
+        return None
+    try:
+        ca = await asyncio.to_thread(CertificateAuthority.open, settings.ca, mesh.trust_domain)
+    except (CaDirError, OSError) as problem:
+        raise SystemExit(f"pilothouse: CA: {problem}") from None
+    jwt: JwtAuthenticator | None = None
+    if settings.auth.jwt_issuers:
+        try:
+            jwt = JwtAuthenticator.from_files(
+                parse_issuers(settings.auth.jwt_issuers),
+                settings.auth.audiences,
+                mesh.trust_domain,
+            )
+        except IssuerSetupError as problem:
+            raise SystemExit(f"pilothouse: {problem}") from None
+    return TlsPort(
+        settings.xds,
+        discovery,
+        ca,
+        Authenticator(jwt),
+        root_namespace=mesh.root_namespace,
+        mcp=roles,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
