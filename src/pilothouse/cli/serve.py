@@ -6,6 +6,10 @@ The admin HTTP server carries the admin API, whose runtime knobs each part regis
 here; ControlZ serves the same knobs and the process's figures on its own port.
 SIGTERM or SIGINT drains: every stream is closed (proxies reconnect elsewhere), the
 server waits up to ``drain_seconds`` for them to finish, and the process exits 0.
+
+With the TLS port on, proxies that authenticate there get SDS secrets over their ADS
+stream (:class:`~pilothouse.xds.server.secret_delivery.SecretDelivery`): their workload
+certificate and the CA's roots, and the credentials of ``--secrets DIR``.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from pilothouse.security.ca import CertificateAuthority
 from pilothouse.security.ca_dir import CaDirError
 from pilothouse.security.ca_metrics import CaCollector
 from pilothouse.security.jwt_authn import IssuerSetupError, JwtAuthenticator, parse_issuers
+from pilothouse.security.secrets_directory import SecretsDirectory
 from pilothouse.settings import (
     AdminSettings,
     CaSettings,
@@ -62,6 +67,7 @@ from pilothouse.sources.events import ConfigEvent, ConfigStore
 from pilothouse.webhook.server import WebhookServer
 from pilothouse.xds.server.ads import add_discovery_services, new_grpc_server
 from pilothouse.xds.server.discovery import DiscoveryServer
+from pilothouse.xds.server.secret_delivery import SecretDelivery
 from pilothouse.xds.server.tls_port import TlsPort
 
 log = logging.getLogger("pilothouse.serve")
@@ -301,6 +307,9 @@ async def serve(
         raise SystemExit(f"pilothouse: cannot listen on {settings.xds.address}")
     discovery.identify(port)
     tls = await _tls_port(settings, mesh, discovery, roles)
+    secrets = _secret_delivery(settings, discovery, tls)
+    if secrets.credentials is not None:
+        secrets.credentials.load()  # before any stream: gateways get them at once
     await grpc_server.start()
     admin_host, _, admin_port_text = settings.admin.address.rpartition(":")
 
@@ -407,6 +416,7 @@ async def serve(
             for runner in roles.runners:
                 tasks.create_task(runner.run())
             tasks.create_task(discovery.run())
+            tasks.create_task(secrets.run())
             endless = []
             if tls is not None:  # certificate renewal and root checks never end by themselves
                 endless = [tasks.create_task(tls.run()), tasks.create_task(tls.ca.run())]
@@ -414,6 +424,7 @@ async def serve(
             log.info("draining", extra={"streams": len(discovery.connections)})
             discovery.close()
             roles.close()
+            secrets.close()
             for source in sources:
                 source.close()
             for task in endless:
@@ -428,6 +439,33 @@ async def serve(
         if webhook is not None:
             await webhook.stop()
         log.info("stopped")
+
+
+def _secret_delivery(
+    settings: Settings, discovery: DiscoveryServer, tls: TlsPort | None
+) -> SecretDelivery:
+    """SDS: ``default`` and ``ROOTCA`` from the CA (with the TLS port, where proxies
+    authenticate), ``kubernetes://`` names from the secrets directory (when given)."""
+    credentials = None
+    if settings.sds.secrets_dir:
+        credentials = SecretsDirectory(
+            Path(settings.sds.secrets_dir),
+            debounce=settings.file_debounce,
+            poll=settings.file_root_poll,
+        )
+        log.info("serving credentials over SDS", extra={"dir": settings.sds.secrets_dir})
+    if tls is None and credentials is not None:
+        log.warning(
+            "the TLS xDS port is off: no proxy can authenticate, so no credential of %s "
+            "will be served",
+            settings.sds.secrets_dir,
+        )
+    return SecretDelivery(
+        discovery,
+        settings.sds,
+        authority=tls.ca if tls is not None else None,
+        credentials=credentials,
+    )
 
 
 async def _tls_port(
