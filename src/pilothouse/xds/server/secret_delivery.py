@@ -101,6 +101,7 @@ class SecretDelivery:
         self._push([workload_certificate_key(identity)])
 
     def _bundle_changed(self) -> None:
+        self.generator.bundle_changed()
         self._push([secret_key(SDS_ROOT_SECRET)])
 
     def _credentials_changed(self, parts: frozenset[str]) -> None:
