@@ -75,9 +75,6 @@ class SecretDelivery:
         )
         discovery.register_generator(self.generator)
 
-    def has_synced(self) -> bool:
-        return self.credentials is None or self.credentials.has_synced()
-
     async def run(self) -> None:
         """Issue certificates and follow the secrets directory until :meth:`close`."""
         async with asyncio.TaskGroup() as tasks:
