@@ -163,9 +163,13 @@ def test_the_dashboard_series_exist_under_istiods_exact_names(exposition: Scrape
         assert f"# TYPE {name} untyped" in exposition.text.splitlines()
         assert f"{name}_total" not in names
     # no istiod-named sample got a suffix of prometheus_client's
-    suffixed = [n for n in names if n.startswith(("pilot_", "istio")) and n.endswith(
-        ("_total", "_created")
-    ) and n not in ISTIOD_TOTAL_COUNTERS]
+    suffixed = [
+        n
+        for n in names
+        if n.startswith(("pilot_", "istio"))
+        and n.endswith(("_total", "_created"))
+        and n not in ISTIOD_TOTAL_COUNTERS
+    ]
     for name in ISTIOD_TOTAL_COUNTERS:
         assert f"# TYPE {name} counter" in exposition.text.splitlines()
     assert suffixed == []

@@ -103,6 +103,11 @@ class TlsFront:
             await self._relay(reader, writer)
         except (OSError, ssl.SSLError, asyncio.IncompleteReadError):
             pass
+        except asyncio.CancelledError:
+            # stop(): this task is the connection's own (asyncio's stream server made it);
+            # ending it normally keeps Python 3.11's stream callback from logging the
+            # cancellation as an error.
+            pass
         finally:
             self._relays.discard(task)
             _close(writer)
