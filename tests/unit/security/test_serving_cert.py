@@ -72,6 +72,7 @@ async def handshake(
 
 async def test_the_certificate_names_every_configured_name(suite_ca: CertificateAuthority) -> None:
     serving = ServingCertificate(suite_ca, NAMES)
+    serving.start()
     root = suite_ca.trust_bundle()[0]
     for name in ("localhost", "istiod.istio-system.svc", "127.0.0.1"):
         cert, client = await handshake(serving.context, root, name)
@@ -89,6 +90,7 @@ async def test_a_client_certificate_is_verified_when_given(
     suite_ca: CertificateAuthority, tmp_path: Path
 ) -> None:
     serving = ServingCertificate(suite_ca, NAMES)
+    serving.start()
     root = suite_ca.trust_bundle()[0]
     key = ec_key()
     issued = suite_ca.sign(csr_pem(key), SpiffeId("td", "ns", "sa"), 0)
@@ -121,6 +123,7 @@ async def test_a_root_rotation_renews_the_certificate_and_trusts_the_new_root(
         clock=lambda: now[0],
     )
     serving = ServingCertificate(ca, NAMES)
+    serving.start()
     first = serving.not_after
     now[0] = ca.signing_root.not_valid_after_utc - datetime.timedelta(days=100)
     assert await ca.check_rotation()  # trusted and signing at once (no delay)
