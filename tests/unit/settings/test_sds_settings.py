@@ -26,3 +26,15 @@ def test_the_defaults_are_istio_agents() -> None:
     assert settings.workload_cert_ttl == 24 * 3600
     assert (settings.grace_period_ratio, settings.grace_period_jitter) == (0.5, 0.01)
     assert settings.workload_key == "rsa" and settings.secrets_dir == ""
+
+
+def test_the_secrets_flag_and_variable_set_the_directory() -> None:
+    from pilothouse.cli.main import build_parser
+    from pilothouse.cli.serve import settings_from
+
+    args = build_parser().parse_args(["serve", "--secrets", "/etc/credentials"])
+    assert settings_from(args, {}).sds.secrets_dir == "/etc/credentials"
+    plain = build_parser().parse_args(["serve"])
+    environ = {"PILOTHOUSE_SECRETS": "/srv/certs", "PILOTHOUSE_SDS_WORKLOAD_KEY": "ecdsa"}
+    settings = settings_from(plain, environ)
+    assert settings.sds.secrets_dir == "/srv/certs" and settings.sds.workload_key == "ecdsa"
