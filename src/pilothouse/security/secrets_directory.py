@@ -127,7 +127,12 @@ class SecretsDirectory:
         self._available = True
         changed: set[str] = set()
         for name in sorted(credential_names(files) | set(self._loaded) | set(self._problems)):
-            changed |= self._reload(name)
+            try:
+                changed |= self._reload(name)
+            except Exception as exc:  # a fault of one credential stays with it
+                log.debug("reading credential %s failed", name, exc_info=True)
+                why = f"cannot be read ({type(exc).__name__}: {exc})"
+                self._refuse(name, InvalidCredential(self.directory / name, why))
         self._synced = True
         if changed:
             for listener in list(self._listeners):
@@ -201,7 +206,7 @@ class SecretsDirectory:
         try:
             credential = read_credential(name, self.directory)
         except InvalidCredential as invalid:
-            self._refuse(name, invalid, previous)
+            self._refuse(name, invalid)
             return set()
         self._problems.pop(name, None)
         if credential is None:
@@ -220,7 +225,8 @@ class SecretsDirectory:
         )
         return _changed_names(name, previous.credential if previous else None, credential)
 
-    def _refuse(self, name: str, invalid: InvalidCredential, previous: Loaded | None) -> None:
+    def _refuse(self, name: str, invalid: InvalidCredential) -> None:
+        previous = self._loaded.get(name)
         problem = str(invalid)
         if self._problems.get(name) == problem:
             return

@@ -181,3 +181,28 @@ def test_files_whose_stat_did_not_move_are_not_read_again(
     secrets.load()
     secrets.load()
     assert len(reads) == before
+
+
+def test_an_unexpected_fault_stays_with_its_credential(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pilothouse.security.secrets_directory as module
+
+    write_pair(tmp_path, "gw", "one.example")
+    write_pair(tmp_path, "other", "other.example")
+    secrets = SecretsDirectory(tmp_path)
+    secrets.load()
+    real = module.read_credential
+
+    def broken(name: str, directory: Path) -> Any:
+        if name == "gw":
+            raise RuntimeError("a library surprise")
+        return real(name, directory)
+
+    monkeypatch.setattr(module, "read_credential", broken)
+    write_pair(tmp_path, "gw", "two.example")
+    write_pair(tmp_path, "other", "two.other.example")
+    assert secrets.load() == {"other"}
+    assert leaf_host(secrets, "gw") == "one.example"
+    assert "a library surprise" in secrets.problems()["gw"]
+    assert leaf_host(secrets, "other") == "two.other.example"
