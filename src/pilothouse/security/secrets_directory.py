@@ -136,7 +136,10 @@ class SecretsDirectory:
         self._synced = True
         if changed:
             for listener in list(self._listeners):
-                listener(frozenset(changed))
+                try:
+                    listener(frozenset(changed))
+                except Exception:  # a listener's fault must not stop following files
+                    log.exception("a listener of changed credentials failed")
         return frozenset(changed)
 
     async def run(self) -> None:
