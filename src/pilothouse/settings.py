@@ -2,8 +2,8 @@
 
 The tree has one part per component: ``settings.xds`` (the gRPC xDS server, its
 debouncer, push workers and admission control), ``settings.admin``, ``settings.ctrlz``,
-``settings.rest``, ``settings.webhook`` and ``settings.mcp``; the top level holds what
-``serve`` itself reads. Each part is the settings object its component takes
+``settings.rest``, ``settings.webhook``, ``settings.mcp`` and ``settings.sds``; the top
+level holds what ``serve`` itself reads. Each part is the settings object its component takes
 (``DiscoveryServer`` takes ``settings.xds``, ``RestDiscovery`` takes ``settings.rest``),
 so a default is written once, here, and equals istiod's where istiod has one (where it
 does not, the field says why). A tree rather than one flat class because each
@@ -267,6 +267,44 @@ class McpSettings:
 
 
 @dataclass(frozen=True)
+class SdsSettings:
+    """SDS: workload certificates, the trust bundle and credentials served over xDS
+    (:mod:`pilothouse.xds.generators.sds`)."""
+
+    ENV_PREFIX: ClassVar[str] = "PILOTHOUSE_SDS_"
+    ENV_NAMES: ClassVar[Mapping[str, str]] = MappingProxyType(
+        {"secrets_dir": "PILOTHOUSE_SECRETS"}
+    )
+
+    secrets_dir: str = ""
+    """A directory of gateway credentials, ``<name>.crt`` + ``<name>.key`` [+
+    ``<name>-cacert.crt``], served as ``kubernetes://<name>`` (and ``-cacert``) and
+    followed on change; empty serves none."""
+    credentials_namespace: str = ""
+    """Only identities of this namespace may read the secrets directory's credentials
+    (istiod serves a proxy its own namespace's Secrets); empty lets any verified
+    identity read them."""
+    workload_cert_ttl: float = 86400.0
+    """SECRET_TTL: lifetime asked for workload certificates (``default``), seconds."""
+    grace_period_ratio: float = 0.5
+    """SECRET_GRACE_PERIOD_RATIO: a workload certificate is replaced when this part of
+    its life is left (so at about half its lifetime)."""
+    grace_period_jitter: float = 0.01
+    """Random spread of the grace period ratio, drawn per certificate (istio-agent's)."""
+    workload_key: Literal["rsa", "ecdsa"] = "rsa"
+    """Workload private keys: RSA 2048 (istiod's default) or ECDSA P-256."""
+
+    def __post_init__(self) -> None:
+        if self.workload_cert_ttl <= 0:
+            raise ValueError("PILOTHOUSE_SDS_WORKLOAD_CERT_TTL must be positive")
+        jitter, ratio = self.grace_period_jitter, self.grace_period_ratio
+        if not 0 < ratio < 1 or not 0 <= jitter < min(ratio, 1 - ratio):
+            raise ValueError(
+                "PILOTHOUSE_SDS_GRACE_PERIOD_RATIO ± _JITTER must lie between 0 and 1"
+            )
+
+
+@dataclass(frozen=True)
 class CaSettings:
     """The built-in CA (:mod:`pilothouse.security`): where its keys live, lifetimes,
     root rotation. Defaults are istiod's (``security/pkg/cmd/constants.go``)."""
@@ -354,6 +392,7 @@ class Settings:
     mcp: McpSettings = field(default_factory=McpSettings)
     ca: CaSettings = field(default_factory=CaSettings)
     auth: AuthSettings = field(default_factory=AuthSettings)
+    sds: SdsSettings = field(default_factory=SdsSettings)
 
     def with_overrides(self, values: Mapping[str, Any]) -> Settings:
         """A copy with the knobs named by dotted path (``xds.cache_size``) replaced;

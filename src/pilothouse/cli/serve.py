@@ -6,6 +6,10 @@ The admin HTTP server carries the admin API, whose runtime knobs each part regis
 here; ControlZ serves the same knobs and the process's figures on its own port.
 SIGTERM or SIGINT drains: every stream is closed (proxies reconnect elsewhere), the
 server waits up to ``drain_seconds`` for them to finish, and the process exits 0.
+
+With the TLS port on, proxies that authenticate there get SDS secrets over their ADS
+stream (:class:`~pilothouse.xds.server.secret_delivery.SecretDelivery`): their workload
+certificate and the CA's roots, and the credentials of ``--secrets DIR``.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from pilothouse.security.ca import CertificateAuthority
 from pilothouse.security.ca_dir import CaDirError
 from pilothouse.security.ca_metrics import CaCollector
 from pilothouse.security.jwt_authn import IssuerSetupError, JwtAuthenticator, parse_issuers
+from pilothouse.security.secrets_directory import SecretsDirectory
 from pilothouse.settings import (
     AdminSettings,
     CaSettings,
@@ -62,6 +67,7 @@ from pilothouse.sources.events import ConfigEvent, ConfigStore
 from pilothouse.webhook.server import WebhookServer
 from pilothouse.xds.server.ads import add_discovery_services, new_grpc_server
 from pilothouse.xds.server.discovery import DiscoveryServer
+from pilothouse.xds.server.secret_delivery import SecretDelivery
 from pilothouse.xds.server.tls_port import TlsPort
 
 log = logging.getLogger("pilothouse.serve")
@@ -139,6 +145,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="trust bearer tokens from ISSUER, verified with the keys in JWKS_FILE (repeatable)",
     )
     parser.add_argument(
+        "--secrets",
+        type=Path,
+        metavar="DIR",
+        help="gateway credentials <name>.crt + <name>.key [+ <name>-cacert.crt], "
+        "served over SDS as kubernetes://<name> and followed on change",
+    )
+    parser.add_argument(
         "--admin-address",
         metavar="HOST:PORT",
         help=f"HTTP for /ready and REST xDS; default {AdminSettings.address}",
@@ -179,6 +192,7 @@ FLAGS: Final[Mapping[str, str]] = MappingProxyType(
         "xds_tls_address": "xds.tls_address",
         "ca_dir": "ca.dir",
         "jwt_issuer": "auth.jwt_issuers",
+        "secrets": "sds.secrets_dir",
         "admin_address": "admin.address",
         "ctrlz_address": "ctrlz.address",
         "webhook_address": "webhook.address",
@@ -296,6 +310,9 @@ async def serve(
         raise SystemExit(f"pilothouse: cannot listen on {settings.xds.address}")
     discovery.identify(port)
     tls = _tls_port(settings, mesh, discovery, authority, roles)
+    secrets = _secret_delivery(settings, discovery, authority)
+    if secrets.credentials is not None:
+        secrets.credentials.load()  # before any stream: gateways get them at once
     await grpc_server.start()
     admin_host, _, admin_port_text = settings.admin.address.rpartition(":")
 
@@ -402,6 +419,7 @@ async def serve(
             for runner in roles.runners:
                 tasks.create_task(runner.run())
             tasks.create_task(discovery.run())
+            tasks.create_task(secrets.run())
             endless = []
             if tls is not None:  # certificate renewal and root checks never end by themselves
                 endless = [tasks.create_task(tls.run()), tasks.create_task(tls.ca.run())]
@@ -409,6 +427,7 @@ async def serve(
             log.info("draining", extra={"streams": len(discovery.connections)})
             discovery.close()
             roles.close()
+            secrets.close()
             for source in sources:
                 source.close()
             for task in endless:
@@ -423,6 +442,33 @@ async def serve(
         if webhook is not None:
             await webhook.stop()
         log.info("stopped")
+
+
+def _secret_delivery(
+    settings: Settings, discovery: DiscoveryServer, authority: CertificateAuthority | None
+) -> SecretDelivery:
+    """SDS: ``default`` and ``ROOTCA`` from the CA (there with the TLS port, where proxies
+    authenticate), ``kubernetes://`` names from the secrets directory (when given)."""
+    credentials = None
+    if settings.sds.secrets_dir:
+        credentials = SecretsDirectory(
+            Path(settings.sds.secrets_dir),
+            debounce=settings.file_debounce,
+            poll=settings.file_root_poll,
+        )
+        log.info("serving credentials over SDS", extra={"dir": settings.sds.secrets_dir})
+    if authority is None and credentials is not None:
+        log.warning(
+            "the TLS xDS port is off: no proxy can authenticate, so no credential of %s "
+            "will be served",
+            settings.sds.secrets_dir,
+        )
+    return SecretDelivery(
+        discovery,
+        settings.sds,
+        authority=authority,
+        credentials=credentials,
+    )
 
 
 async def _open_ca(settings: Settings, mesh: MeshSettings) -> CertificateAuthority | None:
