@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from pilothouse.config.model import Config
 from pilothouse.push.cache import Resource
 from pilothouse.push.context import PushContext
+from pilothouse.push.peer_authentication import MtlsPolicy
 from pilothouse.push.scope import ScopeKey
 from pilothouse.registry.model import Labels
 from pilothouse.xds.builders.cluster import RestPolling
@@ -26,8 +27,9 @@ if TYPE_CHECKING:
 
 InboundTarget = tuple[int, str, str, int]
 """An inbound cluster's port, protocol, and the application's host and port."""
-InboundListener = tuple[int, str, bool, bytes | None, RestPolling | None, int]
-"""An inbound listener's port, protocol, bind, TLS settings, transport, address length."""
+InboundListener = tuple[int, str, bool, bytes | None, str, RestPolling | None, int]
+"""An inbound listener's port, protocol, bind, TLS settings, PeerAuthentication mode,
+transport, address length."""
 
 
 @dataclass(slots=True)
@@ -45,6 +47,8 @@ class ContextMemo:
     ] = field(default_factory=dict)
     """A workload's inbound ports, by scope, IP addresses and labels, with the endpoint
     index's revision they were read at."""
+    mtls_policies: dict[tuple[str, Labels], MtlsPolicy] = field(default_factory=dict)
+    """The PeerAuthentication policy of a workload, by namespace and labels."""
     labelled_endpoints: dict[str, LabelledEndpoints] = field(default_factory=dict)
     """The labelled endpoints of a namespace's services, by address."""
     grpc_listeners: dict[tuple[ScopeKey, str, bool, Labels], Resource | None] = field(

@@ -19,7 +19,8 @@ Sidecar proxies:
   a sidecar without iptables must not grab a port it did not ask for;
 - an inbound listener per inbound port of the proxy's own workload (see inbound.py:
   from Sidecar ``ingress`` listeners, bound; or from the WorkloadEntry that is this
-  proxy, not bound), forwarding to ``inbound|<port>||`` (see CDS).
+  proxy, not bound), forwarding to ``inbound|<port>||`` (see CDS), its chains set by
+  the PeerAuthentication mode of the workload's port (see listener_mtls.py).
 
 Only the inbound listeners hold the proxy's address. Everything else is shared by the
 proxies of a scope: :func:`build_listeners` builds it from a :class:`ListenerInputs`
@@ -65,7 +66,7 @@ from pilothouse.xds.builders.route_match import resolve_gateway_name
 from pilothouse.xds.generators.base import GenerationInput, Resources
 from pilothouse.xds.generators.cds import encode
 from pilothouse.xds.generators.context_memo import context_memo
-from pilothouse.xds.generators.inbound import InboundPort, inbound_ports
+from pilothouse.xds.generators.inbound import InboundPort, inbound_mtls, inbound_ports
 from pilothouse.xds.generators.routing import resolver_for
 from pilothouse.xds.generators.scope_inputs import ScopeInputs, scope_inputs
 from pilothouse.xds.generators.scope_memo import scope_memo
@@ -165,7 +166,8 @@ def inbound_listener(given: GenerationInput, port: InboundPort) -> Resource:
     # ASCII: the placeholder's length in characters is its length in bytes
     if address and address.isascii() and not address.startswith(UNIX_PREFIX):
         tls = None if port.tls is None else port.tls.SerializeToString(deterministic=True)
-        key = (port.port, port.protocol, port.bind, tls, given.rest, len(address))
+        mode = inbound_mtls(given, port)
+        key = (port.port, port.protocol, port.bind, tls, mode, given.rest, len(address))
         known = context_memo(given.context).inbound_listeners
         try:
             template = known[key]
@@ -190,6 +192,7 @@ def _inbound(given: GenerationInput, port: InboundPort, address: str) -> Any:
         port.protocol,
         cluster=inbound_cluster_name(port.port),
         tls=port.tls,
+        mtls=inbound_mtls(given, port),
     )
     if not port.bind:
         listener.name = inbound_cluster_name(port.port)
