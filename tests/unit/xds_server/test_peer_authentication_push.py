@@ -7,6 +7,7 @@ listener comes from the WorkloadEntry that is its workload.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from typing import Any
 
@@ -20,6 +21,7 @@ from pilothouse.push.cache import ResourceCache
 from pilothouse.push.pipeline import PushPipeline
 from pilothouse.push.proxy import ProxyIdentity, parse_node
 from pilothouse.registry.controller import ServiceEntryRegistry
+from pilothouse.security.identity import Caller, ProvedBy, SpiffeId
 from pilothouse.sources.memory import MemoryStore
 from pilothouse.xds.generators.api import watched_kinds
 from pilothouse.xds.generators.base import GenerationInput
@@ -118,21 +120,23 @@ class Connection:
         return False
 
 
-def proxy(name: str, namespace: str, address: str, **labels: str) -> ProxyIdentity:
-    return parse_node(
+def proxy(
+    name: str, namespace: str, address: str, *, authenticated: bool = True, **labels: str
+) -> ProxyIdentity:
+    """A sidecar; ``authenticated`` as if its stream proved its service account ``name``."""
+    found = parse_node(
         f"sidecar~{address}~{name}.{namespace}~{namespace}.svc.cluster.local",
         {"LABELS": labels},
     )
+    if not authenticated:
+        return found
+    spiffe = SpiffeId("cluster.local", namespace, name.split("-")[0])
+    return dataclasses.replace(found, caller=Caller((spiffe,), ProvedBy.CLIENT_CERTIFICATE))
 
 
+SIDECAR = {"security.istio.io/tlsMode": "istio"}
 # web's proxy carries the label its WorkloadEntry has (injection sets it on the pod)
-WEB = Connection(
-    "web",
-    parse_node(
-        "sidecar~10.0.0.1~web-1.shop~shop.svc.cluster.local",
-        {"LABELS": {"app": "web", "security.istio.io/tlsMode": "istio"}},
-    ),
-)
+WEB = Connection("web", proxy("web-1", "shop", "10.0.0.1", app="web", **SIDECAR))
 DB = Connection("db", proxy("db-1", "shop", "10.0.0.2", app="db"))
 TOOL = Connection("tool", proxy("tool-1", "other", "10.0.0.3", app="tool"))
 
@@ -271,11 +275,7 @@ def test_workloads_of_one_service_in_one_context_keep_their_own_modes() -> None:
     must be part of what they are shared by."""
     stage = Stage(SECOND_WEB)
     second = Connection(
-        "web-2",
-        parse_node(
-            "sidecar~10.0.0.4~web-2.shop~shop.svc.cluster.local",
-            {"LABELS": {"app": "web", "security.istio.io/tlsMode": "istio", "version": "v2"}},
-        ),
+        "web-2", proxy("web-2", "shop", "10.0.0.4", app="web", version="v2", **SIDECAR)
     )
     stage.pipeline.connect(second)
     assert stage.apply(V2_PORT_DISABLE) == ["db", "web", "web-2"]
@@ -283,3 +283,25 @@ def test_workloads_of_one_service_in_one_context_keep_their_own_modes() -> None:
     second_listeners = stage.generate(second, ListenerGenerator())
     assert inbound_transports(first_listeners, "inbound|8080||") == ["tls", "raw_buffer"]
     assert inbound_transports(second_listeners, "inbound|8080||") == [""]
+
+
+def test_a_proxy_without_a_proved_identity_gets_nothing_that_waits_for_certificates() -> None:
+    """SDS serves ``default`` only to authenticated streams: an unauthenticated proxy gets
+    plaintext clusters and plaintext-only PERMISSIVE ports; STRICT still refuses plaintext."""
+    stage = Stage()
+    anonymous = Connection(
+        "anonymous",
+        proxy("web-1", "shop", "10.0.0.1", authenticated=False, app="web", **SIDECAR),
+    )
+    stage.pipeline.connect(anonymous)
+    cds = stage.generate(anonymous, ClusterGenerator())
+    assert all(b"tlsMode-istio" not in body for body in cds.values())
+    assert (
+        b"tlsMode-istio"
+        in stage.generate(WEB, ClusterGenerator())["outbound|8080||web.shop.svc.cluster.local"]
+    )
+    listeners = stage.generate(anonymous, ListenerGenerator())
+    assert inbound_transports(listeners, "inbound|8080||") == [""]
+    stage.apply(WEB_STRICT)
+    listeners = stage.generate(anonymous, ListenerGenerator())
+    assert inbound_transports(listeners, "inbound|8080||") == ["tls"]

@@ -21,7 +21,9 @@ DestinationRule TLS take mutual TLS to its sidecar endpoints and plaintext to th
 (see builders/auto_mtls.py), unless the PeerAuthentication of the service's namespace
 (mesh- and namespace-wide, as istiod infers a service's mode) is DISABLE. Which
 namespaces that holds for is part of the scope's inputs, computed per context, so a
-PeerAuthentication edit reaches the clusters it changes.
+PeerAuthentication edit reaches the clusters it changes. Only a proxy whose stream proved
+its identity gets it: SDS serves ``default`` to no other, and a cluster waiting for that
+secret would never warm.
 """
 
 from __future__ import annotations
@@ -83,9 +85,10 @@ class ClusterGenerator:
     def generate(self, given: GenerationInput) -> Resources:
         scope = given.scope
         known = context_memo(given.context).scope_clusters
-        shared = known.get((scope.key, given.rest))
+        held = (scope.key, given.rest, given.proxy.caller is not None)
+        shared = known.get(held)
         if shared is None:
-            shared = known[scope.key, given.rest] = self._scope_clusters(given)
+            shared = known[held] = self._scope_clusters(given)
         inbound = inbound_clusters(given)
         everything = {**shared, **{r.name: r for r in inbound}} if inbound else shared
         if given.names is None:
@@ -112,8 +115,9 @@ class ClusterGenerator:
 
 
 def auto_mtls_namespaces(given: GenerationInput, scope: ProxyScope) -> tuple[str, ...]:
-    """The namespaces of the scope's services whose clusters auto-mTLS applies to."""
-    if not given.context.mesh.enable_auto_mtls:
+    """The namespaces of the scope's services whose clusters auto-mTLS applies to (none
+    for a proxy without a proved identity: SDS gives it no certificate to present)."""
+    if not given.context.mesh.enable_auto_mtls or given.proxy.caller is None:
         return ()
     index = given.context.peer_authentications
     return tuple(

@@ -36,10 +36,11 @@ transport, address length."""
 class ContextMemo:
     """Everything generators remember about one PushContext."""
 
-    scope_clusters: dict[tuple[ScopeKey, RestPolling | None], dict[str, Resource]] = field(
-        default_factory=dict
+    scope_clusters: dict[tuple[ScopeKey, RestPolling | None, bool], dict[str, Resource]] = (
+        field(default_factory=dict)
     )
-    """A scope's outbound clusters, by scope and transport."""
+    """A scope's outbound clusters, by scope, transport and whether the proxy proved its
+    identity (auto-mTLS)."""
     inbound_clusters: dict[InboundTarget, Resource] = field(default_factory=dict)
     inbound_listeners: dict[InboundListener, AddressTemplate | None] = field(default_factory=dict)
     inbound_ports: dict[

@@ -64,15 +64,25 @@ def inbound_ports(given: GenerationInput) -> tuple[InboundPort, ...]:
 
 
 def inbound_mtls(given: GenerationInput, port: InboundPort) -> MtlsMode:
-    """The PeerAuthentication mode of the proxy's workload on ``port`` (once per context,
-    namespace and labels for the workload's policy)."""
+    """The mode the proxy's listener on ``port`` runs in: its workload's PeerAuthentication
+    mode for the port (the policy found once per context, namespace and labels).
+
+    Mutual TLS needs the workload certificate, which SDS gives only to a proxy whose
+    stream proved its identity (``caller``). A PERMISSIVE port of a proxy without one
+    accepts plaintext only (a mutual-TLS chain would wait for secrets that never come,
+    and hold the listener back); STRICT stays STRICT and refuses everything until the
+    proxy has a certificate, rather than fall back to plaintext.
+    """
     proxy = given.proxy
     key = (proxy.namespace, proxy.labels)
     known = context_memo(given.context).mtls_policies
     policy = known.get(key)
     if policy is None:
         policy = known[key] = given.context.peer_authentications.workload_policy(*key)
-    return policy.for_port(port.workload_port or port.port)
+    mode = policy.for_port(port.workload_port or port.port)
+    if mode is MtlsMode.PERMISSIVE and proxy.caller is None:
+        return MtlsMode.DISABLE
+    return mode
 
 
 def _compute(given: GenerationInput) -> tuple[InboundPort, ...]:
