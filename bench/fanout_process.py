@@ -43,6 +43,9 @@ class ServerProcess:
         self.name = name
         self.log = log
         environment = dict(os.environ)
+        # No TLS port (and no CA) unless a benchmark asks: it would listen on a fixed
+        # port and keep a CA under the working directory.
+        environment.setdefault("PILOTHOUSE_XDS_TLS_ADDRESS", "")
         if env:
             environment.update(env)
         with log.open("wb") as output:

@@ -62,7 +62,8 @@ class Child:
                 stdin=subprocess.DEVNULL,
                 stdout=output,
                 stderr=subprocess.STDOUT,
-                env={**os.environ, **(env or {})},
+                # No TLS port (and no CA): it would listen on a fixed port.
+                env={"PILOTHOUSE_XDS_TLS_ADDRESS": "", **os.environ, **(env or {})},
                 start_new_session=True,
                 preexec_fn=_die_with_parent,
             )

@@ -91,7 +91,8 @@ async def demo(workdir: Path) -> int:
         server = subprocess.Popen(
             [sys.executable, "-m", "pilothouse.cli.main", "serve", "--config", str(mesh),
              "--xds-address", f"127.0.0.1:{xds_port}",
-             "--admin-address", f"127.0.0.1:{admin_port}", "--log-level", "warn"],
+             "--admin-address", f"127.0.0.1:{admin_port}", "--log-level", "warn",
+             "--xds-tls-address", ""],
             start_new_session=True, text=True,
         )  # fmt: skip
         await wait_ready(admin_port, server)

@@ -2,8 +2,8 @@
 
 The tree has one part per component: ``settings.xds`` (the gRPC xDS server, its
 debouncer, push workers and admission control), ``settings.admin``, ``settings.ctrlz``,
-``settings.rest``, ``settings.webhook`` and ``settings.mcp``; the top level holds what
-``serve`` itself reads. Each part is the settings object its component takes
+``settings.rest``, ``settings.webhook``, ``settings.mcp`` and ``settings.sds``; the top
+level holds what ``serve`` itself reads. Each part is the settings object its component takes
 (``DiscoveryServer`` takes ``settings.xds``, ``RestDiscovery`` takes ``settings.rest``),
 so a default is written once, here, and equals istiod's where istiod has one (where it
 does not, the field says why). A tree rather than one flat class because each
@@ -162,6 +162,16 @@ class XdsSettings:
     """Answer ``/debug/*`` and the ``istio.io/debug/*`` xDS types to clients that are
     not on loopback (istiod lets loopback bypass its debug authorization; pilothouse
     has no authentication yet, so anything else is refused unless this is set)."""
+    tls_address: str = "127.0.0.1:15012"
+    """host:port of the TLS xDS gRPC server that also serves the certificate service
+    (istiod's 15012, on all interfaces there; loopback here, as every other default
+    address, so ``0.0.0.0:15012`` to let other hosts in). Empty turns it off."""
+    tls_names: tuple[str, ...] = ("istiod.istio-system.svc", "localhost", "127.0.0.1", "::1")
+    """Subject alternative names of the TLS port's serving certificate (issued by the
+    CA): DNS names, and IP addresses written as such."""
+    identity_check: bool = True
+    """PILOT_ENABLE_XDS_IDENTITY_CHECK: an authenticated proxy's NAMESPACE (and
+    SERVICE_ACCOUNT when set) must match one of its identities, else PERMISSION_DENIED."""
 
 
 @dataclass(frozen=True)
@@ -257,6 +267,97 @@ class McpSettings:
 
 
 @dataclass(frozen=True)
+class SdsSettings:
+    """SDS: workload certificates, the trust bundle and credentials served over xDS
+    (:mod:`pilothouse.xds.generators.sds`)."""
+
+    ENV_PREFIX: ClassVar[str] = "PILOTHOUSE_SDS_"
+    ENV_NAMES: ClassVar[Mapping[str, str]] = MappingProxyType(
+        {"secrets_dir": "PILOTHOUSE_SECRETS"}
+    )
+
+    secrets_dir: str = ""
+    """A directory of gateway credentials, ``<name>.crt`` + ``<name>.key`` [+
+    ``<name>-cacert.crt``], served as ``kubernetes://<name>`` (and ``-cacert``) and
+    followed on change; empty serves none."""
+    credentials_namespace: str = ""
+    """Only identities of this namespace may read the secrets directory's credentials
+    (istiod serves a proxy its own namespace's Secrets); empty lets any verified
+    identity read them."""
+    workload_cert_ttl: float = 86400.0
+    """SECRET_TTL: lifetime asked for workload certificates (``default``), seconds."""
+    grace_period_ratio: float = 0.5
+    """SECRET_GRACE_PERIOD_RATIO: a workload certificate is replaced when this part of
+    its life is left (so at about half its lifetime)."""
+    grace_period_jitter: float = 0.01
+    """Random spread of the grace period ratio, drawn per certificate (istio-agent's)."""
+    workload_key: Literal["rsa", "ecdsa"] = "rsa"
+    """Workload private keys: RSA 2048 (istiod's default) or ECDSA P-256."""
+
+    def __post_init__(self) -> None:
+        if self.workload_cert_ttl <= 0:
+            raise ValueError("PILOTHOUSE_SDS_WORKLOAD_CERT_TTL must be positive")
+        jitter, ratio = self.grace_period_jitter, self.grace_period_ratio
+        if not 0 < ratio < 1 or not 0 <= jitter < min(ratio, 1 - ratio):
+            raise ValueError(
+                "PILOTHOUSE_SDS_GRACE_PERIOD_RATIO ± _JITTER must lie between 0 and 1"
+            )
+
+
+@dataclass(frozen=True)
+class CaSettings:
+    """The built-in CA (:mod:`pilothouse.security`): where its keys live, lifetimes,
+    root rotation. Defaults are istiod's (``security/pkg/cmd/constants.go``)."""
+
+    ENV_PREFIX: ClassVar[str] = "PILOTHOUSE_CA_"
+    ENV_NAMES: ClassVar[Mapping[str, str]] = _NO_RENAMES
+
+    dir: str = ".pilothouse/ca"
+    """The CA directory, relative to the working directory unless absolute. With
+    ``ca-cert.pem``, ``ca-key.pem``, ``root-cert.pem`` and ``cert-chain.pem`` it is a
+    plugged-in CA (istiod's ``cacerts``); otherwise a self-signed root is created there
+    on first start and reused. ``root-cert.pem`` there is what clients of the TLS port
+    trust."""
+    workload_cert_ttl: float = 24 * 3600.0
+    """DEFAULT_WORKLOAD_CERT_TTL, seconds: used when a request asks for 0 or less."""
+    max_workload_cert_ttl: float = 90 * 24 * 3600.0
+    """MAX_WORKLOAD_CERT_TTL, seconds: longer requests are refused."""
+    root_cert_ttl: float = 10 * 365 * 24 * 3600.0
+    """CITADEL_SELF_SIGNED_CA_CERT_TTL, seconds: lifetime of a self-signed root."""
+    root_check_interval: float = 3600.0
+    """CITADEL_SELF_SIGNED_ROOT_CERT_CHECK_INTERVAL, seconds."""
+    root_rotation_ratio: float = 0.2
+    """A self-signed root is replaced when this share of its lifetime is left."""
+    root_distribution_delay: float = 3600.0
+    """Seconds a new root is only trusted (in the bundle, pushed to workloads) before it
+    signs anything; istiod has no such delay because it keeps the root's key."""
+
+    def __post_init__(self) -> None:
+        if not self.dir:
+            raise ValueError("PILOTHOUSE_CA_DIR must not be empty")
+        if not 0 < self.root_rotation_ratio < 1:
+            raise ValueError("PILOTHOUSE_CA_ROOT_ROTATION_RATIO must be between 0 and 1")
+        if self.max_workload_cert_ttl < self.workload_cert_ttl:
+            raise ValueError(
+                "PILOTHOUSE_CA_MAX_WORKLOAD_CERT_TTL is below PILOTHOUSE_CA_WORKLOAD_CERT_TTL"
+            )
+
+
+@dataclass(frozen=True)
+class AuthSettings:
+    """How callers of the TLS port prove who they are (besides client certificates)."""
+
+    ENV_PREFIX: ClassVar[str] = "PILOTHOUSE_AUTH_"
+    ENV_NAMES: ClassVar[Mapping[str, str]] = _NO_RENAMES
+
+    jwt_issuers: tuple[str, ...] = ()
+    """``ISSUER=PATH`` pairs: bearer tokens from ISSUER are verified with the keys of
+    the JWKS file at PATH (pilothouse never fetches keys over the network)."""
+    audiences: tuple[str, ...] = ("istio-ca",)
+    """TOKEN_AUDIENCES: a token must name one of these audiences."""
+
+
+@dataclass(frozen=True)
 class Settings:
     """All of pilothouse's knobs."""
 
@@ -289,6 +390,9 @@ class Settings:
     rest: RestSettings = field(default_factory=RestSettings)
     webhook: WebhookSettings = field(default_factory=WebhookSettings)
     mcp: McpSettings = field(default_factory=McpSettings)
+    ca: CaSettings = field(default_factory=CaSettings)
+    auth: AuthSettings = field(default_factory=AuthSettings)
+    sds: SdsSettings = field(default_factory=SdsSettings)
 
     def with_overrides(self, values: Mapping[str, Any]) -> Settings:
         """A copy with the knobs named by dotted path (``xds.cache_size``) replaced;

@@ -72,6 +72,7 @@ async def served(tmp_path: Path) -> AsyncIterator[Served]:
         config_dirs=(mesh,),
         xds=XdsSettings(
             address="127.0.0.1:0",
+            tls_address="",  # the TLS port and its CA are not what this tests
             debounce=DebounceSettings(debounce_after=0.02, debounce_max=0.5),
         ),
         admin=AdminSettings(address="127.0.0.1:0"),

@@ -184,6 +184,7 @@ def push_status(discovery: DiscoveryServer) -> dict[str, Any]:
         "pushes": {
             "full": stats.full_pushes,
             "endpoint": stats.eds_pushes,
+            "secret": stats.secret_pushes,
             "connectionsQueued": stats.connections_queued,
             "failures": stats.push_failures,
             "contextBuilds": stats.context_builds,

@@ -82,6 +82,11 @@ class PilotCollector(Collector):
             {"unrecoverable": stats.push_failures + stats.send_errors},
             "type",
         )
+        yield istiod_counter(
+            "pilot_sds_certificate_errors_total",
+            "Total number of failures to fetch SDS key and certificate.",
+            stats.sds_certificate_errors,
+        )
         for histogram in discovery.metrics.histograms():
             yield histogram_family(histogram)
         yield from self._context_gauges()

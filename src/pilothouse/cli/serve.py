@@ -6,6 +6,10 @@ The admin HTTP server carries the admin API, whose runtime knobs each part regis
 here; ControlZ serves the same knobs and the process's figures on its own port.
 SIGTERM or SIGINT drains: every stream is closed (proxies reconnect elsewhere), the
 server waits up to ``drain_seconds`` for them to finish, and the process exits 0.
+
+With the TLS port on, proxies that authenticate there get SDS secrets over their ADS
+stream (:class:`~pilothouse.xds.server.secret_delivery.SecretDelivery`): their workload
+certificate and the CA's roots, and the credentials of ``--secrets DIR``.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Final
+from typing import Any, Final
 
 from pilothouse import logfmt
 from pilothouse.admin.access import AccessPolicy
@@ -43,8 +47,15 @@ from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.meshconfig import MeshConfigError, load_mesh_config
 from pilothouse.environment import SettingsError, from_environment
 from pilothouse.mcp.sink_server import McpSinkServer
+from pilothouse.security.authn import Authenticator
+from pilothouse.security.ca import CertificateAuthority
+from pilothouse.security.ca_dir import CaDirError
+from pilothouse.security.ca_metrics import CaCollector
+from pilothouse.security.jwt_authn import IssuerSetupError, JwtAuthenticator, parse_issuers
+from pilothouse.security.secrets_directory import SecretsDirectory
 from pilothouse.settings import (
     AdminSettings,
+    CaSettings,
     ControlZSettings,
     Settings,
     WebhookSettings,
@@ -56,6 +67,8 @@ from pilothouse.sources.events import ConfigEvent, ConfigStore
 from pilothouse.webhook.server import WebhookServer
 from pilothouse.xds.server.ads import add_discovery_services, new_grpc_server
 from pilothouse.xds.server.discovery import DiscoveryServer
+from pilothouse.xds.server.secret_delivery import SecretDelivery
+from pilothouse.xds.server.tls_port import TlsPort
 
 log = logging.getLogger("pilothouse.serve")
 
@@ -69,6 +82,8 @@ class Bound:
     webhook_port: int = 0
     ctrlz_port: int = 0
     """0 when ControlZ is off or could not listen."""
+    xds_tls_port: int = 0
+    """0 when the TLS port is off."""
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -111,6 +126,32 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("--xds-address", metavar="HOST:PORT", help=f"default {XdsSettings.address}")
     parser.add_argument(
+        "--xds-tls-address",
+        metavar="HOST:PORT",
+        help=f"TLS xDS and the certificate service (default {XdsSettings.tls_address}; "
+        "an empty value turns it off)",
+    )
+    parser.add_argument(
+        "--ca-dir",
+        type=Path,
+        metavar="DIR",
+        help=f"the CA directory: plugged-in CA files, or where the self-signed root is kept "
+        f"(default {CaSettings.dir})",
+    )
+    parser.add_argument(
+        "--jwt-issuer",
+        action="append",
+        metavar="ISSUER=JWKS_FILE",
+        help="trust bearer tokens from ISSUER, verified with the keys in JWKS_FILE (repeatable)",
+    )
+    parser.add_argument(
+        "--secrets",
+        type=Path,
+        metavar="DIR",
+        help="gateway credentials <name>.crt + <name>.key [+ <name>-cacert.crt], "
+        "served over SDS as kubernetes://<name> and followed on change",
+    )
+    parser.add_argument(
         "--admin-address",
         metavar="HOST:PORT",
         help=f"HTTP for /ready and REST xDS; default {AdminSettings.address}",
@@ -148,6 +189,10 @@ FLAGS: Final[Mapping[str, str]] = MappingProxyType(
         "role": "role",
         "log_level": "log_level",
         "xds_address": "xds.address",
+        "xds_tls_address": "xds.tls_address",
+        "ca_dir": "ca.dir",
+        "jwt_issuer": "auth.jwt_issuers",
+        "secrets": "sds.secrets_dir",
         "admin_address": "admin.address",
         "ctrlz_address": "ctrlz.address",
         "webhook_address": "webhook.address",
@@ -170,8 +215,8 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str] | None = 
     overrides = from_environment(environ)
     for dest, path in FLAGS.items():
         value = getattr(args, dest, None)
-        if not value:
-            continue
+        if value is None or value is False or value == []:
+            continue  # not given (an empty string is given: --xds-tls-address "" is off)
         if isinstance(value, list):
             value = tuple(value)
         elif isinstance(value, Path):
@@ -261,6 +306,10 @@ async def serve(
     if port == 0:
         raise SystemExit(f"pilothouse: cannot listen on {settings.xds.address}")
     discovery.identify(port)
+    tls = await _tls_port(settings, mesh, discovery, roles)
+    secrets = _secret_delivery(settings, discovery, tls)
+    if secrets.credentials is not None:
+        secrets.credentials.load()  # before any stream: gateways get them at once
     await grpc_server.start()
     admin_host, _, admin_port_text = settings.admin.address.rpartition(":")
 
@@ -268,6 +317,20 @@ async def serve(
         return [s.availability() for s in sources if isinstance(s, ReportsAvailability)]
 
     metrics = server_metrics(discovery, sources)
+    tls_port = 0
+    if tls is not None:
+        metrics.registry.register(
+            CaCollector(tls.counters, tls.ca.root_expiry, tls.ca.chain_expiry)
+        )
+        tls_host, _, tls_port_text = settings.xds.tls_address.rpartition(":")
+        try:
+            tls_port = await tls.start(tls_host.strip("[]"), int(tls_port_text))
+        except (OSError, ValueError) as problem:
+            await grpc_server.stop(0)
+            await tls.stop(0)
+            raise SystemExit(
+                f"pilothouse: cannot listen on {settings.xds.tls_address}: {problem}"
+            ) from None
     # Runtime knobs: each part registers its own here, where the parts are wired.
     knobs = KnobRegistry()
     register_push_knobs(knobs, discovery)
@@ -290,6 +353,8 @@ async def serve(
         admin_port = await admin.start(admin_host, int(admin_port_text))
     except (OSError, ValueError) as problem:
         await grpc_server.stop(0)
+        if tls is not None:
+            await tls.stop(0)
         raise SystemExit(
             f"pilothouse: cannot listen on {settings.admin.address}: {problem}"
         ) from None
@@ -307,6 +372,8 @@ async def serve(
         except (OSError, ValueError) as problem:
             await grpc_server.stop(0)
             await admin.stop()
+            if tls is not None:
+                await tls.stop(0)
             raise SystemExit(
                 f"pilothouse: cannot serve the webhook on {settings.webhook.address}: {problem}"
             ) from None
@@ -317,10 +384,22 @@ async def serve(
     ctrlz = ControlZ(settings.ctrlz, knobs, access)
     ctrlz_port = await ctrlz.start()  # logs and stays off if it cannot listen, as istiod
     bound = Bound(
-        xds_port=port, admin_port=admin_port, webhook_port=webhook_port, ctrlz_port=ctrlz_port
+        xds_port=port,
+        admin_port=admin_port,
+        webhook_port=webhook_port,
+        ctrlz_port=ctrlz_port,
+        xds_tls_port=tls_port,
     )
     host = settings.xds.address.rsplit(":", 1)[0]
     log.info("xDS listening on %s:%d", host, port, extra={"address": f"{host}:{port}"})
+    if tls is not None:
+        tls_host = settings.xds.tls_address.rsplit(":", 1)[0]
+        log.info(
+            "xDS (TLS) and certificate service listening on %s:%d",
+            tls_host,
+            tls_port,
+            extra={"address": f"{tls_host}:{tls_port}", "ca_dir": settings.ca.dir},
+        )
     log.info(
         "admin (/ready, /metrics, /debug, REST xDS, /admin) listening on %s:%d",
         admin_host,
@@ -337,19 +416,86 @@ async def serve(
             for runner in roles.runners:
                 tasks.create_task(runner.run())
             tasks.create_task(discovery.run())
+            tasks.create_task(secrets.run())
+            endless = []
+            if tls is not None:  # certificate renewal and root checks never end by themselves
+                endless = [tasks.create_task(tls.run()), tasks.create_task(tls.ca.run())]
             await stop.wait()
             log.info("draining", extra={"streams": len(discovery.connections)})
             discovery.close()
             roles.close()
+            secrets.close()
             for source in sources:
                 source.close()
+            for task in endless:
+                task.cancel()
     finally:
-        await grpc_server.stop(settings.drain_seconds)
+        stopping = [grpc_server.stop(settings.drain_seconds)]
+        if tls is not None:
+            stopping.append(tls.stop(settings.drain_seconds))
+        await asyncio.gather(*stopping)
         await admin.stop()
         await ctrlz.stop()
         if webhook is not None:
             await webhook.stop()
         log.info("stopped")
+
+
+def _secret_delivery(
+    settings: Settings, discovery: DiscoveryServer, tls: TlsPort | None
+) -> SecretDelivery:
+    """SDS: ``default`` and ``ROOTCA`` from the CA (with the TLS port, where proxies
+    authenticate), ``kubernetes://`` names from the secrets directory (when given)."""
+    credentials = None
+    if settings.sds.secrets_dir:
+        credentials = SecretsDirectory(
+            Path(settings.sds.secrets_dir),
+            debounce=settings.file_debounce,
+            poll=settings.file_root_poll,
+        )
+        log.info("serving credentials over SDS", extra={"dir": settings.sds.secrets_dir})
+    if tls is None and credentials is not None:
+        log.warning(
+            "the TLS xDS port is off: no proxy can authenticate, so no credential of %s "
+            "will be served",
+            settings.sds.secrets_dir,
+        )
+    return SecretDelivery(
+        discovery,
+        settings.sds,
+        authority=tls.ca if tls is not None else None,
+        credentials=credentials,
+    )
+
+
+async def _tls_port(
+    settings: Settings, mesh: MeshSettings, discovery: DiscoveryServer, roles: Any
+) -> TlsPort | None:
+    """The TLS port with its CA and authenticators, or None when it is off."""
+    if not settings.xds.tls_address:
+        return None
+    try:
+        ca = await asyncio.to_thread(CertificateAuthority.open, settings.ca, mesh.trust_domain)
+    except (CaDirError, OSError) as problem:
+        raise SystemExit(f"pilothouse: CA: {problem}") from None
+    jwt: JwtAuthenticator | None = None
+    if settings.auth.jwt_issuers:
+        try:
+            jwt = JwtAuthenticator.from_files(
+                parse_issuers(settings.auth.jwt_issuers),
+                settings.auth.audiences,
+                mesh.trust_domain,
+            )
+        except IssuerSetupError as problem:
+            raise SystemExit(f"pilothouse: {problem}") from None
+    return TlsPort(
+        settings.xds,
+        discovery,
+        ca,
+        Authenticator(jwt),
+        root_namespace=mesh.root_namespace,
+        mcp=roles,
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -10,7 +10,9 @@ This is where the push stage decides (DESIGN §1, push/ *drives* the push):
    (reusing untouched indexes); an endpoint-only request takes the EDS fast path (no new
    context). Then only the connections the change concerns are chosen: for a full push,
    those whose scope sees a changed key (before or after the change); for an endpoint
-   push, those watching a changed service's hosts. MCP-over-xDS clients
+   push, those watching a changed service's hosts or holding a changed SDS secret
+   (:mod:`pilothouse.push.secrets`: a new workload certificate, trust bundle or
+   credential is pushed this way, SDS only). MCP-over-xDS clients
    (``GENERATOR=api``) are chosen for every change of a kind they watch, whatever their
    scope (on the fast path with the request made full: the ``api`` generator answers
    from the store).
@@ -41,6 +43,7 @@ from pilothouse.push.changes import REGISTRY_KINDS, config_request, registry_req
 from pilothouse.push.context import PushContext, build_context
 from pilothouse.push.proxy import GeneratorFamily, ProxyIdentity
 from pilothouse.push.request import PushRequest, TriggerReason
+from pilothouse.push.secrets import has_secrets, secret_names
 from pilothouse.registry.model import Service, service_hosts
 from pilothouse.registry.update import RegistryUpdate
 from pilothouse.sources.events import ConfigStore
@@ -63,6 +66,10 @@ class PushTarget(Hashable, Protocol):
 
     def watches_any_host(self, hostnames: frozenset[str]) -> bool:
         """Whether any watched EDS cluster has its host among ``hostnames``."""
+        ...
+
+    def watches_secrets(self, names: frozenset[str]) -> bool:
+        """Whether the connection watches any of the SDS secrets ``names``."""
         ...
 
 
@@ -196,6 +203,7 @@ class PushPipeline(Generic[C]):
         """The EDS fast path: no new context; the watchers of the changed hosts."""
         self._cache.invalidate(request.configs_updated)
         hosts = service_hosts(request.configs_updated)
+        secrets = has_secrets(request.configs_updated)
         pushes: list[tuple[C, PushRequest]] = []
         failed: list[C] = []
         for connection in list(self._connections.values()):
@@ -203,7 +211,9 @@ class PushPipeline(Generic[C]):
                 if self._watches_changed_kind(connection, request):
                     # the api generator answers from the store: a per-connection full push
                     pushes.append((connection, dataclasses.replace(request, full=True)))
-                elif connection.watches_any_host(hosts):
+                elif connection.watches_any_host(hosts) or (
+                    secrets and self._holds_changed_secret(connection, request)
+                ):
                     pushes.append((connection, request))
             except Exception:
                 self._failed(connection, "choosing an endpoint push", failed)
@@ -242,6 +252,12 @@ class PushPipeline(Generic[C]):
             if verdict:
                 chosen.append(connection)
         return chosen, tuple(failed)
+
+    @staticmethod
+    def _holds_changed_secret(connection: C, request: PushRequest) -> bool:
+        """Whether the connection watches an SDS secret the request replaces for it."""
+        names = secret_names(request.configs_updated, connection.proxy)
+        return bool(names) and connection.watches_secrets(names)
 
     def _watches_changed_kind(self, connection: C, request: PushRequest) -> bool:
         """An MCP-over-xDS client (``GENERATOR=api``) watching a kind the request changed."""

@@ -42,6 +42,8 @@ def rendered(default: Any) -> str:
         return "`true`" if default else "`false`"
     if default in ("", ()):
         return "none"
+    if isinstance(default, tuple):
+        return "`" + ",".join(default) + "`"
     if isinstance(default, float):
         return f"`{default:g}`"
     return f"`{default}`"

@@ -5,8 +5,9 @@ The engine wraps the stream's session (SotW or delta, through
 ordering (:mod:`pilothouse.xds.protocol.ordering`). Its interface is narrow:
 
 - :meth:`StreamEngine.receive`: a client request → the responses it is owed;
-- :meth:`StreamEngine.push_full` / :meth:`StreamEngine.push_endpoints`: what the
-  server wants pushed → the responses to write, types in CDS → EDS → LDS → RDS order,
+- :meth:`StreamEngine.push_full` / :meth:`StreamEngine.push_endpoints` /
+  :meth:`StreamEngine.push_secrets`: what the server wants pushed → the responses to
+  write, types in CDS → EDS → LDS → RDS → SDS order,
   routes deferred until new clusters' endpoints are ACKed, removed clusters kept until
   the routes that used them are ACKed;
 - timed steps (warming give-up, lingering release) are handed to the ``schedule``
@@ -36,7 +37,7 @@ from pilothouse.xds.protocol.stream_flavour import (
     SotwFlavour,
 )
 from pilothouse.xds.protocol.subscriptions import Subscription
-from pilothouse.xds.protocol.type_urls import CDS, EDS, push_order_key
+from pilothouse.xds.protocol.type_urls import CDS, EDS, SDS, push_order_key
 from pilothouse.xds.protocol.wire import NO_CONTROL_PLANE, ControlPlaneField
 
 _NO_NAMES: frozenset[str] = frozenset()
@@ -137,6 +138,13 @@ class StreamEngine:
                 found.update(names)
         return frozenset(found) if found else _NO_NAMES
 
+    def watches_secrets(self, names: frozenset[str]) -> bool:
+        """Whether any of the SDS secrets ``names`` is watched."""
+        subscription = self.session.wants(SDS)
+        if subscription is None:
+            return False
+        return subscription.wildcard or not subscription.names.isdisjoint(names)
+
     def _eds_by_host(self) -> Mapping[str, frozenset[str]]:
         """Watched EDS names by hostname, rebuilt only when the subscribed names change."""
         subscription = self.session.wants(EDS)
@@ -189,6 +197,13 @@ class StreamEngine:
         """The EDS fast path: the assignments ``changed`` (watched names only)."""
         out: list[Outgoing] = []
         _add(out, self._flavour.respond(EDS, changed, now))
+        return out
+
+    def push_secrets(self, changed: frozenset[str], now: float) -> list[Outgoing]:
+        """Changed SDS secrets only (watched names only): a new certificate, a new trust
+        bundle, a replaced credential."""
+        out: list[Outgoing] = []
+        _add(out, self._flavour.respond(SDS, changed, now))
         return out
 
     def push_full(self, now: float, *, endpoints: bool, resend: bool = False) -> list[Outgoing]:

@@ -4,7 +4,8 @@ The stream engine (:mod:`pilothouse.xds.protocol.stream_engine`) orders pushes a
 keeps make-before-break state the same way for both protocols; everything that
 depends on the protocol (which session classifies requests, how a response is
 planned and encoded, what counts as ACKed) is one of the two classes here. No I/O:
-each step returns the bytes to write, or None. Each also keeps what the proxy ACKed
+each step returns the bytes to write, or None (also when the generator withheld the
+type's answer, :mod:`pilothouse.xds.protocol.withheld`). Each also keeps what the proxy ACKed
 (:mod:`pilothouse.xds.protocol.acked`), from the resources it sends, by reference.
 """
 
@@ -30,6 +31,7 @@ from pilothouse.xds.protocol.wire import (
     delta_response,
     sotw_response,
 )
+from pilothouse.xds.protocol.withheld import withheld
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +176,8 @@ class SotwFlavour(_Base):
         if changed is not None:
             names = changed if names is None else names & changed
         resources = self._generate(type_url, names) if generated is None else generated
+        if withheld(resources):
+            return None
         available = {name: r.version for name, r in resources.items()}
         plan = plan_sotw(watch, available, answering=answering)
         if plan is None:
@@ -282,6 +286,8 @@ class DeltaFlavour(_Base):
         if changed is not None and decision is None and names is not None:
             names = names & changed
         resources = self._generate(type_url, names) if generated is None else generated
+        if withheld(resources):
+            return None
         available = {name: r.version for name, r in resources.items()}
         plan = plan_delta(watch, available, decision, changed, resend_all=resend)
         initial = decision is not None and decision.kind in (DeltaKind.INIT, DeltaKind.RECONNECT)

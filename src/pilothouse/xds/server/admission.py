@@ -63,6 +63,10 @@ class Refusal(enum.Enum):
     """INVALID_ARGUMENT: the first request named no node id, or a malformed one."""
     BAD_REQUEST = "bad_request"
     """INVALID_ARGUMENT: the first request's bytes did not decode."""
+    UNAUTHENTICATED = "unauthenticated"
+    """UNAUTHENTICATED: a stream on the TLS port proved no identity."""
+    PERMISSION_DENIED = "permission_denied"
+    """PERMISSION_DENIED: a TLS-port caller may not be that proxy, or use ``api``."""
 
 
 class Refused(Exception):

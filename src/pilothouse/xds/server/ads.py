@@ -21,12 +21,20 @@ discovery server (``pilot_total_xds_internal_errors``).
 ADS streams also answer the ``istio.io/debug/*`` types
 (:mod:`pilothouse.xds.server.debug_types`); a peer not allowed to read them gets
 PERMISSION_DENIED.
+
+On the TLS port (a ``guard``, :mod:`pilothouse.xds.server.tls_guard`) a stream is
+authenticated after its first request arrives (UNAUTHENTICATED otherwise, counted as
+``unauthenticated``); the proxy it claims to be must match the caller's identity, and
+``GENERATOR=api`` and the debug types need an identity in the root namespace
+(PERMISSION_DENIED otherwise, counted as ``permission_denied``). The caller is kept in
+``ProxyIdentity.caller``. Streams on the plaintext port have no guard and no caller.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
@@ -36,7 +44,9 @@ import grpc
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 from google.protobuf import json_format
 
-from pilothouse.push.proxy import BadNode, ProxyIdentity, parse_node
+from pilothouse.push.proxy import BadNode, GeneratorFamily, ProxyIdentity, parse_node
+from pilothouse.security.authn import Unauthenticated
+from pilothouse.security.identity import Caller
 from pilothouse.settings import XdsSettings
 from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.xds.server.admission import Refusal, Refused
@@ -45,6 +55,7 @@ from pilothouse.xds.server.debug_types import DebugAnswers, DebugDenied, is_debu
 from pilothouse.xds.server.discovery import DiscoveryServer
 from pilothouse.xds.server.grpc_options import grpc_server_options
 from pilothouse.xds.server.request_bytes import Undecodable, request_parser
+from pilothouse.xds.server.tls_guard import TlsGuard
 from pilothouse.xds.server.writer import write_responses
 
 log = logging.getLogger("pilothouse.xds")
@@ -94,9 +105,7 @@ class StreamRefused(Exception):
     rejection, counted by that reason); a stream ended later has none.
     """
 
-    def __init__(
-        self, code: grpc.StatusCode, message: str, reason: Refusal | None = None
-    ) -> None:
+    def __init__(self, code: grpc.StatusCode, message: str, reason: Refusal | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
@@ -119,12 +128,15 @@ class StreamHandler:
         delta: bool,
         only_type: str = "",
         debug: DebugAnswers | None = None,
+        guard: TlsGuard | None = None,
     ) -> None:
-        """``debug`` answers the ``istio.io/debug/*`` types (ADS streams only)."""
+        """``debug`` answers the ``istio.io/debug/*`` types (ADS streams only);
+        ``guard`` authenticates and authorises streams (the TLS port only)."""
         self._discovery = discovery
         self._delta = delta
         self._only_type = only_type
         self._debug = debug
+        self._guard = guard
 
     async def serve(
         self, requests: AsyncIterator[Any], context: grpc.aio.ServicerContext[Any, bytes]
@@ -162,14 +174,26 @@ class StreamHandler:
             first = await anext(requests)
         except StopAsyncIteration:
             return
-        async with admission.stream(context.peer()):
-            await self._serve_admitted(first, requests, context)
+        caller: Caller | None = None
+        peer = context.peer()
+        if self._guard is not None:
+            try:
+                caller = self._guard.caller(context)
+            except Unauthenticated as problem:
+                raise StreamRefused(
+                    grpc.StatusCode.UNAUTHENTICATED, str(problem), Refusal.UNAUTHENTICATED
+                ) from None
+            peer = self._guard.peer(context)
+        async with admission.stream(peer):
+            await self._serve_admitted(first, requests, context, caller, peer)
 
     async def _serve_admitted(
         self,
         first: Any,
         requests: AsyncIterator[Any],
         context: grpc.aio.ServicerContext[Any, bytes],
+        caller: Caller | None,
+        peer: str,
     ) -> None:
         discovery = self._discovery
         if isinstance(first, Undecodable):
@@ -186,9 +210,11 @@ class StreamHandler:
             raise StreamRefused(
                 grpc.StatusCode.INVALID_ARGUMENT, str(problem), Refusal.BAD_NODE
             ) from None
+        if caller is not None:
+            proxy = self._authorised(proxy, caller)
         connection = Connection(
             discovery.next_connection_id(proxy.id or proxy.node_id),
-            context.peer(),
+            peer,
             proxy,
             discovery,
             delta=self._delta,
@@ -211,6 +237,18 @@ class StreamHandler:
             raise StreamRefused(grpc.StatusCode.INVALID_ARGUMENT, connection.problem)
         if connection.failure:
             raise StreamRefused(grpc.StatusCode.INTERNAL, connection.failure)
+
+    def _authorised(self, proxy: ProxyIdentity, caller: Caller) -> ProxyIdentity:
+        """``proxy`` with its caller, if the caller may be that proxy (TLS port)."""
+        assert self._guard is not None
+        denial = self._guard.proxy_denial(proxy, caller)
+        if denial is None and proxy.generator is GeneratorFamily.API:
+            denial = self._guard.root_denial(caller, "MCP-over-xDS (GENERATOR=api)")
+        if denial is not None:
+            raise StreamRefused(
+                grpc.StatusCode.PERMISSION_DENIED, denial, Refusal.PERMISSION_DENIED
+            )
+        return dataclasses.replace(proxy, caller=caller)
 
     async def _read(self, first: Any, requests: AsyncIterator[Any], connection: Connection) -> None:
         try:
@@ -240,7 +278,16 @@ class StreamHandler:
         elif not request.type_url:
             raise _BadRequest("request without type_url on an aggregated stream")
         elif self._debug is not None and is_debug_type(request.type_url):
-            answer = self._debug.answer(connection, request, delta=self._delta)
+            authorised = False
+            caller = connection.proxy.caller
+            if self._guard is not None and caller is not None:
+                denial = self._guard.root_denial(caller, "the istio.io/debug types")
+                if denial is not None:
+                    raise DebugDenied(denial)
+                authorised = True
+            answer = self._debug.answer(
+                connection, request, delta=self._delta, authorised=authorised
+            )
             if answer is not None:
                 connection.outbound.put_nowait(
                     Queued(answer, request.type_url, 0.0, connection.clock())
@@ -261,8 +308,11 @@ def _handler(behaviour: Callable[..., Any], request_type: Any) -> grpc.RpcMethod
     )
 
 
-def add_discovery_services(server: grpc.aio.Server, discovery: DiscoveryServer) -> None:
-    """Register ADS and the per-type services on a grpc.aio server."""
+def add_discovery_services(
+    server: grpc.aio.Server, discovery: DiscoveryServer, guard: TlsGuard | None = None
+) -> None:
+    """Register ADS and the per-type services on a grpc.aio server; ``guard`` for the TLS
+    port's backend server (every stream authenticated and authorised)."""
     sotw = discovery_pb2.DiscoveryRequest
     delta = discovery_pb2.DeltaDiscoveryRequest
     debug = DebugAnswers(discovery)
@@ -271,10 +321,10 @@ def add_discovery_services(server: grpc.aio.Server, discovery: DiscoveryServer) 
             ADS_SERVICE,
             {
                 "StreamAggregatedResources": _handler(
-                    StreamHandler(discovery, delta=False, debug=debug).serve, sotw
+                    StreamHandler(discovery, delta=False, debug=debug, guard=guard).serve, sotw
                 ),
                 "DeltaAggregatedResources": _handler(
-                    StreamHandler(discovery, delta=True, debug=debug).serve, delta
+                    StreamHandler(discovery, delta=True, debug=debug, guard=guard).serve, delta
                 ),
             },
         )
@@ -285,10 +335,14 @@ def add_discovery_services(server: grpc.aio.Server, discovery: DiscoveryServer) 
                 service,
                 {
                     f"Stream{suffix}": _handler(
-                        StreamHandler(discovery, delta=False, only_type=type_url).serve, sotw
+                        StreamHandler(
+                            discovery, delta=False, only_type=type_url, guard=guard
+                        ).serve,
+                        sotw,
                     ),
                     f"Delta{suffix}": _handler(
-                        StreamHandler(discovery, delta=True, only_type=type_url).serve, delta
+                        StreamHandler(discovery, delta=True, only_type=type_url, guard=guard).serve,
+                        delta,
                     ),
                 },
             )

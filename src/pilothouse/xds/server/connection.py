@@ -28,6 +28,7 @@ from typing import NamedTuple, Protocol
 
 from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.push.request import PushRequest
+from pilothouse.push.secrets import secret_names
 from pilothouse.registry.model import SERVICE_KIND, service_hosts
 from pilothouse.settings import XdsSettings
 from pilothouse.xds.protocol.delta import DeltaSession
@@ -148,6 +149,10 @@ class Connection:
         """Whether any watched EDS cluster name has its host among ``hostnames``."""
         return self.engine.watches_any_host(hostnames)
 
+    def watches_secrets(self, names: frozenset[str]) -> bool:
+        """Whether any of the SDS secrets ``names`` is watched."""
+        return self.engine.watches_secrets(names)
+
     def watches_hosts(self, hostnames: frozenset[str]) -> frozenset[str]:
         """Watched EDS cluster names whose host is one of ``hostnames``."""
         return self.engine.watches_hosts(hostnames)
@@ -166,9 +171,13 @@ class Connection:
         """Send what ``request`` changed for this proxy, types in make-before-break order."""
         self.stats.pushes += 1
         if not request.full:
-            changed = self.engine.watches_hosts(service_hosts(request.configs_updated))
+            keys = request.configs_updated
+            changed = self.engine.watches_hosts(service_hosts(keys))
             if changed:
                 self._write(self.engine.push_endpoints(changed, now))
+            secrets = secret_names(keys, self.proxy)
+            if secrets:
+                self._write(self.engine.push_secrets(secrets, now))
             return
         # EDS only if the change can move endpoints; a forced push resends everything
         endpoints = request.is_everything or request.touches_any(ENDPOINT_KINDS)

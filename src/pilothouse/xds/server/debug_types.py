@@ -21,8 +21,9 @@ gets an empty answer.
 
 Access follows the HTTP debug endpoints (:mod:`pilothouse.boundary.debug_access`): a
 peer that is not on loopback is refused with PERMISSION_DENIED unless
-``PILOTHOUSE_DEBUG_ALLOW_REMOTE`` is set. Every answer carries the replica's
-``control_plane`` like any other response.
+``PILOTHOUSE_DEBUG_ALLOW_REMOTE`` is set. On the TLS port the caller's identity
+decides instead (root namespace only, :mod:`pilothouse.xds.server.tls_guard`). Every
+answer carries the replica's ``control_plane`` like any other response.
 """
 
 from __future__ import annotations
@@ -79,16 +80,20 @@ class DebugAnswers:
         self._backend = backend
         self._nonces = itertools.count(1)
 
-    def answer(self, connection: Connection, request: Any, *, delta: bool) -> bytes | None:
+    def answer(
+        self, connection: Connection, request: Any, *, delta: bool, authorised: bool = False
+    ) -> bytes | None:
         """The encoded response to ``request`` (a debug type), or None for an ACK/NACK.
 
-        Raises :class:`DebugDenied` when the peer may not ask.
+        ``authorised``: the caller's identity was checked already (the TLS port: root
+        namespace only), so the peer's address does not matter. Otherwise raises
+        :class:`DebugDenied` when the peer may not ask.
         """
         backend = self._backend
         denial = debug_denial(
             grpc_peer_host(connection.peer), allow_remote=backend.settings.debug_allow_remote
         )
-        if denial is not None:
+        if denial is not None and not authorised:
             raise DebugDenied(denial)
         if request.response_nonce:
             return None

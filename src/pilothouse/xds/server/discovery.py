@@ -37,6 +37,7 @@ from pilothouse.push.debounce import Debouncer, DebounceSettings
 from pilothouse.push.pipeline import PushPipeline
 from pilothouse.push.queue import PushQueue
 from pilothouse.push.request import PushRequest
+from pilothouse.push.secrets import has_secrets, secret_keys
 from pilothouse.push.workers import PushWorkers, PushWorkerStats
 from pilothouse.registry.controller import ServiceEntryRegistry
 from pilothouse.registry.endpoint_index import EndpointIndex
@@ -91,10 +92,16 @@ class XdsStats:
     """Responses whose write to the stream failed, of any type."""
     full_pushes: int = 0
     eds_pushes: int = 0
+    """Pushes without a new PushContext that carried endpoint changes."""
+    secret_pushes: int = 0
+    """Pushes without a new PushContext that carried SDS secret changes."""
     connections_queued: int = 0
     context_builds: int = 0
     push_failures: int = 0
     """Connections closed with INTERNAL because generating or scoping their push raised."""
+    sds_certificate_errors: int = 0
+    """pilot_sds_certificate_errors_total: SDS secrets refused (once per stream and name)
+    and workload certificates that failed to issue."""
 
 
 class DiscoveryServer:
@@ -396,7 +403,11 @@ class DiscoveryServer:
             self.stats.full_pushes += 1
             self.metrics.context_init.observe(self.context.stats.build_seconds)
         else:
-            self.stats.eds_pushes += 1
+            keys = plan.request.configs_updated
+            if has_secrets(keys):
+                self.stats.secret_pushes += 1
+            if not keys or not keys <= secret_keys(keys):
+                self.stats.eds_pushes += 1
         for connection in plan.failed:  # logged by the pipeline
             self.stats.push_failures += 1
             connection.fail(INTERNAL_ERROR)

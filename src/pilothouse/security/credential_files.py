@@ -1,0 +1,157 @@
+"""Reading one credential of a secrets directory: its PEM files, checked as a whole.
+
+A credential ``<name>`` is ``<name>.crt`` (the certificate chain, leaf first) and
+``<name>.key`` (the leaf's private key, unencrypted PEM), and optionally
+``<name>-cacert.crt`` (the certificates a peer is checked against, for MUTUAL TLS and
+for DestinationRule origination). A credential may be CA-only: ``<name>-cacert.crt``
+alone.
+
+:func:`read_credential` refuses anything Envoy would refuse or serve wrongly, with an
+:class:`InvalidCredential` naming the file and the problem: a file that is not PEM
+certificates (or not a private key), a key that does not belong to the leaf, a
+``.crt`` without its ``.key`` or the other way round. A pair caught half-written (one
+file replaced, the other not yet) is refused the same way; the caller keeps the last
+good version until the pair is whole again.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Final
+
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+
+CERT_SUFFIX: Final = ".crt"
+KEY_SUFFIX: Final = ".key"
+CA_SUFFIX: Final = "-cacert"
+_SERVED_KEYS: Final = (rsa.RSAPrivateKey, ec.EllipticCurvePrivateKey, ed25519.Ed25519PrivateKey)
+MAX_FILE_BYTES: Final = 1024 * 1024
+"""A PEM file larger than this is refused (a chain is a few kilobytes)."""
+
+
+class InvalidCredential(ValueError):
+    """A credential's files cannot be served; ``file`` is the one at fault."""
+
+    def __init__(self, file: Path, problem: str) -> None:
+        super().__init__(f"{file}: {problem}")
+        self.file = file
+        self.problem = problem
+
+
+@dataclass(frozen=True, slots=True)
+class KeyPair:
+    """A certificate chain (PEM, leaf first) and its private key (PEM)."""
+
+    chain: tuple[str, ...]
+    private_key: str
+    not_after: datetime
+
+    def __repr__(self) -> str:  # never print a private key
+        return f"KeyPair({len(self.chain)} certificate(s), not after {self.not_after})"
+
+
+@dataclass(frozen=True, slots=True)
+class Credential:
+    """What one credential name serves: a key pair, CA certificates, or both."""
+
+    name: str
+    pair: KeyPair | None
+    ca: tuple[str, ...] | None
+
+
+def credential_files(name: str, directory: Path) -> tuple[Path, Path, Path]:
+    """The certificate, key and CA files of credential ``name``."""
+    return (
+        directory / f"{name}{CERT_SUFFIX}",
+        directory / f"{name}{KEY_SUFFIX}",
+        directory / f"{name}{CA_SUFFIX}{CERT_SUFFIX}",
+    )
+
+
+def credential_names(files: list[str]) -> set[str]:
+    """The credential names a directory listing holds (hidden files skipped)."""
+    names: set[str] = set()
+    for file in files:
+        if file.startswith("."):
+            continue
+        stem, suffix = os.path.splitext(file)
+        if suffix == KEY_SUFFIX:
+            names.add(stem)
+        elif suffix == CERT_SUFFIX:
+            names.add(stem.removesuffix(CA_SUFFIX) if stem.endswith(CA_SUFFIX) else stem)
+    names.discard("")
+    return names
+
+
+def read_credential(name: str, directory: Path) -> Credential | None:
+    """The credential ``name`` as its files are now; None when none of them exists.
+
+    Raises :class:`InvalidCredential` when they cannot be served as they are.
+    """
+    cert_file, key_file, ca_file = credential_files(name, directory)
+    cert_pem = _read(cert_file)
+    key_pem = _read(key_file)
+    ca_pem = _read(ca_file)
+    if cert_pem is None and key_pem is None and ca_pem is None:
+        return None
+    pair: KeyPair | None = None
+    if cert_pem is not None or key_pem is not None:
+        if key_pem is None:
+            raise InvalidCredential(key_file, f"missing: {cert_file.name} has no private key")
+        if cert_pem is None:
+            raise InvalidCredential(cert_file, f"missing: {key_file.name} has no certificate")
+        pair = _key_pair(cert_file, cert_pem, key_file, key_pem)
+    ca = None
+    if ca_pem is not None:
+        ca = tuple(_certificates(ca_file, ca_pem)[1])
+    return Credential(name, pair, ca)
+
+
+def _read(path: Path) -> str | None:
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as problem:
+        raise InvalidCredential(path, f"cannot be read ({problem.strerror})") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise InvalidCredential(path, f"larger than {MAX_FILE_BYTES} bytes")
+    try:
+        return data.decode("ascii")
+    except UnicodeDecodeError:
+        raise InvalidCredential(path, "is not PEM (not ASCII text)") from None
+
+
+def _certificates(path: Path, pem: str) -> tuple[list[x509.Certificate], list[str]]:
+    """The certificates of a PEM file, parsed and as PEM blocks."""
+    try:
+        parsed = x509.load_pem_x509_certificates(pem.encode())
+    except ValueError as problem:
+        raise InvalidCredential(path, f"is not PEM certificates ({problem})") from None
+    blocks = [c.public_bytes(serialization.Encoding.PEM).decode() for c in parsed]
+    return parsed, blocks
+
+
+def _key_pair(cert_file: Path, cert_pem: str, key_file: Path, key_pem: str) -> KeyPair:
+    certificates, blocks = _certificates(cert_file, cert_pem)
+    try:
+        key = serialization.load_pem_private_key(key_pem.encode(), password=None)
+    except (ValueError, TypeError) as problem:
+        raise InvalidCredential(
+            key_file, f"is not an unencrypted PEM private key ({problem})"
+        ) from None
+    if not isinstance(key, _SERVED_KEYS):
+        raise InvalidCredential(key_file, f"{type(key).__name__} keys are not served")
+    leaf = certificates[0]
+    raw = serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    if key.public_key().public_bytes(*raw) != leaf.public_key().public_bytes(*raw):
+        raise InvalidCredential(
+            key_file, f"does not belong to the first certificate of {cert_file.name}"
+        )
+    return KeyPair(tuple(blocks), key_pem, leaf.not_valid_after_utc)

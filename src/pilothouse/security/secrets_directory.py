@@ -1,0 +1,236 @@
+"""The secrets directory (``--secrets DIR``): gateway credentials from files, followed.
+
+One credential per name, the files of :mod:`pilothouse.security.credential_files`
+(``<name>.crt`` + ``<name>.key`` [+ ``<name>-cacert.crt``]), served over SDS as
+``kubernetes://<name>`` and ``kubernetes://<name>-cacert`` (istiod's names for a
+Kubernetes Secret; the directory stands for one namespace's Secrets).
+
+The directory is watched the way the file source watches config (``watchfiles``,
+debounced): after every change each credential whose files changed is read again.
+
+- A credential whose files are valid replaces what was served, and the listener is
+  told its SDS names (the gateways that hold them are pushed, without a restart).
+- A half-written or invalid pair is refused: the error is logged naming the file, and
+  the last good version stays served (and is named in the log line).
+- A credential whose files are all gone is no longer served (proxies keep what they
+  hold, as with a deleted Kubernetes Secret).
+- The directory missing or unreadable is *unavailable*, not empty: every credential
+  stays, and the directory is looked at every ``poll`` seconds until it is back.
+
+The flat directory has no namespaces, so istiod's "same namespace as the proxy" rule
+cannot be read from it: who may read these credentials is decided by the SDS
+generator (any verified identity, or only those of one namespace when
+``sds.credentials_namespace`` is set).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pilothouse.security.credential_files import (
+    CA_SUFFIX,
+    Credential,
+    InvalidCredential,
+    KeyPair,
+    credential_names,
+    read_credential,
+)
+
+log = logging.getLogger("pilothouse.security.secrets")
+
+Listener = Callable[[frozenset[str]], None]
+"""Told what changed: ``<name>`` for a key pair, ``<name>-cacert`` for CA certificates
+(served as ``kubernetes://<name>`` and ``kubernetes://<name>-cacert``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """A credential being served, and when its files were read."""
+
+    credential: Credential
+    loaded_at: float
+
+
+class SecretsDirectory:
+    """The credentials of one directory, kept current; reads are plain lookups."""
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        debounce: float = 0.1,
+        poll: float = 0.5,
+        force_polling: bool | None = None,
+    ) -> None:
+        self.directory = directory.resolve()
+        self._debounce = debounce
+        self._poll = poll
+        self._force_polling = force_polling
+        self._loaded: dict[str, Loaded] = {}
+        self._problems: dict[str, str] = {}
+        self._listeners: list[Listener] = []
+        self._synced = False
+        self._available: bool | None = None
+        self._stop = asyncio.Event()
+
+    # -- what SDS reads ---------------------------------------------------------------
+
+    def key_pair(self, name: str) -> KeyPair | None:
+        loaded = self._loaded.get(name)
+        return None if loaded is None else loaded.credential.pair
+
+    def ca_certificates(self, name: str) -> tuple[str, ...] | None:
+        loaded = self._loaded.get(name)
+        return None if loaded is None else loaded.credential.ca
+
+    def names(self) -> frozenset[str]:
+        """The credential names served now."""
+        return frozenset(self._loaded)
+
+    def problems(self) -> dict[str, str]:
+        """Credential name → why its files are refused now (its last good one is served)."""
+        return dict(self._problems)
+
+    def on_change(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def has_synced(self) -> bool:
+        return self._synced
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def load(self) -> frozenset[str]:
+        """Read every credential now; returns what changed (``<name>``, ``<name>-cacert``)
+        and tells the listeners. The directory unreadable changes nothing."""
+        try:
+            files = os.listdir(self.directory)
+        except OSError as problem:
+            self._lost(problem.strerror or type(problem).__name__)
+            self._synced = True
+            return frozenset()
+        if self._available is False:
+            log.info("secrets directory %s is available again", self.directory)
+        self._available = True
+        changed: set[str] = set()
+        for name in sorted(credential_names(files) | set(self._loaded) | set(self._problems)):
+            changed |= self._reload(name)
+        self._synced = True
+        if changed:
+            for listener in list(self._listeners):
+                listener(frozenset(changed))
+        return frozenset(changed)
+
+    async def run(self) -> None:
+        """Load, then follow the directory until :meth:`close`."""
+        self.load()
+        while not self._stop.is_set():
+            if self._available:
+                await self._follow()
+            else:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), self._poll)
+                if not self._stop.is_set():
+                    self.load()
+
+    def close(self) -> None:
+        self._stop.set()
+
+    async def _follow(self) -> None:
+        from watchfiles import awatch
+
+        try:
+            batches = awatch(
+                self.directory,
+                debounce=max(1, int(self._debounce * 1000)),
+                step=50,
+                stop_event=self._stop,
+                rust_timeout=max(1, int(self._poll * 1000)),
+                yield_on_timeout=True,
+                force_polling=self._force_polling,
+                recursive=False,
+                ignore_permission_denied=True,
+            )
+            async with contextlib.aclosing(batches):
+                async for _changes in batches:
+                    # a flat directory of a few files: reading it all is simpler than
+                    # mapping events to names, and catches what an event missed
+                    self.load()
+                    if not self._available:
+                        return
+        except Exception as exc:
+            log.warning(
+                "watching secrets directory %s failed (%s); looking at it again",
+                self.directory,
+                type(exc).__name__,
+            )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), self._poll)
+            self.load()
+
+    # -- one credential ---------------------------------------------------------------
+
+    def _reload(self, name: str) -> set[str]:
+        """Read credential ``name`` again; its parts whose content changed."""
+        previous = self._loaded.get(name)
+        try:
+            credential = read_credential(name, self.directory)
+        except InvalidCredential as invalid:
+            self._refuse(name, invalid, previous)
+            return set()
+        self._problems.pop(name, None)
+        if credential is None:
+            if previous is None:
+                return set()
+            del self._loaded[name]
+            log.info("credential %s removed; no longer served", name)
+            return set()  # proxies keep what they hold; nothing new to push
+        if previous is not None and previous.credential == credential:
+            return set()
+        self._loaded[name] = Loaded(credential, time.time())
+        log.info(
+            "credential %s loaded",
+            name,
+            extra={"key_pair": credential.pair is not None, "ca": credential.ca is not None},
+        )
+        return _changed_names(name, previous.credential if previous else None, credential)
+
+    def _refuse(self, name: str, invalid: InvalidCredential, previous: Loaded | None) -> None:
+        problem = str(invalid)
+        if self._problems.get(name) == problem:
+            return
+        self._problems[name] = problem
+        if previous is None:
+            kept = "nothing served for it until it is fixed"
+        else:
+            when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(previous.loaded_at))
+            kept = f"keeping the last good one (loaded {when})"
+        log.error(
+            "credential %s refused: %s; %s", name, problem, kept, extra={"file": str(invalid.file)}
+        )
+
+    def _lost(self, reason: str) -> None:
+        if self._available is False:
+            return
+        self._available = False
+        log.error(
+            "secrets directory %s is unavailable (%s); keeping its %d credential(s)",
+            self.directory,
+            reason,
+            len(self._loaded),
+        )
+
+
+def _changed_names(name: str, before: Credential | None, after: Credential) -> set[str]:
+    changed = set()
+    if after.pair is not None and (before is None or before.pair != after.pair):
+        changed.add(name)
+    if after.ca is not None and (before is None or before.ca != after.ca):
+        changed.add(name + CA_SUFFIX)
+    return changed

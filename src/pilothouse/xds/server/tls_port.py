@@ -1,0 +1,78 @@
+"""The TLS xDS port (istiod's 15012): everything the plaintext port serves, plus the
+certificate service, for authenticated callers only.
+
+Its parts: a backend gRPC server on ``127.0.0.1`` (a port of its own, chosen at start)
+carrying ADS and the per-type services with a :class:`~pilothouse.xds.server.tls_guard.TlsGuard`,
+``IstioCertificateService`` and, for root-namespace callers only, legacy MCP; the
+:class:`~pilothouse.xds.server.tls_front.TlsFront` terminating TLS on the configured
+address; and the port's :class:`~pilothouse.security.serving_cert.ServingCertificate`
+issued by the CA and renewed before it expires.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from pilothouse.security.authn import Authenticator
+from pilothouse.security.ca import CertificateAuthority
+from pilothouse.security.ca_metrics import CaCounters
+from pilothouse.security.ca_service import CertificateService
+from pilothouse.security.serving_cert import ServingCertificate
+from pilothouse.settings import XdsSettings
+from pilothouse.xds.server.ads import add_discovery_services, new_grpc_server
+from pilothouse.xds.server.discovery import DiscoveryServer
+from pilothouse.xds.server.tls_front import BACKEND_HOST, TlsFront
+from pilothouse.xds.server.tls_guard import GuardedServer, TlsGuard
+
+
+class TlsPort:
+    """The TLS port's servers; :meth:`start`, :meth:`run` until cancelled, :meth:`stop`."""
+
+    def __init__(
+        self,
+        settings: XdsSettings,
+        discovery: DiscoveryServer,
+        ca: CertificateAuthority,
+        authenticator: Authenticator,
+        *,
+        root_namespace: str,
+        mcp: Any = None,
+    ) -> None:
+        """``mcp`` has ``add_to(server)`` (``McpRoles``): registered for root-namespace
+        callers only. Issues the first serving certificate (a few milliseconds)."""
+        self.ca = ca
+        self.serving = ServingCertificate(ca, settings.tls_names)
+        self.backend = new_grpc_server(settings)
+        self._backend_port = self.backend.add_insecure_port(f"{BACKEND_HOST}:0")
+        self.front = TlsFront(self.serving.context, self._backend_port)
+        self.guard = TlsGuard(
+            self.front,
+            authenticator,
+            root_namespace=root_namespace,
+            identity_check=settings.identity_check,
+        )
+        self.counters = CaCounters()
+        add_discovery_services(self.backend, discovery, self.guard)
+        CertificateService(ca, self.guard, self.counters).add_to(self.backend)
+        if mcp is not None:
+            mcp.add_to(GuardedServer(self.backend, self.guard, "MCP"))
+        self._runner: asyncio.Task[None] | None = None
+
+    async def start(self, host: str, port: int) -> int:
+        """Start the backend, then listen with TLS (raises OSError); the port bound."""
+        if self._backend_port == 0:
+            raise OSError("cannot listen on 127.0.0.1 for the TLS port's backend")
+        await self.backend.start()
+        return await self.front.start(host, port)
+
+    async def run(self) -> None:
+        """Renew the serving certificate until cancelled."""
+        await self.serving.run()
+
+    async def stop(self, grace: float) -> None:
+        """Drain the backend's streams (as the plaintext port's), then close the front."""
+        with contextlib.suppress(Exception):
+            await self.backend.stop(grace)
+        await self.front.stop()

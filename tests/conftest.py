@@ -1,0 +1,41 @@
+"""Suite-wide: every ``pilothouse serve`` a test starts gets a TLS port on a free
+loopback port and a CA in a temporary directory, never istiod's fixed 15012 and never
+a CA under the working directory.
+
+Test processes inherit this environment (the harnesses pass ``os.environ`` down), and
+in-process ``settings_from`` reads it too. The CA's root is made here, once, before any
+test runs: RSA key generation is slow, and two servers started at the same moment
+must not both create a root in the same directory.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from pilothouse.security.ca import CertificateAuthority
+from pilothouse.settings import CaSettings
+
+TLS_ADDRESS = "PILOTHOUSE_XDS_TLS_ADDRESS"
+CA_DIR = "PILOTHOUSE_CA_DIR"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    scratch = Path(tempfile.mkdtemp(prefix="pilothouse-test-ca-"))
+    config.stash[_SCRATCH] = scratch
+    os.environ[TLS_ADDRESS] = "127.0.0.1:0"
+    os.environ[CA_DIR] = str(scratch / "ca")
+    CertificateAuthority.open(CaSettings(dir=str(scratch / "ca")), "cluster.local")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    scratch = config.stash.get(_SCRATCH, None)
+    if scratch is not None:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+_SCRATCH = pytest.StashKey[Path]()
