@@ -43,7 +43,9 @@ NAMESPACE = "edge"
 CREDENTIAL = "shop-cert"
 
 
-def authenticated_bootstrap(tls_port: int, root: Path, token: str) -> dict[str, Any]:
+def authenticated_bootstrap(
+    tls_port: int, root: Path, token: str, *, transport: XdsTransport = XdsTransport.DELTA
+) -> dict[str, Any]:
     """A gateway bootstrap whose ADS goes to the TLS port, trusting the CA's root and
     sending the token as ``authorization: Bearer``."""
     options = EnvoyBootstrapOptions(
@@ -51,7 +53,7 @@ def authenticated_bootstrap(tls_port: int, root: Path, token: str) -> dict[str, 
         node_metadata={"NAMESPACE": NAMESPACE, "LABELS": dict(GATEWAY_LABELS)},
         xds_port=tls_port,
         admin_port=0,
-        transport=XdsTransport.DELTA,
+        transport=transport,
     )
     bootstrap = envoy_bootstrap(options)
     (cluster,) = bootstrap["static_resources"]["clusters"]
@@ -73,9 +75,7 @@ def authenticated_bootstrap(tls_port: int, root: Path, token: str) -> dict[str, 
 
 async def served_serial(port: int, context: ssl.SSLContext) -> int:
     """The serial number of the certificate the gateway presents for HOST."""
-    _, writer = await asyncio.open_connection(
-        LOOPBACK, port, ssl=context, server_hostname=HOST
-    )
+    _, writer = await asyncio.open_connection(LOOPBACK, port, ssl=context, server_hostname=HOST)
     try:
         der = writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
     finally:

@@ -16,6 +16,15 @@ Three transports:
   ``request_timeout``) through the HTTP/1.1 cluster ``xds-rest``.  Served Listeners and
   Clusters must then point RDS and EDS at :func:`xds_config_source` as well.
 
+With :class:`XdsTls` the ``xds-grpc`` cluster speaks TLS to pilothouse's TLS port
+(istiod's 15012): it trusts the root in ``root_file`` (``<ca dir>/root-cert.pem``),
+checks the server's name (``server_name``, else the xDS host: a DNS SAN, or an IP SAN
+for an address), and proves who the proxy is with a client certificate and key
+(files), or with a bearer token that the ADS ``grpc_service`` sends as
+``authorization: Bearer <token>`` in its ``initial_metadata``. The token is written into
+the bootstrap itself (Envoy reads initial metadata once): regenerate the bootstrap when
+the token is renewed, and keep the file as private as the token.
+
 The result is ready for ``json.dumps`` or ``yaml.safe_dump``; nothing here touches a file.
 """
 
@@ -45,6 +54,33 @@ _STDOUT_ACCESS_LOG_TYPE = (
     "type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog"
 )
 _CIRCUIT_BREAKER_LIMIT = 100_000
+_TLS_SOCKET = "envoy.transport_sockets.tls"
+_UPSTREAM_TLS_TYPE = (
+    "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class XdsTls:
+    """How the ``xds-grpc`` cluster reaches pilothouse's TLS port."""
+
+    root_file: str
+    """PEM roots the server's certificate must chain to (``<ca dir>/root-cert.pem``)."""
+    cert_file: str = ""
+    """The proxy's certificate chain (PEM), with ``key_file``: a client certificate."""
+    key_file: str = ""
+    token: str = ""
+    """A bearer token (a JWT), sent as ``authorization: Bearer <token>``."""
+    server_name: str = ""
+    """The name the server's certificate must carry; empty means the xDS host."""
+
+    def __post_init__(self) -> None:
+        if not self.root_file:
+            raise ValueError("TLS to the xDS port needs a root certificate file")
+        if bool(self.cert_file) != bool(self.key_file):
+            raise ValueError("a client certificate needs both its certificate and key files")
+        if any(c in self.token for c in "\r\n"):
+            raise ValueError("the token must be one line")
 
 
 class XdsTransport(StrEnum):
@@ -83,6 +119,8 @@ class EnvoyBootstrapOptions:
     rest_request_timeout: float = RestSettings.request_timeout
     access_log_stdout: bool = False
     """Log admin-interface requests to stdout (listener access logs come with LDS)."""
+    xds_tls: XdsTls | None = None
+    """TLS to the xDS port (gRPC transports only); None is plaintext."""
 
     def __post_init__(self) -> None:
         if not self.node_id or not self.node_cluster:
@@ -117,6 +155,8 @@ class EnvoyBootstrapOptions:
             raise ValueError("connect_timeout must be positive")
         if not 0 < self.xds_retry_base <= self.xds_retry_max:
             raise ValueError("xds_retry_base must be positive and at most xds_retry_max")
+        if self.xds_tls is not None and transport is XdsTransport.REST:
+            raise ValueError("TLS to the xDS port is for the gRPC transports, not REST")
         check_metadata(self.node_metadata)
         object.__setattr__(self, "node_metadata", MappingProxyType(dict(self.node_metadata)))
 
@@ -176,6 +216,12 @@ def envoy_bootstrap(options: EnvoyBootstrapOptions) -> dict[str, Any]:
         keepalive = {"interval": "30s", "timeout": "10s"}
         http2 = {"http2_protocol_options": {"connection_keepalive": keepalive}}
         xds_cluster = _static_cluster(options, XDS_GRPC_CLUSTER, http2)
+        if options.xds_tls is not None:
+            xds_cluster["transport_socket"] = _tls_socket(options.xds_tls, options.xds_host)
+            if options.xds_tls.token:
+                dynamic["ads_config"]["grpc_services"][0]["initial_metadata"] = [
+                    {"key": "authorization", "value": f"Bearer {options.xds_tls.token}"}
+                ]
     dynamic["cds_config"] = xds_config_source(options)
     dynamic["lds_config"] = xds_config_source(options)
     return {
@@ -186,6 +232,33 @@ def envoy_bootstrap(options: EnvoyBootstrapOptions) -> dict[str, Any]:
         "dynamic_resources": dynamic,
         "static_resources": {"clusters": [xds_cluster]},
     }
+
+
+def _tls_socket(tls: XdsTls, host: str) -> dict[str, Any]:
+    """The ``xds-grpc`` cluster's UpstreamTlsContext."""
+    name = tls.server_name or host
+    san_type = "IP_ADDRESS" if _is_ip(name) else "DNS"
+    common: dict[str, Any] = {
+        "alpn_protocols": ["h2"],
+        "tls_params": {"tls_minimum_protocol_version": "TLSv1_2"},
+        "validation_context": {
+            "trusted_ca": {"filename": tls.root_file},
+            "match_typed_subject_alt_names": [
+                {"san_type": san_type, "matcher": {"exact": name}}
+            ],
+        },
+    }
+    if tls.cert_file:
+        common["tls_certificates"] = [
+            {
+                "certificate_chain": {"filename": tls.cert_file},
+                "private_key": {"filename": tls.key_file},
+            }
+        ]
+    context: dict[str, Any] = {"@type": _UPSTREAM_TLS_TYPE, "common_tls_context": common}
+    if san_type == "DNS":
+        context["sni"] = name
+    return {"name": _TLS_SOCKET, "typed_config": context}
 
 
 def _admin(options: EnvoyBootstrapOptions) -> dict[str, Any]:

@@ -6,6 +6,11 @@ polling), ``set_node_on_first_message_only``, Istio's ``xds-grpc`` cluster. With
 The node id is the Istio form ``type~ip~pod.namespace~namespace.svc.cluster.local``.
 An Envoy bootstrap whose admin port is known (``--admin-port`` other than 0) carries
 it in node metadata ``ENVOY_ADMIN_ADDRESS`` (``pilothouse inspect --sample`` reads it).
+
+``--xds-tls-root FILE`` points the ``xds-grpc`` cluster at the TLS port (default
+address ``127.0.0.1:15012``) trusting that root; the proxy proves who it is with
+``--xds-tls-cert``/``--xds-tls-key`` or with ``--xds-token-file`` (a JWT, written
+into the bootstrap as ``authorization: Bearer`` metadata).
 """
 
 from __future__ import annotations
@@ -13,10 +18,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 import yaml
 
-from pilothouse.bootstrap.envoy import EnvoyBootstrapOptions, XdsTransport, envoy_bootstrap
+from pilothouse.bootstrap.envoy import (
+    EnvoyBootstrapOptions,
+    XdsTls,
+    XdsTransport,
+    envoy_bootstrap,
+)
 from pilothouse.bootstrap.grpc import grpc_bootstrap
 from pilothouse.inspector.admin_address import ENVOY_ADMIN_ADDRESS
 from pilothouse.push.proxy import BadNode, parse_node
@@ -55,6 +66,25 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--rest", action="store_true", help="REST-JSON polling (to the admin port)"
     )
     flavour.add_argument("--grpc", action="store_true", help="grpcio proxyless bootstrap JSON")
+    tls = parser.add_argument_group("TLS port (Envoy over gRPC only)")
+    tls.add_argument(
+        "--xds-tls-root",
+        metavar="FILE",
+        help="connect to the TLS port trusting this root (<ca dir>/root-cert.pem); "
+        f"the default address becomes {XdsSettings.tls_address}",
+    )
+    tls.add_argument("--xds-tls-cert", metavar="FILE", help="client certificate chain (PEM)")
+    tls.add_argument("--xds-tls-key", metavar="FILE", help="client private key (PEM)")
+    tls.add_argument(
+        "--xds-token-file",
+        metavar="FILE",
+        help="a JWT sent as 'authorization: Bearer <token>' (written into the bootstrap)",
+    )
+    tls.add_argument(
+        "--xds-server-name",
+        metavar="NAME",
+        help="the name pilothouse's certificate must carry (default: the xDS host)",
+    )
     parser.add_argument("-o", "--output", choices=("yaml", "json"), default="yaml")
     parser.set_defaults(run=run)
 
@@ -65,12 +95,16 @@ def run(args: argparse.Namespace) -> int:
     except BadNode as problem:
         print(f"pilothouse bootstrap: {problem}", file=sys.stderr)
         return 2
-    address = args.xds_address or (AdminSettings.address if args.rest else XdsSettings.address)
+    default_address = XdsSettings.tls_address if args.xds_tls_root else XdsSettings.address
+    address = args.xds_address or (AdminSettings.address if args.rest else default_address)
     host, _, port_text = address.rpartition(":")
     if not host or not port_text.isdigit():
         print("pilothouse bootstrap: --xds-address must be HOST:PORT", file=sys.stderr)
         return 2
     metadata = {"NAMESPACE": proxy.namespace}
+    if args.xds_tls_root and (args.grpc or args.rest):
+        print("pilothouse bootstrap: --xds-tls-root is for Envoy over gRPC", file=sys.stderr)
+        return 2
     if args.grpc:
         document = grpc_bootstrap(
             node_id=args.node, server_uri=address, node_cluster=args.cluster,
@@ -86,13 +120,14 @@ def run(args: argparse.Namespace) -> int:
     if 0 < args.admin_port < 65536:
         metadata[ENVOY_ADMIN_ADDRESS] = f"{ADMIN_HOST}:{args.admin_port}"
     try:
+        xds_tls = _xds_tls(args)
         options = EnvoyBootstrapOptions(
             node_id=args.node, node_cluster=args.cluster, node_metadata=metadata,
             xds_host=host, xds_port=int(port_text), admin_host=ADMIN_HOST,
             admin_port=args.admin_port,
-            transport=transport,
+            transport=transport, xds_tls=xds_tls,
         )  # fmt: skip
-    except ValueError as problem:
+    except (ValueError, OSError) as problem:
         print(f"pilothouse bootstrap: {problem}", file=sys.stderr)
         return 2
     document = envoy_bootstrap(options)
@@ -101,3 +136,25 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(yaml.safe_dump(document, sort_keys=False), end="")
     return 0
+
+
+def _xds_tls(args: argparse.Namespace) -> XdsTls | None:
+    """The TLS options, or None; ValueError (or OSError reading the token) otherwise."""
+    given = (args.xds_tls_cert, args.xds_tls_key, args.xds_token_file, args.xds_server_name)
+    if not args.xds_tls_root:
+        if any(given):
+            raise ValueError("--xds-tls-cert, --xds-tls-key, --xds-token-file and "
+                             "--xds-server-name need --xds-tls-root")  # fmt: skip
+        return None
+    token = ""
+    if args.xds_token_file:
+        token = Path(args.xds_token_file).read_text(encoding="utf-8").strip()
+        if not token:
+            raise ValueError(f"--xds-token-file {args.xds_token_file}: the file is empty")
+    return XdsTls(
+        root_file=str(Path(args.xds_tls_root).resolve()),
+        cert_file=str(Path(args.xds_tls_cert).resolve()) if args.xds_tls_cert else "",
+        key_file=str(Path(args.xds_tls_key).resolve()) if args.xds_tls_key else "",
+        token=token,
+        server_name=args.xds_server_name or "",
+    )

@@ -50,6 +50,8 @@ class ServeProcess:
         self.log_path = log_path
         self.log_level = log_level
         self.environment = dict(environment or {})
+        self.xds_tls_port = 0
+        """The TLS port, read by :meth:`wait_listening` (0: off, or not read yet)."""
         self._process: subprocess.Popen[bytes] | None = None
 
     # -- life cycle ---------------------------------------------------------------------
@@ -150,6 +152,8 @@ class ServeProcess:
             admin = re.search(r"admin \([^)]*\) listening on \S+?:(\d+)", text)
             if xds is not None and admin is not None:
                 self.xds_port, self.admin_port = int(xds.group(1)), int(admin.group(1))
+                tls = re.search(r"xDS \(TLS\)[^\n]* listening on \S+?:(\d+)", text)
+                self.xds_tls_port = int(tls.group(1)) if tls is not None else 0
                 return
             if not self.running():
                 raise ServeExited(f"pilothouse serve exited early:\n{self.log_tail()}")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -248,3 +249,29 @@ async def test_a_rotated_certificate_is_pushed_to_its_identity_only(
         assert leaf_of(second).serial_number != leaf_of(first).serial_number
         assert uris(leaf_of(second)) == [ALICE.uri]
         assert set(alice.stats.responses) == {SDS}
+
+
+async def test_a_new_trust_bundle_is_pushed_as_rootca(tmp_path: Path) -> None:
+    now = [datetime.datetime.now(datetime.UTC)]
+    rotating = CertificateAuthority.open(
+        CaSettings(dir=str(tmp_path / "ca")), "cluster.local", clock=lambda: now[0]
+    )
+    (tmp_path / "secrets").mkdir()
+    async with mesh(rotating, tmp_path / "secrets") as running:
+        holder = running.connect("app", ALICE)
+        ask(holder, "ROOTCA")
+        before = await received(holder, "ROOTCA")
+        bystander = running.connect("other", ALICE)
+        ask(bystander, "default")
+        await received(bystander, "default")
+        # 80 % of the root's life gone: a new root is added to the bundle and announced
+        now[0] = rotating.signing_root.not_valid_before_utc + datetime.timedelta(days=365 * 9)
+        assert await rotating.check_rotation()
+        after = await received(holder, "ROOTCA")
+        await asyncio.sleep(0.2)
+        assert sent(bystander) == []
+    roots = x509.load_pem_x509_certificates(after.validation_context.trusted_ca.inline_bytes)
+    assert len(roots) == 2
+    assert before.validation_context.trusted_ca.inline_bytes in (
+        after.validation_context.trusted_ca.inline_bytes
+    )
