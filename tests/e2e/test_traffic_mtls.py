@@ -29,7 +29,12 @@ from typing import Any
 
 import pytest
 
-from pilothouse.bootstrap.envoy import EnvoyBootstrapOptions, XdsTransport, envoy_bootstrap
+from pilothouse.bootstrap.envoy import (
+    EnvoyBootstrapOptions,
+    XdsTls,
+    XdsTransport,
+    envoy_bootstrap,
+)
 from pilothouse.security import ca_dir
 from tests.e2e.harness.client import RequestResult, fetch, send_requests
 from tests.e2e.harness.envoy import EnvoyProcess
@@ -125,30 +130,16 @@ def sidecar_bootstrap(
     workload: str, labels: Mapping[str, str], tls_port: int, root: Path, token: str
 ) -> dict[str, Any]:
     """A sidecar bootstrap whose ADS goes to the TLS port, trusting the CA's root and
-    sending the service account token as ``authorization: Bearer``."""
+    proving the service account with its token."""
     options = EnvoyBootstrapOptions(
         node_id=f"sidecar~127.0.0.1~{workload}.{NAMESPACE}~{NAMESPACE}.svc.cluster.local",
         node_metadata={"NAMESPACE": NAMESPACE, "LABELS": dict(labels)},
         xds_port=tls_port,
         admin_port=0,
         transport=XdsTransport.DELTA,
+        xds_tls=XdsTls(root_file=str(root), token=token),
     )
-    bootstrap = envoy_bootstrap(options)
-    (cluster,) = bootstrap["static_resources"]["clusters"]
-    cluster["transport_socket"] = {
-        "name": "envoy.transport_sockets.tls",
-        "typed_config": {
-            "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3"
-            ".UpstreamTlsContext",
-            "common_tls_context": {
-                "alpn_protocols": ["h2"],
-                "validation_context": {"trusted_ca": {"filename": str(root)}},
-            },
-        },
-    }
-    (service_config,) = bootstrap["dynamic_resources"]["ads_config"]["grpc_services"]
-    service_config["initial_metadata"] = [{"key": "authorization", "value": f"Bearer {token}"}]
-    return bootstrap
+    return envoy_bootstrap(options)
 
 
 @dataclass
