@@ -11,6 +11,8 @@ labelled ``security.istio.io/tlsMode: istio``, so the client's cluster takes aut
   mutual TLS, and the application sees the client's SPIFFE id in
   ``x-forwarded-client-cert``; STRICT refuses a plaintext client, PERMISSIVE serves it.
 - DISABLE: the client sends plaintext, and no client certificate reaches the server.
+- A PeerAuthentication written while both run reaches them: STRICT stops the plaintext
+  client, DISABLE turns the client's traffic to plaintext.
 - With a 4-second certificate lifetime, the certificates rotate under continuous
   traffic (a new upstream connection per request, so each request is a new handshake)
   and no request fails.
@@ -41,7 +43,11 @@ from tests.e2e.harness.envoy import EnvoyProcess
 from tests.e2e.harness.fleet import EnvoyFleet
 from tests.e2e.harness.ports import LOOPBACK, free_port, wait_for_port
 from tests.e2e.harness.upstreams import Upstream, UpstreamPool
-from tests.integration.serve_in_process import ServeInProcess, serve_in_process
+from tests.integration.serve_in_process import (
+    ServeInProcess,
+    serve_in_process,
+    write_atomically,
+)
 from tests.unit.security.tokens import ISSUER, Issuer
 
 NAMESPACE = "shop"
@@ -330,3 +336,55 @@ async def test_certificates_rotate_under_traffic_without_a_failed_request(
     }
     assert len(hashes) >= 2, hashes
     assert_mutual_tls(list(report.results))
+
+
+def policy(mode: str) -> str:
+    return f"""\
+apiVersion: security.istio.io/v1
+kind: PeerAuthentication
+metadata: {{name: default, namespace: {NAMESPACE}}}
+spec:
+  mtls: {{mode: {mode}}}
+"""
+
+
+async def plaintext_served(pair: Pair) -> bool:
+    """Whether a plaintext client gets an answer from the server sidecar."""
+    try:
+        answer = await fetch(LOOPBACK, pair.ports.inbound, "/direct", authority=HOST)
+    except (OSError, asyncio.IncompleteReadError, ConnectionError, ValueError):
+        return False
+    return answer.status == 200
+
+
+async def test_a_peer_authentication_edit_reaches_both_sidecars_live(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    envoy_factory: EnvoyFleet,
+    upstream_factory: UpstreamPool,
+) -> None:
+    async with two_sidecars(tmp_path, monkeypatch, envoy_factory, upstream_factory, None) as pair:
+        await wait_through_client(pair)
+        assert await plaintext_served(pair)
+        policy_file = pair.running.config_dir / "policy.yaml"
+
+        write_atomically(policy_file, policy("STRICT"))
+        async with asyncio.timeout(15):
+            while await plaintext_served(pair):
+                await asyncio.sleep(0.2)
+        assert_mutual_tls(await through_client(pair))
+
+        # The two sidecars take the change one after the other: for that moment one
+        # speaks mutual TLS and the other plaintext (istiod's meshes too; migrations go
+        # through PERMISSIVE), so requests may fail until both have it.
+        write_atomically(policy_file, policy("DISABLE"))
+        async with asyncio.timeout(15):
+            while True:
+                report = await send_requests(LOOPBACK, pair.ports.egress, 1, authority=HOST)
+                if report.ok == 1 and forwarded_identity(report.results[0]) is None:
+                    break
+                await asyncio.sleep(0.2)
+        for result in await through_client(pair):
+            assert forwarded_identity(result) is None
+        assert await plaintext_served(pair)
+        assert pair.server.running() and pair.client.running()
