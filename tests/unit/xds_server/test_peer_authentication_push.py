@@ -142,7 +142,7 @@ TOOL = Connection("tool", proxy("tool-1", "other", "10.0.0.3", app="tool"))
 
 
 class Stage:
-    def __init__(self, extra: str = "") -> None:
+    def __init__(self, extra: str = "", mesh: MeshSettings | None = None) -> None:
         self.store = MemoryStore()
         for config in Loader().load_strict(MESH + extra, "mesh.yaml"):
             self.store.apply(config)
@@ -154,7 +154,7 @@ class Stage:
         self.pipeline: PushPipeline[Connection] = PushPipeline(
             self.store,
             self.registry.services,
-            MeshSettings(),
+            mesh or MeshSettings(),
             self.cache,
             next_version=lambda: next(versions),
             api_kinds=watched_kinds,
@@ -305,3 +305,11 @@ def test_a_proxy_without_a_proved_identity_gets_nothing_that_waits_for_certifica
     stage.apply(WEB_STRICT)
     listeners = stage.generate(anonymous, ListenerGenerator())
     assert inbound_transports(listeners, "inbound|8080||") == ["tls"]
+
+
+def test_without_auto_mtls_clusters_stay_plaintext_and_inbound_keeps_its_mode() -> None:
+    stage = Stage(mesh=MeshSettings(enable_auto_mtls=False))
+    cds = stage.generate(WEB, ClusterGenerator())
+    assert all(b"tlsMode-istio" not in body for body in cds.values())
+    listeners = stage.generate(WEB, ListenerGenerator())
+    assert inbound_transports(listeners, "inbound|8080||") == ["tls", "raw_buffer"]
