@@ -23,13 +23,12 @@ from pilothouse.xds.builders.cluster import RestPolling
 
 if TYPE_CHECKING:
     from pilothouse.xds.generators.inbound import InboundPort, LabelledEndpoints
-    from pilothouse.xds.generators.lds import AddressTemplate
+    from pilothouse.xds.generators.lds import AddressTemplate, InboundListenerInputs
 
 InboundTarget = tuple[int, str, str, int]
 """An inbound cluster's port, protocol, and the application's host and port."""
-InboundListener = tuple[int, str, bool, bytes | None, str, RestPolling | None, int]
-"""An inbound listener's port, protocol, bind, TLS settings, PeerAuthentication mode,
-transport, address length."""
+InboundListener = tuple["InboundListenerInputs", int]
+"""An inbound listener's inputs and the length of the proxy's address."""
 
 
 @dataclass(slots=True)

@@ -33,9 +33,10 @@ per port and address length and patched with each proxy's address
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from envoy.extensions.filters.network.http_connection_manager.v3 import (  # type: ignore[import-untyped]
@@ -45,6 +46,7 @@ from envoy.extensions.filters.network.http_connection_manager.v3 import (  # typ
 from pilothouse.config.model import Config
 from pilothouse.push.cache import Resource, ResourceGroup
 from pilothouse.push.hostnames import host_matches
+from pilothouse.push.peer_authentication import MtlsMode
 from pilothouse.xds.builders.cluster import RestPolling, rest_config_source
 from pilothouse.xds.builders.encode import content_hash, to_any_bytes
 from pilothouse.xds.builders.filter_chain import WeightedCluster
@@ -154,51 +156,81 @@ class ScopeListeners:
     """(address, port) of every listener."""
 
 
+@dataclass(frozen=True, slots=True)
+class InboundListenerInputs:
+    """Everything an inbound listener is built from besides the proxy's address: the
+    port, its protocol, whether it binds, a Sidecar ingress listener's TLS settings (by
+    their bytes), the port's mutual-TLS mode and the transport."""
+
+    port: int
+    protocol: str
+    bind: bool
+    tls_bytes: bytes | None
+    mtls: MtlsMode
+    rest: RestPolling | None
+    tls: Any = field(default=None, compare=False, repr=False)
+    """The TLS settings ``tls_bytes`` serialise, for the builder to read."""
+
+    @classmethod
+    def of(cls, given: GenerationInput, port: InboundPort) -> InboundListenerInputs:
+        tls = port.tls
+        return cls(
+            port=port.port,
+            protocol=port.protocol,
+            bind=port.bind,
+            tls_bytes=None if tls is None else tls.SerializeToString(deterministic=True),
+            mtls=inbound_mtls(given, port),
+            rest=given.rest,
+            tls=tls,
+        )
+
+
 def inbound_listener(given: GenerationInput, port: InboundPort) -> Resource:
     """The inbound listener of one port of the proxy's workload.
 
     The listener differs between the proxies of a workload only by their address, which
-    it holds verbatim (socket, names, stat prefix). So it is encoded once per port, with
-    a placeholder address of the same length, and each proxy's copy is those bytes with
-    its address written over the placeholder (see :class:`AddressTemplate`).
+    it holds verbatim (socket, names, stat prefix). So it is encoded once per inputs value
+    and address length, with a placeholder address of the same length, and each proxy's
+    copy is those bytes with its address written over the placeholder (see
+    :class:`AddressTemplate`). The builder reads the inputs value and the address alone.
     """
+    inputs = InboundListenerInputs.of(given, port)
     address = port.address
     # ASCII: the placeholder's length in characters is its length in bytes
     if address and address.isascii() and not address.startswith(UNIX_PREFIX):
-        tls = None if port.tls is None else port.tls.SerializeToString(deterministic=True)
-        mode = inbound_mtls(given, port)
-        key = (port.port, port.protocol, port.bind, tls, mode, given.rest, len(address))
         known = context_memo(given.context).inbound_listeners
+        key = (inputs, len(address))
         try:
             template = known[key]
         except KeyError:
             template = known[key] = AddressTemplate.make(
-                len(address), lambda a: _inbound(given, port, a)
+                len(address), functools.partial(build_inbound, inputs)
             )
         if template is not None:
-            return template.resource(address, _inbound_name(port, address))
-    built = _inbound(given, port, address)
+            return template.resource(address, _inbound_name(inputs, address))
+    built = build_inbound(inputs, address)
     return encode(built, built.name)
 
 
-def _inbound_name(port: InboundPort, address: str) -> str:
-    return listener_name(address, port.port) if port.bind else inbound_cluster_name(port.port)
+def _inbound_name(inputs: InboundListenerInputs, address: str) -> str:
+    return listener_name(address, inputs.port) if inputs.bind else inbound_cluster_name(inputs.port)
 
 
-def _inbound(given: GenerationInput, port: InboundPort, address: str) -> Any:
+def build_inbound(inputs: InboundListenerInputs, address: str) -> Any:
+    """The inbound listener ``inputs`` describe, on ``address``."""
     listener = build_inbound_listener(
         address,
-        port.port,
-        port.protocol,
-        cluster=inbound_cluster_name(port.port),
-        tls=port.tls,
-        mtls=inbound_mtls(given, port),
+        inputs.port,
+        inputs.protocol,
+        cluster=inbound_cluster_name(inputs.port),
+        tls=inputs.tls,
+        mtls=inputs.mtls,
     )
-    if not port.bind:
-        listener.name = inbound_cluster_name(port.port)
+    if not inputs.bind:
+        listener.name = inbound_cluster_name(inputs.port)
         listener.bind_to_port.value = False
-    if given.rest is not None:
-        _rds_over_rest(listener, given.rest)
+    if inputs.rest is not None:
+        _rds_over_rest(listener, inputs.rest)
     return listener
 
 
