@@ -27,7 +27,8 @@ NODE := sidecar~127.0.0.1~productpage-v1.bookinfo~bookinfo.svc.cluster.local
 run: install
 	$(BIN)/pilothouse validate examples/
 	@echo
-	@echo "pilothouse serves xDS on 127.0.0.1:15010. To attach an Envoy, in another shell:"
+	@echo "pilothouse serves xDS on 127.0.0.1:15010, and TLS xDS with the certificate service on"
+	@echo "127.0.0.1:15012 (its CA in .pilothouse/ca). To attach an Envoy, in another shell:"
 	@echo "  $(BIN)/pilothouse bootstrap --node '$(NODE)' > /tmp/envoy.yaml"
 	@echo "  $(BIN)/envoy -c /tmp/envoy.yaml --disable-hot-restart"
 	@echo "  curl -s localhost:15000/clusters | grep reviews"

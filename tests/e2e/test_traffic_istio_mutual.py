@@ -96,12 +96,16 @@ async def test_sidecar_to_gateway_over_istio_mutual_with_rotating_certificates(
         gateway_envoy = await envoy_factory(
             authenticated_bootstrap(tls_port, root, issuer.token(EDGE, "ingressgateway"))
         )
-        sidecar_bootstrap = authenticated_bootstrap(
-            tls_port, root, issuer.token(SHOP, "client"), transport=XdsTransport.SOTW
+        sidecar_envoy = await envoy_factory(
+            authenticated_bootstrap(
+                tls_port,
+                root,
+                issuer.token(SHOP, "client"),
+                node_id=sidecar_node(SHOP),
+                metadata={"NAMESPACE": SHOP, "LABELS": {"app": "client"}},
+                transport=XdsTransport.SOTW,
+            )
         )
-        sidecar_bootstrap["node"]["id"] = sidecar_node(SHOP)
-        sidecar_bootstrap["node"]["metadata"] = {"NAMESPACE": SHOP, "LABELS": {"app": "client"}}
-        sidecar_envoy = await envoy_factory(sidecar_bootstrap)
         await wait_for_port(gateway_port, timeout=15)
         await wait_for_port(egress_port, timeout=15)
         first = await send_requests(LOOPBACK, egress_port, 5, authority=host)

@@ -18,7 +18,12 @@ from typing import Any
 
 from cryptography import x509
 
-from pilothouse.bootstrap.envoy import EnvoyBootstrapOptions, XdsTransport, envoy_bootstrap
+from pilothouse.bootstrap.envoy import (
+    EnvoyBootstrapOptions,
+    XdsTls,
+    XdsTransport,
+    envoy_bootstrap,
+)
 from pilothouse.security import ca_dir
 from tests.e2e.harness.client import fetch
 from tests.e2e.harness.fleet import EnvoyFleet
@@ -44,33 +49,26 @@ CREDENTIAL = "shop-cert"
 
 
 def authenticated_bootstrap(
-    tls_port: int, root: Path, token: str, *, transport: XdsTransport = XdsTransport.DELTA
+    tls_port: int,
+    root: Path,
+    token: str,
+    *,
+    node_id: str = gateway_node(NAMESPACE),
+    metadata: dict[str, Any] | None = None,
+    transport: XdsTransport = XdsTransport.DELTA,
 ) -> dict[str, Any]:
-    """A gateway bootstrap whose ADS goes to the TLS port, trusting the CA's root and
-    sending the token as ``authorization: Bearer``."""
+    """A bootstrap whose ADS goes to the TLS port (``pilothouse bootstrap --xds-tls-root
+    --xds-token-file``), trusting the CA's root and sending the token; a gateway of
+    NAMESPACE unless told otherwise."""
     options = EnvoyBootstrapOptions(
-        node_id=gateway_node(NAMESPACE),
-        node_metadata={"NAMESPACE": NAMESPACE, "LABELS": dict(GATEWAY_LABELS)},
+        node_id=node_id,
+        node_metadata=metadata or {"NAMESPACE": NAMESPACE, "LABELS": dict(GATEWAY_LABELS)},
         xds_port=tls_port,
         admin_port=0,
         transport=transport,
+        xds_tls=XdsTls(root_file=str(root), token=token),
     )
-    bootstrap = envoy_bootstrap(options)
-    (cluster,) = bootstrap["static_resources"]["clusters"]
-    cluster["transport_socket"] = {
-        "name": "envoy.transport_sockets.tls",
-        "typed_config": {
-            "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3"
-            ".UpstreamTlsContext",
-            "common_tls_context": {
-                "alpn_protocols": ["h2"],
-                "validation_context": {"trusted_ca": {"filename": str(root)}},
-            },
-        },
-    }
-    (service_config,) = bootstrap["dynamic_resources"]["ads_config"]["grpc_services"]
-    service_config["initial_metadata"] = [{"key": "authorization", "value": f"Bearer {token}"}]
-    return bootstrap
+    return envoy_bootstrap(options)
 
 
 async def served_serial(port: int, context: ssl.SSLContext) -> int:

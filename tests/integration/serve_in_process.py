@@ -24,6 +24,7 @@ from pilothouse.xds.server.discovery import DiscoveryServer
 
 LOOPBACK_PORTS: Mapping[str, Any] = {
     "xds.address": "127.0.0.1:0",
+    "xds.tls_address": "",  # no TLS port (nor CA): not what these tests are about
     "admin.address": "127.0.0.1:0",
     "ctrlz.address": "127.0.0.1:0",
     "drain_seconds": 0.5,

@@ -111,9 +111,7 @@ async def subscribe(port: int, node: str, *, ack: bool = True) -> tuple[AdsStrea
     await stream.send(sotw_request(CDS, response_nonce=clusters.nonce))
     await stream.send(sotw_request(EDS, resource_names=[CLUSTER]))
     endpoints = await stream.read()
-    await stream.send(
-        sotw_request(EDS, resource_names=[CLUSTER], response_nonce=endpoints.nonce)
-    )
+    await stream.send(sotw_request(EDS, resource_names=[CLUSTER], response_nonce=endpoints.nonce))
     return stream, clusters
 
 
@@ -180,8 +178,7 @@ async def test_config_dump_of_a_connected_proxy_and_404_for_others(running: Runn
         status, missing = await running.get("/debug/config_dump?proxyID=nobody.nowhere")
         assert status == 404
         assert missing["error"] == (
-            "proxy nobody.nowhere is not connected to this pilothouse instance "
-            "(replica replica-a)"
+            "proxy nobody.nowhere is not connected to this pilothouse instance (replica replica-a)"
         )
         assert (await running.get("/debug/config_dump"))[0] == 400
         status, bad = await running.get("/debug/config_dump?proxyID=app-1.data&types=sds")

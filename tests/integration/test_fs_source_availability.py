@@ -250,5 +250,3 @@ async def test_missing_at_start_is_picked_up_when_it_appears(tmp_path: Path) -> 
     finally:
         source.close()
         await asyncio.wait_for(task, 5)
-
-

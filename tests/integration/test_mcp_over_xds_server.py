@@ -115,9 +115,7 @@ class IstiodLikeClient:
         )
         if node:
             request.node.id = NODE
-            request.node.metadata.update(
-                {"GENERATOR": "api", "ISTIO_VERSION": "65536.65536.65536"}
-            )
+            request.node.metadata.update({"GENERATOR": "api", "ISTIO_VERSION": "65536.65536.65536"})
         await self._call.write(request)
 
     async def ack(self, response: Any) -> None:
@@ -188,8 +186,12 @@ async def test_every_requested_type_is_answered_in_its_own_spelling(
 ) -> None:
     answered = await client.istiod_handshake(ISTIOD_124_TYPES)
     assert set(answered) == {MESH_CONFIG, *ISTIOD_124_TYPES}
-    for type_url in ("networking.istio.io/v1alpha3/EnvoyFilter", "telemetry.istio.io/v1/Telemetry",
-                     "security.istio.io/v1/AuthorizationPolicy", "networking.istio.io/v1/Gateway"):
+    for type_url in (
+        "networking.istio.io/v1alpha3/EnvoyFilter",
+        "telemetry.istio.io/v1/Telemetry",
+        "security.istio.io/v1/AuthorizationPolicy",
+        "networking.istio.io/v1/Gateway",
+    ):
         assert list(answered[type_url].resources) == [], type_url
     assert all(r.nonce and r.version_info for r in answered.values())
 

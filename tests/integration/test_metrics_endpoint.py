@@ -177,8 +177,7 @@ async def test_a_push_counts_once_per_connected_proxy(plane: MetricsPlane) -> No
     # a CDS response of a few clusters lands in istiod's second bucket (1 < size ≤ 10K)
     assert delta(before, after, "pilot_xds_config_size_bytes_bucket", type=CDS, le="1") == 0
     assert (
-        delta(before, after, "pilot_xds_config_size_bytes_bucket", type=CDS, le="10000")
-        == PROXIES
+        delta(before, after, "pilot_xds_config_size_bytes_bucket", type=CDS, le="10000") == PROXIES
     )
 
 
@@ -211,15 +210,11 @@ async def test_a_nack_from_a_real_client_counts_one_reject(
     plane: MetricsPlane, incremental: bool
 ) -> None:
     proxies = 2
-    fleet = await connected_fleet(
-        plane, proxies, reject=reject_bad_clusters, delta=incremental
-    )
+    fleet = await connected_fleet(plane, proxies, reject=reject_bad_clusters, delta=incremental)
     try:
         before = await plane.scrape()
         plane.plane.apply_yaml(service_entry("rejected"))
-        await until(
-            lambda: all(p.last_error(CDS) for p in fleet.proxies), "every proxy NACKed CDS"
-        )
+        await until(lambda: all(p.last_error(CDS) for p in fleet.proxies), "every proxy NACKed CDS")
         deadline = time.monotonic() + 10
         while True:  # the NACKs are on their way to the server
             after = await plane.scrape()
@@ -341,8 +336,9 @@ async def test_config_changes_count_updates_triggers_debounce_and_contexts(
             pushed = plane.discovery.stats.full_pushes + plane.discovery.stats.eds_pushes
             plane.plane.apply_yaml(yaml)
             await until(
-                lambda: plane.discovery.stats.full_pushes + plane.discovery.stats.eds_pushes
-                > pushed,
+                lambda: (
+                    plane.discovery.stats.full_pushes + plane.discovery.stats.eds_pushes > pushed
+                ),
                 f"{what} pushed",
             )
             await quiet(plane)

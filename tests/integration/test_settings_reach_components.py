@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -31,6 +32,8 @@ from tests.unit.xds_server.test_connection_push import FakeGeneration
 
 ENVIRON = {
     "PILOTHOUSE_XDS_ADDRESS": "127.0.0.1:0",
+    "PILOTHOUSE_XDS_TLS_ADDRESS": "127.0.0.1:0",
+    "PILOTHOUSE_CA_DIR": os.environ["PILOTHOUSE_CA_DIR"],  # the suite's (tests/conftest.py)
     "PILOTHOUSE_ADMIN_ADDRESS": "127.0.0.1:0",
     "PILOTHOUSE_WEBHOOK_ADDRESS": "127.0.0.1:0",
     "PILOTHOUSE_WEBHOOK_CERT": "cert.pem",
@@ -111,7 +114,9 @@ async def test_serve_hands_every_part_of_the_tree_to_its_component(
         (discovery,) = discoveries
         await asyncio.wait_for(discovery.wait_ready(), 10)
 
-        (given,) = options
+        # The plaintext port's server and the TLS port's backend: the same knobs.
+        given, tls_backend = options
+        assert tls_backend == given
         assert given["grpc.keepalive_time_ms"] == 7000
         assert given["grpc.keepalive_timeout_ms"] == 3000
         assert given["grpc.http2.ping_timeout_ms"] == 3000
@@ -162,9 +167,7 @@ async def test_the_send_timeout_bounds_how_long_a_push_waits_for_a_stalled_strea
     stalled.outbound.put_nowait(Queued(b"never written", CDS, 0.0, 0.0))
     discovery.connect(stalled)
     started = time.monotonic()
-    await asyncio.wait_for(
-        discovery._push_connection(stalled, PushRequest.everything()), 4.0
-    )
+    await asyncio.wait_for(discovery._push_connection(stalled, PushRequest.everything()), 4.0)
     assert 0.15 <= time.monotonic() - started < 2.0
 
 

@@ -11,7 +11,8 @@ import grpc
 import pytest
 
 from pilothouse.api.istio.mcp.v1alpha1 import mcp_pb2
-from tests.integration.tls_served import CDS, Served, first_answer, node_request, running
+from pilothouse.security.identity import ProvedBy, SpiffeId
+from tests.integration.tls_served import ADS, CDS, Served, first_answer, node_request, running
 
 PRODUCTPAGE = "sidecar~10.0.0.1~productpage-v1.bookinfo~bookinfo.svc.cluster.local"
 ISTIOD = "sidecar~10.0.0.9~istiod-1.istio-system~istio-system.svc.cluster.local"
@@ -43,6 +44,34 @@ async def test_a_proxy_with_a_token_for_its_namespace_gets_its_clusters(served: 
         )
     assert answer.type_url == CDS
     assert len(answer.resources) > 3
+
+
+async def test_a_tls_stream_keeps_its_caller_and_a_plaintext_one_has_none(served: Served) -> None:
+    request = node_request(PRODUCTPAGE, {"NAMESPACE": "bookinfo"})
+    async with served.channel() as channel:
+        call = channel.stream_stream(
+            ADS,
+            request_serializer=lambda m: m.SerializeToString(),
+            response_deserializer=lambda b: b,
+        )(metadata=tuple(served.bearer("bookinfo", "bookinfo-productpage")))
+        await call.write(request)
+        await call.read()
+        (connection,) = served.discovery.connections.values()
+        caller = connection.proxy.caller
+        assert caller is not None and caller.proved_by is ProvedBy.JWT
+        assert caller.identities == (SpiffeId("cluster.local", "bookinfo", "bookinfo-productpage"),)
+        call.cancel()
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{served.bound.xds_port}") as channel:
+        call = channel.stream_stream(
+            ADS,
+            request_serializer=lambda m: m.SerializeToString(),
+            response_deserializer=lambda b: b,
+        )()
+        await call.write(request)
+        await call.read()
+        plain = [c for c in served.discovery.connections.values() if c.proxy.caller is None]
+        assert len(plain) == 1  # the plaintext port: no caller
+        call.cancel()
 
 
 async def test_a_stream_without_credentials_is_unauthenticated(served: Served) -> None:

@@ -30,9 +30,7 @@ SOURCE_METHOD = "/istio.mcp.v1alpha1.ResourceSource/EstablishResourceStream"
 
 
 async def started(admission: AdmissionSettings) -> ControlPlane:
-    plane = ControlPlane(
-        settings=XdsSettings(debounce=FAST.debounce, admission=admission)
-    )
+    plane = ControlPlane(settings=XdsSettings(debounce=FAST.debounce, admission=admission))
     plane.apply_yaml(MESH)
     await plane.start()
     return plane

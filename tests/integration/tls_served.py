@@ -15,7 +15,8 @@ import grpc
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 from google.protobuf import struct_pb2
 
-from pilothouse.cli.serve import Bound, serve
+from pilothouse.cli import serve as serve_module
+from pilothouse.cli.serve import Bound
 from pilothouse.settings import (
     AdminSettings,
     AuthSettings,
@@ -25,6 +26,7 @@ from pilothouse.settings import (
     Settings,
     XdsSettings,
 )
+from pilothouse.xds.server.discovery import DiscoveryServer
 from tests.unit.security.tokens import Issuer
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -37,6 +39,7 @@ class Served:
     bound: Bound
     ca_dir: Path
     issuer: Issuer
+    discovery: DiscoveryServer
 
     @property
     def tls_target(self) -> str:
@@ -83,14 +86,28 @@ async def running(tmp_path: Path, **xds: Any) -> AsyncIterator[Served]:
     )
     stop = asyncio.Event()
     bound: list[Bound] = []
-    task = asyncio.create_task(serve(settings, stop, bound.append))
+    built: list[DiscoveryServer] = []
+    real = serve_module.DiscoveryServer
+
+    def record(*args: Any, **kwargs: Any) -> DiscoveryServer:
+        built.append(real(*args, **kwargs))
+        return built[-1]
+
+    serve_module.DiscoveryServer = record  # type: ignore[assignment,misc]
+    try:
+        task = asyncio.create_task(serve_module.serve(settings, stop, bound.append))
+        async with asyncio.timeout(20):
+            while not built:
+                await asyncio.sleep(0.01)
+    finally:
+        serve_module.DiscoveryServer = real  # type: ignore[misc]
     try:
         async with asyncio.timeout(20):
             while not bound:
                 assert not task.done(), task.exception()
                 await asyncio.sleep(0.02)
             await _ready(bound[0].admin_port)
-        yield Served(bound[0], ca_dir, issuer)
+        yield Served(bound[0], ca_dir, issuer, built[0])
     finally:
         stop.set()
         await asyncio.wait_for(task, 10)

@@ -286,6 +286,9 @@ async def serve(
         log.info("config loaded", extra={"events": initial[0]})
 
     store.subscribe(on_event)
+    # The CA (an Authority): the certificate service and the TLS port use it; None when
+    # the TLS port is off.
+    authority = await _open_ca(settings, mesh)
     discovery = DiscoveryServer(store, mesh, settings.xds, envoy_generators=settings.role == "all")
     try:
         roles = mcp_roles(settings, store, discovery.admission)
@@ -306,8 +309,8 @@ async def serve(
     if port == 0:
         raise SystemExit(f"pilothouse: cannot listen on {settings.xds.address}")
     discovery.identify(port)
-    tls = await _tls_port(settings, mesh, discovery, roles)
-    secrets = _secret_delivery(settings, discovery, tls)
+    tls = _tls_port(settings, mesh, discovery, authority, roles)
+    secrets = _secret_delivery(settings, discovery, authority)
     if secrets.credentials is not None:
         secrets.credentials.load()  # before any stream: gateways get them at once
     await grpc_server.start()
@@ -442,9 +445,9 @@ async def serve(
 
 
 def _secret_delivery(
-    settings: Settings, discovery: DiscoveryServer, tls: TlsPort | None
+    settings: Settings, discovery: DiscoveryServer, authority: CertificateAuthority | None
 ) -> SecretDelivery:
-    """SDS: ``default`` and ``ROOTCA`` from the CA (with the TLS port, where proxies
+    """SDS: ``default`` and ``ROOTCA`` from the CA (there with the TLS port, where proxies
     authenticate), ``kubernetes://`` names from the secrets directory (when given)."""
     credentials = None
     if settings.sds.secrets_dir:
@@ -454,7 +457,7 @@ def _secret_delivery(
             poll=settings.file_root_poll,
         )
         log.info("serving credentials over SDS", extra={"dir": settings.sds.secrets_dir})
-    if tls is None and credentials is not None:
+    if authority is None and credentials is not None:
         log.warning(
             "the TLS xDS port is off: no proxy can authenticate, so no credential of %s "
             "will be served",
@@ -463,21 +466,33 @@ def _secret_delivery(
     return SecretDelivery(
         discovery,
         settings.sds,
-        authority=tls.ca if tls is not None else None,
+        authority=authority,
         credentials=credentials,
     )
 
 
-async def _tls_port(
-    settings: Settings, mesh: MeshSettings, discovery: DiscoveryServer, roles: Any
-) -> TlsPort | None:
-    """The TLS port with its CA and authenticators, or None when it is off."""
+async def _open_ca(settings: Settings, mesh: MeshSettings) -> CertificateAuthority | None:
+    """The CA of ``settings.ca.dir`` (made there on first start, in a thread: RSA key
+    generation is slow), or None when the TLS port is off: without it no caller has an
+    identity, so nothing may be signed."""
     if not settings.xds.tls_address:
         return None
     try:
-        ca = await asyncio.to_thread(CertificateAuthority.open, settings.ca, mesh.trust_domain)
+        return await asyncio.to_thread(CertificateAuthority.open, settings.ca, mesh.trust_domain)
     except (CaDirError, OSError) as problem:
         raise SystemExit(f"pilothouse: CA: {problem}") from None
+
+
+def _tls_port(
+    settings: Settings,
+    mesh: MeshSettings,
+    discovery: DiscoveryServer,
+    ca: CertificateAuthority | None,
+    roles: Any,
+) -> TlsPort | None:
+    """The TLS port with its authenticators, or None when it is off."""
+    if ca is None:
+        return None
     jwt: JwtAuthenticator | None = None
     if settings.auth.jwt_issuers:
         try:

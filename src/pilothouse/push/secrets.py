@@ -16,6 +16,7 @@ again. Anything else in the keys (services, configs) is not a secret and is igno
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import Final
 
@@ -46,13 +47,18 @@ def secrets_request(keys: Iterable[ConfigKey], start: float) -> PushRequest:
     return PushRequest.for_configs(keys, TriggerReason.SECRET, start=start, full=False)
 
 
-def has_secrets(keys: frozenset[ConfigKey]) -> bool:
-    return any(key.kind in SECRET_KINDS for key in keys)
-
-
+@functools.lru_cache(maxsize=64)
 def secret_keys(keys: frozenset[ConfigKey]) -> frozenset[ConfigKey]:
-    """The secret keys among ``keys``."""
+    """The secret keys among ``keys``.
+
+    Remembered for the last few key sets: a push asks once per connection with the same
+    request's keys (an endpoint push may name thousands of services), and only the
+    first of those walks them."""
     return frozenset(key for key in keys if key.kind in SECRET_KINDS)
+
+
+def has_secrets(keys: frozenset[ConfigKey]) -> bool:
+    return bool(secret_keys(keys))
 
 
 def secret_names(keys: frozenset[ConfigKey], proxy: ProxyIdentity) -> frozenset[str]:
@@ -64,7 +70,7 @@ def secret_names(keys: frozenset[ConfigKey], proxy: ProxyIdentity) -> frozenset[
     if caller is None:
         return frozenset()
     names: set[str] = set()
-    for key in keys:
+    for key in secret_keys(keys):
         if key.kind == SECRET_KIND:
             names.add(key.name)
         elif key.kind == WORKLOAD_CERTIFICATE_KIND and key.name == caller.primary.uri:

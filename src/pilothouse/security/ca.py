@@ -99,7 +99,8 @@ class CertificateAuthority:
         )
         ca_dir.write_bundle(directory, ca._bundle)
         log.info(
-            "CA: self-signed root",
+            "CA: self-signed root %s",
+            "created" if state.created else "loaded",
             extra={"dir": str(directory), "expires": f"{state.current.root.not_valid_after_utc}"},
         )
         return ca

@@ -56,6 +56,8 @@ class SelfSignedState:
     """A new root waiting out its distribution delay before it signs."""
     previous: tuple[x509.Certificate, ...]
     """Roots no longer signing but still trusted."""
+    created: bool = False
+    """The root was made just now (the directory had none)."""
 
 
 def is_plugged_in(directory: Path) -> bool:
@@ -116,7 +118,7 @@ def load_or_create(
         write_private(directory / CA_KEY, signer.private_pem())
         write_public(directory / CA_CERT, pem(root).encode())
         write_public(directory / ROOT_CERT, pem(root).encode())
-        return SelfSignedState(SigningMaterial(root, signer, ()), None, ())
+        return SelfSignedState(SigningMaterial(root, signer, ()), None, (), created=True)
     current = _self_signed(directory / CA_CERT, directory / CA_KEY)
     pending = None
     if (directory / NEXT_CA_CERT).exists():

@@ -10,13 +10,18 @@ exactly the tail a workload chain needs.
 from __future__ import annotations
 
 import datetime
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import NameOID
 
-from pilothouse.security.signer import FileSigner, Signer
+from pilothouse.security.certificate_signing import (
+    Placeholder,
+    placeholder_for,
+    sign_certificate,
+)
+from pilothouse.security.signer import Signer
 
 BACKDATE = datetime.timedelta(minutes=2)
 """Certificates start a little in the past, so that clocks slightly behind accept them."""
@@ -31,6 +36,15 @@ class SigningMaterial:
     above: tuple[x509.Certificate, ...]
     """Certificates above ``ca_cert``, nearest first, the root last; empty when
     ``ca_cert`` is the root itself."""
+    placeholder: Placeholder = field(init=False, repr=False, compare=False)
+    """A throwaway key of the signer's kind (:mod:`pilothouse.security.certificate_signing`)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "placeholder", placeholder_for(self.signer.public_key()))
+
+    def sign(self, builder: x509.CertificateBuilder) -> x509.Certificate:
+        """What ``builder`` describes, signed by this material's signer."""
+        return sign_certificate(builder, self.signer, self.placeholder)
 
     @property
     def root(self) -> x509.Certificate:
@@ -46,7 +60,7 @@ def pem(cert: x509.Certificate) -> str:
 
 
 def new_root(
-    signer: FileSigner, organisation: str, ttl: datetime.timedelta, now: datetime.datetime
+    signer: Signer, organisation: str, ttl: datetime.timedelta, now: datetime.datetime
 ) -> x509.Certificate:
     """A self-signed root for ``signer``'s key, valid from (about) ``now`` for ``ttl``."""
     name = x509.Name(
@@ -81,4 +95,4 @@ def new_root(
         )
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(public), critical=False)
     )
-    return signer.sign(builder)
+    return sign_certificate(builder, signer, placeholder_for(public))

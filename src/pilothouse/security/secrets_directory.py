@@ -6,7 +6,10 @@ One credential per name, the files of :mod:`pilothouse.security.credential_files
 Kubernetes Secret; the directory stands for one namespace's Secrets).
 
 The directory is watched the way the file source watches config (``watchfiles``,
-debounced): after every change each credential whose files changed is read again.
+debounced), and also looked at every ``poll`` seconds (a listing and a stat per file:
+that finds what an event missed, and a directory replaced as a whole). A credential is
+read and parsed again only when the stat of one of its files moved (or when a file was
+so recent at the last read that a coarse timestamp could hide a second change).
 
 - A credential whose files are valid replaces what was served, and the listener is
   told its SDS names (the gateways that hold them are pushed, without a restart).
@@ -39,6 +42,7 @@ from pilothouse.security.credential_files import (
     Credential,
     InvalidCredential,
     KeyPair,
+    credential_files,
     credential_names,
     read_credential,
 )
@@ -75,6 +79,9 @@ class SecretsDirectory:
         self._force_polling = force_polling
         self._loaded: dict[str, Loaded] = {}
         self._problems: dict[str, str] = {}
+        self._stamps: dict[str, tuple[Stamps, int]] = {}
+        """What each credential's files looked like when last read, and when (in ns):
+        files unchanged since are not read and parsed again."""
         self._listeners: list[Listener] = []
         self._synced = False
         self._available: bool | None = None
@@ -120,11 +127,19 @@ class SecretsDirectory:
         self._available = True
         changed: set[str] = set()
         for name in sorted(credential_names(files) | set(self._loaded) | set(self._problems)):
-            changed |= self._reload(name)
+            try:
+                changed |= self._reload(name)
+            except Exception as exc:  # a fault of one credential stays with it
+                log.debug("reading credential %s failed", name, exc_info=True)
+                why = f"cannot be read ({type(exc).__name__}: {exc})"
+                self._refuse(name, InvalidCredential(self.directory / name, why))
         self._synced = True
         if changed:
             for listener in list(self._listeners):
-                listener(frozenset(changed))
+                try:
+                    listener(frozenset(changed))
+                except Exception:  # a listener's fault must not stop following files
+                    log.exception("a listener of changed credentials failed")
         return frozenset(changed)
 
     async def run(self) -> None:
@@ -143,8 +158,11 @@ class SecretsDirectory:
         self._stop.set()
 
     async def _follow(self) -> None:
+        """Watch the directory until it is gone or replaced (then :meth:`run` looks
+        again) or the source is closed."""
         from watchfiles import awatch
 
+        armed = _identity(self.directory)
         try:
             batches = awatch(
                 self.directory,
@@ -159,10 +177,13 @@ class SecretsDirectory:
             )
             async with contextlib.aclosing(batches):
                 async for _changes in batches:
-                    # a flat directory of a few files: reading it all is simpler than
-                    # mapping events to names, and catches what an event missed
+                    # Every batch, also the empty one every ``poll`` seconds: a look costs
+                    # a listing and a stat per file (files whose stat did not move are not
+                    # read again), and it finds what no event reported: a change before
+                    # the watcher ran, or one a polling watcher's whole-second timestamps
+                    # hid.
                     self.load()
-                    if not self._available:
+                    if not self._available or _identity(self.directory) != armed:
                         return
         except Exception as exc:
             log.warning(
@@ -177,12 +198,18 @@ class SecretsDirectory:
     # -- one credential ---------------------------------------------------------------
 
     def _reload(self, name: str) -> set[str]:
-        """Read credential ``name`` again; its parts whose content changed."""
+        """Read credential ``name`` again if its files changed; its parts whose content
+        changed."""
+        stamps = _stamps(credential_files(name, self.directory))
+        seen = self._stamps.get(name)
+        if seen is not None and seen[0] == stamps and _settled(stamps, seen[1]):
+            return set()
+        self._stamps[name] = (stamps, time.time_ns())
         previous = self._loaded.get(name)
         try:
             credential = read_credential(name, self.directory)
         except InvalidCredential as invalid:
-            self._refuse(name, invalid, previous)
+            self._refuse(name, invalid)
             return set()
         self._problems.pop(name, None)
         if credential is None:
@@ -201,7 +228,8 @@ class SecretsDirectory:
         )
         return _changed_names(name, previous.credential if previous else None, credential)
 
-    def _refuse(self, name: str, invalid: InvalidCredential, previous: Loaded | None) -> None:
+    def _refuse(self, name: str, invalid: InvalidCredential) -> None:
+        previous = self._loaded.get(name)
         problem = str(invalid)
         if self._problems.get(name) == problem:
             return
@@ -225,6 +253,42 @@ class SecretsDirectory:
             reason,
             len(self._loaded),
         )
+
+
+Stamps = tuple[tuple[int, int, int, int] | None, ...]
+"""Per file of a credential: (device, inode, size, mtime in ns), None when missing."""
+
+
+def _stamps(files: tuple[Path, ...]) -> Stamps:
+    found: list[tuple[int, int, int, int] | None] = []
+    for path in files:
+        try:
+            seen = os.stat(path)  # through symlinks (a Kubernetes Secret volume's ..data)
+        except OSError:
+            found.append(None)
+            continue
+        found.append((seen.st_dev, seen.st_ino, seen.st_size, seen.st_mtime_ns))
+    return tuple(found)
+
+
+RACY_NS = 100_000_000
+"""A file changed less than this before it was read may change again without its
+stamp moving (timestamps are coarse): such a file is read again next time (git's
+"racy clean" rule)."""
+
+
+def _settled(stamps: Stamps, read_at: int) -> bool:
+    """Whether every file's stamp was old enough when read to prove it unchanged."""
+    return all(s is None or s[3] < read_at - RACY_NS for s in stamps)
+
+
+def _identity(directory: Path) -> tuple[int, int] | None:
+    """The directory's device and inode (another pair: it was replaced); None if gone."""
+    try:
+        seen = os.stat(directory)
+    except OSError:
+        return None
+    return (seen.st_dev, seen.st_ino)
 
 
 def _changed_names(name: str, before: Credential | None, after: Credential) -> set[str]:

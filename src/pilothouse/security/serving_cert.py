@@ -59,9 +59,12 @@ class ServingCertificate:
         self._context.verify_mode = ssl.CERT_OPTIONAL
         self._context.set_alpn_protocols(["h2"])
         self._not_after = datetime.datetime.min.replace(tzinfo=datetime.UTC)
+        ca.on_bundle_change(self._bundle_changed)
+
+    def start(self) -> None:
+        """Trust the CA's roots and issue the first certificate (before listening)."""
         self.trust()
         self.renew()
-        ca.on_bundle_change(self._bundle_changed)
 
     @property
     def context(self) -> ssl.SSLContext:

@@ -1,34 +1,36 @@
 """Who holds the CA's private key: the :class:`Signer` interface and its file-based form.
 
-The CA never touches its key directly; it hands a finished
-:class:`~cryptography.x509.CertificateBuilder` to a signer, which returns the signed
-certificate. :class:`FileSigner` keeps an RSA or EC key in memory (loaded from the CA
-directory). An external signer (a KMS or an HSM) implements the same two methods: it
-reports the public key the CA certificate carries, and signs a builder (for instance by
-signing the builder's to-be-signed bytes remotely and assembling the DER itself).
+The CA never touches its key: it asks a signer to sign bytes (a certificate's
+to-be-signed part), the operation a KMS or an HSM offers, and assembles the certificate
+itself (:mod:`pilothouse.security.certificate_signing`). A signer reports the public
+key the CA certificate carries and signs with SHA-256: PKCS#1 v1.5 for an RSA key,
+ECDSA (DER-encoded signature) for an EC key. :class:`FileSigner` keeps the key in
+memory, read from or written to the CA directory; an external signer implements the
+same two methods and never lets the key out.
 """
 
 from __future__ import annotations
 
 from typing import Protocol
 
-from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 
 RSA_KEY_BITS = 2048
 """istiod's key size for roots and workload keys."""
 
+CaPublicKey = rsa.RSAPublicKey | ec.EllipticCurvePublicKey
+
 
 class Signer(Protocol):
-    """Signs certificates with the CA's private key, wherever that key lives."""
+    """Signs with the CA's private key, wherever that key lives."""
 
-    def public_key(self) -> rsa.RSAPublicKey | ec.EllipticCurvePublicKey:
+    def public_key(self) -> CaPublicKey:
         """The public half, as the CA certificate carries it."""
         ...
 
-    def sign(self, builder: x509.CertificateBuilder) -> x509.Certificate:
-        """The certificate ``builder`` describes, signed with SHA-256."""
+    def sign(self, data: bytes) -> bytes:
+        """``data`` signed with SHA-256 (RSA: PKCS#1 v1.5; EC: ECDSA, DER)."""
         ...
 
 
@@ -61,11 +63,13 @@ class FileSigner:
             serialization.NoEncryption(),
         )
 
-    def public_key(self) -> rsa.RSAPublicKey | ec.EllipticCurvePublicKey:
+    def public_key(self) -> CaPublicKey:
         return self._key.public_key()
 
-    def sign(self, builder: x509.CertificateBuilder) -> x509.Certificate:
-        return builder.sign(self._key, hashes.SHA256())
+    def sign(self, data: bytes) -> bytes:
+        if isinstance(self._key, rsa.RSAPrivateKey):
+            return self._key.sign(data, padding.PKCS1v15(), hashes.SHA256())
+        return self._key.sign(data, ec.ECDSA(hashes.SHA256()))
 
     def __repr__(self) -> str:  # never the key itself
         return f"FileSigner({type(self._key).__name__})"

@@ -63,7 +63,7 @@ def issue(
             critical=False,
         )
     )
-    cert = material.signer.sign(builder)
+    cert = material.sign(builder)
     return IssuedCertificate(
         chain=(pem(cert), *material.chain_pem()),
         not_before=cert.not_valid_before_utc,

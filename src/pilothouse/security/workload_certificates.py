@@ -181,7 +181,10 @@ class WorkloadCertificates:
                     extra={"identity": str(identity), "not_after": str(certificate.not_after)},
                 )
                 for issued in list(self._listeners):
-                    issued(identity)
+                    try:
+                        issued(identity)
+                    except Exception:  # a listener's fault must not stop issuing
+                        log.exception("a listener of issued certificates failed")
                 return
         finally:
             self._issuing.discard(identity)

@@ -49,6 +49,23 @@ def test_flags_win_over_the_environment_which_wins_over_defaults() -> None:
     assert settings.webhook == Settings().webhook
 
 
+def test_the_tls_port_the_ca_and_issuers_come_from_flags_and_an_empty_address_is_off() -> None:
+    args = build_parser().parse_args(
+        ["serve", "--xds-tls-address", "", "--ca-dir", "/etc/cacerts",
+         "--jwt-issuer", "https://a=/j/a.json", "--jwt-issuer", "https://b=/j/b.json"]
+    )  # fmt: skip
+    settings = settings_from(args, {"PILOTHOUSE_XDS_TLS_ADDRESS": "127.0.0.1:0"})
+    assert settings.xds.tls_address == ""
+    assert settings.ca.dir == "/etc/cacerts"
+    assert settings.auth.jwt_issuers == ("https://a=/j/a.json", "https://b=/j/b.json")
+    from_environment = settings_from(
+        build_parser().parse_args(["serve"]),
+        {"PILOTHOUSE_XDS_TLS_ADDRESS": "", "PILOTHOUSE_AUTH_JWT_ISSUERS": "i=/x.json,j=/y.json"},
+    )
+    assert from_environment.xds.tls_address == ""
+    assert from_environment.auth.jwt_issuers == ("i=/x.json", "j=/y.json")
+
+
 def test_the_suites_own_variables_do_not_stop_serve() -> None:
     args = build_parser().parse_args(["serve"])
     environ = {"PILOTHOUSE_FUZZ_EXAMPLES": "3000", "PILOTHOUSE_LOADTEST_CHANGE": "4"}

@@ -9,6 +9,7 @@ from pathlib import Path
 from prometheus_client import generate_latest
 
 from pilothouse.admin.metrics import server_metrics
+from pilothouse.security.ca_metrics import CaCollector, CaCounters
 from pilothouse.sources.fs import FileSource
 from pilothouse.sources.memory import MemoryStore
 from pilothouse.xds.server.discovery import DiscoveryServer
@@ -48,7 +49,10 @@ async def exposed(tmp_path: Path) -> dict[str, str]:
     try:
         await asyncio.wait_for(discovery.wait_ready(), 10)
         source = FileSource(tmp_path)
-        text = generate_latest(server_metrics(discovery, [source]).registry).decode()
+        registry = server_metrics(discovery, [source]).registry
+        # serve registers the CA's collector when the TLS port is on
+        registry.register(CaCollector(CaCounters(), lambda: 1.0, lambda: 1.0))
+        text = generate_latest(registry).decode()
     finally:
         discovery.close()
         await asyncio.wait_for(running, 10)

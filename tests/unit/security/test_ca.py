@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import logging
 import stat
 from pathlib import Path
 
@@ -31,8 +32,12 @@ def ca(ca_directory: Path) -> CertificateAuthority:
     return CertificateAuthority.open(CaSettings(dir=str(ca_directory)), "cluster.local")
 
 
-def test_the_root_is_created_once_and_reused(ca: CertificateAuthority, ca_directory: Path) -> None:
+def test_the_root_is_created_once_and_reused(
+    ca: CertificateAuthority, ca_directory: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="pilothouse.ca")
     again = CertificateAuthority.open(CaSettings(dir=str(ca_directory)), "cluster.local")
+    assert [r.getMessage() for r in caplog.records] == ["CA: self-signed root loaded"]
     assert again.signing_root == ca.signing_root
     assert again.trust_bundle() == ca.trust_bundle()
     assert (ca_directory / ca_dir.ROOT_CERT).read_text() == ca.trust_bundle()[0]

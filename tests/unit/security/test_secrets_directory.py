@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cryptography import x509
@@ -142,3 +144,65 @@ async def test_replacing_the_files_is_followed(tmp_path: Path) -> None:
     finally:
         secrets.close()
         await asyncio.wait_for(task, 5)
+
+
+def test_files_whose_stat_did_not_move_are_not_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pilothouse.security.secrets_directory as module
+
+    write_pair(tmp_path, "gw", "one.example")
+    long_ago = 1_700_000_000
+    for file in ("gw.crt", "gw.key"):
+        os.utime(tmp_path / file, (long_ago, long_ago))
+    reads: list[str] = []
+    real = module.read_credential
+
+    def counted(name: str, directory: Path) -> Any:
+        reads.append(name)
+        return real(name, directory)
+
+    monkeypatch.setattr(module, "read_credential", counted)
+    secrets = SecretsDirectory(tmp_path)
+    secrets.load()
+    secrets.load()
+    assert reads == ["gw"]
+    cert, key = server_pair("two.example")
+    (tmp_path / "gw.crt").write_bytes(cert)
+    (tmp_path / "gw.key").write_bytes(key)
+    assert secrets.load() == {"gw"}
+    assert leaf_host(secrets, "gw") == "two.example"
+    # files written just now may be read once more (a coarse timestamp could hide a
+    # second write); once their stamps are old, never again
+    for file in ("gw.crt", "gw.key"):
+        os.utime(tmp_path / file, (long_ago, long_ago))
+    secrets.load()
+    before = len(reads)
+    secrets.load()
+    secrets.load()
+    assert len(reads) == before
+
+
+def test_an_unexpected_fault_stays_with_its_credential(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pilothouse.security.secrets_directory as module
+
+    write_pair(tmp_path, "gw", "one.example")
+    write_pair(tmp_path, "other", "other.example")
+    secrets = SecretsDirectory(tmp_path)
+    secrets.load()
+    real = module.read_credential
+
+    def broken(name: str, directory: Path) -> Any:
+        if name == "gw":
+            raise RuntimeError("a library surprise")
+        return real(name, directory)
+
+    monkeypatch.setattr(module, "read_credential", broken)
+    write_pair(tmp_path, "gw", "two.example")
+    write_pair(tmp_path, "other", "two.other.example")
+    assert secrets.load() == {"other"}
+    assert leaf_host(secrets, "gw") == "one.example"
+    assert "a library surprise" in secrets.problems()["gw"]
+    assert leaf_host(secrets, "other") == "two.other.example"

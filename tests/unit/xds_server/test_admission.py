@@ -199,6 +199,8 @@ async def test_the_snapshot_is_plain_read_only_and_names_every_reason() -> None:
         "not_ready": 1,
         "bad_node": 2,
         "bad_request": 0,
+        "unauthenticated": 0,
+        "permission_denied": 0,
     }
     assert all(type(value) is int for value in counts.rejected.values())
     with pytest.raises(TypeError):

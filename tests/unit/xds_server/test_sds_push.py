@@ -162,12 +162,13 @@ async def test_an_authenticated_proxy_gets_its_certificate_and_the_roots(
     assert running.delivery.certificates.issued_count == 1
 
 
+@pytest.mark.parametrize("delta", [False, True], ids=["sotw", "delta"])
 async def test_an_unauthenticated_proxy_gets_nothing_and_is_counted_once(
-    ca: CertificateAuthority, tmp_path: Path
+    ca: CertificateAuthority, tmp_path: Path, delta: bool
 ) -> None:
     write_pair(tmp_path, "gw", "gw.example")
     async with mesh(ca, tmp_path) as running:
-        anonymous = running.connect("anon", None)
+        anonymous = running.connect("anon", None, delta=delta)
         ask(anonymous, "default", "ROOTCA", "kubernetes://gw")
         known = running.connect("app", ALICE)
         ask(known, "default")

@@ -7,7 +7,8 @@ Names served (istiod's, conventions §10):
   identity, shared by every proxy of it, issued off the event loop). While the first
   certificate of an identity is being signed it is left out; the push that follows
   its issue sends it.
-- ``ROOTCA``: a validation context holding the Authority's trust bundle.
+- ``ROOTCA``: a validation context holding the Authority's trust bundle (read again
+  when :meth:`SecretGenerator.bundle_changed` says it changed).
 - ``kubernetes://<name>`` and ``kubernetes://<name>-cacert``: a key pair, or CA
   certificates, from the secrets directory
   (:class:`~pilothouse.security.secrets_directory.SecretsDirectory`).
@@ -114,7 +115,12 @@ class SecretGenerator:
         self._certificates = certificates
         self._credentials = credentials
         self._credentials_namespace = credentials_namespace
+        self._roots: ValidationInputs | None = None
         self.denials = Denials(on_denied)
+
+    def bundle_changed(self) -> None:
+        """The Authority's trust bundle changed: ``ROOTCA`` is read again."""
+        self._roots = None
 
     def generate(self, given: GenerationInput) -> Resources:
         proxy = given.proxy
@@ -144,7 +150,9 @@ class SecretGenerator:
         if name == SDS_ROOT_SECRET:
             if self._authority is None:
                 return None
-            roots = ValidationInputs(name, tuple(self._authority.trust_bundle()))
+            roots = self._roots
+            if roots is None:  # read once per bundle, not once per proxy and push
+                roots = self._roots = ValidationInputs(name, self._authority.trust_bundle())
             return given.cache.resource(roots, encode_secret)
         if name.startswith(CREDENTIAL_PREFIX):
             return self._credential(given, caller, name)

@@ -75,9 +75,6 @@ class SecretDelivery:
         )
         discovery.register_generator(self.generator)
 
-    def has_synced(self) -> bool:
-        return self.credentials is None or self.credentials.has_synced()
-
     async def run(self) -> None:
         """Issue certificates and follow the secrets directory until :meth:`close`."""
         async with asyncio.TaskGroup() as tasks:
@@ -101,6 +98,7 @@ class SecretDelivery:
         self._push([workload_certificate_key(identity)])
 
     def _bundle_changed(self) -> None:
+        self.generator.bundle_changed()
         self._push([secret_key(SDS_ROOT_SECRET)])
 
     def _credentials_changed(self, parts: frozenset[str]) -> None:

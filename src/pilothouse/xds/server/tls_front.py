@@ -46,18 +46,17 @@ class TlsPeer:
 class TlsFront:
     """Terminates TLS on a public address and relays to the backend gRPC port."""
 
-    def __init__(
-        self, context: ssl.SSLContext, backend_port: int, *, handshake_timeout: float = 10.0
-    ) -> None:
+    def __init__(self, context: ssl.SSLContext, *, handshake_timeout: float = 10.0) -> None:
         self._context = context
-        self._backend_port = backend_port
+        self._backend_port = 0
         self._handshake_timeout = handshake_timeout
         self._peers: dict[int, TlsPeer] = {}
         self._relays: set[asyncio.Task[None]] = set()
         self._server: asyncio.Server | None = None
 
-    async def start(self, host: str, port: int) -> int:
-        """Listen (raises OSError); returns the port bound."""
+    async def start(self, host: str, port: int, backend_port: int) -> int:
+        """Listen (raises OSError), relaying to ``backend_port``; returns the port bound."""
+        self._backend_port = backend_port
         self._server = await asyncio.start_server(
             self._accept,
             host or None,
@@ -103,6 +102,11 @@ class TlsFront:
             await self._relay(reader, writer)
         except (OSError, ssl.SSLError, asyncio.IncompleteReadError):
             pass
+        except asyncio.CancelledError:
+            # stop(): this task is the connection's own (asyncio's stream server made it);
+            # ending it normally keeps Python 3.11's stream callback from logging the
+            # cancellation as an error.
+            pass
         finally:
             self._relays.discard(task)
             _close(writer)
@@ -129,12 +133,13 @@ class TlsFront:
                     with contextlib.suppress(asyncio.CancelledError, Exception):
                         await pump
         finally:
+            # Forget the port before closing the socket, so that a later connection that
+            # gets the same local port can never be taken for this client. Streams are
+            # authenticated when they start; this client is gone, so none starts now.
+            self._peers.pop(local_port, None)
             _close(back_writer)
-            # The backend may still be finishing the stream: forget the port only after
-            # its socket is closed, so a reused port never finds the wrong client.
             with contextlib.suppress(Exception):
                 await back_writer.wait_closed()
-            self._peers.pop(local_port, None)
 
 
 async def _pump(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:

@@ -41,12 +41,11 @@ class TlsPort:
         mcp: Any = None,
     ) -> None:
         """``mcp`` has ``add_to(server)`` (``McpRoles``): registered for root-namespace
-        callers only. Issues the first serving certificate (a few milliseconds)."""
+        callers only."""
         self.ca = ca
         self.serving = ServingCertificate(ca, settings.tls_names)
         self.backend = new_grpc_server(settings)
-        self._backend_port = self.backend.add_insecure_port(f"{BACKEND_HOST}:0")
-        self.front = TlsFront(self.serving.context, self._backend_port)
+        self.front = TlsFront(self.serving.context)
         self.guard = TlsGuard(
             self.front,
             authenticator,
@@ -62,10 +61,15 @@ class TlsPort:
 
     async def start(self, host: str, port: int) -> int:
         """Start the backend, then listen with TLS (raises OSError); the port bound."""
-        if self._backend_port == 0:
+        try:
+            backend_port = self.backend.add_insecure_port(f"{BACKEND_HOST}:0")
+        except RuntimeError as problem:  # grpcio's way of saying it cannot bind
+            raise OSError(f"the TLS port's backend on {BACKEND_HOST}: {problem}") from None
+        if backend_port == 0:
             raise OSError("cannot listen on 127.0.0.1 for the TLS port's backend")
+        self.serving.start()  # the first certificate: an EC key and one signature
         await self.backend.start()
-        return await self.front.start(host, port)
+        return await self.front.start(host, port, backend_port)
 
     async def run(self) -> None:
         """Renew the serving certificate until cancelled."""
