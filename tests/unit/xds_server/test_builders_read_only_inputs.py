@@ -48,14 +48,13 @@ from pilothouse.xds.generators.context_memo import ContextMemo
 from pilothouse.xds.generators.inbound import inbound_ports
 from pilothouse.xds.generators.lds import (
     CAPTURING,
-    InboundListenerInputs,
     ListenerGenerator,
     ListenerInputs,
-    build_inbound,
     build_listeners,
     outbound_listeners,
     router_listeners,
 )
+from pilothouse.xds.generators.lds_inbound import InboundListenerInputs, build_inbound
 from pilothouse.xds.generators.rds import (
     RouteGenerator,
     RouteInputs,

@@ -23,7 +23,7 @@ from pilothouse.xds.builders.cluster import RestPolling
 
 if TYPE_CHECKING:
     from pilothouse.xds.generators.inbound import InboundPort, LabelledEndpoints
-    from pilothouse.xds.generators.lds import AddressTemplate, InboundListenerInputs
+    from pilothouse.xds.generators.lds_inbound import AddressTemplate, InboundListenerInputs
 
 InboundTarget = tuple[int, str, str, int]
 """An inbound cluster's port, protocol, and the application's host and port."""
