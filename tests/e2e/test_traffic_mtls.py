@@ -66,9 +66,17 @@ class Ports:
     """The server sidecar's listener: the service's endpoint."""
 
 
-def mesh(ports: Ports, app: Upstream, mode: str | None, *, one_request_per_connection: bool) -> str:
+def mesh(
+    ports: Ports,
+    app: Upstream,
+    mode: str | None,
+    *,
+    one_request_per_connection: bool,
+    workload_policy: bool = False,
+) -> str:
     """The server service, its workload, both Sidecars, and a PeerAuthentication for
-    namespace ``shop`` when ``mode`` is given."""
+    namespace ``shop`` (or, ``workload_policy``, for the server's workload) when ``mode``
+    is given."""
     text = f"""\
 apiVersion: networking.istio.io/v1
 kind: ServiceEntry
@@ -122,11 +130,12 @@ spec:
     connectionPool: {{http: {{maxRequestsPerConnection: 1}}}}
 """
     if mode is not None:
+        selector = "\n  selector: {matchLabels: {app: server}}" if workload_policy else ""
         text += f"""---
 apiVersion: security.istio.io/v1
 kind: PeerAuthentication
 metadata: {{name: default, namespace: {NAMESPACE}}}
-spec:
+spec:{selector}
   mtls: {{mode: {mode}}}
 """
     return text
@@ -169,13 +178,20 @@ async def two_sidecars(
     *,
     certificate_ttl: float | None = None,
     one_request_per_connection: bool = False,
+    workload_policy: bool = False,
 ) -> AsyncIterator[Pair]:
     app = await upstream_factory("app")
     ports = Ports(egress=free_port(), inbound=free_port())
     config = tmp_path / "mesh"
     config.mkdir()
     (config / "mesh.yaml").write_text(
-        mesh(ports, app, mode, one_request_per_connection=one_request_per_connection)
+        mesh(
+            ports,
+            app,
+            mode,
+            one_request_per_connection=one_request_per_connection,
+            workload_policy=workload_policy,
+        )
     )
     issuer = Issuer()
     jwks = issuer.write_jwks(tmp_path / "jwks.json")
@@ -276,14 +292,23 @@ async def test_the_server_sees_the_client_identity_over_mutual_tls(
             assert XFCC not in echoed_headers(plaintext.body)
 
 
+@pytest.mark.parametrize("workload_policy", [False, True], ids=["namespace", "workload"])
 async def test_disable_sends_plaintext(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     envoy_factory: EnvoyFleet,
     upstream_factory: UpstreamPool,
+    workload_policy: bool,
 ) -> None:
+    """Namespace-wide DISABLE turns auto-mTLS off on the client's cluster; a workload's
+    DISABLE takes its endpoint out of auto-mTLS (the cluster keeps it for others)."""
     async with two_sidecars(
-        tmp_path, monkeypatch, envoy_factory, upstream_factory, "DISABLE"
+        tmp_path,
+        monkeypatch,
+        envoy_factory,
+        upstream_factory,
+        "DISABLE",
+        workload_policy=workload_policy,
     ) as pair:
         await wait_through_client(pair)
         for result in await through_client(pair):

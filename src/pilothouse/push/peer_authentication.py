@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from pilothouse.api.istio.security.v1beta1 import peer_authentication_pb2 as pa_pb2
 from pilothouse.config.mesh import MeshSettings
-from pilothouse.config.model import Config
+from pilothouse.config.model import Config, ConfigKey
 from pilothouse.registry.model import Labels
 
 PEER_AUTHENTICATION = "PeerAuthentication"
@@ -82,6 +82,15 @@ class PeerAuthenticationIndex:
             found.sort(key=_age)
         self._by_namespace: Mapping[str, list[Config]] = by_namespace
         self.keys = frozenset(c.key for found in by_namespace.values() for c in found)
+        self.revision: tuple[tuple[ConfigKey, str, str], ...] = tuple(
+            sorted(
+                (c.key, c.origin.source, c.resource_version)
+                for found in by_namespace.values()
+                for c in found
+            )
+        )
+        """Every policy by key, source and resource version: changes with any edit (a
+        cache input for what reads the index, see ``PeerAuthenticationAt``)."""
 
     def namespace_mode(self, namespace: str) -> MtlsMode:
         """The mode from the mesh- and namespace-wide policies alone."""
@@ -138,3 +147,20 @@ def _age(config: Config) -> tuple[bool, datetime.datetime, Any]:
     if created is not None and created.tzinfo is None:
         created = created.replace(tzinfo=datetime.UTC)
     return (created is None, created or _EPOCH, config.key)
+
+
+@dataclass(frozen=True, slots=True)
+class PeerAuthenticationAt:
+    """The PeerAuthentication index as a cache input: compared by its revision, the index
+    riding along for the builder to read."""
+
+    revision: tuple[tuple[ConfigKey, str, str], ...]
+    index: PeerAuthenticationIndex = field(compare=False, repr=False)
+
+    @classmethod
+    def of(cls, index: PeerAuthenticationIndex) -> PeerAuthenticationAt:
+        return cls(index.revision, index)
+
+    def disables(self, namespace: str, labels: Labels, port: int) -> bool:
+        """Whether the workload's policy turns mutual TLS off on ``port``."""
+        return self.index.workload_policy(namespace, labels).for_port(port) is MtlsMode.DISABLE

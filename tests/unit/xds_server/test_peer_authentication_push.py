@@ -313,3 +313,41 @@ def test_without_auto_mtls_clusters_stay_plaintext_and_inbound_keeps_its_mode() 
     assert all(b"tlsMode-istio" not in body for body in cds.values())
     listeners = stage.generate(WEB, ListenerGenerator())
     assert inbound_transports(listeners, "inbound|8080||") == ["tls", "raw_buffer"]
+
+
+WEB_DISABLE = """\
+apiVersion: security.istio.io/v1
+kind: PeerAuthentication
+metadata: {name: web, namespace: shop}
+spec:
+  selector: {matchLabels: {app: web}}
+  mtls: {mode: DISABLE}
+"""
+
+WEB_PORT_DISABLE = """\
+apiVersion: security.istio.io/v1
+kind: PeerAuthentication
+metadata: {name: web, namespace: shop}
+spec:
+  selector: {matchLabels: {app: web}}
+  mtls: {mode: STRICT}
+  portLevelMtls: {8080: {mode: DISABLE}}
+"""
+
+
+def test_a_workload_that_disables_mtls_is_reached_in_plaintext() -> None:
+    """istiod's mTLS checker: the cluster keeps auto-mTLS (the namespace allows it), but
+    the endpoint of a workload whose policy is DISABLE on its port is not marked."""
+    stage = Stage()
+    web = "outbound|8080||web.shop.svc.cluster.local"
+    marked = b"envoy.transport_socket_match"
+    assert marked in stage.generate(WEB, EndpointGenerator())[web]
+    assert stage.apply(WEB_DISABLE) == ["db", "web"]
+    assert marked not in stage.generate(WEB, EndpointGenerator())[web]
+    cds = stage.generate(WEB, ClusterGenerator())
+    assert b"tlsMode-istio" in cds[web]
+    # port-level: the WorkloadEntry has no port of its own, so 8080 is its port
+    stage.apply(WEB_PORT_DISABLE)
+    assert marked not in stage.generate(WEB, EndpointGenerator())[web]
+    stage.apply(WEB_STRICT)
+    assert marked in stage.generate(WEB, EndpointGenerator())[web]

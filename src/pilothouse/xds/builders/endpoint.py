@@ -47,7 +47,8 @@ class LbEndpointInput:
     ``locality`` is ``"region/zone/subzone"``; trailing parts may be missing.
     ``labels`` are sorted (key, value) pairs, copied into the endpoint's
     ``envoy.lb`` metadata; ``security.istio.io/tlsMode: istio`` also marks it for
-    auto-mTLS (``envoy.transport_socket_match``, see :mod:`.auto_mtls`).
+    auto-mTLS (``envoy.transport_socket_match``, see :mod:`.auto_mtls`) unless
+    ``plaintext`` (its PeerAuthentication is DISABLE).
     ``health`` is an Envoy ``HealthStatus`` name.
     """
 
@@ -57,6 +58,7 @@ class LbEndpointInput:
     weight: int = 1
     labels: tuple[tuple[str, str], ...] = ()
     health: str = "HEALTHY"
+    plaintext: bool = False
 
     def __post_init__(self) -> None:
         if self.health not in HEALTH_STATUSES:
@@ -97,7 +99,7 @@ def build_lb_endpoint(endpoint: LbEndpointInput) -> endpoint_components_pb2.LbEn
         fields = lb_endpoint.metadata.filter_metadata[LB_METADATA_NAMESPACE].fields
         for key, value in sorted(endpoint.labels):
             fields[key].string_value = value
-        if runs_sidecar(endpoint.labels):
+        if runs_sidecar(endpoint.labels) and not endpoint.plaintext:
             tls_mode_metadata(lb_endpoint.metadata)
     return lb_endpoint
 
