@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 from envoy.extensions.transport_sockets.tls.v3 import secret_pb2  # type: ignore[import-untyped]
 from google.protobuf import any_pb2
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pilothouse.push.cache import Resource, ResourceCache
 from pilothouse.push.proxy import ProxyIdentity, parse_node
@@ -39,7 +41,7 @@ def proxy(identity: SpiffeId | None) -> ProxyIdentity:
     return dataclasses.replace(node, caller=Caller((identity,), ProvedBy.CLIENT_CERTIFICATE))
 
 
-def given(who: ProxyIdentity, names: frozenset[str] | None, cache: ResourceCache) -> Any:
+def given_input(who: ProxyIdentity, names: frozenset[str] | None, cache: ResourceCache) -> Any:
     # the SDS generator reads the proxy, the names and the cache only
     return GenerationInput(
         proxy=who,
@@ -72,7 +74,7 @@ def test_credentials_and_roots_for_a_verified_identity(
     generator = SecretGenerator(authority=ca, credentials=credentials)
     cache = ResourceCache()
     names = frozenset({"ROOTCA", "kubernetes://gw", "kubernetes://gw-cacert", "file-cert:x~y"})
-    found = generator.generate(given(proxy(GATEWAY), names, cache))
+    found = generator.generate(given_input(proxy(GATEWAY), names, cache))
     assert set(found) == {"ROOTCA", "kubernetes://gw", "kubernetes://gw-cacert"}
     roots = secret(found["ROOTCA"]).validation_context.trusted_ca.inline_bytes.decode()
     assert roots == "".join(ca.trust_bundle())
@@ -83,7 +85,7 @@ def test_credentials_and_roots_for_a_verified_identity(
     assert pair.certificate_chain.inline_bytes.decode() == "".join(held.chain)
     trusted = secret(found["kubernetes://gw-cacert"]).validation_context.trusted_ca
     assert trusted.inline_bytes.decode() == "".join(credentials.ca_certificates("gw") or ())
-    again = generator.generate(given(proxy(OTHER), names, cache))
+    again = generator.generate(given_input(proxy(OTHER), names, cache))
     assert again["kubernetes://gw"] is found["kubernetes://gw"]  # encoded once, shared
 
 
@@ -96,21 +98,21 @@ def test_nothing_for_an_unauthenticated_proxy_counted_once_per_stream_and_name(
     )
     anonymous, cache = proxy(None), ResourceCache()
     names = frozenset({"ROOTCA", "kubernetes://gw"})
-    assert withheld(generator.generate(given(anonymous, names, cache)))
-    assert withheld(generator.generate(given(anonymous, names, cache)))
+    assert withheld(generator.generate(given_input(anonymous, names, cache)))
+    assert withheld(generator.generate(given_input(anonymous, names, cache)))
     assert len(denied) == 2
-    assert withheld(generator.generate(given(proxy(None), names, cache)))  # another stream
+    assert withheld(generator.generate(given_input(proxy(None), names, cache)))  # another stream
     assert len(denied) == 4
 
 
 def test_wildcard_and_unknown_names_withhold_the_answer(ca: CertificateAuthority) -> None:
     generator = SecretGenerator(authority=ca)
     cache = ResourceCache()
-    assert withheld(generator.generate(given(proxy(GATEWAY), None, cache)))
-    assert withheld(generator.generate(given(proxy(GATEWAY), frozenset({"nope"}), cache)))
+    assert withheld(generator.generate(given_input(proxy(GATEWAY), None, cache)))
+    assert withheld(generator.generate(given_input(proxy(GATEWAY), frozenset({"nope"}), cache)))
     # no secrets directory: credentials are simply not there
     gone = frozenset({"kubernetes://gw"})
-    assert withheld(generator.generate(given(proxy(GATEWAY), gone, cache)))
+    assert withheld(generator.generate(given_input(proxy(GATEWAY), gone, cache)))
 
 
 def test_credentials_kept_to_one_namespace(
@@ -125,6 +127,36 @@ def test_credentials_kept_to_one_namespace(
     )
     cache = ResourceCache()
     names = frozenset({"ROOTCA", "kubernetes://gw"})
-    assert set(generator.generate(given(proxy(GATEWAY), names, cache))) == set(names)
-    assert set(generator.generate(given(proxy(OTHER), names, cache))) == {"ROOTCA"}
+    assert set(generator.generate(given_input(proxy(GATEWAY), names, cache))) == set(names)
+    assert set(generator.generate(given_input(proxy(OTHER), names, cache))) == {"ROOTCA"}
     assert len(denied) == 1
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    names=st.frozensets(
+        st.one_of(
+            st.sampled_from(["ROOTCA", "default", "kubernetes://gw", "kubernetes://gw-cacert"]),
+            st.text(max_size=40),
+            st.text(max_size=20).map(lambda t: "kubernetes://" + t),
+        ),
+        max_size=6,
+    ),
+    authenticated=st.booleans(),
+)
+def test_any_names_are_answered_with_known_secrets_only(
+    ca: CertificateAuthority,
+    credentials: SecretsDirectory,
+    names: frozenset[str],
+    authenticated: bool,
+) -> None:
+    generator = SecretGenerator(authority=ca, credentials=credentials)
+    who = proxy(GATEWAY if authenticated else None)
+    found = generator.generate(given_input(who, names, ResourceCache()))
+    known = {"ROOTCA", "kubernetes://gw", "kubernetes://gw-cacert"}
+    if not authenticated or not (names & known):
+        assert withheld(found)
+    else:
+        assert set(found) == names & known
