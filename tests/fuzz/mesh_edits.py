@@ -101,10 +101,11 @@ def workload_entries(draw: st.DrawFn, at: Slot | None = None) -> Config:
     address = draw(st.sampled_from(("127.0.0.1", f"10.{NAMESPACES.index(namespace)}.0.1")))
     app, version = draw(st.sampled_from(APPS)), draw(st.sampled_from(("v1", "v2")))
     port = draw(st.sampled_from(("", ", ports: {http: 19080}")))
+    sidecar = draw(st.sampled_from(("", ", security.istio.io/tlsMode: istio")))  # auto-mTLS
     return load_one(
         "apiVersion: networking.istio.io/v1\nkind: WorkloadEntry\n"
         f"metadata: {{name: {name}, namespace: {namespace}}}\n"
-        f"spec: {{address: {address}, labels: {{app: {app}, version: {version}}}{port}}}\n"
+        f"spec: {{address: {address}, labels: {{app: {app}, version: {version}{sidecar}}}{port}}}\n"
     )
 
 
@@ -210,11 +211,18 @@ def sidecars(draw: st.DrawFn, at: Slot | None = None) -> Config:
 @st.composite
 def peer_authentications(draw: st.DrawFn, at: Slot | None = None) -> Config:
     namespace, _ = at or draw(slots("PeerAuthentication"))
-    mode = draw(st.sampled_from(("PERMISSIVE", "STRICT", "DISABLE")))
+    modes = ("UNSET", "PERMISSIVE", "STRICT", "DISABLE")
+    mode = draw(st.sampled_from(modes))
+    spec = f"mtls: {{mode: {mode}}}"
+    if draw(st.booleans()):  # workload-wide, maybe with a port of its own
+        spec += f", selector: {{matchLabels: {{app: {draw(st.sampled_from(APPS))}}}}}"
+        if draw(st.booleans()):
+            port = draw(st.sampled_from((9080, 19080)))
+            spec += f", portLevelMtls: {{{port}: {{mode: {draw(st.sampled_from(modes))}}}}}"
     return load_one(
         "apiVersion: security.istio.io/v1\nkind: PeerAuthentication\n"
         f"metadata: {{name: default, namespace: {namespace}}}\n"
-        f"spec: {{mtls: {{mode: {mode}}}}}\n"
+        f"spec: {{{spec}}}\n"
     )
 
 

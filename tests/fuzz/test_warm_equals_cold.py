@@ -16,6 +16,7 @@ byte for byte the same.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -29,6 +30,7 @@ from pilothouse.config.model import Config
 from pilothouse.config.schema import SchemaSet
 from pilothouse.push.debounce import DebounceSettings
 from pilothouse.push.proxy import ProxyIdentity, parse_node
+from pilothouse.security.identity import Caller, ProvedBy, SpiffeId
 from pilothouse.sources.memory import MemoryStore
 from pilothouse.xds.generators.api_resource import MESH_CONFIG_GVK
 from pilothouse.xds.generators.base import GenerationInput
@@ -47,6 +49,12 @@ Snapshot = dict[tuple[str, str, str], dict[str, bytes]]
 
 def _proxy(node: str, namespace: str, labels: Mapping[str, str], **extra: str) -> ProxyIdentity:
     return parse_node(node, {"NAMESPACE": namespace, "LABELS": dict(labels), **extra})
+
+
+def _authenticated(proxy: ProxyIdentity, account: str) -> ProxyIdentity:
+    """``proxy`` as if its stream proved ``account`` (mTLS chains, auto-mTLS clusters)."""
+    spiffe = SpiffeId("cluster.local", proxy.namespace, account)
+    return dataclasses.replace(proxy, caller=Caller((spiffe,), ProvedBy.JWT))
 
 
 PROXIES = (
@@ -78,6 +86,18 @@ PROXIES = (
         "shop",
         {"app": "client"},
         GENERATOR="grpc",
+    ),
+    _authenticated(
+        _proxy(
+            "sidecar~127.0.0.1~reviews-v1.bookinfo~bookinfo.svc.cluster.local",
+            "bookinfo",
+            {"app": "reviews", "version": "v1"},
+        ),
+        "bookinfo-reviews",
+    ),
+    _authenticated(
+        _proxy("sidecar~10.1.0.1~a-2.shop~shop.svc.cluster.local", "shop", {"app": "a"}),
+        "a",
     ),
 )
 API_TYPES = (*(schema.gvks[0] for schema in SchemaSet()), MESH_CONFIG_GVK)

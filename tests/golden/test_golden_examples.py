@@ -20,6 +20,7 @@ must come out identical when generated again by a fresh server.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import difflib
 import json
 import os
@@ -36,6 +37,7 @@ from envoy.extensions.filters.network.tcp_proxy.v3 import (  # type: ignore[impo
 )
 
 from pilothouse.push.proxy import ProxyIdentity, parse_node
+from pilothouse.security.identity import Caller, ProvedBy, SpiffeId
 from tests.golden.xds_snapshot import (
     TYPES,
     ProxySnapshot,
@@ -59,6 +61,18 @@ PROXIES: dict[str, ProxyIdentity] = {
     "productpage-v1.bookinfo": parse_node(
         "sidecar~127.0.0.1~productpage-v1.bookinfo~bookinfo.svc.cluster.local",
         {"LABELS": {"app": "productpage", "version": "v1"}},
+    ),
+    # A sidecar whose stream proved its identity, so SDS serves it certificates: its
+    # inbound listener takes mutual TLS (PERMISSIVE) and its clusters auto-mTLS.
+    "reviews-v1.bookinfo.authenticated": dataclasses.replace(
+        parse_node(
+            "sidecar~127.0.0.1~reviews-v1.bookinfo~bookinfo.svc.cluster.local",
+            {"LABELS": {"app": "reviews", "version": "v1"}},
+        ),
+        caller=Caller(
+            (SpiffeId("cluster.local", "bookinfo", "bookinfo-reviews"),),
+            ProvedBy.CLIENT_CERTIFICATE,
+        ),
     ),
 }
 

@@ -25,6 +25,8 @@ class MeshSettings:
     outbound_traffic_policy: OutboundPolicy = OutboundPolicy.ALLOW_ANY
     proxy_listen_port: int = 15001
     proxy_inbound_listen_port: int = 15006
+    enable_auto_mtls: bool = True
+    """Clusters without DestinationRule TLS use ISTIO_MUTUAL towards sidecar endpoints."""
 
 
 def exported_to(

@@ -120,6 +120,8 @@ def mesh_settings(message: config_pb2.MeshConfig, base: MeshSettings | None = No
         changes["proxy_listen_port"] = message.proxy_listen_port
     if message.proxy_inbound_listen_port:
         changes["proxy_inbound_listen_port"] = message.proxy_inbound_listen_port
+    if message.HasField("enable_auto_mtls"):
+        changes["enable_auto_mtls"] = message.enable_auto_mtls.value
     return replace(settings, **changes)
 
 
@@ -135,6 +137,7 @@ def mesh_config_message(settings: MeshSettings) -> config_pb2.MeshConfig:
         default_destination_rule_export_to=sorted(settings.default_destination_rule_export_to),
     )
     message.connect_timeout.FromNanoseconds(int(settings.connect_timeout * 1e9))
+    message.enable_auto_mtls.value = settings.enable_auto_mtls
     mode = config_pb2.MeshConfig.OutboundTrafficPolicy.Mode
     message.outbound_traffic_policy.mode = mode.Value(settings.outbound_traffic_policy.value)  # type: ignore[assignment]
     return message

@@ -31,6 +31,7 @@ from pilothouse.push.indexes import (
     SidecarIndex,
     VirtualServiceIndex,
 )
+from pilothouse.push.peer_authentication import PEER_AUTHENTICATION, PeerAuthenticationIndex
 from pilothouse.push.proxy import ProxyIdentity, ProxyType
 from pilothouse.push.request import PushRequest
 from pilothouse.push.scope import (
@@ -98,6 +99,7 @@ class PushContext:
     virtual_services: VirtualServiceIndex
     sidecars: SidecarIndex
     gateways: GatewayIndex
+    peer_authentications: PeerAuthenticationIndex
     stats: ContextStats = field(default_factory=ContextStats, compare=False)
     _scopes: dict[ScopeKey, ProxyScope] = field(default_factory=dict, compare=False, repr=False)
     _derived: dict[type, object] = field(default_factory=dict, compare=False, repr=False)
@@ -253,6 +255,12 @@ def build_context(
             frozenset({"Gateway"}),
             previous.gateways if previous else None,
             lambda: GatewayIndex(configs("Gateway")),
+        ),
+        peer_authentications=pick(
+            "peer_authentications",
+            frozenset({PEER_AUTHENTICATION}),
+            previous.peer_authentications if previous else None,
+            lambda: PeerAuthenticationIndex(configs(PEER_AUTHENTICATION), mesh),
         ),
     )
     if previous is not None and _scopes_carry_over(previous, context):

@@ -10,6 +10,7 @@ push reaches only the proxies a change is visible to.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -19,7 +20,7 @@ from pilothouse.push.hostnames import host_matches
 from pilothouse.push.proxy import ProxyIdentity, ProxyType
 from pilothouse.registry.model import SERVICE_KIND, Service, ServiceKey
 
-_NAMESPACE_WIDE = frozenset({"Sidecar", "PeerAuthentication"})
+_NAMESPACE_WIDE = frozenset({"Sidecar"})
 
 Derived = TypeVar("Derived")
 
@@ -156,6 +157,11 @@ class ProxyScope:
         """The scope's ``kind`` object if one was made (nothing is made)."""
         return self._derived.get(kind)  # type: ignore[return-value]
 
+    @functools.cached_property
+    def service_namespaces(self) -> frozenset[str]:
+        """The namespaces the scope's services come from."""
+        return frozenset(s.namespace for s in self.services)
+
     def service(self, hostname: str) -> Service | None:
         return self.by_hostname.get(hostname)
 
@@ -177,6 +183,13 @@ class ProxyScope:
             return any(g.key == key for g in self.gateways)
         if kind in _NAMESPACE_WIDE:
             return key.namespace in (self.key.namespace, root_namespace)
+        if kind == "PeerAuthentication":
+            # The proxy's own inbound mode (its namespace, the mesh-wide root), and the
+            # mode auto-mTLS infers for the services it calls (their namespaces).
+            return key.namespace in (
+                self.key.namespace,
+                root_namespace,
+            ) or key.namespace in self.service_namespaces
         if kind in ("WorkloadEntry", "WorkloadGroup"):
             # Endpoints reach proxies through the registry's service keys (EDS);
             # a proxy's own workload matters only to its namespace.

@@ -66,3 +66,17 @@ def test_settings_round_trip_to_a_mesh_config_message() -> None:
     assert message.root_namespace == "mesh-admin"
     assert message.connect_timeout.seconds == 2
     assert load_mesh_config("rootNamespace: x\n", "m.yaml").mesh.connect_timeout == 10.0
+
+
+@pytest.mark.parametrize(
+    ("text", "enabled"),
+    [
+        ("rootNamespace: x\n", True),
+        ("enableAutoMtls: false\n", False),
+        ("enableAutoMtls: true\n", True),
+    ],
+)
+def test_auto_mtls_is_on_unless_turned_off(text: str, enabled: bool) -> None:
+    mesh = load_mesh_config(text, "mesh.yaml").mesh
+    assert mesh.enable_auto_mtls is enabled
+    assert mesh_config_message(mesh).enable_auto_mtls.value is enabled

@@ -159,6 +159,14 @@ def mesh_clusters(cert: Path, key: Path) -> list[Any]:
             policy=policy(FULL_POLICY),
         ),
         ClusterInputs(
+            name="outbound|9080||auto-mtls.default.svc.cluster.local",
+            protocol="HTTP",
+            auto_mtls=True,
+        ),
+        # Only an EDS one: a bootstrap's static STATIC/DNS clusters are primary clusters,
+        # set up before the ADS stream exists, and Envoy crashes on their ROOTCA over ADS
+        # (envoyproxy/envoy#15517); clusters that come over CDS, as these do, are not.
+        ClusterInputs(
             name="outbound|80||uds.local",
             discovery=Discovery.STATIC,
             endpoints=(LbEndpointInput("unix:///tmp/pilothouse-test.sock"),),

@@ -21,6 +21,7 @@ from envoy.config.listener.v3.listener_pb2 import Listener
 from google.protobuf import json_format
 
 from pilothouse.api.istio.networking.v1alpha3 import gateway_pb2
+from pilothouse.push.peer_authentication import MtlsMode
 from pilothouse.xds.builders.cluster import ClusterInputs, Discovery, build_cluster
 from pilothouse.xds.builders.endpoint import LbEndpointInput
 from pilothouse.xds.builders.filter_chain import WeightedCluster
@@ -175,6 +176,10 @@ def sidecar_listeners(pem: Pem) -> list[Any]:
         build_inbound_listener("127.0.0.2", 8080, "HTTP"),
         build_inbound_listener("127.0.0.2", 6379, "TCP"),
         build_inbound_listener("127.0.0.2", 8443, "HTTP2", tls=tls),
+        build_inbound_listener("127.0.0.3", 8080, "HTTP", mtls=MtlsMode.STRICT),
+        build_inbound_listener("127.0.0.3", 6379, "TCP", mtls=MtlsMode.STRICT),
+        build_inbound_listener("127.0.0.4", 8080, "HTTP", mtls=MtlsMode.PERMISSIVE),
+        build_inbound_listener("127.0.0.4", 6379, "TCP", mtls=MtlsMode.PERMISSIVE),
     ]
 
 

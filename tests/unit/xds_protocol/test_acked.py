@@ -209,7 +209,8 @@ def test_a_nacked_push_leaves_the_last_acked_resources(delta: bool) -> None:
     client = Client(delta, SharedSource())
     client.converge()
     client.source.held[CDS][A] = "2"
-    (clusters,) = client.push(endpoints=False)
+    clusters, refreshed = client.push(endpoints=False)  # A's assignment again, to warm it
+    assert (refreshed.type_url, refreshed.names) == (EDS, (A,))
     client.request(CDS, nonce=clusters.nonce, error="bad cluster")
     assert versions(client.engine.acked()[CDS]) == {A: "1", B: "1"}
 

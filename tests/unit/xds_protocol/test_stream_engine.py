@@ -153,13 +153,14 @@ def test_nack_is_recorded_and_not_resent_until_changed(delta: bool) -> None:
     client = Client(delta)
     client.converge()
     client.source.held[CDS][A] = "2"
-    (update,) = client.push()
+    update, refreshed = client.push()
     assert update.type_url == CDS
+    assert (refreshed.type_url, refreshed.names) == (EDS, (A,))  # warms the changed A
     assert client.request(CDS, nonce=update.nonce, error="bad cluster") == []
     assert client.engine.session.rejects == {CDS: 1}
     assert client.push() == []  # nothing changed since the NACK: nothing resent
     client.source.held[CDS][A] = "3"
-    (fixed,) = client.push()
+    fixed, _ = client.push()
     assert fixed.type_url == CDS and A in fixed.names
 
 
@@ -168,7 +169,7 @@ def test_stale_nonce_is_ignored(delta: bool) -> None:
     client = Client(delta)
     client.converge()
     client.source.held[CDS][A] = "2"
-    (update,) = client.push()
+    update, _ = client.push()
     assert client.request(CDS, nonce="never-sent") == []
     assert client.engine.session.expired_nonces == {CDS: 1}
     assert client.ack(update) == []
@@ -242,3 +243,32 @@ def test_removed_clusters_linger_until_routes_are_acked(delta: bool) -> None:
 def test_the_engine_imports_nothing_from_grpc() -> None:
     code = "import sys, pilothouse.xds.protocol.stream_engine; sys.exit('grpc' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+@PROTOCOLS
+@pytest.mark.parametrize("endpoints", [False, True])
+def test_a_changed_cluster_gets_its_unchanged_assignment_again(
+    delta: bool, endpoints: bool
+) -> None:
+    """Envoy keeps an updated EDS cluster warming until it gets a fresh assignment, even
+    an unchanged one (xds-protocol.md §2.8): the push sends it, and only it."""
+    client = Client(delta)
+    client.converge()
+    client.source.held[CDS][A] = "2"  # say auto-mTLS turned on: endpoints stay the same
+    clusters, refreshed = client.push(endpoints=endpoints)
+    assert clusters.type_url == CDS
+    assert (refreshed.type_url, refreshed.names, refreshed.removed) == (EDS, (A,), ())
+    assert client.ack(clusters) == []
+    for again in client.ack(refreshed):  # the warming fix answers the first EDS ACK
+        assert again.type_url == EDS
+        assert client.ack(again) == []
+    assert client.push(endpoints=endpoints) == []  # nothing changed since
+
+
+@PROTOCOLS
+def test_an_unchanged_cluster_push_refreshes_no_assignment(delta: bool) -> None:
+    client = Client(delta)
+    client.converge()
+    client.source.held[LDS][LISTENER] = "2"
+    (listeners,) = client.push()
+    assert listeners.type_url == LDS

@@ -34,13 +34,18 @@ from pilothouse.config.model import ConfigKey
 from pilothouse.push.cache import ResourceCache
 from pilothouse.push.context import PushContext, build_context
 from pilothouse.push.inputs import dependencies
+from pilothouse.push.peer_authentication import MtlsMode
 from pilothouse.push.proxy import ProxyIdentity, parse_node
 from pilothouse.push.scope import ProxyScope
 from pilothouse.registry.controller import ServiceEntryRegistry
 from pilothouse.registry.endpoint_index import EndpointIndex
+from pilothouse.security.identity import Caller, ProvedBy, SpiffeId
 from pilothouse.sources.memory import MemoryStore
+from pilothouse.xds.builders.names import inbound_cluster_name
 from pilothouse.xds.generators.base import GenerationInput
+from pilothouse.xds.generators.cds import encode
 from pilothouse.xds.generators.context_memo import ContextMemo
+from pilothouse.xds.generators.inbound import inbound_ports
 from pilothouse.xds.generators.lds import (
     CAPTURING,
     ListenerGenerator,
@@ -49,6 +54,7 @@ from pilothouse.xds.generators.lds import (
     outbound_listeners,
     router_listeners,
 )
+from pilothouse.xds.generators.lds_inbound import InboundListenerInputs, build_inbound
 from pilothouse.xds.generators.rds import (
     RouteGenerator,
     RouteInputs,
@@ -453,3 +459,64 @@ def test_listener_and_route_inputs_depend_on_the_configs_they_hold_never_on_a_ru
         ConfigKey("Gateway", "bookinfo", "bookinfo-gateway"),
         ConfigKey("VirtualService", "shop", "edge"),
     } <= named(router)
+
+
+REVIEWS_STRICT_PORT = """\
+---
+apiVersion: security.istio.io/v1
+kind: PeerAuthentication
+metadata: {name: reviews, namespace: bookinfo}
+spec:
+  selector: {matchLabels: {app: reviews}}
+  mtls: {mode: STRICT}
+"""
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        (REVIEWS_STRICT_PORT, MtlsMode.STRICT),
+        # port-level modes name the application's port (the WorkloadEntry's 19082)
+        (
+            REVIEWS_STRICT_PORT + "  portLevelMtls: {19082: {mode: PERMISSIVE}}\n",
+            MtlsMode.PERMISSIVE,
+        ),
+        (REVIEWS_STRICT_PORT + "  portLevelMtls: {9080: {mode: PERMISSIVE}}\n", MtlsMode.STRICT),
+    ],
+)
+def test_inbound_listeners_are_built_from_their_inputs_and_the_address_alone(
+    policy: str, expected: MtlsMode
+) -> None:
+    """The inbound builder takes an InboundListenerInputs value (the port's mTLS mode
+    included) and the proxy's address, and nothing of a context or proxy is reachable
+    from the value."""
+    hints = get_type_hints(build_inbound)
+    assert [hints[name] for name in inspect.signature(build_inbound).parameters] == [
+        InboundListenerInputs,
+        str,
+    ]
+    world = World(policy)
+    reviews = dataclasses.replace(
+        _proxy(
+            "sidecar~127.0.0.1~reviews-v1.bookinfo~bookinfo.svc.cluster.local",
+            "bookinfo",
+            {"app": "reviews", "version": "v1"},
+        ),
+        caller=Caller((SpiffeId("cluster.local", "bookinfo", "reviews"),), ProvedBy.JWT),
+    )
+    given = GenerationInput(
+        proxy=reviews,
+        scope=world.context.scope(reviews),
+        context=world.context,
+        endpoints=world.registry.endpoint_index,
+        cache=world.cache,
+    )
+    listeners = ListenerGenerator().generate(given)
+    ports = inbound_ports(given)
+    assert ports
+    for port in ports:
+        inputs = InboundListenerInputs.of(given, port)
+        assert inputs.mtls is expected
+        assert not [k for k in reachable(inputs) if issubclass(k, FORBIDDEN)]
+        built = encode(build_inbound(inputs, port.address), "")
+        assert built.body == listeners[inbound_cluster_name(port.port)].body

@@ -102,15 +102,19 @@ def converged() -> tuple[Connection, FakeGeneration]:
     return connection, generation
 
 
-def test_cluster_change_generates_clusters_once_and_sends_only_them() -> None:
+def test_cluster_change_generates_clusters_once_and_sends_them_and_their_assignment() -> None:
     connection, generation = converged()
     generation.generators[CDS].set(CLUSTERS[0], "2")
     before = {t: g.calls for t, g in generation.generators.items()}
     connection.push(PushRequest.for_configs([RULE]), 3.0)
     calls = {t: g.calls - before[t] for t, g in generation.generators.items()}
-    assert calls == {CDS: 1, EDS: 1, LDS: 1, RDS: 1}
-    (sent,) = responses(connection)
+    # EDS twice: to find what changed, then to send the changed cluster's assignment
+    assert calls == {CDS: 1, EDS: 2, LDS: 1, RDS: 1}
+    sent, refreshed = responses(connection)
     assert sent.type_url == CDS and len(sent.resources) == 2
+    # unchanged, but Envoy warms the changed cluster only on a fresh assignment
+    assert refreshed.type_url == EDS and len(refreshed.resources) == 1
+    assert refreshed.resources[0].value == f"{CLUSTERS[0]}@1".encode()
     assert connection.sotw is not None
     watch = connection.sotw.watch(CDS)
     assert watch is not None and watch.sent_version(CLUSTERS[0]) == "2"

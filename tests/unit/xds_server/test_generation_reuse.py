@@ -28,7 +28,8 @@ from pilothouse.xds.generators.base import GenerationInput
 from pilothouse.xds.generators.cds import ClusterGenerator, encode
 from pilothouse.xds.generators.eds import EndpointGenerator
 from pilothouse.xds.generators.inbound import InboundPort
-from pilothouse.xds.generators.lds import AddressTemplate, ListenerGenerator
+from pilothouse.xds.generators.lds import ListenerGenerator
+from pilothouse.xds.generators.lds_inbound import AddressTemplate
 from pilothouse.xds.generators.rds import RouteGenerator
 from pilothouse.xds.generators.routing import hash_policy_inputs, label_key
 from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS

@@ -16,7 +16,9 @@ What a cluster gets (in Istio's order):
 2. connection pool (every cluster, inbound ones too): circuit breakers, connect
    timeout, TCP keepalive; see :mod:`.connection_pool`.
 3. outbound only: outlier detection, load balancer, TLS.  A PASSTHROUGH load
-   balancer turns the cluster into ORIGINAL_DST (no endpoints, no EDS).
+   balancer turns the cluster into ORIGINAL_DST (no endpoints, no EDS).  Without
+   TLS in the policy, ``auto_mtls`` gives the cluster auto-mTLS's transport socket
+   matches (:mod:`.auto_mtls`), except on ORIGINAL_DST clusters, as in istiod.
 4. HTTP protocol options (:mod:`.upstream_protocol`) in
    ``typed_extension_protocol_options``.
 
@@ -40,6 +42,7 @@ from google.protobuf import any_pb2
 from google.protobuf.message import Message
 
 from pilothouse.api.istio.networking.v1alpha3 import destination_rule_pb2 as dr_pb2
+from pilothouse.xds.builders.auto_mtls import apply_auto_mtls
 from pilothouse.xds.builders.connection_pool import (
     IstioTcpKeepalive,
     build_circuit_breakers,
@@ -80,6 +83,7 @@ from pilothouse.xds.builders.upstream_tls import (
 )
 
 Cluster = cluster_pb2.Cluster
+ISTIO_MUTUAL: Final = dr_pb2.ClientTLSSettings(mode=dr_pb2.ClientTLSSettings.ISTIO_MUTUAL)
 MESH_CONNECT_TIMEOUT: Final = timedelta(seconds=10)
 PASSTHROUGH_IDLE_TIMEOUT: Final = timedelta(minutes=5)
 
@@ -140,6 +144,8 @@ class ClusterInputs:
     dns_lookup_family: str = "V4_ONLY"
     eds_polling: RestPolling | None = None
     """None: EDS over ADS; else the REST source an EDS cluster polls."""
+    auto_mtls: bool = False
+    """Without TLS in ``policy``: mutual TLS to sidecar endpoints, plaintext to others."""
     message_key: tuple[bytes | None, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -204,6 +210,8 @@ def build_cluster(inputs: ClusterInputs) -> cluster_pb2.Cluster:
         context = build_upstream_tls(tls, origination)
         if context is not None:
             cluster.transport_socket.CopyFrom(build_transport_socket(context))
+        elif tls is None and inputs.auto_mtls and discovery != Discovery.ORIGINAL_DST:
+            apply_auto_mtls(cluster, build_upstream_tls(ISTIO_MUTUAL, origination))
     elif discovery == Discovery.ORIGINAL_DST:
         cluster.lb_policy = Cluster.CLUSTER_PROVIDED
 

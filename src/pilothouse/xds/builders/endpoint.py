@@ -29,6 +29,8 @@ from envoy.config.endpoint.v3 import (  # type: ignore[import-untyped]
     endpoint_pb2,
 )
 
+from pilothouse.xds.builders.auto_mtls import runs_sidecar, tls_mode_metadata
+
 UNIX_PREFIX: Final = "unix://"
 MAX_WEIGHT: Final = 2**32 - 1
 # Envoy's metadata namespace for labels that subset load balancing matches on.
@@ -44,7 +46,10 @@ class LbEndpointInput:
     ``address`` is an IP, a host name (DNS clusters) or ``unix://<path>``.
     ``locality`` is ``"region/zone/subzone"``; trailing parts may be missing.
     ``labels`` are sorted (key, value) pairs, copied into the endpoint's
-    ``envoy.lb`` metadata.  ``health`` is an Envoy ``HealthStatus`` name.
+    ``envoy.lb`` metadata; ``security.istio.io/tlsMode: istio`` also marks it for
+    auto-mTLS (``envoy.transport_socket_match``, see :mod:`.auto_mtls`) unless
+    ``plaintext`` (its PeerAuthentication is DISABLE).
+    ``health`` is an Envoy ``HealthStatus`` name.
     """
 
     address: str
@@ -53,6 +58,7 @@ class LbEndpointInput:
     weight: int = 1
     labels: tuple[tuple[str, str], ...] = ()
     health: str = "HEALTHY"
+    plaintext: bool = False
 
     def __post_init__(self) -> None:
         if self.health not in HEALTH_STATUSES:
@@ -93,6 +99,8 @@ def build_lb_endpoint(endpoint: LbEndpointInput) -> endpoint_components_pb2.LbEn
         fields = lb_endpoint.metadata.filter_metadata[LB_METADATA_NAMESPACE].fields
         for key, value in sorted(endpoint.labels):
             fields[key].string_value = value
+        if runs_sidecar(endpoint.labels) and not endpoint.plaintext:
+            tls_mode_metadata(lb_endpoint.metadata)
     return lb_endpoint
 
 

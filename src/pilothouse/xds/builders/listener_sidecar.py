@@ -23,7 +23,10 @@ chain matching the destination port, forwarding to ``inbound|<port>||``.  HTTP
 ports get an HCM with an inline route configuration (:func:`inbound_route_config`:
 one virtual host ``*`` routing everything to the cluster, no timeout);
 other protocols get a ``tcp_proxy``.  ``tls`` (a Sidecar ingress listener's
-TLS settings) terminates TLS on the chain.
+TLS settings) terminates TLS on the chain, whatever the PeerAuthentication mode (as
+in istiod); otherwise ``mtls``, the port's PeerAuthentication mode, picks the chains
+(see :mod:`.listener_mtls`: mutual TLS only, mutual TLS or plaintext behind the TLS
+inspector, or plaintext only).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from envoy.config.listener.v3 import (  # type: ignore[import-untyped]
 from envoy.config.route.v3 import route_pb2  # type: ignore[import-untyped]
 
 from pilothouse.api.istio.networking.v1alpha3 import gateway_pb2
+from pilothouse.push.peer_authentication import MtlsMode
 from pilothouse.xds.builders.filter_chain import (
     WeightedCluster,
     build_filter_chain,
@@ -60,7 +64,9 @@ from pilothouse.xds.builders.listener import (
     listener_name,
     socket_address,
     stat_prefix,
+    tls_inspector,
 )
+from pilothouse.xds.builders.listener_mtls import build_inbound_chains, inspects_tls
 from pilothouse.xds.builders.listener_tls import build_downstream_tls
 from pilothouse.xds.builders.names import (
     BLACKHOLE_CLUSTER,
@@ -171,12 +177,14 @@ def build_inbound_listener(
     *,
     cluster: str | None = None,
     tls: gateway_pb2.ServerTLSSettings | None = None,
+    mtls: MtlsMode = MtlsMode.DISABLE,
     idle_timeout: timedelta | None = None,
     access_log: bool = False,
 ) -> listener_pb2.Listener:
     """The listener for the proxy's own workload port ``port``, bound on ``address``.
 
-    Forwards to ``cluster`` (default ``inbound|<port>||``).  Raises
+    Forwards to ``cluster`` (default ``inbound|<port>||``), accepting connections as
+    ``mtls`` says unless ``tls`` terminates user TLS instead.  Raises
     ``ValueError`` for an undeclared protocol or TLS settings it cannot
     terminate.
     """
@@ -205,11 +213,18 @@ def build_inbound_listener(
         traffic_direction=base_pb2.INBOUND,
         continue_on_listener_filters_timeout=True,
     )
-    listener.filter_chains.append(
-        build_filter_chain(
-            filter_list, name=name, destination_port=port, tls=context, connect_timeout=None
+    if context is not None:
+        listener.filter_chains.append(
+            build_filter_chain(
+                filter_list, name=name, destination_port=port, tls=context, connect_timeout=None
+            )
         )
+        return listener
+    listener.filter_chains.extend(
+        build_inbound_chains(filter_list, name=name, port=port, http=is_http(protocol), mode=mtls)
     )
+    if inspects_tls(mtls):
+        listener.listener_filters.append(tls_inspector())
     return listener
 
 

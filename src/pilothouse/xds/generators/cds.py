@@ -15,6 +15,15 @@ a push finds a scope's clusters in one lookup, and a scope that changed its othe
 services' in one each.
 A proxy's ``inbound|<port>||`` clusters hold no address of its own: they are made
 once per context and port.
+
+Auto-mTLS (MeshConfig ``enableAutoMtls``): a MESH_INTERNAL service's clusters without
+DestinationRule TLS take mutual TLS to its sidecar endpoints and plaintext to the rest
+(see builders/auto_mtls.py), unless the PeerAuthentication of the service's namespace
+(mesh- and namespace-wide, as istiod infers a service's mode) is DISABLE. Which
+namespaces that holds for is part of the scope's inputs, computed per context, so a
+PeerAuthentication edit reaches the clusters it changes. Only a proxy whose stream proved
+its identity gets it: SDS serves ``default`` to no other, and a cluster waiting for that
+secret would never warm.
 """
 
 from __future__ import annotations
@@ -27,8 +36,9 @@ from typing import Any
 from pilothouse.config.model import Config
 from pilothouse.push.cache import Resource, ResourceCache, ResourceGroup
 from pilothouse.push.inputs import ConfigRevision, EndpointsAt, InputKey
+from pilothouse.push.peer_authentication import MtlsMode
 from pilothouse.push.scope import ProxyScope
-from pilothouse.registry.model import Resolution, Service, ServiceKey
+from pilothouse.registry.model import Location, Resolution, Service, ServiceKey
 from pilothouse.xds.builders.cluster import (
     ClusterInputs,
     Discovery,
@@ -75,9 +85,10 @@ class ClusterGenerator:
     def generate(self, given: GenerationInput) -> Resources:
         scope = given.scope
         known = context_memo(given.context).scope_clusters
-        shared = known.get((scope.key, given.rest))
+        held = (scope.key, given.rest, given.proxy.caller is not None)
+        shared = known.get(held)
         if shared is None:
-            shared = known[scope.key, given.rest] = self._scope_clusters(given)
+            shared = known[held] = self._scope_clusters(given)
         inbound = inbound_clusters(given)
         everything = {**shared, **{r.name: r for r in inbound}} if inbound else shared
         if given.names is None:
@@ -96,10 +107,22 @@ class ClusterGenerator:
             dns=tuple(EndpointsAt.of(s, given.endpoints) for s in services.dns),
             connect_timeout=given.context.mesh.connect_timeout,
             rest=given.rest,
+            auto_mtls=auto_mtls_namespaces(given, scope),
         )
         cache = given.cache
         group = cache.group(inputs, functools.partial(build_scope_clusters, cache))
         return {r.name: r for r in group.resources}
+
+
+def auto_mtls_namespaces(given: GenerationInput, scope: ProxyScope) -> tuple[str, ...]:
+    """The namespaces of the scope's services whose clusters auto-mTLS applies to (none
+    for a proxy without a proved identity: SDS gives it no certificate to present)."""
+    if not given.context.mesh.enable_auto_mtls or given.proxy.caller is None:
+        return ()
+    index = given.context.peer_authentications
+    return tuple(
+        sorted(n for n in scope.service_namespaces if index.namespace_mode(n) != MtlsMode.DISABLE)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,18 +144,19 @@ def scope_services(scope: ProxyScope) -> ScopeServices:
 @dataclass(frozen=True, slots=True)
 class ScopeClusterInputs:
     """What a scope's outbound clusters are built from: its services with their rules'
-    revisions (in hostname order), the endpoints of its DNS services, the connect timeout
-    and the transport."""
+    revisions (in hostname order), the endpoints of its DNS services, the connect timeout,
+    the transport, and the namespaces auto-mTLS applies to."""
 
     services: InputKey
     dns: tuple[EndpointsAt, ...]
     connect_timeout: float
     rest: RestPolling | None
+    auto_mtls: tuple[str, ...] = ()
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # hashed once: the cache hashes a key again for each of its (many) dependencies
-        parts = (self.services, self.dns, self.connect_timeout, self.rest)
+        parts = (self.services, self.dns, self.connect_timeout, self.rest, self.auto_mtls)
         object.__setattr__(self, "_hash", hash(parts))
 
     def __hash__(self) -> int:
@@ -148,7 +172,13 @@ def build_scope_clusters(cache: ResourceCache, inputs: ScopeClusterInputs) -> Re
     rule: ConfigRevision | None
     for service, rule in inputs.services.parts:  # type: ignore[misc]
         wanted = ServiceClusterInputs(
-            service, rule, dns.get(service.key), inputs.connect_timeout, inputs.rest
+            service,
+            rule,
+            dns.get(service.key),
+            inputs.connect_timeout,
+            inputs.rest,
+            auto_mtls=service.location == Location.MESH_INTERNAL
+            and service.namespace in inputs.auto_mtls,
         )
         for resource in cache.group(wanted, build_service_clusters).resources:
             out[resource.name] = resource
@@ -164,18 +194,27 @@ _DNS = frozenset({Discovery.STRICT_DNS, Discovery.LOGICAL_DNS})
 @dataclass(frozen=True, slots=True)
 class ServiceClusterInputs:
     """What one service's clusters (a port each, times its DestinationRule's subsets) are
-    built from. ``endpoints`` only for a DNS service, whose clusters hold them."""
+    built from. ``endpoints`` only for a DNS service, whose clusters hold them;
+    ``auto_mtls`` when its clusters without DestinationRule TLS take auto-mTLS."""
 
     service: Service
     rule: ConfigRevision | None
     endpoints: EndpointsAt | None
     connect_timeout: float
     rest: RestPolling | None
+    auto_mtls: bool = False
     _hash: int = field(default=0, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # hashed once: a Service hashes every field it has, each time
-        parts = (self.service, self.rule, self.endpoints, self.connect_timeout, self.rest)
+        parts = (
+            self.service,
+            self.rule,
+            self.endpoints,
+            self.connect_timeout,
+            self.rest,
+            self.auto_mtls,
+        )
         object.__setattr__(self, "_hash", hash(parts))
 
     def __hash__(self) -> int:
@@ -210,6 +249,7 @@ def build_service_clusters(inputs: ServiceClusterInputs) -> ResourceGroup:
                 connect_timeout=timedelta(seconds=inputs.connect_timeout),
                 service_accounts=(),
                 eds_polling=eds_polling,
+                auto_mtls=inputs.auto_mtls,
             )
             built.append(encode(build_cluster(cluster), name))
     return ResourceGroup(tuple(built))

@@ -16,28 +16,30 @@ from typing import TYPE_CHECKING
 from pilothouse.config.model import Config
 from pilothouse.push.cache import Resource
 from pilothouse.push.context import PushContext
+from pilothouse.push.peer_authentication import MtlsPolicy
 from pilothouse.push.scope import ScopeKey
 from pilothouse.registry.model import Labels
 from pilothouse.xds.builders.cluster import RestPolling
 
 if TYPE_CHECKING:
     from pilothouse.xds.generators.inbound import InboundPort, LabelledEndpoints
-    from pilothouse.xds.generators.lds import AddressTemplate
+    from pilothouse.xds.generators.lds_inbound import AddressTemplate, InboundListenerInputs
 
 InboundTarget = tuple[int, str, str, int]
 """An inbound cluster's port, protocol, and the application's host and port."""
-InboundListener = tuple[int, str, bool, bytes | None, RestPolling | None, int]
-"""An inbound listener's port, protocol, bind, TLS settings, transport, address length."""
+InboundListener = tuple["InboundListenerInputs", int]
+"""An inbound listener's inputs and the length of the proxy's address."""
 
 
 @dataclass(slots=True)
 class ContextMemo:
     """Everything generators remember about one PushContext."""
 
-    scope_clusters: dict[tuple[ScopeKey, RestPolling | None], dict[str, Resource]] = field(
-        default_factory=dict
+    scope_clusters: dict[tuple[ScopeKey, RestPolling | None, bool], dict[str, Resource]] = (
+        field(default_factory=dict)
     )
-    """A scope's outbound clusters, by scope and transport."""
+    """A scope's outbound clusters, by scope, transport and whether the proxy proved its
+    identity (auto-mTLS)."""
     inbound_clusters: dict[InboundTarget, Resource] = field(default_factory=dict)
     inbound_listeners: dict[InboundListener, AddressTemplate | None] = field(default_factory=dict)
     inbound_ports: dict[
@@ -45,6 +47,8 @@ class ContextMemo:
     ] = field(default_factory=dict)
     """A workload's inbound ports, by scope, IP addresses and labels, with the endpoint
     index's revision they were read at."""
+    mtls_policies: dict[tuple[str, Labels], MtlsPolicy] = field(default_factory=dict)
+    """The PeerAuthentication policy of a workload, by namespace and labels."""
     labelled_endpoints: dict[str, LabelledEndpoints] = field(default_factory=dict)
     """The labelled endpoints of a namespace's services, by address."""
     grpc_listeners: dict[tuple[ScopeKey, str, bool, Labels], Resource | None] = field(

@@ -22,8 +22,10 @@ from dataclasses import dataclass
 from pilothouse.config.model import Config
 from pilothouse.push.cache import Resource
 from pilothouse.push.inputs import EndpointsAt
+from pilothouse.push.peer_authentication import PeerAuthenticationAt
 from pilothouse.push.scope import ProxyScope
 from pilothouse.registry.model import Resolution, Service, ServiceKey
+from pilothouse.xds.builders.auto_mtls import runs_sidecar
 from pilothouse.xds.builders.endpoint import LbEndpointInput, build_load_assignment
 from pilothouse.xds.builders.names import Direction, outbound_cluster_name, parse_cluster_name
 from pilothouse.xds.generators.base import GenerationInput, Resources
@@ -58,12 +60,13 @@ class Assignments:
     def __init__(self, targets: tuple[EdsTarget, ...]) -> None:
         self.targets = targets
         self._services = tuple(dict.fromkeys(t.service for t in targets))
-        self._versions: tuple[int, ...] | None = None
+        self._versions: tuple[object, ...] | None = None
         self.resources: dict[str, Resource] = {}
 
     def current(self, given: GenerationInput) -> dict[str, Resource]:
         index = given.endpoints
-        versions = tuple(index.version(s) for s in self._services)
+        revision = given.context.peer_authentications.revision
+        versions = (*(index.version(s) for s in self._services), revision)
         if versions != self._versions:
             self.resources = {t.name: EndpointGenerator.load(given, t) for t in self.targets}
             self._versions = versions
@@ -119,6 +122,7 @@ class EndpointGenerator:
             EndpointsAt.of(target.service, given.endpoints),
             target.port_name,
             target.labels,
+            PeerAuthenticationAt.of(given.context.peer_authentications),
         )
         return given.cache.resource(inputs, build_assignment)
 
@@ -141,20 +145,34 @@ class EndpointGenerator:
 
 @dataclass(frozen=True, slots=True)
 class AssignmentInputs:
-    """What one ClusterLoadAssignment is built from."""
+    """What one ClusterLoadAssignment is built from: the endpoints, and the
+    PeerAuthentications that may turn auto-mTLS off for some of them."""
 
     name: str
     endpoints: EndpointsAt
     port_name: str
     labels: tuple[tuple[str, str], ...]
+    peer_authentications: PeerAuthenticationAt
 
 
 def build_assignment(inputs: AssignmentInputs) -> Resource:
+    """The assignment; an endpoint that runs a sidecar but whose workload's
+    PeerAuthentication is DISABLE on its port is not marked for mutual TLS (istiod's
+    mTLS checker), so auto-mTLS clients reach it in plaintext."""
     endpoints = inputs.endpoints.read(inputs.port_name, dict(inputs.labels) or None)
+    policies = inputs.peer_authentications
     assignment = build_load_assignment(
         inputs.name,
         [
-            LbEndpointInput(e.address, e.port, e.locality, e.weight, e.labels.pairs)
+            LbEndpointInput(
+                e.address,
+                e.port,
+                e.locality,
+                e.weight,
+                e.labels.pairs,
+                plaintext=runs_sidecar(e.labels.pairs)
+                and policies.disables(e.source.namespace, e.labels, e.port),
+            )
             for e in endpoints
         ],
     )

@@ -11,6 +11,7 @@ Two ways to know, as in Istio:
   so a proxy sharing 127.0.0.1 with its application never grabs the application's port.
 
 Both feed the CDS (``inbound|<port>||`` clusters) and LDS generators.
+:func:`inbound_mtls` is the PeerAuthentication mode of one of those ports.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pilothouse.push.peer_authentication import MtlsMode
 from pilothouse.registry.model import Endpoint, Service
 from pilothouse.xds.generators.base import GenerationInput
 from pilothouse.xds.generators.context_memo import context_memo
@@ -37,6 +39,9 @@ class InboundPort:
     bind: bool
     address: str
     tls: Any = None
+    workload_port: int = 0
+    """The port PeerAuthentication's ``portLevelMtls`` names: the application's port for
+    a WorkloadEntry's port, the listener's own for a Sidecar ingress listener."""
 
 
 def inbound_ports(given: GenerationInput) -> tuple[InboundPort, ...]:
@@ -56,6 +61,28 @@ def inbound_ports(given: GenerationInput) -> tuple[InboundPort, ...]:
     ports = _compute(given)
     known[key] = (revision, ports)
     return ports
+
+
+def inbound_mtls(given: GenerationInput, port: InboundPort) -> MtlsMode:
+    """The mode the proxy's listener on ``port`` runs in: its workload's PeerAuthentication
+    mode for the port (the policy found once per context, namespace and labels).
+
+    Mutual TLS needs the workload certificate, which SDS gives only to a proxy whose
+    stream proved its identity (``caller``). A PERMISSIVE port of a proxy without one
+    accepts plaintext only (a mutual-TLS chain would wait for secrets that never come,
+    and hold the listener back); STRICT stays STRICT and refuses everything until the
+    proxy has a certificate, rather than fall back to plaintext.
+    """
+    proxy = given.proxy
+    key = (proxy.namespace, proxy.labels)
+    known = context_memo(given.context).mtls_policies
+    policy = known.get(key)
+    if policy is None:
+        policy = known[key] = given.context.peer_authentications.workload_policy(*key)
+    mode = policy.for_port(port.workload_port or port.port)
+    if mode is MtlsMode.PERMISSIVE and proxy.caller is None:
+        return MtlsMode.DISABLE
+    return mode
 
 
 def _compute(given: GenerationInput) -> tuple[InboundPort, ...]:
@@ -81,6 +108,7 @@ def _compute(given: GenerationInput) -> tuple[InboundPort, ...]:
                     bind=True,
                     address=ingress.bind or proxy.ip or "0.0.0.0",
                     tls=ingress.tls if ingress.HasField("tls") else None,
+                    workload_port=port,
                 )
             )
         return tuple(ports)
@@ -109,6 +137,7 @@ def _compute(given: GenerationInput) -> tuple[InboundPort, ...]:
             target_port=endpoint.port,
             bind=False,
             address=proxy.ip,
+            workload_port=endpoint.port or service_port.number,
         )
     return tuple(found[p] for p in sorted(found))
 

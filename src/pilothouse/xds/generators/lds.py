@@ -19,53 +19,48 @@ Sidecar proxies:
   a sidecar without iptables must not grab a port it did not ask for;
 - an inbound listener per inbound port of the proxy's own workload (see inbound.py:
   from Sidecar ``ingress`` listeners, bound; or from the WorkloadEntry that is this
-  proxy, not bound), forwarding to ``inbound|<port>||`` (see CDS).
+  proxy, not bound), forwarding to ``inbound|<port>||`` (see CDS), its chains set by
+  the PeerAuthentication mode of the workload's port (see listener_mtls.py).
 
 Only the inbound listeners hold the proxy's address. Everything else is shared by the
 proxies of a scope: :func:`build_listeners` builds it from a :class:`ListenerInputs`
 value and nothing else (the scope's inputs, see scope_inputs.py, whether the proxy
 captures traffic, and its transport), and the ResourceCache keeps it under that value,
 so it survives pushes that leave the inputs alone. Inbound listeners are encoded once
-per port and address length and patched with each proxy's address
-(:class:`AddressTemplate`).
+per inputs value and address length and patched with each proxy's address (see
+lds_inbound.py).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
-
-from envoy.extensions.filters.network.http_connection_manager.v3 import (  # type: ignore[import-untyped]
-    http_connection_manager_pb2 as hcm_pb2,
-)
 
 from pilothouse.config.model import Config
 from pilothouse.push.cache import Resource, ResourceGroup
 from pilothouse.push.hostnames import host_matches
-from pilothouse.xds.builders.cluster import RestPolling, rest_config_source
-from pilothouse.xds.builders.encode import content_hash, to_any_bytes
+from pilothouse.xds.builders.cluster import RestPolling
 from pilothouse.xds.builders.filter_chain import WeightedCluster
 from pilothouse.xds.builders.http_connection_manager import is_http
-from pilothouse.xds.builders.listener import UNIX_PREFIX, listener_name
 from pilothouse.xds.builders.listener_gateway import (
     GatewayServer,
     SniRoute,
     plan_gateway_listeners,
 )
+from pilothouse.xds.builders.listener_rest import rds_over_rest
 from pilothouse.xds.builders.listener_sidecar import (
-    build_inbound_listener,
     build_outbound_listener,
     build_virtual_outbound_listener,
 )
-from pilothouse.xds.builders.names import inbound_cluster_name, outbound_cluster_name
+from pilothouse.xds.builders.names import outbound_cluster_name
 from pilothouse.xds.builders.route_l4 import build_tcp_route_clusters, tls_route_matches
 from pilothouse.xds.builders.route_match import resolve_gateway_name
 from pilothouse.xds.generators.base import GenerationInput, Resources
 from pilothouse.xds.generators.cds import encode
-from pilothouse.xds.generators.context_memo import context_memo
-from pilothouse.xds.generators.inbound import InboundPort, inbound_ports
+from pilothouse.xds.generators.inbound import inbound_ports
+from pilothouse.xds.generators.lds_inbound import inbound_listener
 from pilothouse.xds.generators.routing import resolver_for
 from pilothouse.xds.generators.scope_inputs import ScopeInputs, scope_inputs
 from pilothouse.xds.generators.scope_memo import scope_memo
@@ -135,7 +130,7 @@ def build_listeners(inputs: ListenerInputs) -> ResourceGroup:
     listeners = router_listeners(scope) if scope.router else outbound_listeners(inputs)
     if inputs.rest is not None:
         for listener in listeners:
-            _rds_over_rest(listener, inputs.rest)
+            rds_over_rest(listener, inputs.rest)
     taken = frozenset(
         (listener.address.socket_address.address, listener.address.socket_address.port_value)
         for listener in listeners
@@ -151,99 +146,6 @@ class ScopeListeners:
     resources: dict[str, Resource]
     taken: frozenset[Hashable]
     """(address, port) of every listener."""
-
-
-def inbound_listener(given: GenerationInput, port: InboundPort) -> Resource:
-    """The inbound listener of one port of the proxy's workload.
-
-    The listener differs between the proxies of a workload only by their address, which
-    it holds verbatim (socket, names, stat prefix). So it is encoded once per port, with
-    a placeholder address of the same length, and each proxy's copy is those bytes with
-    its address written over the placeholder (see :class:`AddressTemplate`).
-    """
-    address = port.address
-    # ASCII: the placeholder's length in characters is its length in bytes
-    if address and address.isascii() and not address.startswith(UNIX_PREFIX):
-        tls = None if port.tls is None else port.tls.SerializeToString(deterministic=True)
-        key = (port.port, port.protocol, port.bind, tls, given.rest, len(address))
-        known = context_memo(given.context).inbound_listeners
-        try:
-            template = known[key]
-        except KeyError:
-            template = known[key] = AddressTemplate.make(
-                len(address), lambda a: _inbound(given, port, a)
-            )
-        if template is not None:
-            return template.resource(address, _inbound_name(port, address))
-    built = _inbound(given, port, address)
-    return encode(built, built.name)
-
-
-def _inbound_name(port: InboundPort, address: str) -> str:
-    return listener_name(address, port.port) if port.bind else inbound_cluster_name(port.port)
-
-
-def _inbound(given: GenerationInput, port: InboundPort, address: str) -> Any:
-    listener = build_inbound_listener(
-        address,
-        port.port,
-        port.protocol,
-        cluster=inbound_cluster_name(port.port),
-        tls=port.tls,
-    )
-    if not port.bind:
-        listener.name = inbound_cluster_name(port.port)
-        listener.bind_to_port.value = False
-    if given.rest is not None:
-        _rds_over_rest(listener, given.rest)
-    return listener
-
-
-class AddressTemplate:
-    """An encoded resource with a placeholder where an address of a given length goes.
-
-    :meth:`make` encodes the resource twice, with two different placeholders, and keeps
-    the template only if swapping one placeholder for the other turns the first
-    encoding into the second: then the address reaches the bytes verbatim and nowhere
-    else, so writing a real address (of the same length, so no length prefix moves)
-    over the placeholder gives exactly the bytes a fresh build would.
-    """
-
-    FILL = "~"
-    CHECK = "^"
-
-    def __init__(self, body: bytes, placeholder: bytes) -> None:
-        self._body = body
-        self._placeholder = placeholder
-
-    @classmethod
-    def make(cls, length: int, build: Callable[[str], Any]) -> AddressTemplate | None:
-        placeholder, check = cls.FILL * length, cls.CHECK * length
-        first = encode(build(placeholder), "").body
-        second = to_any_bytes(build(check))
-        held = placeholder.encode()
-        if held not in first or first.replace(held, check.encode()) != second:
-            return None
-        return cls(first, held)
-
-    def resource(self, address: str, name: str) -> Resource:
-        body = self._body.replace(self._placeholder, address.encode())
-        return Resource(name, content_hash(body), body)
-
-
-def _rds_over_rest(listener: Any, polling: RestPolling) -> None:
-    """Point every RDS reference of ``listener`` at REST polling (REST-mode proxies have
-    no ADS stream)."""
-    source = rest_config_source(polling)
-    for chain in listener.filter_chains:
-        for network_filter in chain.filters:
-            if not network_filter.typed_config.Is(hcm_pb2.HttpConnectionManager.DESCRIPTOR):
-                continue
-            manager = hcm_pb2.HttpConnectionManager()
-            network_filter.typed_config.Unpack(manager)
-            if manager.HasField("rds"):
-                manager.rds.config_source.CopyFrom(source)
-                network_filter.typed_config.Pack(manager)
 
 
 def router_listeners(scope: ScopeInputs) -> list[Any]:

@@ -6,8 +6,9 @@
   client holds, plus the names the decision says to resend even if held (names
   just subscribed, unsubscribed names the wildcard still covers), or every
   subscribed resource when the decision says ``resend_all`` (or a forced push asks
-  for ``resend_all``).  Resources of a
-  rejected unit whose content has not changed are held back.
+  for ``resend_all``), plus the names a push asks to ``refresh`` (sent again even
+  if held: an EDS cluster that changed warms only on a fresh assignment).
+  Resources of a rejected unit whose content has not changed are held back.
 - **removed** — names the client holds that no longer exist, names just
   subscribed (or unsubscribed but still covered) that do not exist, and names of
   a rejected response that no longer exist (so the client's error is settled).
@@ -50,11 +51,12 @@ def plan_delta(
     changed: Collection[str] | None = None,
     *,
     resend_all: bool = False,
+    refresh: Collection[str] = frozenset(),
 ) -> DeltaPlan:
     """Plan a response on ``watch``: after a decision, or (``decision=None``) for a push."""
     subscription = watch.subscription
     held = watch.held
-    force = decision.resend if decision is not None else frozenset()
+    force = decision.resend if decision is not None else frozenset(refresh)
     report = decision.subscribed if decision is not None else frozenset()
     resend_all = resend_all or (decision is not None and decision.resend_all)
 

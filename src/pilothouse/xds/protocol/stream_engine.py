@@ -214,7 +214,9 @@ class StreamEngine:
         order = self.order
         watched = self.watched_types()
         routes_watched = any(t in ROUTE_TYPES for t in watched)
-        before = order.sent(CDS).keys()  # what is recorded is replaced, never changed
+        held = order.sent(CDS)  # what is recorded is replaced, never changed
+        before = held.keys()
+        refresh: frozenset[str] = frozenset()
         clusters: Mapping[str, Resource] | None = None
         if routes_watched and CDS in watched:
             # generated once: what lingers is worked out from it, and it is what is sent
@@ -227,14 +229,16 @@ class StreamEngine:
                 order.deferred.add(type_url)
                 continue
             if type_url == EDS:
-                if endpoints:
-                    out += self._push_endpoints_full(now, resend)
+                if endpoints or refresh:
+                    out += self._push_endpoints_full(now, resend, refresh, endpoints=endpoints)
                 continue
             if type_url == CDS and clusters is not None:
                 generated = order.with_lingering(CDS, clusters)
                 _add(out, self._flavour.respond(CDS, None, now, generated, resend=resend))
             else:
                 _add(out, self._flavour.respond(type_url, None, now, resend=resend))
+            if type_url == CDS:
+                refresh = _changed(held, order.sent(CDS))
             if type_url == CDS and routes_watched:
                 self._start_warming(frozenset(order.sent(CDS).keys() - before))
         if order.lingering and self._routes_settled():
@@ -242,11 +246,29 @@ class StreamEngine:
             out += self._release_lingering(now)
         return out
 
-    def _push_endpoints_full(self, now: float, resend: bool = False) -> list[Outgoing]:
-        changed = None if resend else self._flavour.changed_endpoints()
+    def _push_endpoints_full(
+        self,
+        now: float,
+        resend: bool = False,
+        refresh: frozenset[str] = frozenset(),
+        *,
+        endpoints: bool = True,
+    ) -> list[Outgoing]:
+        """EDS in a full push: what changed when ``endpoints`` may have moved, and the
+        assignments of the clusters in ``refresh`` even if unchanged (Envoy warms a
+        changed EDS cluster only on a fresh assignment, xds-protocol.md §2.8)."""
+        changed: frozenset[str] | None
+        if resend:
+            changed = None
+        elif endpoints:
+            changed = self._flavour.changed_endpoints()
+        else:
+            changed = frozenset()
+        if changed is not None and refresh:
+            changed = changed | refresh
         out: list[Outgoing] = []
         if changed is None or changed:
-            _add(out, self._flavour.respond(EDS, changed, now, resend=resend))
+            _add(out, self._flavour.respond(EDS, changed, now, resend=resend, refresh=refresh))
         return out
 
     # -- make before break (see ordering.py) --------------------------------------------
@@ -285,6 +307,17 @@ class StreamEngine:
         _add(out, self._flavour.respond(CDS, None, now))
         _add(out, self._flavour.respond(EDS, None, now))
         return out
+
+
+def _changed(before: Mapping[str, Resource], after: Mapping[str, Resource]) -> frozenset[str]:
+    """Names held before and after with a different version: clusters that changed."""
+    if after is before:
+        return frozenset()
+    return frozenset(
+        name
+        for name, resource in after.items()
+        if (previous := before.get(name)) is not None and previous.version != resource.version
+    )
 
 
 def _add(out: list[Outgoing], response: Outgoing | None) -> None:

@@ -101,9 +101,11 @@ class Flavour(Protocol):
         generated: Mapping[str, Resource] | None = None,
         *,
         resend: bool = False,
+        refresh: frozenset[str] = frozenset(),
     ) -> Outgoing | None:
         """A server-initiated response for one type: only what changed, if anything;
-        with ``resend`` (a forced push), everything watched even if unchanged."""
+        with ``resend`` (a forced push), everything watched even if unchanged; the names
+        in ``refresh`` (among ``changed``) even if unchanged."""
         ...
 
     def changed_endpoints(self) -> frozenset[str] | None:
@@ -157,8 +159,10 @@ class SotwFlavour(_Base):
         generated: Mapping[str, Resource] | None = None,
         *,
         resend: bool = False,
+        refresh: frozenset[str] = frozenset(),
     ) -> Outgoing | None:
-        return self._respond(type_url, resend, changed, now, generated)
+        # per-name types (EDS) carry only ``changed``: answering sends all of those
+        return self._respond(type_url, resend or bool(refresh), changed, now, generated)
 
     def _respond(
         self,
@@ -265,8 +269,11 @@ class DeltaFlavour(_Base):
         generated: Mapping[str, Resource] | None = None,
         *,
         resend: bool = False,
+        refresh: frozenset[str] = frozenset(),
     ) -> Outgoing | None:
-        return self._respond(type_url, None, changed, now, generated, resend=resend)
+        return self._respond(
+            type_url, None, changed, now, generated, resend=resend, refresh=refresh
+        )
 
     def _respond(
         self,
@@ -277,6 +284,7 @@ class DeltaFlavour(_Base):
         generated: Mapping[str, Resource] | None = None,
         *,
         resend: bool = False,
+        refresh: frozenset[str] = frozenset(),
     ) -> Outgoing | None:
         watch = self.delta.watch(type_url)
         if watch is None:
@@ -289,7 +297,7 @@ class DeltaFlavour(_Base):
         if withheld(resources):
             return None
         available = {name: r.version for name, r in resources.items()}
-        plan = plan_delta(watch, available, decision, changed, resend_all=resend)
+        plan = plan_delta(watch, available, decision, changed, resend_all=resend, refresh=refresh)
         initial = decision is not None and decision.kind in (DeltaKind.INIT, DeltaKind.RECONNECT)
         if decision is not None and decision.kind is DeltaKind.RECONNECT:
             self.acked.seed(type_url, _still_held(watch.confirmed, resources))

@@ -44,8 +44,11 @@ log = logging.getLogger("pilothouse.xds")
 
 INTERNAL_ERROR = "internal error in pilothouse; this stream was closed (details in the server log)"
 """What a stream ending with INTERNAL tells the client: nothing of Python's internals."""
-ENDPOINT_KINDS = frozenset({SERVICE_KIND, "ServiceEntry", "WorkloadEntry", "DestinationRule"})
-"""Kinds whose change can alter a ClusterLoadAssignment (DestinationRules define subsets)."""
+ENDPOINT_KINDS = frozenset(
+    {SERVICE_KIND, "ServiceEntry", "WorkloadEntry", "DestinationRule", "PeerAuthentication"}
+)
+"""Kinds whose change can alter a ClusterLoadAssignment (DestinationRules define subsets;
+a workload's PeerAuthentication DISABLE takes its endpoints out of auto-mTLS)."""
 
 
 class Generation(Backend, Protocol):
