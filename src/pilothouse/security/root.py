@@ -59,6 +59,23 @@ def pem(cert: x509.Certificate) -> str:
     return cert.public_bytes(serialization.Encoding.PEM).decode("ascii")
 
 
+def key_usage(*, signs_certificates: bool) -> x509.KeyUsage:
+    """A CA's key usage (certificate and CRL signing) or a workload's (digital signature
+    and key encipherment)."""
+    workload = not signs_certificates
+    return x509.KeyUsage(
+        digital_signature=workload,
+        content_commitment=False,
+        key_encipherment=workload,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=signs_certificates,
+        crl_sign=signs_certificates,
+        encipher_only=False,
+        decipher_only=False,
+    )
+
+
 def new_root(
     signer: Signer, organisation: str, ttl: datetime.timedelta, now: datetime.datetime
 ) -> x509.Certificate:
@@ -79,20 +96,7 @@ def new_root(
         .not_valid_before(now - BACKDATE)
         .not_valid_after(now + ttl)
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=False,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
+        .add_extension(key_usage(signs_certificates=True), critical=True)
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(public), critical=False)
     )
     return sign_certificate(builder, signer, placeholder_for(public))

@@ -15,7 +15,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID
 from pilothouse.security.authority import IssuedCertificate
 from pilothouse.security.csr import WorkloadKey
 from pilothouse.security.identity import SpiffeId
-from pilothouse.security.root import BACKDATE, SigningMaterial, pem
+from pilothouse.security.root import BACKDATE, SigningMaterial, key_usage, pem
 
 
 def issue(
@@ -38,20 +38,7 @@ def issue(
         .not_valid_after(not_after)
         .add_extension(names, critical=True)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=True,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
-            critical=True,
-        )
+        .add_extension(key_usage(signs_certificates=False), critical=True)
         .add_extension(
             x509.ExtendedKeyUsage(
                 [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
