@@ -70,6 +70,37 @@ class MtlsPolicy:
         return self.mode
 
 
+class PolicyRevision:
+    """Every PeerAuthentication by key, source and resource version, as a cache input
+    hashed once and naming no dependency.
+
+    Assignments read the index through it; with a tuple, every cache lookup hashed every
+    policy again (200 namespaces with a policy each made a cold EDS generation four
+    times slower), and every cached assignment was registered under every policy's key.
+    An edit gives a new revision, so the cache key changes and the assignment is rebuilt;
+    the entries of the old revision age out of the cache.
+    """
+
+    __slots__ = ("_hash", "entries")
+
+    def __init__(self, entries: tuple[tuple[ConfigKey, str, str], ...]) -> None:
+        self.entries = entries
+        self._hash = hash(entries)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, PolicyRevision):
+            return NotImplemented
+        return self._hash == other._hash and self.entries == other.entries
+
+    def __repr__(self) -> str:
+        return f"PolicyRevision({len(self.entries)} policies)"
+
+
 class PeerAuthenticationIndex:
     """Which PeerAuthentication applies to a workload, by namespace and labels."""
 
@@ -82,11 +113,13 @@ class PeerAuthenticationIndex:
             found.sort(key=_age)
         self._by_namespace: Mapping[str, list[Config]] = by_namespace
         self.keys = frozenset(c.key for found in by_namespace.values() for c in found)
-        self.revision: tuple[tuple[ConfigKey, str, str], ...] = tuple(
-            sorted(
-                (c.key, c.origin.source, c.resource_version)
-                for found in by_namespace.values()
-                for c in found
+        self.revision = PolicyRevision(
+            tuple(
+                sorted(
+                    (c.key, c.origin.source, c.resource_version)
+                    for found in by_namespace.values()
+                    for c in found
+                )
             )
         )
         """Every policy by key, source and resource version: changes with any edit (a
@@ -154,7 +187,7 @@ class PeerAuthenticationAt:
     """The PeerAuthentication index as a cache input: compared by its revision, the index
     riding along for the builder to read."""
 
-    revision: tuple[tuple[ConfigKey, str, str], ...]
+    revision: PolicyRevision
     index: PeerAuthenticationIndex = field(compare=False, repr=False)
 
     @classmethod
