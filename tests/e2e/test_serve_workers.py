@@ -171,3 +171,15 @@ async def test_sigterm_drains_every_worker_and_leaves_no_orphan(group: ServeProc
     log = group.log_path.read_text()
     assert sorted(re.findall(r" serve stopped worker=(\d)", log)) == ["0", "1"], log
     assert " supervisor stopped" in log
+
+
+async def test_a_worker_that_cannot_start_stops_the_whole_serve(tmp_path: Path) -> None:
+    failed = subprocess.run(
+        [sys.executable, "-m", "pilothouse.cli.main", "serve", "--workers", "2",
+         "--config-source", "bogus://x", "--xds-address", f"{LOOPBACK}:0",
+         "--admin-address", f"{LOOPBACK}:0", "--ctrlz-address", "off"],
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert failed.returncode == 1, failed.stderr
+    assert "unsupported scheme 'bogus'" in failed.stderr
+    assert "could not start (exit code 1): stopping" in failed.stderr

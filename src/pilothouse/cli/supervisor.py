@@ -8,8 +8,10 @@ carries no parent state across). Shared, with ``SO_REUSEPORT``: the xDS port, th
 port (each worker has its own loopback backend behind its TLS front), the admin port and
 the webhook port. ControlZ runs in worker 0 only (its knobs are that process's).
 
-Supervision: a worker that dies is logged (index, pid, exit code or signal) and started
-again after an exponential backoff (0.25–0.5 s, doubling up to 15–30 s; it starts again
+Supervision: a worker that exits with an error before it was ever ready the first time
+(a config source it cannot set up, a port it cannot bind) stops the whole ``serve`` with
+status 1, as one process would. Any other worker that dies is logged (index, pid, exit
+code or signal) and started again after an exponential backoff (0.25–0.5 s, doubling up to 15–30 s; it starts again
 from the first step once a worker has lived a minute). SIGTERM or SIGINT to the parent
 is forwarded to every worker, which drains as a single ``serve`` does; a worker still
 there ``drain_seconds`` + :data:`STOP_GRACE` later is killed. The parent exits 0 when
@@ -81,6 +83,8 @@ class _Slot:
     started: float = 0.0
     failures: int = 0
     restart_at: float = 0.0
+    ever_ready: bool = False
+    """Whether a worker in this slot has been ready once (on the board)."""
 
 
 class Supervisor:
@@ -94,9 +98,11 @@ class Supervisor:
         self._slots = [_Slot(index) for index in range(settings.workers)]
         self._rng = rng if rng is not None else random.Random()
         self._stopping = False
+        self._failed = False
 
     def run(self) -> int:
-        """Run the workers until SIGTERM or SIGINT; returns the exit status (0)."""
+        """Run the workers until SIGTERM or SIGINT (0), or until a worker fails to start
+        the first time (1); returns the exit status."""
         previous = {
             sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)
         }
@@ -110,7 +116,7 @@ class Supervisor:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
         log.info("stopped")
-        return 0
+        return 1 if self._failed else 0
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self._stopping = True
@@ -138,7 +144,10 @@ class Supervisor:
         timeout = max(0.0, min([POLL, *waits]))
         multiprocessing.connection.wait(running, timeout)
         now = time.monotonic()
+        rows = self.board.rows()
         for slot in self._slots:
+            if slot.process is not None and rows[slot.index].ready:
+                slot.ever_ready = True
             if slot.process is not None and not slot.process.is_alive():
                 self._reap(slot, now)
             elif slot.process is None and slot.restart_at <= now and not self._stopping:
@@ -148,6 +157,16 @@ class Supervisor:
         process, slot.process = slot.process, None
         process.join()
         self.board.clear(slot.index)
+        if not slot.ever_ready and process.exitcode is not None and process.exitcode > 0:
+            log.error(
+                "worker %d (pid %d) could not start (%s): stopping",
+                slot.index,
+                process.pid,
+                _how(process.exitcode),
+                extra={"worker": slot.index, "pid": process.pid},
+            )
+            self._failed = self._stopping = True
+            return
         if now - slot.started >= HEALTHY_AFTER:
             slot.failures = 0
         slot.failures += 1
