@@ -38,9 +38,21 @@ ENVIRONMENT = {
 }
 
 
-async def side(
-    workers: int, mesh: FanoutMesh, args: argparse.Namespace, log: Path
-) -> dict[str, Any]:
+class Toggle:
+    """The DestinationRule that changes, flipped between its two states on every run
+    (across both sides, so that every run really changes it)."""
+
+    def __init__(self, mesh: FanoutMesh) -> None:
+        self.mesh = mesh
+        self.state = 0
+
+    def flip(self) -> None:
+        self.state = 1 - self.state
+        self.mesh.set_state("cds", self.state)
+
+
+async def side(workers: int, toggle: Toggle, args: argparse.Namespace, log: Path) -> dict[str, Any]:
+    mesh = toggle.mesh
     server = ServerProcess(
         f"serve --workers {workers}",
         [sys.executable, "-m", "pilothouse.cli.main", "serve", "--config", str(mesh.root),
@@ -68,8 +80,8 @@ async def side(
                 raise RuntimeError(f"{len(connect.unconverged)} proxies never converged")
             await asyncio.sleep(1.0)
             p50s, lasts = [], []
-            for run in range(args.runs):
-                p50, last = await timed_change(fleet, mesh, state=(run + 1) % 2)
+            for _ in range(args.runs):
+                p50, last = await timed_change(fleet, toggle)
                 p50s.append(p50)
                 lasts.append(last)
                 await asyncio.sleep(0.5)
@@ -84,9 +96,9 @@ async def side(
         server.stop()
 
 
-async def timed_change(fleet: ProxyFleet, mesh: FanoutMesh, state: int) -> tuple[float, float]:
+async def timed_change(fleet: ProxyFleet, toggle: Toggle) -> tuple[float, float]:
     """Rewrite service 0's DestinationRule; (p50, last) seconds until proxies hold it."""
-    cluster = mesh.cluster(0)
+    cluster = toggle.mesh.cluster(0)
     old = fleet.proxies[0].holds(CDS)[cluster].body
 
     def updated(proxy: SimulatedProxy) -> bool:
@@ -94,7 +106,7 @@ async def timed_change(fleet: ProxyFleet, mesh: FanoutMesh, state: int) -> tuple
         return held is not None and held.body != old
 
     start = time.monotonic()
-    mesh.set_state("cds", state)
+    toggle.flip()
     report = await fleet.wait_converged(updated, timeout=60, since=start)
     if not report.converged:
         raise RuntimeError(f"{len(report.unconverged)} proxies missed the push")
@@ -113,8 +125,9 @@ async def main() -> None:
         folder = Path(scratch)
         mesh = FanoutMesh(folder / "mesh", args.services, namespaces=5, endpoints=1)
         mesh.write()
-        one = await side(1, mesh, args, folder / "serve-1.log")
-        two = await side(2, mesh, args, folder / "serve-2.log")
+        toggle = Toggle(mesh)
+        one = await side(1, toggle, args, folder / "serve-1.log")
+        two = await side(2, toggle, args, folder / "serve-2.log")
     print(
         json.dumps(
             {
