@@ -11,11 +11,11 @@ the webhook port. ControlZ runs in worker 0 only (its knobs are that process's).
 Supervision: a worker that exits with an error before it was ever ready the first time
 (a config source it cannot set up, a port it cannot bind) stops the whole ``serve`` with
 status 1, as one process would. Any other worker that dies is logged (index, pid, exit
-code or signal) and started again after an exponential backoff (0.25–0.5 s, doubling up to 15–30 s; it starts again
-from the first step once a worker has lived a minute). SIGTERM or SIGINT to the parent
-is forwarded to every worker, which drains as a single ``serve`` does; a worker still
-there ``drain_seconds`` + :data:`STOP_GRACE` later is killed. The parent exits 0 when
-every worker is gone.
+code or signal) and started again after an exponential backoff (0.25–0.5 s, doubling up
+to 15–30 s; it starts again from the first step once a worker has lived a minute).
+SIGTERM or SIGINT to the parent is forwarded to every worker, which drains as a single
+``serve`` does; a worker still there ``drain_seconds`` + :data:`STOP_GRACE` later is
+killed. The parent exits 0 when every worker is gone.
 """
 
 from __future__ import annotations
