@@ -183,3 +183,13 @@ async def test_a_worker_that_cannot_start_stops_the_whole_serve(tmp_path: Path) 
     assert failed.returncode == 1, failed.stderr
     assert "unsupported scheme 'bogus'" in failed.stderr
     assert "could not start (exit code 1): stopping" in failed.stderr
+
+
+async def test_workers_stop_by_themselves_when_the_parent_is_killed(group: ServeProcess) -> None:
+    pids = [row["pid"] for row in (await workers(group))["workers"]]
+    os.kill(group.pid, signal.SIGKILL)  # the parent alone, not its process group
+    deadline = time.monotonic() + 1 + 3 + 2  # drain 1 s, and time to notice and exit
+    while any(alive(pid) for pid in pids):
+        assert time.monotonic() < deadline, "workers outlived their parent"
+        await asyncio.sleep(0.05)
+    assert "the supervising parent is gone: stopping" in group.log_path.read_text()
