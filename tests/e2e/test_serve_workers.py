@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -143,6 +144,25 @@ async def test_connections_spread_and_a_killed_worker_restarts(group: ServeProce
         await wait_workers(group, lambda rows: sum(row["connections"] for row in rows) == PROXIES)
     finally:
         await fleet.close()
+
+
+async def test_the_tls_port_completes_handshakes_under_workers(group: ServeProcess) -> None:
+    assert group.xds_tls_port > 0
+    trust = ssl.create_default_context(
+        cafile=str(Path(os.environ["PILOTHOUSE_CA_DIR"]) / "root-cert.pem")
+    )
+    trust.set_alpn_protocols(["h2"])
+    for _ in range(8):  # spread over both workers' TLS fronts by the kernel
+        _, writer = await asyncio.wait_for(
+            asyncio.open_connection(
+                LOOPBACK, group.xds_tls_port, ssl=trust, server_hostname="localhost"
+            ),
+            timeout=5,
+        )
+        assert writer.get_extra_info("ssl_object").selected_alpn_protocol() == "h2"
+        writer.close()
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
 
 
 async def test_the_shared_port_is_not_open_to_a_single_worker_serve(
