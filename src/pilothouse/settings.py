@@ -384,6 +384,9 @@ class Settings:
     drain_seconds: float = 5.0
     """How long SIGTERM waits for streams to close before stopping hard (istiod's
     shutdownDuration is 10 s)."""
+    workers: int = 1
+    """Serving processes sharing the ports (``SO_REUSEPORT``) under one supervising
+    parent (:mod:`pilothouse.cli.supervisor`); 1 serves in this process, as always."""
     xds: XdsSettings = field(default_factory=XdsSettings)
     admin: AdminSettings = field(default_factory=AdminSettings)
     ctrlz: ControlZSettings = field(default_factory=ControlZSettings)
@@ -393,6 +396,10 @@ class Settings:
     ca: CaSettings = field(default_factory=CaSettings)
     auth: AuthSettings = field(default_factory=AuthSettings)
     sds: SdsSettings = field(default_factory=SdsSettings)
+
+    def __post_init__(self) -> None:
+        if self.workers < 1:
+            raise ValueError("PILOTHOUSE_WORKERS must be at least 1")
 
     def with_overrides(self, values: Mapping[str, Any]) -> Settings:
         """A copy with the knobs named by dotted path (``xds.cache_size``) replaced;

@@ -18,15 +18,16 @@ class AdminServer:
         self._runner: web.AppRunner | None = None
         self.port = 0
 
-    async def start(self, host: str, port: int) -> int:
-        """Bind and serve; returns the bound port. Fails (OSError) if the port is taken."""
+    async def start(self, host: str, port: int, *, reuse_port: bool = False) -> int:
+        """Bind and serve; returns the bound port. Fails (OSError) if the port is taken,
+        unless ``reuse_port`` shares it (``SO_REUSEPORT``, for ``serve --workers``)."""
         if self._runner is not None:
             raise RuntimeError("the admin server is already started")
         runner = web.AppRunner(
             self.app, access_log=None, shutdown_timeout=self._shutdown_timeout
         )
         await runner.setup()
-        site = web.TCPSite(runner, host, port, reuse_port=False)
+        site = web.TCPSite(runner, host, port, reuse_port=reuse_port)
         try:
             await site.start()
         except BaseException:

@@ -10,6 +10,11 @@ server waits up to ``drain_seconds`` for them to finish, and the process exits 0
 With the TLS port on, proxies that authenticate there get SDS secrets over their ADS
 stream (:class:`~pilothouse.xds.server.secret_delivery.SecretDelivery`): their workload
 certificate and the CA's roots, and the credentials of ``--secrets DIR``.
+
+With ``--workers N`` (N > 1) this process only supervises
+(:mod:`pilothouse.cli.supervisor`): it creates the CA directory's root (so that workers
+only load it), holds the shared ports and runs N workers, each a full :func:`serve` with
+a :class:`~pilothouse.cli.worker.WorkerRole`.
 """
 
 from __future__ import annotations
@@ -42,6 +47,8 @@ from pilothouse.admin.server_knobs import (
     register_push_knobs,
 )
 from pilothouse.cli.config_sources import SourceSetupError, config_sources, mcp_roles
+from pilothouse.cli.supervisor import supervise
+from pilothouse.cli.worker import WorkerRole
 from pilothouse.config.encoding import EncodingProblem, decode_config
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.meshconfig import MeshConfigError, load_mesh_config
@@ -178,6 +185,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="LEVELS",
         help="info (default), or per scope as istiod: default:info,xds:debug",
     )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="serving processes sharing the ports (default 1: this process serves)",
+    )
     parser.set_defaults(run=run)
 
 
@@ -188,6 +201,7 @@ FLAGS: Final[Mapping[str, str]] = MappingProxyType(
         "mesh": "mesh_file",
         "role": "role",
         "log_level": "log_level",
+        "workers": "workers",
         "xds_address": "xds.address",
         "xds_tls_address": "xds.tls_address",
         "ca_dir": "ca.dir",
@@ -228,10 +242,9 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str] | None = 
         raise SettingsError(str(problem)) from None
 
 
-async def serve(
-    settings: Settings, stop: asyncio.Event, on_bound: Callable[[Bound], None] | None = None
-) -> None:
-    """Run until ``stop`` is set, then drain and return."""
+def load_mesh(settings: Settings) -> tuple[MeshSettings, tuple[str, ...]]:
+    """The mesh config of ``--mesh`` (defaults without one) and its config sources;
+    SystemExit with the reason when it cannot be read."""
     mesh = MeshSettings()
     mesh_sources: tuple[str, ...] = ()
     if settings.mesh_file:
@@ -249,6 +262,21 @@ async def serve(
         for warning in loaded.warnings:
             log.warning("mesh config: %s", warning)
         mesh, mesh_sources = loaded.mesh, loaded.config_sources
+    return mesh, mesh_sources
+
+
+async def serve(
+    settings: Settings,
+    stop: asyncio.Event,
+    on_bound: Callable[[Bound], None] | None = None,
+    *,
+    worker: WorkerRole | None = None,
+) -> None:
+    """Run until ``stop`` is set, then drain and return. As a ``worker``, the listening
+    ports are shared with the other workers (``SO_REUSEPORT``) and ``/ready`` waits for
+    all of them."""
+    shared = worker is not None
+    mesh, mesh_sources = load_mesh(settings)
     try:
         sources = config_sources(settings, mesh_sources)
     except SourceSetupError as problem:
@@ -297,7 +325,7 @@ async def serve(
     if reverse is not None:
         roles.sink_server = reverse
         roles.runners.append(reverse)
-    grpc_server = new_grpc_server(settings.xds)
+    grpc_server = new_grpc_server(settings.xds, reuse_port=shared)
     add_discovery_services(grpc_server, discovery)
     roles.add_to(grpc_server)
     try:
@@ -327,7 +355,9 @@ async def serve(
         )
         tls_host, _, tls_port_text = settings.xds.tls_address.rpartition(":")
         try:
-            tls_port = await tls.start(tls_host.strip("[]"), int(tls_port_text))
+            tls_port = await tls.start(
+                tls_host.strip("[]"), int(tls_port_text), reuse_port=shared
+            )
         except (OSError, ValueError) as problem:
             await grpc_server.stop(0)
             await tls.stop(0)
@@ -343,17 +373,23 @@ async def serve(
     admin = AdminServer(
         build_admin_app(
             discovery,
+            (worker.board.not_ready,) if worker is not None else (),
             rest=settings.rest,
             source_states=source_states,
             routes=[
                 *metrics_routes(metrics.registry),
                 *debug_routes(discovery, sources),
                 *AdminApi(knobs, discovery, access).routes(),
+                *(
+                    worker.routes(allow_remote=settings.xds.debug_allow_remote)
+                    if worker is not None
+                    else ()
+                ),
             ],
         )
     )
     try:
-        admin_port = await admin.start(admin_host, int(admin_port_text))
+        admin_port = await admin.start(admin_host, int(admin_port_text), reuse_port=shared)
     except (OSError, ValueError) as problem:
         await grpc_server.stop(0)
         if tls is not None:
@@ -371,7 +407,9 @@ async def serve(
         )
         webhook_host, _, webhook_port_text = settings.webhook.address.rpartition(":")
         try:
-            webhook_port = await webhook.start(webhook_host, int(webhook_port_text))
+            webhook_port = await webhook.start(
+                webhook_host, int(webhook_port_text), reuse_port=shared
+            )
         except (OSError, ValueError) as problem:
             await grpc_server.stop(0)
             await admin.stop()
@@ -420,9 +458,11 @@ async def serve(
                 tasks.create_task(runner.run())
             tasks.create_task(discovery.run())
             tasks.create_task(secrets.run())
-            endless = []
+            endless: list[asyncio.Task[None]] = []
+            if worker is not None:
+                endless.append(tasks.create_task(worker.report(discovery, stop)))
             if tls is not None:  # certificate renewal and root checks never end by themselves
-                endless = [tasks.create_task(tls.run()), tasks.create_task(tls.ca.run())]
+                endless += [tasks.create_task(tls.run()), tasks.create_task(tls.ca.run())]
             await stop.wait()
             log.info("draining", extra={"streams": len(discovery.connections)})
             discovery.close()
@@ -483,6 +523,18 @@ async def _open_ca(settings: Settings, mesh: MeshSettings) -> CertificateAuthori
         raise SystemExit(f"pilothouse: CA: {problem}") from None
 
 
+def _create_ca(settings: Settings) -> None:
+    """Before any worker starts: create the CA directory's self-signed root if it is not
+    there yet, so that workers only load it and never race to create it."""
+    if not settings.xds.tls_address:
+        return
+    mesh, _ = load_mesh(settings)
+    try:
+        CertificateAuthority.open(settings.ca, mesh.trust_domain)
+    except (CaDirError, OSError) as problem:
+        raise SystemExit(f"pilothouse: CA: {problem}") from None
+
+
 def _tls_port(
     settings: Settings,
     mesh: MeshSettings,
@@ -524,6 +576,10 @@ def run(args: argparse.Namespace) -> int:
     except logfmt.LevelSpecError as problem:
         print(f"pilothouse serve: {problem}", file=sys.stderr)
         return 2
+
+    if settings.workers > 1:
+        _create_ca(settings)
+        return supervise(settings, serve)
 
     async def main() -> None:
         stop = asyncio.Event()

@@ -82,8 +82,9 @@ class WebhookServer:
         app.router.add_get("/ready", _ready)
         return app
 
-    async def start(self, host: str, port: int) -> int:
-        """Load the certificate, bind and serve; returns the bound port (port 0 works)."""
+    async def start(self, host: str, port: int, *, reuse_port: bool = False) -> int:
+        """Load the certificate, bind and serve; returns the bound port (port 0 works);
+        ``reuse_port`` shares the port with other workers (``SO_REUSEPORT``)."""
         if self._runner is not None:
             raise RuntimeError("the webhook server is already started")
         context = webhook_tls_context(self.cert_file, self.key_file)
@@ -94,7 +95,7 @@ class WebhookServer:
             lingering_time=self._lingering_time,
         )
         await runner.setup()
-        site = web.TCPSite(runner, host, port, ssl_context=context, reuse_port=False)
+        site = web.TCPSite(runner, host, port, ssl_context=context, reuse_port=reuse_port)
         try:
             await site.start()
         except BaseException:

@@ -54,8 +54,11 @@ class TlsFront:
         self._relays: set[asyncio.Task[None]] = set()
         self._server: asyncio.Server | None = None
 
-    async def start(self, host: str, port: int, backend_port: int) -> int:
-        """Listen (raises OSError), relaying to ``backend_port``; returns the port bound."""
+    async def start(
+        self, host: str, port: int, backend_port: int, *, reuse_port: bool = False
+    ) -> int:
+        """Listen (raises OSError), relaying to ``backend_port``; returns the port bound.
+        ``reuse_port`` shares the port with other workers (``SO_REUSEPORT``)."""
         self._backend_port = backend_port
         self._server = await asyncio.start_server(
             self._accept,
@@ -63,7 +66,7 @@ class TlsFront:
             port,
             ssl=self._context,
             ssl_handshake_timeout=self._handshake_timeout,
-            reuse_port=False,
+            reuse_port=reuse_port,
         )
         return int(self._server.sockets[0].getsockname()[1])
 

@@ -59,8 +59,10 @@ class TlsPort:
             mcp.add_to(GuardedServer(self.backend, self.guard, "MCP"))
         self._runner: asyncio.Task[None] | None = None
 
-    async def start(self, host: str, port: int) -> int:
-        """Start the backend, then listen with TLS (raises OSError); the port bound."""
+    async def start(self, host: str, port: int, *, reuse_port: bool = False) -> int:
+        """Start the backend, then listen with TLS (raises OSError); the port bound.
+        ``reuse_port`` shares the public port (``serve --workers``); the backend, on
+        loopback, is this process's own either way."""
         try:
             backend_port = self.backend.add_insecure_port(f"{BACKEND_HOST}:0")
         except RuntimeError as problem:  # grpcio's way of saying it cannot bind
@@ -69,7 +71,7 @@ class TlsPort:
             raise OSError("cannot listen on 127.0.0.1 for the TLS port's backend")
         self.serving.start()  # the first certificate: an EC key and one signature
         await self.backend.start()
-        return await self.front.start(host, port, backend_port)
+        return await self.front.start(host, port, backend_port, reuse_port=reuse_port)
 
     async def run(self) -> None:
         """Renew the serving certificate until cancelled."""
