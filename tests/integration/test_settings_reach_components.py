@@ -69,7 +69,7 @@ class FakeWebhook:
     def __init__(self, cert: str, key: str, *, read_timeout: float) -> None:
         self.cert, self.key, self.read_timeout = cert, key, read_timeout
 
-    async def start(self, host: str, port: int) -> int:
+    async def start(self, host: str, port: int, *, reuse_port: bool = False) -> int:
         return 1
 
     async def stop(self) -> None:
@@ -110,6 +110,7 @@ async def test_serve_hands_every_part_of_the_tree_to_its_component(
     task = asyncio.create_task(serve_module.serve(settings, stop, bound.append))
     try:
         while not bound:
+            assert not task.done(), task.exception()
             await asyncio.sleep(0.01)
         (discovery,) = discoveries
         await asyncio.wait_for(discovery.wait_ready(), 10)
