@@ -1,6 +1,7 @@
-"""Suite-wide: every ``pilothouse serve`` a test starts gets a TLS port on a free
-loopback port and a CA in a temporary directory, never istiod's fixed 15012 and never
-a CA under the working directory.
+"""Suite-wide: every ``pilothouse serve`` a test starts gets a TLS port and a ControlZ
+port on free loopback ports and a CA in a temporary directory, never the fixed 15012
+and 9876 (another server on the machine may hold them) and never a CA under the
+working directory.
 
 Test processes inherit this environment (the harnesses pass ``os.environ`` down), and
 in-process ``settings_from`` reads it too. The CA's root is made here, once, before any
@@ -22,6 +23,7 @@ from pilothouse.settings import CaSettings
 
 TLS_ADDRESS = "PILOTHOUSE_XDS_TLS_ADDRESS"
 CA_DIR = "PILOTHOUSE_CA_DIR"
+CTRLZ_ADDRESS = "PILOTHOUSE_CTRLZ_ADDRESS"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -29,6 +31,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_SCRATCH] = scratch
     os.environ[TLS_ADDRESS] = "127.0.0.1:0"
     os.environ[CA_DIR] = str(scratch / "ca")
+    os.environ[CTRLZ_ADDRESS] = "127.0.0.1:0"
     CertificateAuthority.open(CaSettings(dir=str(scratch / "ca")), "cluster.local")
 
 
