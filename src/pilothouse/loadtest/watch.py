@@ -31,6 +31,7 @@ from typing import Final
 from pilothouse.loadtest.histogram import LatencyHistogram
 from pilothouse.loadtest.outcome import ChangeOutcome, ShareResult, ShareStatus, Traffic
 from pilothouse.loadtest.proxy import SimulatedProxy
+from pilothouse.loadtest.stalls import find_stalls
 from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
 
 WATCHED_TYPES: Final = (CDS, EDS, LDS, RDS)
@@ -245,6 +246,7 @@ class FleetWatch:
             stream_failures=sum(proxy.stream_failures for proxy in self.proxies),
             reconnects=sum(max(0, proxy.streams_opened - 1) for proxy in self.proxies),
             error_examples=self.error_examples(),
+            stalls=find_stalls(self.proxies),
         )
 
     def error_examples(self) -> tuple[str, ...]:

@@ -37,7 +37,12 @@ class StandInProxy:
         self.changed: dict[str, float] = {}
         self.responses = 0
         self.nack: str | None = None
+        self.types: tuple[str, ...] = ()
+        """No types: the stalls at the end of a run count it, with no reason per type."""
         self._listeners: list[Callable[[Any], None]] = []
+
+    def wants(self) -> dict[str, Any]:
+        return {}
 
     def add_listener(self, listener: Callable[[Any], None]) -> None:
         self._listeners.append(listener)
