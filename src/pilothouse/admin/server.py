@@ -22,9 +22,7 @@ class AdminServer:
         """Bind and serve; returns the bound port. Fails (OSError) if the port is taken."""
         if self._runner is not None:
             raise RuntimeError("the admin server is already started")
-        runner = web.AppRunner(
-            self.app, access_log=None, shutdown_timeout=self._shutdown_timeout
-        )
+        runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=self._shutdown_timeout)
         await runner.setup()
         site = web.TCPSite(runner, host, port, reuse_port=False)
         try:

@@ -209,6 +209,27 @@ class SimulatedProxy:
         state = self._engine.states.get(type_url)
         return state.counters if state is not None else TypeCounters()
 
+    def traffic_counts(self) -> tuple[int, int, int, int, int]:
+        """(responses, bytes received, ACKs, NACKs, requests) over every type, read from
+        the engine's counters without a snapshot per type (a fleet sums this often)."""
+        responses = received = acks = nacks = requests = 0
+        for state in self._engine.states.values():
+            responses += state.responses
+            received += state.bytes_received
+            acks += state.acks
+            nacks += state.nacks
+            requests += state.requests
+        return responses, received, acks, nacks, requests
+
+    def last_change_at(self) -> float | None:
+        """When an accepted response of any type last changed what it holds (None: never)."""
+        latest: float | None = None
+        for state in self._engine.states.values():
+            at = state.last_change_at
+            if at is not None and (latest is None or at > latest):
+                latest = at
+        return latest
+
     def last_error(self, type_url: str) -> str | None:
         """The message of the last NACK for the type, until the next ACK."""
         state = self._engine.states.get(type_url)

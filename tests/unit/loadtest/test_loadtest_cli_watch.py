@@ -66,6 +66,14 @@ class StandInProxy:
     def last_error(self, type_url: str) -> str | None:
         return self.nack if type_url == LDS else None
 
+    def traffic_counts(self) -> tuple[int, int, int, int, int]:
+        counters = self.counters(CDS)
+        return (counters.responses, counters.bytes_received, counters.acks, counters.nacks,
+                counters.requests)  # fmt: skip
+
+    def last_change_at(self) -> float | None:
+        return max(self.changed.values(), default=None)
+
     def respond(
         self, *, settled: bool | None = None, change: tuple[str, float] | None = None
     ) -> None:
