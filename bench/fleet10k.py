@@ -57,6 +57,13 @@ TARGET_P99 = 3.0
 TARGET_RSS = 1 << 30
 CHANGES = ("cds", "eds")
 SAMPLE = 0.5
+ADMITTED_PER_SECOND = 200
+"""The default ramp keeps below the server's admission rate (250 new streams a second)."""
+BASELINE = (
+    "transport floor (bench/transport_floor.py), a bare grpc.aio ADS server handed the "
+    "resources pilothouse served, holding the same N streams from the same load generator "
+    "(ratio: floor RSS ÷ pilothouse RSS)"
+)
 
 
 @dataclass(frozen=True)
@@ -254,8 +261,14 @@ def figures(
         and server_rss <= TARGET_RSS
         and all(c.get("missed", 1) == 0 for c in per_change.values())
     )
+    changes = ours["changes"] or {}
+    push_responses = (changes.get("traffic") or {}).get("responses", 0)
+    per_response = cpu / responses if responses else 0.0
     result: dict[str, Any] = {
         "benchmark": "fleet10k",
+        "headline": "cds_push_p99_seconds",
+        "cds_push_p99_seconds": full_p99,
+        "server_rss_mib": None if server_rss is None else round(server_rss / 2**20),
         "proxies": n,
         "transport": "SotW",
         "types": ours["types"],
@@ -273,6 +286,9 @@ def figures(
         "server_rss_bytes": server_rss,
         "server_rss_per_proxy_bytes": None if server_rss is None else server_rss / n,
         "server_cpu_seconds": (server.get("cpuSeconds") or {}).get("total"),
+        "server_cpu_seconds_pushes": (server.get("cpuSeconds") or {}).get("changes"),
+        "push_phase_responses": push_responses,
+        "load_generator_cpu_seconds_pushes_estimate": round(per_response * push_responses, 1),
         "load_generator_cpu_seconds": round(cpu, 2),
         "load_generator_cpu_ms_per_response": round(1e3 * cpu / responses, 3)
         if responses
@@ -284,19 +300,18 @@ def figures(
         "responses": responses,
         "elapsed_seconds": ours["elapsedSeconds"],
         "errors": ours["errors"],
+        "baseline": BASELINE if floor is not None else "none (--no-baseline)",
+        "ratio_to_baseline": None,
         "target": "full push p99 ≤ 3 s, server RSS ≤ 1 GiB",
         "target_met": met,
     }
     if floor is not None:
         floor_report = floor["report"]
         floor_rss = ((floor_report.get("serverProcess") or {}).get("rssBytes") or {}).get("peak")
-        result["baseline"] = {
-            "name": "transport floor holding the same N streams",
-            "converged": floor_report["connect"]["converged"],
-            "connect_seconds": _seconds(floor_report["connect"]),
-            "server_rss_bytes": floor_rss,
-            "load_generator_cpu_seconds": round(floor["cpu"], 2),
-        }
+        result["floor_converged"] = floor_report["connect"]["converged"]
+        result["floor_connect_seconds"] = _seconds(floor_report["connect"])
+        result["floor_server_rss_bytes"] = floor_rss
+        result["floor_load_generator_cpu_seconds"] = round(floor["cpu"], 2)
         result["ratio_to_baseline"] = (
             round(floor_rss / server_rss, 3) if floor_rss and server_rss else None
         )
@@ -340,7 +355,9 @@ def parse_options() -> Options:
     parser.add_argument("--services", type=int, default=20)
     parser.add_argument("--namespaces", type=int, default=4)
     parser.add_argument("--endpoints", type=int, default=2)
-    parser.add_argument("--ramp", type=float, default=30.0, help="connect over S seconds")
+    parser.add_argument(
+        "--ramp", type=float, help=f"connect over S seconds (default N / {ADMITTED_PER_SECOND})"
+    )
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--types", default="cds,eds,lds,rds")
     parser.add_argument("--no-baseline", action="store_true", help="skip the transport floor")
@@ -354,7 +371,7 @@ def parse_options() -> Options:
         services=args.services,
         namespaces=args.namespaces,
         endpoints=args.endpoints,
-        ramp=args.ramp,
+        ramp=args.proxies / ADMITTED_PER_SECOND if args.ramp is None else args.ramp,
         timeout=args.timeout,
         types=args.types,
         baseline=not args.no_baseline,
