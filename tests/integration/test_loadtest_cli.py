@@ -234,6 +234,6 @@ def test_a_listener_that_never_comes_is_named_in_the_report(server: Server) -> N
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert done.returncode == 1, done.stderr
-    reason = f"4 proxies still wait for LDS of 1 listeners: {missing}"
+    reason = f"4 proxies still wait for LDS of 1 listener: {missing}"
     assert f"result: FAILED: 4 proxies never converged ({reason})" in done.stdout
     assert f"    {reason}\n" in done.stdout

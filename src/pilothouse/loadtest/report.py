@@ -259,12 +259,18 @@ def _server_lines(server: Mapping[str, Any]) -> list[str]:
     return ["; ".join(parts)]
 
 
+def _types_note(report: Mapping[str, Any]) -> str:
+    types = report.get("types") or []
+    return "" if len(types) == 4 else f", {'+'.join(types)} only"
+
+
 def render_text(report: Mapping[str, Any]) -> str:
     """The report as a few lines and two small tables."""
     lines = [
         f"pilothouse loadtest: {report['scenario']}, {report['proxies']} {report['flavour']} "
         f"proxies ({report['transport']}, {report['processes']} process"
-        f"{'es' if report['processes'] != 1 else ''}) against {report['server']}, "
+        f"{'es' if report['processes'] != 1 else ''}{_types_note(report)}) against "
+        f"{report['server']}, "
         f"{report['elapsedSeconds']:.1f}s",
         "",
         f"{'convergence':<16}{'n':>7}{'p50':>10}{'p90':>10}{'p99':>10}{'max':>10}{'missed':>8}",

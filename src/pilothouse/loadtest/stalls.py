@@ -31,10 +31,10 @@ NAME_LIMIT: Final = 100
 """Missing names kept per type (distinct ones); beyond it the count is a lower bound."""
 SHOWN_NAMES: Final = 3
 _RESOURCE_WORDS: Final = {
-    CDS: "clusters",
-    EDS: "clusters",
-    LDS: "listeners",
-    RDS: "route configurations",
+    CDS: ("cluster", "clusters"),
+    EDS: ("cluster", "clusters"),
+    LDS: ("listener", "listeners"),
+    RDS: ("route configuration", "route configurations"),
 }
 _ORDER: Final = (CDS, EDS, LDS, RDS)
 
@@ -206,7 +206,8 @@ class Stalls:
 
 def _names(type_url: str, stall: TypeStall) -> str:
     count = len(stall.missing)
-    words = _RESOURCE_WORDS.get(type_url, "resources")
+    one, many = _RESOURCE_WORDS.get(type_url, ("resource", "resources"))
+    words = one if count == 1 and not stall.missing_truncated else many
     shown = sorted(stall.missing)[:SHOWN_NAMES]
     more = "…" if count > len(shown) else ""
     bound = "at least " if stall.missing_truncated else ""

@@ -3,6 +3,7 @@ says why: per type, no response, a NACK, names still missing; failed streams by 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -18,12 +19,14 @@ from pilothouse.loadtest import (
     fleet_identities,
     parse_types,
 )
-from pilothouse.loadtest.spec import LoadSpec
+from pilothouse.loadtest.report import build_report, render_text
+from pilothouse.loadtest.spec import LoadSpec, Scenario, Trigger
 from pilothouse.loadtest.stalls import StreamStall, TypeStall
 from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
 
 from .fake_ads import FakeAds, FakeAdsServer
 from .mesh_fixtures import EDS_CLUSTERS, REVIEWS, sidecar_mesh
+from .test_loadtest_cli_report import push_record
 
 
 class CdsAndEdsOnly(FakeAds):
@@ -133,7 +136,7 @@ async def test_missing_endpoints_are_named_and_a_nack_is_quoted() -> None:
         await server.stop()
     eds = stalled.stalls.types[EDS]
     assert (eds.waiting, eds.missing) == (4, {REVIEWS})
-    assert stalled.stalls.describe() == [f"4 proxies still wait for EDS of 1 clusters: {REVIEWS}"]
+    assert stalled.stalls.describe() == [f"4 proxies still wait for EDS of 1 cluster: {REVIEWS}"]
     lds = nacked.stalls.types[LDS]
     assert (lds.nacked, lds.first_nack) == (2, "listener refused by the test")
     assert "2 proxies NACKed LDS, first error: listener refused by the test" in (
@@ -165,3 +168,26 @@ def test_stalls_add_up_across_processes_and_survive_json() -> None:
     assert (total.streams["UNAVAILABLE"].proxies, total.streams["UNAVAILABLE"].failures) == (3, 6)
     assert total.describe()[0] == "4 proxies still wait for EDS of 3 clusters: a, b, c"
     assert Stalls.from_json(total.to_json()) == total
+
+
+def test_the_report_says_why_in_words_and_in_json_adding_up_every_process() -> None:
+    record = push_record()
+    record.spec = replace(
+        record.spec, scenario=Scenario.CONNECT, trigger=Trigger(), types=(CDS, EDS, LDS, RDS)
+    )
+    record.fired = []
+    without_lds = Stalls(2, {LDS: TypeStall(no_response=2)})
+    record.results = [
+        replace(record.results[0], converged=record.results[0].proxies - 2, stalls=without_lds),
+        replace(record.results[1], converged=record.results[1].proxies - 1,
+                stalls=Stalls(1, {LDS: TypeStall(no_response=1)})),
+    ]  # fmt: skip
+    report = build_report(record)
+    assert report["connect"]["unconverged"] == 3
+    assert report["connect"]["stalls"]["types"]["LDS"]["noResponse"] == 3
+    assert report["connect"]["stallReasons"] == ["3 proxies have no LDS response"]
+    text = render_text(report)
+    assert "  still waiting at the end (3 proxies):\n    3 proxies have no LDS response\n" in text
+    assert text.endswith(
+        "result: FAILED: 3 proxies never converged (3 proxies have no LDS response)\n"
+    )
