@@ -272,9 +272,7 @@ class SdsSettings:
     (:mod:`pilothouse.xds.generators.sds`)."""
 
     ENV_PREFIX: ClassVar[str] = "PILOTHOUSE_SDS_"
-    ENV_NAMES: ClassVar[Mapping[str, str]] = MappingProxyType(
-        {"secrets_dir": "PILOTHOUSE_SECRETS"}
-    )
+    ENV_NAMES: ClassVar[Mapping[str, str]] = MappingProxyType({"secrets_dir": "PILOTHOUSE_SECRETS"})
 
     secrets_dir: str = ""
     """A directory of gateway credentials, ``<name>.crt`` + ``<name>.key`` [+
@@ -299,9 +297,7 @@ class SdsSettings:
             raise ValueError("PILOTHOUSE_SDS_WORKLOAD_CERT_TTL must be positive")
         jitter, ratio = self.grace_period_jitter, self.grace_period_ratio
         if not 0 < ratio < 1 or not 0 <= jitter < min(ratio, 1 - ratio):
-            raise ValueError(
-                "PILOTHOUSE_SDS_GRACE_PERIOD_RATIO ± _JITTER must lie between 0 and 1"
-            )
+            raise ValueError("PILOTHOUSE_SDS_GRACE_PERIOD_RATIO ± _JITTER must lie between 0 and 1")
 
 
 @dataclass(frozen=True)

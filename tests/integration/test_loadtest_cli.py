@@ -206,3 +206,34 @@ def test_an_unreachable_server_fails_within_the_timeout(server: Server) -> None:
     assert report["connect"]["seconds"] is None
     assert report["errors"]["streamFailures"] >= 3
     assert any("UNAVAILABLE" in example for example in report["errors"]["examples"])
+    assert report["connect"]["stalls"]["streams"]["UNAVAILABLE"]["proxies"] == 3
+    assert report["connect"]["stallReasons"][0] == "3 proxies have no CDS response"
+
+
+def test_types_limits_what_the_proxies_ask_for(server: Server) -> None:
+    report, done = loadtest(
+        "--server", server.xds, "--proxies", "10", "--namespaces", "shop",
+        "--types", "cds,eds", "--timeout", "15", "--quiet",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert report["ok"] is True
+    assert report["types"] == ["CDS", "EDS"]
+    assert report["connect"]["stallReasons"] == []
+    # One CDS and one EDS response each, no listeners or routes asked for.
+    assert report["connect"]["traffic"]["responses"] == 20
+
+
+def test_a_listener_that_never_comes_is_named_in_the_report(server: Server) -> None:
+    """A proxyless client asks LDS for a target the mesh does not have: what a new user
+    sees when the run fails is which listener the proxies still wait for."""
+    missing = "nowhere.shop.svc.cluster.local:9080"
+    done = subprocess.run(
+        [sys.executable, "-m", "pilothouse.cli.main", "loadtest", "--server", server.xds,
+         "--proxies", "4", "--flavour", "grpc", "--target", missing, "--timeout", "2",
+         "--quiet"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    reason = f"4 proxies still wait for LDS of 1 listener: {missing}"
+    assert f"result: FAILED: 4 proxies never converged ({reason})" in done.stdout
+    assert f"    {reason}\n" in done.stdout

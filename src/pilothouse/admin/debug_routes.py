@@ -196,4 +196,3 @@ def debug_routes(
 ) -> list[web.RouteDef]:
     """The routes to mount on the admin app (``build_admin_app(..., routes=...)``)."""
     return DebugEndpoints(discovery, sources).routes()
-

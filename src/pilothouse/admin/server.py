@@ -23,9 +23,7 @@ class AdminServer:
         unless ``reuse_port`` shares it (``SO_REUSEPORT``, for ``serve --workers``)."""
         if self._runner is not None:
             raise RuntimeError("the admin server is already started")
-        runner = web.AppRunner(
-            self.app, access_log=None, shutdown_timeout=self._shutdown_timeout
-        )
+        runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=self._shutdown_timeout)
         await runner.setup()
         site = web.TCPSite(runner, host, port, reuse_port=reuse_port)
         try:

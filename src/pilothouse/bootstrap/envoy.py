@@ -243,9 +243,7 @@ def _tls_socket(tls: XdsTls, host: str) -> dict[str, Any]:
         "tls_params": {"tls_minimum_protocol_version": "TLSv1_2"},
         "validation_context": {
             "trusted_ca": {"filename": tls.root_file},
-            "match_typed_subject_alt_names": [
-                {"san_type": san_type, "matcher": {"exact": name}}
-            ],
+            "match_typed_subject_alt_names": [{"san_type": san_type, "matcher": {"exact": name}}],
         },
     }
     if tls.cert_file:

@@ -72,9 +72,7 @@ def default_admin_url() -> str:
     return admin_url(Settings().with_overrides(from_environment()).admin.address)
 
 
-async def ask_all(
-    urls: Sequence[str], path: str, *, timeout: float = 10.0
-) -> list[ReplicaAnswer]:
+async def ask_all(urls: Sequence[str], path: str, *, timeout: float = 10.0) -> list[ReplicaAnswer]:
     """GET ``path`` from every replica at once; answers in the order of ``urls``."""
     limits = aiohttp.ClientTimeout(total=timeout)
     async with aiohttp.ClientSession(timeout=limits) as session:

@@ -126,9 +126,7 @@ def listener_rows(listeners: Iterable[Mapping[str, Any]]) -> Rows:
     rows = []
     for listener in listeners:
         address, port = _socket(listener.get("address"))
-        extra = [
-            _socket(a.get("address"))[0] for a in listener.get("additional_addresses", ())
-        ]
+        extra = [_socket(a.get("address"))[0] for a in listener.get("additional_addresses", ())]
         rows.append([",".join([address, *extra]), port, _listener_type(listener)])
     rows.sort(key=lambda r: (int(r[1]) if r[1].isdigit() else -1, r[0]))
     return ["ADDRESSES", "PORT", "TYPE"], rows

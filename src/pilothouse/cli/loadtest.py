@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from pilothouse.loadtest.identity import ProxyFlavour
+from pilothouse.loadtest.plans import EnvoyPlan, GrpcPlan, parse_types
 from pilothouse.loadtest.progress import ProgressDisplay, follow
 from pilothouse.loadtest.report import build_report, render_text
 from pilothouse.loadtest.scenarios import LoadRun, LoadtestError
@@ -105,6 +106,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="append",
         metavar="HOST:PORT",
         help="grpc flavour: a target the clients ask LDS for (repeatable)",
+    )
+    parser.add_argument(
+        "--types",
+        default="cds,eds,lds,rds",
+        metavar="T,T",
+        help="the xDS types each proxy asks for, of cds,eds,lds,rds (default all); "
+        "convergence waits for these only. EDS needs CDS, RDS needs LDS",
     )
     parser.add_argument(
         "--namespaces",
@@ -215,6 +223,19 @@ def _trigger(args: argparse.Namespace, scenario: Scenario) -> Trigger:
     return trigger
 
 
+def _types(text: str, flavour: ProxyFlavour, targets: tuple[str, ...]) -> tuple[str, ...]:
+    """``--types``, checked against the flavour's order of requests."""
+    try:
+        types = parse_types(text)
+        if flavour is ProxyFlavour.GRPC:
+            GrpcPlan(frozenset(targets), types=types)
+        else:
+            EnvoyPlan(types=types)
+    except ValueError as problem:
+        raise UsageError(f"--types: {problem}") from None
+    return tuple(sorted(types))
+
+
 def spec_from_args(args: argparse.Namespace) -> LoadSpec:
     """The run the flags ask for, or ``UsageError`` saying what is wrong."""
     if not args.server:
@@ -235,6 +256,7 @@ def spec_from_args(args: argparse.Namespace) -> LoadSpec:
         raise UsageError("--flavour grpc needs at least one --target HOST:PORT to ask for")
     if flavour is not ProxyFlavour.GRPC and targets:
         raise UsageError("--target applies to --flavour grpc only")
+    types = _types(args.types, flavour, targets)
     namespaces = tuple(name.strip() for name in args.namespaces.split(","))
     for name in namespaces:
         if not _LABEL.match(name):
@@ -277,6 +299,7 @@ def spec_from_args(args: argparse.Namespace) -> LoadSpec:
         repeat=repeat,
         trigger=_trigger(args, scenario),
         streams_per_connection=args.streams_per_connection,
+        types=types,
     )
 
 

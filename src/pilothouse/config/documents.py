@@ -315,7 +315,6 @@ def _field_message(path: str, message: str) -> str:
     return f"{path}: {message}" if path else message
 
 
-
 def _normalise(path: str) -> str:
     """Turn map-entry brackets (``headers[x-user]``) into the dotted form lines use."""
     out: list[str] = []

@@ -89,9 +89,7 @@ def scalar_value(node: yaml.ScalarNode, loader: yaml.SafeLoader) -> Any:
     except Exception:
         if _implicit(node, loader):
             return node.value
-        raise ScalarProblem(
-            f"{shown(node.value)} is not a valid {short_tag(tag)} value"
-        ) from None
+        raise ScalarProblem(f"{shown(node.value)} is not a valid {short_tag(tag)} value") from None
     if isinstance(value, datetime.datetime | datetime.date):
         return value.isoformat()
     if isinstance(value, bytes):

@@ -20,12 +20,14 @@ from pilothouse.loadtest.convergence import (
 from pilothouse.loadtest.fleet import ConvergenceReport, ProxyFleet, fleet_identities
 from pilothouse.loadtest.holdings import HeldResource, ReceivedResource, TypeCounters, XdsEvent
 from pilothouse.loadtest.identity import ProxyFlavour, ProxyNode, istio_node_id, mesh_identity
-from pilothouse.loadtest.plans import EnvoyPlan, GrpcPlan, RequestPlan
+from pilothouse.loadtest.plans import ALL_TYPES, EnvoyPlan, GrpcPlan, RequestPlan, parse_types
 from pilothouse.loadtest.proxy import ProxyPredicate, SimulatedProxy
 from pilothouse.loadtest.references import ResourceReader
+from pilothouse.loadtest.stalls import Stalls, find_stalls
 from pilothouse.loadtest.stats import Summary, p50, p90, p99, percentile, summarize
 
 __all__ = [
+    "ALL_TYPES",
     "Backoff",
     "ConvergenceReport",
     "DeltaClient",
@@ -43,10 +45,12 @@ __all__ = [
     "ResourceReader",
     "SimulatedProxy",
     "SotwClient",
+    "Stalls",
     "Summary",
     "TypeCounters",
     "XdsEvent",
     "all_of",
+    "find_stalls",
     "fleet_identities",
     "holding",
     "holding_exactly",
@@ -56,6 +60,7 @@ __all__ = [
     "p50",
     "p90",
     "p99",
+    "parse_types",
     "percentile",
     "settled",
     "summarize",

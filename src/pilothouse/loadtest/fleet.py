@@ -13,7 +13,9 @@ so a list of names they all ask for is encoded once.
 
 ``wait_converged`` records, for each proxy, when a predicate first held,
 measured from the proxy's start or from a given instant (a push), and returns
-a ``ConvergenceReport`` with percentile helpers.
+a ``ConvergenceReport`` with percentile helpers and, for the proxies that did
+not get there, what they were waiting for (``stalls.Stalls``).  ``types``
+limits what every proxy asks for (say CDS and EDS only).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
@@ -31,9 +33,11 @@ import grpc
 from pilothouse.backoff import Backoff
 from pilothouse.loadtest.client import RejectHook
 from pilothouse.loadtest.identity import ProxyFlavour, ProxyNode, mesh_identity
+from pilothouse.loadtest.plans import ALL_TYPES
 from pilothouse.loadtest.proxy import ProxyPredicate, SimulatedProxy, request_plan
 from pilothouse.loadtest.references import ResourceReader
 from pilothouse.loadtest.server_channels import ServerChannels
+from pilothouse.loadtest.stalls import Stalls, find_stalls
 from pilothouse.loadtest.stats import Summary, percentile, summarize
 from pilothouse.xds.protocol.client_wire import RequestEncoder
 
@@ -73,6 +77,8 @@ class ConvergenceReport:
     unconverged: tuple[str, ...]
     wall: float
     """Seconds from the reference instant until the wait ended."""
+    stalls: Stalls = field(default_factory=Stalls)
+    """What the proxies that did not converge were waiting for (empty when all did)."""
 
     @property
     def converged(self) -> bool:
@@ -113,12 +119,15 @@ class ProxyFleet:
         reject: RejectHook | None = None,
         event_log_size: int = 16,
         seed: int | None = None,
+        types: frozenset[str] = ALL_TYPES,
     ) -> None:
         if streams_per_channel < 1:
             raise ValueError("streams_per_channel must be at least 1")
         self.addresses = (target,) if isinstance(target, str) else tuple(target)
         self.identities = tuple(identities)
         self.delta = delta
+        self.types = types
+        """The xDS types every proxy asks for (convergence waits for these only)."""
         self.streams_per_channel = streams_per_channel
         self._channel_options = tuple(channel_options)
         self._server_channels: ServerChannels | None = None
@@ -152,7 +161,7 @@ class ProxyFleet:
         readers = self.readers
         proxies = []
         for index, identity in enumerate(self.identities):
-            decoded = request_plan(identity).decoded_types
+            decoded = request_plan(identity, self.types).decoded_types
             reader = readers.get(decoded)
             if reader is None:
                 reader = readers[decoded] = ResourceReader(decoded)
@@ -167,6 +176,7 @@ class ProxyFleet:
                 encoder=self.encoder,
                 event_log_size=self._event_log_size,
                 rng=random.Random(self._rng.random()),
+                types=self.types,
             )
             proxies.append(proxy)
         self.proxies = tuple(proxies)
@@ -252,6 +262,11 @@ class ProxyFleet:
         finally:
             for proxy in self.proxies:
                 proxy.remove_listener(observe)
-        missing = tuple(proxy.node_id for proxy in self.proxies if proxy not in reached)
+        late = [proxy for proxy in self.proxies if proxy not in reached]
         durations = tuple(reached[proxy] for proxy in self.proxies if proxy in reached)
-        return ConvergenceReport(durations, missing, time.monotonic() - begin)
+        return ConvergenceReport(
+            durations,
+            tuple(proxy.node_id for proxy in late),
+            time.monotonic() - begin,
+            find_stalls(late) if late else Stalls(),
+        )

@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 from pilothouse.loadtest.histogram import LatencyHistogram
+from pilothouse.loadtest.stalls import Stalls
 
 
 @dataclass(frozen=True)
@@ -180,10 +181,13 @@ class ShareResult:
     stream_failures: int = 0
     reconnects: int = 0
     error_examples: tuple[str, ...] = ()
+    stalls: Stalls = field(default_factory=Stalls)
+    """What the proxies that had not converged by the end were waiting for."""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "proxies": self.proxies,
+            "stalls": self.stalls.to_json(),
             "converged": self.converged,
             "connect": self.connect.to_json(),
             "lastConvergedAt": self.last_converged_at,
@@ -211,4 +215,5 @@ class ShareResult:
             stream_failures=int(data["streamFailures"]),
             reconnects=int(data["reconnects"]),
             error_examples=tuple(str(item) for item in data["errorExamples"]),
+            stalls=Stalls.from_json(data["stalls"]) if "stalls" in data else Stalls(),
         )

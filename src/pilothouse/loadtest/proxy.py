@@ -43,7 +43,7 @@ from pilothouse.backoff import Backoff
 from pilothouse.loadtest.client import DeltaClient, ProxyClient, RejectHook, SotwClient
 from pilothouse.loadtest.holdings import HeldResource, TypeCounters, XdsEvent
 from pilothouse.loadtest.identity import ProxyFlavour, ProxyNode
-from pilothouse.loadtest.plans import EnvoyPlan, GrpcPlan, RequestPlan
+from pilothouse.loadtest.plans import ALL_TYPES, EnvoyPlan, GrpcPlan, RequestPlan
 from pilothouse.loadtest.references import ResourceReader
 from pilothouse.loadtest.server_channels import ServerChannels
 from pilothouse.xds.protocol.client_wire import RequestEncoder
@@ -57,11 +57,12 @@ ProxyPredicate = Callable[["SimulatedProxy"], bool]
 ProxyListener = Callable[["SimulatedProxy"], None]
 
 
-def request_plan(identity: ProxyNode) -> RequestPlan:
-    """Envoy's plan for sidecars and routers, grpcio's for the proxyless flavour."""
+def request_plan(identity: ProxyNode, types: frozenset[str] = ALL_TYPES) -> RequestPlan:
+    """Envoy's plan for sidecars and routers, grpcio's for the proxyless flavour, asking
+    for ``types`` only."""
     if identity.flavour is ProxyFlavour.GRPC:
-        return GrpcPlan(frozenset(identity.targets))
-    return EnvoyPlan()
+        return GrpcPlan(frozenset(identity.targets), types=types)
+    return EnvoyPlan(types=types)
 
 
 def _sized_sotw(data: bytes) -> tuple[int, Any]:
@@ -92,6 +93,7 @@ class SimulatedProxy:
         event_log_size: int = 256,
         rng: random.Random | None = None,
         close_grace: float = 0.5,
+        types: frozenset[str] = ALL_TYPES,
     ) -> None:
         if sum(given is not None for given in (target, channel, channels)) != 1:
             raise ValueError("give exactly one of target (an address), channel or channels")
@@ -106,7 +108,9 @@ class SimulatedProxy:
         self._backoff = backoff or Backoff.envoy()
         self._rng = rng or random.Random()
         self._close_grace = close_grace
-        plan = request_plan(identity)
+        plan = request_plan(identity, types)
+        self.types = plan.order
+        """The types it asks for, in the order it asks."""
         reader = reader or ResourceReader(plan.decoded_types)
         client_type = DeltaClient if delta else SotwClient
         self._engine: ProxyClient = client_type(identity, plan, reader, reject, event_log_size)
@@ -205,6 +209,27 @@ class SimulatedProxy:
         state = self._engine.states.get(type_url)
         return state.counters if state is not None else TypeCounters()
 
+    def traffic_counts(self) -> tuple[int, int, int, int, int]:
+        """(responses, bytes received, ACKs, NACKs, requests) over every type, read from
+        the engine's counters without a snapshot per type (a fleet sums this often)."""
+        responses = received = acks = nacks = requests = 0
+        for state in self._engine.states.values():
+            responses += state.responses
+            received += state.bytes_received
+            acks += state.acks
+            nacks += state.nacks
+            requests += state.requests
+        return responses, received, acks, nacks, requests
+
+    def last_change_at(self) -> float | None:
+        """When an accepted response of any type last changed what it holds (None: never)."""
+        latest: float | None = None
+        for state in self._engine.states.values():
+            at = state.last_change_at
+            if at is not None and (latest is None or at > latest):
+                latest = at
+        return latest
+
     def last_error(self, type_url: str) -> str | None:
         """The message of the last NACK for the type, until the next ACK."""
         state = self._engine.states.get(type_url)
@@ -219,6 +244,11 @@ class SimulatedProxy:
     def events(self) -> tuple[XdsEvent, ...]:
         """The latest responses, oldest first (bounded by ``event_log_size``)."""
         return tuple(self._engine.events)
+
+    def wants(self) -> Mapping[str, Subscription]:
+        """What it wants of each type now, given what it holds (types it would not ask
+        for yet, waiting on another, are absent)."""
+        return self._engine.engine.policy.desired(self._engine.states)
 
     def settled(self) -> bool:
         """Every type the proxy wants was accepted, every name it asked for is held,

@@ -6,7 +6,10 @@ table.  Times are in seconds in JSON and in milliseconds in the table.
 
 - ``connect``: proxies converged and not, per-proxy seconds from its start to
   its first convergence (count, min, p50, p90, p99, max, mean), and the wall
-  time from the start until the last proxy converged;
+  time from the start until the last proxy converged; for the proxies still
+  unsettled at the end, what they wait for (``stalls``, per type: no response,
+  NACKed, names missing; failed streams by gRPC status) and the same in words
+  (``stallReasons``);
 - ``changes`` (push, churn): changes made and failed, the rate achieved (churn),
   (proxy, change) pairs reached and missed, their times, the trigger's own
   time, and per change (the first 100) its own times;
@@ -37,6 +40,8 @@ from pilothouse.loadtest.scenarios import (
 )
 from pilothouse.loadtest.server_process import ServerRecord
 from pilothouse.loadtest.spec import Scenario
+from pilothouse.loadtest.stalls import Stalls
+from pilothouse.xds.protocol.type_urls import short_name
 
 ERROR_EXAMPLES: Final = 5
 PER_CHANGE_LIMIT: Final = 100
@@ -67,9 +72,14 @@ def _connect(record: RunRecord) -> dict[str, Any]:
     start = record.marks.get(START)
     wall = max(last) - start if last and start is not None else None
     seconds = record.seconds(START, CONNECTED)
+    stalls = Stalls()
+    for result in results:
+        stalls.merge(result.stalls)
     return {
         "converged": converged,
         "unconverged": proxies - converged,
+        "stalls": stalls.to_json(),
+        "stallReasons": stalls.describe(),
         "seconds": summary_json(histogram.summary()),
         "wallSeconds": wall if converged == proxies else None,
         "traffic": _traffic_json(_traffic_at(results, CONNECTED), seconds),
@@ -183,6 +193,7 @@ def build_report(
         "transport": spec.transport,
         "flavour": spec.flavour.value,
         "namespaces": list(spec.namespaces),
+        "types": [short_name(type_url) for type_url in spec.types],
         "trigger": spec.trigger.describe() if spec.trigger.given else None,
         "elapsedSeconds": total_seconds,
         "interrupted": record.interrupted,
@@ -248,18 +259,28 @@ def _server_lines(server: Mapping[str, Any]) -> list[str]:
     return ["; ".join(parts)]
 
 
+def _types_note(report: Mapping[str, Any]) -> str:
+    types = report.get("types") or []
+    return "" if len(types) == 4 else f", {'+'.join(types)} only"
+
+
 def render_text(report: Mapping[str, Any]) -> str:
     """The report as a few lines and two small tables."""
     lines = [
         f"pilothouse loadtest: {report['scenario']}, {report['proxies']} {report['flavour']} "
         f"proxies ({report['transport']}, {report['processes']} process"
-        f"{'es' if report['processes'] != 1 else ''}) against {report['server']}, "
+        f"{'es' if report['processes'] != 1 else ''}{_types_note(report)}) against "
+        f"{report['server']}, "
         f"{report['elapsedSeconds']:.1f}s",
         "",
         f"{'convergence':<16}{'n':>7}{'p50':>10}{'p90':>10}{'p99':>10}{'max':>10}{'missed':>8}",
     ]
     connect = report["connect"]
     lines.append(_row("connect", connect["seconds"], connect["unconverged"]))
+    reasons = connect.get("stallReasons") or []
+    if reasons:
+        lines.append(f"  still waiting at the end ({connect['stalls']['unconverged']} proxies):")
+        lines.extend(f"    {reason}" for reason in reasons)
     changes = report["changes"]
     if changes is not None:
         lines.append(_row(f"changes ({changes['made']})", changes["seconds"], changes["missed"]))
@@ -302,7 +323,9 @@ def verdict(report: Mapping[str, Any]) -> str:
         return "ok, every proxy converged and reached every change"
     problems = []
     if report["connect"]["unconverged"]:
-        problems.append(f"{report['connect']['unconverged']} proxies never converged")
+        reasons = report["connect"].get("stallReasons") or []
+        why = f" ({reasons[0]})" if reasons else ""
+        problems.append(f"{report['connect']['unconverged']} proxies never converged{why}")
     changes = report["changes"]
     if changes is not None and changes["missed"]:
         problems.append(f"{changes['missed']} (proxy, change) pairs missed")

@@ -76,6 +76,7 @@ class LocalShare:
             slice_identities(self.spec, self.part),
             delta=self.spec.delta,
             streams_per_channel=self.spec.streams_per_connection,
+            types=self.spec.type_set,
         )
 
     async def start(self, ramp: float) -> None:

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from pilothouse.loadtest.fleet import fleet_identities
 from pilothouse.loadtest.identity import ProxyFlavour, ProxyNode
+from pilothouse.loadtest.plans import ALL_TYPES
 
 APP: Final = "loadtest"
 """The app label (and pod name prefix) of every simulated proxy."""
@@ -78,6 +79,12 @@ class LoadSpec:
     """``push``: how many changes."""
     trigger: Trigger = Trigger()
     streams_per_connection: int = 100
+    types: tuple[str, ...] = tuple(sorted(ALL_TYPES))
+    """The xDS type URLs every proxy asks for (``--types``; default all four)."""
+
+    @property
+    def type_set(self) -> frozenset[str]:
+        return frozenset(self.types)
 
     @property
     def servers(self) -> tuple[str, ...]:
@@ -94,6 +101,7 @@ class LoadSpec:
         data["scenario"] = self.scenario.value
         data["targets"] = list(self.targets)
         data["namespaces"] = list(self.namespaces)
+        data["types"] = list(self.types)
         return data
 
     @classmethod
@@ -103,6 +111,8 @@ class LoadSpec:
         fields["scenario"] = Scenario(fields["scenario"])
         fields["targets"] = tuple(fields["targets"])
         fields["namespaces"] = tuple(fields["namespaces"])
+        if "types" in fields:
+            fields["types"] = tuple(fields["types"])
         fields["trigger"] = Trigger(**fields["trigger"])
         return cls(**fields)
 

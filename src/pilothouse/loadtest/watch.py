@@ -31,6 +31,7 @@ from typing import Final
 from pilothouse.loadtest.histogram import LatencyHistogram
 from pilothouse.loadtest.outcome import ChangeOutcome, ShareResult, ShareStatus, Traffic
 from pilothouse.loadtest.proxy import SimulatedProxy
+from pilothouse.loadtest.stalls import find_stalls
 from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
 
 WATCHED_TYPES: Final = (CDS, EDS, LDS, RDS)
@@ -39,30 +40,31 @@ RECENT_CHANGES: Final = 8
 PER_CHANGE_HISTOGRAMS: Final = 100
 """Changes after this many are timed in the run's overall histogram only."""
 TRAFFIC_REFRESH: Final = 0.5
+TALLY_SHARE: Final = 0.05
+"""A large fleet's tally is refreshed less often, so that it takes at most this share
+of the process's time (a tally of 5,000 proxies takes some 50 ms)."""
 ERROR_EXAMPLES: Final = 5
 
 
 def latest_change(proxy: SimulatedProxy) -> float | None:
     """When an accepted response last changed what the proxy holds (None: never)."""
-    latest: float | None = None
-    for type_url in WATCHED_TYPES:
-        at = proxy.counters(type_url).last_change_at
-        if at is not None and (latest is None or at > latest):
-            latest = at
-    return latest
+    return proxy.last_change_at()
 
 
 def fleet_traffic(proxies: Sequence[SimulatedProxy]) -> Traffic:
-    """The fleet's counters summed over proxies and types, now."""
+    """The fleet's counters summed over proxies and types, now.
+
+    It reads each proxy's raw counters (``traffic_counts``): with thousands of
+    proxies per process, a snapshot object per proxy and type every half second
+    cost a third of a core."""
     responses = received = acks = nacks = requests = 0
     for proxy in proxies:
-        for type_url in WATCHED_TYPES:
-            counters = proxy.counters(type_url)
-            responses += counters.responses
-            received += counters.bytes_received
-            acks += counters.acks
-            nacks += counters.nacks
-            requests += counters.requests
+        counts = proxy.traffic_counts()
+        responses += counts[0]
+        received += counts[1]
+        acks += counts[2]
+        nacks += counts[3]
+        requests += counts[4]
     return Traffic(responses, received, acks, nacks, requests)
 
 
@@ -111,6 +113,11 @@ class FleetWatch:
         self._marks: dict[str, Traffic] = {}
         self._traffic = Traffic()
         self._traffic_at = -TRAFFIC_REFRESH
+        self._refresh = TRAFFIC_REFRESH
+        self._failures = 0
+        self._connected = [False] * count
+        self.connected = 0
+        """Proxies whose stream has delivered a response and not ended (kept as they change)."""
 
     # -- listening -------------------------------------------------------------
 
@@ -126,6 +133,9 @@ class FleetWatch:
         """Run after every response and connection change of ``proxy``."""
         index = self._index[proxy]
         self.activity += 1
+        if proxy.connected != self._connected[index]:
+            self._connected[index] = proxy.connected
+            self.connected += 1 if proxy.connected else -1
         if not self._converged[index] and proxy.settled():
             now = self._clock()
             self._converged[index] = True
@@ -206,11 +216,17 @@ class FleetWatch:
     # -- reporting -------------------------------------------------------------
 
     def traffic(self, fresh: bool = False) -> Traffic:
-        """The fleet's traffic counters (recomputed at most every half second unless fresh)."""
+        """The fleet's traffic counters and failed streams, recomputed unless fresh at most
+        every half second, or less often for a fleet so large that the tally would take
+        more than ``TALLY_SHARE`` of the time."""
         now = self._clock()
-        if fresh or now - self._traffic_at >= TRAFFIC_REFRESH:
+        if fresh or now - self._traffic_at >= self._refresh:
+            began = time.perf_counter()
             self._traffic = fleet_traffic(self.proxies)
+            self._failures = sum(proxy.stream_failures for proxy in self.proxies)
             self._traffic_at = now
+            cost = time.perf_counter() - began
+            self._refresh = max(TRAFFIC_REFRESH, cost / TALLY_SHARE)
         return self._traffic
 
     def mark(self, name: str) -> None:
@@ -221,13 +237,13 @@ class FleetWatch:
         self.expire()
         return ShareStatus(
             proxies=len(self.proxies),
-            connected=sum(1 for proxy in self.proxies if proxy.connected),
+            connected=self.connected,
             converged=self.converged,
             armed=len(self._changes),
             pending=self.pending,
             activity=self.activity,
-            stream_failures=sum(proxy.stream_failures for proxy in self.proxies),
             traffic=self.traffic(),
+            stream_failures=self._failures,
         )
 
     def result(self) -> ShareResult:
@@ -245,6 +261,7 @@ class FleetWatch:
             stream_failures=sum(proxy.stream_failures for proxy in self.proxies),
             reconnects=sum(max(0, proxy.streams_opened - 1) for proxy in self.proxies),
             error_examples=self.error_examples(),
+            stalls=find_stalls(self.proxies),
         )
 
     def error_examples(self) -> tuple[str, ...]:

@@ -186,10 +186,14 @@ class ProxyScope:
         if kind == "PeerAuthentication":
             # The proxy's own inbound mode (its namespace, the mesh-wide root), and the
             # mode auto-mTLS infers for the services it calls (their namespaces).
-            return key.namespace in (
-                self.key.namespace,
-                root_namespace,
-            ) or key.namespace in self.service_namespaces
+            return (
+                key.namespace
+                in (
+                    self.key.namespace,
+                    root_namespace,
+                )
+                or key.namespace in self.service_namespaces
+            )
         if kind in ("WorkloadEntry", "WorkloadGroup"):
             # Endpoints reach proxies through the registry's service keys (EDS);
             # a proxy's own workload matters only to its namespace.

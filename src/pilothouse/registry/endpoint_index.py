@@ -144,9 +144,7 @@ class EndpointIndex:
             shards = self._shards.get(service)
             if not shards:
                 return ()
-            merged = tuple(
-                endpoint for key in sorted(shards) for endpoint in _content(shards[key])
-            )
+            merged = tuple(endpoint for key in sorted(shards) for endpoint in _content(shards[key]))
             self._merged[service] = merged
         return merged
 

@@ -30,9 +30,7 @@ class SpiffeId:
 
     @property
     def uri(self) -> str:
-        return (
-            f"{SPIFFE_SCHEME}{self.trust_domain}/ns/{self.namespace}/sa/{self.service_account}"
-        )
+        return f"{SPIFFE_SCHEME}{self.trust_domain}/ns/{self.namespace}/sa/{self.service_account}"
 
     def __str__(self) -> str:
         return self.uri

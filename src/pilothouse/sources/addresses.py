@@ -30,8 +30,7 @@ from pilothouse.sources.memory import MemoryStore
 from pilothouse.sources.xds_upstream import UpstreamSettings, XdsUpstreamSource
 
 _FORMS: Final = (
-    "fs:///abs/dir, a directory path, xds://host:port, mcp://host:port"
-    " or etcd://host:port/prefix"
+    "fs:///abs/dir, a directory path, xds://host:port, mcp://host:port or etcd://host:port/prefix"
 )
 
 
@@ -106,9 +105,7 @@ def _network_address(address: str, scheme: Scheme, rest: str) -> SourceAddress:
     except ValueError as problem:
         raise AddressError(f"config source {address!r}: {problem}; use {example}") from None
     if not host or port is None:
-        raise AddressError(
-            f"config source {address!r}: a host and a port are required: {example}"
-        )
+        raise AddressError(f"config source {address!r}: a host and a port are required: {example}")
     if port == 0:
         raise AddressError(f"config source {address!r}: port 0 cannot be dialled")
     path = parts.path

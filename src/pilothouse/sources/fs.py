@@ -402,4 +402,3 @@ class FileSource:
             else:
                 log.info("%s", problem)
         self._status[path] = FileStatus(path, time.time(), objects, problems)
-

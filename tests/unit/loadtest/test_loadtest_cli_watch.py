@@ -37,7 +37,12 @@ class StandInProxy:
         self.changed: dict[str, float] = {}
         self.responses = 0
         self.nack: str | None = None
+        self.types: tuple[str, ...] = ()
+        """No types: the stalls at the end of a run count it, with no reason per type."""
         self._listeners: list[Callable[[Any], None]] = []
+
+    def wants(self) -> dict[str, Any]:
+        return {}
 
     def add_listener(self, listener: Callable[[Any], None]) -> None:
         self._listeners.append(listener)
@@ -60,6 +65,14 @@ class StandInProxy:
 
     def last_error(self, type_url: str) -> str | None:
         return self.nack if type_url == LDS else None
+
+    def traffic_counts(self) -> tuple[int, int, int, int, int]:
+        counters = self.counters(CDS)
+        return (counters.responses, counters.bytes_received, counters.acks, counters.nacks,
+                counters.requests)  # fmt: skip
+
+    def last_change_at(self) -> float | None:
+        return max(self.changed.values(), default=None)
 
     def respond(
         self, *, settled: bool | None = None, change: tuple[str, float] | None = None

@@ -35,8 +35,8 @@ InboundListener = tuple["InboundListenerInputs", int]
 class ContextMemo:
     """Everything generators remember about one PushContext."""
 
-    scope_clusters: dict[tuple[ScopeKey, RestPolling | None, bool], dict[str, Resource]] = (
-        field(default_factory=dict)
+    scope_clusters: dict[tuple[ScopeKey, RestPolling | None, bool], dict[str, Resource]] = field(
+        default_factory=dict
     )
     """A scope's outbound clusters, by scope, transport and whether the proxy proved its
     identity (auto-mTLS)."""

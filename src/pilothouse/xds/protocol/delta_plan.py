@@ -79,9 +79,7 @@ def plan_delta(
 
     removed = {name for name in gone_candidates if name in held and name not in available}
     removed.update(
-        name
-        for name in (*report, *force)
-        if name not in available and subscription.covers(name)
+        name for name in (*report, *force) if name not in available and subscription.covers(name)
     )
     # A rejected resource that has since gone away is reported removed, so the client
     # answers (clearing the recorded error) and the rejected unit is settled.

@@ -133,9 +133,7 @@ class SotwSession(StreamState[SotwWatch]):
             return watch.subscription, None
         # Interned: the remembered list then shares its strings with the subscription.
         named = tuple(map(sys.intern, names))
-        subscription = sotw_subscription(
-            type_url, named, watch is not None and watch.named_before
-        )
+        subscription = sotw_subscription(type_url, named, watch is not None and watch.named_before)
         if watch is not None and subscription == watch.subscription:
             subscription = watch.subscription  # keep one copy
         return subscription, named
@@ -171,9 +169,7 @@ class SotwSession(StreamState[SotwWatch]):
         self._remember(type_url, named, subscription)
         reconnect = fresh and bool(request.version_info or request.response_nonce)
         kind = SotwKind.RECONNECT if reconnect else SotwKind.INIT
-        return SotwDecision(
-            type_url, kind, True, subscription, added=subscription.names - before
-        )
+        return SotwDecision(type_url, kind, True, subscription, added=subscription.names - before)
 
     def _ack(
         self,

@@ -85,9 +85,7 @@ class SotwWatch(NamedTuple):
     @property
     def resources(self) -> HeldRecords:
         """Name → ``ResourceRecord`` of every resource the client was sent and holds."""
-        return HeldRecords(
-            self.carriers, self.responses, self.responses.get(self.nonce_sent)
-        )
+        return HeldRecords(self.carriers, self.responses, self.responses.get(self.nonce_sent))
 
     @property
     def held_versions(self) -> Mapping[str, str]:
@@ -168,9 +166,7 @@ class SotwWatch(NamedTuple):
             return self
         return self._replace(always_respond=False)
 
-    def sent(
-        self, version: str, nonce: str, content: Mapping[str, str], now: float
-    ) -> SotwWatch:
+    def sent(self, version: str, nonce: str, content: Mapping[str, str], now: float) -> SotwWatch:
         """A response (``version``, ``nonce``, name → resource version) went out."""
         if not nonce:
             raise ValueError(f"{self.type_url}: a response needs a nonce")
