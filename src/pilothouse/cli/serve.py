@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Final
 
 from pilothouse import logfmt
 from pilothouse.admin.access import AccessPolicy
@@ -47,6 +47,7 @@ from pilothouse.admin.server_knobs import (
     register_push_knobs,
 )
 from pilothouse.cli.config_sources import SourceSetupError, config_sources, mcp_roles
+from pilothouse.cli.serve_security import create_ca, open_ca, open_tls_port, secret_delivery
 from pilothouse.cli.supervisor import supervise
 from pilothouse.cli.worker import WorkerRole
 from pilothouse.config.encoding import EncodingProblem, decode_config
@@ -54,12 +55,7 @@ from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.meshconfig import MeshConfigError, load_mesh_config
 from pilothouse.environment import SettingsError, from_environment
 from pilothouse.mcp.sink_server import McpSinkServer
-from pilothouse.security.authn import Authenticator
-from pilothouse.security.ca import CertificateAuthority
-from pilothouse.security.ca_dir import CaDirError
 from pilothouse.security.ca_metrics import CaCollector
-from pilothouse.security.jwt_authn import IssuerSetupError, JwtAuthenticator, parse_issuers
-from pilothouse.security.secrets_directory import SecretsDirectory
 from pilothouse.settings import (
     AdminSettings,
     CaSettings,
@@ -74,8 +70,6 @@ from pilothouse.sources.events import ConfigEvent, ConfigStore
 from pilothouse.webhook.server import WebhookServer
 from pilothouse.xds.server.ads import add_discovery_services, new_grpc_server
 from pilothouse.xds.server.discovery import DiscoveryServer
-from pilothouse.xds.server.secret_delivery import SecretDelivery
-from pilothouse.xds.server.tls_port import TlsPort
 
 log = logging.getLogger("pilothouse.serve")
 
@@ -316,7 +310,7 @@ async def serve(
     store.subscribe(on_event)
     # The CA (an Authority): the certificate service and the TLS port use it; None when
     # the TLS port is off.
-    authority = await _open_ca(settings, mesh)
+    authority = await open_ca(settings, mesh)
     discovery = DiscoveryServer(store, mesh, settings.xds, envoy_generators=settings.role == "all")
     try:
         roles = mcp_roles(settings, store, discovery.admission)
@@ -337,8 +331,8 @@ async def serve(
     if port == 0:
         raise SystemExit(f"pilothouse: cannot listen on {settings.xds.address}")
     discovery.identify(port)
-    tls = _tls_port(settings, mesh, discovery, authority, roles)
-    secrets = _secret_delivery(settings, discovery, authority)
+    tls = open_tls_port(settings, mesh, discovery, authority, roles)
+    secrets = secret_delivery(settings, discovery, authority)
     if secrets.credentials is not None:
         secrets.credentials.load()  # before any stream: gateways get them at once
     await grpc_server.start()
@@ -484,87 +478,6 @@ async def serve(
         log.info("stopped")
 
 
-def _secret_delivery(
-    settings: Settings, discovery: DiscoveryServer, authority: CertificateAuthority | None
-) -> SecretDelivery:
-    """SDS: ``default`` and ``ROOTCA`` from the CA (there with the TLS port, where proxies
-    authenticate), ``kubernetes://`` names from the secrets directory (when given)."""
-    credentials = None
-    if settings.sds.secrets_dir:
-        credentials = SecretsDirectory(
-            Path(settings.sds.secrets_dir),
-            debounce=settings.file_debounce,
-            poll=settings.file_root_poll,
-        )
-        log.info("serving credentials over SDS", extra={"dir": settings.sds.secrets_dir})
-    if authority is None and credentials is not None:
-        log.warning(
-            "the TLS xDS port is off: no proxy can authenticate, so no credential of %s "
-            "will be served",
-            settings.sds.secrets_dir,
-        )
-    return SecretDelivery(
-        discovery,
-        settings.sds,
-        authority=authority,
-        credentials=credentials,
-    )
-
-
-async def _open_ca(settings: Settings, mesh: MeshSettings) -> CertificateAuthority | None:
-    """The CA of ``settings.ca.dir`` (made there on first start, in a thread: RSA key
-    generation is slow), or None when the TLS port is off: without it no caller has an
-    identity, so nothing may be signed."""
-    if not settings.xds.tls_address:
-        return None
-    try:
-        return await asyncio.to_thread(CertificateAuthority.open, settings.ca, mesh.trust_domain)
-    except (CaDirError, OSError) as problem:
-        raise SystemExit(f"pilothouse: CA: {problem}") from None
-
-
-def _create_ca(settings: Settings) -> None:
-    """Before any worker starts: create the CA directory's self-signed root if it is not
-    there yet, so that workers only load it and never race to create it."""
-    if not settings.xds.tls_address:
-        return
-    mesh, _ = load_mesh(settings)
-    try:
-        CertificateAuthority.open(settings.ca, mesh.trust_domain)
-    except (CaDirError, OSError) as problem:
-        raise SystemExit(f"pilothouse: CA: {problem}") from None
-
-
-def _tls_port(
-    settings: Settings,
-    mesh: MeshSettings,
-    discovery: DiscoveryServer,
-    ca: CertificateAuthority | None,
-    roles: Any,
-) -> TlsPort | None:
-    """The TLS port with its authenticators, or None when it is off."""
-    if ca is None:
-        return None
-    jwt: JwtAuthenticator | None = None
-    if settings.auth.jwt_issuers:
-        try:
-            jwt = JwtAuthenticator.from_files(
-                parse_issuers(settings.auth.jwt_issuers),
-                settings.auth.audiences,
-                mesh.trust_domain,
-            )
-        except IssuerSetupError as problem:
-            raise SystemExit(f"pilothouse: {problem}") from None
-    return TlsPort(
-        settings.xds,
-        discovery,
-        ca,
-        Authenticator(jwt),
-        root_namespace=mesh.root_namespace,
-        mcp=roles,
-    )
-
-
 def run(args: argparse.Namespace) -> int:
     try:
         settings = settings_from(args)
@@ -578,7 +491,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
     if settings.workers > 1:
-        _create_ca(settings)
+        create_ca(settings, load_mesh(settings)[0])
         return supervise(settings, serve)
 
     async def main() -> None:
