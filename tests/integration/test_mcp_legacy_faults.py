@@ -68,6 +68,8 @@ async def test_sink_client_nacks_the_message_and_keeps_stream_and_store(
             await eventually(lambda: client.sink.totals.nacks == 1, what="the NACK")
             assert client.store.keys() == [GOOD] and client.store.get(GOOD) is held
             [stream] = source.streams()
+            # the client counts its NACK when it sends it; the source records it on receipt
+            await eventually(lambda: SE in stream.errors, what="the source saw the NACK")
             error = stream.errors[SE]
             assert error.code == Code.INTERNAL
             assert "failed to apply 2 resource(s)" in error.message
