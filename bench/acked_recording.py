@@ -47,7 +47,7 @@ if __package__ in (None, ""):
 
 from envoy.service.discovery.v3 import discovery_pb2
 
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from tests.unit.loadtest.mesh_fixtures import eds_cluster, endpoints, http_listener, route
 
 LISTENERS = [f"0.0.0.0_{port}" for port in range(9000, 9010)]

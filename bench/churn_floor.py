@@ -31,7 +31,7 @@ from google.protobuf import any_pb2
 
 from bench.churn_events import ChurnEvent, with_address
 from bench.churn_ledger import ChurnLedger
-from pilothouse.xds.protocol.type_urls import EDS
+from pilothouse.protocol.type_urls import EDS
 
 POLL = 0.005
 

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from bench.churn_events import ChurnEvent
 from pilothouse.loadtest.holdings import XdsEvent
 from pilothouse.loadtest.proxy import SimulatedProxy
-from pilothouse.xds.protocol.type_urls import EDS
+from pilothouse.protocol.type_urls import EDS
 
 
 class ChurnLedger:

@@ -21,7 +21,7 @@ from bench.churn_ledger import ChurnLedger, LedgerTap
 from bench.storm_runs import ServerGauge
 from pilothouse.loadtest.fleet import ProxyFleet
 from pilothouse.loadtest.watch import WATCHED_TYPES
-from pilothouse.xds.protocol.type_urls import EDS
+from pilothouse.protocol.type_urls import EDS
 
 WAIT_POLL = 0.02
 

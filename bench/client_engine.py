@@ -39,7 +39,7 @@ if __package__ in (None, ""):
 from envoy.service.discovery.v3 import discovery_pb2
 from google.protobuf import any_pb2
 
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from tests.unit.loadtest.mesh_fixtures import eds_cluster, endpoints, http_listener, route
 
 Feed = list[tuple[Any, int]]
@@ -103,7 +103,7 @@ def feed(delta: bool, clusters: int, pushes: int) -> Feed:
 def encoder(package: ModuleType) -> Callable[[Any], bytes]:
     """How the package's simulated proxy turns a request into bytes."""
     try:
-        wire = importlib.import_module(package.__name__ + ".xds.protocol.client_wire")
+        wire = importlib.import_module(package.__name__ + ".protocol.client_wire")
     except ImportError:
         return lambda request: bytes(request.SerializeToString())
     encode: Callable[[Any], bytes] = wire.RequestEncoder().encode

@@ -27,9 +27,9 @@ if __package__ in (None, ""):
 
 from envoy.config.cluster.v3 import cluster_pb2  # type: ignore[import-untyped]
 
+from pilothouse.protocol.type_urls import CDS
 from pilothouse.push.cache import Resource
 from pilothouse.xds.builders.encode import content_hash, to_any_bytes
-from pilothouse.xds.protocol.type_urls import CDS
 from pilothouse.xds.protocol.wire import (
     NO_CONTROL_PLANE,
     ControlPlaneField,

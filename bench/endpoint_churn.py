@@ -61,7 +61,7 @@ from bench.storm_servers import (
     start_pilothouse,
 )
 from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
-from pilothouse.xds.protocol.type_urls import EDS
+from pilothouse.protocol.type_urls import EDS
 
 SETTLE = 1.0
 IDLE_SAMPLE = 1.0

@@ -23,7 +23,7 @@ from fanout_runs import Holdings, PushRun, PushSummary, holdings, resource_messa
 from pilothouse.loadtest.fleet import ProxyFleet
 from pilothouse.loadtest.identity import ProxyNode
 from pilothouse.loadtest.proxy import SimulatedProxy
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS, push_order_key
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS, push_order_key
 
 TYPES = (CDS, EDS, LDS, RDS)
 TRIGGERS = {"eds": EDS, "cds": CDS}

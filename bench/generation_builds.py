@@ -15,8 +15,8 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.xds.generators import cds, eds, lds, rds
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
 
 ENCODE = "encode"
 """The name each generator module calls to turn a built message into a resource."""

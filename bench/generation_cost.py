@@ -82,12 +82,12 @@ from bench.generation_mesh import (
     read_example,
 )
 from bench.generation_watches import Subscriptions, message_of
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.cache import CacheStats
 from pilothouse.push.debounce import DebounceSettings
 from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.sources.fs import FileSource
 from pilothouse.xds.generators.base import GenerationInput
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.xds.server.connection import Connection
 from pilothouse.xds.server.discovery import DiscoveryServer, XdsSettings
 

@@ -15,8 +15,8 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from pilothouse.protocol.type_urls import short_name
 from pilothouse.push.cache import CacheStats, Resource
-from pilothouse.xds.protocol.type_urls import short_name
 
 US_PER_RESOURCE_TARGET = 5.0
 HIT_RATE_TARGET = 0.95

@@ -23,8 +23,8 @@ from envoy.extensions.filters.network.http_connection_manager.v3 import (  # typ
 )
 from google.protobuf import any_pb2
 
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.cache import Resource
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
 
 MESSAGES: Mapping[str, type[Any]] = {
     CDS: cluster_pb2.Cluster,

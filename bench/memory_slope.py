@@ -45,7 +45,7 @@ from bench.fanout_process import ServerProcess
 from bench.transport_floor import APPLY_METHOD
 from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
 from pilothouse.loadtest.proxy import SimulatedProxy
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 
 HERE = Path(__file__).resolve().parent
 STEPS = (0, 500, 1000, 1500, 2000)

@@ -60,7 +60,7 @@ from envoy.service.discovery.v3 import discovery_pb2
 from bench.fanout_mesh import DESTINATION_RULE, PORT, SERVICE_ENTRY, WORKLOAD_ENTRY
 from bench.generation_watches import eds_name, route_names
 from pilothouse.loadtest.fleet import fleet_identities
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 
 NAMESPACE = "bench"
 TYPES = (CDS, EDS, LDS, RDS)

@@ -24,7 +24,7 @@ from bench.fanout_process import ServerProcess
 from bench.transport_floor import APPLY_METHOD
 from pilothouse.loadtest.holdings import HeldResource
 from pilothouse.loadtest.proxy import SimulatedProxy
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 
 SERVED_TYPES = (CDS, EDS, LDS, RDS)
 STARTUP_TIMEOUT = 90.0

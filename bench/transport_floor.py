@@ -38,7 +38,7 @@ from typing import Any, Final
 import grpc
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 
-from pilothouse.xds.protocol.type_urls import is_full_state_type, push_order_key
+from pilothouse.protocol.type_urls import is_full_state_type, push_order_key
 from pilothouse.xds.server.ads import ADS_SERVICE, new_grpc_server
 
 CONTROL_SERVICE: Final = "pilothouse.bench.TransportFloor"

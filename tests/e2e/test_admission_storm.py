@@ -20,7 +20,7 @@ from bench.admission_figures import admitted_times, busiest_window, refusals
 from bench.fanout_mesh import FanoutMesh
 from bench.storm_servers import raise_open_file_limit
 from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from tests.e2e.harness.serve_process import ServeProcess
 
 PROXIES = 2000

@@ -20,7 +20,7 @@ import pytest
 
 from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
 from pilothouse.loadtest.proxy import SimulatedProxy
-from pilothouse.xds.protocol.type_urls import CDS
+from pilothouse.protocol.type_urls import CDS
 from tests.e2e.harness.serve_process import ServeProcess
 from tests.integration.test_xds_server import open_stream, request
 

@@ -23,7 +23,7 @@ import pytest
 from google.rpc import status_pb2
 
 from pilothouse.bootstrap.envoy import EnvoyBootstrapOptions, XdsTransport, envoy_bootstrap
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from tests.e2e.harness.client import fetch
 from tests.e2e.harness.fleet import EnvoyFleet
 from tests.e2e.harness.ports import LOOPBACK, free_port

@@ -15,7 +15,7 @@ import grpc
 import pytest
 
 from pilothouse.bootstrap.envoy import XdsTransport
-from pilothouse.xds.protocol.type_urls import CDS
+from pilothouse.protocol.type_urls import CDS
 from pilothouse.xds.server.connection import INTERNAL_ERROR
 from tests.e2e.harness.control_plane import ControlPlane
 from tests.e2e.harness.envoy import EnvoyProcess

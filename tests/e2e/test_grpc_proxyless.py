@@ -24,10 +24,10 @@ from pathlib import Path
 
 import pytest
 
+from pilothouse.protocol.type_urls import CDS, RDS
 from pilothouse.xds.generators.grpc_flavour import ByFlavour
 from pilothouse.xds.generators.grpc_lds import GrpcListenerGenerator
 from pilothouse.xds.generators.lds import ListenerGenerator
-from pilothouse.xds.protocol.type_urls import CDS, RDS
 from tests.e2e.grpc_apps.mesh import ProxylessMesh, service_entry
 
 TARGET = "xds:///greeter.default.svc.cluster.local:50051"

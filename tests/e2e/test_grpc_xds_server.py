@@ -17,7 +17,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from pilothouse.xds.protocol.type_urls import LDS
+from pilothouse.protocol.type_urls import LDS
 from tests.e2e.grpc_apps.backends import TAG_METHOD
 from tests.e2e.grpc_apps.mesh import ProxylessMesh, service_entry
 from tests.e2e.grpc_apps.processes import GrpcProcess, proxyless_bootstrap

@@ -18,10 +18,10 @@ import pytest
 from envoy.config.cluster.v3 import cluster_pb2  # type: ignore[import-untyped]
 
 from pilothouse.bootstrap.envoy import EnvoyBootstrapOptions, XdsTransport, envoy_bootstrap
+from pilothouse.protocol.type_urls import CDS, EDS
 from pilothouse.push.request import PushRequest
 from pilothouse.xds.generators.base import GenerationInput, Resources
 from pilothouse.xds.generators.cds import ClusterGenerator, encode
-from pilothouse.xds.protocol.type_urls import CDS, EDS
 from tests.e2e.harness.control_plane import ControlPlane
 from tests.e2e.harness.envoy import EnvoyProcess
 from tests.e2e.harness.fleet import EnvoyFleet

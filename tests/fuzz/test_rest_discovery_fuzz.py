@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 from pilothouse.admin.app import build_admin_app
 from pilothouse.admin.server import AdminServer
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.sources.fs import FileSource
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.xds.server.discovery import DiscoveryServer
 from tests.fuzz.answers import internals_in
 from tests.fuzz.budget import fuzz_settings

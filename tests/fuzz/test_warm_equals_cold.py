@@ -28,13 +28,13 @@ from hypothesis import strategies as st
 from pilothouse.config.load import Loader
 from pilothouse.config.model import Config
 from pilothouse.config.schema import SchemaSet
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.debounce import DebounceSettings
 from pilothouse.push.proxy import ProxyIdentity, parse_node
 from pilothouse.security.identity import Caller, ProvedBy, SpiffeId
 from pilothouse.sources.memory import MemoryStore
 from pilothouse.xds.generators.api_resource import MESH_CONFIG_GVK
 from pilothouse.xds.generators.base import GenerationInput
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.xds.server.discovery import DiscoveryServer, XdsSettings
 from tests.fuzz.budget import fuzz_settings
 from tests.fuzz.mesh_edits import Apply, Delete, Edit, configs, edits

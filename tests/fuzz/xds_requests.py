@@ -13,7 +13,7 @@ from typing import Any
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 from hypothesis import strategies as st
 
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS, SDS
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS, SDS
 
 KNOWN_TYPES = (
     CDS,

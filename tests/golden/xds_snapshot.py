@@ -25,10 +25,10 @@ from envoy.extensions.filters.network.http_connection_manager.v3 import (  # typ
 )
 from google.protobuf import any_pb2, json_format
 
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.sources.fs import FileSource
 from pilothouse.xds.generators.base import GenerationInput
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.xds.server.discovery import DiscoveryServer
 
 TYPES: Mapping[str, str] = {"lds": LDS, "rds": RDS, "cds": CDS, "eds": EDS}

@@ -12,7 +12,7 @@ import grpc
 from envoy.config.cluster.v3 import cluster_pb2  # type: ignore[import-untyped]
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 
-from pilothouse.xds.protocol.type_urls import CDS
+from pilothouse.protocol.type_urls import CDS
 from pilothouse.xds.server.ads import ADS_SERVICE
 
 SOTW = "StreamAggregatedResources"

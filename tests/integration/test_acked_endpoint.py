@@ -21,7 +21,7 @@ from pilothouse.admin.server import AdminServer
 from pilothouse.inspector.admin_address import ENVOY_ADMIN_ADDRESS
 from pilothouse.inspector.digest import bytes_digest
 from pilothouse.inspector.message_types import MessageTypes
-from pilothouse.xds.protocol.type_urls import CDS, EDS
+from pilothouse.protocol.type_urls import CDS, EDS
 from tests.e2e.harness.control_plane import ControlPlane
 from tests.integration.ads_stream import AdsStream, delta_request, open_ads
 

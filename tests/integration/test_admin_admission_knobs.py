@@ -9,8 +9,8 @@ from pathlib import Path
 import grpc
 import pytest
 
+from pilothouse.protocol.type_urls import CDS
 from pilothouse.settings import knobs as settings_knobs
-from pilothouse.xds.protocol.type_urls import CDS
 from tests.integration.ads_stream import open_ads, sotw_request
 from tests.integration.serve_in_process import serve_in_process
 

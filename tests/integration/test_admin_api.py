@@ -21,8 +21,8 @@ import pytest
 from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
 from pilothouse.loadtest.proxy import SimulatedProxy
 from pilothouse.logscopes import scope_names
+from pilothouse.protocol.type_urls import CDS, LDS
 from pilothouse.push.workers import default_push_throttle
-from pilothouse.xds.protocol.type_urls import CDS, LDS
 from tests.integration.serve_in_process import (
     ServeInProcess,
     serve_in_process,

@@ -18,9 +18,9 @@ from google.rpc import status_pb2
 from pilothouse.admin.app import build_admin_app
 from pilothouse.admin.debug_routes import debug_routes
 from pilothouse.admin.server import AdminServer
+from pilothouse.protocol.type_urls import CDS, EDS
 from pilothouse.push.debounce import DebounceSettings
 from pilothouse.sources.fs import FileSource
-from pilothouse.xds.protocol.type_urls import CDS, EDS
 from pilothouse.xds.server.ads import add_discovery_services, new_grpc_server
 from pilothouse.xds.server.discovery import DiscoveryServer, XdsSettings
 from tests.e2e.harness.remote_peer import RemoteRelay, non_loopback_address

@@ -15,8 +15,8 @@ from envoy.service.status.v3 import csds_pb2  # type: ignore[import-untyped]
 from google.protobuf import json_format, struct_pb2
 from google.rpc import status_pb2
 
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.debounce import DebounceSettings
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.xds.server.control_plane import parse_identifier
 from pilothouse.xds.server.debug_types import CONFIG_DUMP, SYNCZ
 from pilothouse.xds.server.discovery import XdsSettings

@@ -29,7 +29,7 @@ from pilothouse.admin.debug_routes import debug_routes
 from pilothouse.admin.server import AdminServer
 from pilothouse.cli.main import main
 from pilothouse.inspector.admin_address import ENVOY_ADMIN_ADDRESS
-from pilothouse.xds.protocol.type_urls import CDS
+from pilothouse.protocol.type_urls import CDS
 from tests.e2e.harness.control_plane import ControlPlane
 from tests.integration.ads_stream import AdsStream, open_ads
 

@@ -24,9 +24,9 @@ from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
 from pilothouse.loadtest.holdings import ReceivedResource
 from pilothouse.loadtest.identity import ISTIO_VERSION
 from pilothouse.loadtest.proxy import SimulatedProxy
+from pilothouse.protocol.type_urls import CDS, EDS, LDS
 from pilothouse.sources.memory import MemoryStore
 from pilothouse.xds.generators.base import GenerationInput
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS
 from pilothouse.xds.server.ads import add_discovery_services, new_grpc_server
 from pilothouse.xds.server.discovery import DiscoveryServer
 from tests.e2e.harness.control_plane import FAST

@@ -26,7 +26,7 @@ from pilothouse.loadtest.fleet import ProxyFleet
 from pilothouse.loadtest.holdings import ReceivedResource
 from pilothouse.loadtest.identity import ProxyFlavour, mesh_identity
 from pilothouse.metrics.push import specs
-from pilothouse.xds.protocol.type_urls import CDS, LDS
+from pilothouse.protocol.type_urls import CDS, LDS
 from tests.integration.metrics_scrape import Scrape, scrape
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ import pytest
 
 from pilothouse.boundary.contain import INTERNAL_ERROR
 from pilothouse.boundary.json_body import MAX_JSON_DEPTH, MAX_NUMBER_DIGITS
-from pilothouse.xds.protocol.type_urls import CDS
+from pilothouse.protocol.type_urls import CDS
 from tests.fuzz.answers import internals_in
 from tests.integration.test_rest_discovery import (
     CART,

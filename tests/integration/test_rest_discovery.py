@@ -23,9 +23,9 @@ from google.protobuf import any_pb2, json_format
 from pilothouse.admin.app import REST, build_admin_app
 from pilothouse.admin.server import AdminServer
 from pilothouse.config.load import Loader
+from pilothouse.protocol.type_urls import CDS, EDS
 from pilothouse.push.debounce import DebounceSettings
 from pilothouse.sources.memory import MemoryStore
-from pilothouse.xds.protocol.type_urls import CDS, EDS
 from pilothouse.xds.server.discovery import DiscoveryServer, XdsSettings
 from pilothouse.xds.server.rest import RestDiscovery, RestSettings
 

@@ -16,7 +16,7 @@ import pytest
 
 from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
 from pilothouse.loadtest.proxy import SimulatedProxy
-from pilothouse.xds.protocol.type_urls import CDS, EDS
+from pilothouse.protocol.type_urls import CDS, EDS
 from pilothouse.xds.server.connection import Connection
 from tests.e2e.harness.control_plane import ControlPlane
 

@@ -15,8 +15,8 @@ from cryptography import x509
 from envoy.extensions.transport_sockets.tls.v3 import secret_pb2  # type: ignore[import-untyped]
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 
+from pilothouse.protocol.type_urls import SDS
 from pilothouse.security import ca_dir
-from pilothouse.xds.protocol.type_urls import SDS
 from pilothouse.xds.server.ads import ADS_SERVICE
 from tests.integration.ads_stream import SOTW, AdsStream, open_ads, sotw_request
 from tests.integration.metrics_scrape import parse

@@ -18,12 +18,12 @@ from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-unty
 from pilothouse.admin.app import REST
 from pilothouse.cli import serve as serve_module
 from pilothouse.cli.main import build_parser
+from pilothouse.protocol.type_urls import CDS, LDS
 from pilothouse.push.cache import Resource
 from pilothouse.push.proxy import parse_node
 from pilothouse.push.request import PushRequest
 from pilothouse.settings import DebounceSettings, XdsSettings
 from pilothouse.sources.memory import MemoryStore
-from pilothouse.xds.protocol.type_urls import CDS, LDS
 from pilothouse.xds.server.connection import Connection, Queued
 from pilothouse.xds.server.discovery import DiscoveryServer
 from tests.e2e.harness.control_plane import ControlPlane

@@ -16,9 +16,9 @@ from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-unty
 from pilothouse.api.istio.mcp.v1alpha1 import mcp_pb2
 from pilothouse.mcp.publisher import SnapshotPublisher
 from pilothouse.mcp.source_server import McpSourceServer
+from pilothouse.protocol.type_urls import CDS
 from pilothouse.settings import AdmissionSettings, XdsSettings
 from pilothouse.sources.memory import MemoryStore
-from pilothouse.xds.protocol.type_urls import CDS
 from pilothouse.xds.server.admission import Admission
 from tests.e2e.harness.control_plane import FAST, ControlPlane
 from tests.integration.test_xds_server import MESH, open_stream, request, status_of

@@ -12,8 +12,8 @@ import asyncio
 import contextlib
 import time
 
+from pilothouse.protocol.type_urls import CDS
 from pilothouse.settings import AdmissionSettings, XdsSettings
-from pilothouse.xds.protocol.type_urls import CDS
 from tests.e2e.harness.control_plane import FAST, ControlPlane
 from tests.integration.test_xds_server import MESH, open_stream, request
 

@@ -9,7 +9,7 @@ import grpc
 import pytest
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 
-from pilothouse.xds.protocol.type_urls import CDS, EDS
+from pilothouse.protocol.type_urls import CDS, EDS
 from pilothouse.xds.server.ads import ADS_SERVICE, add_discovery_services, new_grpc_server
 from pilothouse.xds.server.discovery import DiscoveryServer
 from tests.e2e.harness.control_plane import ControlPlane

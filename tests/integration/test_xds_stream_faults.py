@@ -15,9 +15,9 @@ from dataclasses import dataclass
 import grpc
 import pytest
 
+from pilothouse.protocol.type_urls import CDS
 from pilothouse.push.cache import Resource
 from pilothouse.xds.generators.base import GenerationInput, Generator
-from pilothouse.xds.protocol.type_urls import CDS
 from pilothouse.xds.server.connection import INTERNAL_ERROR
 from tests.e2e.harness.control_plane import ControlPlane
 from tests.integration.ads_stream import (

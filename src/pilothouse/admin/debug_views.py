@@ -29,11 +29,11 @@ from google.protobuf import json_format
 
 from pilothouse.config.model import Config
 from pilothouse.config.schema import SchemaSet
+from pilothouse.protocol.type_urls import short_name
 from pilothouse.registry.model import Service
 from pilothouse.sources.availability import ReportsAvailability
 from pilothouse.sources.fs import FileStatus
 from pilothouse.sources.xds_upstream import UpstreamStatus
-from pilothouse.xds.protocol.type_urls import short_name
 from pilothouse.xds.server.connection import Connection
 from pilothouse.xds.server.discovery import DiscoveryServer
 from pilothouse.xds.server.proxies import proxies

@@ -42,9 +42,9 @@ from pilothouse.cli.admin_client import (
 )
 from pilothouse.cli.columns import age, table
 from pilothouse.environment import SettingsError
-from pilothouse.xds.protocol.messages import NackError
+from pilothouse.protocol.messages import NackError
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS, short_name
 from pilothouse.xds.protocol.sync_status import SyncStatus, sync_status
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS, short_name
 
 PROG: Final = "pilothouse proxy-status"
 COLUMNS: Final = (

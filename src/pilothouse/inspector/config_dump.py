@@ -27,7 +27,7 @@ from typing import Any, Final
 
 from pilothouse.inspector.digest import Unreadable, json_digest
 from pilothouse.inspector.message_types import MessageTypes
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS, TYPE_PREFIX
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS, TYPE_PREFIX
 
 _DUMP_PREFIX: Final = TYPE_PREFIX + "envoy.admin.v3."
 BOOTSTRAP_DUMP: Final = _DUMP_PREFIX + "BootstrapConfigDump"

@@ -35,8 +35,8 @@ from google.protobuf.message import DecodeError, Message
 
 from pilothouse.inspector.endpoints import comparable_assignment
 from pilothouse.inspector.message_types import MessageTypes, UnknownType
+from pilothouse.protocol.type_urls import EDS
 from pilothouse.xds.builders.encode import content_hash
-from pilothouse.xds.protocol.type_urls import EDS
 
 TYPE_KEY: Final = "@type"
 

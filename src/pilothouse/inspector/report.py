@@ -22,7 +22,7 @@ from typing import Any, Final
 
 from pilothouse.inspector.compare import Difference, Kind, Verdict
 from pilothouse.inspector.inspection import Failure, Inspection, Sample
-from pilothouse.xds.protocol.type_urls import short_name
+from pilothouse.protocol.type_urls import short_name
 
 UNKNOWN: Final = "UNKNOWN"
 """A sample's verdict when no proxy diverged but some could not be inspected."""

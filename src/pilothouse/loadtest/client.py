@@ -23,15 +23,15 @@ from pilothouse.loadtest.holdings import ReceivedResource, XdsEvent
 from pilothouse.loadtest.identity import ProxyNode, node_message
 from pilothouse.loadtest.plans import RequestPlan
 from pilothouse.loadtest.references import ResourceReader
-from pilothouse.xds.protocol.client import (
+from pilothouse.protocol.client import (
     ClientEngine,
     Incoming,
     RejectedResponse,
 )
-from pilothouse.xds.protocol.client_delta import DeltaClientEngine
-from pilothouse.xds.protocol.client_requests import ClientRequest
-from pilothouse.xds.protocol.client_sotw import SotwClientEngine
-from pilothouse.xds.protocol.client_watch import ClientWatch
+from pilothouse.protocol.client_delta import DeltaClientEngine
+from pilothouse.protocol.client_requests import ClientRequest
+from pilothouse.protocol.client_sotw import SotwClientEngine
+from pilothouse.protocol.client_watch import ClientWatch
 
 RejectHook = Callable[[str, ReceivedResource], str | None]
 """``reject(type_url, resource)`` → a NACK message, or None to accept the resource."""

@@ -39,7 +39,7 @@ from pilothouse.loadtest.references import ResourceReader
 from pilothouse.loadtest.server_channels import ServerChannels
 from pilothouse.loadtest.stalls import Stalls, find_stalls
 from pilothouse.loadtest.stats import Summary, percentile, summarize
-from pilothouse.xds.protocol.client_wire import RequestEncoder
+from pilothouse.protocol.client_wire import RequestEncoder
 
 
 def fleet_identities(

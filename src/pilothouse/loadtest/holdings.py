@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pilothouse.xds.protocol.client_watch import HeldResource, TypeCounters
+from pilothouse.protocol.client_watch import HeldResource, TypeCounters
 
 __all__ = ["HeldResource", "ReceivedResource", "TypeCounters", "XdsEvent"]
 

@@ -36,10 +36,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
-from pilothouse.xds.protocol.client_policy import WILDCARD_SUBSCRIPTION, FollowUpPolicy
-from pilothouse.xds.protocol.client_watch import ClientWatch
-from pilothouse.xds.protocol.subscriptions import Subscription
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS, short_name
+from pilothouse.protocol.client_policy import WILDCARD_SUBSCRIPTION, FollowUpPolicy
+from pilothouse.protocol.client_watch import ClientWatch
+from pilothouse.protocol.subscriptions import Subscription
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS, short_name
 
 ALL_TYPES: Final = frozenset({CDS, EDS, LDS, RDS})
 """Every type a simulated proxy can ask for (the default)."""

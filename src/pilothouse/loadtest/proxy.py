@@ -46,8 +46,8 @@ from pilothouse.loadtest.identity import ProxyFlavour, ProxyNode
 from pilothouse.loadtest.plans import ALL_TYPES, EnvoyPlan, GrpcPlan, RequestPlan
 from pilothouse.loadtest.references import ResourceReader
 from pilothouse.loadtest.server_channels import ServerChannels
-from pilothouse.xds.protocol.client_wire import RequestEncoder
-from pilothouse.xds.protocol.subscriptions import Subscription
+from pilothouse.protocol.client_wire import RequestEncoder
+from pilothouse.protocol.subscriptions import Subscription
 
 ADS_SERVICE: Final = "/envoy.service.discovery.v3.AggregatedDiscoveryService/"
 SOTW_METHOD: Final = ADS_SERVICE + "StreamAggregatedResources"

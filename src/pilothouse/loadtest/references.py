@@ -30,10 +30,10 @@ from envoy.extensions.filters.network.http_connection_manager.v3 import (  # typ
     http_connection_manager_pb2,
 )
 
+from pilothouse.protocol.client import ResourceLike
+from pilothouse.protocol.client_watch import HeldResource
+from pilothouse.protocol.type_urls import CDS, LDS, RDS, TYPE_PREFIX
 from pilothouse.protowire import WireError, read_varint
-from pilothouse.xds.protocol.client import ResourceLike
-from pilothouse.xds.protocol.client_watch import HeldResource
-from pilothouse.xds.protocol.type_urls import CDS, LDS, RDS, TYPE_PREFIX
 
 HCM_TYPE_URL: Final = (
     TYPE_PREFIX

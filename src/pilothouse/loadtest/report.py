@@ -41,7 +41,7 @@ from pilothouse.loadtest.scenarios import (
 from pilothouse.loadtest.server_process import ServerRecord
 from pilothouse.loadtest.spec import Scenario
 from pilothouse.loadtest.stalls import Stalls
-from pilothouse.xds.protocol.type_urls import short_name
+from pilothouse.protocol.type_urls import short_name
 
 ERROR_EXAMPLES: Final = 5
 PER_CHANGE_LIMIT: Final = 100

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from pilothouse.loadtest.proxy import SimulatedProxy
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS, short_name
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS, short_name
 
 NAME_LIMIT: Final = 100
 """Missing names kept per type (distinct ones); beyond it the count is a lower bound."""

@@ -32,7 +32,7 @@ from pilothouse.loadtest.histogram import LatencyHistogram
 from pilothouse.loadtest.outcome import ChangeOutcome, ShareResult, ShareStatus, Traffic
 from pilothouse.loadtest.proxy import SimulatedProxy
 from pilothouse.loadtest.stalls import find_stalls
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 
 WATCHED_TYPES: Final = (CDS, EDS, LDS, RDS)
 """Every type a simulated proxy (Envoy or proxyless gRPC) asks for."""

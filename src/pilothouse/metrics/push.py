@@ -26,7 +26,7 @@ from pilothouse.metrics.histogram import (
     UnrecordedVec,
     spec,
 )
-from pilothouse.xds.protocol.type_urls import SHORT_NAMES
+from pilothouse.protocol.type_urls import SHORT_NAMES
 
 _SECONDS: Final = (0.01, 0.1, 1, 3, 5, 10, 20, 30)
 _PROXY_SECONDS: Final = (0.1, 0.5, 1, 3, 5, 10, 20, 30)

@@ -47,6 +47,11 @@ from pilothouse.config.load import Loader
 from pilothouse.config.mcp_resource import Rejection, split_name
 from pilothouse.config.model import ConfigKey
 from pilothouse.config.schema import Schema, SchemaSet
+from pilothouse.protocol.client import Delivery
+from pilothouse.protocol.client_policy import StaticSubscriptions
+from pilothouse.protocol.client_requests import ClientRequest
+from pilothouse.protocol.client_sotw import SotwClientEngine
+from pilothouse.protocol.client_wire import RequestEncoder
 from pilothouse.sources.gc_pause import collector_paused
 from pilothouse.sources.memory import MemoryStore
 from pilothouse.sources.upstream_resources import (
@@ -55,11 +60,6 @@ from pilothouse.sources.upstream_resources import (
     KindDecoder,
     decode_mesh_config,
 )
-from pilothouse.xds.protocol.client import Delivery
-from pilothouse.xds.protocol.client_policy import StaticSubscriptions
-from pilothouse.xds.protocol.client_requests import ClientRequest
-from pilothouse.xds.protocol.client_sotw import SotwClientEngine
-from pilothouse.xds.protocol.client_wire import RequestEncoder
 
 log = logging.getLogger("pilothouse.sources.xds")
 

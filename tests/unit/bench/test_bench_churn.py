@@ -42,7 +42,7 @@ from bench.fanout_mesh import FanoutMesh, endpoint_address
 from pilothouse.config.load import Loader
 from pilothouse.loadtest.holdings import HeldResource, XdsEvent
 from pilothouse.loadtest.stats import percentile
-from pilothouse.xds.protocol.type_urls import CDS, EDS
+from pilothouse.protocol.type_urls import CDS, EDS
 
 
 def assignment(name: str, *addresses: str) -> bytes:

@@ -27,7 +27,7 @@ from bench.transport_floor import (
 )
 from pilothouse.loadtest import SimulatedProxy, mesh_identity
 from pilothouse.loadtest.identity import ProxyFlavour
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS
+from pilothouse.protocol.type_urls import CDS, EDS, LDS
 from pilothouse.xds.server.ads import new_grpc_server
 
 

@@ -27,11 +27,11 @@ from bench.generation_mesh import (
 )
 from bench.generation_watches import Subscriptions, message_of
 from pilothouse.config.load import Loader
+from pilothouse.protocol.type_urls import CDS, EDS, LDS
 from pilothouse.push.cache import CacheStats, Resource
 from pilothouse.push.proxy import ProxyType
 from pilothouse.xds.generators import cds
 from pilothouse.xds.generators.cds import encode
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS
 
 
 def load(root: Path) -> dict[str, str]:

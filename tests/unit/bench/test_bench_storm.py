@@ -10,7 +10,7 @@ from bench.storm_runs import PeakMemory, StormRun, storm, summarize_storms
 from bench.storm_servers import floor_load_requests, raise_open_file_limit
 from bench.transport_floor import FloorService, add_floor_services
 from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
-from pilothouse.xds.protocol.type_urls import CDS, EDS
+from pilothouse.protocol.type_urls import CDS, EDS
 from pilothouse.xds.server.ads import new_grpc_server
 from tests.unit.bench.test_bench_floor import loaded_floor
 

@@ -25,11 +25,11 @@ from pilothouse.cli.config_tables import (
 )
 from pilothouse.cli.main import build_parser
 from pilothouse.cli.proxy_status import merged, status_table, type_state
+from pilothouse.protocol.subscriptions import Subscription
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.proxy import parse_node
 from pilothouse.sources.fs import FileSource
-from pilothouse.xds.protocol.subscriptions import Subscription
 from pilothouse.xds.protocol.sync_status import SyncStatus
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.xds.server.config_dump import config_dump_json, proxy_dump
 from pilothouse.xds.server.discovery import DiscoveryServer
 from pilothouse.xds.server.rest import ResourceJsonCache

@@ -10,12 +10,12 @@ from envoy.config.endpoint.v3 import endpoint_pb2
 from envoy.config.listener.v3 import listener_pb2
 from google.protobuf import any_pb2
 
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.proxy import parse_node
 from pilothouse.sources.memory import MemoryStore
 from pilothouse.xds.generators.base import GenerationInput, Generator, Resources
 from pilothouse.xds.generators.eds import EndpointGenerator
 from pilothouse.xds.generators.grpc_flavour import ByFlavour, is_proxyless
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.xds.server.discovery import DiscoveryServer
 from tests.unit.grpc_xds.mesh import CLUSTER, FQDN_TARGET, GREETER, SUBSETS, V1, Mesh, grpc_proxy
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pilothouse.inspector.compare import Difference, Kind, TypeCounts, Verdict, compare
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS, SDS
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS, SDS
 
 
 def test_the_same_digests_are_synced_and_other_types_are_not_compared() -> None:

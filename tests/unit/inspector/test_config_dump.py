@@ -18,8 +18,8 @@ from pilothouse.inspector.config_dump import (
 )
 from pilothouse.inspector.digest import bytes_digest
 from pilothouse.inspector.message_types import MessageTypes
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.xds.builders.encode import to_any_bytes
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
 from tests.unit.inspector.test_digest import as_envoy_dumps
 
 ADMIN = "type.googleapis.com/envoy.admin.v3."

@@ -26,8 +26,8 @@ from udpa.type.v1 import typed_struct_pb2  # type: ignore[import-untyped]
 
 from pilothouse.inspector.digest import Unreadable, bytes_digest, from_json, json_digest
 from pilothouse.inspector.message_types import MessageTypes
+from pilothouse.protocol.type_urls import CDS, EDS, LDS
 from pilothouse.xds.builders.encode import to_any_bytes
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS
 
 OPTIONS = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
 

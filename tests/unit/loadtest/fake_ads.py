@@ -32,7 +32,7 @@ from envoy.service.discovery.v3 import ads_pb2_grpc, discovery_pb2
 from google.protobuf import any_pb2
 from google.protobuf.message import Message
 
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 
 FULL_STATE = frozenset({CDS, LDS})
 PUSH_ORDER = (CDS, EDS, LDS, RDS)

@@ -20,7 +20,7 @@ from envoy.extensions.filters.network.tcp_proxy.v3 import tcp_proxy_pb2
 from google.protobuf import any_pb2, duration_pb2
 from google.protobuf.message import Message
 
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 
 Resources = dict[str, dict[str, Message]]
 

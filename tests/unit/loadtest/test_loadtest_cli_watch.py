@@ -13,7 +13,7 @@ import pytest
 from pilothouse.loadtest.holdings import TypeCounters
 from pilothouse.loadtest.outcome import Traffic
 from pilothouse.loadtest.watch import FleetWatch
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS
+from pilothouse.protocol.type_urls import CDS, EDS, LDS
 
 
 class Clock:

@@ -10,7 +10,7 @@ import pytest
 from google.protobuf import json_format
 
 from pilothouse.loadtest import ProxyFleet, fleet_identities, holding_versions, settled
-from pilothouse.xds.protocol.type_urls import EDS
+from pilothouse.protocol.type_urls import EDS
 
 from .conftest import eventually
 from .fake_ads import FakeAdsServer, content_version

@@ -16,7 +16,7 @@ from google.protobuf import json_format
 
 from pilothouse.loadtest import ProxyFlavour, SimulatedProxy, mesh_identity, settled
 from pilothouse.loadtest.identity import GRPC_CLIENT_FEATURES
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 
 from .conftest import eventually
 from .fake_ads import FakeAdsServer

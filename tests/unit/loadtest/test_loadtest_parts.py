@@ -33,9 +33,9 @@ from pilothouse.loadtest.references import (
     route_cluster_names,
     string_field,
 )
+from pilothouse.protocol.client_sotw import RESOURCE_WRAPPER
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.protowire import WireError
-from pilothouse.xds.protocol.client_sotw import RESOURCE_WRAPPER
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
 
 from .mesh_fixtures import (
     GRPC_ROUTE,

@@ -23,7 +23,7 @@ from pilothouse.loadtest import (
     mesh_identity,
     settled,
 )
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 
 from .conftest import FAST_BACKOFF, FAST_CHANNEL, eventually
 from .fake_ads import FakeAds, FakeAdsServer, Recorded

@@ -22,7 +22,7 @@ from pilothouse.loadtest import (
 from pilothouse.loadtest.report import build_report, render_text
 from pilothouse.loadtest.spec import LoadSpec, Scenario, Trigger
 from pilothouse.loadtest.stalls import StreamStall, TypeStall
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 
 from .fake_ads import FakeAds, FakeAdsServer
 from .mesh_fixtures import EDS_CLUSTERS, REVIEWS, sidecar_mesh

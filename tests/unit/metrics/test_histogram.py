@@ -16,7 +16,7 @@ from pilothouse.metrics.histogram import (
     spec,
 )
 from pilothouse.metrics.push import CONFIG_SIZE, PushMetrics, metric_type
-from pilothouse.xds.protocol.type_urls import CDS, EDS
+from pilothouse.protocol.type_urls import CDS, EDS
 
 SECONDS = spec("t", "help", (0.1, 1, 10))
 

@@ -20,10 +20,10 @@ from typing import NamedTuple
 from envoy.service.discovery.v3 import discovery_pb2
 from google.protobuf import any_pb2
 
-from pilothouse.xds.protocol.client_policy import WILDCARD_SUBSCRIPTION
-from pilothouse.xds.protocol.client_watch import ClientWatch
-from pilothouse.xds.protocol.subscriptions import Subscription
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
+from pilothouse.protocol.client_policy import WILDCARD_SUBSCRIPTION
+from pilothouse.protocol.client_watch import ClientWatch
+from pilothouse.protocol.subscriptions import Subscription
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 
 ORDER = (CDS, EDS, LDS, RDS)
 

@@ -8,11 +8,11 @@ from collections.abc import Mapping
 import pytest
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 
+from pilothouse.protocol.subscriptions import Subscription
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.cache import Resource
 from pilothouse.xds.protocol.acked import MAX_WAITING, AckedResources
 from pilothouse.xds.protocol.stream_engine import StreamEngine
-from pilothouse.xds.protocol.subscriptions import Subscription
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
 from tests.unit.xds_protocol.test_stream_engine import (
     LISTENER,
     ROUTE,

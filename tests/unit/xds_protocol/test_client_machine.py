@@ -39,15 +39,15 @@ from hypothesis.stateful import (
     rule,
 )
 
-from pilothouse.xds.protocol.client import ClientEngine
-from pilothouse.xds.protocol.client_delta import DeltaClientEngine
-from pilothouse.xds.protocol.client_sotw import SotwClientEngine
+from pilothouse.protocol.client import ClientEngine
+from pilothouse.protocol.client_delta import DeltaClientEngine
+from pilothouse.protocol.client_sotw import SotwClientEngine
+from pilothouse.protocol.subscriptions import Subscription
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS, is_full_state_type
 from pilothouse.xds.protocol.delta import DeltaDecision, DeltaKind, DeltaSession
 from pilothouse.xds.protocol.delta_plan import plan_delta
 from pilothouse.xds.protocol.sotw import SotwDecision, SotwSession
 from pilothouse.xds.protocol.sotw_watch import plan_sotw
-from pilothouse.xds.protocol.subscriptions import Subscription
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS, is_full_state_type
 
 from .client_fixtures import ORDER, ChainPolicy, body, delta_response, read_body, sotw_response
 

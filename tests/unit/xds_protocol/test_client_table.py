@@ -10,14 +10,14 @@ from envoy.config.core.v3 import base_pb2
 from envoy.service.discovery.v3 import discovery_pb2
 from google.protobuf import any_pb2
 
-from pilothouse.xds.protocol.client import AlreadyAnswered, ClientEngine, RejectedResponse
-from pilothouse.xds.protocol.client_delta import DeltaClientEngine
-from pilothouse.xds.protocol.client_policy import WILDCARD_SUBSCRIPTION, StaticSubscriptions
-from pilothouse.xds.protocol.client_requests import INTERNAL
-from pilothouse.xds.protocol.client_sotw import RESOURCE_WRAPPER, SotwClientEngine
-from pilothouse.xds.protocol.client_watch import ClientWatch
-from pilothouse.xds.protocol.subscriptions import Subscription
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
+from pilothouse.protocol.client import AlreadyAnswered, ClientEngine, RejectedResponse
+from pilothouse.protocol.client_delta import DeltaClientEngine
+from pilothouse.protocol.client_policy import WILDCARD_SUBSCRIPTION, StaticSubscriptions
+from pilothouse.protocol.client_requests import INTERNAL
+from pilothouse.protocol.client_sotw import RESOURCE_WRAPPER, SotwClientEngine
+from pilothouse.protocol.client_watch import ClientWatch
+from pilothouse.protocol.subscriptions import Subscription
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 
 from .client_fixtures import (
     ChainPolicy,

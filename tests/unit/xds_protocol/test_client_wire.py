@@ -9,14 +9,14 @@ from envoy.service.discovery.v3 import discovery_pb2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pilothouse.xds.protocol.client_requests import (
+from pilothouse.protocol.client_requests import (
     NO_NODE,
     NO_STATUS,
     DeltaClientRequest,
     RequestStatus,
     SotwClientRequest,
 )
-from pilothouse.xds.protocol.client_wire import RequestEncoder
+from pilothouse.protocol.client_wire import RequestEncoder
 
 texts = st.text(max_size=30)
 name_tuples = st.lists(st.text(min_size=1, max_size=20), max_size=6).map(tuple)

@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from pilothouse.protocol.type_urls import CDS, EDS, is_wildcard_type
 from pilothouse.xds.protocol.delta import DeltaDecision, DeltaKind, DeltaSession
 from pilothouse.xds.protocol.delta_plan import plan_delta
-from pilothouse.xds.protocol.type_urls import CDS, EDS, is_wildcard_type
 from pilothouse.xds.protocol.versions import NonceSource, PushVersions
 
 from .discovery import delta_request

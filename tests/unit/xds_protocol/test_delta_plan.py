@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from pilothouse.protocol.type_urls import CDS, EDS
 from pilothouse.xds.protocol.delta import DeltaSession
 from pilothouse.xds.protocol.delta_plan import plan_delta
 from pilothouse.xds.protocol.delta_watch import DeltaWatch
-from pilothouse.xds.protocol.type_urls import CDS, EDS
 
 from .discovery import delta_request as req
 

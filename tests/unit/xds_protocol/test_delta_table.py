@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 import pytest
 from envoy.service.discovery.v3 import discovery_pb2
 
+from pilothouse.protocol.messages import NackError
+from pilothouse.protocol.subscriptions import Subscription
+from pilothouse.protocol.type_urls import CDS, EDS, LDS
 from pilothouse.xds.protocol.delta import DeltaKind, DeltaSession
-from pilothouse.xds.protocol.messages import NackError
-from pilothouse.xds.protocol.subscriptions import Subscription
 from pilothouse.xds.protocol.sync_status import SyncStatus
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS
 
 from .discovery import delta_request as req
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from pilothouse.protocol.messages import NackError
+from pilothouse.protocol.subscriptions import Subscription
+from pilothouse.protocol.type_urls import EDS
 from pilothouse.xds.protocol.delta_watch import DeltaWatch
-from pilothouse.xds.protocol.messages import NackError
-from pilothouse.xds.protocol.subscriptions import Subscription
-from pilothouse.xds.protocol.type_urls import EDS
 
 ERR = NackError(13, "bad")
 AB = Subscription(frozenset({"a", "b"}))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pilothouse.xds.protocol.messages import NackError
+from pilothouse.protocol.messages import NackError
 from pilothouse.xds.protocol.records import sent_record
 from pilothouse.xds.protocol.sync_status import SyncStatus, sync_status
 

@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS, is_wildcard_type
 from pilothouse.xds.protocol.sotw import SotwKind, SotwSession
 from pilothouse.xds.protocol.sotw_watch import plan_sotw
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS, is_wildcard_type
 from pilothouse.xds.protocol.versions import (
     NonceSource,
     PushVersions,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from pilothouse.xds.protocol.messages import NackError
+from pilothouse.protocol.messages import NackError
+from pilothouse.protocol.subscriptions import Subscription
+from pilothouse.protocol.type_urls import CDS, EDS
 from pilothouse.xds.protocol.sotw_watch import SotwWatch, plan_sotw
-from pilothouse.xds.protocol.subscriptions import Subscription
 from pilothouse.xds.protocol.sync_status import SyncStatus
-from pilothouse.xds.protocol.type_urls import CDS, EDS
 from pilothouse.xds.protocol.versions import VersionRegression
 
 ERR = NackError(13, "bad")

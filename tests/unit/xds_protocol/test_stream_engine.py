@@ -16,10 +16,10 @@ import pytest
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 from google.protobuf import any_pb2
 
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.cache import Resource
 from pilothouse.xds.protocol.stream_engine import Step, StreamEngine
 from pilothouse.xds.protocol.stream_flavour import Outgoing
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
 
 A = "outbound|80||a.ns.svc.cluster.local"
 B = "outbound|80||b.ns.svc.cluster.local"

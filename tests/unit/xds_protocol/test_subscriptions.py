@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from pilothouse.xds.protocol.subscriptions import (
+from pilothouse.protocol.subscriptions import (
     Subscription,
     delta_change,
     delta_initial_subscription,
     sotw_subscription,
 )
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS
+from pilothouse.protocol.type_urls import CDS, EDS, LDS
 
 SE = "networking.istio.io/v1/ServiceEntry"
 

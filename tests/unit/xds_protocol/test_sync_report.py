@@ -5,12 +5,12 @@ from __future__ import annotations
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 from google.rpc import status_pb2
 
+from pilothouse.protocol.messages import NackError
+from pilothouse.protocol.type_urls import CDS, EDS, LDS
 from pilothouse.xds.protocol.delta import DeltaSession
-from pilothouse.xds.protocol.messages import NackError
 from pilothouse.xds.protocol.sotw import SotwSession
 from pilothouse.xds.protocol.sync_report import type_syncs
 from pilothouse.xds.protocol.sync_status import SyncStatus
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS
 
 NODE = "sidecar~10.0.0.1~a.ns~ns.svc.cluster.local"
 

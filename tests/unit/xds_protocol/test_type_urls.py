@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pilothouse.xds.protocol import type_urls as t
+from pilothouse.protocol import type_urls as t
 
 
 def test_type_urls_are_envoy_v3_names() -> None:

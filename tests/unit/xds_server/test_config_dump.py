@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from google.protobuf import json_format
 
+from pilothouse.protocol.subscriptions import Subscription
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.proxy import parse_node
 from pilothouse.sources.fs import FileSource
-from pilothouse.xds.protocol.subscriptions import Subscription
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.xds.server.config_dump import (
     BadTypes,
     config_dump,

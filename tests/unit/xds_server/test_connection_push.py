@@ -10,11 +10,11 @@ from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-unty
 from google.protobuf import any_pb2
 
 from pilothouse.config.model import ConfigKey
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.cache import Resource
 from pilothouse.push.proxy import parse_node
 from pilothouse.push.request import PushRequest
 from pilothouse.xds.generators.base import GenerationInput
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.xds.server.connection import Connection
 
 CLUSTERS = ("outbound|80||a.ns.svc.cluster.local", "outbound|80||b.ns.svc.cluster.local")

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.cache import Resource
 from pilothouse.push.proxy import parse_node
 from pilothouse.push.request import PushRequest
 from pilothouse.xds.generators.base import GenerationInput
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.xds.server.connection import Connection, Queued
 from tests.unit.xds_server.test_connection_push import (
     CLUSTERS,

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from pilothouse.protocol.type_urls import CDS, EDS
 from pilothouse.push.proxy import parse_node
-from pilothouse.xds.protocol.type_urls import CDS, EDS
 from pilothouse.xds.server.connection import Connection, Queued
 from pilothouse.xds.server.writer import write_responses
 from tests.unit.xds_server.test_connection_push import FakeGeneration

@@ -9,9 +9,9 @@ from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-unty
 from google.protobuf import any_pb2
 
 from pilothouse import __version__
+from pilothouse.protocol.type_urls import CDS
 from pilothouse.push.cache import Resource
 from pilothouse.xds.builders.encode import content_hash, to_any_bytes
-from pilothouse.xds.protocol.type_urls import CDS
 from pilothouse.xds.protocol.wire import control_plane_field, delta_response, sotw_response
 from pilothouse.xds.server.control_plane import (
     ControlPlaneIdentity,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from prometheus_client import generate_latest
 
 from pilothouse.admin.metrics import server_metrics
+from pilothouse.protocol.type_urls import CDS, EDS
 from pilothouse.sources.memory import MemoryStore
-from pilothouse.xds.protocol.type_urls import CDS, EDS
 from pilothouse.xds.server.admission import Refusal
 from pilothouse.xds.server.discovery import DiscoveryServer
 from tests.integration.metrics_scrape import Scrape, parse

@@ -17,6 +17,7 @@ from google.protobuf import any_pb2
 from pilothouse.config.load import Loader
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import ConfigKey
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.cache import ResourceCache
 from pilothouse.push.context import PushContext, build_context
 from pilothouse.push.proxy import ProxyIdentity, parse_node
@@ -32,7 +33,6 @@ from pilothouse.xds.generators.lds import ListenerGenerator
 from pilothouse.xds.generators.lds_inbound import AddressTemplate
 from pilothouse.xds.generators.rds import RouteGenerator
 from pilothouse.xds.generators.routing import hash_policy_inputs, label_key
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
 
 NAMESPACES = ("shop", "bank")
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pilothouse.xds.protocol.type_urls import EDS
+from pilothouse.protocol.type_urls import EDS
 from pilothouse.xds.server.rest_request import PlainPoll, node_key, plain_poll
 
 NODE: dict[str, Any] = {

@@ -20,6 +20,7 @@ from cryptography import x509
 from envoy.extensions.transport_sockets.tls.v3 import secret_pb2  # type: ignore[import-untyped]
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 
+from pilothouse.protocol.type_urls import SDS
 from pilothouse.push.debounce import DebounceSettings
 from pilothouse.push.proxy import parse_node
 from pilothouse.security.ca import CertificateAuthority
@@ -27,7 +28,6 @@ from pilothouse.security.identity import Caller, ProvedBy, SpiffeId
 from pilothouse.security.secrets_directory import SecretsDirectory
 from pilothouse.settings import CaSettings, SdsSettings, XdsSettings
 from pilothouse.sources.memory import MemoryStore
-from pilothouse.xds.protocol.type_urls import SDS
 from pilothouse.xds.server.connection import Connection
 from pilothouse.xds.server.discovery import DiscoveryServer
 from pilothouse.xds.server.secret_delivery import SecretDelivery

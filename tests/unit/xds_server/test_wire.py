@@ -6,9 +6,9 @@ from envoy.config.cluster.v3 import cluster_pb2  # type: ignore[import-untyped]
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 from google.protobuf import any_pb2
 
+from pilothouse.protocol.type_urls import CDS
 from pilothouse.push.cache import Resource
 from pilothouse.xds.builders.encode import content_hash, to_any_bytes
-from pilothouse.xds.protocol.type_urls import CDS
 from pilothouse.xds.protocol.wire import delta_response, sotw_response
 
 

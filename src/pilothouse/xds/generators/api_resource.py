@@ -18,9 +18,9 @@ from pilothouse.config.mcp_resource import MCP_RESOURCE_TYPE_URL, encode_resourc
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.meshconfig import mesh_config_message
 from pilothouse.config.model import Config
+from pilothouse.protocol.type_urls import TYPE_PREFIX
 from pilothouse.sources.upstream_resources import MESH_CONFIG_GVK, MESH_CONFIG_TYPE_URL
 from pilothouse.xds.builders.encode import any_bytes, to_any_bytes
-from pilothouse.xds.protocol.type_urls import TYPE_PREFIX
 
 __all__ = [
     "MCP_RESOURCE_TYPE_URL",

@@ -34,6 +34,7 @@ from datetime import timedelta
 from typing import Any
 
 from pilothouse.config.model import Config
+from pilothouse.protocol.type_urls import CDS
 from pilothouse.push.cache import Resource, ResourceCache, ResourceGroup
 from pilothouse.push.inputs import ConfigRevision, EndpointsAt, InputKey
 from pilothouse.push.peer_authentication import MtlsMode
@@ -55,7 +56,6 @@ from pilothouse.xds.generators.base import GenerationInput, Resources
 from pilothouse.xds.generators.context_memo import context_memo
 from pilothouse.xds.generators.inbound import InboundPort, inbound_ports
 from pilothouse.xds.generators.scope_memo import scope_memo
-from pilothouse.xds.protocol.type_urls import CDS
 
 _DISCOVERY = {
     Resolution.STATIC: Discovery.EDS,

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pilothouse.config.model import Config
+from pilothouse.protocol.type_urls import EDS
 from pilothouse.push.cache import Resource
 from pilothouse.push.inputs import EndpointsAt
 from pilothouse.push.peer_authentication import PeerAuthenticationAt
@@ -31,7 +32,6 @@ from pilothouse.xds.builders.names import Direction, outbound_cluster_name, pars
 from pilothouse.xds.generators.base import GenerationInput, Resources
 from pilothouse.xds.generators.cds import encode, subsets_of
 from pilothouse.xds.generators.scope_memo import predecessor_memo, scope_memo
-from pilothouse.xds.protocol.type_urls import EDS
 
 MAX_REMEMBERED = 64
 """Distinct watch sets remembered per scope (a scope's proxies normally share one)."""

@@ -34,6 +34,7 @@ from typing import Any
 
 from pilothouse.api.istio.networking.v1alpha3 import destination_rule_pb2 as dr_pb2
 from pilothouse.config.model import Config
+from pilothouse.protocol.type_urls import CDS
 from pilothouse.push.cache import Resource
 from pilothouse.push.inputs import ConfigRevision, EndpointsAt
 from pilothouse.registry.model import Resolution, Service, ServicePort
@@ -43,7 +44,6 @@ from pilothouse.xds.builders.names import Direction, outbound_cluster_name, pars
 from pilothouse.xds.builders.traffic_policy import effective_policy
 from pilothouse.xds.generators.base import GenerationInput, Resources
 from pilothouse.xds.generators.cds import encode, subsets_of
-from pilothouse.xds.protocol.type_urls import CDS
 
 LoadBalancerSettings = dr_pb2.LoadBalancerSettings
 

@@ -23,6 +23,7 @@ from typing import Any
 from envoy.config.listener.v3 import listener_pb2  # type: ignore[import-untyped]
 from envoy.extensions.filters.http.fault.v3 import fault_pb2  # type: ignore[import-untyped]
 
+from pilothouse.protocol.type_urls import LDS
 from pilothouse.push.cache import Resource
 from pilothouse.xds.builders.http_connection_manager import (
     FAULT_FILTER,
@@ -44,7 +45,6 @@ from pilothouse.xds.generators.grpc_targets import (
     parse_server_listener_name,
     resolve_target,
 )
-from pilothouse.xds.protocol.type_urls import LDS
 
 
 class GrpcListenerGenerator:

@@ -38,6 +38,7 @@ from envoy.config.route.v3 import route_components_pb2 as rc_pb2  # type: ignore
 from envoy.config.route.v3 import route_pb2
 from google.protobuf import duration_pb2
 
+from pilothouse.protocol.type_urls import RDS
 from pilothouse.push.cache import Resource
 from pilothouse.push.hostnames import host_matches
 from pilothouse.xds.builders.names import outbound_cluster_name
@@ -54,7 +55,6 @@ from pilothouse.xds.generators.context_memo import context_memo
 from pilothouse.xds.generators.grpc_targets import GrpcTarget, resolve_target
 from pilothouse.xds.generators.routing import resolver_for
 from pilothouse.xds.generators.scope_inputs import scope_inputs
-from pilothouse.xds.protocol.type_urls import RDS
 
 GRPC_CHANNEL_ID: Final = "io.grpc.channel_id"
 GRPC_ROUTE_FILTERS: Final = frozenset({FAULT_FILTER})

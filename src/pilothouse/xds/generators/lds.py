@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pilothouse.config.model import Config
+from pilothouse.protocol.type_urls import LDS
 from pilothouse.push.cache import Resource, ResourceGroup
 from pilothouse.push.hostnames import host_matches
 from pilothouse.xds.builders.cluster import RestPolling
@@ -64,7 +65,6 @@ from pilothouse.xds.generators.lds_inbound import inbound_listener
 from pilothouse.xds.generators.routing import resolver_for
 from pilothouse.xds.generators.scope_inputs import ScopeInputs, scope_inputs
 from pilothouse.xds.generators.scope_memo import scope_memo
-from pilothouse.xds.protocol.type_urls import LDS
 
 log = logging.getLogger("pilothouse.xds")
 

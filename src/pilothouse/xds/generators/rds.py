@@ -29,6 +29,7 @@ from typing import Any
 from envoy.config.route.v3 import route_components_pb2 as rc_pb2  # type: ignore[import-untyped]
 
 from pilothouse.config.model import Config, ConfigKey
+from pilothouse.protocol.type_urls import RDS
 from pilothouse.push.cache import Resource
 from pilothouse.push.hostnames import host_matches
 from pilothouse.push.indexes import RouteEntry
@@ -52,7 +53,6 @@ from pilothouse.xds.generators.routing import (
 )
 from pilothouse.xds.generators.scope_inputs import ScopeInputs, scope_inputs
 from pilothouse.xds.generators.scope_memo import scope_memo
-from pilothouse.xds.protocol.type_urls import RDS
 
 
 class RouteGenerator:

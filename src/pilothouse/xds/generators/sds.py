@@ -39,6 +39,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Final
 
+from pilothouse.protocol.type_urls import SDS
 from pilothouse.push.cache import Resource
 from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.push.secrets import WORKLOAD_SECRET
@@ -50,7 +51,6 @@ from pilothouse.security.workload_certificates import WorkloadCertificates
 from pilothouse.xds.builders.secret import KeyPairInputs, ValidationInputs, encode_secret
 from pilothouse.xds.builders.upstream_tls import CREDENTIAL_PREFIX, SDS_ROOT_SECRET
 from pilothouse.xds.generators.base import GenerationInput, Resources
-from pilothouse.xds.protocol.type_urls import SDS
 from pilothouse.xds.protocol.withheld import WITHHELD
 
 log = logging.getLogger("pilothouse.xds.sds")

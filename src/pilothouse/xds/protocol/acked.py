@@ -40,8 +40,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final
 
+from pilothouse.protocol.subscriptions import Subscription
 from pilothouse.push.cache import Resource
-from pilothouse.xds.protocol.subscriptions import Subscription
 
 MAX_WAITING: Final = 16
 """Unanswered responses kept per per-name type before the oldest two are merged."""

@@ -42,19 +42,19 @@ import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from pilothouse.xds.protocol.delta_watch import DeltaWatch
-from pilothouse.xds.protocol.messages import (
+from pilothouse.protocol.messages import (
     DeltaRequest,
     NackError,
     nack_error,
 )
-from pilothouse.xds.protocol.stream_state import StreamState
-from pilothouse.xds.protocol.subscriptions import (
+from pilothouse.protocol.subscriptions import (
     Subscription,
     delta_change,
     delta_initial_subscription,
 )
-from pilothouse.xds.protocol.type_urls import WARMING_DEPENDENCIES
+from pilothouse.protocol.type_urls import WARMING_DEPENDENCIES
+from pilothouse.xds.protocol.delta_watch import DeltaWatch
+from pilothouse.xds.protocol.stream_state import StreamState
 
 
 class DeltaKind(enum.Enum):

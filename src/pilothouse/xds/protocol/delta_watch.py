@@ -27,9 +27,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
-from pilothouse.xds.protocol.messages import NackError
+from pilothouse.protocol.messages import NackError
+from pilothouse.protocol.subscriptions import Subscription
 from pilothouse.xds.protocol.records import ResourceRecord, sent_record
-from pilothouse.xds.protocol.subscriptions import Subscription
 from pilothouse.xds.protocol.sync_status import SyncStatus, sync_status
 from pilothouse.xds.protocol.versions import check_version_advance
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS, is_full_state_type
 from pilothouse.push.cache import Resource
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS, is_full_state_type
 
 ROUTE_TYPES = frozenset({LDS, RDS})
 _LINGERING_TYPES = frozenset({CDS, EDS})

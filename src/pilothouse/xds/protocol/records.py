@@ -18,7 +18,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from pilothouse.xds.protocol.messages import NackError
+from pilothouse.protocol.messages import NackError
 
 
 class ResourceRecord(NamedTuple):

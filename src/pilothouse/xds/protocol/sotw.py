@@ -37,15 +37,15 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pilothouse.xds.protocol.messages import (
+from pilothouse.protocol.messages import (
     NackError,
     SotwRequest,
     nack_error,
 )
+from pilothouse.protocol.subscriptions import Subscription, sotw_subscription
+from pilothouse.protocol.type_urls import WARMING_DEPENDENCIES, is_wildcard_type
 from pilothouse.xds.protocol.sotw_watch import SotwWatch
 from pilothouse.xds.protocol.stream_state import StreamState
-from pilothouse.xds.protocol.subscriptions import Subscription, sotw_subscription
-from pilothouse.xds.protocol.type_urls import WARMING_DEPENDENCIES, is_wildcard_type
 
 
 class SotwKind(enum.Enum):

@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import NamedTuple
 
-from pilothouse.xds.protocol.messages import NackError
+from pilothouse.protocol.messages import NackError
+from pilothouse.protocol.subscriptions import Subscription
+from pilothouse.protocol.type_urls import is_full_state_type
 from pilothouse.xds.protocol.records import HeldRecords, SentResponse
-from pilothouse.xds.protocol.subscriptions import Subscription
 from pilothouse.xds.protocol.sync_status import SyncStatus, sync_status
-from pilothouse.xds.protocol.type_urls import is_full_state_type
 from pilothouse.xds.protocol.versions import check_version_advance
 
 _NOTHING: Mapping[str, str] = MappingProxyType({})

@@ -24,9 +24,11 @@ import functools
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
+from pilothouse.protocol.messages import DeltaRequest, SotwRequest
+from pilothouse.protocol.subscriptions import Subscription
+from pilothouse.protocol.type_urls import CDS, EDS, SDS, push_order_key
 from pilothouse.push.cache import Resource
 from pilothouse.xds.protocol.delta import DeltaSession
-from pilothouse.xds.protocol.messages import DeltaRequest, SotwRequest
 from pilothouse.xds.protocol.ordering import ROUTE_TYPES, MakeBeforeBreak
 from pilothouse.xds.protocol.sotw import SotwSession
 from pilothouse.xds.protocol.stream_flavour import (
@@ -36,8 +38,6 @@ from pilothouse.xds.protocol.stream_flavour import (
     ResourceSource,
     SotwFlavour,
 )
-from pilothouse.xds.protocol.subscriptions import Subscription
-from pilothouse.xds.protocol.type_urls import CDS, EDS, SDS, push_order_key
 from pilothouse.xds.protocol.wire import NO_CONTROL_PLANE, ControlPlaneField
 
 _NO_NAMES: frozenset[str] = frozenset()

@@ -15,15 +15,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from pilothouse.protocol.messages import DeltaRequest, SotwRequest
+from pilothouse.protocol.type_urls import EDS, is_full_state_type
 from pilothouse.push.cache import Resource
 from pilothouse.xds.protocol.acked import AckedResources
 from pilothouse.xds.protocol.delta import DeltaDecision, DeltaKind, DeltaSession
 from pilothouse.xds.protocol.delta_plan import plan_delta
-from pilothouse.xds.protocol.messages import DeltaRequest, SotwRequest
 from pilothouse.xds.protocol.ordering import MakeBeforeBreak
 from pilothouse.xds.protocol.sotw import SotwKind, SotwSession
 from pilothouse.xds.protocol.sotw_watch import plan_sotw
-from pilothouse.xds.protocol.type_urls import EDS, is_full_state_type
 from pilothouse.xds.protocol.versions import NonceSource
 from pilothouse.xds.protocol.wire import (
     NO_CONTROL_PLANE,

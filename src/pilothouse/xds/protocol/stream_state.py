@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Generic, Protocol, TypeVar
 
-from pilothouse.xds.protocol.messages import DeltaRequest, NodeLike, SotwRequest, carried_node
-from pilothouse.xds.protocol.subscriptions import Subscription
+from pilothouse.protocol.messages import DeltaRequest, NodeLike, SotwRequest, carried_node
+from pilothouse.protocol.subscriptions import Subscription
 
 
 class Watched(Protocol):

@@ -16,13 +16,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from pilothouse.protocol.messages import NackError
+from pilothouse.protocol.type_urls import push_order_key
 from pilothouse.xds.protocol.delta import DeltaSession
 from pilothouse.xds.protocol.delta_watch import DeltaWatch
-from pilothouse.xds.protocol.messages import NackError
 from pilothouse.xds.protocol.sotw import SotwSession
 from pilothouse.xds.protocol.sotw_watch import SotwWatch
 from pilothouse.xds.protocol.sync_status import SyncStatus
-from pilothouse.xds.protocol.type_urls import push_order_key
 
 
 @dataclass(frozen=True, slots=True)

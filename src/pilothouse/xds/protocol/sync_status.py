@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 
-from pilothouse.xds.protocol.messages import NackError
+from pilothouse.protocol.messages import NackError
 
 
 class SyncStatus(enum.Enum):

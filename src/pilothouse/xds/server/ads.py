@@ -44,11 +44,11 @@ import grpc
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 from google.protobuf import json_format
 
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.proxy import BadNode, GeneratorFamily, ProxyIdentity, parse_node
 from pilothouse.security.authn import Unauthenticated
 from pilothouse.security.identity import Caller
 from pilothouse.settings import XdsSettings
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.xds.server.admission import Refusal, Refused
 from pilothouse.xds.server.connection import INTERNAL_ERROR, Connection, Queued
 from pilothouse.xds.server.debug_types import DebugAnswers, DebugDenied, is_debug_type

@@ -29,10 +29,10 @@ from typing import Any, Final
 from envoy.admin.v3 import config_dump_pb2, config_dump_shared_pb2  # type: ignore[import-untyped]
 from google.protobuf import any_pb2
 
+from pilothouse.protocol.subscriptions import Subscription
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS, is_wildcard_type, type_url_for
 from pilothouse.push.cache import Resource
 from pilothouse.push.proxy import ProxyIdentity
-from pilothouse.xds.protocol.subscriptions import Subscription
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS, is_wildcard_type, type_url_for
 from pilothouse.xds.server.backend import Backend
 from pilothouse.xds.server.proxy_resources import ProxyResources
 

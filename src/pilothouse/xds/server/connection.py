@@ -26,13 +26,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
+from pilothouse.protocol.messages import DeltaRequest, SotwRequest
 from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.push.request import PushRequest
 from pilothouse.push.secrets import secret_names
 from pilothouse.registry.model import SERVICE_KIND, service_hosts
 from pilothouse.settings import XdsSettings
 from pilothouse.xds.protocol.delta import DeltaSession
-from pilothouse.xds.protocol.messages import DeltaRequest, SotwRequest
 from pilothouse.xds.protocol.sotw import SotwSession
 from pilothouse.xds.protocol.stream_engine import Step, StreamEngine
 from pilothouse.xds.protocol.stream_flavour import Outgoing

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.metrics.push import PushMetrics, metric_type
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.cache import ResourceCache
 from pilothouse.push.context import PushContext
 from pilothouse.push.debounce import Debouncer, DebounceSettings
@@ -57,7 +58,6 @@ from pilothouse.xds.generators.lds import ListenerGenerator
 from pilothouse.xds.generators.rds import RouteGenerator
 from pilothouse.xds.protocol.delta import DeltaSession
 from pilothouse.xds.protocol.sotw import SotwSession
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.xds.protocol.versions import PushVersions
 from pilothouse.xds.server.admission import Admission
 from pilothouse.xds.server.connection import INTERNAL_ERROR, Connection

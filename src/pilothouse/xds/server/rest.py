@@ -69,13 +69,13 @@ from google.protobuf import any_pb2, json_format
 from pilothouse.bootstrap.envoy import XDS_REST_CLUSTER
 from pilothouse.boundary.contain import INTERNAL_ERROR, json_error_body
 from pilothouse.boundary.json_body import BadJson, read_json
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS, is_wildcard_type, short_name
 from pilothouse.push.cache import Resource
 from pilothouse.push.proxy import BadNode, ProxyIdentity
 from pilothouse.settings import RestSettings as RestSettings
 from pilothouse.sources.events import ConfigStore
 from pilothouse.xds.builders.cluster import RestPolling
 from pilothouse.xds.generators.base import GenerationInput, Generator
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS, is_wildcard_type, short_name
 from pilothouse.xds.server.ads import node_identity
 from pilothouse.xds.server.backend import Backend
 from pilothouse.xds.server.control_plane import ControlPlaneIdentity

@@ -28,12 +28,12 @@ from typing import Any, Final, Protocol
 
 from envoy.service.status.v3 import csds_pb2  # type: ignore[import-untyped]
 
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.xds.protocol.delta import DeltaSession
 from pilothouse.xds.protocol.sotw import SotwSession
 from pilothouse.xds.protocol.sync_report import TypeSync, type_syncs
 from pilothouse.xds.protocol.sync_status import SyncStatus
-from pilothouse.xds.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.xds.server.proxies import proxies
 
 SYNCZ_FIELDS: Final = (("cluster", CDS), ("listener", LDS), ("route", RDS), ("endpoint", EDS))

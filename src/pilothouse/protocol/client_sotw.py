@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from pilothouse.xds.protocol.client import (
+from pilothouse.protocol.client import (
     BodyReader,
     ClientEngine,
     Delivery,
@@ -29,10 +29,10 @@ from pilothouse.xds.protocol.client import (
     RejectedResponse,
     skips_empty,
 )
-from pilothouse.xds.protocol.client_requests import RequestStatus, SotwClientRequest
-from pilothouse.xds.protocol.client_watch import ClientWatch, HeldResource, sotw_resource_names
-from pilothouse.xds.protocol.subscriptions import Subscription
-from pilothouse.xds.protocol.type_urls import TYPE_PREFIX, is_full_state_type
+from pilothouse.protocol.client_requests import RequestStatus, SotwClientRequest
+from pilothouse.protocol.client_watch import ClientWatch, HeldResource, sotw_resource_names
+from pilothouse.protocol.subscriptions import Subscription
+from pilothouse.protocol.type_urls import TYPE_PREFIX, is_full_state_type
 
 RESOURCE_WRAPPER: Final = TYPE_PREFIX + "envoy.service.discovery.v3.Resource"
 NO_REMOVALS: Final[tuple[str, ...]] = ()

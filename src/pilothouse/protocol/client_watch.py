@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pilothouse.xds.protocol.subscriptions import WILDCARD, Subscription
+from pilothouse.protocol.subscriptions import WILDCARD, Subscription
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,10 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Final
 
-from pilothouse.protowire import LENGTH_DELIMITED, VARINT, length_delimited, varint
-from pilothouse.protowire import tag as wire_tag
-from pilothouse.protowire import text_field as string_field
-from pilothouse.xds.protocol.client_requests import (
+from pilothouse.protocol.client_requests import (
     NO_NODE,
     NO_STATUS,
     ClientRequest,
@@ -33,6 +30,9 @@ from pilothouse.xds.protocol.client_requests import (
     RequestStatus,
     SotwClientRequest,
 )
+from pilothouse.protowire import LENGTH_DELIMITED, VARINT, length_delimited, varint
+from pilothouse.protowire import tag as wire_tag
+from pilothouse.protowire import text_field as string_field
 
 
 def tag(number: int, wire_type: int = LENGTH_DELIMITED) -> bytes:

@@ -16,7 +16,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from pilothouse.xds.protocol.type_urls import is_wildcard_type
+from pilothouse.protocol.type_urls import is_wildcard_type
 
 WILDCARD: Final = "*"
 

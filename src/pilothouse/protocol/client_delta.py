@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pilothouse.xds.protocol.client import (
+from pilothouse.protocol.client import (
     BodyReader,
     ClientEngine,
     Delivery,
@@ -26,9 +26,9 @@ from pilothouse.xds.protocol.client import (
     RejectedResponse,
     skips_empty,
 )
-from pilothouse.xds.protocol.client_requests import DeltaClientRequest, RequestStatus
-from pilothouse.xds.protocol.client_watch import ClientWatch, HeldResource
-from pilothouse.xds.protocol.subscriptions import WILDCARD, Subscription
+from pilothouse.protocol.client_requests import DeltaClientRequest, RequestStatus
+from pilothouse.protocol.client_watch import ClientWatch, HeldResource
+from pilothouse.protocol.subscriptions import WILDCARD, Subscription
 
 
 def removed_names(response: Any) -> tuple[str, ...]:

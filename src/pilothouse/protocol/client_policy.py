@@ -15,8 +15,8 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Protocol
 
-from pilothouse.xds.protocol.client_watch import ClientWatch
-from pilothouse.xds.protocol.subscriptions import Subscription
+from pilothouse.protocol.client_watch import ClientWatch
+from pilothouse.protocol.subscriptions import Subscription
 
 WILDCARD_SUBSCRIPTION = Subscription(frozenset(), wildcard=True)
 

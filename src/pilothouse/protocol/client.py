@@ -34,15 +34,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol
 
-from pilothouse.xds.protocol.client_policy import FollowUpPolicy
-from pilothouse.xds.protocol.client_requests import (
+from pilothouse.protocol.client_policy import FollowUpPolicy
+from pilothouse.protocol.client_requests import (
     INTERNAL,
     ClientRequest,
     RequestStatus,
 )
-from pilothouse.xds.protocol.client_watch import ClientWatch, HeldResource
-from pilothouse.xds.protocol.messages import NodeLike
-from pilothouse.xds.protocol.subscriptions import Subscription
+from pilothouse.protocol.client_watch import ClientWatch, HeldResource
+from pilothouse.protocol.messages import NodeLike
+from pilothouse.protocol.subscriptions import Subscription
 
 
 class RejectedResponse(ValueError):

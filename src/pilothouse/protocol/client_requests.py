@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final, NamedTuple
 
-from pilothouse.xds.protocol.messages import NodeLike
+from pilothouse.protocol.messages import NodeLike
 
 
 class RequestStatus(NamedTuple):
