@@ -26,11 +26,9 @@ import gc
 import logging
 import signal
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
-from typing import Final
 
 from pilothouse import logfmt
 from pilothouse.admin.access import AccessPolicy
@@ -47,22 +45,18 @@ from pilothouse.admin.server_knobs import (
     register_push_knobs,
 )
 from pilothouse.cli.config_sources import SourceSetupError, config_sources, mcp_roles
+from pilothouse.cli.serve_args import add_arguments, settings_from
 from pilothouse.cli.serve_security import create_ca, open_ca, open_tls_port, secret_delivery
 from pilothouse.cli.supervisor import supervise
 from pilothouse.cli.worker import WorkerRole
 from pilothouse.config.encoding import EncodingProblem, decode_config
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.meshconfig import MeshConfigError, load_mesh_config
-from pilothouse.environment import SettingsError, from_environment
+from pilothouse.environment import SettingsError
 from pilothouse.mcp.sink_server import McpSinkServer
 from pilothouse.security.ca_metrics import CaCollector
 from pilothouse.settings import (
-    AdminSettings,
-    CaSettings,
-    ControlZSettings,
     Settings,
-    WebhookSettings,
-    XdsSettings,
 )
 from pilothouse.sources.aggregate import AggregateStore
 from pilothouse.sources.availability import Availability, ReportsAvailability
@@ -88,152 +82,7 @@ class Bound:
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = commands.add_parser(
-        "serve",
-        help="serve the mesh config over xDS",
-        description="Load Istio config from directories, keep it current, serve it over xDS.",
-    )
-    parser.add_argument(
-        "--config",
-        action="append",
-        type=Path,
-        metavar="DIR",
-        help="a directory of Istio YAML (repeatable; default ./mesh if present)",
-    )
-    parser.add_argument(
-        "--config-source",
-        action="append",
-        metavar="ADDRESS",
-        help="a config source: fs:///dir, xds://host:port or mcp://host:port (repeatable)",
-    )
-    parser.add_argument(
-        "--mesh", type=Path, metavar="FILE", help="Istio mesh config (MeshConfig or ConfigMap)"
-    )
-    parser.add_argument(
-        "--role",
-        choices=("all", "config-server"),
-        help="all (default): serve proxies and config; config-server: config only (MCP)",
-    )
-    parser.add_argument(
-        "--accept-mcp-sources",
-        action="store_true",
-        help="serve MCP ResourceSink so that config sources can dial in (reverse mode)",
-    )
-    parser.add_argument(
-        "--mcp-sink-address", metavar="HOST:PORT", help="dial out to an MCP ResourceSink"
-    )
-    parser.add_argument(
-        "--sink-meta", action="append", metavar="K=V", help="metadata for the dial-out stream"
-    )
-    parser.add_argument("--xds-address", metavar="HOST:PORT", help=f"default {XdsSettings.address}")
-    parser.add_argument(
-        "--xds-tls-address",
-        metavar="HOST:PORT",
-        help=f"TLS xDS and the certificate service (default {XdsSettings.tls_address}; "
-        "an empty value turns it off)",
-    )
-    parser.add_argument(
-        "--ca-dir",
-        type=Path,
-        metavar="DIR",
-        help=f"the CA directory: plugged-in CA files, or where the self-signed root is kept "
-        f"(default {CaSettings.dir})",
-    )
-    parser.add_argument(
-        "--jwt-issuer",
-        action="append",
-        metavar="ISSUER=JWKS_FILE",
-        help="trust bearer tokens from ISSUER, verified with the keys in JWKS_FILE (repeatable)",
-    )
-    parser.add_argument(
-        "--secrets",
-        type=Path,
-        metavar="DIR",
-        help="gateway credentials <name>.crt + <name>.key [+ <name>-cacert.crt], "
-        "served over SDS as kubernetes://<name> and followed on change",
-    )
-    parser.add_argument(
-        "--admin-address",
-        metavar="HOST:PORT",
-        help=f"HTTP for /ready and REST xDS; default {AdminSettings.address}",
-    )
-    parser.add_argument(
-        "--webhook-address",
-        metavar="HOST:PORT",
-        help="HTTPS validation webhook, with --webhook-cert/-key "
-        f"(default {WebhookSettings.address})",
-    )
-    parser.add_argument(
-        "--webhook-cert", type=Path, metavar="FILE", help="webhook certificate (PEM)"
-    )
-    parser.add_argument(
-        "--webhook-key", type=Path, metavar="FILE", help="webhook private key (PEM)"
-    )
-    parser.add_argument(
-        "--ctrlz-address",
-        metavar="HOST:PORT",
-        help=f"ControlZ pages (default {ControlZSettings.address}; off for none)",
-    )
-    parser.add_argument(
-        "--log-level",
-        metavar="LEVELS",
-        help="info (default), or per scope as istiod: default:info,xds:debug",
-    )
-    parser.add_argument(
-        "--workers",
-        type=int,
-        metavar="N",
-        help="serving processes sharing the ports (default 1: this process serves)",
-    )
-    parser.set_defaults(run=run)
-
-
-FLAGS: Final[Mapping[str, str]] = MappingProxyType(
-    {
-        "config": "config_dirs",
-        "config_source": "config_sources",
-        "mesh": "mesh_file",
-        "role": "role",
-        "log_level": "log_level",
-        "workers": "workers",
-        "xds_address": "xds.address",
-        "xds_tls_address": "xds.tls_address",
-        "ca_dir": "ca.dir",
-        "jwt_issuer": "auth.jwt_issuers",
-        "secrets": "sds.secrets_dir",
-        "admin_address": "admin.address",
-        "ctrlz_address": "ctrlz.address",
-        "webhook_address": "webhook.address",
-        "webhook_cert": "webhook.cert",
-        "webhook_key": "webhook.key",
-        "accept_mcp_sources": "mcp.accept_sources",
-        "mcp_sink_address": "mcp.sink_address",
-        "sink_meta": "mcp.sink_meta",
-    }
-)
-"""Each ``serve`` flag (by its argparse dest) and the knob it sets."""
-
-
-def settings_from(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Settings:
-    """Defaults, then ``PILOTHOUSE_*`` variables, then flags (flags win).
-
-    Raises :class:`SettingsError` for an unknown ``PILOTHOUSE_*`` variable, a bad value,
-    or values a part of the tree refuses together (an admission burst of 0, say).
-    """
-    overrides = from_environment(environ)
-    for dest, path in FLAGS.items():
-        value = getattr(args, dest, None)
-        if value is None or value is False or value == []:
-            continue  # not given (an empty string is given: --xds-tls-address "" is off)
-        if isinstance(value, list):
-            value = tuple(value)
-        elif isinstance(value, Path):
-            value = str(value)
-        overrides[path] = value
-    try:
-        return Settings().with_overrides(overrides)
-    except ValueError as problem:
-        raise SettingsError(str(problem)) from None
+    add_arguments(commands).set_defaults(run=run)
 
 
 def load_mesh(settings: Settings) -> tuple[MeshSettings, tuple[str, ...]]:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pilothouse.cli.main import build_parser, main
-from pilothouse.cli.serve import FLAGS, settings_from
+from pilothouse.cli.serve_args import FLAGS, settings_from
 from pilothouse.settings import Settings, knobs
 
 

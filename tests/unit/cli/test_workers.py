@@ -10,7 +10,7 @@ import pytest
 
 from pilothouse.cli.main import build_parser
 from pilothouse.cli.port_reservation import reserve
-from pilothouse.cli.serve import settings_from
+from pilothouse.cli.serve_args import settings_from
 from pilothouse.cli.supervisor import reserve_all, shared_addresses
 from pilothouse.cli.worker_board import WorkerBoard
 from pilothouse.environment import SettingsError

@@ -8,7 +8,7 @@ import typing
 from pathlib import Path
 from typing import Any, Literal
 
-from pilothouse.cli.serve import FLAGS
+from pilothouse.cli.serve_args import FLAGS
 from pilothouse.settings import Knob, knobs
 
 README = Path(__file__).resolve().parents[3] / "README.md"

@@ -30,7 +30,7 @@ def test_the_defaults_are_istio_agents() -> None:
 
 def test_the_secrets_flag_and_variable_set_the_directory() -> None:
     from pilothouse.cli.main import build_parser
-    from pilothouse.cli.serve import settings_from
+    from pilothouse.cli.serve_args import settings_from
 
     args = build_parser().parse_args(["serve", "--secrets", "/etc/credentials"])
     assert settings_from(args, {}).sds.secrets_dir == "/etc/credentials"
