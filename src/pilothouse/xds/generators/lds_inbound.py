@@ -2,7 +2,8 @@
 
 :class:`InboundListenerInputs` is all a listener is built from besides the proxy's
 address: the port, its protocol, whether it binds, a Sidecar ingress listener's TLS
-settings, the port's PeerAuthentication mode (see listener_mtls.py) and the transport.
+settings, the port's PeerAuthentication mode (see listener_mtls.py), the workload's
+AuthorizationPolicies and RequestAuthentications (see access_control.py) and the transport.
 The listeners of a workload's proxies differ only by that address, which they hold
 verbatim, so each is encoded once per inputs value and address length and patched with
 each proxy's address (:class:`AddressTemplate`).
@@ -15,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pilothouse.push.authorization import NO_AUTHORIZATION, WorkloadAuthorization
 from pilothouse.push.cache import Resource
 from pilothouse.push.peer_authentication import MtlsMode
 from pilothouse.xds.builders.cluster import RestPolling
@@ -26,7 +28,7 @@ from pilothouse.xds.builders.names import inbound_cluster_name
 from pilothouse.xds.generators.base import GenerationInput
 from pilothouse.xds.generators.cds import encode
 from pilothouse.xds.generators.context_memo import context_memo
-from pilothouse.xds.generators.inbound import InboundPort, inbound_mtls
+from pilothouse.xds.generators.inbound import InboundPort, inbound_authorization, inbound_mtls
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +43,7 @@ class InboundListenerInputs:
     tls_bytes: bytes | None
     mtls: MtlsMode
     rest: RestPolling | None
+    authorization: WorkloadAuthorization = NO_AUTHORIZATION
     tls: Any = field(default=None, compare=False, repr=False)
     """The TLS settings ``tls_bytes`` serialise, for the builder to read."""
 
@@ -54,6 +57,7 @@ class InboundListenerInputs:
             tls_bytes=None if tls is None else tls.SerializeToString(deterministic=True),
             mtls=inbound_mtls(given, port),
             rest=given.rest,
+            authorization=inbound_authorization(given),
             tls=tls,
         )
 
@@ -98,6 +102,7 @@ def build_inbound(inputs: InboundListenerInputs, address: str) -> Any:
         cluster=inbound_cluster_name(inputs.port),
         tls=inputs.tls,
         mtls=inputs.mtls,
+        authorization=inputs.authorization,
     )
     if not inputs.bind:
         listener.name = inbound_cluster_name(inputs.port)
