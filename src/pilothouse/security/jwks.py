@@ -5,6 +5,9 @@ pilothouse fetches each key set itself and the listeners carry it inline
 lookup the PushContext reads (``resolver(uri)``: the last good key set, or None), and a
 component with ``run()`` / ``close()``:
 
+- until a URI's first fetch succeeds, the lookup answers :attr:`placeholder`: the public
+  half of a key made at start whose private half is thrown away, so that tokens are
+  refused rather than let through unchecked (Envoy refuses an empty key set);
 - a URI is fetched as soon as it is first looked up, then every ``refresh`` seconds
   (istiod's default: 20 minutes); after a failure it is tried again with backoff, and
   the last good key set stays in use meanwhile (the failure is logged);
@@ -20,6 +23,7 @@ component with ``run()`` / ``close()``:
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import logging
@@ -29,6 +33,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 import aiohttp
+from cryptography.hazmat.primitives.asymmetric import ec
 
 from pilothouse.backoff import Backoff
 
@@ -69,6 +74,22 @@ def public_key_set(body: bytes) -> str:
     return json.dumps({"keys": public}, sort_keys=True, separators=(",", ":"))
 
 
+def _placeholder_key_set() -> str:
+    key = ec.generate_private_key(ec.SECP256R1()).public_key().public_numbers()
+    public = {
+        "kty": "EC",
+        "crv": "P-256",
+        "kid": "pilothouse-unfetched",
+        "x": _b64(key.x.to_bytes(32, "big")),
+        "y": _b64(key.y.to_bytes(32, "big")),
+    }
+    return json.dumps({"keys": [public]}, sort_keys=True, separators=(",", ":"))
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
 class JwksResolver:
     """The key sets of the jwksUris looked up so far, kept fresh in the background."""
 
@@ -91,12 +112,19 @@ class JwksResolver:
         self._failures: dict[str, int] = {}
         self._wake = asyncio.Event()
         self._closed = False
+        self.placeholder = _placeholder_key_set()
+        """A key set that verifies no token: its private key no longer exists."""
 
-    def __call__(self, uri: str) -> str | None:
-        """The last good key set of ``uri`` (None before the first); asks for it if new."""
+    def __call__(self, uri: str) -> str:
+        """The last good key set of ``uri`` (the placeholder before the first); asks for
+        it if new."""
         if uri not in self._due:
             self._due[uri] = 0.0
             self._wake.set()
+        return self._held.get(uri, self.placeholder)
+
+    def fetched(self, uri: str) -> str | None:
+        """The last good key set of ``uri``, None before the first (asks for nothing)."""
         return self._held.get(uri)
 
     @property

@@ -66,10 +66,13 @@ async def test_fetch_refresh_and_last_good(issuer: tuple[Issuer, str]) -> None:
     resolver = JwksResolver(changed.append, refresh=0.2, backoff=Backoff(0.05, 0.1))
     task = asyncio.create_task(resolver.run())
     try:
-        assert resolver(uri) is None  # not fetched yet: asked for
+        # not fetched yet: asked for, and meanwhile a key set that verifies nothing
+        placeholder = json.loads(resolver(uri))
+        assert [k["kid"] for k in placeholder["keys"]] == ["pilothouse-unfetched"]
+        assert "d" not in placeholder["keys"][0]
         await _until(lambda: changed == [uri])
         held = resolver(uri)
-        assert held is not None and json.loads(held) == {"keys": [RSA_PUBLIC]}
+        assert json.loads(held) == {"keys": [RSA_PUBLIC]}
 
         # the issuer fails: the last good key set stays, no change is reported
         served.status = 500
@@ -81,7 +84,7 @@ async def test_fetch_refresh_and_last_good(issuer: tuple[Issuer, str]) -> None:
         served.status = 200
         served.body = {"keys": [RSA_PUBLIC, RSA_PRIVATE]}
         await _until(lambda: len(changed) == 2)
-        rotated = json.loads(resolver(uri) or "")
+        rotated = json.loads(resolver(uri))
         assert [k["kid"] for k in rotated["keys"]] == ["one", "two"]
         assert all("d" not in k and "p" not in k for k in rotated["keys"])
     finally:
@@ -109,9 +112,9 @@ async def test_a_page_that_is_not_a_key_set_is_never_kept(issuer: tuple[Issuer, 
     resolver = JwksResolver(lambda _uri: None, backoff=Backoff(0.05, 0.1))
     task = asyncio.create_task(resolver.run())
     try:
-        resolver(uri)
+        assert resolver(uri) == resolver.placeholder
         await _until(lambda: served.hits >= 2)
-        assert resolver(uri) is None
+        assert resolver.fetched(uri) is None and resolver(uri) == resolver.placeholder
     finally:
         resolver.close()
         await asyncio.wait_for(task, 5)

@@ -226,9 +226,10 @@ def test_request_authentication_adds_jwt_authn_before_rbac_and_feeds_request_pri
     assert [r.provider_name for r in requirements] == ["origins-0", ""]
     assert requirements[1].HasField("allow_missing")
     principal = rbac_of(filters[1]).policies["ns[shop]-policy[need-jwt]-rule[0]"].principals[0]
-    assert principal.metadata.filter == "envoy.filters.http.jwt_authn"
-    assert [p.key for p in principal.metadata.path] == ["https://issuer.test", "sub"]
-    assert principal.metadata.value.present_match
+    payload = principal.sourced_metadata.metadata_matcher
+    assert payload.filter == "envoy.filters.http.jwt_authn"
+    assert [p.key for p in payload.path] == ["https://issuer.test", "sub"]
+    assert payload.value.present_match
 
 
 def test_a_policy_selecting_a_gateway_guards_its_listeners() -> None:

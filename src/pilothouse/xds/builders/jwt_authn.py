@@ -3,8 +3,10 @@
 One provider per JWT rule (``origins-<n>``, in policy then rule order), its keys always
 inline (``local_jwks``): those given in ``jwks``, or those pilothouse fetched from
 ``jwksUri`` (:mod:`pilothouse.security.jwks`), so the proxy needs no route to the
-issuer. A rule whose key set has not been fetched yet gets no provider: its tokens are
-refused as of an unknown issuer until the keys arrive (never accepted unchecked).
+issuer. Until a ``jwksUri`` has been fetched the resolver answers a placeholder key set
+whose private key nobody holds, so the rule's tokens are refused (401), never accepted
+unchecked (Envoy refuses a provider with an empty key set). A rule with no key set at
+all (no resolver) gets no provider.
 
 Every request is checked against any provider, or may carry no token
 (``allow_missing``): a missing token passes, an invalid one is refused with 401. Each
@@ -58,10 +60,13 @@ def build_jwt_authn(
         name = f"{PROVIDER_PREFIX}{number}"
         config.providers[name].CopyFrom(_provider(rule, keys))
         requirements.append(config_pb2.JwtRequirement(provider_name=name))
-    requirements.append(config_pb2.JwtRequirement(allow_missing={}))
     entry = config.rules.add()
     entry.match.prefix = "/"
-    entry.requires.requires_any.requirements.extend(requirements)
+    if requirements:
+        requirements.append(config_pb2.JwtRequirement(allow_missing={}))
+        entry.requires.requires_any.requirements.extend(requirements)
+    else:
+        entry.requires.allow_missing.SetInParent()
     return config
 
 

@@ -298,7 +298,7 @@ def _claim(issuers: Iterable[str], path: Sequence[str], value: str) -> rbac_pb2.
         string = value_pb2.ValueMatcher(string_match=_string(value))
         listed = value_pb2.ValueMatcher(list_match={"one_of": string})
         for matcher in (string, listed):
-            matches.append(Principal(metadata=_metadata(segments, matcher)))
+            matches.append(_payload(segments, matcher))
     return _or(matches, Principal) if matches else _nothing()
 
 
@@ -309,12 +309,12 @@ def _request_principal(value: str, issuers: Iterable[str]) -> rbac_pb2.Principal
     for issuer in issuers:
         whole = issuer + "/"
         if value == "*":
-            matches.append(Principal(metadata=_metadata([issuer, "sub"], present)))
+            matches.append(_payload([issuer, "sub"], present))
         elif value.endswith("*") and value[:-1].startswith(whole):
             sub = _string(value[len(whole) :])
             matches.append(_sub(issuer, sub))
         elif value.endswith("*") and whole.startswith(value[:-1]):
-            matches.append(Principal(metadata=_metadata([issuer, "sub"], present)))
+            matches.append(_payload([issuer, "sub"], present))
         elif value.startswith("*") and "/" not in value:
             matches.append(_sub(issuer, _string(value)))
         elif value.startswith("*") and whole.endswith(value[1:].rpartition("/")[0] + "/"):
@@ -325,13 +325,15 @@ def _request_principal(value: str, issuers: Iterable[str]) -> rbac_pb2.Principal
 
 
 def _sub(issuer: str, sub: string_pb2.StringMatcher) -> rbac_pb2.Principal:
-    return Principal(metadata=_metadata([issuer, "sub"], value_pb2.ValueMatcher(string_match=sub)))
+    return _payload([issuer, "sub"], value_pb2.ValueMatcher(string_match=sub))
 
 
-def _metadata(path: Sequence[str], value: value_pb2.ValueMatcher) -> metadata_pb2.MetadataMatcher:
-    return metadata_pb2.MetadataMatcher(
+def _payload(path: Sequence[str], value: value_pb2.ValueMatcher) -> rbac_pb2.Principal:
+    """A match on the verified JWT payload in ``jwt_authn``'s dynamic metadata."""
+    matcher = metadata_pb2.MetadataMatcher(
         filter=JWT_AUTHN_FILTER, path=[{"key": p} for p in path], value=value
     )
+    return Principal(sourced_metadata=rbac_pb2.SourcedMetadata(metadata_matcher=matcher))
 
 
 def _nothing() -> rbac_pb2.Principal:
