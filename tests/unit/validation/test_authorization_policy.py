@@ -31,6 +31,8 @@ SELECTOR = {"matchLabels": {"app": "reviews"}}
                             {"key": "source.ip", "notValues": ["10.0.0.0/8"]},
                             {"key": "destination.port", "values": ["8080"]},
                             {"key": "request.auth.claims[groups]", "values": ["admin"]},
+                            {"key": "request.auth.claims[org][team]", "values": ["ops"]},
+                            {"key": "experimental.envoy.filters.a.b[c]", "values": ["d"]},
                         ],
                     }
                 ],
@@ -224,6 +226,12 @@ INVALID: list[tuple[str, dict[str, Any], str, str]] = [
     (
         "when-header-without-name",
         {"rules": [{"when": [{"key": "request.headers", "values": ["a"]}]}]},
+        "spec.rules[0].when[0].key",
+        "unknown attribute",
+    ),
+    (
+        "when-nested-header",
+        {"rules": [{"when": [{"key": "request.headers[a][b]", "values": ["x"]}]}]},
         "spec.rules[0].when[0].key",
         "unknown attribute",
     ),

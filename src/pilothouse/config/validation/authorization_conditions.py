@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pilothouse.config.validation.addresses import is_cidr, is_ip
 from pilothouse.config.validation.ports import port_number_ok
 
-_INDEXED = re.compile(r"(?P<attribute>[a-zA-Z.]+)\[(?P<index>[^\[\]]+)\]")
+_INDEXED = re.compile(r"(?P<attribute>[a-zA-Z.]+)\[(?P<index>[^\[\]]+(?:\]\[[^\[\]]+)*)\]")
+"""``attribute[index]``; claims may be nested, ``request.auth.claims[a][b]`` (index ``a][b``)."""
 EXPERIMENTAL_PREFIX = "experimental.envoy.filters."
 
 
@@ -55,9 +56,11 @@ def parse_condition_key(key: str) -> ConditionKey | None:
     if key.startswith(EXPERIMENTAL_PREFIX) and len(key) > len(EXPERIMENTAL_PREFIX):
         return ConditionKey(key)
     found = _INDEXED.fullmatch(key)
-    if found is not None and found["attribute"] in INDEXED_ATTRIBUTES:
-        return ConditionKey(found["attribute"], found["index"])
-    return None
+    if found is None or found["attribute"] not in INDEXED_ATTRIBUTES:
+        return None
+    if found["attribute"] == "request.headers" and "][" in found["index"]:
+        return None
+    return ConditionKey(found["attribute"], found["index"])
 
 
 def condition_value_problem(key: ConditionKey, value: str) -> str | None:
