@@ -576,7 +576,11 @@ def test_inbound_listeners_are_built_from_their_inputs_and_the_address_alone(
     for port in ports:
         inputs = InboundListenerInputs.of(given, port)
         assert inputs.mtls is expected
-        assert bool(inputs.authorization.policies) == ("AuthorizationPolicy" in policy)
+        names = {p.key.name for p in inputs.authorization.policies}
+        assert names == (
+            {"reviews-read-only", "reviews"} if "Authorization" in policy else {"reviews-read-only"}
+        )
+        assert bool(inputs.authorization.authentications) == ("RequestAuthentication" in policy)
         assert not [k for k in reachable(inputs) if issubclass(k, FORBIDDEN)]
         built = encode(build_inbound(inputs, port.address), "")
         assert built.body == listeners[inbound_cluster_name(port.port)].body
