@@ -158,7 +158,9 @@ class JwksResolver:
                 if len(body) > MAX_BYTES:
                     raise JwksError(f"larger than {MAX_BYTES} bytes")
             keys = public_key_set(body)
-        except (aiohttp.ClientError, TimeoutError, JwksError) as problem:
+        except Exception as problem:  # one URI's fault never reaches the server's tasks
+            if not isinstance(problem, (aiohttp.ClientError, TimeoutError, JwksError)):
+                log.exception("fetching JWKS from %s failed", uri, extra={"jwks_uri": uri})
             failures = self._failures[uri] = self._failures.get(uri, 0) + 1
             delay = self._backoff.delay(failures, self._rng)
             self._due[uri] = time.monotonic() + delay
