@@ -25,7 +25,14 @@ SELECTOR = {"matchLabels": {"app": "reviews"}}
                 "action": "DENY",
                 "rules": [
                     {
-                        "to": [{"operation": {"paths": ["/admin/*"], "methods": ["POST"]}}],
+                        "to": [
+                            {
+                                "operation": {
+                                    "paths": ["/admin/*", "/users/{*}/keys/{**}"],
+                                    "methods": ["POST"],
+                                }
+                            }
+                        ],
                         "when": [
                             {"key": "request.headers[x-user]", "values": ["guest"]},
                             {"key": "source.ip", "notValues": ["10.0.0.0/8"]},
@@ -210,6 +217,18 @@ INVALID: list[tuple[str, dict[str, Any], str, str]] = [
         {"rules": [{"to": [{"operation": {"paths": ["admin"]}}]}]},
         "spec.rules[0].to[0].operation.paths[0]",
         "must start with '/'",
+    ),
+    (
+        "template-partial-segment",
+        {"rules": [{"to": [{"operation": {"paths": ["/a/b{*}"]}}]}]},
+        "spec.rules[0].to[0].operation.paths[0]",
+        "only whole segments",
+    ),
+    (
+        "template-double-star-not-last",
+        {"rules": [{"to": [{"operation": {"notPaths": ["/a/{**}/b"]}}]}]},
+        "spec.rules[0].to[0].operation.notPaths[0]",
+        "must be the last segment",
     ),
     (
         "when-empty-key",

@@ -63,6 +63,13 @@ def test_operations_hosts_methods_paths_ports() -> None:
     assert made.principals[0].any
 
 
+def test_path_templates_use_the_uri_template_matcher() -> None:
+    made = policy({"to": [{"operation": {"paths": ["/users/{*}/keys/{**}"]}}]})
+    extension = made.permissions[0].uri_template
+    assert extension.name == "envoy.path.match.uri_template.uri_template_matcher"
+    assert b"/users/*/keys/**" in extension.typed_config.value
+
+
 def test_request_principals_read_the_jwt_payload() -> None:
     def subject(value: str) -> Any:
         found = policy({"from": [{"source": {"requestPrincipals": [value]}}]}).principals[0]
@@ -133,6 +140,7 @@ spec:
         trustDomains: [cluster.local]
     to:
     - operation: {hosts: ["*.shop.example"], methods: [GET, POST], paths: [/api/*], ports: ["8080"]}
+    - operation: {paths: ["/users/{*}/keys/{**}"]}
     when:
     - {key: "request.headers[x-user]", values: [alice]}
     - {key: "request.auth.claims[groups]", values: [admin]}

@@ -136,8 +136,26 @@ def _check_operation(operation: Operation, path: str, report: Report) -> None:
                 report.error(f"{path}.{json_name}[{i}]", f"{value!r} is not a valid port number")
     for field, json_name in (("paths", "paths"), ("not_paths", "notPaths")):
         for i, value in enumerate(getattr(operation, field)):
-            if value != "*" and not value.startswith(("/", "*")):
-                report.error(f"{path}.{json_name}[{i}]", f"path {value!r} must start with '/'")
+            problem = _path_problem(value)
+            if problem is not None:
+                report.error(f"{path}.{json_name}[{i}]", problem)
+
+
+def _path_problem(value: str) -> str | None:
+    """Paths are globs (``*`` first or last) or templates (``{*}`` / ``{**}`` segments)."""
+    if value != "*" and not value.startswith(("/", "*")):
+        return f"path {value!r} must start with '/'"
+    if "{" not in value and "}" not in value:
+        return None
+    segments = value.split("/")[1:]
+    for position, segment in enumerate(segments):
+        if ("{" in segment or "}" in segment) and segment not in ("{*}", "{**}"):
+            return f"path template {value!r}: only whole segments {{*}} and {{**}} are allowed"
+        if segment == "{**}" and position != len(segments) - 1:
+            return f"path template {value!r}: {{**}} must be the last segment"
+    if "*" in value.replace("{*}", "").replace("{**}", ""):
+        return f"path template {value!r} cannot also use '*' globs"
+    return None
 
 
 def _check_values(values: Sequence[str], json_name: str, path: str, report: Report) -> None:

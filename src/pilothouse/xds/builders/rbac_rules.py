@@ -17,8 +17,9 @@ when none does). ``when`` conditions are each one more AND.
 - ``ipBlocks`` / ``source.ip`` are the peer's address (``direct_remote_ip``),
   ``remoteIpBlocks`` / ``remote.ip`` the client's (``remote_ip``, from XFF).
 - ``hosts`` match ``:authority`` ignoring case, ``methods`` ``:method``, ``paths`` the
-  path without the query (``url_path``), ``ports`` / ``destination.port`` the
-  destination port, ``destination.ip`` its address, ``connection.sni`` the SNI.
+  path without the query (``url_path``; a template with ``{*}`` or ``{**}`` through
+  Envoy's URI template matcher), ``ports`` / ``destination.port`` the destination port,
+  ``destination.ip`` its address, ``connection.sni`` the SNI.
 
 The network (TCP) filter cannot see HTTP attributes (methods, paths, hosts, request
 principals, ``request.*`` keys). As istiod does, a rule that needs them matches nothing
@@ -35,9 +36,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from envoy.config.core.v3 import address_pb2  # type: ignore[import-untyped]
+from envoy.config.core.v3 import address_pb2, extension_pb2  # type: ignore[import-untyped]
 from envoy.config.rbac.v3 import rbac_pb2  # type: ignore[import-untyped]
 from envoy.config.route.v3 import route_components_pb2  # type: ignore[import-untyped]
+from envoy.extensions.path.match.uri_template.v3 import (  # type: ignore[import-untyped]
+    uri_template_match_pb2,
+)
 from envoy.type.matcher.v3 import (  # type: ignore[import-untyped]
     metadata_pb2,
     path_pb2,
@@ -46,12 +50,14 @@ from envoy.type.matcher.v3 import (  # type: ignore[import-untyped]
 )
 
 from pilothouse.config.validation.authorization_conditions import parse_condition_key
+from pilothouse.xds.builders.listener import typed
 
 Principal = rbac_pb2.Principal
 Permission = rbac_pb2.Permission
 
 SPIFFE_PREFIX = "spiffe://"
 JWT_AUTHN_FILTER = "envoy.filters.http.jwt_authn"
+URI_TEMPLATE = "envoy.path.match.uri_template.uri_template_matcher"
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,7 +292,18 @@ def _method(value: str) -> rbac_pb2.Permission:
 
 
 def _path(value: str) -> rbac_pb2.Permission:
+    if "{*}" in value or "{**}" in value:
+        return _path_template(value)
     return Permission(url_path=path_pb2.PathMatcher(path=_string(value)))
+
+
+def _path_template(value: str) -> rbac_pb2.Permission:
+    """Istio's path templates (``{*}`` one segment, ``{**}`` any rest) as Envoy's URI
+    template matcher (``*`` and ``**``)."""
+    template = value.replace("{**}", "**").replace("{*}", "*")
+    config = uri_template_match_pb2.UriTemplateMatchConfig(path_template=template)
+    extension = extension_pb2.TypedExtensionConfig(name=URI_TEMPLATE, typed_config=typed(config))
+    return Permission(uri_template=extension)
 
 
 def _claim(issuers: Iterable[str], path: Sequence[str], value: str) -> rbac_pb2.Principal:
