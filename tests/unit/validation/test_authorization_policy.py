@@ -190,7 +190,7 @@ INVALID: list[tuple[str, dict[str, Any], str, str]] = [
     ),
     (
         "service-account-shape",
-        {"rules": [{"from": [{"source": {"serviceAccounts": ["just-a-name"]}}]}]},
+        {"rules": [{"from": [{"source": {"serviceAccounts": ["a/b/c"]}}]}]},
         "spec.rules[0].from[0].source.serviceAccounts[0]",
         "namespace/serviceaccount",
     ),
@@ -274,7 +274,7 @@ INVALID: list[tuple[str, dict[str, Any], str, str]] = [
     ),
     (
         "when-bad-service-account",
-        {"rules": [{"when": [{"key": "source.serviceAccount", "values": ["x"]}]}]},
+        {"rules": [{"when": [{"key": "source.serviceAccount", "values": ["x/"]}]}]},
         "spec.rules[0].when[0].values[0]",
         "namespace/serviceaccount",
     ),

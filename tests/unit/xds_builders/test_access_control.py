@@ -41,6 +41,12 @@ def test_principals_match_the_spiffe_uri() -> None:
     assert principal_matcher(anyone.principals[0]).safe_regex.regex == ".+"
 
 
+def test_a_bare_service_account_is_of_the_policys_namespace() -> None:
+    context = RuleContext(tcp=False, allow=True, namespace="shop")
+    made = policy({"from": [{"source": {"serviceAccounts": ["web"]}}]}, context)
+    assert principal_matcher(made.principals[0]).safe_regex.regex == "spiffe://[^/]+/ns/shop/sa/web"
+
+
 def test_namespaces_service_accounts_and_negations() -> None:
     made = policy({"from": [{"source": {"namespaces": ["prod-*"], "notServiceAccounts": ["a/b"]}}]})
     namespace, not_account = made.principals[0].and_ids.ids

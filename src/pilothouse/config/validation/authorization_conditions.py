@@ -72,6 +72,6 @@ def condition_value_problem(key: ConditionKey, value: str) -> str | None:
         ok = value.isdigit() and port_number_ok(int(value))
         return None if ok else f"{value!r} is not a valid port number"
     if key.attribute == "source.serviceAccount":
-        ok = value.count("/") == 1 and "" not in value.split("/")
-        return None if ok else f"{value!r} must be written namespace/serviceaccount"
+        ok = value.count("/") <= 1 and "" not in value.split("/")
+        return None if ok else f"{value!r} must be a name or namespace/serviceaccount"
     return None

@@ -110,9 +110,11 @@ def _check_source(source: Source, path: str, report: Report) -> None:
     for field, json_name in (("service_accounts", "serviceAccounts"),
                              ("not_service_accounts", "notServiceAccounts")):  # fmt: skip
         for i, value in enumerate(getattr(source, field)):
-            if value.count("/") != 1 or "" in value.split("/"):
+            if value.count("/") > 1 or "" in value.split("/"):
                 at = f"{path}.{json_name}[{i}]"
-                report.error(at, f"{value!r} must be written namespace/serviceaccount")
+                report.error(
+                    at, f"{value!r} must be a service account name or namespace/serviceaccount"
+                )
     if (source.service_accounts or source.not_service_accounts) and (
         source.principals or source.not_principals
     ):

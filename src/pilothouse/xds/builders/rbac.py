@@ -65,9 +65,10 @@ def rbac_configs(
         chosen = [p.config for p in policies if _spec(p).action == action]
         if not chosen:
             continue
-        context = RuleContext(tcp=tcp, allow=action == _Action.ALLOW, issuers=issuers)
+        allow = action == _Action.ALLOW
         rules = rbac_pb2.RBAC(action=rbac_action)
         for config in chosen:
+            context = RuleContext(tcp, allow, issuers, config.namespace)
             for index, rule in enumerate(config.spec.rules):  # type: ignore[attr-defined]
                 made = build_policy(rule, context)
                 if made is not None:

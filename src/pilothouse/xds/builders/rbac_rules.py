@@ -68,6 +68,8 @@ class RuleContext:
     tcp: bool
     allow: bool
     issuers: tuple[str, ...] = ()
+    namespace: str = ""
+    """The policy's namespace: a bare ``serviceAccounts`` name is one of it."""
 
 
 class Unmatchable(Exception):
@@ -144,7 +146,11 @@ def _source(source: Any, context: RuleContext) -> rbac_pb2.Principal:
         prefix = "not_" if negate else ""
         add(getattr(source, prefix + "principals"), negate, _peer)
         add(getattr(source, prefix + "namespaces"), negate, _namespace)
-        add(getattr(source, prefix + "service_accounts"), negate, _service_account)
+        add(
+            getattr(source, prefix + "service_accounts"),
+            negate,
+            lambda v: _service_account(v, context.namespace),
+        )
         add(getattr(source, prefix + "trust_domains"), negate, _trust_domain)
         add(getattr(source, prefix + "ip_blocks"), negate, _direct_ip)
         add(getattr(source, prefix + "remote_ip_blocks"), negate, _remote_ip)
@@ -188,7 +194,7 @@ def _condition_matcher(attribute: str, index: str, context: RuleContext) -> Call
         "remote.ip": _remote_ip,
         "source.namespace": _namespace,
         "source.principal": _peer,
-        "source.serviceAccount": _service_account,
+        "source.serviceAccount": lambda v: _service_account(v, context.namespace),
         "request.auth.principal": lambda v: _request_principal(v, issuers),
         "request.auth.audiences": lambda v: _claim(issuers, ["aud"], v),
         "request.auth.presenter": lambda v: _claim(issuers, ["azp"], v),
@@ -242,8 +248,10 @@ def _namespace(value: str) -> rbac_pb2.Principal:
     return _authenticated_regex(regex)
 
 
-def _service_account(value: str) -> rbac_pb2.Principal:
-    namespace, _, account = value.partition("/")
+def _service_account(value: str, own: str) -> rbac_pb2.Principal:
+    """``<ns>/<sa>``, or a bare ``<sa>`` of the policy's own namespace ``own``."""
+    namespace, _, account = value.rpartition("/")
+    namespace = namespace or own
     regex = f"spiffe://[^/]+/ns/{re.escape(namespace)}/sa/{re.escape(account)}"
     return _authenticated_regex(regex)
 
