@@ -47,6 +47,7 @@ HOST = f"server.{NAMESPACE}.svc.cluster.local"
 ALT_HOST = f"server-alt.{NAMESPACE}.svc.cluster.local"
 TOKEN_ISSUER = "https://issuer.test"
 CLIENT = f"cluster.local/ns/{NAMESPACE}/sa/client"
+KIND = "AuthorizationPolicy"
 
 
 def mesh(ports: dict[str, int], app: Upstream, jwks_uri: str) -> str:
@@ -309,7 +310,15 @@ async def test_policies_and_tokens_over_real_traffic(
                 "spec:\n  selector: {matchLabels: {app: server}}\n  action: DENY\n"
                 f"  rules: [{{to: [{{operation: {blocked}}}]}}]\n",
             )
-            await eventually(egress, 403, "/blocked")
+            try:
+                await eventually(egress, 403, "/blocked")
+            except BaseException:
+                # what to look at if this ever fails: did the store, the push, Envoy see it
+                held = sorted(c.name for c in running.discovery.store.configs(KIND))
+                dump = (await server.admin("/config_dump?resource=dynamic_listeners")).body
+                print(f"store: {held}; listener has it: {b'policy[blocked]' in dump}")
+                print(f"server LDS/CDS updates: {before[server]} -> {await xds_updates(server)}")
+                raise
             await asyncio.sleep(1.0)  # anything else the change caused has arrived by now
             after = {e: await xds_updates(e) for e in (server, client, intruder)}
     assert after[server][0] > before[server][0]
