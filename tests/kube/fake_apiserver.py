@@ -289,6 +289,7 @@ class FakeApiServer:
         self._kept = {name: _Kept() for name in self._resources}
         self._installed = {name for name, r in self._resources.items()}
         self._forbidden: set[tuple[str, str]] = set()
+        self._versions: dict[str, tuple[str, ...]] = {}
         self._revision = 1
         self._compacted = 0
         """Events at or below this revision are forgotten."""
@@ -375,6 +376,10 @@ class FakeApiServer:
 
     def install(self, name: str) -> None:
         self._installed.add(name)
+
+    def serve_versions(self, name: str, *versions: str) -> None:
+        """Serve only ``versions`` of ``name`` (an older CRD); the others are 404."""
+        self._versions[name] = versions
 
     def compact(self) -> int:
         """Forget every event so far (as etcd compaction does): a watch or a continue
@@ -603,7 +608,8 @@ class FakeApiServer:
     def _served(self, group: str, version: str, plural: str) -> Resource:
         for resource in self._resources.values():
             if resource.group == group and resource.plural == plural:
-                if resource.name not in self._installed or version not in resource.versions:
+                served = self._versions.get(resource.name, resource.versions)
+                if resource.name not in self._installed or version not in served:
                     break
                 return resource
         raise ApiError(404, "NotFound", "the server could not find the requested resource")

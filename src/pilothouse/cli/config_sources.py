@@ -4,7 +4,8 @@ Sources, in precedence order (the first to define an object wins, see the aggreg
 store): ``--config`` directories, ``--config-source`` addresses, then the mesh config's
 ``configSources``, then (with ``--accept-mcp-sources``) whatever an MCP source that
 dials in sends. Addresses: ``fs:///dir`` or a path, ``xds://host:port`` (MCP over xDS),
-``mcp://host:port`` (a legacy MCP ResourceSource).
+``mcp://host:port`` (a legacy MCP ResourceSource), ``k8s://`` (Istio custom resources
+of a Kubernetes cluster, reached with ``--kubeconfig`` or in-cluster).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ def config_sources(settings: Settings, mesh_sources: Sequence[str] = ()) -> list
                         default_namespace=settings.default_namespace,
                         file_debounce=settings.file_debounce,
                         file_root_poll=settings.file_root_poll,
+                        kube=settings.kube,
                     )
                 )
         except AddressError as problem:

@@ -59,6 +59,24 @@ class ResourceRef:
         return base
 
 
+def check_config(kubeconfig: str | None) -> None:
+    """Fail early (:class:`KubeConfigError`) when there is no cluster configuration to
+    read: a kubeconfig that is not a readable file, or none outside a pod."""
+    if kubeconfig:
+        try:
+            with open(kubeconfig, "rb"):
+                pass
+        except OSError as problem:
+            raise KubeConfigError(
+                f"--kubeconfig {kubeconfig}: {problem.strerror or problem}"
+            ) from None
+    elif not os.environ.get(_IN_CLUSTER_HOST):
+        raise KubeConfigError(
+            "no cluster to read: give --kubeconfig PATH, or run in a pod "
+            f"({_IN_CLUSTER_HOST} is not set)"
+        )
+
+
 async def new_api_client(kubeconfig: str | None = None) -> ApiClient:
     """An ApiClient for ``kubeconfig`` (a path), else the in-cluster service account.
 

@@ -84,9 +84,13 @@ class Informer:
         absent_retry: float = 30.0,
         watch_timeout: tuple[int, int] = WATCH_TIMEOUT,
         rng: random.Random | None = None,
+        fallbacks: tuple[ResourceRef, ...] = (),
     ) -> None:
+        """``fallbacks``: other versions of the same resource, tried in order when the
+        API server does not serve ``ref`` (404), as for an older CRD."""
         self._client = client
         self.ref = ref
+        self._refs = (ref, *fallbacks)
         self.namespace = namespace
         self.label_selector = label_selector
         self.field_selector = field_selector
@@ -194,17 +198,32 @@ class Informer:
         return query
 
     async def _list(self) -> tuple[dict[ObjectKey, Obj], str]:
-        """Every object, page by page, and the list's resourceVersion."""
+        """Every object of the first version served, and the list's resourceVersion."""
+        self.lists += 1
+        for index, ref in enumerate(self._refs):
+            try:
+                listed = await self._list_version(ref)
+            except _Absent as absent:
+                if absent.problem.code == 404 and index + 1 < len(self._refs):
+                    continue
+                raise
+            if ref != self.ref:
+                log.info("reading %s at %s", self.resource, ref.version)
+            self.ref = ref
+            return listed
+        raise AssertionError("unreachable: the last version raised")
+
+    async def _list_version(self, ref: ResourceRef) -> tuple[dict[ObjectKey, Obj], str]:
+        """Every object at ``ref``, page by page, and the list's resourceVersion."""
         found: dict[ObjectKey, Obj] = {}
         token = ""
-        self.lists += 1
         while True:
             query = [*self._query(), ("limit", str(PAGE_SIZE))]
             if token:
                 query.append(("continue", token))
             try:
                 page = await request(
-                    self._client, "GET", self.ref.path(self.namespace), query, timeout=60
+                    self._client, "GET", ref.path(self.namespace), query, timeout=60
                 )
             except KubeApiError as problem:
                 if problem.code == 410 and token:
