@@ -367,6 +367,9 @@ class KubeSettings:
     write_status: bool = False
     """Write validation messages into each Istio object's ``status``; off, nothing is
     written to the API server."""
+    mesh_namespace: str = "istio-system"
+    """Where the ``istio`` ConfigMap (the mesh config) is read from, when a ``k8s://``
+    source is given and ``--mesh`` is not (istiod's ``POD_NAMESPACE``)."""
 
 
 @dataclass(frozen=True)

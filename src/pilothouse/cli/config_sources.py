@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from pilothouse.config.schema import SchemaSet
+from pilothouse.kube.client import KubeConfigError, check_config
+from pilothouse.kube.mesh_config import KubeMeshConfig
 from pilothouse.mcp.collection_table import ISTIO_PILOT_COLLECTIONS, SYNTHETIC_SERVICE_ENTRIES
 from pilothouse.mcp.dialout import McpDialOutSource, parse_sink_meta
 from pilothouse.mcp.publisher import McpSourceOptions, SnapshotPublisher
@@ -63,6 +65,27 @@ def config_sources(settings: Settings, mesh_sources: Sequence[str] = ()) -> list
         except AddressError as problem:
             raise SourceSetupError(f"config source {address!r}: {problem}") from None
     return sources
+
+
+async def kube_mesh_config(settings: Settings) -> KubeMeshConfig | None:
+    """The followed ``istio`` ConfigMap, read once already, when a ``k8s://`` source is
+    given on the command line (or ``PILOTHOUSE_CONFIG_SOURCES``) and ``--mesh`` is not;
+    otherwise None."""
+    if settings.mesh_file:
+        return None
+    kube = False
+    for address in settings.config_sources:
+        with contextlib.suppress(AddressError):
+            kube = kube or parse_address(address).scheme is Scheme.K8S
+    if not kube:
+        return None
+    try:
+        check_config(settings.kube.kubeconfig or None)
+    except KubeConfigError as problem:
+        raise SourceSetupError(str(problem)) from None
+    follower = KubeMeshConfig(settings.kube.kubeconfig or None, settings.kube.mesh_namespace)
+    await follower.first()
+    return follower
 
 
 @dataclass
