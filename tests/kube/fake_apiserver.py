@@ -290,6 +290,7 @@ class FakeApiServer:
         self._installed = {name for name, r in self._resources.items()}
         self._forbidden: set[tuple[str, str]] = set()
         self._versions: dict[str, tuple[str, ...]] = {}
+        self._rbac: list[tuple[str | None, Obj]] | None = None
         self._revision = 1
         self._compacted = 0
         """Events at or below this revision are forgotten."""
@@ -376,6 +377,33 @@ class FakeApiServer:
 
     def install(self, name: str) -> None:
         self._installed.add(name)
+
+    def use_rbac(self, documents: Iterable[Obj]) -> None:
+        """Authorize every request by these ClusterRoles and Roles (their rules only;
+        bindings are taken as granted to the caller): whatever no rule allows is 403."""
+        self._rbac = []
+        for document in documents:
+            if document.get("kind") not in ("ClusterRole", "Role"):
+                continue
+            scope = None if document["kind"] == "ClusterRole" else document["metadata"]["namespace"]
+            self._rbac += [(scope, rule) for rule in document.get("rules") or []]
+
+    def _rbac_allows(self, resource: Resource, verb: str, sub: str, namespace: str) -> bool:
+        if self._rbac is None:
+            return True
+        target = f"{resource.plural}/{sub}" if sub else resource.plural
+        for scope, rule in self._rbac:
+            if scope is not None and scope != namespace:
+                continue
+            if resource.group not in rule.get("apiGroups", ()) and "*" not in rule.get(
+                "apiGroups", ()
+            ):
+                continue
+            if target not in rule.get("resources", ()) and "*" not in rule.get("resources", ()):
+                continue
+            if verb in rule.get("verbs", ()) or "*" in rule.get("verbs", ()):
+                return True
+        return False
 
     def serve_versions(self, name: str, *versions: str) -> None:
         """Serve only ``versions`` of ``name`` (an older CRD); the others are 404."""
@@ -616,7 +644,11 @@ class FakeApiServer:
 
     def _authorize(self, resource: Resource, verb: str, sub: str, namespace: str) -> None:
         target = f"{resource.name}/{sub}" if sub else resource.name
-        if (resource.name, "*") in self._forbidden or (resource.name, verb) in self._forbidden:
+        refused = (resource.name, "*") in self._forbidden or (
+            resource.name,
+            verb,
+        ) in self._forbidden
+        if refused or not self._rbac_allows(resource, verb, sub, namespace):
             scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
             group = resource.group or '""'
             raise ApiError(
