@@ -779,7 +779,10 @@ class FakeApiServer:
             )
         response = web.StreamResponse(headers={"Content-Type": "application/json"})
         response.enable_chunked_encoding()
-        await response.prepare(request)
+        try:
+            await response.prepare(request)
+        except ConnectionResetError:
+            return response  # the client went away before the stream began
         watch = _Watch(resource)
         task = asyncio.current_task()
         assert task is not None
@@ -788,11 +791,13 @@ class FakeApiServer:
         try:
             await self._stream(response, watch, version, start, initial, bookmarks, timeout,
                                selected)  # fmt: skip
-        except (asyncio.CancelledError, ConnectionResetError):
+        except asyncio.CancelledError:
             # A dropped watch: the connection is cut without the closing chunk.
             if request.transport is not None:
                 request.transport.abort()
             raise
+        except ConnectionResetError:
+            return response  # the client went away
         finally:
             self._watches.discard(watch)
             self._watch_tasks.discard(task)
