@@ -598,7 +598,7 @@ class FakeApiServer:
         else:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         namespace = ""
-        if len(rest) >= 3 and rest[0] == "namespaces":
+        if len(rest) >= 3 and rest[0] == "namespaces" and rest[2:] != ["status"]:
             namespace, rest = rest[1], rest[2:]
         if not rest or len(rest) > 3:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
@@ -936,7 +936,7 @@ class FakeApiServer:
             raise ApiError(
                 400,
                 "BadRequest",
-                f"the object's apiVersion/kind {body.get('apiVersion')}/{body.get('kind')} "
+                f"the API version in the data ({body.get('apiVersion')}, kind {body.get('kind')}) "
                 f"does not match the path ({resource.api_version(version)}/{resource.kind})",
             )
         meta = body.setdefault("metadata", {})
