@@ -203,7 +203,7 @@ async def test_namespace_and_label_selectors(api: FakeApiServer, tmp_path: Path)
                for r in api.requests)  # fmt: skip
 
 
-def test_k8s_addresses_refuse_what_they_cannot_mean() -> None:
+def test_k8s_addresses_refuse_what_they_cannot_mean(tmp_path: Path) -> None:
     for address, words in [
         ("k8s://cluster:6443", "names no host"),
         ("k8s://?ns=a", "unknown parameter"),
@@ -217,6 +217,9 @@ def test_k8s_addresses_refuse_what_they_cannot_mean() -> None:
         build_source("k8s://", kube=KubeSettings())
     with pytest.raises(AddressError, match="/nonexistent"):
         build_source("k8s://", kube=KubeSettings("/nonexistent/kubeconfig"))
+    (tmp_path / "empty").write_text("kind: Config\n")
+    with pytest.raises(AddressError, match="not a kubeconfig"):
+        build_source("k8s://", kube=KubeSettings(str(tmp_path / "empty")))
 
 
 async def test_write_status_records_validation_messages(api: FakeApiServer, tmp_path: Path) -> None:

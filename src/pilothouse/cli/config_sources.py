@@ -84,7 +84,10 @@ async def kube_mesh_config(settings: Settings) -> KubeMeshConfig | None:
     except KubeConfigError as problem:
         raise SourceSetupError(str(problem)) from None
     follower = KubeMeshConfig(settings.kube.kubeconfig or None, settings.kube.mesh_namespace)
-    await follower.first()
+    try:
+        await follower.first()
+    except KubeConfigError as problem:
+        raise SourceSetupError(str(problem)) from None
     return follower
 
 

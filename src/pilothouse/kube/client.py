@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+import yaml
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config import ConfigException, load_incluster_config, load_kube_config
 
@@ -64,12 +65,16 @@ def check_config(kubeconfig: str | None) -> None:
     read: a kubeconfig that is not a readable file, or none outside a pod."""
     if kubeconfig:
         try:
-            with open(kubeconfig, "rb"):
-                pass
+            with open(kubeconfig, "rb") as handle:
+                loaded = yaml.safe_load(handle)
         except OSError as problem:
             raise KubeConfigError(
                 f"--kubeconfig {kubeconfig}: {problem.strerror or problem}"
             ) from None
+        except yaml.YAMLError as problem:
+            raise KubeConfigError(f"--kubeconfig {kubeconfig}: not YAML: {problem}") from None
+        if not isinstance(loaded, dict) or not loaded.get("clusters"):
+            raise KubeConfigError(f"--kubeconfig {kubeconfig}: not a kubeconfig (no clusters)")
     elif not os.environ.get(_IN_CLUSTER_HOST):
         raise KubeConfigError(
             "no cluster to read: give --kubeconfig PATH, or run in a pod "

@@ -35,7 +35,13 @@ from pilothouse.config.load import Loader, Problem
 from pilothouse.config.model import Config, ConfigKey, Origin
 from pilothouse.config.schema import Schema
 from pilothouse.config.validation.report import Severity
-from pilothouse.kube.client import KubeApiError, ResourceRef, new_api_client, request
+from pilothouse.kube.client import (
+    KubeApiError,
+    KubeConfigError,
+    ResourceRef,
+    new_api_client,
+    request,
+)
 from pilothouse.kube.events import KubeEvent, WatchEventType
 from pilothouse.kube.informer import Informer
 from pilothouse.sources.memory import MemoryStore
@@ -99,8 +105,14 @@ class KubeConfigSource:
         self._stop.set()
 
     async def run(self) -> None:
-        """Read every kind until :meth:`close`."""
-        client = await new_api_client(self._kubeconfig)
+        """Read every kind until :meth:`close`. A cluster configuration that cannot be
+        used is logged and the source stays unsynced (so ``/ready`` says so)."""
+        try:
+            client = await new_api_client(self._kubeconfig)
+        except KubeConfigError as problem:
+            log.error("%s: %s", self.name, problem)
+            await self._stop.wait()
+            return
         self._client = client
         try:
             for schema in self.loader.schemas:
@@ -153,24 +165,28 @@ class KubeConfigSource:
     def _load(
         self, schema: Schema, informer: Informer, key: ConfigKey, obj: dict[str, Any]
     ) -> None:
-        where = f"{self.name}/{informer.ref.path(key.namespace, key.name).lstrip('/')}"
-        raw = RawObject(obj, where, 0, {})
+        path = informer.ref.path(key.namespace, key.name)
+        raw = RawObject(obj, self.name, 0, {})
         config, found, _named = self.loader.load_object(raw)
-        # The JSON of the API server has no lines: problems name the object instead.
-        problems = tuple(Problem(p.severity, where, None, p.message, p.key or key) for p in found)
-        for problem in problems:
-            if problem.severity is Severity.ERROR:
-                log.warning("%s", problem)
-            else:
-                log.info("%s", problem)
+        # The API server's JSON has no lines: problems name the source and the object.
+        problems = tuple(
+            Problem(p.severity, self.name, None, p.message, p.key or key) for p in found
+        )
+        if problems != self._problems.get(key, ()):
+            # Logged when they change, not again for each status-only update.
+            for problem in problems:
+                if problem.severity is Severity.ERROR:
+                    log.warning("%s", problem)
+                else:
+                    log.info("%s", problem)
+            if config is None and self.store.get(key) is not None:
+                log.warning("%s: keeping its last good version", key)
         if problems:
             self._problems[key] = problems
         else:
             self._problems.pop(key, None)
         if config is not None:
-            self.store.apply(_with_origin(config, Origin(self.name, where)))
-        elif self.store.get(key) is not None:
-            log.warning("%s: keeping its last good version", key)
+            self.store.apply(_with_origin(config, Origin(self.name, path)))
         if self.write_status:
             self._write_status(informer, key, obj, problems)
 
