@@ -36,7 +36,10 @@ real server refuses a request, this one refuses too, with the same status code a
 
 Usage: ``async with FakeApiServer() as api: api.create({...}); api.kubeconfig(path)``.
 Objects are created, replaced and deleted with :meth:`create`, :meth:`replace`,
-:meth:`delete` (or over HTTP with POST, PUT and DELETE).
+:meth:`delete` (or over HTTP with POST, PUT and DELETE); :meth:`replace` and :meth:`apply`
+leave ``status`` alone, as the real server does, and :meth:`update_status` writes it.
+For a test's convenience, :meth:`create` keeps a ``status`` given with the object (a
+POST over HTTP drops it, as the real server does).
 """
 
 from __future__ import annotations
@@ -446,6 +449,12 @@ class FakeApiServer:
         """Replace an object (a resourceVersion in it must match, as PUT)."""
         resource, version = self._resource_of(obj)
         return self._replace(resource, version, copy.deepcopy(obj), status_only=False)
+
+    def update_status(self, obj: Obj) -> Obj:
+        """Replace only the object's ``status`` (the ``/status`` subresource): how a
+        kubelet marks a Pod ready, or a controller writes a Service's load balancer."""
+        resource, version = self._resource_of(obj)
+        return self._replace(resource, version, copy.deepcopy(obj), status_only=True)
 
     def apply(self, obj: Obj) -> Obj:
         """Create, or replace whatever is stored (a test's ``kubectl apply``)."""
@@ -948,6 +957,7 @@ class FakeApiServer:
                     "the namespace sent on the request",
                 )  # fmt: skip
         if verb == "create":
+            body.pop("status", None)  # a create over HTTP sets no status, as the real server
             stored = self._create(resource, version, body)
             return web.json_response(self._visible(resource, version, stored), status=201)
         if meta.get("name") != name:

@@ -182,3 +182,22 @@ async def test_core_and_cluster_scoped_paths(
     status, slices = await get(session, "/apis/discovery.k8s.io/v1/namespaces/team/endpointslices",
                                labelSelector="kubernetes.io/service-name=s")  # fmt: skip
     assert status == 200 and len(slices["items"]) == 1
+
+
+async def test_status_is_written_only_through_its_subresource(
+    api: tuple[FakeApiServer, aiohttp.ClientSession],
+) -> None:
+    server, session = api
+    ready = {"conditions": [{"type": "Ready", "status": "True"}]}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "team"},
+           "spec": {"nodeName": "n1"}, "status": ready}  # fmt: skip
+    async with session.post("/api/v1/namespaces/team/pods", json=pod) as response:
+        assert response.status == 201 and "status" not in await response.json()
+    server.update_status(pod)
+    unready = {**pod, "status": {"conditions": [{"type": "Ready", "status": "False"}]}}
+    server.apply(unready)  # a plain update leaves the status alone
+    stored = server.get("pods", "team", "p")
+    assert stored is not None and stored["status"] == ready
+    server.update_status(unready)
+    stored = server.get("pods", "team", "p")
+    assert stored is not None and stored["status"] == unready["status"]
