@@ -15,22 +15,15 @@ from typing import Any
 import yaml
 
 from pilothouse.config.schema import SchemaSet
-from pilothouse.kube.client import ResourceRef, new_api_client
+from pilothouse.kube.client import new_api_client
 from pilothouse.kube.config_source import KubeConfigSource
-from pilothouse.kube.informer import Informer
+from pilothouse.kube.feeds import registry_informers
 from pilothouse.kube.mesh_config import KubeMeshConfig
 from pilothouse.settings import KubeSettings
 from pilothouse.sources.addresses import build_source
 from tests.kube.fake_apiserver import FakeApiServer
 
 RBAC = Path(__file__).resolve().parents[2] / "deploy" / "kubernetes" / "clusterrole.yaml"
-REGISTRY = (
-    ResourceRef("", "v1", "services"),
-    ResourceRef("", "v1", "pods"),
-    ResourceRef("", "v1", "nodes", namespaced=False),
-    ResourceRef("", "v1", "namespaces", namespaced=False),
-    ResourceRef("discovery.k8s.io", "v1", "endpointslices"),
-)
 
 
 def documents() -> list[dict[str, Any]]:
@@ -75,7 +68,14 @@ async def test_everything_pilothouse_does_is_allowed(tmp_path: Path) -> None:
         assert (await mesh.first(timeout=10)) is not None
         assert mesh.mesh.connect_timeout == 2.0
         client = await new_api_client(kubeconfig)
-        registry = [Informer(client, ref) for ref in REGISTRY]
+        registry = list(registry_informers(client).values())
+        assert [i.resource for i in registry] == [
+            "services",
+            "endpointslices.discovery.k8s.io",
+            "pods",
+            "nodes",
+            "namespaces",
+        ]
         tasks = [asyncio.create_task(i.run()) for i in registry]
         try:
             async with asyncio.timeout(10):

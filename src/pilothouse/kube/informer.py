@@ -239,6 +239,7 @@ class Informer:
                 # List items carry no apiVersion/kind of their own: give them the list's.
                 item.setdefault("apiVersion", api_version)
                 item.setdefault("kind", kind)
+                _strip(item)
                 found[object_key(item)] = item
             meta = page.get("metadata") or {}
             token = str(meta.get("continue") or "")
@@ -332,6 +333,7 @@ class Informer:
                 self._version = version
             return
         key = object_key(obj)
+        _strip(obj)
         if kind in ("ADDED", "MODIFIED"):
             before = self._objects.get(key)
             self._objects[key] = obj
@@ -367,6 +369,14 @@ async def _lines(response: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
                 yield line
     if pending.strip():
         yield pending
+
+
+def _strip(obj: Obj) -> None:
+    """Drop ``metadata.managedFields`` (server-side apply bookkeeping nobody here reads;
+    istiod strips it too): often the largest part of an object."""
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
 
 
 def _describe(exc: BaseException) -> str:
