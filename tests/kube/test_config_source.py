@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from pilothouse.admin.debug_views import sources_view
 from pilothouse.backoff import Backoff
 from pilothouse.config.model import ConfigKey
 from pilothouse.kube.config_source import KubeConfigSource
@@ -138,6 +139,10 @@ async def test_an_invalid_object_is_skipped_with_a_line_naming_it(
             assert names(found, "VirtualService") == ["default/good"]
             problems = found.problems()[ConfigKey("VirtualService", "default", "broken")]
             assert problems
+            assert found.config_errors() == 1
+            (view,) = sources_view([found])
+            assert [p["text"] for p in view["problems"]] == [str(p) for p in problems]
+            assert "VirtualService default/broken" in view["problems"][0]["text"]
             # A later invalid edit of a good object keeps its last good version.
             worse = vs("good", host="ratings")
             worse["spec"]["http"][0]["route"][0]["weight"] = -1
@@ -168,6 +173,10 @@ async def test_a_missing_or_forbidden_kind_does_not_stop_the_others(
         async with Running(source(api, tmp_path)) as found:
             assert names(found, "VirtualService") == ["default/reviews"]
             assert names(found, "DestinationRule") == []
+            reason = "404 NotFound" if refusal == "uninstalled" else "403 Forbidden"
+            assert found.unread() == {DR: reason}
+            (view,) = sources_view([found])
+            assert view["unread"] == {DR: reason} and view["synced"] is True
             api.create(vs("later"))
             await until(lambda: len(names(found, "VirtualService")) == 2)
             # When the CRD appears (or the permission is granted), its objects follow.

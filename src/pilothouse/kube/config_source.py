@@ -101,6 +101,19 @@ class KubeConfigSource:
         """What validation found in each object that has problems now."""
         return dict(self._problems)
 
+    def unread(self) -> dict[str, str]:
+        """The resources that cannot be read now, and why (``404 NotFound``: the CRD is
+        not installed; ``403 Forbidden``: not allowed)."""
+        return {i.resource: i.absent for i in self.informers if i.absent is not None}
+
+    def config_errors(self) -> int:
+        """Objects rejected now (a valid older version may still be served)."""
+        return sum(
+            1
+            for problems in self._problems.values()
+            if any(p.severity is Severity.ERROR for p in problems)
+        )
+
     def close(self) -> None:
         self._stop.set()
 
