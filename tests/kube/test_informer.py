@@ -257,3 +257,21 @@ async def test_a_failing_handler_does_not_stop_the_informer(
     server.create(virtual_service("two"))
     await until(lambda: len(seen.events) == 2)
     await stop(informer, task)
+
+
+async def test_a_long_list_is_read_page_by_page(
+    api: tuple[FakeApiServer, ApiClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server, client = api
+    monkeypatch.setattr("pilothouse.kube.informer.PAGE_SIZE", 2)
+    for index in range(5):
+        server.create(virtual_service(f"vs-{index}"))
+    informer = Informer(client, VS, backoff=FAST)
+    seen = Recorder()
+    informer.subscribe(seen)
+    task = await running(informer)
+    assert [e[1] for e in seen.events] == [f"vs-{index}" for index in range(5)]
+    pages = [r for r in server.requests if "limit" in r.query]
+    assert [r.query["limit"] for r in pages] == ["2", "2", "2"]
+    assert [bool(r.query.get("continue")) for r in pages] == [False, True, True]
+    await stop(informer, task)
