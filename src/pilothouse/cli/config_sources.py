@@ -4,7 +4,8 @@ Sources, in precedence order (the first to define an object wins, see the aggreg
 store): ``--config`` directories, ``--config-source`` addresses, then the mesh config's
 ``configSources``, then (with ``--accept-mcp-sources``) whatever an MCP source that
 dials in sends. Addresses: ``fs:///dir`` or a path, ``xds://host:port`` (MCP over xDS),
-``mcp://host:port`` (a legacy MCP ResourceSource).
+``mcp://host:port`` (a legacy MCP ResourceSource), ``k8s://`` (Istio custom resources
+of a Kubernetes cluster, reached with ``--kubeconfig`` or in-cluster).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from pilothouse.config.schema import SchemaSet
+from pilothouse.kube.client import KubeConfigError, check_config
+from pilothouse.kube.mesh_config import KubeMeshConfig
 from pilothouse.mcp.collection_table import ISTIO_PILOT_COLLECTIONS, SYNTHETIC_SERVICE_ENTRIES
 from pilothouse.mcp.dialout import McpDialOutSource, parse_sink_meta
 from pilothouse.mcp.publisher import McpSourceOptions, SnapshotPublisher
@@ -56,11 +59,36 @@ def config_sources(settings: Settings, mesh_sources: Sequence[str] = ()) -> list
                         default_namespace=settings.default_namespace,
                         file_debounce=settings.file_debounce,
                         file_root_poll=settings.file_root_poll,
+                        kube=settings.kube,
                     )
                 )
         except AddressError as problem:
             raise SourceSetupError(f"config source {address!r}: {problem}") from None
     return sources
+
+
+async def kube_mesh_config(settings: Settings) -> KubeMeshConfig | None:
+    """The followed ``istio`` ConfigMap, read once already, when a ``k8s://`` source is
+    given on the command line (or ``PILOTHOUSE_CONFIG_SOURCES``) and ``--mesh`` is not;
+    otherwise None."""
+    if settings.mesh_file:
+        return None
+    kube = False
+    for address in settings.config_sources:
+        with contextlib.suppress(AddressError):
+            kube = kube or parse_address(address).scheme is Scheme.K8S
+    if not kube:
+        return None
+    try:
+        check_config(settings.kube.kubeconfig or None)
+    except KubeConfigError as problem:
+        raise SourceSetupError(str(problem)) from None
+    follower = KubeMeshConfig(settings.kube.kubeconfig or None, settings.kube.mesh_namespace)
+    try:
+        await follower.first()
+    except KubeConfigError as problem:
+        raise SourceSetupError(str(problem)) from None
+    return follower
 
 
 @dataclass

@@ -43,7 +43,7 @@ def test_valid_addresses(text: str, expected: SourceAddress) -> None:
     ("text", "says"),
     [
         ("", "empty"),
-        ("k8s://", "unsupported scheme 'k8s'"),
+        ("k8s://apiserver:443", "names no host"),
         ("http://a:1", "unsupported scheme 'http'"),
         ("fs://relative/dir", "absolute path"),
         ("fs:///dir?x=1", "plain path"),

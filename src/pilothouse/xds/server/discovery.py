@@ -37,7 +37,7 @@ from pilothouse.push.context import PushContext
 from pilothouse.push.debounce import Debouncer, DebounceSettings
 from pilothouse.push.pipeline import PushPipeline
 from pilothouse.push.queue import PushQueue
-from pilothouse.push.request import PushRequest
+from pilothouse.push.request import PushRequest, TriggerReason
 from pilothouse.push.secrets import has_secrets, secret_keys
 from pilothouse.push.workers import PushWorkers, PushWorkerStats
 from pilothouse.registry.controller import ServiceEntryRegistry
@@ -334,6 +334,17 @@ class DiscoveryServer:
     def request_push(self, request: PushRequest) -> None:
         """Queue a push through the debouncer (e.g. ``/debug/adsz?push=true``)."""
         self._debouncer.enqueue(request)
+
+    def set_mesh(self, mesh: MeshSettings) -> bool:
+        """Serve ``mesh`` from now on (a followed mesh config changed): every cached
+        resource is dropped and a full push follows. False when nothing changed."""
+        if mesh == self.mesh:
+            return False
+        self.mesh = mesh
+        self._pipeline.set_mesh(mesh)
+        self.cache.clear()
+        self._debouncer.enqueue(PushRequest.everything(TriggerReason.GLOBAL))
+        return True
 
     # -- knobs changed while running (the admin API) ------------------------------------
 
