@@ -30,16 +30,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from pilothouse.config.mesh import MeshSettings
+from pilothouse.kube.pods_proxy import proxy_with_pod
+from pilothouse.kube.registry import KubeFeeds, KubeRegistry
 from pilothouse.metrics.push import PushMetrics, metric_type
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.cache import ResourceCache
 from pilothouse.push.context import PushContext
 from pilothouse.push.debounce import Debouncer, DebounceSettings
 from pilothouse.push.pipeline import PushPipeline
+from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.push.queue import PushQueue
 from pilothouse.push.request import PushRequest
 from pilothouse.push.secrets import has_secrets, secret_keys
 from pilothouse.push.workers import PushWorkers, PushWorkerStats
+from pilothouse.registry.aggregate import AggregateRegistry, ServiceRegistry
 from pilothouse.registry.controller import ServiceEntryRegistry
 from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.registry.update import RegistryUpdate
@@ -117,12 +121,16 @@ class DiscoveryServer:
         envoy_generators: bool = True,
         api_clock: Callable[[], datetime.datetime] | None = None,
         metrics: PushMetrics | None = None,
+        kube: KubeFeeds | None = None,
     ) -> None:
         """``envoy_generators`` False serves Istio config only (the config-server role):
         CDS, EDS, LDS and RDS requests get empty answers. ``api_clock`` is when the
         ``api`` generator first sees an object (its MCP ``create_time``); wall time unless
         a test pins it. ``metrics`` are the push distributions this server records into
-        (a recording set of its own unless given)."""
+        (a recording set of its own unless given). ``kube`` are the informers of a
+        Kubernetes cluster: its Services and endpoints join the ServiceEntry registry's
+        (:class:`~pilothouse.registry.aggregate.AggregateRegistry`), and sidecars are
+        matched to their Pods; without it the ServiceEntry registry is used alone."""
         self.store = store
         self.mesh = mesh if mesh is not None else MeshSettings()
         self.settings = settings if settings is not None else XdsSettings()
@@ -132,7 +140,18 @@ class DiscoveryServer:
         knobs can be changed at run time."""
         self.stats = XdsStats()
         self.metrics = metrics if metrics is not None else PushMetrics()
-        self.registry = ServiceEntryRegistry(store, self._on_registry_update)
+        service_entries = ServiceEntryRegistry(store, self._on_registry_update)
+        self.kube: KubeRegistry | None = None
+        self.registry: ServiceRegistry = service_entries
+        if kube is not None:
+            self.kube = KubeRegistry(
+                kube,
+                service_entries.endpoint_index,
+                self._on_registry_update,
+                domain_suffix=self.mesh.domain_suffix,
+                trust_domain=self.mesh.trust_domain,
+            )
+            self.registry = AggregateRegistry(service_entries, self.kube)
         self._versions = PushVersions()
         self._pipeline: PushPipeline[Connection] = PushPipeline(
             store,
@@ -201,6 +220,13 @@ class DiscoveryServer:
     @property
     def version(self) -> str:
         return self._pipeline.version
+
+    def complete_proxy(self, proxy: ProxyIdentity) -> ProxyIdentity:
+        """``proxy`` with what the registry knows of it: a sidecar's labels, service
+        account and locality from its Pod when Kubernetes is configured."""
+        if self.kube is None:
+            return proxy
+        return proxy_with_pod(self.kube, proxy)
 
     def generator(self, type_url: str) -> Generator | None:
         """The generator registered for ``type_url``; Istio GVKs fall back to ``api``."""
@@ -297,7 +323,7 @@ class DiscoveryServer:
 
     async def run(self) -> None:
         """Wait for the sources, build the first context, then serve pushes until closed."""
-        while not self.store.has_synced():
+        while not (self.store.has_synced() and self.registry.has_synced()):
             if self._closed.is_set():
                 return
             await asyncio.sleep(0.01)

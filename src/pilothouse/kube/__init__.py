@@ -1,0 +1,1 @@
+"""Kubernetes: Istio config and the service registry read from a Kubernetes API server."""

@@ -1,0 +1,371 @@
+"""The Kubernetes service registry: Services, EndpointSlices, Pods, Nodes and Namespaces in,
+registry services and endpoints out, kept current from five :class:`KubeFeed`\\ s.
+
+It writes into an :class:`EndpointIndex` it is given (the ServiceEntry registry's, so one
+index holds every service's endpoints; a Kubernetes shard is one EndpointSlice, keyed
+``EndpointSlice/<namespace>/<name>``), and sorts every change as the ServiceEntry registry
+does:
+
+- **full**: a Service's converted form changed (:mod:`pilothouse.kube.services`), or it
+  was added or deleted; its slices' shards follow it (a deleted Service's are removed);
+- **EDS only**: an EndpointSlice changed, or a Pod (labels, service account, readiness
+  through its slice), or a Node's topology labels: only the shards of the slices that
+  name them are rewritten (reverse indexes pod → slices, node → pods), and only when the
+  endpoints really changed;
+- **nothing**: no service and no endpoint changed (a Namespace event, a Pod status
+  change the endpoints do not show).
+
+Until :meth:`KubeRegistry.initial_load` runs, events only update what the registry holds
+(no conversion): the informers' initial lists arrive as events in any order across
+resources, and the initial load converts everything once.
+
+A malformed object (no name, a port without a number) is logged with its namespace/name
+and kept out; the registry keeps its last good state for it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pilothouse.config.model import ConfigKey
+from pilothouse.kube.endpoints import Slice, slice_endpoints, slice_of
+from pilothouse.kube.events import KubeEvent, KubeFeed, WatchEventType
+from pilothouse.kube.pods import NO_TOPOLOGY, NodeTopology, Pod, PodKey, node_topology, pod_of
+from pilothouse.kube.services import (
+    external_name_endpoints,
+    is_external_name,
+    service_key,
+    service_of,
+)
+from pilothouse.registry.endpoint_index import EndpointIndex
+from pilothouse.registry.model import NO_LABELS, Endpoint, Labels, Service, ServiceKey
+from pilothouse.registry.update import RegistryUpdate
+
+log = logging.getLogger("pilothouse.kube")
+
+_ObjectKey = tuple[str, str]
+"""(namespace, name) of a namespaced object."""
+
+
+@dataclass(frozen=True, slots=True)
+class KubeFeeds:
+    """The five resources the registry reads, one feed (informer) each."""
+
+    services: KubeFeed
+    endpointslices: KubeFeed
+    pods: KubeFeed
+    nodes: KubeFeed
+    namespaces: KubeFeed
+
+    def all(self) -> tuple[KubeFeed, ...]:
+        return (self.services, self.endpointslices, self.pods, self.nodes, self.namespaces)
+
+
+def _object_key(obj: Mapping[str, Any]) -> _ObjectKey:
+    metadata = obj.get("metadata") or {}
+    return (str(metadata.get("namespace") or ""), str(metadata.get("name") or ""))
+
+
+class KubeRegistry:
+    """Services and endpoints from a Kubernetes cluster's informers."""
+
+    def __init__(
+        self,
+        feeds: KubeFeeds,
+        index: EndpointIndex,
+        on_update: Callable[[RegistryUpdate], None],
+        *,
+        domain_suffix: str = "cluster.local",
+        trust_domain: str = "cluster.local",
+        cluster_id: str = "Kubernetes",
+    ) -> None:
+        self._feeds = feeds
+        self._index = index
+        self._on_update = on_update
+        self.domain_suffix = domain_suffix
+        self.trust_domain = trust_domain
+        self.cluster_id = cluster_id
+        self._service_objects: dict[_ObjectKey, Mapping[str, Any]] = {}
+        self._services: dict[ServiceKey, Service] = {}
+        self._ordered: tuple[Service, ...] | None = None
+        self._slices: dict[_ObjectKey, Slice] = {}
+        self._slices_by_service: dict[_ObjectKey, set[_ObjectKey]] = {}
+        self._slices_by_pod: dict[PodKey, set[_ObjectKey]] = {}
+        self._written: dict[_ObjectKey, ServiceKey] = {}
+        self._pods: dict[PodKey, Pod] = {}
+        self._pods_by_ip: dict[tuple[str, str], PodKey] = {}
+        self._pods_by_node: dict[str, set[PodKey]] = {}
+        self._nodes: dict[str, NodeTopology] = {}
+        self._namespaces: dict[str, Labels] = {}
+        self._loaded = False
+        handlers: tuple[Callable[[KubeEvent], None], ...] = (
+            self._on_service,
+            self._on_slice,
+            self._on_pod,
+            self._on_node,
+            self._on_namespace,
+        )
+        self._unsubscribe = [
+            feed.subscribe(self._guarded(feed.resource, handler))
+            for feed, handler in zip(feeds.all(), handlers, strict=True)
+        ]
+
+    # ---- reading --------------------------------------------------------------------
+
+    @property
+    def endpoint_index(self) -> EndpointIndex:
+        return self._index
+
+    def has_synced(self) -> bool:
+        return all(feed.has_synced() for feed in self._feeds.all())
+
+    def services(self) -> tuple[Service, ...]:
+        """Every service, ordered by hostname then namespace."""
+        if self._ordered is None:
+            self._ordered = tuple(self._services[key] for key in sorted(self._services))
+        return self._ordered
+
+    def service(self, key: ServiceKey) -> Service | None:
+        return self._services.get(key)
+
+    def services_by_hostname(self, hostname: str) -> tuple[Service, ...]:
+        # A Kubernetes hostname names its namespace: at most one service has it.
+        namespace = hostname.split(".")[1] if hostname.count(".") >= 1 else ""
+        found = self._services.get(ServiceKey(hostname, namespace))
+        return (found,) if found is not None else ()
+
+    def endpoints(self, key: ServiceKey) -> tuple[Endpoint, ...]:
+        return self._index.endpoints(key)
+
+    def namespace_labels(self, namespace: str) -> Labels:
+        """The labels of Namespace ``namespace`` (none when unknown)."""
+        return self._namespaces.get(namespace, NO_LABELS)
+
+    def pod(self, namespace: str, name: str) -> Pod | None:
+        """A live (not Failed) Pod by namespace and name."""
+        return self._pods.get((namespace, name))
+
+    def node_topology(self, name: str) -> NodeTopology:
+        return self._nodes.get(name, NO_TOPOLOGY)
+
+    # ---- lifecycle ------------------------------------------------------------------
+
+    def initial_load(self) -> RegistryUpdate | None:
+        """Convert everything the feeds delivered so far; returns what changed, or None.
+        It does not call ``on_update``: at start-up the caller pushes everything."""
+        self._loaded = True
+        changed: set[ServiceKey] = set()
+        for key in sorted(self._service_objects):
+            changed |= self._set_service(key)
+        for key in sorted(self._slices):
+            changed |= self._refresh_slice(key)
+        if not changed:
+            return None
+        return RegistryUpdate(True, frozenset(), frozenset(changed))
+
+    def close(self) -> None:
+        for unsubscribe in self._unsubscribe:
+            unsubscribe()
+        self._unsubscribe = []
+
+    def _guarded(
+        self, resource: str, handler: Callable[[KubeEvent], None]
+    ) -> Callable[[KubeEvent], None]:
+        def handle(event: KubeEvent) -> None:
+            try:
+                handler(event)
+            except (KeyError, TypeError, ValueError) as problem:
+                namespace, name = _object_key(event.obj)
+                log.warning(
+                    "kubernetes %s %s/%s skipped: malformed (%s: %s)",
+                    resource,
+                    namespace,
+                    name,
+                    type(problem).__name__,
+                    problem,
+                )
+
+        return handle
+
+    def _emit(self, full: bool, changed: set[ServiceKey]) -> None:
+        if self._loaded and changed:
+            self._on_update(RegistryUpdate(full, frozenset(), frozenset(changed)))
+
+    # ---- Services -------------------------------------------------------------------
+
+    def _on_service(self, event: KubeEvent) -> None:
+        key = _object_key(event.obj)
+        if event.type is WatchEventType.DELETED:
+            if self._service_objects.pop(key, None) is None:
+                return
+        else:
+            service_of(event.obj, self.domain_suffix, self.trust_domain)  # refuse it now
+            self._service_objects[key] = event.obj
+        if self._loaded:
+            skey = self._service_key(key)
+            before = self._services.get(skey)
+            changed = self._set_service(key)
+            after = self._services.get(skey)
+            # A DNS service's endpoints travel in its clusters: a full push, as for any.
+            full = before != after or (after is not None and after.resolution.endpoints_in_cluster)
+            self._emit(full, changed)
+
+    def _service_key(self, key: _ObjectKey) -> ServiceKey:
+        namespace, name = key
+        return service_key(name, namespace, self.domain_suffix)
+
+    def _set_service(self, key: _ObjectKey) -> set[ServiceKey]:
+        """Convert Service ``key`` again and follow it with its shards; returns the
+        services whose definition or endpoints changed."""
+        skey = self._service_key(key)
+        obj = self._service_objects.get(key)
+        old = self._services.get(skey)
+        new = service_of(obj, self.domain_suffix, self.trust_domain) if obj is not None else None
+        changed: set[ServiceKey] = set()
+        if new != old:
+            changed.add(skey)
+            self._ordered = None
+            if new is None:
+                del self._services[skey]
+            else:
+                self._services[skey] = new
+        external: tuple[Endpoint, ...] = ()
+        if obj is not None and new is not None and is_external_name(obj):
+            external = external_name_endpoints(obj, new)
+        # An empty shard is no shard: this also removes a deleted Service's.
+        if self._index.update_shard(skey, skey.config_key, external):
+            changed.add(skey)
+        for piece in sorted(self._slices_by_service.get(key, ())):
+            changed |= self._refresh_slice(piece)
+        return changed
+
+    # ---- EndpointSlices -------------------------------------------------------------
+
+    def _on_slice(self, event: KubeEvent) -> None:
+        key = _object_key(event.obj)
+        old = self._slices.get(key)
+        new = None if event.type is WatchEventType.DELETED else slice_of(event.obj)
+        if old == new:
+            return
+        if old is not None:
+            self._unindex_slice(key, old)
+        if new is None:
+            self._slices.pop(key, None)
+        else:
+            self._slices[key] = new
+            self._index_slice(key, new)
+        if self._loaded:
+            self._emit(False, self._refresh_slice(key))
+
+    def _index_slice(self, key: _ObjectKey, piece: Slice) -> None:
+        if piece.service:
+            self._slices_by_service.setdefault((piece.namespace, piece.service), set()).add(key)
+        for pod in piece.pods:
+            self._slices_by_pod.setdefault(pod, set()).add(key)
+
+    def _unindex_slice(self, key: _ObjectKey, piece: Slice) -> None:
+        if piece.service:
+            _discard(self._slices_by_service, (piece.namespace, piece.service), key)
+        for pod in piece.pods:
+            _discard(self._slices_by_pod, pod, key)
+
+    def _refresh_slice(self, key: _ObjectKey) -> set[ServiceKey]:
+        """Rewrite slice ``key``'s shard from what is known now; returns the services
+        whose endpoints changed."""
+        piece = self._slices.get(key)
+        target: ServiceKey | None = None
+        endpoints: list[Endpoint] = []
+        if piece is not None and piece.service:
+            skey = service_key(piece.service, piece.namespace, self.domain_suffix)
+            service = self._services.get(skey)
+            obj = self._service_objects.get((piece.namespace, piece.service))
+            if service is not None and obj is not None and not is_external_name(obj):
+                target = skey
+                endpoints = slice_endpoints(
+                    piece, self._pods.get, self._pod_at, self.node_topology, self.cluster_id
+                )
+        shard = ConfigKey("EndpointSlice", key[0], key[1])
+        changed: set[ServiceKey] = set()
+        held = self._written.get(key)
+        if held is not None and held != target and self._index.delete_shard(held, shard):
+            changed.add(held)
+        if target is not None:
+            if self._index.update_shard(target, shard, endpoints):
+                changed.add(target)
+            self._written[key] = target
+        else:
+            self._written.pop(key, None)
+        return changed
+
+    def _pod_at(self, namespace: str, address: str) -> Pod | None:
+        key = self._pods_by_ip.get((namespace, address))
+        return self._pods.get(key) if key is not None else None
+
+    # ---- Pods and Nodes -------------------------------------------------------------
+
+    def _on_pod(self, event: KubeEvent) -> None:
+        key = _object_key(event.obj)
+        old = self._pods.get(key)
+        new = None if event.type is WatchEventType.DELETED else pod_of(event.obj)
+        if new is not None and new.failed:
+            new = None
+        if old == new:
+            return
+        if old is not None:
+            for ip in old.ips:
+                if self._pods_by_ip.get((old.namespace, ip)) == key:
+                    del self._pods_by_ip[(old.namespace, ip)]
+            _discard(self._pods_by_node, old.node_name, key)
+        if new is None:
+            self._pods.pop(key, None)
+        else:
+            self._pods[key] = new
+            for ip in new.ips:
+                self._pods_by_ip[(new.namespace, ip)] = key
+            if new.node_name:
+                self._pods_by_node.setdefault(new.node_name, set()).add(key)
+        if self._loaded:
+            self._emit(False, self._refresh_pods((key,)))
+
+    def _refresh_pods(self, pods: tuple[PodKey, ...] | set[PodKey]) -> set[ServiceKey]:
+        slices: set[_ObjectKey] = set()
+        for pod in pods:
+            slices |= self._slices_by_pod.get(pod, set())
+        changed: set[ServiceKey] = set()
+        for piece in sorted(slices):
+            changed |= self._refresh_slice(piece)
+        return changed
+
+    def _on_node(self, event: KubeEvent) -> None:
+        name = _object_key(event.obj)[1]
+        old = self._nodes.get(name)
+        new = None if event.type is WatchEventType.DELETED else node_topology(event.obj)
+        if old == new:
+            return
+        if new is None:
+            self._nodes.pop(name, None)
+        else:
+            self._nodes[name] = new
+        if self._loaded:
+            self._emit(False, self._refresh_pods(set(self._pods_by_node.get(name, ()))))
+
+    # ---- Namespaces -----------------------------------------------------------------
+
+    def _on_namespace(self, event: KubeEvent) -> None:
+        name = _object_key(event.obj)[1]
+        if event.type is WatchEventType.DELETED:
+            self._namespaces.pop(name, None)
+            return
+        labels = (event.obj.get("metadata") or {}).get("labels") or {}
+        self._namespaces[name] = Labels.of({str(k): str(v) for k, v in labels.items()})
+
+
+def _discard(index: dict[Any, set[Any]], key: Any, value: Any) -> None:
+    held = index.get(key)
+    if held is not None:
+        held.discard(value)
+        if not held:
+            del index[key]
