@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pilothouse.config.model import ConfigKey
-from pilothouse.kube.pods import NO_TOPOLOGY, NodeTopology, Pod, PodKey
-from pilothouse.registry.model import NO_LABELS, Endpoint
+from pilothouse.kube.pods import Pod, PodKey
+from pilothouse.registry.model import NO_LABELS, Endpoint, Labels
 
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 MULTICLUSTER_SERVICE_NAME_LABEL = "multicluster.kubernetes.io/service-name"
@@ -98,12 +98,10 @@ def slice_endpoints(
     piece: Slice,
     pod_named: Callable[[PodKey], Pod | None],
     pod_at: Callable[[str, str], Pod | None],
-    topology: Callable[[str], NodeTopology],
-    cluster_id: str,
+    describe: Callable[[Pod], tuple[Labels, str]],
 ) -> list[Endpoint]:
     """The endpoints ``piece`` serves now. ``pod_named`` finds a Pod by key, ``pod_at`` by
-    (namespace, address), ``topology`` a Node's by name; ``cluster_id`` is the
-    registry's cluster (label ``topology.istio.io/cluster``)."""
+    (namespace, address); ``describe`` gives a Pod's workload labels and locality."""
     out: list[Endpoint] = []
     shard = piece.shard
     for entry in piece.endpoints:
@@ -116,9 +114,7 @@ def slice_endpoints(
         else:
             pod = pod_at(piece.namespace, entry.addresses[0])
         if pod is not None:
-            node = topology(pod.node_name) if pod.node_name else NO_TOPOLOGY
-            labels = pod.workload_labels(node, cluster_id)
-            locality = pod.topology(node).locality
+            labels, locality = describe(pod)
             account, network = pod.service_account, pod.network
         else:
             labels, locality, account, network = NO_LABELS, "", "", ""

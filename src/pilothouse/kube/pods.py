@@ -76,6 +76,9 @@ class Pod:
     node_name: str
     ips: tuple[str, ...]
     failed: bool
+    own_topology: NodeTopology | None = None
+    """From its ``topology.istio.io/locality`` (or legacy) label, when it has one."""
+    network: str = ""
 
     @property
     def key(self) -> PodKey:
@@ -83,29 +86,30 @@ class Pod:
 
     def topology(self, node: NodeTopology) -> NodeTopology:
         """The pod's own locality label if it has one, else its node's."""
-        own = self.labels.get(LOCALITY) or self.labels.get(LEGACY_LOCALITY)
-        if own:
-            parts = [*own.replace(".", "/").split("/"), "", "", ""][:3]
-            return NodeTopology(*parts)
-        return node
+        return self.own_topology if self.own_topology is not None else node
 
     def workload_labels(self, node: NodeTopology, cluster_id: str = DEFAULT_CLUSTER_ID) -> Labels:
         """The pod's labels with the topology labels istiod adds (the pod's own win)."""
         topology = self.topology(node)
-        added = {CLUSTER: cluster_id}
+        merged = {CLUSTER: cluster_id}
         if topology.region:
-            added[REGION] = topology.region
+            merged[REGION] = topology.region
         if topology.zone:
-            added[ZONE] = topology.zone
+            merged[ZONE] = topology.zone
         if topology.subzone:
-            added[SUBZONE] = topology.subzone
+            merged[SUBZONE] = topology.subzone
         if self.node_name:
-            added[HOSTNAME] = self.node_name
-        return Labels.of(added).merged(self.labels)
+            merged[HOSTNAME] = self.node_name
+        merged.update(self.labels.pairs)
+        return Labels(tuple(merged.items()))
 
-    @property
-    def network(self) -> str:
-        return self.labels.get(NETWORK, "")
+
+def _own_topology(labels: Mapping[str, str]) -> NodeTopology | None:
+    own = labels.get(LOCALITY) or labels.get(LEGACY_LOCALITY)
+    if not own:
+        return None
+    region, zone, subzone = [*own.replace(".", "/").split("/", 2), "", "", ""][:3]
+    return NodeTopology(region, zone, subzone)
 
 
 def pod_of(obj: Mapping[str, Any]) -> Pod:
@@ -116,13 +120,16 @@ def pod_of(obj: Mapping[str, Any]) -> Pod:
     ips = [str(entry.get("ip")) for entry in status.get("podIPs") or () if entry.get("ip")]
     if not ips and status.get("podIP"):
         ips = [str(status["podIP"])]
-    labels = metadata.get("labels")
+    raw = metadata.get("labels") or {}
+    labels = {str(k): str(v) for k, v in raw.items()}
     return Pod(
         namespace=str(metadata["namespace"]),
         name=str(metadata["name"]),
-        labels=Labels.of({str(k): str(v) for k, v in labels.items()}) if labels else NO_LABELS,
+        labels=Labels.of(labels) if labels else NO_LABELS,
         service_account=str(spec.get("serviceAccountName") or spec.get("serviceAccount") or ""),
         node_name=str(spec.get("nodeName") or ""),
         ips=tuple(ips),
         failed=status.get("phase") == "Failed",
+        own_topology=_own_topology(labels),
+        network=labels.get(NETWORK, ""),
     )

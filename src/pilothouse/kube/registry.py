@@ -100,6 +100,7 @@ class KubeRegistry:
         self._pods_by_node: dict[str, set[PodKey]] = {}
         self._nodes: dict[str, NodeTopology] = {}
         self._namespaces: dict[str, Labels] = {}
+        self._described: dict[PodKey, tuple[Pod, NodeTopology, tuple[Labels, str]]] = {}
         self._loaded = False
         handlers: tuple[Callable[[KubeEvent], None], ...] = (
             self._on_service,
@@ -159,9 +160,7 @@ class KubeRegistry:
         self._loaded = True
         changed: set[ServiceKey] = set()
         for key in sorted(self._service_objects):
-            changed |= self._set_service(key)
-        for key in sorted(self._slices):
-            changed |= self._refresh_slice(key)
+            changed |= self._set_service(key)  # and the slices of each Service
         if not changed:
             return None
         return RegistryUpdate(True, frozenset(), frozenset(changed))
@@ -284,9 +283,7 @@ class KubeRegistry:
             obj = self._service_objects.get((piece.namespace, piece.service))
             if service is not None and obj is not None and not is_external_name(obj):
                 target = skey
-                endpoints = slice_endpoints(
-                    piece, self._pods.get, self._pod_at, self.node_topology, self.cluster_id
-                )
+                endpoints = slice_endpoints(piece, self._pods.get, self._pod_at, self._describe)
         shard = ConfigKey("EndpointSlice", key[0], key[1])
         changed: set[ServiceKey] = set()
         held = self._written.get(key)
@@ -299,6 +296,16 @@ class KubeRegistry:
         else:
             self._written.pop(key, None)
         return changed
+
+    def _describe(self, pod: Pod) -> tuple[Labels, str]:
+        """A Pod's workload labels and locality, made once per Pod and Node state."""
+        node = self._nodes.get(pod.node_name, NO_TOPOLOGY) if pod.node_name else NO_TOPOLOGY
+        held = self._described.get(pod.key)
+        if held is not None and held[0] is pod and held[1] is node:
+            return held[2]
+        made = (pod.workload_labels(node, self.cluster_id), pod.topology(node).locality)
+        self._described[pod.key] = (pod, node, made)
+        return made
 
     def _pod_at(self, namespace: str, address: str) -> Pod | None:
         key = self._pods_by_ip.get((namespace, address))
@@ -321,6 +328,7 @@ class KubeRegistry:
             _discard(self._pods_by_node, old.node_name, key)
         if new is None:
             self._pods.pop(key, None)
+            self._described.pop(key, None)
         else:
             self._pods[key] = new
             for ip in new.ips:

@@ -257,3 +257,16 @@ def test_sidecar_node_id_is_matched_to_its_pod() -> None:
         parse_node("sidecar~10.0.0.1~reviews-7.shop~shop.svc.cluster.local"),
     ):
         assert proxy_with_pod(h.registry, other) == other
+
+
+def test_pod_locality_label_wins_over_its_node() -> None:
+    h = Harness()
+    reviews_mesh(h)
+    h.cluster.pods.apply(
+        pod("reviews-1", NS, "10.0.0.1",
+            {"app": "reviews", "topology.istio.io/locality": "us-east1.us-east1-d.rack1"},
+            service_account="bookinfo-reviews", node="node-a")
+    )  # fmt: skip
+    one, _ = h.index.endpoints(REVIEWS)
+    assert one.locality == "us-east1/us-east1-d/rack1"
+    assert one.labels["topology.kubernetes.io/region"] == "us-east1"
