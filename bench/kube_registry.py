@@ -13,7 +13,7 @@ so 10,000 Pods) spread over 12 Nodes in 3 zones. Timed in the same process and r
     ``workloadSelector`` and S×P WorkloadEntries (same hosts, ports, labels, addresses).
 - **flip**: one workload's readiness (Kubernetes: its slice marks it not ready, then ready
   again; baseline: its WorkloadEntry's address moves away and back), N events, each
-  through the EDS fast path; the time per event.
+  through the EDS fast path; the time per event (best of the runs).
 
 The feeds stand in for informers (no Kubernetes API server runs here): they replay
 prepared objects, so the figures are the registry's own cost, not the network's.
@@ -219,7 +219,7 @@ def best(runs: int, work: Callable[[], tuple[Any, ...]]) -> tuple[Any, ...]:
     return min(results, key=lambda result: float(result[0]))
 
 
-def flip_kube(objects: dict[str, list[dict[str, Any]]], events: int) -> float:
+def flip_kube(objects: dict[str, list[dict[str, Any]]], events: int, runs: int) -> float:
     _, registry, feeds, _ = load_kube(objects)
     updates: list[RegistryUpdate] = []
     registry._on_update = updates.append  # count what the flips announce
@@ -230,17 +230,19 @@ def flip_kube(objects: dict[str, list[dict[str, Any]]], events: int) -> float:
         unready = copy.deepcopy(original)
         unready["endpoints"][0]["conditions"]["ready"] = False
         flips.append((original, unready))
-    start = time.perf_counter()
-    for _, unready in flips:
-        feeds["endpointslices"].send(unready)
-    for original, _ in flips:
-        feeds["endpointslices"].send(original)
-    elapsed = time.perf_counter() - start
-    assert all(not u.full for u in updates) and len(updates) == 2 * events, len(updates)
-    return elapsed / (2 * events)
+    fastest = float("inf")
+    for _ in range(runs):
+        start = time.perf_counter()
+        for _, unready in flips:
+            feeds["endpointslices"].send(unready)
+        for original, _ in flips:
+            feeds["endpointslices"].send(original)
+        fastest = min(fastest, time.perf_counter() - start)
+    assert all(not u.full for u in updates) and len(updates) == 2 * events * runs, len(updates)
+    return fastest / (2 * events)
 
 
-def flip_service_entries(configs: list[Config], events: int) -> float:
+def flip_service_entries(configs: list[Config], events: int, runs: int) -> float:
     _, registry, store, _ = load_service_entries(configs)
     updates: list[RegistryUpdate] = []
     registry._on_update = updates.append
@@ -252,14 +254,16 @@ def flip_service_entries(configs: list[Config], events: int) -> float:
         spec.CopyFrom(original.spec)
         spec.address = f"10.255.{n // 256 % 256}.{n % 256}"
         moved.append((original, Config(**{**_fields(original), "spec": spec})))
-    start = time.perf_counter()
-    for _, changed in moved:
-        store.apply(changed)
-    for original, _ in moved:
-        store.apply(original)
-    elapsed = time.perf_counter() - start
-    assert all(not u.full for u in updates) and len(updates) == 2 * events, len(updates)
-    return elapsed / (2 * events)
+    fastest = float("inf")
+    for _ in range(runs):
+        start = time.perf_counter()
+        for _, changed in moved:
+            store.apply(changed)
+        for original, _ in moved:
+            store.apply(original)
+        fastest = min(fastest, time.perf_counter() - start)
+    assert all(not u.full for u in updates) and len(updates) == 2 * events * runs, len(updates)
+    return fastest / (2 * events)
 
 
 def _fields(config: Config) -> dict[str, Any]:
@@ -308,8 +312,8 @@ def main() -> None:
             }
         )
     )
-    kube_flip = flip_kube(objects, args.flips)
-    se_flip = flip_service_entries(configs, args.flips)
+    kube_flip = flip_kube(objects, args.flips, args.runs)
+    se_flip = flip_service_entries(configs, args.flips, args.runs)
     print(
         json.dumps(
             {
