@@ -159,13 +159,30 @@ async def test_kubernetes_service_routes_and_unready_pod_leaves_by_eds_only(
         await plane.stop()
 
 
+async def inbound_hosts(envoy: EnvoyProcess, timeout: float = 10) -> list[int]:
+    """The ports of the ``inbound|9080||`` cluster's hosts, once Envoy has the cluster."""
+    deadline = time.monotonic() + timeout
+    while True:
+        statuses = {s["name"]: s for s in (await envoy.clusters_json())["cluster_statuses"]}
+        if "inbound|9080||" in statuses:
+            hosts = statuses["inbound|9080||"].get("host_statuses", ())
+            return [h["address"]["socket_address"]["port_value"] for h in hosts]
+        assert time.monotonic() < deadline, sorted(statuses)
+        await asyncio.sleep(0.05)
+
+
 async def test_sidecar_of_a_pod_takes_labels_account_and_inbound_ports_from_it(
     envoy_factory: EnvoyFleet, upstream_factory: UpstreamPool
 ) -> None:
-    """A sidecar whose node carries no metadata at all: its node id names the Pod."""
+    """A sidecar whose node carries no metadata at all: its node id names the Pod. It
+    connects before its Pod is ready (as a real sidecar does); readiness then brings its
+    inbound port, and a label change on the Pod reaches its identity (istiod's
+    ProxyUpdate)."""
     v1 = await upstream_factory("reviews-v1")
     v2 = await upstream_factory("reviews-v2")
-    plane = ControlPlane(kube=reviews_cluster(v1, v2).feeds())
+    cluster = reviews_cluster(v1, v2)
+    cluster.endpointslices.apply(pod_slice("v1", v1, False))
+    plane = ControlPlane(kube=cluster.feeds())
     await plane.start()
     try:
         options = EnvoyBootstrapOptions(
@@ -175,19 +192,29 @@ async def test_sidecar_of_a_pod_takes_labels_account_and_inbound_ports_from_it(
             transport=XdsTransport.DELTA,
         )
         envoy = await envoy_factory(envoy_bootstrap(options))
-        deadline = time.monotonic() + 10
-        while True:
-            statuses = {s["name"]: s for s in (await envoy.clusters_json())["cluster_statuses"]}
-            if "inbound|9080||" in statuses or time.monotonic() > deadline:
-                break
-            await asyncio.sleep(0.05)
-        hosts = statuses["inbound|9080||"]["host_statuses"]
-        # the Pod's own endpoint (v1's port), not the other Pod's
-        assert [h["address"]["socket_address"]["port_value"] for h in hosts] == [v1.port]
-        assert "inbound|9080||" in await envoy.listeners()
+        await envoy.wait_stat(LDS, 1, timeout=10)
         proxy = plane.only_connection().proxy
         assert proxy.labels["version"] == "v1" and proxy.labels["app"] == "reviews"
         assert (proxy.metadata or {})["SERVICE_ACCOUNT"] == "reviews"
         assert proxy.locality == "eu-west1/eu-west1-b"
+        statuses = {s["name"] for s in (await envoy.clusters_json())["cluster_statuses"]}
+        assert "inbound|9080||" not in statuses  # not ready: no endpoint selects it yet
+
+        cluster.endpointslices.apply(pod_slice("v1", v1, True))
+        # the Pod's own endpoint (v1's port), not the other Pod's
+        assert await inbound_hosts(envoy) == [v1.port]
+        assert "inbound|9080||" in await envoy.listeners()
+
+        cluster.pods.apply(
+            pod("reviews-v1", NS, v1.host, {"app": "reviews", "version": "v1", "track": "beta"},
+                service_account="reviews", node="node-a")
+        )  # fmt: skip
+        deadline = time.monotonic() + 10
+        while plane.only_connection().proxy.labels.get("track") != "beta":
+            assert time.monotonic() < deadline, plane.only_connection().proxy.labels
+            await asyncio.sleep(0.05)
+        # its endpoint carries the new label too, so the inbound port stays
+        await asyncio.sleep(0.3)
+        assert await inbound_hosts(envoy) == [v1.port]
     finally:
         await plane.stop()

@@ -7,7 +7,8 @@ istiod (``kc/util.go`` podKeyByProxy, ``model/context.go`` SetWorkloadLabels):
   that namespace, and only when metadata ``CLUSTER_ID`` is empty or the registry's cluster;
 - the proxy's labels are the Pod's with the topology labels istiod adds
   (:meth:`Pod.workload_labels`); labels the node's metadata ``LABELS`` gives win over them
-  (the node's own word, as the agent sends it);
+  (the node's own word, as the agent sends it; read from the metadata, so completing a
+  proxy again after its Pod changed gives what completing the node's own would);
 - its service account is the Pod's, unless metadata ``SERVICE_ACCOUNT`` names one;
 - its locality is the Pod's (its locality label, else its Node's), else ``node.locality``.
 
@@ -20,7 +21,8 @@ from __future__ import annotations
 import dataclasses
 
 from pilothouse.kube.registry import KubeRegistry
-from pilothouse.push.proxy import ProxyIdentity, ProxyType
+from pilothouse.push.proxy import BadNode, ProxyIdentity, ProxyType, metadata_labels
+from pilothouse.registry.model import Labels
 
 SERVICE_ACCOUNT = "SERVICE_ACCOUNT"
 
@@ -40,8 +42,9 @@ def proxy_with_pod(registry: KubeRegistry, proxy: ProxyIdentity) -> ProxyIdentit
     node = registry.node_topology(pod.node_name)
     metadata = dict(proxy.metadata or {})
     labels = pod.workload_labels(node, registry.cluster_id)
-    if metadata.get("LABELS"):
-        labels = labels.merged(proxy.labels)
+    told = metadata.get("LABELS")
+    if told:
+        labels = labels.merged(_node_labels(told, proxy))
     if pod.service_account and not metadata.get(SERVICE_ACCOUNT):
         metadata[SERVICE_ACCOUNT] = pod.service_account
     return dataclasses.replace(
@@ -50,3 +53,11 @@ def proxy_with_pod(registry: KubeRegistry, proxy: ProxyIdentity) -> ProxyIdentit
         locality=pod.topology(node).locality or proxy.locality,
         metadata=dict(sorted(metadata.items())),
     )
+
+
+def _node_labels(told: str, proxy: ProxyIdentity) -> Labels:
+    """The labels of metadata ``LABELS`` (kept as JSON text in the proxy's metadata)."""
+    try:
+        return metadata_labels(told, proxy.node_id)
+    except BadNode:  # parse_node read it once already: cannot happen
+        return proxy.labels

@@ -81,8 +81,13 @@ class KubeRegistry:
         domain_suffix: str = "cluster.local",
         trust_domain: str = "cluster.local",
         cluster_id: str = "Kubernetes",
+        on_pods: Callable[[frozenset[PodKey]], None] | None = None,
     ) -> None:
+        """``on_pods`` hears of Pods whose view changed after the initial load: their
+        labels, node or service account, their Node's topology, or their readiness in a
+        slice (their sidecars' identity and inbound ports may follow)."""
         self._feeds = feeds
+        self._on_pods = on_pods
         self._index = index
         self._on_update = on_update
         self.domain_suffix = domain_suffix
@@ -193,6 +198,10 @@ class KubeRegistry:
         if self._loaded and changed:
             self._on_update(RegistryUpdate(full, frozenset(), frozenset(changed)))
 
+    def _emit_pods(self, pods: frozenset[PodKey]) -> None:
+        if pods and self._on_pods is not None:
+            self._on_pods(pods)
+
     # ---- Services -------------------------------------------------------------------
 
     def _on_service(self, event: KubeEvent) -> None:
@@ -258,6 +267,7 @@ class KubeRegistry:
             self._index_slice(key, new)
         if self._loaded:
             self._emit(False, self._refresh_slice(key))
+            self._emit_pods(_readiness_changes(key[0], old, new))
 
     def _index_slice(self, key: _ObjectKey, piece: Slice) -> None:
         if piece.service:
@@ -337,6 +347,7 @@ class KubeRegistry:
                 self._pods_by_node.setdefault(new.node_name, set()).add(key)
         if self._loaded:
             self._emit(False, self._refresh_pods((key,)))
+            self._emit_pods(frozenset({key}))
 
     def _refresh_pods(self, pods: tuple[PodKey, ...] | set[PodKey]) -> set[ServiceKey]:
         slices: set[_ObjectKey] = set()
@@ -358,7 +369,9 @@ class KubeRegistry:
         else:
             self._nodes[name] = new
         if self._loaded:
-            self._emit(False, self._refresh_pods(set(self._pods_by_node.get(name, ()))))
+            on_node = set(self._pods_by_node.get(name, ()))
+            self._emit(False, self._refresh_pods(on_node))
+            self._emit_pods(frozenset(on_node))
 
     # ---- Namespaces -----------------------------------------------------------------
 
@@ -369,6 +382,18 @@ class KubeRegistry:
             return
         labels = (event.obj.get("metadata") or {}).get("labels") or {}
         self._namespaces[name] = Labels.of({str(k): str(v) for k, v in labels.items()})
+
+
+def _readiness_changes(namespace: str, old: Slice | None, new: Slice | None) -> frozenset[PodKey]:
+    """The Pods whose readiness in a slice differs between ``old`` and ``new`` (appearing
+    or leaving counts)."""
+    before = {e.pod: e.ready for e in old.endpoints if e.pod} if old is not None else {}
+    after = {e.pod: e.ready for e in new.endpoints if e.pod} if new is not None else {}
+    return frozenset(
+        (namespace, pod)
+        for pod in before.keys() | after.keys()
+        if before.get(pod) != after.get(pod)
+    )
 
 
 def _discard(index: dict[Any, set[Any]], key: Any, value: Any) -> None:

@@ -31,8 +31,11 @@ class Harness:
     def __init__(self, *, load: bool = True) -> None:
         self.cluster = MemoryCluster()
         self.updates: list[RegistryUpdate] = []
+        self.pods: list[frozenset[tuple[str, str]]] = []
         self.index = EndpointIndex()
-        self.registry = KubeRegistry(self.cluster.feeds(), self.index, self.updates.append)
+        self.registry = KubeRegistry(
+            self.cluster.feeds(), self.index, self.updates.append, on_pods=self.pods.append
+        )
         self.initial: RegistryUpdate | None = None
         if load:
             self.initial = self.registry.initial_load()
@@ -270,3 +273,24 @@ def test_pod_locality_label_wins_over_its_node() -> None:
     one, _ = h.index.endpoints(REVIEWS)
     assert one.locality == "us-east1/us-east1-d/rack1"
     assert one.labels["topology.kubernetes.io/region"] == "us-east1"
+
+
+def test_pods_whose_view_changed_are_announced() -> None:
+    h = Harness(load=False)
+    cluster, heard = h.cluster, h.pods
+    reviews_mesh(h)
+    h.registry.initial_load()
+    assert heard == []  # nothing before the initial load
+    cluster.endpointslices.apply(
+        endpoint_slice(
+            "reviews-abc", NS, "reviews", [("http-api", 8080)],
+            [("10.0.0.1", "reviews-1", True), ("10.0.0.2", "reviews-2", False)],
+        )
+    )  # fmt: skip
+    cluster.pods.apply(pod("reviews-1", NS, "10.0.0.1", {"app": "reviews"}, node="node-a"))
+    cluster.nodes.apply(node("node-b", "us-east1", "us-east1-a"))
+    assert heard == [
+        frozenset({(NS, "reviews-2")}),
+        frozenset({(NS, "reviews-1")}),
+        frozenset({(NS, "reviews-2")}),
+    ]

@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from pilothouse.config.mesh import MeshSettings
+from pilothouse.config.model import ConfigKey
 from pilothouse.kube.pods_proxy import proxy_with_pod
 from pilothouse.kube.registry import KubeFeeds, KubeRegistry
 from pilothouse.metrics.push import PushMetrics, metric_type
@@ -40,7 +41,7 @@ from pilothouse.push.debounce import Debouncer, DebounceSettings
 from pilothouse.push.pipeline import PushPipeline
 from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.push.queue import PushQueue
-from pilothouse.push.request import PushRequest
+from pilothouse.push.request import PushRequest, TriggerReason
 from pilothouse.push.secrets import has_secrets, secret_keys
 from pilothouse.push.workers import PushWorkers, PushWorkerStats
 from pilothouse.registry.aggregate import AggregateRegistry, ServiceRegistry
@@ -150,6 +151,7 @@ class DiscoveryServer:
                 self._on_registry_update,
                 domain_suffix=self.mesh.domain_suffix,
                 trust_domain=self.mesh.trust_domain,
+                on_pods=self._on_pods_changed,
             )
             self.registry = AggregateRegistry(service_entries, self.kube)
         self._versions = PushVersions()
@@ -404,6 +406,27 @@ class DiscoveryServer:
         request = self._pipeline.registry_changed(update, time.monotonic())
         if request is not None:
             self._debouncer.enqueue(request)
+
+    def _on_pods_changed(self, pods: frozenset[tuple[str, str]]) -> None:
+        """istiod's ProxyUpdate: the sidecars of changed Pods are completed again from
+        their Pod and get a push of their own (their labels, and the inbound ports their
+        endpoints give, may have moved while only EDS went to the others)."""
+        if self.kube is None or self._pipeline.context is None:
+            return
+        wanted = {f"{name}.{namespace}" for namespace, name in pods}
+        for connection in list(self.connections.values()):
+            if connection.proxy.id not in wanted:
+                continue
+            proxy = proxy_with_pod(self.kube, connection.proxy)
+            if proxy != connection.proxy:
+                connection.reidentify(proxy)
+            key = ConfigKey("Pod", connection.proxy.namespace, connection.proxy.pod_name)
+            self.stats.push_triggers["proxy"] = self.stats.push_triggers.get("proxy", 0) + 1
+            self._queue.enqueue(
+                connection,
+                PushRequest.for_configs([key], TriggerReason.PROXY, start=time.monotonic()),
+            )
+            self.stats.connections_queued += 1
 
     def _count_inbound(self, kind: str, count: int) -> None:
         """pilot_inbound_updates: ``config`` per store event; per service changed, ``eds``
