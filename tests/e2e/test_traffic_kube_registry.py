@@ -3,14 +3,16 @@
 The five in-memory feeds (:mod:`tests.memory_kube`) stand in for the informers of a
 Kubernetes API server, which cannot run here: they deliver the Service, EndpointSlice,
 Pod, Node and Namespace objects as the API server's JSON, as watch events, to an
-in-process pilothouse (the same :class:`KubeFeed` path the real informers use). Istio
-config (DestinationRule, Gateway, VirtualService) comes from the usual memory store.
+in-process pilothouse, through ``DiscoveryServer(kube=KubeFeeds(...))``: the path the
+real informers (and, in tests, the fake API server behind them) take. Istio config
+(DestinationRule, Gateway, VirtualService) comes from the usual memory store.
 
 Each Pod is a local upstream on 127.0.0.1 (its own slice, since every upstream listens on
 its own port). A real Envoy gateway routes by subset; when a Pod turns unready, its
 endpoint leaves by EDS alone: Envoy's CDS, LDS and RDS update counters stay put while the
 cluster's EDS counter moves. A sidecar whose node id names a Pod, and that sends no
-metadata, gets that Pod's labels, service account, locality and inbound ports.
+metadata, gets that Pod's labels, service account, locality and inbound ports, and sees a
+headless Service as a passthrough cluster and an ExternalName one as a DNS cluster.
 """
 
 from __future__ import annotations
@@ -182,6 +184,11 @@ async def test_sidecar_of_a_pod_takes_labels_account_and_inbound_ports_from_it(
     v2 = await upstream_factory("reviews-v2")
     cluster = reviews_cluster(v1, v2)
     cluster.endpointslices.apply(pod_slice("v1", v1, False))
+    cluster.services.apply(service("db", NS, [{"name": "tcp-pg", "port": 5432}], cluster_ip="None"))
+    cluster.services.apply(
+        service("search", NS, [{"name": "http", "port": 8000}], kind="ExternalName",
+                external_name="localhost")
+    )  # fmt: skip
     plane = ControlPlane(kube=cluster.feeds())
     await plane.start()
     try:
@@ -199,6 +206,17 @@ async def test_sidecar_of_a_pod_takes_labels_account_and_inbound_ports_from_it(
         assert proxy.locality == "eu-west1/eu-west1-b"
         statuses = {s["name"] for s in (await envoy.clusters_json())["cluster_statuses"]}
         assert "inbound|9080||" not in statuses  # not ready: no endpoint selects it yet
+        # a headless Service is a passthrough cluster, an ExternalName one resolves the name
+        dumped = await envoy.config_dump()
+        types = {
+            c["cluster"]["name"]: c["cluster"].get("type")
+            for section in dumped["configs"]
+            for c in section.get("dynamic_active_clusters", ())
+        }
+        assert types[f"outbound|5432||{fqdn('db', NS)}"] == "ORIGINAL_DST"
+        assert types[f"outbound|8000||{fqdn('search', NS)}"] == "STRICT_DNS"
+        assert types[CLUSTER] == "EDS"
+        assert await envoy.stat("cluster_manager.cds.update_rejected", default=0) == 0
 
         cluster.endpointslices.apply(pod_slice("v1", v1, True))
         # the Pod's own endpoint (v1's port), not the other Pod's
