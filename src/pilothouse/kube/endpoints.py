@@ -53,7 +53,7 @@ class Slice:
 
     @property
     def shard(self) -> ConfigKey:
-        """Its shard of its service's endpoints."""
+        """What its endpoints name as their ``source``."""
         return ConfigKey(ENDPOINT_SLICE, self.namespace, self.name)
 
     @property

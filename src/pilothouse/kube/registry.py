@@ -2,16 +2,18 @@
 registry services and endpoints out, kept current from five :class:`KubeFeed`\\ s.
 
 It writes into an :class:`EndpointIndex` it is given (the ServiceEntry registry's, so one
-index holds every service's endpoints; a Kubernetes shard is one EndpointSlice, keyed
-``EndpointSlice/<namespace>/<name>``), and sorts every change as the ServiceEntry registry
-does:
+index holds every service's endpoints). A Kubernetes Service has one shard, keyed by its
+own :attr:`ServiceKey.config_key`: the endpoints of its slices (each slice's kept, so a
+change re-reads one slice), each (address, port, port name) once. Every
+change is sorted as the ServiceEntry registry does:
 
 - **full**: a Service's converted form changed (:mod:`pilothouse.kube.services`), or it
   was added or deleted; its slices' shards follow it (a deleted Service's are removed);
 - **EDS only**: an EndpointSlice changed, or a Pod (labels, service account, readiness
-  through its slice), or a Node's topology labels: only the shards of the slices that
-  name them are rewritten (reverse indexes pod → slices, node → pods), and only when the
-  endpoints really changed;
+  through its slice), or a Node's topology labels: only the slices that name them are
+  read again (reverse indexes pod → slices, node → pods), and their services' shards
+  rewritten (O(endpoints of the service)); an update only when the endpoints really
+  changed;
 - **nothing**: no service and no endpoint changed (a Namespace event, a Pod status
   change the endpoints do not show).
 
@@ -26,11 +28,10 @@ and kept out; the registry keeps its last good state for it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pilothouse.config.model import ConfigKey
 from pilothouse.kube.endpoints import Slice, slice_endpoints, slice_of
 from pilothouse.kube.events import KubeEvent, KubeFeed, WatchEventType
 from pilothouse.kube.pods import NO_TOPOLOGY, NodeTopology, Pod, PodKey, node_topology, pod_of
@@ -99,7 +100,8 @@ class KubeRegistry:
         self._slices: dict[_ObjectKey, Slice] = {}
         self._slices_by_service: dict[_ObjectKey, set[_ObjectKey]] = {}
         self._slices_by_pod: dict[PodKey, set[_ObjectKey]] = {}
-        self._written: dict[_ObjectKey, ServiceKey] = {}
+        self._slice_endpoints: dict[_ObjectKey, list[Endpoint]] = {}
+        self._slice_targets: dict[_ObjectKey, ServiceKey] = {}
         self._pods: dict[PodKey, Pod] = {}
         self._pods_by_ip: dict[tuple[str, str], PodKey] = {}
         self._pods_by_node: dict[str, set[PodKey]] = {}
@@ -240,14 +242,10 @@ class KubeRegistry:
                 del self._services[skey]
             else:
                 self._services[skey] = new
-        external: tuple[Endpoint, ...] = ()
-        if obj is not None and new is not None and is_external_name(obj):
-            external = external_name_endpoints(obj, new)
-        # An empty shard is no shard: this also removes a deleted Service's.
-        if self._index.update_shard(skey, skey.config_key, external):
+        for piece in self._slices_by_service.get(key, ()):
+            self._touch_slice(piece)
+        if self._write(skey):
             changed.add(skey)
-        for piece in sorted(self._slices_by_service.get(key, ())):
-            changed |= self._refresh_slice(piece)
         return changed
 
     # ---- EndpointSlices -------------------------------------------------------------
@@ -266,7 +264,7 @@ class KubeRegistry:
             self._slices[key] = new
             self._index_slice(key, new)
         if self._loaded:
-            self._emit(False, self._refresh_slice(key))
+            self._emit(False, self._refresh_slices((key,)))
             self._emit_pods(_readiness_changes(key[0], old, new))
 
     def _index_slice(self, key: _ObjectKey, piece: Slice) -> None:
@@ -281,31 +279,59 @@ class KubeRegistry:
         for pod in piece.pods:
             _discard(self._slices_by_pod, pod, key)
 
-    def _refresh_slice(self, key: _ObjectKey) -> set[ServiceKey]:
-        """Rewrite slice ``key``'s shard from what is known now; returns the services
+    def _refresh_slices(self, keys: Iterable[_ObjectKey]) -> set[ServiceKey]:
+        """Read these slices again and rewrite the shards they feed; returns the services
         whose endpoints changed."""
+        touched: set[ServiceKey] = set()
+        for key in keys:
+            touched |= self._touch_slice(key)
+        return {skey for skey in touched if self._write(skey)}
+
+    def _touch_slice(self, key: _ObjectKey) -> set[ServiceKey]:
+        """Make slice ``key``'s endpoints again from what is known now (held until its
+        service's shard is written); returns the services whose shard it fed or feeds."""
+        touched: set[ServiceKey] = set()
+        held = self._slice_targets.pop(key, None)
+        self._slice_endpoints.pop(key, None)
+        if held is not None:
+            touched.add(held)
         piece = self._slices.get(key)
-        target: ServiceKey | None = None
-        endpoints: list[Endpoint] = []
         if piece is not None and piece.service:
             skey = service_key(piece.service, piece.namespace, self.domain_suffix)
-            service = self._services.get(skey)
+            touched.add(skey)
             obj = self._service_objects.get((piece.namespace, piece.service))
-            if service is not None and obj is not None and not is_external_name(obj):
-                target = skey
-                endpoints = slice_endpoints(piece, self._pods.get, self._pod_at, self._describe)
-        shard = ConfigKey("EndpointSlice", key[0], key[1])
-        changed: set[ServiceKey] = set()
-        held = self._written.get(key)
-        if held is not None and held != target and self._index.delete_shard(held, shard):
-            changed.add(held)
-        if target is not None:
-            if self._index.update_shard(target, shard, endpoints):
-                changed.add(target)
-            self._written[key] = target
-        else:
-            self._written.pop(key, None)
-        return changed
+            if skey in self._services and obj is not None and not is_external_name(obj):
+                self._slice_endpoints[key] = slice_endpoints(
+                    piece, self._pods.get, self._pod_at, self._describe
+                )
+                self._slice_targets[key] = skey
+        return touched
+
+    def _write(self, skey: ServiceKey) -> bool:
+        """Rewrite ``skey``'s one shard: an ExternalName Service's name, or the endpoints
+        of its slices, each (address, port, port name) once (a Pod may sit in two slices
+        for a moment during a rollout; istiod keys on address and port name alone, which
+        would also merge two workloads sharing an address on different ports). True if
+        that changed anything."""
+        name = skey.hostname.split(".", 1)[0]
+        obj_key = (skey.namespace, name)
+        service = self._services.get(skey)
+        obj = self._service_objects.get(obj_key)
+        endpoints: list[Endpoint] | tuple[Endpoint, ...] = ()
+        if service is not None and obj is not None:
+            if is_external_name(obj):
+                endpoints = external_name_endpoints(obj, service)
+            else:
+                endpoints = []
+                seen: set[tuple[str, int, str]] = set()
+                for piece in sorted(self._slices_by_service.get(obj_key, ())):
+                    for endpoint in self._slice_endpoints.get(piece, ()):
+                        mark = (endpoint.address, endpoint.port, endpoint.service_port_name)
+                        if mark not in seen:
+                            seen.add(mark)
+                            endpoints.append(endpoint)
+        # An empty shard is no shard: this also removes a deleted Service's.
+        return self._index.update_shard(skey, skey.config_key, endpoints)
 
     def _describe(self, pod: Pod) -> tuple[Labels, str]:
         """A Pod's workload labels and locality, made once per Pod and Node state."""
@@ -353,10 +379,7 @@ class KubeRegistry:
         slices: set[_ObjectKey] = set()
         for pod in pods:
             slices |= self._slices_by_pod.get(pod, set())
-        changed: set[ServiceKey] = set()
-        for piece in sorted(slices):
-            changed |= self._refresh_slice(piece)
-        return changed
+        return self._refresh_slices(sorted(slices))
 
     def _on_node(self, event: KubeEvent) -> None:
         name = _object_key(event.obj)[1]

@@ -294,3 +294,18 @@ def test_pods_whose_view_changed_are_announced() -> None:
         frozenset({(NS, "reviews-1")}),
         frozenset({(NS, "reviews-2")}),
     ]
+
+
+def test_a_pod_in_two_slices_is_one_endpoint() -> None:
+    h = Harness()
+    reviews_mesh(h)
+    h.updates.clear()
+    h.cluster.endpointslices.apply(
+        endpoint_slice("reviews-new", NS, "reviews", [("http-api", 8080)],
+                       [("10.0.0.2", "reviews-2", True)])
+    )  # fmt: skip
+    assert h.updates == []  # the rollout's second slice adds nothing
+    assert [e.address for e in h.index.endpoints(REVIEWS)] == ["10.0.0.1", "10.0.0.2"]
+    h.cluster.endpointslices.delete(NS, "reviews-abc")
+    assert [u.full for u in h.updates] == [False]
+    assert [e.address for e in h.index.endpoints(REVIEWS)] == ["10.0.0.2"]
