@@ -1,1 +1,1 @@
-"""Kubernetes: Istio config and the service registry read from a Kubernetes API server."""
+"""Reading a Kubernetes API server: the client, informers, and what is built from them."""

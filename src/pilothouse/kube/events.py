@@ -1,12 +1,10 @@
 # src/pilothouse/kube/events.py  (written by the kube-registry helper, copied verbatim by
 # the kube-source helper so both branches have the same file; whoever merges keeps one)
 from __future__ import annotations
-
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
-
 
 class WatchEventType(StrEnum):
     ADDED = "ADDED"

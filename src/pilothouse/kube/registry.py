@@ -64,6 +64,19 @@ class KubeFeeds:
     def all(self) -> tuple[KubeFeed, ...]:
         return (self.services, self.endpointslices, self.pods, self.nodes, self.namespaces)
 
+    @classmethod
+    def by_resource(cls, feeds: Mapping[str, KubeFeed]) -> KubeFeeds:
+        """The five from feeds keyed by resource name (``services``,
+        ``endpointslices.discovery.k8s.io``, ``pods``, ``nodes``, ``namespaces``); raises
+        KeyError naming a missing one."""
+        return cls(
+            services=feeds["services"],
+            endpointslices=feeds["endpointslices.discovery.k8s.io"],
+            pods=feeds["pods"],
+            nodes=feeds["nodes"],
+            namespaces=feeds["namespaces"],
+        )
+
 
 def _object_key(obj: Mapping[str, Any]) -> _ObjectKey:
     metadata = obj.get("metadata") or {}
@@ -71,7 +84,10 @@ def _object_key(obj: Mapping[str, Any]) -> _ObjectKey:
 
 
 class KubeRegistry:
-    """Services and endpoints from a Kubernetes cluster's informers."""
+    """Services and endpoints from a Kubernetes cluster's informers.
+
+    It subscribes to its feeds when built: build it before the informers start listing
+    (an informer does not replay its cache to a late subscriber)."""
 
     def __init__(
         self,

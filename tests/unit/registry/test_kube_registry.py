@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pilothouse.kube.events import KubeEvent, WatchEventType
 from pilothouse.kube.pods_proxy import proxy_with_pod
-from pilothouse.kube.registry import KubeRegistry
+from pilothouse.kube.registry import KubeFeeds, KubeRegistry
 from pilothouse.kube.services import port_protocol
 from pilothouse.push.proxy import parse_node
 from pilothouse.registry.endpoint_index import EndpointIndex
@@ -309,3 +309,9 @@ def test_a_pod_in_two_slices_is_one_endpoint() -> None:
     h.cluster.endpointslices.delete(NS, "reviews-abc")
     assert [u.full for u in h.updates] == [False]
     assert [e.address for e in h.index.endpoints(REVIEWS)] == ["10.0.0.2"]
+
+
+def test_feeds_by_resource_name() -> None:
+    cluster = MemoryCluster()
+    by_name = {feed.resource: feed for feed in cluster.feeds().all()}
+    assert KubeFeeds.by_resource(by_name) == cluster.feeds()
