@@ -154,6 +154,9 @@ class DiscoveryServer:
                 on_pods=self._on_pods_changed,
             )
             self.registry = AggregateRegistry(service_entries, self.kube)
+        self._by_proxy_id: dict[str, set[Connection]] = {}
+        """Connections by proxy id (``pod.namespace``), kept with Kubernetes only: a Pod
+        change finds its sidecars without walking every connection."""
         self._versions = PushVersions()
         self._pipeline: PushPipeline[Connection] = PushPipeline(
             store,
@@ -306,10 +309,18 @@ class DiscoveryServer:
 
     def connect(self, connection: Connection) -> None:
         self._pipeline.connect(connection)
+        if self.kube is not None:
+            self._by_proxy_id.setdefault(connection.proxy.id, set()).add(connection)
         log.debug("proxy connected", extra={"id": connection.id, "peer": connection.peer})
 
     def disconnect(self, connection: Connection) -> None:
         self._pipeline.disconnect(connection)
+        if self.kube is not None:
+            held = self._by_proxy_id.get(connection.proxy.id)
+            if held is not None:
+                held.discard(connection)
+                if not held:
+                    del self._by_proxy_id[connection.proxy.id]
         self._queue.remove(connection)
         session = connection.engine.session
         for totals, counts in (
@@ -413,10 +424,8 @@ class DiscoveryServer:
         endpoints give, may have moved while only EDS went to the others)."""
         if self.kube is None or self._pipeline.context is None:
             return
-        wanted = {f"{name}.{namespace}" for namespace, name in pods}
-        for connection in list(self.connections.values()):
-            if connection.proxy.id not in wanted:
-                continue
+        found = (self._by_proxy_id.get(f"{name}.{namespace}", ()) for namespace, name in pods)
+        for connection in [c for held in found for c in held]:
             proxy = proxy_with_pod(self.kube, connection.proxy)
             if proxy != connection.proxy:
                 connection.reidentify(proxy)
