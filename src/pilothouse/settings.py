@@ -367,6 +367,9 @@ class KubeSettings:
     write_status: bool = False
     """Write validation messages into each Istio object's ``status``; off, nothing is
     written to the API server."""
+    service_registry: bool = True
+    """With a ``k8s://`` source, also read the cluster's Services, EndpointSlices, Pods,
+    Nodes and Namespaces as a service registry (istiod's Kubernetes registry)."""
     mesh_namespace: str = "istio-system"
     """Where the ``istio`` ConfigMap (the mesh config) is read from, when a ``k8s://``
     source is given and ``--mesh`` is not (istiod's ``POD_NAMESPACE``)."""

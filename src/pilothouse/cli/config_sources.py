@@ -19,6 +19,7 @@ from typing import Any
 from pilothouse.config.schema import SchemaSet
 from pilothouse.kube.client import KubeConfigError, check_config
 from pilothouse.kube.mesh_config import KubeMeshConfig
+from pilothouse.kube.registry_feeds import RegistryFeeds
 from pilothouse.mcp.collection_table import ISTIO_PILOT_COLLECTIONS, SYNTHETIC_SERVICE_ENTRIES
 from pilothouse.mcp.dialout import McpDialOutSource, parse_sink_meta
 from pilothouse.mcp.publisher import McpSourceOptions, SnapshotPublisher
@@ -67,17 +68,35 @@ def config_sources(settings: Settings, mesh_sources: Sequence[str] = ()) -> list
     return sources
 
 
+def uses_kubernetes(settings: Settings, mesh_sources: Sequence[str] = ()) -> bool:
+    """Whether any configured source address is ``k8s://``."""
+    for address in (*settings.config_sources, *mesh_sources):
+        with contextlib.suppress(AddressError):
+            if parse_address(address).scheme is Scheme.K8S:
+                return True
+    return False
+
+
+async def kube_registry_feeds(
+    settings: Settings, mesh_sources: Sequence[str] = ()
+) -> RegistryFeeds | None:
+    """The Kubernetes service registry's informers (not started) when a ``k8s://`` source
+    is configured and ``PILOTHOUSE_KUBE_SERVICE_REGISTRY`` is not off; otherwise None."""
+    if not settings.kube.service_registry or not uses_kubernetes(settings, mesh_sources):
+        return None
+    try:
+        return await RegistryFeeds.open(settings.kube.kubeconfig or None)
+    except KubeConfigError as problem:
+        raise SourceSetupError(str(problem)) from None
+
+
 async def kube_mesh_config(settings: Settings) -> KubeMeshConfig | None:
     """The followed ``istio`` ConfigMap, read once already, when a ``k8s://`` source is
     given on the command line (or ``PILOTHOUSE_CONFIG_SOURCES``) and ``--mesh`` is not;
     otherwise None."""
     if settings.mesh_file:
         return None
-    kube = False
-    for address in settings.config_sources:
-        with contextlib.suppress(AddressError):
-            kube = kube or parse_address(address).scheme is Scheme.K8S
-    if not kube:
+    if not uses_kubernetes(settings):
         return None
     try:
         check_config(settings.kube.kubeconfig or None)

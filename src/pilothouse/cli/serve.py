@@ -48,6 +48,7 @@ from pilothouse.cli.config_sources import (
     SourceSetupError,
     config_sources,
     kube_mesh_config,
+    kube_registry_feeds,
     mcp_roles,
 )
 from pilothouse.cli.serve_args import add_arguments, settings_from
@@ -133,6 +134,7 @@ async def serve(
         mesh, mesh_sources = kube_mesh.current.mesh, kube_mesh.current.config_sources
     try:
         sources = config_sources(settings, mesh_sources)
+        kube_registry = await kube_registry_feeds(settings, mesh_sources)
     except SourceSetupError as problem:
         raise SystemExit(f"pilothouse: {problem}") from None
     if not sources and not settings.mcp.accept_sources:
@@ -171,7 +173,13 @@ async def serve(
     # The CA (an Authority): the certificate service and the TLS port use it; None when
     # the TLS port is off.
     authority = await open_ca(settings, mesh)
-    discovery = DiscoveryServer(store, mesh, settings.xds, envoy_generators=settings.role == "all")
+    discovery = DiscoveryServer(
+        store,
+        mesh,
+        settings.xds,
+        envoy_generators=settings.role == "all",
+        kube=kube_registry.feeds if kube_registry is not None else None,
+    )
     if kube_mesh is not None:
         kube_mesh.on_change = discovery.set_mesh
     try:
@@ -310,6 +318,8 @@ async def serve(
                 tasks.create_task(source.run())
             if kube_mesh is not None:
                 tasks.create_task(kube_mesh.run())
+            if kube_registry is not None:
+                tasks.create_task(kube_registry.run())
             for runner in roles.runners:
                 tasks.create_task(runner.run())
             tasks.create_task(discovery.run())
@@ -328,6 +338,8 @@ async def serve(
                 source.close()
             if kube_mesh is not None:
                 kube_mesh.close()
+            if kube_registry is not None:
+                kube_registry.close()
             for task in endless:
                 task.cancel()
     finally:
