@@ -4,7 +4,8 @@ Sources, in precedence order (the first to define an object wins, see the aggreg
 store): ``--config`` directories, ``--config-source`` addresses, then the mesh config's
 ``configSources``, then (with ``--accept-mcp-sources``) whatever an MCP source that
 dials in sends. Addresses: ``fs:///dir`` or a path, ``xds://host:port`` (MCP over xDS),
-``mcp://host:port`` (a legacy MCP ResourceSource).
+``mcp://host:port`` (a legacy MCP ResourceSource), ``etcd://host:port[,host:port…]/prefix``
+(objects kept in etcd, see :mod:`pilothouse.sources.etcd`).
 """
 
 from __future__ import annotations

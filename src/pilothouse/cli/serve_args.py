@@ -43,7 +43,8 @@ def add_arguments(
         "--config-source",
         action="append",
         metavar="ADDRESS",
-        help="a config source: fs:///dir, xds://host:port or mcp://host:port (repeatable)",
+        help="a config source: fs:///dir, xds://host:port, mcp://host:port or"
+        " etcd://host:port[,host:port...]/prefix (repeatable)",
     )
     parser.add_argument(
         "--mesh", type=Path, metavar="FILE", help="Istio mesh config (MeshConfig or ConfigMap)"

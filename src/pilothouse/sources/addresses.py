@@ -6,12 +6,12 @@ Accepted forms:
 - a plain path (``/abs/dir``, ``./mesh``, ``mesh``) — the same, relative paths allowed;
 - ``xds://host:port`` — an MCP-over-xDS server (another pilothouse, istiod, Nacos);
 - ``mcp://host:port`` — a legacy MCP ``ResourceSource``;
-- ``etcd://host:port/prefix`` — keys under a prefix of an etcd cluster (prefix ``/`` if
-  none is given).
+- ``etcd://host:port[,host:port…]/prefix`` — keys under a prefix of an etcd cluster, any
+  of whose endpoints may be dialled (prefix ``/`` if none is given).
 
 Hosts may be names, IPv4 addresses or bracketed IPv6 addresses (``xds://[::1]:15010``).
 Anything else is refused with a :class:`AddressError` that says what would be accepted.
-:func:`build_source` makes the source for the schemes implemented so far (fs and xds).
+:func:`build_source` makes the source for the schemes implemented so far (fs, xds, etcd).
 """
 
 from __future__ import annotations
@@ -25,12 +25,14 @@ from urllib.parse import urlsplit
 from pilothouse.config.load import Loader
 from pilothouse.config.schema import SchemaSet
 from pilothouse.settings import Settings
+from pilothouse.sources.etcd import EtcdSource
 from pilothouse.sources.fs import FileSource
 from pilothouse.sources.memory import MemoryStore
 from pilothouse.sources.xds_upstream import UpstreamSettings, XdsUpstreamSource
 
 _FORMS: Final = (
-    "fs:///abs/dir, a directory path, xds://host:port, mcp://host:port or etcd://host:port/prefix"
+    "fs:///abs/dir, a directory path, xds://host:port, mcp://host:port"
+    " or etcd://host:port[,host:port...]/prefix"
 )
 
 
@@ -51,19 +53,28 @@ class UnsupportedSource(AddressError):
 
 @dataclass(frozen=True, slots=True)
 class SourceAddress:
-    """A parsed address: ``host``/``port`` for network schemes, ``path`` for fs and etcd."""
+    """A parsed address: ``host``/``port`` for network schemes, ``path`` for fs and etcd.
+
+    For etcd, ``endpoints`` lists every ``(host, port)`` given (``host``/``port`` are the
+    first)."""
 
     scheme: Scheme
     host: str = ""
     port: int | None = None
     path: str = ""
+    endpoints: tuple[tuple[str, int], ...] = ()
 
     def __str__(self) -> str:
         if self.scheme is Scheme.FS:
             return f"fs://{self.path}" if self.path.startswith("/") else self.path
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        suffix = self.path if self.scheme is Scheme.ETCD else ""
-        return f"{self.scheme}://{host}:{self.port}{suffix}"
+        if self.scheme is Scheme.ETCD and self.endpoints:
+            hosts = ",".join(f"{_bracketed(h)}:{p}" for h, p in self.endpoints)
+            return f"{self.scheme}://{hosts}{self.path}"
+        return f"{self.scheme}://{_bracketed(self.host)}:{self.port}"
+
+
+def _bracketed(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
 
 
 def parse_address(address: str) -> SourceAddress:
@@ -92,7 +103,26 @@ def parse_address(address: str) -> SourceAddress:
         if "?" in rest or "#" in rest:
             raise AddressError(f"config source {address!r}: fs:// takes a plain path")
         return SourceAddress(Scheme.FS, path=rest)
+    if scheme is Scheme.ETCD:
+        return _etcd_address(address, rest)
     return _network_address(address, scheme, rest)
+
+
+def _etcd_address(address: str, rest: str) -> SourceAddress:
+    """``host:port[,host:port…]/prefix``: every endpoint checked as a network address."""
+    hosts, slash, prefix = rest.partition("/")
+    endpoints: list[tuple[str, int]] = []
+    for part in hosts.split(","):
+        one = _network_address(address, Scheme.ETCD, part)
+        assert one.port is not None
+        endpoints.append((one.host, one.port))
+    path = f"/{prefix}" if slash else "/"
+    if "?" in path or "#" in path:
+        raise AddressError(
+            f"config source {address!r}: use etcd://host:port[,host:port...]/prefix (no query or #)"
+        )
+    (host, port), *_ = endpoints
+    return SourceAddress(Scheme.ETCD, host, port, path, tuple(endpoints))
 
 
 def _network_address(address: str, scheme: Scheme, rest: str) -> SourceAddress:
@@ -154,6 +184,16 @@ def build_source(
     if parsed.scheme is Scheme.XDS:
         assert parsed.port is not None
         return XdsUpstreamSource(parsed.host, parsed.port, schemas=schemas, settings=upstream)
+    if parsed.scheme is Scheme.ETCD:
+        return EtcdSource(
+            parsed.endpoints,
+            parsed.path,
+            loader=Loader(
+                schemas=schemas if schemas is not None else SchemaSet(),
+                default_namespace=default_namespace,
+                source=str(parsed),
+            ),
+        )
     raise UnsupportedSource(
         f"config source {parsed}: {parsed.scheme}:// sources are not supported yet"
     )

@@ -1,0 +1,41 @@
+"""``etcd://`` addresses: several endpoints, a prefix, and the source they build."""
+
+from __future__ import annotations
+
+import pytest
+
+from pilothouse.sources.addresses import AddressError, Scheme, build_source, parse_address
+from pilothouse.sources.etcd import EtcdSource
+
+
+def test_several_endpoints_and_a_prefix() -> None:
+    parsed = parse_address("etcd://a:1,[::1]:2,c:3/mesh/prod")
+    assert parsed.scheme is Scheme.ETCD
+    assert parsed.endpoints == (("a", 1), ("::1", 2), ("c", 3))
+    assert parsed.path == "/mesh/prod"
+    assert str(parsed) == "etcd://a:1,[::1]:2,c:3/mesh/prod"
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("etcd://a:1,b/mesh", "a host and a port are required"),
+        ("etcd://a:1,,b:2/mesh", "a host and a port are required"),
+        ("etcd://a:0/mesh", "port 0"),
+        ("etcd://a:1/mesh?x=1", "no query"),
+    ],
+)
+def test_bad_endpoint_lists_say_why(text: str, says: str) -> None:
+    with pytest.raises(AddressError, match=says):
+        parse_address(text)
+
+
+def test_builds_an_etcd_source_over_every_endpoint() -> None:
+    source = build_source("etcd://a:1,b:2/mesh/", default_namespace="apps")
+    assert isinstance(source, EtcdSource)
+    assert source.endpoints == (("a", 1), ("b", 2))
+    assert source.layout.root == b"/mesh/"
+    assert source.loader.default_namespace == "apps"
+    assert source.name == "etcd://a:1,b:2/mesh"
+    assert not source.has_synced()
+    assert not source.availability().available
