@@ -198,9 +198,7 @@ async def serve(
         )
         tls_host, _, tls_port_text = settings.xds.tls_address.rpartition(":")
         try:
-            tls_port = await tls.start(
-                tls_host.strip("[]"), int(tls_port_text), reuse_port=shared
-            )
+            tls_port = await tls.start(tls_host.strip("[]"), int(tls_port_text), reuse_port=shared)
         except (OSError, ValueError) as problem:
             await grpc_server.stop(0)
             await tls.stop(0)
