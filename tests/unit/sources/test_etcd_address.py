@@ -39,3 +39,13 @@ def test_builds_an_etcd_source_over_every_endpoint() -> None:
     assert source.name == "etcd://a:1,b:2/mesh"
     assert not source.has_synced()
     assert not source.availability().available
+
+
+def test_flags_and_mesh_config_wire_etcd_sources() -> None:
+    from pilothouse.cli.config_sources import config_sources
+    from pilothouse.settings import Settings
+
+    settings = Settings(config_dirs=(), config_sources=("etcd://a:1/flag",))
+    built = config_sources(settings, mesh_sources=["etcd://b:2,c:3/mesh"])
+    etcd = [s for s in built if isinstance(s, EtcdSource)]
+    assert [s.name for s in etcd] == ["etcd://a:1/flag", "etcd://b:2,c:3/mesh"]
