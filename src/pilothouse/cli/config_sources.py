@@ -42,7 +42,7 @@ class SourceSetupError(ValueError):
 def config_sources(settings: Settings, mesh_sources: Sequence[str] = ()) -> list[ConfigSource]:
     """Every configured source, in precedence order (not started)."""
     addresses = [f"fs://{Path(d).resolve()}" for d in settings.effective_config_dirs()]
-    addresses += list(settings.config_sources)
+    addresses += rejoin_etcd_endpoints(settings.config_sources)
     addresses += list(mesh_sources)
     sources: list[ConfigSource] = []
     for address in addresses:
@@ -62,6 +62,24 @@ def config_sources(settings: Settings, mesh_sources: Sequence[str] = ()) -> list
         except AddressError as problem:
             raise SourceSetupError(f"config source {address!r}: {problem}") from None
     return sources
+
+
+def rejoin_etcd_endpoints(addresses: Sequence[str]) -> list[str]:
+    """``PILOTHOUSE_CONFIG_SOURCES`` is split on commas, which also separate an etcd
+    address's endpoints: a piece without a scheme right after an ``etcd://`` piece that
+    has no prefix yet (``etcd://a:1`` then ``b:2/mesh``) is that address's next endpoint."""
+    joined: list[str] = []
+    for address in addresses:
+        previous = joined[-1] if joined else ""
+        if (
+            "://" not in address
+            and previous.startswith("etcd://")
+            and "/" not in previous[len("etcd://") :]
+        ):
+            joined[-1] = f"{previous},{address}"
+        else:
+            joined.append(address)
+    return joined
 
 
 @dataclass

@@ -49,3 +49,17 @@ def test_flags_and_mesh_config_wire_etcd_sources() -> None:
     built = config_sources(settings, mesh_sources=["etcd://b:2,c:3/mesh"])
     etcd = [s for s in built if isinstance(s, EtcdSource)]
     assert [s.name for s in etcd] == ["etcd://a:1/flag", "etcd://b:2,c:3/mesh"]
+
+
+def test_the_environment_list_keeps_etcd_endpoints_together() -> None:
+    from pilothouse.cli.config_sources import rejoin_etcd_endpoints
+    from pilothouse.environment import from_environment
+
+    values = from_environment(
+        {"PILOTHOUSE_CONFIG_SOURCES": "etcd://a:1,b:2/mesh,xds://c:3,etcd://d:4,e:5"}
+    )
+    assert rejoin_etcd_endpoints(values["config_sources"]) == [
+        "etcd://a:1,b:2/mesh",
+        "xds://c:3",
+        "etcd://d:4,e:5",
+    ]
