@@ -124,6 +124,9 @@ async def test_invalid_stored_object_is_skipped_and_logged(
         await client.put(key("later"), gateway("later"))
         await until(lambda: source.store.keys() == [ConfigKey("Gateway", "default", "later")])
         assert key("good").decode() in source.skipped()
+        state = source.availability()
+        assert state.available and state.reason.startswith("3 invalid stored object(s)")
+        assert source.config_errors() == 3
     finally:
         source.close()
         await asyncio.wait_for(running, 10)

@@ -111,11 +111,20 @@ class EtcdSource:
         return self.store.has_synced()
 
     def availability(self) -> Availability:
-        return self._state
+        state = self._state
+        if state.available and self._skipped:
+            first = min(self._skipped)
+            reason = f"{len(self._skipped)} invalid stored object(s) skipped, first {first}"
+            return Availability(state.source, True, reason, state.since)
+        return state
 
     def skipped(self) -> dict[str, StoredObject]:
         """Stored values that were skipped, by key, with their problems."""
         return dict(self._skipped)
+
+    def config_errors(self) -> int:
+        """Stored values skipped as invalid (``pilothouse_config_source_errors``)."""
+        return len(self._skipped)
 
     def close(self) -> None:
         self._stop.set()
