@@ -199,3 +199,25 @@ async def test_store_unreachable_is_an_error(tmp_path: Path) -> None:
     code, out, err = await cli("apply", "-f", str(path), "--store", store, "--request-timeout", "2")
     assert code == 1 and out == ""
     assert err.startswith("error: cannot reach the store")
+
+
+async def test_more_than_one_transaction_holds_is_refused_whole(
+    etcd: EtcdServer, tmp_path: Path
+) -> None:
+    """300 changed objects: more than etcd's default --max-txn-ops (128); nothing is
+    written rather than part of it. 100 go in one transaction (one revision)."""
+    documents = [yaml.safe_load(RATINGS) for _ in range(300)]
+    for index, document in enumerate(documents):
+        document["metadata"]["name"] = f"rule-{index}"
+    many = write(tmp_path, "many.yaml", yaml.safe_dump_all(documents))
+    code, out, err = await cli("apply", "-f", str(many), "--store", etcd.address("/mesh"))
+    assert (code, out) == (1, "")
+    assert "300 objects changed" in err and "--max-txn-ops" in err
+    assert await stored_keys(etcd) == []
+    fewer = write(tmp_path, "fewer.yaml", yaml.safe_dump_all(documents[:100]))
+    code, out, err = await cli("apply", "-f", str(fewer), "--store", etcd.address("/mesh"))
+    assert code == 0, err
+    async with aetcd.Client("127.0.0.1", etcd.client_port) as client:
+        stored = await client.get_prefix(b"/mesh/")
+        assert len(stored) == 100
+        assert len({kv.mod_revision for kv in stored}) == 1

@@ -2,8 +2,11 @@
 
 Everything is validated first, exactly as a server loads it; if any object is invalid,
 every problem is printed (``file:line: …``) and nothing is written. Then the objects
-that changed are written in **one etcd transaction**, guarded by each key's mod revision
-as read, so that nothing written meanwhile by someone else is overwritten. An object
+that changed are written in **one etcd transaction**, guarded by the revision the store
+was read at: if anything under the prefix changed since, nothing is written, and the
+apply is planned again (three tries). etcd bounds the operations of one transaction
+(``--max-txn-ops``, 128 by default): an apply that changes more objects than that is
+refused with an error saying so, and nothing is written. An object
 that carries ``metadata.resourceVersion`` must match the stored one (its mod revision):
 a stale version is refused with a conflict naming the object, and nothing is written.
 
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 import aetcd
+from aetcd.utils import prefix_range_end
 
 from pilothouse.cli.store_objects import Manifest, read_manifests, resource
 from pilothouse.cli.store_session import (
@@ -37,7 +41,7 @@ from pilothouse.cli.store_session import (
 from pilothouse.config.load import Loader
 from pilothouse.config.schema import SchemaSet
 from pilothouse.settings import Settings
-from pilothouse.sources.etcd_client import EtcdUnavailable, reason
+from pilothouse.sources.etcd_client import EtcdUnavailable, current_revision, get_at, reason
 from pilothouse.sources.etcd_layout import stored_value
 
 
@@ -108,22 +112,35 @@ async def _apply(
     out: TextIO,
     err: TextIO,
 ) -> int:
+    root = store.layout.root
     async with connected(store, args.request_timeout) as client:
-        outcomes, conflicts = await _plan(client, store, manifests)
-        if conflicts:
-            for line in conflicts:
-                print(line, file=err)
-            return EXIT_ERROR
-        writes = [o for o in outcomes if o.verb != "unchanged"]
-        if writes and not args.dry_run:
-            compare = [client.transactions.mod(o.key) == o.mod_revision for o in writes]
-            success = [client.transactions.put(o.key, o.value) for o in writes]
-            done, _ = await client.transaction(compare=compare, success=success, failure=[])
-            if not done:
-                _, conflicts = await _plan(client, store, manifests)
-                for line in conflicts or [_CHANGED]:
+        for _attempt in range(ATTEMPTS):
+            revision = await current_revision(client, root)
+            outcomes, conflicts = await _plan(client, store, manifests, revision)
+            if conflicts:
+                for line in conflicts:
                     print(line, file=err)
                 return EXIT_ERROR
+            writes = [
+                client.transactions.put(o.key, o.value) for o in outcomes if o.verb != "unchanged"
+            ]
+            if not writes or args.dry_run:
+                break
+            unchanged_since = client.transactions.mod(root, prefix_range_end(root)) < revision + 1
+            try:
+                done, _ = await client.transaction(
+                    compare=[unchanged_since], success=writes, failure=[]
+                )
+            except aetcd.exceptions.InvalidArgumentError as problem:
+                if "too many operations" not in str(problem):
+                    raise
+                print(_TOO_MANY.format(len(writes)), file=err)
+                return EXIT_ERROR
+            if done:
+                break
+        else:
+            print(_CHANGED, file=err)
+            return EXIT_ERROR
     suffix = " (dry run)" if args.dry_run else ""
     for outcome in outcomes:
         schema = store.layout.schemas.by_kind(outcome.manifest.config.kind)
@@ -133,16 +150,23 @@ async def _apply(
     return EXIT_OK
 
 
+ATTEMPTS = 3
+_TOO_MANY = (
+    "error: {} objects changed, more than the store takes in one transaction (etcd's"
+    " --max-txn-ops, 128 by default); nothing was written: apply fewer files at a time,"
+    " or raise --max-txn-ops on the etcd servers"
+)
 _CHANGED = (
-    "Error from server (Conflict): the store changed while applying; nothing was written,"
-    " apply again"
+    "Error from server (Conflict): the store kept changing while applying; nothing was"
+    " written, apply again"
 )
 
 
 async def _plan(
-    client: aetcd.Client, store: Store, manifests: tuple[Manifest, ...]
+    client: aetcd.Client, store: Store, manifests: tuple[Manifest, ...], revision: int
 ) -> tuple[list[Outcome], list[str]]:
-    """What each manifest would do against the store as it is now, and the conflicts."""
+    """What each manifest would do against the store as of ``revision``, and the
+    conflicts."""
     layout = store.layout
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     outcomes: list[Outcome] = []
@@ -150,7 +174,7 @@ async def _plan(
     for manifest in manifests:
         config = manifest.config
         key = layout.key_of(config.key)
-        current = await client.get(key)
+        current = await get_at(client, key, revision)
         wanted_version = config.resource_version
         if wanted_version and (current is None or str(current.mod_revision) != wanted_version):
             conflicts.append(_conflict(store, manifest, current is None))

@@ -75,6 +75,21 @@ async def check_revision(client: aetcd.Client, prefix: bytes, revision: int) -> 
     await _range(client, request, revision)
 
 
+async def current_revision(client: aetcd.Client, prefix: bytes) -> int:
+    """The store's revision now (read through the prefix: no value is transferred)."""
+    request = aetcd.rpc.RangeRequest(
+        key=prefix, range_end=aetcd.utils.prefix_range_end(prefix), count_only=True
+    )
+    response = await _range(client, request, 0)
+    return int(response.header.revision)
+
+
+async def get_at(client: aetcd.Client, key: bytes, revision: int) -> Any | None:
+    """The KeyValue of ``key`` as of ``revision``, or None when it did not exist."""
+    response = await _range(client, aetcd.rpc.RangeRequest(key=key, revision=revision), revision)
+    return response.kvs[0] if response.kvs else None
+
+
 async def _range(client: aetcd.Client, request: Any, revision: int) -> Any:
     try:
         await client.connect()
