@@ -156,9 +156,11 @@ async def test_compaction_relists_and_emits_only_the_differences(
         await client.compact(last.header.revision)
         await relay.restore()
         await until(
-            lambda: source.relists >= 2
-            and source.revision >= last.header.revision
-            and source.availability().available,
+            lambda: (
+                source.relists >= 2
+                and source.revision >= last.header.revision
+                and source.availability().available
+            ),
             what=lambda: f"{source.relists} {source.revision} {source.availability()}",
         )
         assert sorted((e.type, e.key.name) for e in events) == [
@@ -209,4 +211,29 @@ async def test_every_endpoint_is_tried(etcd: EtcdServer) -> None:
         assert built.availability().available
     finally:
         built.close()
+        await asyncio.wait_for(running, 10)
+
+
+async def test_a_failure_of_its_own_stays_in_the_source(
+    etcd: EtcdServer, client: aetcd.Client
+) -> None:
+    await client.put(key("a"), gateway("a"))
+    source = source_for(etcd)
+    real = source.layout.decode
+    calls = [0]
+
+    def failing_once(*args: object, **kwargs: object) -> object:
+        calls[0] += 1
+        if calls[0] == 1:
+            raise RuntimeError("a bug")
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    source.layout.decode = failing_once  # type: ignore[method-assign,assignment]
+    running = asyncio.create_task(source.run())
+    try:
+        await until(source.has_synced)
+        assert source.store.get(ConfigKey("Gateway", "default", "a")) is not None
+        assert not running.done()
+    finally:
+        source.close()
         await asyncio.wait_for(running, 10)

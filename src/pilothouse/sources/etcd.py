@@ -147,14 +147,23 @@ class EtcdSource:
                 self._relist = True
             except _FAILURES as problem:
                 self._lost(f"{host}:{port}: {reason(problem)}")
-                self._endpoint += 1
-                self._failures += 1
-                delay = self._backoff.delay(self._failures, self._rng)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stop.wait(), delay)
+                await self._pause()
+            except Exception as problem:  # a bug of ours: this source only, never the server
+                log.exception("the etcd source %s failed; starting over", self.name)
+                self._lost(f"internal error: {type(problem).__name__}")
+                self._relist = True
+                await self._pause()
             finally:
                 with contextlib.suppress(Exception):
                     await client.close()
+
+    async def _pause(self) -> None:
+        """The next endpoint, after a backoff with jitter (or until closed)."""
+        self._endpoint += 1
+        self._failures += 1
+        delay = self._backoff.delay(self._failures, self._rng)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stop.wait(), delay)
 
     async def _session(self, client: aetcd.Client) -> None:
         """One connection: list if needed, then watch until stopped or failed."""
