@@ -131,16 +131,6 @@ class Replicas:
 async def write_to_ack(args: argparse.Namespace, folder: Path, etcd: EtcdServer) -> dict[str, Any]:
     mesh = FanoutMesh(folder / "mesh", args.services, namespaces=5, endpoints=1)
     mesh.write()
-    # Written directly, in batches: 150 objects are more than one `apply` transaction takes.
-    await fill_etcd(
-        etcd,
-        PREFIX,
-        [
-            d
-            for path in sorted(mesh.root.rglob("*.yaml"))
-            for d in yaml.safe_load_all(path.read_text())
-        ],
-    )
     layout = EtcdLayout(PREFIX)
     rule = mesh.root / mesh.namespace_of(0) / "svc-0-rule.yaml"
     key = layout.key_of(ConfigKey("DestinationRule", mesh.namespace_of(0), "svc-0"))
@@ -164,6 +154,13 @@ async def write_to_ack(args: argparse.Namespace, folder: Path, etcd: EtcdServer)
             ("etcd", ["--config-source", etcd.address(PREFIX)], write_etcd),
         )
         for name, source, write in sides:
+            if name == "etcd":
+                # The objects as the directory holds them now, written directly in batches
+                # (150 objects are more than one `apply` transaction takes).
+                await fill_etcd(etcd, PREFIX, [
+                    d for path in sorted(mesh.root.rglob("*.yaml"))
+                    for d in yaml.safe_load_all(path.read_text())
+                ])  # fmt: skip
             replicas = Replicas(name, source, folder)
             try:
                 await replicas.start(mesh, args.proxies, args.streams_per_channel)
