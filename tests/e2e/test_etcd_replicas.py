@@ -9,6 +9,7 @@ be broken while etcd itself takes writes. Everything is written with
 
 - an ``apply`` moves both; both replicas hold the same resource versions, and an MCP
   consumer (``xds://``) of each replica sees the same versions;
+- an invalid object written with ``etcdctl`` is skipped and logged by both, not served;
 - with B cut off, a write reaches A only; B converges once the relay is back;
 - etcd stopped: both keep serving with no failed request and say so in ``/ready``;
   etcd restarted: both resume and follow the next write;
@@ -213,6 +214,20 @@ async def test_two_replicas_on_one_etcd_serve_one_truth(
             seen[0]["VirtualService/replicas/reviews"]
             == versions["VirtualService/replicas/reviews"]
         )
+
+        # an invalid object written by another tool: skipped and logged by both, never served
+        bad = f"/mesh/networking.istio.io/VirtualService/{NAMESPACE}/hand-written"
+        await etcd.etcdctl("put", bad, json.dumps({
+            "apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
+            "metadata": {"name": "hand-written", "namespace": NAMESPACE},
+            "spec": {"hosts": ["*"], "http": [{"route": [{"destination": {"host": ""}}]}]},
+        }))  # fmt: skip
+        for replica in replicas:
+            deadline = time.monotonic() + MOVE
+            while f"invalid object at etcd key {bad}" not in replica.log_path.read_text():
+                assert time.monotonic() < deadline, replica.log_tail()
+                await asyncio.sleep(0.05)
+            assert "VirtualService/replicas/hand-written" not in await configz(replica)
 
         # B's watch broken: a write reaches A only; B catches up when it is back
         await relay.cut()
