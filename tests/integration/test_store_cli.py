@@ -221,3 +221,17 @@ async def test_more_than_one_transaction_holds_is_refused_whole(
         stored = await client.get_prefix(b"/mesh/")
         assert len(stored) == 100
         assert len({kv.mod_revision for kv in stored}) == 1
+
+
+async def test_get_names_a_stored_value_that_is_not_valid(etcd: EtcdServer) -> None:
+    store = etcd.address("/mesh")
+    await etcd.etcdctl("put", "/mesh/networking.istio.io/VirtualService/shop/junk", "{nope")
+    code, out, err = await cli("get", "vs", "junk", "-n", "shop", "--store", store)
+    assert (code, out) == (1, "")
+    assert (
+        "skipping the invalid object at /mesh/networking.istio.io/VirtualService/shop/junk" in err
+    )
+    code, out, err = await cli("get", "vs", "-n", "shop", "--store", store)
+    assert code == 0 and "No resources found in shop namespace." in err
+    code, out, _ = await cli("delete", "vs", "junk", "-n", "shop", "--store", store)
+    assert code == 0 and "deleted" in out

@@ -105,7 +105,9 @@ async def _get(
         data = json.loads(kv.value)
         data.setdefault("metadata", {})["resourceVersion"] = str(kv.mod_revision)
         objects.append(data)
-    if not objects and not args.name:
+    if not objects and args.name:
+        return EXIT_ERROR  # stored, but not a valid object: said above
+    if not objects:
         where = "any namespace" if args.all_namespaces else f"{args.namespace} namespace"
         print(f"No resources found in {where}.", file=err)
         return EXIT_OK
@@ -117,7 +119,7 @@ async def _get(
             out.write(json.dumps(shown, indent=4) + "\n")
         else:
             out.write(yaml.safe_dump(shown, sort_keys=False, default_flow_style=False))
-        return EXIT_OK if objects else EXIT_ERROR
+        return EXIT_OK
     header = ["NAME", "AGE"]
     rows = [[o["metadata"]["name"], _age(o)] for o in objects]
     if args.all_namespaces:
@@ -126,7 +128,7 @@ async def _get(
             [o["metadata"].get("namespace", ""), *row] for o, row in zip(objects, rows, strict=True)
         ]
     out.write(table(header, rows))
-    return EXIT_OK if objects else EXIT_ERROR
+    return EXIT_OK
 
 
 def _age(data: dict[str, Any]) -> str:
