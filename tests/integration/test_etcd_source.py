@@ -97,6 +97,12 @@ async def test_lists_then_watches_with_mod_revisions_as_versions(
         await until(lambda: source.store.get(ConfigKey("Gateway", "default", "b")) is not None)
         added = source.store.get(ConfigKey("Gateway", "default", "b"))
         assert added is not None and added.resource_version == str(put.header.revision)
+        # the same value written again: a new mod revision, so a new version
+        again = await client.put(key("b"), gateway("b", 81))
+        await until(
+            lambda: getattr(source.store.get(ConfigKey("Gateway", "default", "b")),
+                            "resource_version", "") == str(again.header.revision)
+        )  # fmt: skip
         await client.delete(key("a"))
         await until(lambda: source.store.get(ConfigKey("Gateway", "default", "a")) is None)
     finally:
