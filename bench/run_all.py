@@ -89,6 +89,7 @@ SCRIPTS: tuple[Script, ...] = (
     Script("fleet10k", timeout=1500.0),
     Script("kube_source", timeout=900.0),
     Script("kube_registry", timeout=600.0),
+    Script("etcd_replicas", timeout=2400.0),
 )
 
 

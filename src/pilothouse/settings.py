@@ -385,7 +385,8 @@ class Settings:
     config_dirs: tuple[Path, ...] = ()
     """Directories served by file sources; empty means ``./mesh`` when it exists."""
     config_sources: tuple[str, ...] = ()
-    """Extra config source addresses (fs:///dir, xds://host:port, mcp://host:port)."""
+    """Extra config source addresses (fs:///dir, xds://host:port, mcp://host:port,
+    etcd://host:port[,host:port...]/prefix)."""
     mesh_file: str = ""
     """An Istio mesh config file (MeshConfig YAML or the istio ConfigMap)."""
     default_namespace: str = "default"

@@ -4,8 +4,9 @@ Sources, in precedence order (the first to define an object wins, see the aggreg
 store): ``--config`` directories, ``--config-source`` addresses, then the mesh config's
 ``configSources``, then (with ``--accept-mcp-sources``) whatever an MCP source that
 dials in sends. Addresses: ``fs:///dir`` or a path, ``xds://host:port`` (MCP over xDS),
-``mcp://host:port`` (a legacy MCP ResourceSource), ``k8s://`` (Istio custom resources
-of a Kubernetes cluster, reached with ``--kubeconfig`` or in-cluster).
+``mcp://host:port`` (a legacy MCP ResourceSource), ``etcd://host:port[,host:port…]/prefix``
+(objects kept in etcd, see :mod:`pilothouse.sources.etcd`), ``k8s://`` (Istio custom
+resources of a Kubernetes cluster, reached with ``--kubeconfig`` or in-cluster).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ class SourceSetupError(ValueError):
 def config_sources(settings: Settings, mesh_sources: Sequence[str] = ()) -> list[ConfigSource]:
     """Every configured source, in precedence order (not started)."""
     addresses = [f"fs://{Path(d).resolve()}" for d in settings.effective_config_dirs()]
-    addresses += list(settings.config_sources)
+    addresses += rejoin_etcd_endpoints(settings.config_sources)
     addresses += list(mesh_sources)
     sources: list[ConfigSource] = []
     for address in addresses:
@@ -108,6 +109,22 @@ async def kube_mesh_config(settings: Settings) -> KubeMeshConfig | None:
     except KubeConfigError as problem:
         raise SourceSetupError(str(problem)) from None
     return follower
+def rejoin_etcd_endpoints(addresses: Sequence[str]) -> list[str]:
+    """``PILOTHOUSE_CONFIG_SOURCES`` is split on commas, which also separate an etcd
+    address's endpoints: a piece without a scheme right after an ``etcd://`` piece that
+    has no prefix yet (``etcd://a:1`` then ``b:2/mesh``) is that address's next endpoint."""
+    joined: list[str] = []
+    for address in addresses:
+        previous = joined[-1] if joined else ""
+        if (
+            "://" not in address
+            and previous.startswith("etcd://")
+            and "/" not in previous[len("etcd://") :]
+        ):
+            joined[-1] = f"{previous},{address}"
+        else:
+            joined.append(address)
+    return joined
 
 
 @dataclass

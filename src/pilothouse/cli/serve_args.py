@@ -43,8 +43,9 @@ def add_arguments(
         "--config-source",
         action="append",
         metavar="ADDRESS",
-        help="a config source: fs:///dir, xds://host:port, mcp://host:port or "
-        "k8s://[?namespace=NS&labelSelector=SEL] (repeatable)",
+        help="a config source: fs:///dir, xds://host:port, mcp://host:port, "
+        "etcd://host:port[,host:port...]/prefix or k8s://[?namespace=NS&labelSelector=SEL] "
+        "(repeatable)",
     )
     parser.add_argument(
         "--kubeconfig",

@@ -6,8 +6,8 @@ Accepted forms:
 - a plain path (``/abs/dir``, ``./mesh``, ``mesh``) — the same, relative paths allowed;
 - ``xds://host:port`` — an MCP-over-xDS server (another pilothouse, istiod, Nacos);
 - ``mcp://host:port`` — a legacy MCP ``ResourceSource``;
-- ``etcd://host:port/prefix`` — keys under a prefix of an etcd cluster (prefix ``/`` if
-  none is given);
+- ``etcd://host:port[,host:port…]/prefix`` — keys under a prefix of an etcd cluster, any
+  of whose endpoints may be dialled (prefix ``/`` if none is given);
 - ``k8s://`` — Istio custom resources of the Kubernetes cluster that ``--kubeconfig``
   names (in-cluster without it); ``k8s://?namespace=NS`` reads one namespace,
   ``k8s://?labelSelector=SEL`` only objects whose labels match SEL (Kubernetes selector
@@ -15,7 +15,7 @@ Accepted forms:
 
 Hosts may be names, IPv4 addresses or bracketed IPv6 addresses (``xds://[::1]:15010``).
 Anything else is refused with a :class:`AddressError` that says what would be accepted.
-:func:`build_source` makes the source for the schemes implemented so far (fs, xds, k8s).
+:func:`build_source` makes the source for the schemes implemented so far (fs, xds, etcd, k8s).
 """
 
 from __future__ import annotations
@@ -32,13 +32,14 @@ from pilothouse.config.schema import SchemaSet
 from pilothouse.kube.client import KubeConfigError, check_config
 from pilothouse.kube.config_source import KubeConfigSource
 from pilothouse.settings import KubeSettings, Settings
+from pilothouse.sources.etcd import EtcdSource
 from pilothouse.sources.fs import FileSource
 from pilothouse.sources.memory import MemoryStore
 from pilothouse.sources.xds_upstream import UpstreamSettings, XdsUpstreamSource
 
 _FORMS: Final = (
     "fs:///abs/dir, a directory path, xds://host:port, mcp://host:port, "
-    "etcd://host:port/prefix or k8s://[?namespace=NS&labelSelector=SEL]"
+    "etcd://host:port[,host:port...]/prefix or k8s://[?namespace=NS&labelSelector=SEL]"
 )
 _K8S_QUERY: Final = ("namespace", "labelSelector")
 _DNS_LABEL: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -66,7 +67,10 @@ class UnsupportedSource(AddressError):
 @dataclass(frozen=True, slots=True)
 class SourceAddress:
     """A parsed address: ``host``/``port`` for network schemes, ``path`` for fs and etcd,
-    ``namespace`` and ``label_selector`` for k8s."""
+    ``namespace`` and ``label_selector`` for k8s.
+
+    For etcd, ``endpoints`` lists every ``(host, port)`` given (``host``/``port`` are the
+    first)."""
 
     scheme: Scheme
     host: str = ""
@@ -74,6 +78,7 @@ class SourceAddress:
     path: str = ""
     namespace: str = ""
     label_selector: str = ""
+    endpoints: tuple[tuple[str, int], ...] = ()
 
     def __str__(self) -> str:
         if self.scheme is Scheme.K8S:
@@ -84,9 +89,14 @@ class SourceAddress:
             return f"k8s://?{query}" if query else "k8s://"
         if self.scheme is Scheme.FS:
             return f"fs://{self.path}" if self.path.startswith("/") else self.path
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        suffix = self.path if self.scheme is Scheme.ETCD else ""
-        return f"{self.scheme}://{host}:{self.port}{suffix}"
+        if self.scheme is Scheme.ETCD and self.endpoints:
+            hosts = ",".join(f"{_bracketed(h)}:{p}" for h, p in self.endpoints)
+            return f"{self.scheme}://{hosts}{self.path}"
+        return f"{self.scheme}://{_bracketed(self.host)}:{self.port}"
+
+
+def _bracketed(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
 
 
 def parse_address(address: str) -> SourceAddress:
@@ -117,7 +127,26 @@ def parse_address(address: str) -> SourceAddress:
         return SourceAddress(Scheme.FS, path=rest)
     if scheme is Scheme.K8S:
         return _k8s_address(address, rest)
+    if scheme is Scheme.ETCD:
+        return _etcd_address(address, rest)
     return _network_address(address, scheme, rest)
+
+
+def _etcd_address(address: str, rest: str) -> SourceAddress:
+    """``host:port[,host:port…]/prefix``: every endpoint checked as a network address."""
+    hosts, slash, prefix = rest.partition("/")
+    endpoints: list[tuple[str, int]] = []
+    for part in hosts.split(","):
+        one = _network_address(address, Scheme.ETCD, part)
+        assert one.port is not None
+        endpoints.append((one.host, one.port))
+    path = f"/{prefix}" if slash else "/"
+    if "?" in path or "#" in path:
+        raise AddressError(
+            f"config source {address!r}: use etcd://host:port[,host:port...]/prefix (no query or #)"
+        )
+    (host, port), *_ = endpoints
+    return SourceAddress(Scheme.ETCD, host, port, path, endpoints=tuple(endpoints))
 
 
 def _k8s_address(address: str, rest: str) -> SourceAddress:
@@ -235,6 +264,16 @@ def build_source(
     if parsed.scheme is Scheme.XDS:
         assert parsed.port is not None
         return XdsUpstreamSource(parsed.host, parsed.port, schemas=schemas, settings=upstream)
+    if parsed.scheme is Scheme.ETCD:
+        return EtcdSource(
+            parsed.endpoints,
+            parsed.path,
+            loader=Loader(
+                schemas=schemas if schemas is not None else SchemaSet(),
+                default_namespace=default_namespace,
+                source=str(parsed),
+            ),
+        )
     if parsed.scheme is Scheme.K8S:
         given = kube if kube is not None else KubeSettings()
         try:
