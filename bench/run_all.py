@@ -88,6 +88,9 @@ SCRIPTS: tuple[Script, ...] = (
     Script("metrics_overhead", timeout=900.0),
     Script("fleet10k", timeout=1500.0),
     Script("authorization_cost", timeout=600.0),
+    Script("kube_source", timeout=900.0),
+    Script("kube_registry", timeout=600.0),
+    Script("etcd_replicas", timeout=2400.0),
 )
 
 

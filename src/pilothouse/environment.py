@@ -27,6 +27,7 @@ OTHER_VARIABLES: Final[Mapping[str, str]] = MappingProxyType(
     {
         "PILOTHOUSE_LOADTEST_CHANGE": "set by `pilothouse loadtest` for its trigger commands",
         "PILOTHOUSE_FUZZ_EXAMPLES": "the test suite's fuzz budget (tests/fuzz/budget.py)",
+        "PILOTHOUSE_STORE": "the config store of `apply`, `get` and `delete` (their --store)",
     }
 )
 """``PILOTHOUSE_*`` variables that are not server knobs, and who reads them. Test

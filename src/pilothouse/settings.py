@@ -354,6 +354,28 @@ class AuthSettings:
 
 
 @dataclass(frozen=True)
+class KubeSettings:
+    """How pilothouse reaches a Kubernetes API server (``k8s://`` config sources)."""
+
+    ENV_PREFIX: ClassVar[str] = "PILOTHOUSE_KUBE_"
+    ENV_NAMES: ClassVar[Mapping[str, str]] = MappingProxyType(
+        {"kubeconfig": "PILOTHOUSE_KUBECONFIG"}
+    )
+
+    kubeconfig: str = ""
+    """A kubeconfig file; empty uses the pod's service account (in-cluster)."""
+    write_status: bool = False
+    """Write validation messages into each Istio object's ``status``; off, nothing is
+    written to the API server."""
+    service_registry: bool = True
+    """With a ``k8s://`` source, also read the cluster's Services, EndpointSlices, Pods,
+    Nodes and Namespaces as a service registry (istiod's Kubernetes registry)."""
+    mesh_namespace: str = "istio-system"
+    """Where the ``istio`` ConfigMap (the mesh config) is read from, when a ``k8s://``
+    source is given and ``--mesh`` is not (istiod's ``POD_NAMESPACE``)."""
+
+
+@dataclass(frozen=True)
 class Settings:
     """All of pilothouse's knobs."""
 
@@ -363,7 +385,8 @@ class Settings:
     config_dirs: tuple[Path, ...] = ()
     """Directories served by file sources; empty means ``./mesh`` when it exists."""
     config_sources: tuple[str, ...] = ()
-    """Extra config source addresses (fs:///dir, xds://host:port, mcp://host:port)."""
+    """Extra config source addresses (fs:///dir, xds://host:port, mcp://host:port,
+    etcd://host:port[,host:port...]/prefix)."""
     mesh_file: str = ""
     """An Istio mesh config file (MeshConfig YAML or the istio ConfigMap)."""
     default_namespace: str = "default"
@@ -392,6 +415,7 @@ class Settings:
     ca: CaSettings = field(default_factory=CaSettings)
     auth: AuthSettings = field(default_factory=AuthSettings)
     sds: SdsSettings = field(default_factory=SdsSettings)
+    kube: KubeSettings = field(default_factory=KubeSettings)
 
     def __post_init__(self) -> None:
         if self.workers < 1:

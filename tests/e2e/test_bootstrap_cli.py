@@ -91,3 +91,12 @@ def test_tls_options_without_a_root_are_a_usage_error() -> None:
     assert done.returncode == 2 and "--xds-tls-root" in done.stderr
     done = bootstrap("--node", NODE, "--grpc", "--xds-tls-root", "/x")
     assert done.returncode == 2 and "Envoy over gRPC" in done.stderr
+
+
+def test_labels_go_into_the_node_metadata() -> None:
+    done = bootstrap("--node", NODE, "-o", "json", "--label", "istio=ingressgateway",
+                     "--label", "replica=a")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    labels = json.loads(done.stdout)["node"]["metadata"]["LABELS"]
+    assert labels == {"istio": "ingressgateway", "replica": "a"}
+    assert bootstrap("--node", NODE, "--label", "nokey").returncode == 2

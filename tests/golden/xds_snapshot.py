@@ -27,6 +27,7 @@ from google.protobuf import any_pb2, json_format
 
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.proxy import ProxyIdentity
+from pilothouse.sources.events import ConfigStore
 from pilothouse.sources.fs import FileSource
 from pilothouse.xds.generators.base import GenerationInput
 from pilothouse.xds.server.discovery import DiscoveryServer
@@ -71,7 +72,14 @@ async def snapshot(mesh: Path, proxies: Mapping[str, ProxyIdentity]) -> dict[str
     problems = [status for status in source.statuses().values() if not status.ok]
     if problems:
         raise ValueError(f"{mesh} does not load cleanly: {problems}")
-    async with _serving(DiscoveryServer(source.store)) as server:
+    return await snapshot_store(source.store, proxies)
+
+
+async def snapshot_store(
+    store: ConfigStore, proxies: Mapping[str, ProxyIdentity]
+) -> dict[str, ProxySnapshot]:
+    """Each proxy's LDS, RDS, CDS and EDS for the configs of ``store`` (synced)."""
+    async with _serving(DiscoveryServer(store)) as server:
         return {key: _proxy_snapshot(server, proxy) for key, proxy in proxies.items()}
 
 

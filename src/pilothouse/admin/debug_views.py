@@ -27,7 +27,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from google.protobuf import json_format
 
-from pilothouse.config.model import Config
+from pilothouse.config.model import Config, ConfigKey
+from pilothouse.config.problems import Problem
 from pilothouse.config.schema import SchemaSet
 from pilothouse.protocol.type_urls import short_name
 from pilothouse.registry.model import Service
@@ -61,6 +62,16 @@ class ReportsUpstream(Protocol):
     """A source fed by a stream (``xds://``): its connection and what it rejected."""
 
     def status(self) -> UpstreamStatus: ...
+
+
+@runtime_checkable
+class ReportsObjects(Protocol):
+    """A source of objects without files (``k8s://``): each object's current problems,
+    and the kinds it cannot read (CRD not installed, not allowed)."""
+
+    def problems(self) -> Mapping[ConfigKey, tuple[Problem, ...]]: ...
+
+    def unread(self) -> Mapping[str, str]: ...
 
 
 def configz(
@@ -236,6 +247,14 @@ def sources_view(sources: Sequence[NamedSource]) -> list[dict[str, Any]]:
                 for problem in statuses[path].problems:
                     problems.append({**problem.as_dict(), "text": str(problem)})
             entry["problems"] = problems
+        if isinstance(source, ReportsObjects):
+            entry["unread"] = dict(source.unread())
+            found = source.problems()
+            entry["problems"] = [
+                {**problem.as_dict(), "text": str(problem)}
+                for key in sorted(found)
+                for problem in found[key]
+            ]
         if isinstance(source, ReportsUpstream):
             upstream = source.status()
             entry["state"] = "connected" if upstream.connected else "disconnected"

@@ -19,6 +19,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -60,6 +61,14 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "unless 0: chosen by the kernel)",
     )
     parser.add_argument("--cluster", default="istio-proxy", help="Envoy node.cluster")
+    parser.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a workload label, in node metadata LABELS (repeatable; e.g. istio=ingressgateway"
+        " for a gateway that Gateway selectors pick)",
+    )
     flavour = parser.add_mutually_exclusive_group()
     flavour.add_argument("--delta", action="store_true", help="DELTA_GRPC ADS")
     flavour.add_argument(
@@ -101,7 +110,13 @@ def run(args: argparse.Namespace) -> int:
     if not host or not port_text.isdigit():
         print("pilothouse bootstrap: --xds-address must be HOST:PORT", file=sys.stderr)
         return 2
-    metadata = {"NAMESPACE": proxy.namespace}
+    metadata: dict[str, Any] = {"NAMESPACE": proxy.namespace}
+    labels = dict(label.partition("=")[::2] for label in args.label)
+    if any(not key for key in labels) or any("=" not in label for label in args.label):
+        print("pilothouse bootstrap: --label must be KEY=VALUE", file=sys.stderr)
+        return 2
+    if labels:
+        metadata["LABELS"] = labels
     if args.xds_tls_root and (args.grpc or args.rest):
         print("pilothouse bootstrap: --xds-tls-root is for Envoy over gRPC", file=sys.stderr)
         return 2

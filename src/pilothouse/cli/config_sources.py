@@ -4,7 +4,9 @@ Sources, in precedence order (the first to define an object wins, see the aggreg
 store): ``--config`` directories, ``--config-source`` addresses, then the mesh config's
 ``configSources``, then (with ``--accept-mcp-sources``) whatever an MCP source that
 dials in sends. Addresses: ``fs:///dir`` or a path, ``xds://host:port`` (MCP over xDS),
-``mcp://host:port`` (a legacy MCP ResourceSource).
+``mcp://host:port`` (a legacy MCP ResourceSource), ``etcd://host:port[,host:port…]/prefix``
+(objects kept in etcd, see :mod:`pilothouse.sources.etcd`), ``k8s://`` (Istio custom
+resources of a Kubernetes cluster, reached with ``--kubeconfig`` or in-cluster).
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from pilothouse.config.schema import SchemaSet
+from pilothouse.kube.client import KubeConfigError, check_config
+from pilothouse.kube.mesh_config import KubeMeshConfig
+from pilothouse.kube.registry_feeds import RegistryFeeds
 from pilothouse.mcp.collection_table import ISTIO_PILOT_COLLECTIONS, SYNTHETIC_SERVICE_ENTRIES
 from pilothouse.mcp.dialout import McpDialOutSource, parse_sink_meta
 from pilothouse.mcp.publisher import McpSourceOptions, SnapshotPublisher
@@ -41,7 +46,7 @@ class SourceSetupError(ValueError):
 def config_sources(settings: Settings, mesh_sources: Sequence[str] = ()) -> list[ConfigSource]:
     """Every configured source, in precedence order (not started)."""
     addresses = [f"fs://{Path(d).resolve()}" for d in settings.effective_config_dirs()]
-    addresses += list(settings.config_sources)
+    addresses += rejoin_etcd_endpoints(settings.config_sources)
     addresses += list(mesh_sources)
     sources: list[ConfigSource] = []
     for address in addresses:
@@ -56,11 +61,70 @@ def config_sources(settings: Settings, mesh_sources: Sequence[str] = ()) -> list
                         default_namespace=settings.default_namespace,
                         file_debounce=settings.file_debounce,
                         file_root_poll=settings.file_root_poll,
+                        kube=settings.kube,
                     )
                 )
         except AddressError as problem:
             raise SourceSetupError(f"config source {address!r}: {problem}") from None
     return sources
+
+
+def uses_kubernetes(settings: Settings, mesh_sources: Sequence[str] = ()) -> bool:
+    """Whether any configured source address is ``k8s://``."""
+    for address in (*settings.config_sources, *mesh_sources):
+        with contextlib.suppress(AddressError):
+            if parse_address(address).scheme is Scheme.K8S:
+                return True
+    return False
+
+
+async def kube_registry_feeds(
+    settings: Settings, mesh_sources: Sequence[str] = ()
+) -> RegistryFeeds | None:
+    """The Kubernetes service registry's informers (not started) when a ``k8s://`` source
+    is configured and ``PILOTHOUSE_KUBE_SERVICE_REGISTRY`` is not off; otherwise None."""
+    if not settings.kube.service_registry or not uses_kubernetes(settings, mesh_sources):
+        return None
+    try:
+        return await RegistryFeeds.open(settings.kube.kubeconfig or None)
+    except KubeConfigError as problem:
+        raise SourceSetupError(str(problem)) from None
+
+
+async def kube_mesh_config(settings: Settings) -> KubeMeshConfig | None:
+    """The followed ``istio`` ConfigMap, read once already, when a ``k8s://`` source is
+    given on the command line (or ``PILOTHOUSE_CONFIG_SOURCES``) and ``--mesh`` is not;
+    otherwise None."""
+    if settings.mesh_file:
+        return None
+    if not uses_kubernetes(settings):
+        return None
+    try:
+        check_config(settings.kube.kubeconfig or None)
+    except KubeConfigError as problem:
+        raise SourceSetupError(str(problem)) from None
+    follower = KubeMeshConfig(settings.kube.kubeconfig or None, settings.kube.mesh_namespace)
+    try:
+        await follower.first()
+    except KubeConfigError as problem:
+        raise SourceSetupError(str(problem)) from None
+    return follower
+def rejoin_etcd_endpoints(addresses: Sequence[str]) -> list[str]:
+    """``PILOTHOUSE_CONFIG_SOURCES`` is split on commas, which also separate an etcd
+    address's endpoints: a piece without a scheme right after an ``etcd://`` piece that
+    has no prefix yet (``etcd://a:1`` then ``b:2/mesh``) is that address's next endpoint."""
+    joined: list[str] = []
+    for address in addresses:
+        previous = joined[-1] if joined else ""
+        if (
+            "://" not in address
+            and previous.startswith("etcd://")
+            and "/" not in previous[len("etcd://") :]
+        ):
+            joined[-1] = f"{previous},{address}"
+        else:
+            joined.append(address)
+    return joined
 
 
 @dataclass

@@ -8,7 +8,10 @@ from collections.abc import Sequence
 
 from pilothouse import __version__
 from pilothouse.cli import (
+    apply,
     bootstrap,
+    delete,
+    get,
     inspector,
     loadtest,
     proxy_config,
@@ -32,6 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
     proxy_status.add_parser(commands)
     proxy_config.add_parser(commands)
     inspector.add_parser(commands)
+    apply.add_parser(commands)
+    get.add_parser(commands)
+    delete.add_parser(commands)
     version = commands.add_parser("version", help="print the version")
     version.set_defaults(run=lambda _args: print(f"pilothouse {__version__}") or 0)
     return parser

@@ -44,7 +44,13 @@ from pilothouse.admin.server_knobs import (
     register_log_knobs,
     register_push_knobs,
 )
-from pilothouse.cli.config_sources import SourceSetupError, config_sources, mcp_roles
+from pilothouse.cli.config_sources import (
+    SourceSetupError,
+    config_sources,
+    kube_mesh_config,
+    kube_registry_feeds,
+    mcp_roles,
+)
 from pilothouse.cli.serve_args import add_arguments, settings_from
 from pilothouse.cli.serve_security import create_ca, open_ca, open_tls_port, secret_delivery
 from pilothouse.cli.supervisor import supervise
@@ -121,7 +127,14 @@ async def serve(
     shared = worker is not None
     mesh, mesh_sources = load_mesh(settings)
     try:
+        kube_mesh = await kube_mesh_config(settings)
+    except SourceSetupError as problem:
+        raise SystemExit(f"pilothouse: {problem}") from None
+    if kube_mesh is not None and kube_mesh.current is not None:
+        mesh, mesh_sources = kube_mesh.current.mesh, kube_mesh.current.config_sources
+    try:
         sources = config_sources(settings, mesh_sources)
+        kube_registry = await kube_registry_feeds(settings, mesh_sources)
     except SourceSetupError as problem:
         raise SystemExit(f"pilothouse: {problem}") from None
     if not sources and not settings.mcp.accept_sources:
@@ -160,7 +173,15 @@ async def serve(
     # The CA (an Authority): the certificate service and the TLS port use it; None when
     # the TLS port is off.
     authority = await open_ca(settings, mesh)
-    discovery = DiscoveryServer(store, mesh, settings.xds, envoy_generators=settings.role == "all")
+    discovery = DiscoveryServer(
+        store,
+        mesh,
+        settings.xds,
+        envoy_generators=settings.role == "all",
+        kube=kube_registry.feeds if kube_registry is not None else None,
+    )
+    if kube_mesh is not None:
+        kube_mesh.on_change = discovery.set_mesh
     try:
         roles = mcp_roles(settings, store, discovery.admission)
     except SourceSetupError as problem:
@@ -198,9 +219,7 @@ async def serve(
         )
         tls_host, _, tls_port_text = settings.xds.tls_address.rpartition(":")
         try:
-            tls_port = await tls.start(
-                tls_host.strip("[]"), int(tls_port_text), reuse_port=shared
-            )
+            tls_port = await tls.start(tls_host.strip("[]"), int(tls_port_text), reuse_port=shared)
         except (OSError, ValueError) as problem:
             await grpc_server.stop(0)
             await tls.stop(0)
@@ -297,6 +316,10 @@ async def serve(
             tasks.create_task(report_loaded())
             for source in sources:
                 tasks.create_task(source.run())
+            if kube_mesh is not None:
+                tasks.create_task(kube_mesh.run())
+            if kube_registry is not None:
+                tasks.create_task(kube_registry.run())
             for runner in roles.runners:
                 tasks.create_task(runner.run())
             tasks.create_task(discovery.run())
@@ -313,6 +336,10 @@ async def serve(
             secrets.close()
             for source in sources:
                 source.close()
+            if kube_mesh is not None:
+                kube_mesh.close()
+            if kube_registry is not None:
+                kube_registry.close()
             for task in endless:
                 task.cancel()
     finally:

@@ -43,7 +43,19 @@ def add_arguments(
         "--config-source",
         action="append",
         metavar="ADDRESS",
-        help="a config source: fs:///dir, xds://host:port or mcp://host:port (repeatable)",
+        help="a config source: fs:///dir, xds://host:port, mcp://host:port, "
+        "etcd://host:port[,host:port...]/prefix or k8s://[?namespace=NS&labelSelector=SEL] "
+        "(repeatable)",
+    )
+    parser.add_argument(
+        "--kubeconfig",
+        metavar="PATH",
+        help="the kubeconfig of k8s:// sources (default: the pod's service account)",
+    )
+    parser.add_argument(
+        "--write-status",
+        action="store_true",
+        help="write validation messages into the status of Istio objects of k8s:// sources",
     )
     parser.add_argument(
         "--mesh", type=Path, metavar="FILE", help="Istio mesh config (MeshConfig or ConfigMap)"
@@ -148,6 +160,8 @@ FLAGS: Final[Mapping[str, str]] = MappingProxyType(
         "accept_mcp_sources": "mcp.accept_sources",
         "mcp_sink_address": "mcp.sink_address",
         "sink_meta": "mcp.sink_meta",
+        "kubeconfig": "kube.kubeconfig",
+        "write_status": "kube.write_status",
     }
 )
 """Each ``serve`` flag (by its argparse dest) and the knob it sets."""

@@ -78,9 +78,7 @@ class WorkerBoard:
 
     def not_ready(self) -> str | None:
         """A readiness check: None when every slot's worker is ready, else why not."""
-        waiting: Sequence[WorkerRow] = [
-            row for row in self.rows() if row.pid == 0 or not row.ready
-        ]
+        waiting: Sequence[WorkerRow] = [row for row in self.rows() if row.pid == 0 or not row.ready]
         if not waiting:
             return None
         names = ", ".join(

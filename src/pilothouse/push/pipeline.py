@@ -147,6 +147,10 @@ class PushPipeline(Generic[C]):
         )
         return self._context
 
+    def set_mesh(self, mesh: MeshSettings) -> None:
+        """Build every PushContext from now on with ``mesh``."""
+        self._mesh = mesh
+
     def connect(self, connection: C) -> None:
         self._connections[connection.id] = connection
         if connection.proxy.generator is GeneratorFamily.API:

@@ -181,6 +181,11 @@ def _namespace(explicit: Any, ident: str, domain: str) -> str:
     return domain.split(".", 1)[0] if domain else ""
 
 
+def metadata_labels(raw: Any, node_id: str) -> Labels:
+    """The labels of metadata ``LABELS`` (an object, or its JSON text); raises BadNode."""
+    return _labels(raw, node_id)
+
+
 def _labels(raw: Any, node_id: str) -> Labels:
     if raw is None or raw == "":
         return NO_LABELS

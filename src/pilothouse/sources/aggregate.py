@@ -4,8 +4,10 @@ Sources are ordered as configured (``configSources`` order, or the order given o
 command line). **When two sources hold the same key, the earlier source wins**; the
 later copy is shadowed, listed by :meth:`AggregateStore.conflicts`, and logged once.
 If the winner later deletes the object, the shadowed copy becomes visible (an UPDATE
-event if it differs, nothing if it is identical). Subscribers see only visible changes:
-an edit to a shadowed copy produces no event.
+event if it differs, nothing if it is identical). A source that reports a new resource
+version alone for its visible object (``MemoryStore.apply(compare_version=True)``) is
+forwarded as an UPDATE, so that the version served stays the source's. Subscribers see
+only visible changes: an edit to a shadowed copy produces no event.
 """
 
 from __future__ import annotations
@@ -133,7 +135,12 @@ class AggregateStore:
             self._report_conflict(key)
         if before is None and after is None:
             return
-        if before is not None and after is not None and before.same_content(after):
+        if (
+            before is not None
+            and after is not None
+            and before.same_content(after)
+            and not _new_version(event, before, after)
+        ):
             return
         self._revision += 1
         if before is None:
@@ -161,3 +168,13 @@ class AggregateStore:
                 holders[0],
                 ", ".join(holders[1:]),
             )
+
+
+def _new_version(event: ConfigEvent, before: Config, after: Config) -> bool:
+    """A visible object that changed only its resource version in its own source (a
+    source whose versions are its store's, as etcd's mod revisions): still a change."""
+    return (
+        event.old is before
+        and event.new is after
+        and before.resource_version != after.resource_version
+    )

@@ -72,12 +72,19 @@ class MemoryStore:
     def mark_synced(self) -> None:
         self._synced = True
 
-    def apply(self, config: Config) -> ConfigEvent | None:
-        """Add or update ``config``; returns the event, or None when nothing changed."""
+    def apply(self, config: Config, *, compare_version: bool = False) -> ConfigEvent | None:
+        """Add or update ``config``; returns the event, or None when nothing changed.
+
+        With ``compare_version`` a new resource version alone is a change (a source whose
+        versions come from its store, as etcd's mod revisions, keeps them exact)."""
         objects = self._by_kind.setdefault(config.kind, {})
         slot = (config.namespace, config.name)
         old = objects.get(slot)
-        if old is not None and old.same_content(config):
+        if (
+            old is not None
+            and old.same_content(config)
+            and not (compare_version and old.resource_version != config.resource_version)
+        ):
             return None
         self._revision += 1
         if not config.resource_version:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from pilothouse.config.load import Loader
 from pilothouse.config.model import ConfigKey
+from pilothouse.kube.registry import KubeFeeds
 from pilothouse.push.debounce import DebounceSettings
 from pilothouse.sources.memory import MemoryStore
 from pilothouse.xds.server.ads import add_discovery_services, new_grpc_server
@@ -28,6 +29,8 @@ class ControlPlane:
     settings: XdsSettings = field(default_factory=lambda: FAST)
     store: MemoryStore = field(default_factory=lambda: MemoryStore("test"))
     port: int = 0
+    kube: KubeFeeds | None = None
+    """Kubernetes informers (or feeds standing in for them) for the service registry."""
     discovery: DiscoveryServer | None = None
     _grpc: object | None = None
     _task: asyncio.Task[None] | None = None
@@ -41,7 +44,7 @@ class ControlPlane:
 
     async def start(self, port: int = 0) -> int:
         self.store.mark_synced()
-        self.discovery = DiscoveryServer(self.store, settings=self.settings)
+        self.discovery = DiscoveryServer(self.store, settings=self.settings, kube=self.kube)
         server = new_grpc_server(self.settings)
         add_discovery_services(server, self.discovery)
         self.port = server.add_insecure_port(f"127.0.0.1:{port}")

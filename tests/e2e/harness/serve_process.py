@@ -43,8 +43,11 @@ class ServeProcess:
         log_path: Path,
         log_level: str = "warn",
         environment: Mapping[str, str] | None = None,
+        extra_args: Sequence[str] = (),
     ) -> None:
         self.config_dirs = tuple(config_dirs)
+        self.extra_args = tuple(extra_args)
+        """More ``serve`` flags (e.g. ``--config-source``)."""
         self.xds_port = xds_port
         self.admin_port = admin_port
         self.log_path = log_path
@@ -66,6 +69,7 @@ class ServeProcess:
             "--xds-address", f"{LOOPBACK}:{self.xds_port}",
             "--admin-address", f"{LOOPBACK}:{self.admin_port}",
             "--log-level", self.log_level,
+            *self.extra_args,
         ]  # fmt: skip
         with self.log_path.open("ab") as log:
             self._process = subprocess.Popen(

@@ -30,8 +30,14 @@ from pilothouse.sources.xds_upstream import XdsUpstreamSource
         ("XDS://Upstream:1", SourceAddress(Scheme.XDS, "upstream", 1)),
         ("xds://[::1]:15010", SourceAddress(Scheme.XDS, "::1", 15010)),
         ("mcp://galley:9901", SourceAddress(Scheme.MCP, "galley", 9901)),
-        ("etcd://127.0.0.1:2379/a/b", SourceAddress(Scheme.ETCD, "127.0.0.1", 2379, "/a/b")),
-        ("etcd://etcd:2379", SourceAddress(Scheme.ETCD, "etcd", 2379, "/")),
+        (
+            "etcd://127.0.0.1:2379/a/b",
+            SourceAddress(Scheme.ETCD, "127.0.0.1", 2379, "/a/b", endpoints=(("127.0.0.1", 2379),)),
+        ),
+        (
+            "etcd://etcd:2379",
+            SourceAddress(Scheme.ETCD, "etcd", 2379, "/", endpoints=(("etcd", 2379),)),
+        ),
         ("  xds://a:2  ", SourceAddress(Scheme.XDS, "a", 2)),
     ],
 )
@@ -43,7 +49,7 @@ def test_valid_addresses(text: str, expected: SourceAddress) -> None:
     ("text", "says"),
     [
         ("", "empty"),
-        ("k8s://", "unsupported scheme 'k8s'"),
+        ("k8s://apiserver:443", "names no host"),
         ("http://a:1", "unsupported scheme 'http'"),
         ("fs://relative/dir", "absolute path"),
         ("fs:///dir?x=1", "plain path"),
@@ -90,7 +96,7 @@ def test_build_xds_source() -> None:
     assert not source.has_synced()
 
 
-@pytest.mark.parametrize("text", ["mcp://galley:9901", "etcd://etcd:2379/mesh"])
+@pytest.mark.parametrize("text", ["mcp://galley:9901"])
 def test_other_schemes_are_not_supported_yet(text: str) -> None:
     with pytest.raises(UnsupportedSource, match="not supported yet"):
         build_source(text)

@@ -113,7 +113,11 @@ def test_every_problem_is_reported_at_once() -> None:
 
 
 def test_variables_that_are_not_server_knobs_pass() -> None:
-    assert set(OTHER_VARIABLES) == {"PILOTHOUSE_FUZZ_EXAMPLES", "PILOTHOUSE_LOADTEST_CHANGE"}
+    assert set(OTHER_VARIABLES) == {
+        "PILOTHOUSE_FUZZ_EXAMPLES",
+        "PILOTHOUSE_LOADTEST_CHANGE",
+        "PILOTHOUSE_STORE",
+    }
     environ = dict.fromkeys(OTHER_VARIABLES, "3") | {"PILOTHOUSE_ROLE": "config-server"}
     assert from_environment(environ) == {"role": "config-server"}
 

@@ -66,3 +66,24 @@ def test_synced_only_when_every_source_is() -> None:
     assert not aggregate.has_synced()
     second.mark_synced()
     assert aggregate.has_synced()
+
+
+def test_a_new_version_alone_is_forwarded_when_the_source_says_so() -> None:
+    import dataclasses
+
+    store = MemoryStore("etcd")
+    aggregate = AggregateStore([store])
+    seen: list[ConfigEvent] = []
+    aggregate.subscribe(seen.append)
+    first = dataclasses.replace(make_gateway("g"), resource_version="5")
+    store.apply(first, compare_version=True)
+    again = dataclasses.replace(make_gateway("g"), resource_version="9")
+    assert store.apply(again) is None  # by default a version alone is no change
+    store.apply(again, compare_version=True)
+    assert [(e.type, e.config.resource_version) for e in seen] == [
+        (EventType.ADD, "5"),
+        (EventType.UPDATE, "9"),
+    ]
+    current = aggregate.get(ConfigKey("Gateway", "default", "g"))
+    assert current is not None and current.resource_version == "9"
+    assert store.apply(again, compare_version=True) is None  # same version: nothing

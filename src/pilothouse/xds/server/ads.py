@@ -210,6 +210,7 @@ class StreamHandler:
             raise StreamRefused(
                 grpc.StatusCode.INVALID_ARGUMENT, str(problem), Refusal.BAD_NODE
             ) from None
+        proxy = discovery.complete_proxy(proxy)
         if caller is not None:
             proxy = self._authorised(proxy, caller)
         connection = Connection(

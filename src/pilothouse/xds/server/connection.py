@@ -126,6 +126,12 @@ class Connection:
     def __repr__(self) -> str:
         return f"Connection({self.id}, {self.proxy.node_id})"
 
+    def reidentify(self, proxy: ProxyIdentity) -> None:
+        """The proxy is now ``proxy`` (its Pod's labels changed: istiod's ProxyUpdate);
+        what is generated from the next push on is for this identity."""
+        self.proxy = proxy
+        self._resources.reidentify(proxy)
+
     # -- what the server asks (answered by the stream engine) -------------------------
 
     @property

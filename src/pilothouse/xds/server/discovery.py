@@ -30,6 +30,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from pilothouse.config.mesh import MeshSettings
+from pilothouse.config.model import ConfigKey
+from pilothouse.kube.pods_proxy import proxy_with_pod
+from pilothouse.kube.registry import KubeFeeds, KubeRegistry
 from pilothouse.metrics.push import PushMetrics, metric_type
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.authorization import REQUEST_AUTHENTICATION
@@ -37,10 +40,12 @@ from pilothouse.push.cache import ResourceCache
 from pilothouse.push.context import PushContext
 from pilothouse.push.debounce import Debouncer, DebounceSettings
 from pilothouse.push.pipeline import PushPipeline
+from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.push.queue import PushQueue
-from pilothouse.push.request import PushRequest
+from pilothouse.push.request import PushRequest, TriggerReason
 from pilothouse.push.secrets import has_secrets, secret_keys
 from pilothouse.push.workers import PushWorkers, PushWorkerStats
+from pilothouse.registry.aggregate import AggregateRegistry, ServiceRegistry
 from pilothouse.registry.controller import ServiceEntryRegistry
 from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.registry.update import RegistryUpdate
@@ -119,12 +124,16 @@ class DiscoveryServer:
         envoy_generators: bool = True,
         api_clock: Callable[[], datetime.datetime] | None = None,
         metrics: PushMetrics | None = None,
+        kube: KubeFeeds | None = None,
     ) -> None:
         """``envoy_generators`` False serves Istio config only (the config-server role):
         CDS, EDS, LDS and RDS requests get empty answers. ``api_clock`` is when the
         ``api`` generator first sees an object (its MCP ``create_time``); wall time unless
         a test pins it. ``metrics`` are the push distributions this server records into
-        (a recording set of its own unless given)."""
+        (a recording set of its own unless given). ``kube`` are the informers of a
+        Kubernetes cluster: its Services and endpoints join the ServiceEntry registry's
+        (:class:`~pilothouse.registry.aggregate.AggregateRegistry`), and sidecars are
+        matched to their Pods; without it the ServiceEntry registry is used alone."""
         self.store = store
         self.mesh = mesh if mesh is not None else MeshSettings()
         self.settings = settings if settings is not None else XdsSettings()
@@ -134,7 +143,22 @@ class DiscoveryServer:
         knobs can be changed at run time."""
         self.stats = XdsStats()
         self.metrics = metrics if metrics is not None else PushMetrics()
-        self.registry = ServiceEntryRegistry(store, self._on_registry_update)
+        service_entries = ServiceEntryRegistry(store, self._on_registry_update)
+        self.kube: KubeRegistry | None = None
+        self.registry: ServiceRegistry = service_entries
+        if kube is not None:
+            self.kube = KubeRegistry(
+                kube,
+                service_entries.endpoint_index,
+                self._on_registry_update,
+                domain_suffix=self.mesh.domain_suffix,
+                trust_domain=self.mesh.trust_domain,
+                on_pods=self._on_pods_changed,
+            )
+            self.registry = AggregateRegistry(service_entries, self.kube)
+        self._by_proxy_id: dict[str, set[Connection]] = {}
+        """Connections by proxy id (``pod.namespace``), kept with Kubernetes only: a Pod
+        change finds its sidecars without walking every connection."""
         self._versions = PushVersions()
         self.jwks = JwksResolver(self._on_jwks_change)
         """The key sets of RequestAuthentication jwksUris, fetched and inlined."""
@@ -206,6 +230,13 @@ class DiscoveryServer:
     @property
     def version(self) -> str:
         return self._pipeline.version
+
+    def complete_proxy(self, proxy: ProxyIdentity) -> ProxyIdentity:
+        """``proxy`` with what the registry knows of it: a sidecar's labels, service
+        account and locality from its Pod when Kubernetes is configured."""
+        if self.kube is None:
+            return proxy
+        return proxy_with_pod(self.kube, proxy)
 
     def generator(self, type_url: str) -> Generator | None:
         """The generator registered for ``type_url``; Istio GVKs fall back to ``api``."""
@@ -283,10 +314,18 @@ class DiscoveryServer:
 
     def connect(self, connection: Connection) -> None:
         self._pipeline.connect(connection)
+        if self.kube is not None:
+            self._by_proxy_id.setdefault(connection.proxy.id, set()).add(connection)
         log.debug("proxy connected", extra={"id": connection.id, "peer": connection.peer})
 
     def disconnect(self, connection: Connection) -> None:
         self._pipeline.disconnect(connection)
+        if self.kube is not None:
+            held = self._by_proxy_id.get(connection.proxy.id)
+            if held is not None:
+                held.discard(connection)
+                if not held:
+                    del self._by_proxy_id[connection.proxy.id]
         self._queue.remove(connection)
         session = connection.engine.session
         for totals, counts in (
@@ -302,7 +341,7 @@ class DiscoveryServer:
 
     async def run(self) -> None:
         """Wait for the sources, build the first context, then serve pushes until closed."""
-        while not self.store.has_synced():
+        while not (self.store.has_synced() and self.registry.has_synced()):
             if self._closed.is_set():
                 return
             await asyncio.sleep(0.01)
@@ -343,6 +382,17 @@ class DiscoveryServer:
     def request_push(self, request: PushRequest) -> None:
         """Queue a push through the debouncer (e.g. ``/debug/adsz?push=true``)."""
         self._debouncer.enqueue(request)
+
+    def set_mesh(self, mesh: MeshSettings) -> bool:
+        """Serve ``mesh`` from now on (a followed mesh config changed): every cached
+        resource is dropped and a full push follows. False when nothing changed."""
+        if mesh == self.mesh:
+            return False
+        self.mesh = mesh
+        self._pipeline.set_mesh(mesh)
+        self.cache.clear()
+        self._debouncer.enqueue(PushRequest.everything(TriggerReason.GLOBAL))
+        return True
 
     # -- knobs changed while running (the admin API) ------------------------------------
 
@@ -397,6 +447,25 @@ class DiscoveryServer:
         request = self._pipeline.registry_changed(update, time.monotonic())
         if request is not None:
             self._debouncer.enqueue(request)
+
+    def _on_pods_changed(self, pods: frozenset[tuple[str, str]]) -> None:
+        """istiod's ProxyUpdate: the sidecars of changed Pods are completed again from
+        their Pod and get a push of their own (their labels, and the inbound ports their
+        endpoints give, may have moved while only EDS went to the others)."""
+        if self.kube is None or self._pipeline.context is None:
+            return
+        found = (self._by_proxy_id.get(f"{name}.{namespace}", ()) for namespace, name in pods)
+        for connection in [c for held in found for c in held]:
+            proxy = proxy_with_pod(self.kube, connection.proxy)
+            if proxy != connection.proxy:
+                connection.reidentify(proxy)
+            key = ConfigKey("Pod", connection.proxy.namespace, connection.proxy.pod_name)
+            self.stats.push_triggers["proxy"] = self.stats.push_triggers.get("proxy", 0) + 1
+            self._queue.enqueue(
+                connection,
+                PushRequest.for_configs([key], TriggerReason.PROXY, start=time.monotonic()),
+            )
+            self.stats.connections_queued += 1
 
     def _count_inbound(self, kind: str, count: int) -> None:
         """pilot_inbound_updates: ``config`` per store event; per service changed, ``eds``

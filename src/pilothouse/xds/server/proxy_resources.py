@@ -42,6 +42,10 @@ class ProxyResources:
         # (and sends no new EDS request when a cluster comes back), so it is not warmed.
         self._warms_clusters = not is_proxyless(proxy)
 
+    def reidentify(self, proxy: ProxyIdentity) -> None:
+        """Generate for ``proxy`` from now on (same stream, same flavour)."""
+        self._proxy = proxy
+
     @property
     def version(self) -> str:
         return self._backend.version

@@ -1,0 +1,36 @@
+"""The five Kubernetes resources the service registry reads, as informers.
+
+``serve`` (once the registry is wired in) builds these from one API client and hands them
+to the registry as :class:`~pilothouse.kube.events.KubeFeed`\\ s, keyed by resource name.
+"""
+
+from __future__ import annotations
+
+from kubernetes_asyncio.client import ApiClient
+
+from pilothouse.backoff import Backoff
+from pilothouse.kube.client import ResourceRef
+from pilothouse.kube.informer import Informer
+
+SERVICES = ResourceRef("", "v1", "services")
+ENDPOINT_SLICES = ResourceRef("discovery.k8s.io", "v1", "endpointslices")
+PODS = ResourceRef("", "v1", "pods")
+NODES = ResourceRef("", "v1", "nodes", namespaced=False)
+NAMESPACES = ResourceRef("", "v1", "namespaces", namespaced=False)
+
+REGISTRY_RESOURCES: tuple[ResourceRef, ...] = (SERVICES, ENDPOINT_SLICES, PODS, NODES, NAMESPACES)
+
+
+def registry_informers(
+    client: ApiClient, *, backoff: Backoff | None = None, absent_retry: float = 30.0
+) -> dict[str, Informer]:
+    """One informer per registry resource (not started), by resource name
+    (``services``, ``endpointslices.discovery.k8s.io``, ``pods``, ``nodes``,
+    ``namespaces``). Pods in phase Failed are left out on the server, as istiod does."""
+    informers: dict[str, Informer] = {}
+    for ref in REGISTRY_RESOURCES:
+        selector = "status.phase!=Failed" if ref is PODS else ""
+        informers[ref.name] = Informer(
+            client, ref, field_selector=selector, backoff=backoff, absent_retry=absent_retry
+        )
+    return informers

@@ -1,0 +1,289 @@
+"""The etcd config source (``etcd://host:port[,host:port…]/prefix``): Istio objects kept in
+etcd, one JSON object per key (layout in :mod:`pilothouse.sources.etcd_layout`).
+
+How it follows etcd:
+
+- **List, then watch.** It lists every key under the prefix (in pages, at one revision),
+  fills its :class:`MemoryStore`, and is *synced*; then it watches the prefix from the
+  list revision + 1. Each object's resource version is its key's mod revision, so every
+  replica on the same etcd serves the same objects with the same versions.
+- **Compaction.** When the revision it would resume from has been compacted, it lists
+  again and applies only the differences (added, changed and removed objects).
+- **Outages.** ``aetcd``'s watch does not reconnect: when the stream or a request fails,
+  the source dials the next endpoint with exponential backoff and jitter, and resumes the
+  watch after the last revision it applied (etcd sends all events of one revision in
+  one response, and aetcd queues a response whole before any error). Meanwhile the
+  store keeps every object, the source reports itself unavailable (``/ready`` details,
+  a warning in the log), and says when it is back.
+- **Invalid objects.** A value that does not decode, fails validation, or names another
+  object than its key (written by another tool) is skipped with a warning naming the
+  key, never served, and treated as absent, so that every replica holds the same set
+  whatever it saw before; the other objects are unaffected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import aetcd
+import aetcd.exceptions
+import aetcd.utils
+import grpc
+
+from pilothouse.backoff import Backoff
+from pilothouse.config.load import Loader
+from pilothouse.config.model import Config, ConfigKey
+from pilothouse.sources.availability import Availability
+from pilothouse.sources.etcd_client import (
+    EtcdUnavailable,
+    Listing,
+    check_revision,
+    client_for,
+    list_prefix,
+    reason,
+)
+from pilothouse.sources.etcd_layout import EtcdLayout, StoredObject
+from pilothouse.sources.gc_pause import collector_paused
+from pilothouse.sources.memory import MemoryStore
+
+log = logging.getLogger("pilothouse.sources.etcd")
+
+_FAILURES = (
+    EtcdUnavailable,
+    aetcd.exceptions.ClientError,
+    grpc.RpcError,
+    OSError,
+    TimeoutError,
+)
+
+
+class EtcdSource:
+    """Keeps a :class:`MemoryStore` equal to the valid objects under one etcd prefix."""
+
+    def __init__(
+        self,
+        endpoints: Sequence[tuple[str, int]],
+        prefix: str = "/",
+        *,
+        loader: Loader | None = None,
+        backoff: Backoff | None = None,
+        request_timeout: float = 10.0,
+        rng: random.Random | None = None,
+    ) -> None:
+        if not endpoints:
+            raise ValueError("an etcd source needs at least one endpoint")
+        self.endpoints = tuple(endpoints)
+        self.layout = EtcdLayout(prefix, loader.schemas if loader is not None else None)
+        hosts = ",".join(f"{h}:{p}" for h, p in self.endpoints)
+        name = f"etcd://{hosts}{self.layout.prefix or '/'}"
+        self.loader = loader if loader is not None else Loader(source=name)
+        self.store = MemoryStore(name=name)
+        self._backoff = backoff if backoff is not None else Backoff(0.25, 10.0)
+        self._timeout = request_timeout
+        self._rng = rng if rng is not None else random.Random()
+        self._stop = asyncio.Event()
+        self._revision = 0
+        """The last revision applied (from a list or an event); 0 before the first list."""
+        self._relist = True
+        self._endpoint = 0
+        self._failures = 0
+        self._state = Availability(name, False, "not connected yet", time.time())
+        self._skipped: dict[str, StoredObject] = {}
+        self.relists = 0
+        """Completed lists (the first one included), for tests and the debug views."""
+
+    @property
+    def name(self) -> str:
+        return self.store.name
+
+    @property
+    def revision(self) -> int:
+        """The etcd revision this source has caught up with."""
+        return self._revision
+
+    def has_synced(self) -> bool:
+        return self.store.has_synced()
+
+    def availability(self) -> Availability:
+        state = self._state
+        if state.available and self._skipped:
+            first = min(self._skipped)
+            reason = f"{len(self._skipped)} invalid stored object(s) skipped, first {first}"
+            return Availability(state.source, True, reason, state.since)
+        return state
+
+    def skipped(self) -> dict[str, StoredObject]:
+        """Stored values that were skipped, by key, with their problems."""
+        return dict(self._skipped)
+
+    def config_errors(self) -> int:
+        """Stored values skipped as invalid (``pilothouse_config_source_errors``)."""
+        return len(self._skipped)
+
+    def close(self) -> None:
+        self._stop.set()
+
+    async def run(self) -> None:
+        """List and watch until :meth:`close`, redialling on every failure."""
+        while not self._stop.is_set():
+            host, port = self.endpoints[self._endpoint % len(self.endpoints)]
+            client = client_for(host, port, timeout=self._timeout)
+            try:
+                await self._session(client)
+            except aetcd.exceptions.RevisionCompactedError as gone:
+                log.info(
+                    "etcd revision %d is compacted (oldest kept: %d); listing %s again",
+                    self._revision + 1,
+                    gone.compacted_revision,
+                    self.name,
+                    extra={"source": self.name},
+                )
+                self._relist = True
+            except _FAILURES as problem:
+                self._lost(f"{host}:{port}: {reason(problem)}")
+                await self._pause()
+            except Exception as problem:  # a bug of ours: this source only, never the server
+                log.exception("the etcd source %s failed; starting over", self.name)
+                self._lost(f"internal error: {type(problem).__name__}")
+                self._relist = True
+                await self._pause()
+            finally:
+                with contextlib.suppress(Exception):
+                    await client.close()
+
+    async def _pause(self) -> None:
+        """The next endpoint, after a backoff with jitter (or until closed)."""
+        self._endpoint += 1
+        self._failures += 1
+        delay = self._backoff.delay(self._failures, self._rng)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stop.wait(), delay)
+
+    async def _session(self, client: aetcd.Client) -> None:
+        """One connection: list if needed, then watch until stopped or failed."""
+        if self._relist:
+            listing = await list_prefix(client, self.layout.root)
+            self._apply_listing(listing)
+        else:
+            await check_revision(client, self.layout.root, self._revision)
+        watch = await client.watch(
+            self.layout.root,
+            range_end=aetcd.utils.prefix_range_end(self.layout.root),
+            start_revision=self._revision + 1,
+            progress_notify=True,
+        )
+        self._relist = False
+        self._up()
+        events = asyncio.ensure_future(self._follow(watch))
+        stopped = asyncio.ensure_future(self._stop.wait())
+        try:
+            await asyncio.wait({events, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped.cancel()
+            if not events.done():
+                events.cancel()
+                with contextlib.suppress(BaseException):
+                    await watch.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await events
+        if events.done() and not events.cancelled():
+            events.result()  # raises what ended the watch
+            raise EtcdUnavailable("the watch stream ended")
+
+    async def _follow(self, watch: Any) -> None:
+        async for event in watch:
+            self._on_event(event)
+
+    def _apply_listing(self, listing: Listing) -> None:
+        """Make the store equal to ``listing``: only differences become events."""
+        wanted: dict[ConfigKey, Config] = {}
+        skipped: dict[str, StoredObject] = {}
+        with collector_paused():
+            for kv in listing.kvs:
+                stored = self.layout.decode(self.loader, kv.key, kv.value, kv.mod_revision)
+                if stored.config is None:
+                    skipped[stored.key] = stored
+                    continue
+                wanted[stored.config.key] = stored.config
+            for config in wanted.values():
+                self.store.apply(config, compare_version=True)
+            for key in self.store.keys():
+                if key not in wanted:
+                    self.store.delete(key)
+        for where, stored in skipped.items():
+            self._skip(stored, kv_changed=where not in self._skipped)
+        self._skipped = skipped
+        self._revision = listing.revision
+        self.relists += 1
+        if not self.store.has_synced():
+            log.info(
+                "listed %d objects from %s at revision %d",
+                len(wanted),
+                self.name,
+                listing.revision,
+                extra={"source": self.name, "objects": len(wanted), "skipped": len(skipped)},
+            )
+        self.store.mark_synced()
+
+    def _on_event(self, event: Any) -> None:
+        kv = event.kv
+        self._revision = max(self._revision, kv.mod_revision)
+        where = kv.key.decode("utf-8", "replace")
+        if event.kind == "DELETE":
+            self._skipped.pop(where, None)
+            key = self.layout.config_key(kv.key)
+            if key is not None:
+                self.store.delete(key)
+            return
+        stored = self.layout.decode(self.loader, kv.key, kv.value, kv.mod_revision)
+        if stored.config is not None:
+            self._skipped.pop(where, None)
+            self.store.apply(stored.config, compare_version=True)
+            return
+        self._skipped[where] = stored
+        self._skip(stored, kv_changed=True)
+        key = self.layout.config_key(kv.key)
+        if key is not None:
+            self.store.delete(key)
+
+    def _skip(self, stored: StoredObject, *, kv_changed: bool) -> None:
+        if not kv_changed:
+            return
+        log.warning(
+            "skipping the invalid object at etcd key %s: %s",
+            stored.key,
+            "; ".join(p.message for p in stored.problems),
+            extra={"source": self.name, "key": stored.key},
+        )
+
+    def _up(self) -> None:
+        self._failures = 0
+        if self._state.available:
+            return
+        if self._state.reason != "not connected yet":
+            log.info(
+                "etcd is reachable again; %s is following it from revision %d",
+                self.name,
+                self._revision,
+                extra={"source": self.name},
+            )
+        self._state = Availability(self.name, True, "", time.time())
+
+    def _lost(self, why: str) -> None:
+        was = self._state
+        if was.available or was.reason == "not connected yet":
+            log.warning(
+                "etcd is unreachable (%s); %s keeps serving its last good state (%d objects)",
+                why,
+                self.name,
+                len(self.store),
+                extra={"source": self.name, "objects": len(self.store)},
+            )
+        since = was.since if not was.available else time.time()
+        self._state = Availability(self.name, False, why, since)

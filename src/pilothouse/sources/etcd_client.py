@@ -1,0 +1,131 @@
+"""Talking to etcd through ``aetcd``: clients for an endpoint, and a consistent paged list.
+
+A list of a prefix is read in pages (``limit`` keys each, every page at the revision of
+the first), so that 100,000 objects never make one response larger than gRPC allows,
+and the whole list is one snapshot of the store. Failures of any kind come back as
+:class:`EtcdUnavailable` (with a short reason) or, when the revision asked for is gone,
+:class:`aetcd.exceptions.RevisionCompactedError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+import aetcd
+import aetcd.exceptions
+import aetcd.rpc
+import aetcd.utils
+import grpc
+
+PAGE: Final = 2000
+"""Keys per page of a list."""
+MAX_MESSAGE: Final = 64 * 1024 * 1024
+
+
+class EtcdUnavailable(Exception):
+    """etcd could not be reached or answered with an error; the message says which."""
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """Every key-value under a prefix at one revision (``kvs`` are etcd KeyValue messages)."""
+
+    revision: int
+    kvs: Sequence[Any]
+
+
+def client_for(host: str, port: int, *, timeout: float | None = 10.0) -> aetcd.Client:
+    """A client for one endpoint (not connected yet: aetcd dials on first use)."""
+    options = {
+        "grpc.max_receive_message_length": MAX_MESSAGE,
+        "grpc.max_send_message_length": MAX_MESSAGE,
+        "grpc.enable_retries": 0,
+        # A peer that vanishes without a reset (a partition) is noticed within ~15 s;
+        # etcd refuses pings more often than every 5 s.
+        "grpc.keepalive_time_ms": 10_000,
+        "grpc.keepalive_timeout_ms": 5_000,
+        "grpc.keepalive_permit_without_calls": 1,
+    }
+    return aetcd.Client(host=host, port=port, timeout=timeout, options=options)
+
+
+def reason(problem: BaseException) -> str:
+    """A one-line reason for an etcd failure, for logs and ``/ready``."""
+    if isinstance(problem, grpc.aio.AioRpcError):
+        return f"{problem.code().name}: {problem.details()}"
+    cause = problem.__cause__
+    if isinstance(cause, grpc.aio.AioRpcError):
+        return f"{cause.code().name}: {cause.details()}"
+    text = str(problem) or type(problem).__name__
+    return text.splitlines()[0] if text else type(problem).__name__
+
+
+async def check_revision(client: aetcd.Client, prefix: bytes, revision: int) -> None:
+    """Raise :class:`aetcd.exceptions.RevisionCompactedError` when ``revision`` is
+    compacted (a watch from there would fail; aetcd notices that only after its timeout)."""
+    request = aetcd.rpc.RangeRequest(
+        key=prefix,
+        range_end=aetcd.utils.prefix_range_end(prefix),
+        limit=1,
+        revision=revision,
+        keys_only=True,
+    )
+    await _range(client, request, revision)
+
+
+async def current_revision(client: aetcd.Client, prefix: bytes) -> int:
+    """The store's revision now (read through the prefix: no value is transferred)."""
+    request = aetcd.rpc.RangeRequest(
+        key=prefix, range_end=aetcd.utils.prefix_range_end(prefix), count_only=True
+    )
+    response = await _range(client, request, 0)
+    return int(response.header.revision)
+
+
+async def get_at(client: aetcd.Client, key: bytes, revision: int) -> Any | None:
+    """The KeyValue of ``key`` as of ``revision``, or None when it did not exist."""
+    response = await _range(client, aetcd.rpc.RangeRequest(key=key, revision=revision), revision)
+    return response.kvs[0] if response.kvs else None
+
+
+async def _range(client: aetcd.Client, request: Any, revision: int) -> Any:
+    try:
+        await client.connect()
+        return await client.kvstub.Range(request, timeout=client._timeout, metadata=client.metadata)
+    except grpc.aio.AioRpcError as problem:
+        if problem.code() is grpc.StatusCode.OUT_OF_RANGE and "compacted" in str(problem.details()):
+            raise aetcd.exceptions.RevisionCompactedError(revision) from problem
+        raise EtcdUnavailable(reason(problem)) from problem
+    except aetcd.exceptions.ClientError as problem:
+        raise EtcdUnavailable(reason(problem)) from problem
+
+
+async def list_prefix(client: aetcd.Client, prefix: bytes, *, page: int = PAGE) -> Listing:
+    """Every key under ``prefix``, in key order, as of one revision."""
+    end = aetcd.utils.prefix_range_end(prefix)
+    start = prefix
+    revision = 0
+    kvs: list[Any] = []
+    try:
+        await client.connect()
+        while True:
+            request = aetcd.rpc.RangeRequest(
+                key=start, range_end=end, limit=page, revision=revision
+            )
+            response = await client.kvstub.Range(
+                request, timeout=client._timeout, metadata=client.metadata
+            )
+            if revision == 0:
+                revision = response.header.revision
+            kvs.extend(response.kvs)
+            if not response.more or not response.kvs:
+                return Listing(revision, kvs)
+            start = response.kvs[-1].key + b"\x00"
+    except grpc.aio.AioRpcError as problem:
+        if problem.code() is grpc.StatusCode.OUT_OF_RANGE and "compacted" in str(problem.details()):
+            raise aetcd.exceptions.RevisionCompactedError(revision) from problem
+        raise EtcdUnavailable(reason(problem)) from problem
+    except aetcd.exceptions.ClientError as problem:
+        raise EtcdUnavailable(reason(problem)) from problem
