@@ -18,6 +18,10 @@ the TCP port ALLOW the client's principal. The test checks, over real traffic:
   wrongly signed one 401 (an invalid token is refused on any path);
 - the TCP port serves the client (mutual TLS) and closes a plaintext connection;
 - a new policy reaches only the proxy it selects, as LDS alone (Envoy's own counters).
+
+Envoy applies a changed filter chain to new connections (the ones it had drain with the
+old chain), so the client opens one upstream connection per request (a DestinationRule
+with ``maxRequestsPerConnection: 1``): each request meets the policies in force.
 """
 
 from __future__ import annotations
@@ -73,6 +77,14 @@ spec:
   resolution: STATIC
   ports: [{{number: {ports["intruder"]}, name: http, protocol: HTTP}}]
   workloadSelector: {{labels: {{app: server}}}}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {{name: server, namespace: {NAMESPACE}}}
+spec:
+  host: {HOST}
+  trafficPolicy:
+    connectionPool: {{http: {{maxRequestsPerConnection: 1}}}}
 ---
 apiVersion: networking.istio.io/v1
 kind: WorkloadEntry
