@@ -43,7 +43,7 @@ from pilothouse.protocol.type_urls import LDS
 from pilothouse.push.authorization import NO_AUTHORIZATION, WorkloadAuthorization
 from pilothouse.push.cache import Resource, ResourceGroup
 from pilothouse.push.hostnames import host_matches
-from pilothouse.xds.builders.access_control import guard_listener
+from pilothouse.xds.builders.access_control import AccessFilters, guard_listener
 from pilothouse.xds.builders.cluster import RestPolling
 from pilothouse.xds.builders.filter_chain import WeightedCluster
 from pilothouse.xds.builders.http_connection_manager import is_http
@@ -144,8 +144,9 @@ def build_listeners(inputs: ListenerInputs) -> ResourceGroup:
     """The scope's listeners, encoded, noting the (address, port) each takes."""
     scope = inputs.scope
     listeners = router_listeners(scope) if scope.router else outbound_listeners(inputs)
+    access = AccessFilters.of(inputs.authorization)
     for listener in listeners:
-        guard_listener(listener, inputs.authorization)
+        guard_listener(listener, access)
     if inputs.rest is not None:
         for listener in listeners:
             rds_over_rest(listener, inputs.rest)

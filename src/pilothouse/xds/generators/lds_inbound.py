@@ -19,6 +19,7 @@ from typing import Any
 from pilothouse.push.authorization import NO_AUTHORIZATION, WorkloadAuthorization
 from pilothouse.push.cache import Resource
 from pilothouse.push.peer_authentication import MtlsMode
+from pilothouse.xds.builders.access_control import AccessFilters
 from pilothouse.xds.builders.cluster import RestPolling
 from pilothouse.xds.builders.encode import content_hash, to_any_bytes
 from pilothouse.xds.builders.listener import UNIX_PREFIX, listener_name
@@ -46,10 +47,13 @@ class InboundListenerInputs:
     authorization: WorkloadAuthorization = NO_AUTHORIZATION
     tls: Any = field(default=None, compare=False, repr=False)
     """The TLS settings ``tls_bytes`` serialise, for the builder to read."""
+    access: AccessFilters | None = field(default=None, compare=False, repr=False)
+    """The filters ``authorization`` becomes, built once per context and policies."""
 
     @classmethod
     def of(cls, given: GenerationInput, port: InboundPort) -> InboundListenerInputs:
         tls = port.tls
+        authorization = inbound_authorization(given)
         return cls(
             port=port.port,
             protocol=port.protocol,
@@ -57,8 +61,9 @@ class InboundListenerInputs:
             tls_bytes=None if tls is None else tls.SerializeToString(deterministic=True),
             mtls=inbound_mtls(given, port),
             rest=given.rest,
-            authorization=inbound_authorization(given),
+            authorization=authorization,
             tls=tls,
+            access=access_filters(given, authorization),
         )
 
 
@@ -89,6 +94,16 @@ def inbound_listener(given: GenerationInput, port: InboundPort) -> Resource:
     return encode(built, built.name)
 
 
+def access_filters(given: GenerationInput, authorization: WorkloadAuthorization) -> AccessFilters:
+    """The filters of ``authorization``, built once per context (shared by every port of
+    every workload the same policies select)."""
+    known = context_memo(given.context).access_filters
+    found = known.get(authorization)
+    if found is None:
+        found = known[authorization] = AccessFilters.of(authorization)
+    return found
+
+
 def _inbound_name(inputs: InboundListenerInputs, address: str) -> str:
     return listener_name(address, inputs.port) if inputs.bind else inbound_cluster_name(inputs.port)
 
@@ -103,6 +118,7 @@ def build_inbound(inputs: InboundListenerInputs, address: str) -> Any:
         tls=inputs.tls,
         mtls=inputs.mtls,
         authorization=inputs.authorization,
+        access=inputs.access,
     )
     if not inputs.bind:
         listener.name = inbound_cluster_name(inputs.port)

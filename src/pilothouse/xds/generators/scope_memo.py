@@ -45,9 +45,9 @@ class ScopeMemo:
     eds_answers: dict[frozenset[str], Assignments] = field(default_factory=dict)
     eds_targets: dict[str, EdsTarget | None] = field(default_factory=dict)
     eds_services: dict[str, ServiceTargets | None] = field(default_factory=dict)
-    listeners: dict[
-        tuple[bool, RestPolling | None, WorkloadAuthorization], ScopeListeners
-    ] = field(default_factory=dict)
+    listeners: dict[tuple[bool, RestPolling | None, WorkloadAuthorization], ScopeListeners] = field(
+        default_factory=dict
+    )
     """Outbound listeners by (captures traffic, REST polling, a gateway's access control)."""
     routes: dict[tuple[str, LabelKey], Resource | None] = field(default_factory=dict)
     """Route configurations by (name, label key); None: the name means nothing here."""
