@@ -87,6 +87,7 @@ SCRIPTS: tuple[Script, ...] = (
     Script("tree_compare", ("--old", "e841dfd", "--rounds", "3"), timeout=3600.0),
     Script("metrics_overhead", timeout=900.0),
     Script("fleet10k", timeout=1500.0),
+    Script("authorization_cost", timeout=600.0),
     Script("kube_source", timeout=900.0),
     Script("kube_registry", timeout=600.0),
     Script("etcd_replicas", timeout=2400.0),

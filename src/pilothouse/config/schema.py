@@ -24,7 +24,11 @@ from pilothouse.api.istio.networking.v1alpha3 import (
     workload_entry_pb2,
     workload_group_pb2,
 )
-from pilothouse.api.istio.security.v1beta1 import peer_authentication_pb2
+from pilothouse.api.istio.security.v1beta1 import (
+    authorization_policy_pb2,
+    peer_authentication_pb2,
+    request_authentication_pb2,
+)
 from pilothouse.config import validation
 from pilothouse.config.validation.report import Report
 
@@ -86,6 +90,19 @@ def _networking(kind: str, message: type[Message], plural: str, check: Validator
     )
 
 
+def _security(kind: str, message: type[Message], plural: str, check: Validator) -> Schema:
+    return Schema(
+        kind=kind,
+        group=SECURITY,
+        versions=SECURITY_VERSIONS,
+        message=message,
+        plural=plural,
+        collection=f"istio/security/v1beta1/{plural}",
+        namespaced=True,
+        validator=check,
+    )
+
+
 SCHEMAS: tuple[Schema, ...] = (
     _networking(
         "ServiceEntry",
@@ -119,15 +136,23 @@ SCHEMAS: tuple[Schema, ...] = (
     ),
     _networking("Gateway", gateway_pb2.Gateway, "gateways", validation.validate_gateway),
     _networking("Sidecar", sidecar_pb2.Sidecar, "sidecars", validation.validate_sidecar),
-    Schema(
-        kind="PeerAuthentication",
-        group=SECURITY,
-        versions=SECURITY_VERSIONS,
-        message=peer_authentication_pb2.PeerAuthentication,
-        plural="peerauthentications",
-        collection="istio/security/v1beta1/peerauthentications",
-        namespaced=True,
-        validator=validation.validate_peer_authentication,
+    _security(
+        "PeerAuthentication",
+        peer_authentication_pb2.PeerAuthentication,
+        "peerauthentications",
+        validation.validate_peer_authentication,
+    ),
+    _security(
+        "AuthorizationPolicy",
+        authorization_policy_pb2.AuthorizationPolicy,
+        "authorizationpolicies",
+        validation.validate_authorization_policy,
+    ),
+    _security(
+        "RequestAuthentication",
+        request_authentication_pb2.RequestAuthentication,
+        "requestauthentications",
+        validation.validate_request_authentication,
     ),
 )
 

@@ -25,6 +25,13 @@ from typing import Any, TypeVar
 
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config
+from pilothouse.push.authorization import (
+    AUTHORIZATION_KINDS,
+    AUTHORIZATION_POLICY,
+    REQUEST_AUTHENTICATION,
+    AuthorizationIndex,
+    JwksLookup,
+)
 from pilothouse.push.indexes import (
     DestinationRuleIndex,
     GatewayIndex,
@@ -100,6 +107,7 @@ class PushContext:
     sidecars: SidecarIndex
     gateways: GatewayIndex
     peer_authentications: PeerAuthenticationIndex
+    authorizations: AuthorizationIndex
     stats: ContextStats = field(default_factory=ContextStats, compare=False)
     _scopes: dict[ScopeKey, ProxyScope] = field(default_factory=dict, compare=False, repr=False)
     _derived: dict[type, object] = field(default_factory=dict, compare=False, repr=False)
@@ -202,8 +210,12 @@ def build_context(
     version: str,
     previous: PushContext | None = None,
     request: PushRequest | None = None,
+    jwks: JwksLookup | None = None,
 ) -> PushContext:
-    """A new context, reusing ``previous``'s indexes that ``request`` did not touch."""
+    """A new context, reusing ``previous``'s indexes that ``request`` did not touch.
+
+    ``jwks`` gives the key sets fetched from the RequestAuthentications' ``jwksUri``s.
+    """
     start = time.perf_counter()
     touched: frozenset[str] | None = None
     if previous is not None and request is not None and not request.is_everything:
@@ -261,6 +273,14 @@ def build_context(
             frozenset({PEER_AUTHENTICATION}),
             previous.peer_authentications if previous else None,
             lambda: PeerAuthenticationIndex(configs(PEER_AUTHENTICATION), mesh),
+        ),
+        authorizations=pick(
+            "authorizations",
+            AUTHORIZATION_KINDS,
+            previous.authorizations if previous else None,
+            lambda: AuthorizationIndex(
+                configs(AUTHORIZATION_POLICY), configs(REQUEST_AUTHENTICATION), mesh, jwks
+            ),
         ),
     )
     if previous is not None and _scopes_carry_over(previous, context):

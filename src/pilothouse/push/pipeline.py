@@ -9,7 +9,9 @@ This is where the push stage decides (DESIGN §1, push/ *drives* the push):
    entries of the changed keys are evicted; a full request builds a new PushContext
    (reusing untouched indexes); an endpoint-only request takes the EDS fast path (no new
    context). Then only the connections the change concerns are chosen: for a full push,
-   those whose scope sees a changed key (before or after the change); for an endpoint
+   those whose scope sees a changed key (before or after the change), and for an
+   AuthorizationPolicy or RequestAuthentication those whose workload it selects (before
+   or after: it changes their listeners alone); for an endpoint
    push, those watching a changed service's hosts or holding a changed SDS secret
    (:mod:`pilothouse.push.secrets`: a new workload certificate, trust bundle or
    credential is pushed this way, SDS only). MCP-over-xDS clients
@@ -32,12 +34,13 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import ConfigKey
+from pilothouse.push.authorization import AUTHORIZATION_KINDS, JwksLookup, selects
 from pilothouse.push.cache import ResourceCache
 from pilothouse.push.changes import REGISTRY_KINDS, config_request, registry_request
 from pilothouse.push.context import PushContext, build_context
@@ -106,8 +109,10 @@ class PushPipeline(Generic[C]):
         *,
         next_version: Callable[[], str],
         api_kinds: Callable[[list[str]], frozenset[str]],
+        jwks: JwksLookup | None = None,
     ) -> None:
         self._store = store
+        self._jwks = jwks
         self._services = services
         self._mesh = mesh
         self._cache = cache
@@ -137,7 +142,9 @@ class PushPipeline(Generic[C]):
 
     def start(self) -> PushContext:
         """Build the first PushContext from the whole store."""
-        self._context = build_context(self._store, self._services, self._mesh, self._version)
+        self._context = build_context(
+            self._store, self._services, self._mesh, self._version, jwks=self._jwks
+        )
         return self._context
 
     def set_mesh(self, mesh: MeshSettings) -> None:
@@ -197,7 +204,7 @@ class PushPipeline(Generic[C]):
     def _full(self, request: PushRequest, previous: PushContext) -> PushPlan[C]:
         self._cache.invalidate(request.configs_updated)
         context = build_context(
-            self._store, self._services, self._mesh, self._version, previous, request
+            self._store, self._services, self._mesh, self._version, previous, request, self._jwks
         )
         self._context = context
         chosen, failed = self._affected(request, previous, context)
@@ -233,6 +240,9 @@ class PushPipeline(Generic[C]):
             return connections, ()
         keys = request.configs_updated
         root = self._mesh.root_namespace
+        policies = [k for k in keys if k.kind in AUTHORIZATION_KINDS]
+        if policies:
+            keys = frozenset(k for k in keys if k.kind not in AUTHORIZATION_KINDS)
         verdicts: dict[tuple[object, object], bool] = {}
         chosen: list[C] = []
         failed: list[C] = []
@@ -250,6 +260,8 @@ class PushPipeline(Generic[C]):
                         old_scope.sees(k, root) or new_scope.sees(k, root) for k in keys
                     )
                     verdicts[pair] = verdict
+                if not verdict and policies:
+                    verdict = _selected(connection.proxy, policies, old, new, root)
             except Exception:
                 self._failed(connection, "scoping a push", failed)
                 continue
@@ -275,3 +287,20 @@ class PushPipeline(Generic[C]):
         (called from an ``except`` block: the traceback is logged)."""
         log.exception("%s for %s failed; closing its stream", doing, connection.id)
         failed.append(connection)
+
+
+def _selected(
+    proxy: ProxyIdentity,
+    keys: Iterable[ConfigKey],
+    old: PushContext,
+    new: PushContext,
+    root: str,
+) -> bool:
+    """Whether an AuthorizationPolicy or RequestAuthentication among ``keys`` applies (or
+    applied, before the change) to the proxy's workload: only its listeners change."""
+    namespace, labels = proxy.namespace, proxy.labels
+    return any(
+        selects(context.authorizations.by_key.get(key), root, namespace, labels)
+        for key in keys
+        for context in (old, new)
+    )

@@ -194,6 +194,9 @@ class ProxyScope:
                 )
                 or key.namespace in self.service_namespaces
             )
+        if kind in ("AuthorizationPolicy", "RequestAuthentication"):
+            # per workload, by selector: the pipeline asks each proxy (push/authorization.py)
+            return False
         if kind in ("WorkloadEntry", "WorkloadGroup"):
             # Endpoints reach proxies through the registry's service keys (EDS);
             # a proxy's own workload matters only to its namespace.

@@ -10,7 +10,8 @@ SCHEMAS = SchemaSet()
 def test_kinds() -> None:
     assert set(SCHEMAS.kinds) == {
         "ServiceEntry", "WorkloadEntry", "WorkloadGroup", "VirtualService", "DestinationRule",
-        "Gateway", "Sidecar", "PeerAuthentication",
+        "Gateway", "Sidecar", "PeerAuthentication", "AuthorizationPolicy",
+        "RequestAuthentication",
     }
 
 

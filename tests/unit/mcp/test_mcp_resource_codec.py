@@ -20,7 +20,11 @@ from pilothouse.config.mcp_resource import (
     resource_key,
 )
 from pilothouse.config.model import Config
-from pilothouse.mcp.collection_table import SYNTHETIC_SERVICE_ENTRIES, CollectionTable
+from pilothouse.mcp.collection_table import (
+    ISTIO_PILOT_COLLECTIONS,
+    SYNTHETIC_SERVICE_ENTRIES,
+    CollectionTable,
+)
 from tests.unit.mcp.builders import FIRST_SEEN, SCHEMAS, SE, SE_SCHEMA, encoded, service_entry
 
 
@@ -149,3 +153,21 @@ def test_table_knows_schema_collections_and_the_empty_ones() -> None:
     assert table.empty == frozenset({SYNTHETIC_SERVICE_ENTRIES})
     assert table.names[-1] == SYNTHETIC_SERVICE_ENTRIES
     assert table.schema(SYNTHETIC_SERVICE_ENTRIES) is None
+
+
+@pytest.mark.parametrize(
+    ("collection", "kind"),
+    [
+        ("istio/security/v1beta1/authorizationpolicies", "AuthorizationPolicy"),
+        ("istio/security/v1beta1/requestauthentications", "RequestAuthentication"),
+    ],
+)
+def test_access_control_collections_are_served_with_content_not_empty(
+    collection: str, kind: str
+) -> None:
+    """An Istio 1.4–1.6 Pilot asks for these; they now have a schema, so they are served
+    from the store instead of as empty collections."""
+    table = CollectionTable.of(empty=ISTIO_PILOT_COLLECTIONS)
+    assert collection in table and collection not in table.empty
+    schema = table.schema(collection)
+    assert schema is not None and schema.kind == kind

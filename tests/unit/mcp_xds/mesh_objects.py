@@ -53,6 +53,36 @@ spec:
 """
 
 
+AUTHORIZATION_POLICY = """\
+apiVersion: security.istio.io/v1
+kind: AuthorizationPolicy
+metadata: {name: reviews-viewer, namespace: shop}
+spec:
+  selector: {matchLabels: {app: reviews}}
+  action: ALLOW
+  rules:
+  - from:
+    - source: {principals: [cluster.local/ns/shop/sa/productpage]}
+    to:
+    - operation: {methods: [GET], paths: [/reviews/*]}
+    when:
+    - key: request.headers[x-tenant]
+      values: [blue]
+"""
+
+REQUEST_AUTHENTICATION = """\
+apiVersion: security.istio.io/v1beta1
+kind: RequestAuthentication
+metadata: {name: jwt, namespace: shop}
+spec:
+  jwtRules:
+  - issuer: https://issuer.example
+    jwksUri: https://issuer.example/jwks.json
+    fromHeaders: [{name: x-token, prefix: "Bearer "}]
+    outputPayloadToHeader: x-jwt-payload
+"""
+
+
 def load(text: str, resource_version: str = "7", source: str = "fs:///mesh") -> Config:
     """One object from YAML, with a resource version as a store would give it."""
     (config,) = Loader(source=source).load_strict(text, "test.yaml")

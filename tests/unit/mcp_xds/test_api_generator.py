@@ -26,7 +26,13 @@ from pilothouse.xds.generators.api import (
     watched_kinds,
 )
 from pilothouse.xds.generators.base import GenerationInput, Resources
-from tests.unit.mcp_xds.mesh_objects import PEER_AUTHENTICATION, SERVICE_ENTRY, load
+from tests.unit.mcp_xds.mesh_objects import (
+    AUTHORIZATION_POLICY,
+    PEER_AUTHENTICATION,
+    REQUEST_AUTHENTICATION,
+    SERVICE_ENTRY,
+    load,
+)
 
 NODE = "sidecar~10.0.0.2~istiod-1.istio-system~istio-system.svc.cluster.local"
 
@@ -62,6 +68,8 @@ def store() -> MemoryStore:
     memory.apply(load(SERVICE_ENTRY, resource_version=""))
     memory.apply(load(SERVICE_ENTRY.replace("httpbin\n", "echo\n", 1), resource_version=""))
     memory.apply(load(PEER_AUTHENTICATION, resource_version=""))
+    memory.apply(load(AUTHORIZATION_POLICY, resource_version=""))
+    memory.apply(load(REQUEST_AUTHENTICATION, resource_version=""))
     return memory
 
 
@@ -82,6 +90,24 @@ def test_security_spellings(store: MemoryStore, version: str) -> None:
     assert list(resources) == ["istio-system/default"]
 
 
+@pytest.mark.parametrize("version", ["v1", "v1beta1"])
+@pytest.mark.parametrize(
+    ("kind", "name"),
+    [("AuthorizationPolicy", "shop/reviews-viewer"), ("RequestAuthentication", "shop/jwt")],
+)
+def test_access_control_kinds_are_served_with_content(
+    store: MemoryStore, version: str, kind: str, name: str
+) -> None:
+    api = ApiGenerator(store)
+    resources = generate(api, f"security.istio.io/{version}/{kind}", store)
+    assert list(resources) == [name]
+    body = resource_pb2.Resource.FromString(any_pb2.Any.FromString(resources[name].body).value)
+    assert body.body.type_url == f"type.googleapis.com/istio.security.v1beta1.{kind}"
+    held = store.get(ConfigKey(kind, *name.split("/")))
+    assert held is not None
+    assert body.body.value == held.spec.SerializeToString(deterministic=True)
+
+
 def test_metadata_version_is_the_resource_version(store: MemoryStore) -> None:
     api = ApiGenerator(store)
     held = store.get(ConfigKey("ServiceEntry", "shop", "httpbin"))
@@ -95,8 +121,6 @@ def test_metadata_version_is_the_resource_version(store: MemoryStore) -> None:
     "type_name",
     [
         "networking.istio.io/v1alpha3/EnvoyFilter",
-        "security.istio.io/v1/AuthorizationPolicy",
-        "security.istio.io/v1/RequestAuthentication",
         "telemetry.istio.io/v1/Telemetry",
         "extensions.istio.io/v1alpha1/WasmPlugin",
         "networking.istio.io/v1beta1/ProxyConfig",

@@ -21,7 +21,9 @@ from pilothouse.sources.upstream_resources import (
 )
 from pilothouse.xds.generators.api_resource import api_kind, wrap_config, wrap_mesh_config
 from tests.unit.mcp_xds.mesh_objects import (
+    AUTHORIZATION_POLICY,
     PEER_AUTHENTICATION,
+    REQUEST_AUTHENTICATION,
     SERVICE_ENTRY,
     VIRTUAL_SERVICE,
     load,
@@ -79,7 +81,16 @@ def test_wrapping_is_deterministic() -> None:
     assert wrap(config) == unpack(wrap(config)).SerializeToString(deterministic=True)
 
 
-@pytest.mark.parametrize("text", [SERVICE_ENTRY, VIRTUAL_SERVICE, PEER_AUTHENTICATION])
+@pytest.mark.parametrize(
+    "text",
+    [
+        SERVICE_ENTRY,
+        VIRTUAL_SERVICE,
+        PEER_AUTHENTICATION,
+        AUTHORIZATION_POLICY,
+        REQUEST_AUTHENTICATION,
+    ],
+)
 def test_round_trip_through_the_consumer_decoder(text: str) -> None:
     config = load(text, resource_version="9")
     schema = SCHEMAS.by_kind(config.kind)

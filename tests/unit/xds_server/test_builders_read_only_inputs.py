@@ -31,6 +31,7 @@ from google.protobuf.message import Message
 from pilothouse.config.load import Loader
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import ConfigKey
+from pilothouse.push.authorization import NO_AUTHORIZATION, WorkloadAuthorization
 from pilothouse.push.cache import ResourceCache
 from pilothouse.push.context import PushContext, build_context
 from pilothouse.push.inputs import dependencies
@@ -173,6 +174,30 @@ spec:
   tcp:
   - route:
     - destination: {host: db.shop.svc.cluster.local, port: {number: 5432}}
+---
+apiVersion: security.istio.io/v1
+kind: AuthorizationPolicy
+metadata: {name: edge, namespace: istio-system}
+spec:
+  selector: {matchLabels: {istio: ingressgateway}}
+  action: DENY
+  rules: [{to: [{operation: {paths: [/private]}}]}]
+---
+apiVersion: security.istio.io/v1
+kind: AuthorizationPolicy
+metadata: {name: frontend-only, namespace: bookinfo}
+spec:
+  rules:
+  - from: [{source: {principals: [cluster.local/ns/bookinfo/sa/frontend]}}]
+  - from: [{source: {requestPrincipals: [https://issuer.test/*]}}]
+---
+apiVersion: security.istio.io/v1
+kind: RequestAuthentication
+metadata: {name: jwt, namespace: bookinfo}
+spec:
+  jwtRules:
+  - issuer: https://issuer.test
+    jwks: '{"keys": [{"kty": "RSA", "n": "sXch", "e": "AQAB"}]}'
 """
 
 UNSEEN = """\
@@ -373,7 +398,7 @@ def test_nothing_of_a_context_scope_or_proxy_is_reachable_from_the_inputs() -> N
     world = World(EXTRA)
     for proxy in PROXIES:
         scope = world.inputs(proxy)
-        listeners = ListenerInputs(scope, _capturing(proxy), None)
+        listeners = ListenerInputs(scope, _capturing(proxy), None, _authorization(world, proxy))
         assert build_listeners(listeners).resources
         routes = [RouteInputs(scope, name, world.label_key(proxy)) for name in route_names(scope)]
         assert routes
@@ -382,6 +407,15 @@ def test_nothing_of_a_context_scope_or_proxy_is_reachable_from_the_inputs() -> N
         kinds = reachable((listeners, routes))
         assert not [k for k in kinds if issubclass(k, FORBIDDEN)], proxy.id
         assert any(isinstance(v, types.FunctionType) for v in _lookups(scope)), proxy.id
+
+
+def _authorization(world: World, proxy: ProxyIdentity) -> WorkloadAuthorization:
+    """A gateway's access-control inputs (sidecars' guard their inbound listeners)."""
+    if not proxy.is_router:
+        return NO_AUTHORIZATION
+    found = world.context.authorizations.for_workload(proxy.namespace, proxy.labels)
+    assert found.policies  # the EXTRA policy selecting the gateway
+    return found
 
 
 def _lookups(scope: ScopeInputs) -> list[object]:
@@ -401,7 +435,8 @@ def test_the_builders_make_from_the_inputs_alone_what_the_generators_send(
     alone = dataclasses.replace(held)
 
     listeners = world.generate(proxy, ListenerGenerator())
-    built = build_listeners(ListenerInputs(alone, _capturing(proxy), None)).resources
+    authorization = _authorization(world, proxy)
+    built = build_listeners(ListenerInputs(alone, _capturing(proxy), None, authorization)).resources
     assert built
     assert {r.name: r.body for r in built}.items() <= {
         n: r.body for n, r in listeners.items()
@@ -472,6 +507,28 @@ spec:
 """
 
 
+REVIEWS_ACCESS = """\
+---
+apiVersion: security.istio.io/v1
+kind: AuthorizationPolicy
+metadata: {name: reviews, namespace: bookinfo}
+spec:
+  selector: {matchLabels: {app: reviews}}
+  rules:
+  - from: [{source: {principals: [cluster.local/ns/bookinfo/sa/productpage]}}]
+    to: [{operation: {methods: [GET]}}]
+---
+apiVersion: security.istio.io/v1
+kind: RequestAuthentication
+metadata: {name: reviews, namespace: bookinfo}
+spec:
+  selector: {matchLabels: {app: reviews}}
+  jwtRules:
+  - issuer: https://issuer.test
+    jwks: '{"keys": [{"kty": "RSA", "n": "sXch", "e": "AQAB"}]}'
+"""
+
+
 @pytest.mark.parametrize(
     ("policy", "expected"),
     [
@@ -482,6 +539,8 @@ spec:
             MtlsMode.PERMISSIVE,
         ),
         (REVIEWS_STRICT_PORT + "  portLevelMtls: {9080: {mode: PERMISSIVE}}\n", MtlsMode.STRICT),
+        # access control guards the listener: the policies are part of the inputs
+        (REVIEWS_STRICT_PORT + REVIEWS_ACCESS, MtlsMode.STRICT),
     ],
 )
 def test_inbound_listeners_are_built_from_their_inputs_and_the_address_alone(
@@ -517,6 +576,11 @@ def test_inbound_listeners_are_built_from_their_inputs_and_the_address_alone(
     for port in ports:
         inputs = InboundListenerInputs.of(given, port)
         assert inputs.mtls is expected
+        names = {p.key.name for p in inputs.authorization.policies}
+        assert names == (
+            {"reviews-read-only", "reviews"} if "Authorization" in policy else {"reviews-read-only"}
+        )
+        assert bool(inputs.authorization.authentications) == ("RequestAuthentication" in policy)
         assert not [k for k in reachable(inputs) if issubclass(k, FORBIDDEN)]
         built = encode(build_inbound(inputs, port.address), "")
         assert built.body == listeners[inbound_cluster_name(port.port)].body

@@ -5,7 +5,8 @@
 - routes over RDS (``rds.route_config_name``, fetched over ADS with no
   initial-fetch timeout, or from the given config source, e.g. REST), or an
   inline ``route_config``;
-- ``http_filters``: ``envoy.filters.http.grpc_web`` on GRPC-Web ports, then
+- ``http_filters``: ``envoy.filters.http.grpc_web`` on GRPC-Web ports, the
+  access-control filters (``jwt_authn``, RBAC: see access_control.py), then
   ``envoy.filters.http.fault`` and ``envoy.filters.http.cors`` (routes carry
   their per-route fault and CORS config), the caller's extra filters, and
   ``envoy.filters.http.router`` last, in istiod's order;
@@ -23,7 +24,7 @@ By listener class (istiod's ``ProxyHeaders`` defaults): gateways present as
 (subject, cert, DNS and URI SANs); sidecar inbound presents as
 ``istio-envoy`` and appends-and-forwards the XFCC (subject, DNS, URI); sidecar
 outbound keeps Envoy's defaults.  Not set: tracing, Istio's metadata-exchange,
-stats, authn/authz and Wasm filters (they need Istio's Envoy build or features
+stats and Wasm filters (they need Istio's Envoy build or features
 pilothouse does not have yet).
 
 :func:`build_router_only_connection_manager` is the bare HCM that proxyless
@@ -98,12 +99,14 @@ def build_http_connection_manager(
     access_log: bool = False,
     use_remote_address: bool | None = None,
     extra_http_filters: Sequence[hcm_pb2.HttpFilter] = (),
+    access_filters: Sequence[hcm_pb2.HttpFilter] = (),
 ) -> hcm_pb2.HttpConnectionManager:
     """An HCM with routes from RDS ``rds_name`` or the inline ``route_config`` (exactly one).
 
     ``config_source`` replaces the default ADS source of the RDS subscription.
     ``use_remote_address`` overrides the listener class's default (true only on
-    gateways).  ``extra_http_filters`` go after CORS, before the router.
+    gateways).  ``extra_http_filters`` go after CORS, before the router;
+    ``access_filters`` (authentication, authorization) before fault and CORS.
     Raises ``ValueError`` when neither or both route specifiers are given.
     """
     manager = _with_routes(
@@ -122,7 +125,7 @@ def build_http_connection_manager(
     _apply_listener_class(manager, listener_class)
     if access_log:
         manager.access_log.add(name=STDOUT_ACCESS_LOG, typed_config=typed(stdout_access_log()))
-    manager.http_filters.extend(http_filters(protocol, extra_http_filters))
+    manager.http_filters.extend(http_filters(protocol, extra_http_filters, access_filters))
     return manager
 
 
@@ -142,12 +145,16 @@ def build_router_only_connection_manager(
 
 
 def http_filters(
-    protocol: str = "HTTP", extra: Sequence[hcm_pb2.HttpFilter] = ()
+    protocol: str = "HTTP",
+    extra: Sequence[hcm_pb2.HttpFilter] = (),
+    access: Sequence[hcm_pb2.HttpFilter] = (),
 ) -> list[hcm_pb2.HttpFilter]:
-    """The HTTP filter chain in istiod's order: [grpc_web], fault, cors, extra..., router."""
+    """The HTTP filter chain in istiod's order: [grpc_web], access..., fault, cors,
+    extra..., router."""
     filters: list[hcm_pb2.HttpFilter] = []
     if protocol.upper() == GRPC_WEB:
         filters.append(http_filter(GRPC_WEB_FILTER, grpc_web_pb2.GrpcWeb()))
+    filters.extend(access)
     filters.append(http_filter(FAULT_FILTER, fault_pb2.HTTPFault()))
     filters.append(http_filter(CORS_FILTER, cors_pb2.Cors()))
     filters.extend(extra)

@@ -42,7 +42,9 @@ from envoy.config.listener.v3 import (  # type: ignore[import-untyped]
 from envoy.config.route.v3 import route_pb2  # type: ignore[import-untyped]
 
 from pilothouse.api.istio.networking.v1alpha3 import gateway_pb2
+from pilothouse.push.authorization import NO_AUTHORIZATION, WorkloadAuthorization
 from pilothouse.push.peer_authentication import MtlsMode
+from pilothouse.xds.builders.access_control import AccessFilters
 from pilothouse.xds.builders.filter_chain import (
     WeightedCluster,
     build_filter_chain,
@@ -180,16 +182,22 @@ def build_inbound_listener(
     mtls: MtlsMode = MtlsMode.DISABLE,
     idle_timeout: timedelta | None = None,
     access_log: bool = False,
+    authorization: WorkloadAuthorization = NO_AUTHORIZATION,
+    access: AccessFilters | None = None,
 ) -> listener_pb2.Listener:
     """The listener for the proxy's own workload port ``port``, bound on ``address``.
 
     Forwards to ``cluster`` (default ``inbound|<port>||``), accepting connections as
-    ``mtls`` says unless ``tls`` terminates user TLS instead.  Raises
+    ``mtls`` says unless ``tls`` terminates user TLS instead, behind the access-control
+    filters of ``authorization`` (see access_control.py; ``access``: those filters, when
+    the caller built them already).  Raises
     ``ValueError`` for an undeclared protocol or TLS settings it cannot
     terminate.
     """
     name = listener_name(address, port)
     _check_declared(protocol, name)
+    if access is None:
+        access = AccessFilters.of(authorization)
     target = cluster or inbound_cluster_name(port)
     context = None if tls is None else build_downstream_tls(tls, http=is_http(protocol))
     filter_list: list[listener_components_pb2.Filter]
@@ -200,13 +208,14 @@ def build_inbound_listener(
             listener_class=ListenerClass.SIDECAR_INBOUND,
             protocol=protocol,
             access_log=access_log,
+            access_filters=access.http,
         )
         filter_list = [http_connection_manager_filter(manager)]
     else:
         proxy = build_tcp_proxy(
             [WeightedCluster(target)], idle_timeout=idle_timeout, access_log=access_log
         )
-        filter_list = [tcp_proxy_filter(proxy)]
+        filter_list = [*access.network, tcp_proxy_filter(proxy)]
     listener = Listener(
         name=name,
         address=socket_address(address, port),

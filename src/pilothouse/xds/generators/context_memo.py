@@ -14,11 +14,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pilothouse.config.model import Config
+from pilothouse.push.authorization import WorkloadAuthorization
 from pilothouse.push.cache import Resource
 from pilothouse.push.context import PushContext
 from pilothouse.push.peer_authentication import MtlsPolicy
 from pilothouse.push.scope import ScopeKey
 from pilothouse.registry.model import Labels
+from pilothouse.xds.builders.access_control import AccessFilters
 from pilothouse.xds.builders.cluster import RestPolling
 
 if TYPE_CHECKING:
@@ -47,6 +49,8 @@ class ContextMemo:
     ] = field(default_factory=dict)
     """A workload's inbound ports, by scope, IP addresses and labels, with the endpoint
     index's revision they were read at."""
+    access_filters: dict[WorkloadAuthorization, AccessFilters] = field(default_factory=dict)
+    """The listener filters of a workload's AuthorizationPolicies and RequestAuthentications."""
     mtls_policies: dict[tuple[str, Labels], MtlsPolicy] = field(default_factory=dict)
     """The PeerAuthentication policy of a workload, by namespace and labels."""
     labelled_endpoints: dict[str, LabelledEndpoints] = field(default_factory=dict)

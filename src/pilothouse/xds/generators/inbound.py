@@ -11,7 +11,8 @@ Two ways to know, as in Istio:
   so a proxy sharing 127.0.0.1 with its application never grabs the application's port.
 
 Both feed the CDS (``inbound|<port>||`` clusters) and LDS generators.
-:func:`inbound_mtls` is the PeerAuthentication mode of one of those ports.
+:func:`inbound_mtls` is the PeerAuthentication mode of one of those ports,
+:func:`inbound_authorization` the access-control policies of the workload.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pilothouse.push.authorization import WorkloadAuthorization
 from pilothouse.push.peer_authentication import MtlsMode
 from pilothouse.registry.model import Endpoint, Service
 from pilothouse.xds.generators.base import GenerationInput
@@ -83,6 +85,12 @@ def inbound_mtls(given: GenerationInput, port: InboundPort) -> MtlsMode:
     if mode is MtlsMode.PERMISSIVE and proxy.caller is None:
         return MtlsMode.DISABLE
     return mode
+
+
+def inbound_authorization(given: GenerationInput) -> WorkloadAuthorization:
+    """The AuthorizationPolicies and RequestAuthentications of the proxy's workload."""
+    proxy = given.proxy
+    return given.context.authorizations.for_workload(proxy.namespace, proxy.labels)
 
 
 def _compute(given: GenerationInput) -> tuple[InboundPort, ...]:

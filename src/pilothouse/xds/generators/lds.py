@@ -40,8 +40,10 @@ from typing import Any
 
 from pilothouse.config.model import Config
 from pilothouse.protocol.type_urls import LDS
+from pilothouse.push.authorization import NO_AUTHORIZATION, WorkloadAuthorization
 from pilothouse.push.cache import Resource, ResourceGroup
 from pilothouse.push.hostnames import host_matches
+from pilothouse.xds.builders.access_control import AccessFilters, guard_listener
 from pilothouse.xds.builders.cluster import RestPolling
 from pilothouse.xds.builders.filter_chain import WeightedCluster
 from pilothouse.xds.builders.http_connection_manager import is_http
@@ -91,9 +93,16 @@ class ListenerGenerator:
         proxy = given.proxy
         capturing = (proxy.metadata or {}).get("INTERCEPTION_MODE", "") in CAPTURING
         known = scope_memo(given.scope).listeners
-        outbound = known.get((capturing, given.rest))
+        authorization = (
+            given.context.authorizations.for_workload(proxy.namespace, proxy.labels)
+            if proxy.is_router
+            else NO_AUTHORIZATION
+        )
+        outbound = known.get((capturing, given.rest, authorization))
         if outbound is None:
-            outbound = known[capturing, given.rest] = self._outbound(given, capturing)
+            outbound = known[capturing, given.rest, authorization] = self._outbound(
+                given, capturing, authorization
+            )
         if proxy.is_router:
             return outbound.resources
         inbound = inbound_ports(given)
@@ -107,9 +116,13 @@ class ListenerGenerator:
             everything[resource.name] = resource
         return everything
 
-    def _outbound(self, given: GenerationInput, capturing: bool) -> ScopeListeners:
+    def _outbound(
+        self, given: GenerationInput, capturing: bool, authorization: WorkloadAuthorization
+    ) -> ScopeListeners:
         """The scope's listeners, from the cache when the scope's inputs were seen before."""
-        inputs = ListenerInputs(scope_inputs(given.context, given.scope), capturing, given.rest)
+        inputs = ListenerInputs(
+            scope_inputs(given.context, given.scope), capturing, given.rest, authorization
+        )
         group = given.cache.group(inputs, build_listeners)
         return ScopeListeners({r.name: r for r in group.resources}, group.notes)
 
@@ -122,12 +135,18 @@ class ListenerInputs:
     scope: ScopeInputs
     capturing: bool
     rest: RestPolling | None
+    authorization: WorkloadAuthorization = NO_AUTHORIZATION
+    """A gateway's AuthorizationPolicies and RequestAuthentications (sidecars': none,
+    theirs guard the inbound listeners)."""
 
 
 def build_listeners(inputs: ListenerInputs) -> ResourceGroup:
     """The scope's listeners, encoded, noting the (address, port) each takes."""
     scope = inputs.scope
     listeners = router_listeners(scope) if scope.router else outbound_listeners(inputs)
+    access = AccessFilters.of(inputs.authorization)
+    for listener in listeners:
+        guard_listener(listener, access)
     if inputs.rest is not None:
         for listener in listeners:
             rds_over_rest(listener, inputs.rest)

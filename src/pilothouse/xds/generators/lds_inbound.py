@@ -2,7 +2,8 @@
 
 :class:`InboundListenerInputs` is all a listener is built from besides the proxy's
 address: the port, its protocol, whether it binds, a Sidecar ingress listener's TLS
-settings, the port's PeerAuthentication mode (see listener_mtls.py) and the transport.
+settings, the port's PeerAuthentication mode (see listener_mtls.py), the workload's
+AuthorizationPolicies and RequestAuthentications (see access_control.py) and the transport.
 The listeners of a workload's proxies differ only by that address, which they hold
 verbatim, so each is encoded once per inputs value and address length and patched with
 each proxy's address (:class:`AddressTemplate`).
@@ -15,8 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pilothouse.push.authorization import NO_AUTHORIZATION, WorkloadAuthorization
 from pilothouse.push.cache import Resource
 from pilothouse.push.peer_authentication import MtlsMode
+from pilothouse.xds.builders.access_control import AccessFilters
 from pilothouse.xds.builders.cluster import RestPolling
 from pilothouse.xds.builders.encode import content_hash, to_any_bytes
 from pilothouse.xds.builders.listener import UNIX_PREFIX, listener_name
@@ -26,7 +29,7 @@ from pilothouse.xds.builders.names import inbound_cluster_name
 from pilothouse.xds.generators.base import GenerationInput
 from pilothouse.xds.generators.cds import encode
 from pilothouse.xds.generators.context_memo import context_memo
-from pilothouse.xds.generators.inbound import InboundPort, inbound_mtls
+from pilothouse.xds.generators.inbound import InboundPort, inbound_authorization, inbound_mtls
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,12 +44,16 @@ class InboundListenerInputs:
     tls_bytes: bytes | None
     mtls: MtlsMode
     rest: RestPolling | None
+    authorization: WorkloadAuthorization = NO_AUTHORIZATION
     tls: Any = field(default=None, compare=False, repr=False)
     """The TLS settings ``tls_bytes`` serialise, for the builder to read."""
+    access: AccessFilters | None = field(default=None, compare=False, repr=False)
+    """The filters ``authorization`` becomes, built once per context and policies."""
 
     @classmethod
     def of(cls, given: GenerationInput, port: InboundPort) -> InboundListenerInputs:
         tls = port.tls
+        authorization = inbound_authorization(given)
         return cls(
             port=port.port,
             protocol=port.protocol,
@@ -54,7 +61,9 @@ class InboundListenerInputs:
             tls_bytes=None if tls is None else tls.SerializeToString(deterministic=True),
             mtls=inbound_mtls(given, port),
             rest=given.rest,
+            authorization=authorization,
             tls=tls,
+            access=access_filters(given, authorization),
         )
 
 
@@ -85,6 +94,16 @@ def inbound_listener(given: GenerationInput, port: InboundPort) -> Resource:
     return encode(built, built.name)
 
 
+def access_filters(given: GenerationInput, authorization: WorkloadAuthorization) -> AccessFilters:
+    """The filters of ``authorization``, built once per context (shared by every port of
+    every workload the same policies select)."""
+    known = context_memo(given.context).access_filters
+    found = known.get(authorization)
+    if found is None:
+        found = known[authorization] = AccessFilters.of(authorization)
+    return found
+
+
 def _inbound_name(inputs: InboundListenerInputs, address: str) -> str:
     return listener_name(address, inputs.port) if inputs.bind else inbound_cluster_name(inputs.port)
 
@@ -98,6 +117,8 @@ def build_inbound(inputs: InboundListenerInputs, address: str) -> Any:
         cluster=inbound_cluster_name(inputs.port),
         tls=inputs.tls,
         mtls=inputs.mtls,
+        authorization=inputs.authorization,
+        access=inputs.access,
     )
     if not inputs.bind:
         listener.name = inbound_cluster_name(inputs.port)

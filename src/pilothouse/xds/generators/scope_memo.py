@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pilothouse.config.model import Config, ConfigKey
+from pilothouse.push.authorization import WorkloadAuthorization
 from pilothouse.push.cache import Resource
 from pilothouse.push.indexes import RouteEntry
 from pilothouse.push.scope import ProxyScope
@@ -44,8 +45,10 @@ class ScopeMemo:
     eds_answers: dict[frozenset[str], Assignments] = field(default_factory=dict)
     eds_targets: dict[str, EdsTarget | None] = field(default_factory=dict)
     eds_services: dict[str, ServiceTargets | None] = field(default_factory=dict)
-    listeners: dict[tuple[bool, RestPolling | None], ScopeListeners] = field(default_factory=dict)
-    """Outbound listeners by (captures traffic, REST polling)."""
+    listeners: dict[tuple[bool, RestPolling | None, WorkloadAuthorization], ScopeListeners] = field(
+        default_factory=dict
+    )
+    """Outbound listeners by (captures traffic, REST polling, a gateway's access control)."""
     routes: dict[tuple[str, LabelKey], Resource | None] = field(default_factory=dict)
     """Route configurations by (name, label key); None: the name means nothing here."""
 

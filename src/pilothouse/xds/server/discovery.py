@@ -35,6 +35,7 @@ from pilothouse.kube.pods_proxy import proxy_with_pod
 from pilothouse.kube.registry import KubeFeeds, KubeRegistry
 from pilothouse.metrics.push import PushMetrics, metric_type
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
+from pilothouse.push.authorization import REQUEST_AUTHENTICATION
 from pilothouse.push.cache import ResourceCache
 from pilothouse.push.context import PushContext
 from pilothouse.push.debounce import Debouncer, DebounceSettings
@@ -48,6 +49,7 @@ from pilothouse.registry.aggregate import AggregateRegistry, ServiceRegistry
 from pilothouse.registry.controller import ServiceEntryRegistry
 from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.registry.update import RegistryUpdate
+from pilothouse.security.jwks import JwksResolver
 from pilothouse.settings import XdsSettings as XdsSettings
 from pilothouse.sources.events import ConfigEvent, ConfigStore
 from pilothouse.sources.gc_pause import collector_paused
@@ -158,6 +160,8 @@ class DiscoveryServer:
         """Connections by proxy id (``pod.namespace``), kept with Kubernetes only: a Pod
         change finds its sidecars without walking every connection."""
         self._versions = PushVersions()
+        self.jwks = JwksResolver(self._on_jwks_change)
+        """The key sets of RequestAuthentication jwksUris, fetched and inlined."""
         self._pipeline: PushPipeline[Connection] = PushPipeline(
             store,
             self.registry.services,
@@ -165,6 +169,7 @@ class DiscoveryServer:
             self.cache,
             next_version=self._versions.next,
             api_kinds=watched_kinds,
+            jwks=self.jwks,
         )
         self._unsubscribe = store.subscribe(self._on_config_event)
         self._generators: dict[str, Generator] = {}
@@ -357,12 +362,16 @@ class DiscoveryServer:
         async with asyncio.TaskGroup() as tasks:
             tasks.create_task(self._debouncer.run())
             tasks.create_task(self._workers.run())
+            if not self._config_server:
+                tasks.create_task(self.jwks.run())
             await self._closed.wait()
             self._debouncer.close()
             self._queue.shutdown()
+            self.jwks.close()
 
     def close(self) -> None:
         self._closed.set()
+        self.jwks.close()
         self._debouncer.close()
         self._queue.shutdown()
         for connection in list(self.connections.values()):
@@ -416,6 +425,16 @@ class DiscoveryServer:
         request = self._pipeline.config_changed(event.key, time.monotonic())
         if request is not None:
             self._debouncer.enqueue(request)
+
+    def _on_jwks_change(self, uri: str) -> None:
+        """A key set changed: push the proxies of the RequestAuthentications naming it."""
+        keys = [
+            config.key
+            for config in self.store.configs(REQUEST_AUTHENTICATION)
+            if any(rule.jwks_uri == uri for rule in config.spec.jwt_rules)  # type: ignore[attr-defined]
+        ]
+        if keys:
+            self._debouncer.enqueue(PushRequest.for_configs(keys, start=time.monotonic()))
 
     def _on_registry_update(self, update: RegistryUpdate) -> None:
         services = len(update.services)
