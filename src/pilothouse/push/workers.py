@@ -13,7 +13,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Awaitable, Callable, Hashable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from pilothouse.push.queue import PushQueue, QueuedPush
@@ -81,11 +81,22 @@ class PushWorkers(Generic[ConnT]):
         self._slots = Slots(self.throttle)
         self._tasks: set[asyncio.Task[bool]] = set()
         self._active = 0
-        self._stats = PushWorkerStats()
+        # plain counters, read as one frozen value: a push must not rebuild a dataclass
+        self._pushes = 0
+        self._failures = 0
+        self._total_queue_time = 0.0
+        self._max_queue_time = 0.0
+        self._max_concurrent = 0
 
     @property
     def stats(self) -> PushWorkerStats:
-        return self._stats
+        return PushWorkerStats(
+            self._pushes,
+            self._failures,
+            self._total_queue_time,
+            self._max_queue_time,
+            self._max_concurrent,
+        )
 
     def set_throttle(self, configured: int) -> int:
         """Allow ``configured`` concurrent pushes from now on (0: the automatic default);
@@ -126,15 +137,14 @@ class PushWorkers(Generic[ConnT]):
         return item
 
     def _start(self, item: QueuedPush[ConnT]) -> None:
-        stats = self._stats
-        self._stats = replace(
-            stats,
-            total_queue_time=stats.total_queue_time + item.queue_time,
-            max_queue_time=max(stats.max_queue_time, item.queue_time),
-            max_concurrent=max(stats.max_concurrent, self._active + 1),
-        )
+        queue_time = item.queue_time
+        self._total_queue_time += queue_time
+        if queue_time > self._max_queue_time:
+            self._max_queue_time = queue_time
         self._active += 1
-        task = asyncio.create_task(self._one(item), name=f"push {item.conn!r}")
+        if self._active > self._max_concurrent:
+            self._max_concurrent = self._active
+        task = asyncio.create_task(self._one(item))
         self._tasks.add(task)
         task.add_done_callback(lambda done: self._finish(item.conn, done))
 
@@ -159,9 +169,6 @@ class PushWorkers(Generic[ConnT]):
         self._active -= 1
         self._queue.mark_done(conn)
         self._slots.release()
-        failed = not task.cancelled() and task.result()
-        self._stats = replace(
-            self._stats,
-            pushes=self._stats.pushes + 1,
-            failures=self._stats.failures + (1 if failed else 0),
-        )
+        self._pushes += 1
+        if not task.cancelled() and task.result():
+            self._failures += 1
