@@ -182,7 +182,9 @@ class SotwWatch(NamedTuple):
         else:
             merged = {**self.carriers} if self.carriers is not None else {}
             merged.update(dict.fromkeys(held, nonce))
-            live = set(merged.values())
+            # a response stays while a name still points at it; there are few responses
+            # and a C-level scan of the values stops at the first, so no set is built
+            live = merged.values()
             responses = {n: r for n, r in self.responses.items() if n in live}
             responses[nonce] = response
             carriers = merged
