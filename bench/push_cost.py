@@ -427,8 +427,7 @@ async def run(options: Options) -> list[dict[str, Any]]:
     floor_ack_us = statistics.median(floor.noop_ack_us)
     lines.append(
         {
-            "benchmark": "push_cost",
-            "name": f"push_cost: an ACK that changes nothing (SotW EDS, {options.proxies} "
+            "benchmark": f"push_cost: an ACK that changes nothing (SotW EDS, {options.proxies} "
             "proxies, in process)",
             "baseline": "the transport floor's logic (bench/transport_floor.py Floor) in the "
             "same process, parsing and ignoring the same ACK",
@@ -462,8 +461,7 @@ def _line(kind: str, options: Options, mine: Pilothouse, floor: FloorSide) -> di
     mine_us, floor_us = per_push(mine), per_push(floor)
     ratio = statistics.median(mine_us) / statistics.median(floor_us)
     return {
-        "benchmark": "push_cost",
-        "name": f"push_cost: {kind.upper()} change to every proxy (SotW, {options.proxies} "
+        "benchmark": f"push_cost: {kind.upper()} change to every proxy (SotW, {options.proxies} "
         "proxies, in process, no gRPC)",
         "baseline": "the transport floor's logic (bench/transport_floor.py Floor) in the same "
         "process, pushing the same resource bytes to as many in-memory streams",

@@ -74,6 +74,7 @@ class Script:
 SCRIPTS: tuple[Script, ...] = (
     Script("config_load"),
     Script("push_fanout"),
+    Script("push_cost", timeout=600.0),
     Script("workers_fanout", timeout=600.0),
     Script("fanout_curve", timeout=900.0),
     Script("generation_cost"),
