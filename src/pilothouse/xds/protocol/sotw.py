@@ -134,7 +134,7 @@ class SotwSession(StreamState[SotwWatch]):
         ):
             return watch.subscription, None
         # Interned: the remembered list then shares its strings with the subscription.
-        named = list(map(sys.intern, requested))
+        named = list(tuple(map(sys.intern, requested)))  # exactly sized: one per watch
         subscription = sotw_subscription(type_url, named, watch is not None and watch.named_before)
         if watch is not None and subscription == watch.subscription:
             subscription = watch.subscription  # keep one copy
