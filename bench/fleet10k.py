@@ -68,7 +68,8 @@ ADMITTED_PER_SECOND = 200
 BASELINE = (
     "transport floor (bench/transport_floor.py), a bare grpc.aio ADS server handed the "
     "resources pilothouse served, holding the same N streams from the same load generator "
-    "(ratio: floor RSS ÷ pilothouse RSS)"
+    "and replaying the same CDS and EDS pushes (ratio: floor RSS ÷ pilothouse RSS; "
+    "floor_*_push_seconds and *_push_p99_ratio_floor_to_pilothouse for the pushes)"
 )
 
 
