@@ -1,12 +1,16 @@
 """Benchmark: how push fan-out latency grows with the fleet, against the transport floor.
 
-Runs ``push_fanout.py`` once per fleet size (default 250, 500 and 1,000 SotW
+Runs ``push_fanout.py`` once per fleet size (default 250, 500, 1,000 and 2,000 SotW
 proxies) with fewer timed pushes than its own run (``--runs 3``, no memory
 slope), and gathers each size's p99 for the EDS and the CDS change into one
 result with a ``curve``. Pilothouse's figures are its p99 beyond the debounce
 it is given (what ``push_fanout`` compares), the floor's its plain p99 (it has no
 debounce). The ratio is the lowest, over sizes and triggers, of floor p99 ÷
 pilothouse p99 beyond debounce; the issue's target is at least 0.5 at every size.
+
+Each curve point also carries each trigger's server CPU per proxy pushed (µs) and
+each server's RSS per connection (KiB), pilothouse and floor, as ``push_fanout``
+measured them (one ``serve`` process; 10,000 proxies: ``fleet10k.py``).
 
 Each size runs in its own ``push_fanout.py`` process, which starts and stops its
 servers; a size that fails ends this benchmark with that size's error.
@@ -23,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-SIZES = (250, 500, 1000)
+SIZES = (250, 500, 1000, 2000)
 TRIGGERS = {"eds": "EDS change", "cds": "CDS change"}
 RATIO_TARGET = 0.5
 BASELINE = (
@@ -57,12 +61,23 @@ def run_size(proxies: int, runs: int, timeout: float) -> list[dict[str, Any]]:
 
 
 def point(proxies: int, groups: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """One curve point: each trigger's p99, pilothouse (beyond debounce) and floor."""
+    """One curve point: each trigger's p99, pilothouse (beyond debounce) and floor; where
+    ``push_fanout`` measured them, each trigger's server CPU per proxy pushed (µs, idle
+    rate subtracted) and each server's RSS per connection (KiB), pilothouse and floor."""
     found: dict[str, Any] = {"proxies": proxies}
     for trigger, title in TRIGGERS.items():
         group = next(g for g in groups if str(g["benchmark"]).startswith(f"push_fanout: {title}"))
         found[f"pilothouse_{trigger}_p99_ms"] = group["pilothouse_p99_beyond_debounce_ms"]
         found[f"floor_{trigger}_p99_ms"] = group["floor_p99_ms"]
+        for side in ("pilothouse", "floor"):
+            cpu_ms = group.get(f"{side}_server_cpu_ms_per_push")
+            if cpu_ms is not None:
+                found[f"{side}_{trigger}_cpu_us_per_proxy"] = round(cpu_ms * 1000 / proxies, 1)
+    memory = next((g for g in groups if "RSS per idle connection" in str(g["benchmark"])), {})
+    for side in ("pilothouse", "floor"):
+        kib = memory.get(f"{side}_kib_per_connection")
+        if kib is not None:
+            found[f"{side}_kib_per_connection"] = kib
     return found
 
 

@@ -20,7 +20,13 @@ threads and connections, and so what one simulated proxy costs it.
 Baseline, in the same run: the transport floor (``transport_floor.py``, a bare
 grpc.aio ADS server handed the very resources pilothouse served) holding the
 same N streams from the same load generator; ``ratio_to_baseline`` is the
-floor's RSS over pilothouse's (1 means as lean as the floor).
+floor's RSS over pilothouse's (1 means as lean as the floor). The floor also
+replays the two pushes: before the timed run a probe sidecar records what each
+change makes pilothouse send (the changes are then undone), and the floor's
+trigger writes the change's number to a FIFO that this script reads, handing the
+floor those very resources on its control call; its push p50/p99/last and CPU
+are reported beside pilothouse's (its trigger is a shell ``echo``, where
+pilothouse's copies a file and waits for the file watch and the push debounce).
 
 Target: full push p99 ≤ 3 s and server RSS ≤ 1 GiB with N = 10,000.
 Everything binds 127.0.0.1 on ports from 0; every process is stopped at the end.
@@ -62,7 +68,8 @@ ADMITTED_PER_SECOND = 200
 BASELINE = (
     "transport floor (bench/transport_floor.py), a bare grpc.aio ADS server handed the "
     "resources pilothouse served, holding the same N streams from the same load generator "
-    "(ratio: floor RSS ÷ pilothouse RSS)"
+    "and replaying the same CDS and EDS pushes (ratio: floor RSS ÷ pilothouse RSS; "
+    "floor_*_push_seconds and *_push_p99_ratio_floor_to_pilothouse for the pushes)"
 )
 
 
@@ -195,13 +202,53 @@ def start_pilothouse(mesh: FanoutMesh, work: Path) -> ServerProcess:
     )  # fmt: skip
 
 
-async def capture(target: str, identity: ProxyNode) -> Recording:
-    """What pilothouse serves one sidecar, to hand to the floor."""
+async def capture(
+    target: str, identity: ProxyNode, changes: tuple[str, str] | None = None
+) -> Recording:
+    """What pilothouse serves one sidecar, to hand to the floor; with ``changes`` (the
+    trigger, and the command that undoes both changes), also what each change sends."""
     recording = Recording()
     async with SimulatedProxy(identity, target=target) as probe:
         await probe.wait_for(SimulatedProxy.settled, 60)
         recording.record_initial(probe)
+        if changes is None:
+            return recording
+        trigger, undo = changes
+        for number, kind in enumerate(CHANGES, start=1):
+            mark = time.monotonic()
+            before = len(probe.events)
+            await _shell(trigger, {"PILOTHOUSE_LOADTEST_CHANGE": str(number)})
+            await probe.wait_for(lambda p, seen=before: len(p.events) > seen, 60)
+            await asyncio.sleep(1.0)  # the rest of the push (EDS after CDS, say)
+            await probe.wait_for(SimulatedProxy.settled, 60)
+            recording.record(kind, probe, mark)
+        before = len(probe.events)
+        await _shell(undo, {})
+        await probe.wait_for(lambda p, seen=before: len(p.events) > seen, 60)
+        await asyncio.sleep(1.0)
+        await probe.wait_for(SimulatedProxy.settled, 60)
     return recording
+
+
+async def _shell(command: str, env: dict[str, str]) -> None:
+    process = await asyncio.create_subprocess_shell(command, env={**os.environ, **env})
+    if await process.wait() != 0:
+        raise RuntimeError(f"{command!r} failed")
+
+
+def _undo(mesh: FanoutMesh, original: FanoutMesh, work: Path) -> str:
+    """A shell command that puts both changed files back as they were."""
+    lines = []
+    for path in (Path("ns-0") / "svc-0-rule.yaml", Path("ns-0") / "svc-0-we-0.yaml"):
+        source, into = original.root / path, mesh.root / path
+        temporary = into.with_name(f".{into.name}.tmp")
+        lines.append(
+            f"cp {shlex.quote(str(source))} {shlex.quote(str(temporary))} && "
+            f"mv {shlex.quote(str(temporary))} {shlex.quote(str(into))}"
+        )
+    script = work / "undo.sh"
+    script.write_text(" && ".join(lines) + "\n", encoding="utf-8")
+    return f"sh {shlex.quote(str(script))}"
 
 
 async def floor_run(
@@ -223,13 +270,57 @@ async def floor_run(
             )
             for request in recording.load_requests():
                 await apply(request)
-        namespaces = ",".join(mesh.namespace_names)
-        report, cpu, peak = await load_generator(
-            options, target, floor.pid, ["--namespaces", namespaces], work, "floor"
-        )
+            namespaces = ",".join(mesh.namespace_names)
+            argv = ["--namespaces", namespaces]
+            replay: asyncio.Task[None] | None = None
+            if all(kind in recording.sent for kind in CHANGES):
+                fifo = work / "floor-changes"
+                os.mkfifo(fifo)
+                replay = asyncio.create_task(_replay(fifo, recording, apply))
+                trigger = f'echo "$PILOTHOUSE_LOADTEST_CHANGE" > {shlex.quote(str(fifo))}'
+                argv += ["--scenario", "push", "--repeat", str(len(CHANGES)), "--trigger", trigger]
+            try:
+                report, cpu, peak = await load_generator(
+                    options, target, floor.pid, argv, work, "floor"
+                )
+            finally:
+                if replay is not None:
+                    replay.cancel()
+                    with contextlib.suppress(asyncio.CancelledError, OSError):
+                        await replay
         return {"report": report, "cpu": cpu, "peak": peak}
     finally:
         floor.stop()
+
+
+async def _replay(fifo: Path, recording: Recording, apply: Any) -> None:
+    """Hand the floor change N's resources each time the trigger writes N to ``fifo``.
+
+    The FIFO is held open for writing too, so it never reads as ended between triggers,
+    and it is read without blocking, from the event loop (a thread blocked opening or
+    reading it would outlive the run)."""
+    loop = asyncio.get_running_loop()
+    numbers: asyncio.Queue[int] = asyncio.Queue()
+    descriptor = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
+    pending = b""
+
+    def readable() -> None:
+        nonlocal pending
+        with contextlib.suppress(BlockingIOError):
+            pending += os.read(descriptor, 4096)
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            if line.strip():
+                numbers.put_nowait(int(line))
+
+    loop.add_reader(descriptor, readable)
+    try:
+        while True:
+            number = await numbers.get()
+            await apply(recording.push_request(CHANGES[number - 1], 0))
+    finally:
+        loop.remove_reader(descriptor)
+        os.close(descriptor)
 
 
 def _seconds(change: dict[str, Any] | None) -> dict[str, float | None]:
@@ -341,6 +432,22 @@ def figures(
         result["floor_connect_seconds"] = _seconds(floor_report["connect"])
         result["floor_server_rss_bytes"] = floor_rss
         result["floor_load_generator_cpu_seconds"] = round(floor["cpu"], 2)
+        floor_changes = {
+            CHANGES[c["number"] - 1]: c
+            for c in (floor_report.get("changes") or {}).get("perChange", [])
+        }
+        for kind in CHANGES:
+            floor_seconds = _seconds(floor_changes.get(kind))
+            result[f"floor_{kind}_push_seconds"] = floor_seconds
+            ours_p99, floor_p99 = pushes[kind]["p99"], floor_seconds["p99"]
+            result[f"{kind}_push_p99_ratio_floor_to_pilothouse"] = (
+                round(floor_p99 / ours_p99, 3) if ours_p99 and floor_p99 else None
+            )
+        floor_server = floor_report.get("serverProcess") or {}
+        result["floor_server_cpu_seconds_pushes"] = _maybe_round(
+            (floor_server.get("cpuSeconds") or {}).get("changes")
+        )
+        result["floor_pushes_missed"] = sum(c.get("missed", 0) for c in floor_changes.values())
         result["ratio_to_baseline"] = (
             round(floor_rss / server_rss, 3) if floor_rss and server_rss else None
         )
@@ -357,13 +464,18 @@ async def run(options: Options) -> dict[str, Any]:
         staged.write()
         staged.set_state("cds", 1)
         staged.set_state("eds", 1)
+        original = FanoutMesh(work / "original", *shape)
+        original.write()
         server = start_pilothouse(mesh, work)
         try:
             found = await server.wait_for_line(r"xDS listening on (\S+):(\d+)", 60)
             await server.wait_for_line(r"xds ready", 60)
             target = f"{found.group(1)}:{found.group(2)}"
+            changes = (_trigger(mesh, staged, work), _undo(mesh, original, work))
             recording = await capture(
-                target, fleet_identities(1, namespaces=mesh.namespace_names, app="probe")[0]
+                target,
+                fleet_identities(1, namespaces=mesh.namespace_names, app="probe")[0],
+                changes if options.baseline else None,
             )
             argv = [
                 "--namespaces", ",".join(mesh.namespace_names), "--scenario", "push",

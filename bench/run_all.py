@@ -74,6 +74,7 @@ class Script:
 SCRIPTS: tuple[Script, ...] = (
     Script("config_load"),
     Script("push_fanout"),
+    Script("push_cost", timeout=600.0),
     Script("workers_fanout", timeout=600.0),
     Script("fanout_curve", timeout=900.0),
     Script("generation_cost"),
@@ -84,7 +85,7 @@ SCRIPTS: tuple[Script, ...] = (
     Script("rest_sovereign"),
     Script("mcp_sync"),
     Script("mcp_encode"),
-    Script("tree_compare", ("--old", "e841dfd", "--rounds", "3"), timeout=3600.0),
+    Script("tree_compare", ("--old", "0b7429c", "--rounds", "3"), timeout=3600.0),
     Script("metrics_overhead", timeout=900.0),
     Script("fleet10k", timeout=1500.0),
     Script("authorization_cost", timeout=600.0),

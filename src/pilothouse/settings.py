@@ -119,7 +119,8 @@ class XdsSettings:
     """host:port of the plaintext xDS gRPC server (istiod's 15010)."""
     debounce: DebounceSettings = field(default_factory=DebounceSettings)
     push_throttle: int = 0
-    """PILOT_PUSH_THROTTLE: concurrent pushes; 0 means min(15 + 5 x cores, 100)."""
+    """PILOT_PUSH_THROTTLE: concurrent pushes; 0 means the default, 100 (istiod sizes it
+    by cores; here pushes share one event loop, see ``push.workers.DEFAULT_PUSH_THROTTLE``)."""
     cache_size: int = 60_000
     """PILOT_XDS_CACHE_SIZE: generated resources kept encoded, at most."""
     send_timeout: float = 5.0

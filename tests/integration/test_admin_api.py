@@ -123,7 +123,7 @@ async def test_knobs_are_listed_with_their_values(plane: ServeInProcess) -> None
         "value": default_push_throttle(),
         "type": "int",
         "description": (
-            "concurrent per-proxy pushes; 0 sets min(15 + 5 x cores, 100) (PILOT_PUSH_THROTTLE)"
+            "concurrent per-proxy pushes; 0 sets the default, 100 (PILOT_PUSH_THROTTLE)"
         ),
         "setting": "PILOTHOUSE_PUSH_THROTTLE",
     }

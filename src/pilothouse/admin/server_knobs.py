@@ -85,7 +85,7 @@ def register_push_knobs(registry: KnobRegistry, discovery: DiscoveryServer) -> N
     registry.register(
         Knob(
             "push.throttle",
-            "concurrent per-proxy pushes; 0 sets min(15 + 5 x cores, 100) (PILOT_PUSH_THROTTLE)",
+            "concurrent per-proxy pushes; 0 sets the default, 100 (PILOT_PUSH_THROTTLE)",
             read=lambda: discovery.push_throttle,
             parse=knob_values.count,
             write=set_throttle,

@@ -9,7 +9,7 @@ these protocols, and so does any test double with the same attributes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -44,7 +44,7 @@ class SotwRequest(Protocol):
     def response_nonce(self) -> str: ...
 
     @property
-    def resource_names(self) -> Iterable[str]: ...
+    def resource_names(self) -> Sequence[str]: ...
 
     @property
     def node(self) -> NodeLike: ...

@@ -148,6 +148,7 @@ class ServiceKey(NamedTuple):
 
 
 @functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=8)
 def service_hosts(keys: frozenset[ConfigKey]) -> frozenset[str]:
     """The hostnames of the services among ``keys`` (a push request names a service as a
     ConfigKey of kind :data:`SERVICE_KIND` whose name is the hostname).

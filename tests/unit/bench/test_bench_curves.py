@@ -75,3 +75,14 @@ def test_fanout_curve_takes_each_sizes_p99_and_reports_the_worst_ratio() -> None
     assert "CDS at 250 proxies" in result["ratio_definition"]
     assert result["target_met"] == "no (lowest ratio 0.2)"
     assert result["curve"] == curve
+
+
+def test_fanout_curve_point_carries_cpu_per_proxy_and_rss_per_connection() -> None:
+    groups = fanout_groups(1000, 400.0, 3000.0)
+    groups[0].update(pilothouse_server_cpu_ms_per_push=450.0, floor_server_cpu_ms_per_push=300.0)
+    groups[2].update(pilothouse_kib_per_connection=70.0, floor_kib_per_connection=50.0)
+    found = point(1000, groups)
+    assert found["pilothouse_eds_cpu_us_per_proxy"] == 450.0
+    assert found["floor_eds_cpu_us_per_proxy"] == 300.0
+    assert "pilothouse_cds_cpu_us_per_proxy" not in found  # not measured: not made up
+    assert (found["pilothouse_kib_per_connection"], found["floor_kib_per_connection"]) == (70, 50)

@@ -22,17 +22,9 @@ def push(i: int) -> PushRequest:
     return PushRequest.for_configs([key(i)], start=0.0)
 
 
-@pytest.mark.parametrize(
-    ("cpus", "expected"), [(1, 20), (2, 25), (4, 35), (17, 100), (64, 100)]
-)
-def test_default_push_throttle(cpus: int, expected: int) -> None:
-    assert default_push_throttle(cpus) == expected
-
-
 def test_configured_throttle_wins_and_zero_means_auto() -> None:
-    assert push_throttle(7, cpus=2) == 7
-    assert push_throttle(0, cpus=2) == 25
-    assert 20 <= push_throttle() <= 100
+    assert push_throttle(7) == 7
+    assert push_throttle(0) == push_throttle(-1) == default_push_throttle() == 100
 
 
 async def test_throttle_bound_is_never_exceeded() -> None:

@@ -25,6 +25,7 @@ from pilothouse.push.cache import Resource
 from pilothouse.push.inputs import EndpointsAt
 from pilothouse.push.peer_authentication import PeerAuthenticationAt
 from pilothouse.push.scope import ProxyScope
+from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.registry.model import Resolution, Service, ServiceKey
 from pilothouse.xds.builders.auto_mtls import runs_sidecar
 from pilothouse.xds.builders.endpoint import LbEndpointInput, build_load_assignment
@@ -55,21 +56,33 @@ class Assignments:
     is looked up again (in the ResourceCache, which builds only the changed ones).
     """
 
-    __slots__ = ("_services", "_versions", "resources", "targets")
+    __slots__ = ("_checked", "_services", "_versions", "resources", "targets")
 
     def __init__(self, targets: tuple[EdsTarget, ...]) -> None:
         self.targets = targets
         self._services = tuple(dict.fromkeys(t.service for t in targets))
         self._versions: tuple[object, ...] | None = None
+        self._checked: tuple[EndpointIndex, int, object] | None = None
+        """The index and its revision (and the PeerAuthentications') the versions were
+        last checked at: while neither moved, no service's version can have."""
         self.resources: dict[str, Resource] = {}
 
     def current(self, given: GenerationInput) -> dict[str, Resource]:
         index = given.endpoints
         revision = given.context.peer_authentications.revision
+        checked = self._checked
+        if (
+            checked is not None
+            and checked[0] is index
+            and checked[1] == index.revision
+            and checked[2] is revision
+        ):
+            return self.resources  # nothing in the index moved: one comparison, not N
         versions = (*(index.version(s) for s in self._services), revision)
         if versions != self._versions:
             self.resources = {t.name: EndpointGenerator.load(given, t) for t in self.targets}
             self._versions = versions
+        self._checked = (index, index.revision, revision)
         return self.resources
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from pilothouse.push.authorization import WorkloadAuthorization
 from pilothouse.push.peer_authentication import MtlsMode
+from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.registry.model import Endpoint, Service
 from pilothouse.xds.generators.base import GenerationInput
 from pilothouse.xds.generators.context_memo import context_memo
@@ -164,11 +165,13 @@ def _labelled_endpoints(given: GenerationInput, namespace: str) -> Mapping[str, 
     Built once per context and namespace, and again only when the endpoints of one of
     those services changed (endpoints change without a new context).
     """
-    services = given.context.services.by_namespace.get(namespace, ())
     index = given.endpoints
-    versions = tuple(index.version(s.key) for s in services)
     known = context_memo(given.context).labelled_endpoints
     held = known.get(namespace)
+    if held is not None and held.index is index and held.revision == index.revision:
+        return held.by_address  # nothing in the index moved since: no version can have
+    services = given.context.services.by_namespace.get(namespace, ())
+    versions = tuple(index.version(s.key) for s in services)
     if held is None or held.versions != versions:
         by_address: dict[str, list[Candidate]] = {}
         position = 0
@@ -179,7 +182,10 @@ def _labelled_endpoints(given: GenerationInput, namespace: str) -> Mapping[str, 
                         (position, service, endpoint)
                     )
                 position += 1
-        held = known[namespace] = LabelledEndpoints(versions, by_address)
+        held = LabelledEndpoints(versions, by_address, index, index.revision)
+    else:
+        held = LabelledEndpoints(versions, held.by_address, index, index.revision)
+    known[namespace] = held
     return held.by_address
 
 
@@ -189,3 +195,6 @@ class LabelledEndpoints:
 
     versions: tuple[int, ...]
     by_address: Mapping[str, list[Candidate]]
+    index: EndpointIndex | None = None
+    revision: int = -1
+    """The index, and its revision, the versions were last found current at."""

@@ -15,7 +15,6 @@ no per-resource object at all; the ``ResourceRecord`` of a name is made when rea
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import NamedTuple
 
 from pilothouse.protocol.messages import NackError
@@ -60,9 +59,9 @@ def sent_record(name: str, version: str, nonce: str, now: float) -> ResourceReco
     return ResourceRecord(name, version, nonce, now)
 
 
-@dataclass(frozen=True, slots=True)
-class SentResponse:
-    """One response on a SotW watch and the client's answer to it."""
+class SentResponse(NamedTuple):
+    """One response on a SotW watch and the client's answer to it (a NamedTuple: one is
+    made per response and per answer, and a tuple is several times cheaper to build)."""
 
     nonce: str
     sent_at: float

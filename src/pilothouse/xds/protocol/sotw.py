@@ -34,8 +34,8 @@ from __future__ import annotations
 
 import enum
 import sys
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 from pilothouse.protocol.messages import (
     NackError,
@@ -61,9 +61,9 @@ class SotwKind(enum.Enum):
     """Row 5 with the nonce the client last NACKed: a subscription update, not an ACK."""
 
 
-@dataclass(frozen=True)
-class SotwDecision:
-    """The verdict on one request."""
+class SotwDecision(NamedTuple):
+    """The verdict on one request (a NamedTuple: one is made per request, and a frozen
+    dataclass costs several times as much to build)."""
 
     type_url: str
     kind: SotwKind
@@ -81,14 +81,14 @@ class SotwSession(StreamState[SotwWatch]):
 
     def __init__(self) -> None:
         super().__init__()
-        self._named: dict[str, tuple[tuple[str, ...], Subscription]] = {}
+        self._named: dict[str, tuple[list[str], Subscription]] = {}
         """Per type: the names list the watch's subscription was last taken from."""
 
     def receive(self, request: SotwRequest, now: float) -> SotwDecision:
         """Classify one request, update the state, and say whether to respond."""
         self._keep_node(request)
         type_url = request.type_url
-        names = tuple(request.resource_names)
+        requested = request.resource_names
         nonce = request.response_nonce
         watch = self._watches.get(type_url)
 
@@ -96,12 +96,12 @@ class SotwSession(StreamState[SotwWatch]):
         if error is not None:
             return self._nack(type_url, watch, nonce, error)
 
-        if not names and not is_wildcard_type(type_url):
+        if not requested and not is_wildcard_type(type_url):
             self._watches.pop(type_url, None)
             self._named.pop(type_url, None)
             return SotwDecision(type_url, SotwKind.UNSUBSCRIBE, False, Subscription())
 
-        subscription, named = self._subscription(type_url, names, watch)
+        subscription, named = self._subscription(type_url, requested, watch)
 
         if not nonce or watch is None:
             return self._init(type_url, watch, subscription, named, request)
@@ -113,33 +113,35 @@ class SotwSession(StreamState[SotwWatch]):
         return self._ack(type_url, watch, subscription, named, nonce, request.version_info, now)
 
     def _subscription(
-        self, type_url: str, names: tuple[str, ...], watch: SotwWatch | None
-    ) -> tuple[Subscription, tuple[str, ...] | None]:
-        """The subscription ``names`` expresses on this stream, and the names to
-        remember it by once it is applied (None: already remembered).
+        self, type_url: str, requested: Sequence[str], watch: SotwWatch | None
+    ) -> tuple[Subscription, list[str] | None]:
+        """The subscription the ``requested`` names express on this stream, and the
+        names to remember it by once it is applied (None: already remembered).
 
         Most requests are ACKs repeating the names of the request before: when the
         list is the one the watch's subscription was last taken from, that
         subscription is the answer (``named_before`` cannot have changed since, so
-        reading the list again would give an equal value), with no set built.
+        reading the list again would give an equal value), with no set built. The
+        remembered names are a list, which a protobuf repeated field compares with
+        without first being copied out.
         """
         last = self._named.get(type_url)
         if (
             watch is not None
             and last is not None
             and last[1] is watch.subscription
-            and last[0] == names
+            and requested == last[0]
         ):
             return watch.subscription, None
         # Interned: the remembered list then shares its strings with the subscription.
-        named = tuple(map(sys.intern, names))
+        named = list(tuple(map(sys.intern, requested)))  # exactly sized: one per watch
         subscription = sotw_subscription(type_url, named, watch is not None and watch.named_before)
         if watch is not None and subscription == watch.subscription:
             subscription = watch.subscription  # keep one copy
         return subscription, named
 
     def _remember(
-        self, type_url: str, named: tuple[str, ...] | None, subscription: Subscription
+        self, type_url: str, named: list[str] | None, subscription: Subscription
     ) -> None:
         if named is not None:
             self._named[type_url] = (named, subscription)
@@ -158,7 +160,7 @@ class SotwSession(StreamState[SotwWatch]):
         type_url: str,
         watch: SotwWatch | None,
         subscription: Subscription,
-        named: tuple[str, ...] | None,
+        named: list[str] | None,
         request: SotwRequest,
     ) -> SotwDecision:
         fresh = watch is None
@@ -176,7 +178,7 @@ class SotwSession(StreamState[SotwWatch]):
         type_url: str,
         watch: SotwWatch,
         subscription: Subscription,
-        named: tuple[str, ...] | None,
+        named: list[str] | None,
         nonce: str,
         version: str,
         now: float,

@@ -22,7 +22,7 @@ last sent.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import NamedTuple
@@ -37,6 +37,8 @@ from pilothouse.xds.protocol.versions import check_version_advance
 _NOTHING: Mapping[str, str] = MappingProxyType({})
 _NO_RESPONSES: Mapping[str, SentResponse] = MappingProxyType({})
 _NO_SUBSCRIPTION = Subscription()
+_SCANNED_RESPONSES = 3
+"""Up to this many responses held, a send scans the carriers for each (see ``sent``)."""
 
 
 class SotwWatch(NamedTuple):
@@ -182,7 +184,13 @@ class SotwWatch(NamedTuple):
         else:
             merged = {**self.carriers} if self.carriers is not None else {}
             merged.update(dict.fromkeys(held, nonce))
-            live = set(merged.values())
+            # a response stays while a name still points at it. With a few responses
+            # (one push after the first answer) a C-level scan of the values, stopping at
+            # the first, is cheaper than a set of them; under churn the names' carriers
+            # spread over many responses, and then one set beats a scan per response.
+            live: Collection[str] = merged.values()
+            if len(self.responses) > _SCANNED_RESPONSES:
+                live = set(live)
             responses = {n: r for n, r in self.responses.items() if n in live}
             responses[nonce] = response
             carriers = merged

@@ -56,6 +56,5 @@ class StreamState(Generic[W]):
         return MappingProxyType(self._rejects)
 
     def _keep_node(self, request: SotwRequest | DeltaRequest) -> None:
-        node = carried_node(request)
-        if self._node is None and node is not None:
-            self._node = node
+        if self._node is None:  # later requests' nodes are ignored: not even read
+            self._node = carried_node(request)

@@ -1,0 +1,504 @@
+"""Benchmark: server CPU per push and per no-op ACK, in process, against the floor's.
+
+One process holds a discovery server (``--services`` ServiceEntries, each with a
+DestinationRule and a WorkloadEntry, every proxy seeing all of them) with ``--proxies``
+SotW connections made as the gRPC servicer makes them, each with the real writer loop
+(``xds/server/writer.py``) and the servicer's request handling
+(``StreamHandler._handle`` after the servicer's request parser). Beside it, the
+transport floor's own logic (``transport_floor.Floor``: responses encoded once, one
+queue and one writer loop per stream, requests parsed with ``FromString``) holds as
+many streams watching the same names. No gRPC on either side: a write stores the bytes
+and yields to the loop once, so the figures are the Python each server runs per
+push, which is where they differ (the gRPC read and write cost both the same).
+
+Each round, alternating the two so both see the same machine:
+
+- the change (an EDS change: service 0's WorkloadEntry moves; a CDS change: its
+  DestinationRule changes) and every response it makes written (pilothouse: the
+  store event, debounce, the push queue and workers, the stream engine, the writer;
+  the floor: ``Floor.push`` of the very resource pilothouse sent, and its writers);
+- then every proxy's ACK handled (parse and handle, and any response the ACK makes
+  written and ACKed in turn: a CDS ACK asks for EDS).
+
+Only the server's part is timed (``time.process_time``): decoding the responses and
+building the ACKs is the proxies' work and runs between the timed phases. The median
+round's CPU over the responses it wrote gives µs per push.
+
+And the cost of an ACK that changes nothing: every connection's latest response
+ACKed again (same nonce, same names), ``--ack-repeats`` times, parse and handle.
+
+Run: ``.venv/bin/python bench/push_cost.py``; one JSON line per figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from envoy.service.discovery.v3 import discovery_pb2
+
+from bench.metrics_overhead import NAMESPACE, endpoint_yaml, mesh_yaml, rule_yaml
+from bench.transport_floor import Floor, FloorStream
+from pilothouse.loadtest.fleet import fleet_identities
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
+
+TYPES = (CDS, EDS, LDS, RDS)
+ROUND_TIMEOUT = 60.0
+TARGET_RATIO = 1.3
+TARGET_ACK_US = 30.0
+
+
+class Peer:
+    """The proxy end of one in-memory stream: keeps what was written, ACKs on request."""
+
+    def __init__(self, names: dict[str, list[str]]) -> None:
+        self.names = names
+        self.bodies: list[bytes] = []
+        self.last: dict[str, bytes] = {}
+        """type URL → the encoded ACK of its latest response."""
+
+    async def write(self, body: bytes) -> None:
+        self.bodies.append(body)
+        await asyncio.sleep(0)
+
+    def acks(self) -> list[bytes]:
+        """The ACKs of what was written since last asked (the proxy's work: untimed)."""
+        out = []
+        for body in self.bodies:
+            response = discovery_pb2.DiscoveryResponse.FromString(body)
+            ack = discovery_pb2.DiscoveryRequest(
+                type_url=response.type_url,
+                version_info=response.version_info,
+                response_nonce=response.nonce,
+                resource_names=self.names[response.type_url],
+            ).SerializeToString()
+            self.last[response.type_url] = ack
+            out.append(ack)
+        self.bodies.clear()
+        return out
+
+
+class Side:
+    """One server and its in-memory proxies; ``change`` and ``handle`` differ per server."""
+
+    label = ""
+
+    def __init__(self) -> None:
+        self.peers: list[Peer] = []
+        self.push_cpu: dict[str, list[float]] = {"eds": [], "cds": []}
+        self.ack_cpu: dict[str, list[float]] = {"eds": [], "cds": []}
+        self.responses: dict[str, int] = {}
+        self.noop_ack_us: list[float] = []
+
+    def written(self) -> int:
+        return sum(len(peer.bodies) for peer in self.peers)
+
+    async def settle(self) -> None:
+        """Until nothing more is written for a little while."""
+        deadline = time.monotonic() + ROUND_TIMEOUT
+        seen = -1
+        while True:
+            now = self.written()
+            if now == seen and self.idle():
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self.label}: writes never settled")
+            seen = now
+            await asyncio.sleep(0.05)
+
+    def idle(self) -> bool:
+        return True
+
+    async def round(self, kind: str, state: int) -> None:
+        gc.collect()
+        started = time.process_time()
+        self.change(kind, state)
+        await self.settle_timed()
+        push = time.process_time() - started
+        responses = self.written()
+        ack = 0.0
+        while True:
+            acks = [(index, peer.acks()) for index, peer in enumerate(self.peers)]
+            if not any(batch for _, batch in acks):
+                break
+            started = time.process_time()
+            for index, batch in acks:
+                for body in batch:
+                    self.handle(index, body)
+            await self.settle_timed()
+            ack += time.process_time() - started
+            responses += self.written()
+        self.push_cpu[kind].append(push)
+        self.ack_cpu[kind].append(ack)
+        self.responses[kind] = responses
+
+    async def settle_timed(self) -> None:
+        """Wait until quiet, not counting the waiting's own polls (they are the
+        benchmark's): yield until nothing runs, the way the loop would idle."""
+        await self.settle()
+
+    def noop_acks(self, repeats: int) -> None:
+        """µs per ACK of a response already ACKed (nothing changes)."""
+        bodies = [(index, peer.last[EDS]) for index, peer in enumerate(self.peers)]
+        gc.collect()
+        started = time.process_time()
+        for _ in range(repeats):
+            for index, body in bodies:
+                self.handle(index, body)
+        spent = time.process_time() - started
+        self.noop_ack_us.append(spent / (repeats * len(bodies)) * 1e6)
+
+    def change(self, kind: str, state: int) -> None:
+        raise NotImplementedError
+
+    def handle(self, index: int, body: bytes) -> None:
+        raise NotImplementedError
+
+
+class Pilothouse(Side):
+    label = "pilothouse"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.store: Any = None
+        self.discovery: Any = None
+        self.connections: list[Any] = []
+        self.handler: Any = None
+        self.parse: Callable[[bytes], Any] = discovery_pb2.DiscoveryRequest.FromString
+        self._tasks: list[asyncio.Task[Any]] = []
+
+    def apply(self, text: str) -> None:
+        from pilothouse.config.load import Loader
+
+        for config in Loader(source="bench").load_strict(text, "bench.yaml"):
+            self.store.apply(config)
+
+    async def start(self, services: int, proxies: int, debounce: float) -> dict[str, list[str]]:
+        from pilothouse.settings import DebounceSettings, XdsSettings
+        from pilothouse.sources.memory import MemoryStore
+        from pilothouse.xds.server.ads import StreamHandler
+        from pilothouse.xds.server.discovery import DiscoveryServer
+        from pilothouse.xds.server.request_bytes import request_parser
+        from pilothouse.xds.server.writer import write_responses
+
+        settings = XdsSettings(debounce=DebounceSettings(debounce_after=debounce))
+        self.store = MemoryStore("bench")
+        self.apply(mesh_yaml(services))
+        self.store.mark_synced()
+        self.discovery = DiscoveryServer(self.store, settings=settings)
+        self._tasks.append(asyncio.create_task(self.discovery.run()))
+        await asyncio.wait_for(self.discovery.wait_ready(), 60)
+        self.handler = StreamHandler(self.discovery, delta=False)
+        self.parse = request_parser(discovery_pb2.DiscoveryRequest)
+        identities = fleet_identities(proxies, namespaces=(NAMESPACE,), app="client")
+        names: dict[str, list[str]] = {}
+        for identity in identities:
+            connection = self._connection(identity)
+            self.discovery.connect(connection)
+            self.connections.append(connection)
+            if not names:
+                names = self._subscriptions(connection)
+            peer = Peer(names)
+            self.peers.append(peer)
+            self._tasks.append(
+                asyncio.create_task(write_responses(connection, peer.write, self.discovery))
+            )
+            for type_url in TYPES:
+                request = discovery_pb2.DiscoveryRequest(
+                    type_url=type_url, resource_names=names[type_url]
+                )
+                if type_url == CDS:
+                    request.node.id = identity.node_id
+                self.handler._handle(request, connection)
+        await self.settle()
+        for index, peer in enumerate(self.peers):
+            for body in peer.acks():
+                self.handle(index, body)
+        await self.settle()
+        for peer in self.peers:
+            peer.bodies.clear()
+        return names
+
+    def _connection(self, identity: Any) -> Any:
+        from pilothouse.push.proxy import parse_node
+        from pilothouse.xds.server.connection import Connection
+
+        proxy = parse_node(identity.node_id, dict(identity.metadata))
+        connection_id = self.discovery.next_connection_id(proxy.node_id)
+        return Connection(
+            connection_id,
+            "bench",
+            proxy,
+            self.discovery,
+            delta=False,
+            clock=self.discovery.metrics.clock,
+        )
+
+    def _subscriptions(self, connection: Any) -> dict[str, list[str]]:
+        """CDS and LDS by wildcard; EDS and RDS: the names the clusters and listeners of
+        a probe stream point at."""
+        from bench.generation_watches import eds_name, route_names
+        from bench.metrics_overhead import _unpack
+        from pilothouse.xds.server.connection import Connection
+
+        probe = Connection("probe", "bench", connection.proxy, self.discovery, delta=False)
+        seen: dict[str, list[Any]] = {}
+        for type_url in (CDS, LDS):
+            probe.on_request(discovery_pb2.DiscoveryRequest(type_url=type_url), time.time())
+            body = probe.outbound.get_nowait().body
+            seen[type_url] = list(discovery_pb2.DiscoveryResponse.FromString(body).resources)
+        clusters = [_unpack(CDS, r) for r in seen[CDS]]
+        listeners = [_unpack(LDS, r) for r in seen[LDS]]
+        eds = sorted({n for n in map(eds_name, clusters) if n is not None})
+        rds = sorted({n for listener in listeners for n in route_names(listener)})
+        return {CDS: [], LDS: [], EDS: eds, RDS: rds}
+
+    def idle(self) -> bool:
+        return not self.discovery.pending_pushes() and all(
+            c.outbound.empty() and not c.settling for c in self.connections
+        )
+
+    def change(self, kind: str, state: int) -> None:
+        self.apply(endpoint_yaml(0, state) if kind == "eds" else rule_yaml(0, state))
+
+    def handle(self, index: int, body: bytes) -> None:
+        self.handler._handle(self.parse(body), self.connections[index])
+
+    async def stop(self) -> None:
+        self.discovery.close()
+        for connection in self.connections:
+            connection.close()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+class FloorSide(Side):
+    label = "floor"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.floor = Floor()
+        self.streams: list[FloorStream] = []
+        self.replay: dict[str, list[list[Any]]] = {}
+        """Per change, per state: the responses' resources pilothouse sent for it."""
+        self._tasks: list[asyncio.Task[Any]] = []
+
+    async def start(self, pilothouse: Pilothouse, names: dict[str, list[str]]) -> None:
+        for type_url in TYPES:
+            resources = _resources(pilothouse.peers[0], pilothouse, type_url)
+            self.floor.load(type_url, resources)
+        for _ in pilothouse.peers:
+            stream = FloorStream(delta=False)
+            self.floor.streams.add(stream)
+            self.streams.append(stream)
+            peer = Peer(names)
+            self.peers.append(peer)
+            self._tasks.append(asyncio.create_task(self._writer(stream, peer)))
+            for type_url in TYPES:
+                body = self.floor.answer(
+                    stream,
+                    discovery_pb2.DiscoveryRequest(
+                        type_url=type_url, resource_names=names[type_url]
+                    ),
+                )
+                if body is not None:
+                    stream.outbound.put_nowait(body)
+        await self.settle()
+        for index, peer in enumerate(self.peers):
+            for body in peer.acks():
+                self.handle(index, body)
+        await self.settle()
+        for peer in self.peers:
+            peer.bodies.clear()
+
+    async def _writer(self, stream: FloorStream, peer: Peer) -> None:
+        while True:
+            body = await stream.outbound.get()
+            if body is None:
+                return
+            await peer.write(body)
+
+    def idle(self) -> bool:
+        return all(stream.outbound.empty() for stream in self.streams)
+
+    def change(self, kind: str, state: int) -> None:
+        for type_url, resources in self.replay[f"{kind}-{state}"]:
+            self.floor.push(type_url, resources)
+
+    def handle(self, index: int, body: bytes) -> None:
+        stream = self.streams[index]
+        answer = self.floor.answer(stream, discovery_pb2.DiscoveryRequest.FromString(body))
+        if answer is not None:
+            stream.outbound.put_nowait(answer)
+
+    async def stop(self) -> None:
+        for stream in self.streams:
+            stream.outbound.put_nowait(None)
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def _resources(peer: Peer, pilothouse: Pilothouse, type_url: str) -> list[Any]:
+    """The floor's ``Resource`` messages of a type, from a probe stream of pilothouse's."""
+    from pilothouse.xds.server.connection import Connection
+
+    probe = Connection(
+        "probe", "bench", pilothouse.connections[0].proxy, pilothouse.discovery, delta=False
+    )
+    probe.on_request(
+        discovery_pb2.DiscoveryRequest(type_url=type_url, resource_names=peer.names[type_url]),
+        time.time(),
+    )
+    body = probe.outbound.get_nowait().body
+    return _as_resources(discovery_pb2.DiscoveryResponse.FromString(body))
+
+
+def _as_resources(response: Any) -> list[Any]:
+    from bench.metrics_overhead import _unpack
+
+    out = []
+    for packed in response.resources:
+        message = _unpack(response.type_url, packed)
+        name = getattr(message, "name", "") or getattr(message, "cluster_name", "")
+        out.append(discovery_pb2.Resource(name=name, resource=packed))
+    return out
+
+
+def _learn_replay(pilothouse: Pilothouse, kind: str, state: int) -> list[tuple[str, list[Any]]]:
+    """What one proxy was sent for the change (before its ACKs): per type, resources."""
+    out = []
+    for body in pilothouse.peers[0].bodies:
+        response = discovery_pb2.DiscoveryResponse.FromString(body)
+        out.append((response.type_url, _as_resources(response)))
+    return out
+
+
+@dataclass(frozen=True)
+class Options:
+    services: int
+    proxies: int
+    rounds: int
+    debounce: float
+    ack_repeats: int
+
+
+async def run(options: Options) -> list[dict[str, Any]]:
+    mine = Pilothouse()
+    names = await mine.start(options.services, options.proxies, options.debounce)
+    floor = FloorSide()
+    await floor.start(mine, names)
+    # learn what each change sends (two states each, so every round is a real change)
+    for kind in ("eds", "cds"):
+        for state in (1, 0):
+            mine.change(kind, state)
+            await asyncio.sleep(options.debounce + 0.05)
+            await mine.settle()
+            floor.replay[f"{kind}-{state}"] = _learn_replay(mine, kind, state)
+            for index, peer in enumerate(mine.peers):
+                for body in peer.acks():
+                    mine.handle(index, body)
+            await mine.settle()
+            for peer in mine.peers:
+                peer.acks()
+    lines = []
+    for kind in ("eds", "cds"):
+        for index in range(options.rounds):
+            state = 1 - index % 2
+            for side in (mine, floor) if index % 2 == 0 else (floor, mine):
+                await side.round(kind, state)
+        lines.append(_line(kind, options, mine, floor))
+    for _ in range(5):
+        for side in (mine, floor):
+            side.noop_acks(options.ack_repeats)
+    ack_us = statistics.median(mine.noop_ack_us)
+    floor_ack_us = statistics.median(floor.noop_ack_us)
+    lines.append(
+        {
+            "benchmark": f"push_cost: an ACK that changes nothing (SotW EDS, {options.proxies} "
+            "proxies, in process)",
+            "baseline": "the transport floor's logic (bench/transport_floor.py Floor) in the "
+            "same process, parsing and ignoring the same ACK",
+            "services_per_proxy": options.services,
+            "samples": len(mine.noop_ack_us),
+            "pilothouse_us_per_ack": round(ack_us, 2),
+            "pilothouse_us_per_ack_spread": _spread(mine.noop_ack_us),
+            "floor_us_per_ack": round(floor_ack_us, 2),
+            "ratio_to_baseline": round(floor_ack_us / ack_us, 3),
+            "ratio_definition": "floor µs ÷ pilothouse µs per no-op ACK (1 = as cheap)",
+            "target": f"≤ {TARGET_ACK_US:.0f} µs of server time per no-op ACK",
+            "target_met": "yes" if ack_us <= TARGET_ACK_US else "no",
+        }
+    )
+    await floor.stop()
+    await mine.stop()
+    return lines
+
+
+def _spread(values: list[float]) -> str:
+    return f"{min(values):.2f}–{max(values):.2f}"
+
+
+def _line(kind: str, options: Options, mine: Pilothouse, floor: FloorSide) -> dict[str, Any]:
+    def per_push(side: Side) -> list[float]:
+        return [
+            (push + ack) / side.responses[kind] * 1e6
+            for push, ack in zip(side.push_cpu[kind], side.ack_cpu[kind], strict=True)
+        ]
+
+    mine_us, floor_us = per_push(mine), per_push(floor)
+    ratio = statistics.median(mine_us) / statistics.median(floor_us)
+    return {
+        "benchmark": f"push_cost: {kind.upper()} change to every proxy (SotW, {options.proxies} "
+        "proxies, in process, no gRPC)",
+        "baseline": "the transport floor's logic (bench/transport_floor.py Floor) in the same "
+        "process, pushing the same resource bytes to as many in-memory streams",
+        "services_per_proxy": options.services,
+        "rounds": options.rounds,
+        "responses_per_round_pilothouse": mine.responses[kind],
+        "responses_per_round_floor": floor.responses[kind],
+        "pilothouse_us_per_response": round(statistics.median(mine_us), 1),
+        "pilothouse_us_per_response_spread": _spread(mine_us),
+        "pilothouse_push_us_per_response": round(
+            statistics.median(mine.push_cpu[kind]) / mine.responses[kind] * 1e6, 1
+        ),
+        "pilothouse_ack_us_per_response": round(
+            statistics.median(mine.ack_cpu[kind]) / mine.responses[kind] * 1e6, 1
+        ),
+        "floor_us_per_response": round(statistics.median(floor_us), 1),
+        "floor_us_per_response_spread": _spread(floor_us),
+        "ratio_to_baseline": round(1 / ratio, 3),
+        "pilothouse_to_floor": round(ratio, 2),
+        "ratio_definition": "floor µs ÷ pilothouse µs per response, written and ACKed "
+        "(Python only: the gRPC read and write are not in either)",
+        "target": "none in process (the issue's ≤ 1.3× is end to end, with gRPC: push_fanout)",
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--services", type=int, default=100)
+    parser.add_argument("--proxies", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--debounce", type=float, default=0.05, help="push debounce, seconds")
+    parser.add_argument("--ack-repeats", type=int, default=10)
+    args = parser.parse_args()
+    options = Options(args.services, args.proxies, args.rounds, args.debounce, args.ack_repeats)
+    for line in asyncio.run(run(options)):
+        print(json.dumps(line), flush=True)
+
+
+if __name__ == "__main__":
+    main()

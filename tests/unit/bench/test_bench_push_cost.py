@@ -1,0 +1,30 @@
+"""bench/push_cost.py on a tiny mesh: every figure printed, both servers wrote for each change."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bench.push_cost import main
+from bench.run_all import SCRIPTS
+
+
+def test_it_prints_push_and_ack_figures_against_the_floor(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["push_cost.py", "--services", "3", "--proxies", "4", "--rounds", "2"]
+    monkeypatch.setattr("sys.argv", [*argv, "--ack-repeats", "2", "--debounce", "0.01"])
+    main()
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["benchmark"].split(":")[0] for line in lines] == ["push_cost"] * 3
+    eds, cds, ack = lines
+    assert eds["responses_per_round_pilothouse"] == eds["responses_per_round_floor"] == 4
+    assert cds["responses_per_round_pilothouse"] >= 4 and cds["responses_per_round_floor"] >= 4
+    for line in (eds, cds):
+        assert line["pilothouse_us_per_response"] > 0 and line["floor_us_per_response"] > 0
+    assert ack["pilothouse_us_per_ack"] > 0 and ack["target_met"] in ("yes", "no")
+
+
+def test_run_all_runs_it() -> None:
+    assert "push_cost" in {script.name for script in SCRIPTS}
