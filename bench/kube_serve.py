@@ -16,7 +16,8 @@ account and locality), one file of WorkloadEntries per Service.
 Two figures, each side measured in turn with the same code:
 
 1. list-and-serve: from starting the ``serve`` process to its ``/ready`` answering 200
-   (sources synced, first PushContext built), polled every 10 ms.
+   (sources synced, first PushContext built), polled every 10 ms; the fastest of
+   ``--starts`` (default 3) starts of each side (the fake API server keeps running).
 2. EDS latency of a Pod readiness flip with M SotW sidecars connected (default 1,000;
    the load generator's ``ProxyFleet``, timed with ``push_fanout``'s ``timed_push``):
    Kubernetes: the Pod's Ready condition and its EndpointSlice endpoint's ``ready`` are
@@ -338,9 +339,15 @@ async def run_side(
 ) -> None:
     async with contextlib.AsyncExitStack() as stack:
         session = await stack.enter_async_context(aiohttp.ClientSession())
-        server, target, admin, figures.ready_seconds = await start(figures.name, argv, log, session)
+        readies = []
+        for attempt in range(options.starts):
+            server, target, admin, ready_seconds = await start(figures.name, argv, log, session)
+            readies.append(ready_seconds)
+            print(f"{figures.name}: ready in {ready_seconds:.2f}s", file=sys.stderr)
+            if attempt + 1 < options.starts:
+                server.stop()
+        figures.ready_seconds = min(readies)
         stack.callback(server.stop)
-        print(f"{figures.name}: ready in {figures.ready_seconds:.2f}s", file=sys.stderr)
         if not options.proxies:
             return
         namespaces = [f"ns-{n}" for n in range(NAMESPACES)]
@@ -352,10 +359,10 @@ async def run_side(
         if not report.converged:
             raise RuntimeError(f"{figures.name}: {len(report.unconverged)} proxies unconverged")
         figures.connect_seconds = time.monotonic() - began
-        figures.clusters_per_proxy = len(fleet.proxies[0].holds(CDS))
+        figures.clusters_per_proxy = len(fleet.proxies[-1].holds(CDS))
         print(f"{figures.name}: {options.proxies} proxies converged in "
               f"{figures.connect_seconds:.1f}s", file=sys.stderr)  # fmt: skip
-        await asyncio.sleep(2.0)
+        await asyncio.sleep(options.settle)
         for service in mesh.flipped(options.flips):
             for ready in (False, True):
                 before = await push_counters(session, admin)
@@ -391,7 +398,7 @@ async def run_side(
                       f"{figures.p50[-1] * 1000:.0f} ms last {durations[-1] * 1000:.0f} ms, "
                       f"pushes full {full} endpoint {endpoint}, responses {run.responses}",
                       file=sys.stderr)  # fmt: skip
-                await asyncio.sleep(0.5)
+                await asyncio.sleep(options.settle / 4)
 
 
 def _address_in(body: bytes, ip: str) -> bool:
@@ -441,7 +448,8 @@ async def run(options: argparse.Namespace) -> None:
         "pilothouse_seconds": round(k8s.ready_seconds, 2),
         "headline": "pilothouse_seconds",
         "ratio_to_baseline": round(files.ready_seconds / k8s.ready_seconds, 2),
-        "ratio_definition": "files seconds ÷ k8s:// seconds, process start to /ready 200",
+        "ratio_definition": "files seconds ÷ k8s:// seconds, process start to /ready 200 "
+                            f"(fastest of {options.starts} starts each)",
         "target": "none set by the issue (list-and-serve time, recorded)",
     }), flush=True)  # fmt: skip
     if not options.proxies:
@@ -483,7 +491,11 @@ def main() -> None:
     parser.add_argument("--services", type=int, default=1000)
     parser.add_argument("--pods", type=int, default=10, help="Pods per Service")
     parser.add_argument("--proxies", type=int, default=1000, help="0: list-and-serve only")
-    parser.add_argument("--flips", type=int, default=2, help="Pods flipped (each twice)")
+    parser.add_argument("--starts", type=int, default=3, help="serve starts per side (min)")
+    parser.add_argument("--flips", type=int, default=3, help="Pods flipped (each twice)")
+    parser.add_argument(
+        "--settle", type=float, default=2.0, help="quiet seconds before the first flip"
+    )
     parser.add_argument("--connect-timeout", type=float, default=240.0)
     parser.add_argument("--timeout", type=float, default=60.0, help="per flip, seconds")
     parser.add_argument("--serve-fake", metavar="KUBECONFIG", help=argparse.SUPPRESS)
