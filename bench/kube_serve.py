@@ -129,7 +129,7 @@ class KubeMesh:
         return [
             {"apiVersion": "networking.istio.io/v1", "kind": "Sidecar",
              "metadata": {"name": "default", "namespace": f"ns-{n}"},
-             "spec": {"egress": [{"hosts": ["./*", f"{SHARED}/*"]}]}}
+             "spec": {"egress": [{"hosts": sorted({"./*", f"{SHARED}/*"} - {f"ns-{n}/*"})}]}}
             for n in range(NAMESPACES)
         ]  # fmt: skip
 
@@ -315,7 +315,8 @@ async def start(
     """Start ``serve``; the process, its xDS and admin addresses, and seconds to ready."""
     began = time.monotonic()
     command = [sys.executable, "-m", "pilothouse.cli.main", "serve", *argv,
-               "--xds-address", "127.0.0.1:0", "--admin-address", "127.0.0.1:0"]  # fmt: skip
+               "--xds-address", "127.0.0.1:0", "--admin-address", "127.0.0.1:0",
+               "--ctrlz-address", "off"]  # fmt: skip
     server = ServerProcess(name, command, log, env=SERVER_ENV)
     try:
         found = await server.wait_for_line(ADMIN_LINE, STARTUP_TIMEOUT)
