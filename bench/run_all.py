@@ -91,6 +91,7 @@ SCRIPTS: tuple[Script, ...] = (
     Script("authorization_cost", timeout=600.0),
     Script("kube_source", timeout=900.0),
     Script("kube_registry", timeout=600.0),
+    Script("kube_serve", timeout=900.0),
     Script("etcd_replicas", timeout=2400.0),
 )
 
