@@ -43,9 +43,11 @@ class ServerProcess:
         self.name = name
         self.log = log
         environment = dict(os.environ)
-        # No TLS port (and no CA) unless a benchmark asks: it would listen on a fixed
-        # port and keep a CA under the working directory.
+        # No TLS port (and no CA) and no ControlZ page unless a benchmark asks: each
+        # would listen on a fixed port (15012, 9876), and the CA lives under the working
+        # directory.
         environment.setdefault("PILOTHOUSE_XDS_TLS_ADDRESS", "")
+        environment.setdefault("PILOTHOUSE_CTRLZ_ADDRESS", "off")
         if env:
             environment.update(env)
         with log.open("wb") as output:
