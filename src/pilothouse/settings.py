@@ -112,6 +112,7 @@ class XdsSettings:
             "max_receive_bytes": "PILOTHOUSE_MAX_RECEIVE_BYTES",
             "replica_id": "PILOTHOUSE_REPLICA_ID",
             "debug_allow_remote": "PILOTHOUSE_DEBUG_ALLOW_REMOTE",
+            "jwks_fetch": "PILOTHOUSE_JWKS_FETCH",
         }
     )
 
@@ -129,6 +130,10 @@ class XdsSettings:
     warming_timeout: float = 5.0
     """Seconds routes wait for their new clusters' endpoints to be ACKed before they are
     sent anyway (make before break); removed clusters linger twice as long."""
+    jwks_fetch: bool = True
+    """Fetch the key sets RequestAuthentications name by ``jwksUri`` (istiod's
+    PILOT_JWT_ENABLE_REMOTE_JWKS). Off, pilothouse makes no outbound request: such rules
+    refuse every token until their keys are given inline (``jwks``)."""
     max_receive_bytes: int = 4 * 1024 * 1024
     """ISTIO_GPRC_MAXRECVMSGSIZE: largest request accepted on an xDS stream."""
     max_send_bytes: int = 512 * 1024 * 1024

@@ -101,8 +101,12 @@ class JwksResolver:
         timeout: float = TIMEOUT_SECONDS,
         backoff: Backoff | None = None,
         rng: random.Random | None = None,
+        fetch: bool = True,
     ) -> None:
+        """``fetch`` False: nothing is ever fetched (no outbound request at all); every
+        URI answers the placeholder, so its tokens are refused, and says so once."""
         self._on_change = on_change
+        self._fetch_enabled = fetch
         self._refresh = refresh
         self._timeout = timeout
         self._backoff = backoff or Backoff(1.0, 60.0)
@@ -119,6 +123,15 @@ class JwksResolver:
         """The last good key set of ``uri`` (the placeholder before the first); asks for
         it if new."""
         if uri not in self._due:
+            if not self._fetch_enabled:
+                self._due[uri] = float("inf")
+                log.warning(
+                    "JWKS fetching is off (PILOTHOUSE_JWKS_FETCH=false): tokens checked "
+                    "against %s are refused; give the keys inline with jwks",
+                    uri,
+                    extra={"jwks_uri": uri},
+                )
+                return self.placeholder
             self._due[uri] = 0.0
             self._wake.set()
         return self._held.get(uri, self.placeholder)
@@ -141,7 +154,9 @@ class JwksResolver:
                     await asyncio.gather(*(self._fetch(session, uri) for uri in due))
                     continue
                 self._wake.clear()
-                wait = min(self._due.values(), default=now + self._refresh) - now
+                wait = min(
+                    min(self._due.values(), default=now + self._refresh), now + self._refresh
+                ) - now
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), max(wait, 0.01))
 

@@ -118,3 +118,25 @@ async def test_a_page_that_is_not_a_key_set_is_never_kept(issuer: tuple[Issuer, 
     finally:
         resolver.close()
         await asyncio.wait_for(task, 5)
+
+
+async def test_fetching_off_makes_no_request_and_refuses_tokens(
+    issuer: tuple[Issuer, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """PILOTHOUSE_JWKS_FETCH=false: the issuer is never contacted, the rule gets the key
+    set that verifies nothing, and the log says why, once."""
+    served, uri = issuer
+    changed: list[str] = []
+    resolver = JwksResolver(changed.append, refresh=0.1, fetch=False)
+    task = asyncio.create_task(resolver.run())
+    try:
+        with caplog.at_level("WARNING", logger="pilothouse.jwks"):
+            first, second = resolver(uri), resolver(uri)
+        assert first == second == resolver.placeholder
+        await asyncio.sleep(0.4)  # several refresh periods
+        assert served.hits == 0 and changed == [] and resolver.fetched(uri) is None
+        warnings = [r.getMessage() for r in caplog.records if "fetching is off" in r.getMessage()]
+        assert len(warnings) == 1 and uri in warnings[0]
+    finally:
+        resolver.close()
+        await asyncio.wait_for(task, 5)

@@ -160,7 +160,7 @@ class DiscoveryServer:
         """Connections by proxy id (``pod.namespace``), kept with Kubernetes only: a Pod
         change finds its sidecars without walking every connection."""
         self._versions = PushVersions()
-        self.jwks = JwksResolver(self._on_jwks_change)
+        self.jwks = JwksResolver(self._on_jwks_change, fetch=self.settings.jwks_fetch)
         """The key sets of RequestAuthentication jwksUris, fetched and inlined."""
         self._pipeline: PushPipeline[Connection] = PushPipeline(
             store,
