@@ -49,6 +49,21 @@ def routes_to(subset: str) -> dict[str, Any]:
     return written
 
 
+def serve_kubernetes(kubeconfig: Path, log_path: Path) -> ServeProcess:
+    """A started ``pilothouse serve`` reading the cluster ``kubeconfig`` names."""
+    return ServeProcess(
+        (),
+        xds_port=free_port(),
+        admin_port=free_port(),
+        log_path=log_path,
+        log_level="info",
+        environment={
+            "PILOTHOUSE_CONFIG_SOURCES": "k8s://",
+            "PILOTHOUSE_KUBECONFIG": str(kubeconfig),
+        },
+    ).start()
+
+
 async def upstreams_seen(port: int, count: int = 20) -> dict[str, int]:
     report = await send_requests(LOOPBACK, port, count, total_timeout=10)
     return {"ok": report.ok, **report.upstreams}
@@ -83,17 +98,7 @@ async def test_kubernetes_custom_resources_route_real_traffic(
         api.create(gateway(NAMESPACE, listen))
         api.create(routes_to("v2"))
         kubeconfig = api.kubeconfig(tmp_path / "kubeconfig")
-        plane = ServeProcess(
-            (),
-            xds_port=free_port(),
-            admin_port=free_port(),
-            log_path=tmp_path / "serve.log",
-            log_level="info",
-            environment={
-                "PILOTHOUSE_CONFIG_SOURCES": "k8s://",
-                "PILOTHOUSE_KUBECONFIG": str(kubeconfig),
-            },
-        ).start()
+        plane = serve_kubernetes(kubeconfig, tmp_path / "serve.log")
         try:
             await plane.wait_ready(timeout=60)
             await envoy_factory(gateway_bootstrap(NAMESPACE, plane.xds_port, XdsTransport.SOTW))
@@ -186,17 +191,7 @@ async def test_kubernetes_service_and_pods_through_serve_and_the_api_server(
             )
         )
         kubeconfig = api.kubeconfig(tmp_path / "kubeconfig")
-        plane = ServeProcess(
-            (),
-            xds_port=free_port(),
-            admin_port=free_port(),
-            log_path=tmp_path / "serve.log",
-            log_level="info",
-            environment={
-                "PILOTHOUSE_CONFIG_SOURCES": "k8s://",
-                "PILOTHOUSE_KUBECONFIG": str(kubeconfig),
-            },
-        ).start()
+        plane = serve_kubernetes(kubeconfig, tmp_path / "serve.log")
         try:
             await plane.wait_ready(timeout=60)
             envoy = await envoy_factory(
