@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import ConfigKey
-from pilothouse.kube.pods_proxy import proxy_with_pod
+from pilothouse.kube.pod_sidecars import PodSidecars
 from pilothouse.kube.registry import KubeFeeds, KubeRegistry
 from pilothouse.metrics.push import PushMetrics, metric_type
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
@@ -156,9 +156,10 @@ class DiscoveryServer:
                 on_pods=self._on_pods_changed,
             )
             self.registry = AggregateRegistry(service_entries, self.kube)
-        self._by_proxy_id: dict[str, set[Connection]] = {}
-        """Connections by proxy id (``pod.namespace``), kept with Kubernetes only: a Pod
-        change finds its sidecars without walking every connection."""
+        self._pod_sidecars: PodSidecars[Connection] | None = (
+            PodSidecars(self.kube) if self.kube is not None else None
+        )
+        """Sidecars matched to their Pods, kept with Kubernetes only."""
         self._versions = PushVersions()
         self.jwks = JwksResolver(self._on_jwks_change, fetch=self.settings.jwks_fetch)
         """The key sets of RequestAuthentication jwksUris, fetched and inlined."""
@@ -234,9 +235,9 @@ class DiscoveryServer:
     def complete_proxy(self, proxy: ProxyIdentity) -> ProxyIdentity:
         """``proxy`` with what the registry knows of it: a sidecar's labels, service
         account and locality from its Pod when Kubernetes is configured."""
-        if self.kube is None:
+        if self._pod_sidecars is None:
             return proxy
-        return proxy_with_pod(self.kube, proxy)
+        return self._pod_sidecars.complete(proxy)
 
     def generator(self, type_url: str) -> Generator | None:
         """The generator registered for ``type_url``; Istio GVKs fall back to ``api``."""
@@ -314,18 +315,14 @@ class DiscoveryServer:
 
     def connect(self, connection: Connection) -> None:
         self._pipeline.connect(connection)
-        if self.kube is not None:
-            self._by_proxy_id.setdefault(connection.proxy.id, set()).add(connection)
+        if self._pod_sidecars is not None:
+            self._pod_sidecars.connect(connection)
         log.debug("proxy connected", extra={"id": connection.id, "peer": connection.peer})
 
     def disconnect(self, connection: Connection) -> None:
         self._pipeline.disconnect(connection)
-        if self.kube is not None:
-            held = self._by_proxy_id.get(connection.proxy.id)
-            if held is not None:
-                held.discard(connection)
-                if not held:
-                    del self._by_proxy_id[connection.proxy.id]
+        if self._pod_sidecars is not None:
+            self._pod_sidecars.disconnect(connection)
         self._queue.remove(connection)
         session = connection.engine.session
         for totals, counts in (
@@ -452,13 +449,9 @@ class DiscoveryServer:
         """istiod's ProxyUpdate: the sidecars of changed Pods are completed again from
         their Pod and get a push of their own (their labels, and the inbound ports their
         endpoints give, may have moved while only EDS went to the others)."""
-        if self.kube is None or self._pipeline.context is None:
+        if self._pod_sidecars is None or self._pipeline.context is None:
             return
-        found = (self._by_proxy_id.get(f"{name}.{namespace}", ()) for namespace, name in pods)
-        for connection in [c for held in found for c in held]:
-            proxy = proxy_with_pod(self.kube, connection.proxy)
-            if proxy != connection.proxy:
-                connection.reidentify(proxy)
+        for connection in self._pod_sidecars.changed(pods):
             key = ConfigKey("Pod", connection.proxy.namespace, connection.proxy.pod_name)
             self.stats.push_triggers["proxy"] = self.stats.push_triggers.get("proxy", 0) + 1
             self._queue.enqueue(
