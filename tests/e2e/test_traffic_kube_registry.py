@@ -18,6 +18,7 @@ headless Service as a passthrough cluster and an ExternalName one as a DNS clust
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 
 import pytest
@@ -236,3 +237,61 @@ async def test_sidecar_of_a_pod_takes_labels_account_and_inbound_ports_from_it(
         assert await inbound_hosts(envoy) == [v1.port]
     finally:
         await plane.stop()
+
+
+async def test_policy_selects_a_sidecar_by_its_pods_labels(
+    envoy_factory: EnvoyFleet, upstream_factory: UpstreamPool
+) -> None:
+    """A sidecar that sends no labels of its own is selected by an AuthorizationPolicy
+    through its Pod's labels: its inbound listener gets the RBAC filter, and a policy for
+    another app's labels does not reach it."""
+    v1 = await upstream_factory("reviews-v1")
+    v2 = await upstream_factory("reviews-v2")
+    cluster = reviews_cluster(v1, v2)
+    plane = ControlPlane(kube=cluster.feeds())
+    await plane.start()
+    try:
+        options = EnvoyBootstrapOptions(
+            node_id=f"sidecar~{v1.host}~reviews-v1.{NS}~{NS}.svc.cluster.local",
+            xds_port=plane.port,
+            admin_port=0,
+            transport=XdsTransport.SOTW,
+        )
+        envoy = await envoy_factory(envoy_bootstrap(options))
+        assert await inbound_hosts(envoy) == [v1.port]
+        assert not await inbound_rbac(envoy)
+
+        plane.apply_yaml(render(deny_delete("ratings-only", {"app": "ratings"})))
+        await asyncio.sleep(1.0)
+        assert not await inbound_rbac(envoy)
+
+        plane.apply_yaml(render(deny_delete("reviews-read-only", {"app": "reviews"})))
+        deadline = time.monotonic() + 10
+        while not await inbound_rbac(envoy):
+            assert time.monotonic() < deadline, "the Pod's labels did not select its sidecar"
+            await asyncio.sleep(0.1)
+    finally:
+        await plane.stop()
+
+
+def deny_delete(name: str, labels: dict[str, str]) -> dict[str, object]:
+    return {
+        "apiVersion": "security.istio.io/v1",
+        "kind": "AuthorizationPolicy",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "action": "DENY",
+            "rules": [{"to": [{"operation": {"methods": ["DELETE"]}}]}],
+        },
+    }
+
+
+async def inbound_rbac(envoy: EnvoyProcess) -> bool:
+    """Whether a listener Envoy holds carries an RBAC filter (only inbound ones can)."""
+    listeners = [
+        section.get("dynamic_listeners", ())
+        for section in (await envoy.config_dump())["configs"]
+        if section.get("@type", "").endswith("ListenersConfigDump")
+    ]
+    return '"envoy.filters.http.rbac"' in json.dumps(listeners)
