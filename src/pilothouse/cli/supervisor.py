@@ -121,16 +121,11 @@ class Supervisor:
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self._stopping = True
 
-    def _worker_settings(self, index: int) -> Settings:
-        if index == 0:
-            return self.settings
-        return self.settings.with_overrides({"ctrlz.address": "off"})
-
     def _start(self, slot: _Slot) -> None:
         role = WorkerRole(index=slot.index, board=self.board, parent_pid=os.getpid())
         process = self._context.Process(
             target=worker_main,
-            args=(self._serve, self._worker_settings(slot.index), role),
+            args=(self._serve, worker_settings(self.settings, slot.index), role),
             name=f"pilothouse-worker-{slot.index}",
         )
         process.start()
@@ -227,3 +222,12 @@ def supervise(settings: Settings, serve: Serve) -> int:
     finally:
         for reservation in held:
             reservation.close()
+
+
+def worker_settings(settings: Settings, index: int) -> Settings:
+    """What worker ``index`` runs with: worker 0 as configured; the others with no
+    ControlZ page and writing no Kubernetes status (one writer is enough: they would all
+    write the same)."""
+    if index == 0:
+        return settings
+    return settings.with_overrides({"ctrlz.address": "off", "kube.write_status": False})

@@ -11,7 +11,7 @@ import pytest
 from pilothouse.cli.main import build_parser
 from pilothouse.cli.port_reservation import reserve
 from pilothouse.cli.serve_args import settings_from
-from pilothouse.cli.supervisor import reserve_all, shared_addresses
+from pilothouse.cli.supervisor import reserve_all, shared_addresses, worker_settings
 from pilothouse.cli.worker_board import WorkerBoard
 from pilothouse.environment import SettingsError
 from pilothouse.settings import Settings
@@ -87,3 +87,13 @@ def test_the_shared_ports_are_xds_admin_and_tls_and_webhook_when_on() -> None:
         "xds.tls_address",
         "webhook.address",
     }
+
+
+def test_only_worker_zero_runs_controlz_and_writes_kubernetes_status() -> None:
+    settings = Settings().with_overrides({"kube.write_status": True})
+    first, second = worker_settings(settings, 0), worker_settings(settings, 1)
+    assert first == settings and first.kube.write_status
+    assert second.ctrlz.address == "off" and not second.kube.write_status
+    assert second.with_overrides(
+        {"ctrlz.address": settings.ctrlz.address, "kube.write_status": True}
+    ) == settings
