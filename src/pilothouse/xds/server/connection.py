@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
 from pilothouse.protocol.messages import DeltaRequest, SotwRequest
+from pilothouse.push.affected_types import unaffected_types
 from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.push.request import PushRequest
 from pilothouse.push.secrets import secret_names
@@ -188,9 +189,17 @@ class Connection:
             if secrets:
                 self._write(self.engine.push_secrets(secrets, now))
             return
-        # EDS only if the change can move endpoints; a forced push resends everything
+        # EDS only if the change can move endpoints, CDS, LDS and RDS only if it can
+        # change them; a forced push resends everything
         endpoints = request.is_everything or request.touches_any(ENDPOINT_KINDS)
-        self._write(self.engine.push_full(now, endpoints=endpoints, resend=request.forced))
+        self._write(
+            self.engine.push_full(
+                now,
+                endpoints=endpoints,
+                resend=request.forced,
+                unchanged=unaffected_types(request),
+            )
+        )
 
     # -- timers -----------------------------------------------------------------------
 
