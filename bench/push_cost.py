@@ -27,7 +27,10 @@ round's CPU over the responses it wrote gives µs per push.
 And the cost of an ACK that changes nothing: every connection's latest response
 ACKed again (same nonce, same names), ``--ack-repeats`` times, parse and handle.
 
-Run: ``.venv/bin/python bench/push_cost.py``; one JSON line per figure.
+Run: ``.venv/bin/python bench/push_cost.py``; one JSON line per figure. With
+``--every-type`` a full push generates and compares every watched type, as it did before
+it left out the types its changed kinds cannot alter: run both, alternating, for a
+before/after figure.
 """
 
 from __future__ import annotations
@@ -494,7 +497,17 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--debounce", type=float, default=0.05, help="push debounce, seconds")
     parser.add_argument("--ack-repeats", type=int, default=10)
+    parser.add_argument(
+        "--every-type",
+        action="store_true",
+        help="generate and compare every watched type on each full push, as before the "
+        "push left out the types its changed kinds cannot alter (for before/after runs)",
+    )
     args = parser.parse_args()
+    if args.every_type:
+        import pilothouse.xds.server.connection as connection
+
+        connection.unaffected_types = lambda request: frozenset()  # type: ignore[assignment]
     options = Options(args.services, args.proxies, args.rounds, args.debounce, args.ack_repeats)
     for line in asyncio.run(run(options)):
         print(json.dumps(line), flush=True)
