@@ -17,7 +17,9 @@ its inputs:
 
 Other types (EDS, which the connection decides itself, SDS, the MCP-over-xDS kinds) are
 never skipped here. A request that changes everything (a mesh config change, the admin
-API's full push, ``PushRequest.everything``) or is forced skips nothing. The rows are
+API's full push, ``PushRequest.everything``) or is forced skips nothing. Endpoints are
+read too (inbound ports, DNS clusters) and move without a full push: the connection
+leaves nothing out of the first full push after they moved. The rows are
 checked by ``tests/fuzz/test_push_skips_unaffected_types.py``: for random single-kind
 edits, a type the table skips generates exactly what it did before the edit.
 """

@@ -43,6 +43,13 @@ class CountingGenerator:
         self.held[name] = Resource(name, version, body.SerializeToString())
 
 
+@dataclass
+class Endpoints:
+    """The one thing a connection reads of the endpoint index itself: its revision."""
+
+    revision: int = 1
+
+
 class FakeContext:
     def scope(self, proxy: object) -> object:
         return object()
@@ -53,7 +60,7 @@ class FakeGeneration:
     generators: dict[str, CountingGenerator]
     version: str = "2030-01-01T00:00:00Z/1"
     context: Any = field(default_factory=FakeContext)
-    endpoints: Any = None
+    endpoints: Any = field(default_factory=lambda: Endpoints())
     cache: Any = None
 
     def generator(self, type_url: str) -> CountingGenerator | None:
@@ -102,6 +109,9 @@ def converged() -> tuple[Connection, FakeGeneration]:
         (answer,) = responses(connection)
         connection.on_request(request(type_url, names, answer.nonce), 2.0)
         assert not responses(connection)
+    # a first full push (nothing changed): from here on a push may leave types out
+    connection.push(PushRequest.everything(), 2.5)
+    assert not responses(connection)
     return connection, generation
 
 
@@ -223,9 +233,21 @@ def test_a_delta_stream_skips_the_types_a_push_cannot_change() -> None:
         answer = discovery_pb2.DeltaDiscoveryResponse.FromString(queued.body)
         ack = discovery_pb2.DeltaDiscoveryRequest(type_url=type_url, response_nonce=answer.nonce)
         connection.on_request(ack, 2.0)
+    connection.push(PushRequest.everything(), 2.5)
     generation.generators[LDS].set("l", "2")
     generation.generators[CDS].set(CLUSTERS[0], "2")
     calls = _calls(generation, lambda: connection.push(PushRequest.for_configs([POLICY]), 3.0))
     assert calls == {CDS: 0, LDS: 1}
     queued = connection.outbound.get_nowait()
     assert queued is not None and queued.type_url == LDS and connection.outbound.empty()
+
+
+def test_a_push_after_the_endpoints_moved_leaves_no_type_out() -> None:
+    """Listeners and clusters read endpoints too (inbound ports, DNS clusters), which an
+    EDS push does not regenerate: the first full push after they moved generates all."""
+    connection, generation = converged()
+    generation.endpoints.revision += 1
+    moved = _calls(generation, lambda: connection.push(PushRequest.for_configs([POLICY]), 3.0))
+    assert moved == {CDS: 1, EDS: 0, LDS: 1, RDS: 1}
+    again = _calls(generation, lambda: connection.push(PushRequest.for_configs([POLICY]), 4.0))
+    assert again == {CDS: 0, EDS: 0, LDS: 1, RDS: 0}
