@@ -8,10 +8,14 @@ its inputs:
 
 - CDS reads services, endpoints (DNS clusters), DestinationRules, PeerAuthentications
   (auto-mTLS), Sidecars and the mesh settings; never VirtualServices, Gateways,
-  AuthorizationPolicies or RequestAuthentications.
+  AuthorizationPolicies or RequestAuthentications. (istiod skips the last three too;
+  it pushes CDS on VirtualService changes where its Sidecar scoping or its gateway
+  cluster filtering reads them, neither of which pilothouse's scopes do.)
 - LDS reads services, Sidecars, Gateways, VirtualServices (TCP/TLS routes),
   PeerAuthentications, AuthorizationPolicies, RequestAuthentications, endpoints (inbound)
-  and the mesh; never a DestinationRule.
+  and the mesh; never a DestinationRule. (istiod's LDS does read them: AUTO_PASSTHROUGH
+  gateway servers get a filter chain per DestinationRule subset. pilothouse leaves such
+  servers out; the row must lose DestinationRule when they are built.)
 - RDS reads services, VirtualServices, Gateways, Sidecars and DestinationRules (route hash
   policies); never a PeerAuthentication, AuthorizationPolicy or RequestAuthentication.
 
