@@ -14,9 +14,10 @@ push, which is where they differ (the gRPC read and write cost both the same).
 Each round, alternating the two so both see the same machine:
 
 - the change (an EDS change: service 0's WorkloadEntry moves; a CDS change: its
-  DestinationRule changes) and every response it makes written (pilothouse: the
-  store event, debounce, the push queue and workers, the stream engine, the writer;
-  the floor: ``Floor.push`` of the very resource pilothouse sent, and its writers);
+  DestinationRule changes; an RDS change: its VirtualService's route timeout changes)
+  and every response it makes written (pilothouse: the store event, debounce, the
+  push queue and workers, the stream engine, the writer; the floor: ``Floor.push``
+  of the very resource pilothouse sent, and its writers);
 - then every proxy's ACK handled (parse and handle, and any response the ACK makes
   written and ACKed in turn: a CDS ACK asks for EDS).
 
@@ -59,6 +60,32 @@ from pilothouse.loadtest.fleet import fleet_identities
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 
 TYPES = (CDS, EDS, LDS, RDS)
+VIRTUAL_SERVICE = """\
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {{name: {name}, namespace: {ns}}}
+spec:
+  hosts: [{host}]
+  http:
+  - route: [{{destination: {{host: {host}}}}}]
+    timeout: {timeout}s
+"""
+
+
+def route_yaml(index: int, state: int) -> str:
+    """A VirtualService for service ``index``; ``state`` sets its route timeout."""
+    host = f"svc-{index}.{NAMESPACE}.svc.cluster.local"
+    return VIRTUAL_SERVICE.format(name=f"svc-{index}", ns=NAMESPACE, host=host, timeout=1 + state)
+
+
+CHANGES: dict[str, Callable[[int, int], str]] = {
+    "eds": endpoint_yaml,
+    "cds": rule_yaml,
+    "rds": route_yaml,
+}
+"""The change each kind of round makes: a WorkloadEntry moves, a DestinationRule's
+connection pool changes, a VirtualService's route timeout changes."""
+KINDS = tuple(CHANGES)
 ROUND_TIMEOUT = 60.0
 TARGET_RATIO = 1.3
 TARGET_ACK_US = 30.0
@@ -101,8 +128,8 @@ class Side:
 
     def __init__(self) -> None:
         self.peers: list[Peer] = []
-        self.push_cpu: dict[str, list[float]] = {"eds": [], "cds": []}
-        self.ack_cpu: dict[str, list[float]] = {"eds": [], "cds": []}
+        self.push_cpu: dict[str, list[float]] = {kind: [] for kind in KINDS}
+        self.ack_cpu: dict[str, list[float]] = {kind: [] for kind in KINDS}
         self.responses: dict[str, int] = {}
         self.noop_ack_us: list[float] = []
 
@@ -275,7 +302,7 @@ class Pilothouse(Side):
         )
 
     def change(self, kind: str, state: int) -> None:
-        self.apply(endpoint_yaml(0, state) if kind == "eds" else rule_yaml(0, state))
+        self.apply(CHANGES[kind](0, state))
 
     def handle(self, index: int, body: bytes) -> None:
         self.handler._handle(self.parse(body), self.connections[index])
@@ -404,7 +431,7 @@ async def run(options: Options) -> list[dict[str, Any]]:
     floor = FloorSide()
     await floor.start(mine, names)
     # learn what each change sends (two states each, so every round is a real change)
-    for kind in ("eds", "cds"):
+    for kind in KINDS:
         for state in (1, 0):
             mine.change(kind, state)
             await asyncio.sleep(options.debounce + 0.05)
@@ -417,7 +444,7 @@ async def run(options: Options) -> list[dict[str, Any]]:
             for peer in mine.peers:
                 peer.acks()
     lines = []
-    for kind in ("eds", "cds"):
+    for kind in KINDS:
         for index in range(options.rounds):
             state = 1 - index % 2
             for side in (mine, floor) if index % 2 == 0 else (floor, mine):
