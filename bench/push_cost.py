@@ -14,9 +14,10 @@ push, which is where they differ (the gRPC read and write cost both the same).
 Each round, alternating the two so both see the same machine:
 
 - the change (an EDS change: service 0's WorkloadEntry moves; a CDS change: its
-  DestinationRule changes) and every response it makes written (pilothouse: the
-  store event, debounce, the push queue and workers, the stream engine, the writer;
-  the floor: ``Floor.push`` of the very resource pilothouse sent, and its writers);
+  DestinationRule changes; an RDS change: its VirtualService's route timeout changes)
+  and every response it makes written (pilothouse: the store event, debounce, the
+  push queue and workers, the stream engine, the writer; the floor: ``Floor.push``
+  of the very resource pilothouse sent, and its writers);
 - then every proxy's ACK handled (parse and handle, and any response the ACK makes
   written and ACKed in turn: a CDS ACK asks for EDS).
 
@@ -27,7 +28,10 @@ round's CPU over the responses it wrote gives µs per push.
 And the cost of an ACK that changes nothing: every connection's latest response
 ACKed again (same nonce, same names), ``--ack-repeats`` times, parse and handle.
 
-Run: ``.venv/bin/python bench/push_cost.py``; one JSON line per figure.
+Run: ``.venv/bin/python bench/push_cost.py``; one JSON line per figure. With
+``--every-type`` a full push generates and compares every watched type, as it did before
+it left out the types its changed kinds cannot alter: run both, alternating, for a
+before/after figure.
 """
 
 from __future__ import annotations
@@ -56,6 +60,32 @@ from pilothouse.loadtest.fleet import fleet_identities
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 
 TYPES = (CDS, EDS, LDS, RDS)
+VIRTUAL_SERVICE = """\
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {{name: {name}, namespace: {ns}}}
+spec:
+  hosts: [{host}]
+  http:
+  - route: [{{destination: {{host: {host}}}}}]
+    timeout: {timeout}s
+"""
+
+
+def route_yaml(index: int, state: int) -> str:
+    """A VirtualService for service ``index``; ``state`` sets its route timeout."""
+    host = f"svc-{index}.{NAMESPACE}.svc.cluster.local"
+    return VIRTUAL_SERVICE.format(name=f"svc-{index}", ns=NAMESPACE, host=host, timeout=1 + state)
+
+
+CHANGES: dict[str, Callable[[int, int], str]] = {
+    "eds": endpoint_yaml,
+    "cds": rule_yaml,
+    "rds": route_yaml,
+}
+"""The change each kind of round makes: a WorkloadEntry moves, a DestinationRule's
+connection pool changes, a VirtualService's route timeout changes."""
+KINDS = tuple(CHANGES)
 ROUND_TIMEOUT = 60.0
 TARGET_RATIO = 1.3
 TARGET_ACK_US = 30.0
@@ -98,8 +128,8 @@ class Side:
 
     def __init__(self) -> None:
         self.peers: list[Peer] = []
-        self.push_cpu: dict[str, list[float]] = {"eds": [], "cds": []}
-        self.ack_cpu: dict[str, list[float]] = {"eds": [], "cds": []}
+        self.push_cpu: dict[str, list[float]] = {kind: [] for kind in KINDS}
+        self.ack_cpu: dict[str, list[float]] = {kind: [] for kind in KINDS}
         self.responses: dict[str, int] = {}
         self.noop_ack_us: list[float] = []
 
@@ -272,7 +302,7 @@ class Pilothouse(Side):
         )
 
     def change(self, kind: str, state: int) -> None:
-        self.apply(endpoint_yaml(0, state) if kind == "eds" else rule_yaml(0, state))
+        self.apply(CHANGES[kind](0, state))
 
     def handle(self, index: int, body: bytes) -> None:
         self.handler._handle(self.parse(body), self.connections[index])
@@ -401,7 +431,7 @@ async def run(options: Options) -> list[dict[str, Any]]:
     floor = FloorSide()
     await floor.start(mine, names)
     # learn what each change sends (two states each, so every round is a real change)
-    for kind in ("eds", "cds"):
+    for kind in KINDS:
         for state in (1, 0):
             mine.change(kind, state)
             await asyncio.sleep(options.debounce + 0.05)
@@ -414,7 +444,7 @@ async def run(options: Options) -> list[dict[str, Any]]:
             for peer in mine.peers:
                 peer.acks()
     lines = []
-    for kind in ("eds", "cds"):
+    for kind in KINDS:
         for index in range(options.rounds):
             state = 1 - index % 2
             for side in (mine, floor) if index % 2 == 0 else (floor, mine):
@@ -494,7 +524,17 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--debounce", type=float, default=0.05, help="push debounce, seconds")
     parser.add_argument("--ack-repeats", type=int, default=10)
+    parser.add_argument(
+        "--every-type",
+        action="store_true",
+        help="generate and compare every watched type on each full push, as before the "
+        "push left out the types its changed kinds cannot alter (for before/after runs)",
+    )
     args = parser.parse_args()
+    if args.every_type:
+        import pilothouse.xds.server.connection as connection
+
+        connection.unaffected_types = lambda request: frozenset()  # type: ignore[assignment]
     options = Options(args.services, args.proxies, args.rounds, args.debounce, args.ack_repeats)
     for line in asyncio.run(run(options)):
         print(json.dumps(line), flush=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +20,8 @@ from pilothouse.xds.server.connection import Connection
 
 CLUSTERS = ("outbound|80||a.ns.svc.cluster.local", "outbound|80||b.ns.svc.cluster.local")
 RULE = ConfigKey("DestinationRule", "ns", "a")
+POLICY = ConfigKey("AuthorizationPolicy", "ns", "deny")
+ROUTE = ConfigKey("VirtualService", "ns", "a")
 
 
 @dataclass
@@ -40,6 +43,13 @@ class CountingGenerator:
         self.held[name] = Resource(name, version, body.SerializeToString())
 
 
+@dataclass
+class Endpoints:
+    """The one thing a connection reads of the endpoint index itself: its revision."""
+
+    revision: int = 1
+
+
 class FakeContext:
     def scope(self, proxy: object) -> object:
         return object()
@@ -50,7 +60,7 @@ class FakeGeneration:
     generators: dict[str, CountingGenerator]
     version: str = "2030-01-01T00:00:00Z/1"
     context: Any = field(default_factory=FakeContext)
-    endpoints: Any = None
+    endpoints: Any = field(default_factory=lambda: Endpoints())
     cache: Any = None
 
     def generator(self, type_url: str) -> CountingGenerator | None:
@@ -99,6 +109,9 @@ def converged() -> tuple[Connection, FakeGeneration]:
         (answer,) = responses(connection)
         connection.on_request(request(type_url, names, answer.nonce), 2.0)
         assert not responses(connection)
+    # a first full push (nothing changed): from here on a push may leave types out
+    connection.push(PushRequest.everything(), 2.5)
+    assert not responses(connection)
     return connection, generation
 
 
@@ -108,8 +121,9 @@ def test_cluster_change_generates_clusters_once_and_sends_them_and_their_assignm
     before = {t: g.calls for t, g in generation.generators.items()}
     connection.push(PushRequest.for_configs([RULE]), 3.0)
     calls = {t: g.calls - before[t] for t, g in generation.generators.items()}
-    # EDS twice: to find what changed, then to send the changed cluster's assignment
-    assert calls == {CDS: 1, EDS: 2, LDS: 1, RDS: 1}
+    # EDS twice: to find what changed, then to send the changed cluster's assignment;
+    # listeners read no DestinationRule, so they are not generated at all
+    assert calls == {CDS: 1, EDS: 2, LDS: 0, RDS: 1}
     sent, refreshed = responses(connection)
     assert sent.type_url == CDS and len(sent.resources) == 2
     # unchanged, but Envoy warms the changed cluster only on a fresh assignment
@@ -168,3 +182,72 @@ def test_a_forced_push_resends_everything_on_a_delta_stream() -> None:
     connection.push(PushRequest.everything(forced=True), 4.0)
     sent = delta_responses()
     assert [(r.type_url, len(r.resources)) for r in sent] == [(CDS, 2), (LDS, 1)]
+
+
+def _calls(generation: FakeGeneration, push: Any) -> dict[str, int]:
+    before = {t: g.calls for t, g in generation.generators.items()}
+    push()
+    return {t: g.calls - before[t] for t, g in generation.generators.items()}
+
+
+def test_a_push_generates_only_the_types_its_changed_kinds_can_change() -> None:
+    connection, generation = converged()
+    policy = _calls(generation, lambda: connection.push(PushRequest.for_configs([POLICY]), 3.0))
+    assert policy == {CDS: 0, EDS: 0, LDS: 1, RDS: 0}
+    route = _calls(generation, lambda: connection.push(PushRequest.for_configs([ROUTE]), 4.0))
+    assert route == {CDS: 0, EDS: 0, LDS: 1, RDS: 1}
+    both = PushRequest.for_configs([POLICY]).merge(PushRequest.for_configs([RULE]))
+    merged = _calls(generation, lambda: connection.push(both, 5.0))
+    assert merged == {CDS: 1, EDS: 1, LDS: 1, RDS: 1}, "only what every changed kind skips"
+
+
+def test_a_skipped_type_still_goes_out_when_it_changed_in_a_push_that_can_change_it() -> None:
+    connection, generation = converged()
+    generation.generators[LDS].set("virtualOutbound", "2")
+    connection.push(PushRequest.for_configs([RULE]), 3.0)
+    assert responses(connection) == [], "a DestinationRule push leaves listeners alone"
+    connection.push(PushRequest.for_configs([POLICY]), 4.0)
+    (sent,) = responses(connection)
+    assert sent.type_url == LDS and sent.resources[0].value == b"virtualOutbound@2"
+
+
+def test_everything_and_forced_pushes_generate_every_watched_type() -> None:
+    connection, generation = converged()
+    everything = _calls(generation, lambda: connection.push(PushRequest.everything(), 3.0))
+    assert everything == {CDS: 1, EDS: 1, LDS: 1, RDS: 1}
+    forced = dataclasses.replace(PushRequest.for_configs([POLICY]), forced=True)
+    calls = _calls(generation, lambda: connection.push(forced, 4.0))
+    # (EDS in a full push follows whether endpoints can have moved, forced or not)
+    assert {t: calls[t] for t in (CDS, LDS, RDS)} == {CDS: 1, LDS: 1, RDS: 1}
+    assert [r.type_url for r in responses(connection)] == [CDS, LDS, RDS]
+
+
+def test_a_delta_stream_skips_the_types_a_push_cannot_change() -> None:
+    generation = FakeGeneration({CDS: resources(CDS, *CLUSTERS), LDS: resources(LDS, "l")})
+    proxy = parse_node("sidecar~10.0.0.1~app-1.ns~ns.svc.cluster.local")
+    connection = Connection("c-3", "peer", proxy, generation, delta=True)
+    for type_url in (CDS, LDS):
+        connection.on_request(discovery_pb2.DeltaDiscoveryRequest(type_url=type_url), 1.0)
+        queued = connection.outbound.get_nowait()
+        assert queued is not None
+        answer = discovery_pb2.DeltaDiscoveryResponse.FromString(queued.body)
+        ack = discovery_pb2.DeltaDiscoveryRequest(type_url=type_url, response_nonce=answer.nonce)
+        connection.on_request(ack, 2.0)
+    connection.push(PushRequest.everything(), 2.5)
+    generation.generators[LDS].set("l", "2")
+    generation.generators[CDS].set(CLUSTERS[0], "2")
+    calls = _calls(generation, lambda: connection.push(PushRequest.for_configs([POLICY]), 3.0))
+    assert calls == {CDS: 0, LDS: 1}
+    queued = connection.outbound.get_nowait()
+    assert queued is not None and queued.type_url == LDS and connection.outbound.empty()
+
+
+def test_a_push_after_the_endpoints_moved_leaves_no_type_out() -> None:
+    """Listeners and clusters read endpoints too (inbound ports, DNS clusters), which an
+    EDS push does not regenerate: the first full push after they moved generates all."""
+    connection, generation = converged()
+    generation.endpoints.revision += 1
+    moved = _calls(generation, lambda: connection.push(PushRequest.for_configs([POLICY]), 3.0))
+    assert moved == {CDS: 1, EDS: 0, LDS: 1, RDS: 1}
+    again = _calls(generation, lambda: connection.push(PushRequest.for_configs([POLICY]), 4.0))
+    assert again == {CDS: 0, EDS: 0, LDS: 1, RDS: 0}

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from pilothouse.config.model import ConfigKey
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.cache import Resource
 from pilothouse.push.proxy import parse_node
@@ -80,7 +81,9 @@ def test_generation_time_is_per_type_and_sizes_are_reported() -> None:
 
     inner[CDS].set(CLUSTERS[0], "2")
     inner[LDS].set("virtualOutbound", "2")
-    connection.push(PushRequest.for_configs([RULE]), 3.0)
+    # a DestinationRule and a Sidecar: a change that can alter every type
+    sidecar = ConfigKey("Sidecar", "ns", "default")
+    connection.push(PushRequest.for_configs([RULE, sidecar]), 3.0)
     pushed = {queued.type_url: queued.generation for queued in drain(connection)}
     # every type is generated once; RDS did not change and is not sent, and its
     # generation time is not carried over to the next response of its type; EDS did not

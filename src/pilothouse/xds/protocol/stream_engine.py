@@ -206,14 +206,25 @@ class StreamEngine:
         _add(out, self._flavour.respond(SDS, changed, now))
         return out
 
-    def push_full(self, now: float, *, endpoints: bool, resend: bool = False) -> list[Outgoing]:
+    def push_full(
+        self,
+        now: float,
+        *,
+        endpoints: bool,
+        resend: bool = False,
+        unchanged: frozenset[str] = frozenset(),
+    ) -> list[Outgoing]:
         """Every watched type in make-before-break order; EDS only when ``endpoints``
         (the change can move endpoints), and then only what differs (SotW). With
-        ``resend`` (a forced push) every watched type goes out, changed or not."""
+        ``resend`` (a forced push) every watched type goes out, changed or not. The
+        types in ``unchanged`` are neither generated nor compared: the caller knows
+        the change cannot alter them (:mod:`pilothouse.push.affected_types`)."""
         out: list[Outgoing] = []
         order = self.order
         watched = self.watched_types()
         routes_watched = any(t in ROUTE_TYPES for t in watched)
+        if unchanged and not resend:
+            watched = [t for t in watched if t not in unchanged]
         held = order.sent(CDS)  # what is recorded is replaced, never changed
         before = held.keys()
         refresh: frozenset[str] = frozenset()

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
 from pilothouse.protocol.messages import DeltaRequest, SotwRequest
+from pilothouse.push.affected_types import unaffected_types
 from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.push.request import PushRequest
 from pilothouse.push.secrets import secret_names
@@ -122,6 +123,11 @@ class Connection:
         self.denied: str | None = None
         """Why the stream must end with PERMISSION_DENIED (a debug type it may not read)."""
         self._generation = generation
+        self._pushed_at: int | None = None
+        """The endpoints' revision at the last full push (None before the first): the
+        listeners and clusters also read endpoints (inbound ports, DNS clusters), which
+        an EDS push does not regenerate, so a full push leaves no type out once the
+        endpoints moved since the last one."""
 
     def __repr__(self) -> str:
         return f"Connection({self.id}, {self.proxy.node_id})"
@@ -188,9 +194,18 @@ class Connection:
             if secrets:
                 self._write(self.engine.push_secrets(secrets, now))
             return
-        # EDS only if the change can move endpoints; a forced push resends everything
+        # EDS only if the change can move endpoints, CDS, LDS and RDS only if it can
+        # change them; a forced push resends everything
         endpoints = request.is_everything or request.touches_any(ENDPOINT_KINDS)
-        self._write(self.engine.push_full(now, endpoints=endpoints, resend=request.forced))
+        index = self._generation.endpoints
+        revision = index.revision if index is not None else 0
+        unchanged = unaffected_types(request) if revision == self._pushed_at else frozenset()
+        self._pushed_at = revision
+        self._write(
+            self.engine.push_full(
+                now, endpoints=endpoints, resend=request.forced, unchanged=unchanged
+            )
+        )
 
     # -- timers -----------------------------------------------------------------------
 

@@ -1,0 +1,60 @@
+"""Which watched xDS types a full push may leave alone, from the kinds of config it changed.
+
+istiod asks each generator whether a push concerns it (``cdsNeedsPush``, ``ldsNeedsPush``,
+``rdsNeedsPush``: a push whose every changed kind is in the generator's skipped set does
+not regenerate that type). Here the same question is answered from what pilothouse's own
+builders read, so a type is left out of a full push only when no changed kind is among
+its inputs:
+
+- CDS reads services, endpoints (DNS clusters), DestinationRules, PeerAuthentications
+  (auto-mTLS), Sidecars and the mesh settings; never VirtualServices, Gateways,
+  AuthorizationPolicies or RequestAuthentications. (istiod skips the last three too;
+  it pushes CDS on VirtualService changes where its Sidecar scoping or its gateway
+  cluster filtering reads them, neither of which pilothouse's scopes do.)
+- LDS reads services, Sidecars, Gateways, VirtualServices (TCP/TLS routes),
+  PeerAuthentications, AuthorizationPolicies, RequestAuthentications, endpoints (inbound)
+  and the mesh; never a DestinationRule. (istiod's LDS does read them: AUTO_PASSTHROUGH
+  gateway servers get a filter chain per DestinationRule subset. pilothouse leaves such
+  servers out; the row must lose DestinationRule when they are built.)
+- RDS reads services, VirtualServices, Gateways, Sidecars and DestinationRules (route hash
+  policies); never a PeerAuthentication, AuthorizationPolicy or RequestAuthentication.
+
+Other types (EDS, which the connection decides itself, SDS, the MCP-over-xDS kinds) are
+never skipped here. A request that changes everything (a mesh config change, the admin
+API's full push, ``PushRequest.everything``) or is forced skips nothing. Endpoints are
+read too (inbound ports, DNS clusters) and move without a full push: the connection
+leaves nothing out of the first full push after they moved. The rows are
+checked by ``tests/fuzz/test_push_skips_unaffected_types.py``: for random single-kind
+edits, a type the table skips generates exactly what it did before the edit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Final
+
+from pilothouse.protocol.type_urls import CDS, LDS, RDS
+from pilothouse.push.authorization import AUTHORIZATION_POLICY, REQUEST_AUTHENTICATION
+from pilothouse.push.peer_authentication import PEER_AUTHENTICATION
+from pilothouse.push.request import PushRequest
+
+UNAFFECTED_BY: Final[Mapping[str, frozenset[str]]] = MappingProxyType(
+    {
+        CDS: frozenset({"VirtualService", "Gateway", AUTHORIZATION_POLICY, REQUEST_AUTHENTICATION}),
+        LDS: frozenset({"DestinationRule"}),
+        RDS: frozenset({PEER_AUTHENTICATION, AUTHORIZATION_POLICY, REQUEST_AUTHENTICATION}),
+    }
+)
+"""Type URL → the config kinds whose changes cannot change that type's resources."""
+
+_NOTHING: Final[frozenset[str]] = frozenset()
+
+
+def unaffected_types(request: PushRequest) -> frozenset[str]:
+    """The type URLs a full push of ``request`` cannot change: every changed kind is one the
+    type does not read. Empty for a forced push or one that changes everything."""
+    if request.forced or request.is_everything or not request.full:
+        return _NOTHING
+    kinds = request.kinds()
+    return frozenset(t for t, unread in UNAFFECTED_BY.items() if kinds <= unread)
