@@ -1,4 +1,5 @@
-"""bench/push_cost.py on a tiny mesh: every figure printed, both servers wrote for each change."""
+"""bench/push_cost.py on a tiny mesh: every figure printed (EDS, CDS and RDS changes, the
+no-op ACK), both servers wrote for each change."""
 
 from __future__ import annotations
 
@@ -17,11 +18,13 @@ def test_it_prints_push_and_ack_figures_against_the_floor(
     monkeypatch.setattr("sys.argv", [*argv, "--ack-repeats", "2", "--debounce", "0.01"])
     main()
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert [line["benchmark"].split(":")[0] for line in lines] == ["push_cost"] * 3
-    eds, cds, ack = lines
-    assert eds["responses_per_round_pilothouse"] == eds["responses_per_round_floor"] == 4
+    assert [line["benchmark"].split(":")[0] for line in lines] == ["push_cost"] * 4
+    eds, cds, rds, ack = lines
+    assert "RDS change" in rds["benchmark"]
+    for line in (eds, rds):
+        assert line["responses_per_round_pilothouse"] == line["responses_per_round_floor"] == 4
     assert cds["responses_per_round_pilothouse"] >= 4 and cds["responses_per_round_floor"] >= 4
-    for line in (eds, cds):
+    for line in (eds, cds, rds):
         assert line["pilothouse_us_per_response"] > 0 and line["floor_us_per_response"] > 0
     assert ack["pilothouse_us_per_ack"] > 0 and ack["target_met"] in ("yes", "no")
 
