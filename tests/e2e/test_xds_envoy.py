@@ -245,3 +245,61 @@ async def _stat_is(envoy: EnvoyProcess, name: str, value: int) -> bool:
 
 async def _has_connection(plane: ControlPlane) -> bool:
     return len(plane.connections()) == 1
+
+
+def _max_connections(dump: dict[str, Any], section: str, cluster: str) -> int | None:
+    """``max_connections`` of ``cluster``'s default threshold in a CDS config dump section
+    (``dynamic_active_clusters`` or ``dynamic_warming_clusters``); None if not there."""
+    for config in dump["configs"]:
+        if not config["@type"].endswith("ClustersConfigDump"):
+            continue
+        for entry in config.get(section, []):
+            if entry["cluster"]["name"] == cluster:
+                thresholds = entry["cluster"].get("circuit_breakers", {}).get("thresholds", [])
+                for threshold in thresholds:
+                    if "max_connections" in threshold:
+                        return int(threshold["max_connections"])
+                return None
+    return None
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_changed_cluster_warms_on_the_one_assignment_pushed_after_it(
+    plane: ControlPlane, envoy_factory: EnvoyFleet, transport: XdsTransport
+) -> None:
+    """A DestinationRule edit that changes clusters but not endpoints: Envoy warms the
+    changed clusters on the EDS response pushed right after CDS (the stream is ordered,
+    so it arrives once the new clusters wait for it), and the server sends exactly one
+    CDS and one EDS response for it, not a second EDS answer to Envoy's next ACK."""
+    envoy = await attach(envoy_factory, plane.port, transport)
+    connection = plane.only_connection()
+    session = connection.sotw or connection.delta_session
+    assert session is not None
+    await eventually(lambda: _synced(session, EDS), 3)
+    cds_sent = connection.stats.responses[CDS]
+    eds_sent = connection.stats.responses[EDS]
+    updated = await envoy.stat("cluster_manager.cluster_modified")
+
+    plane.apply_yaml(MESH.replace(
+        "  subsets: [{name: v1, labels: {version: v1}}]",
+        "  trafficPolicy: {connectionPool: {tcp: {maxConnections: 7}}}\n"
+        "  subsets: [{name: v1, labels: {version: v1}}]",
+    ))
+
+    async def warmed() -> bool:
+        dump = await envoy.config_dump()
+        return (
+            _max_connections(dump, "dynamic_active_clusters", CLUSTER) == 7
+            and _max_connections(dump, "dynamic_active_clusters", SUBSET) == 7
+            and await envoy.stat("cluster_manager.warming_clusters") == 0
+        )
+
+    await eventually(warmed, 5)
+    assert await envoy.stat("cluster_manager.cluster_modified") >= updated + 2
+    await eventually(lambda: _synced(session, EDS), 3)
+    await eventually(lambda: _synced(session, CDS), 3)
+    await asyncio.sleep(0.5)  # room for a late extra answer to show up
+    assert connection.stats.responses[CDS] == cds_sent + 1
+    assert connection.stats.responses[EDS] == eds_sent + 1, "one fresh assignment is enough"
+    assert await endpoints_of(envoy, CLUSTER) == [("127.0.0.1", 18001)]
+    assert await endpoints_of(envoy, SUBSET) == [("127.0.0.1", 18001)]

@@ -251,7 +251,9 @@ def test_a_changed_cluster_gets_its_unchanged_assignment_again(
     delta: bool, endpoints: bool
 ) -> None:
     """Envoy keeps an updated EDS cluster warming until it gets a fresh assignment, even
-    an unchanged one (xds-protocol.md §2.8): the push sends it, and only it."""
+    an unchanged one (xds-protocol.md §2.8): the push sends it, and only it, right
+    behind CDS; that is the fresh response, so the EDS ACK that follows is not
+    answered again (tests/e2e/test_xds_envoy.py checks this against a real Envoy)."""
     client = Client(delta)
     client.converge()
     client.source.held[CDS][A] = "2"  # say auto-mTLS turned on: endpoints stay the same
@@ -259,10 +261,24 @@ def test_a_changed_cluster_gets_its_unchanged_assignment_again(
     assert clusters.type_url == CDS
     assert (refreshed.type_url, refreshed.names, refreshed.removed) == (EDS, (A,), ())
     assert client.ack(clusters) == []
-    for again in client.ack(refreshed):  # the warming fix answers the first EDS ACK
-        assert again.type_url == EDS
-        assert client.ack(again) == []
+    assert client.ack(refreshed) == []
     assert client.push(endpoints=endpoints) == []  # nothing changed since
+
+
+@PROTOCOLS
+def test_clusters_answered_without_assignments_behind_them_keep_the_warming_flag(
+    delta: bool,
+) -> None:
+    """A CDS response with no EDS response behind it (here: a removed cluster, nothing
+    refreshed) leaves the warming flag set: the next EDS ACK is answered in full."""
+    client = Client(delta)
+    client.converge()
+    del client.source.held[CDS][B]
+    (clusters,) = client.push(endpoints=False)
+    assert clusters.type_url == CDS
+    session = client.engine.session
+    watch = session.watch(EDS)
+    assert watch is not None and watch.always_respond
 
 
 @PROTOCOLS

@@ -27,7 +27,11 @@ bad content is still not resent unchanged).
 The engine does no I/O and reads no clock: the caller passes ``now``.  After
 sending a response the caller reports it with ``record_sent``; sending CDS sets
 ``always_respond`` on EDS (the warming fix: Envoy needs a fresh EDS response to
-finish warming a cluster).  ``plan_sotw`` (in ``sotw_watch``) says what to send.
+finish warming a cluster).  A push that sends the changed clusters' assignments right
+behind CDS has given that fresh response, and clears the flag with
+``warming_answered``: answering the EDS ACK as well would send every assignment a
+second time (checked against a real Envoy in tests/e2e/test_xds_envoy.py).
+``plan_sotw`` (in ``sotw_watch``) says what to send.
 """
 
 from __future__ import annotations
@@ -228,6 +232,15 @@ class SotwSession(StreamState[SotwWatch]):
         for dependent in WARMING_DEPENDENCIES.get(type_url, ()):
             self.mark_always_respond(dependent)
         return updated
+
+    def warming_answered(self, type_url: str) -> None:
+        """A response for ``type_url`` went out after the type it warms on (the EDS
+        assignments of the clusters a push just changed, sent right behind their CDS):
+        that is the fresh response the warming clusters wait for, so the next ACK is an
+        ACK again. Answering it too would send every assignment a second time."""
+        watch = self._watches.get(type_url)
+        if watch is not None and watch.always_respond:
+            self._watches[type_url] = watch.answered()
 
     def mark_always_respond(self, type_url: str) -> None:
         """Answer the next ACK for ``type_url`` even if its names did not change."""

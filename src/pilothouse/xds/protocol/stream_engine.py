@@ -228,6 +228,7 @@ class StreamEngine:
         held = order.sent(CDS)  # what is recorded is replaced, never changed
         before = held.keys()
         refresh: frozenset[str] = frozenset()
+        clusters_sent = False
         clusters: Mapping[str, Resource] | None = None
         if routes_watched and CDS in watched:
             # generated once: what lingers is worked out from it, and it is what is sent
@@ -241,14 +242,24 @@ class StreamEngine:
                 continue
             if type_url == EDS:
                 if endpoints or refresh:
-                    out += self._push_endpoints_full(now, resend, refresh, endpoints=endpoints)
+                    assignments = self._push_endpoints_full(
+                        now, resend, refresh, endpoints=endpoints
+                    )
+                    if assignments and clusters_sent:
+                        # behind the CDS response on the same ordered stream: the fresh
+                        # assignments its changed clusters warm on (``refresh``, or
+                        # everything with ``resend``)
+                        self._flavour.session.warming_answered(EDS)
+                    out += assignments
                 continue
             if type_url == CDS and clusters is not None:
                 generated = order.with_lingering(CDS, clusters)
-                _add(out, self._flavour.respond(CDS, None, now, generated, resend=resend))
+                sent = self._flavour.respond(CDS, None, now, generated, resend=resend)
             else:
-                _add(out, self._flavour.respond(type_url, None, now, resend=resend))
+                sent = self._flavour.respond(type_url, None, now, resend=resend)
+            _add(out, sent)
             if type_url == CDS:
+                clusters_sent = sent is not None
                 refresh = _changed(held, order.sent(CDS))
             if type_url == CDS and routes_watched:
                 self._start_warming(frozenset(order.sent(CDS).keys() - before))
