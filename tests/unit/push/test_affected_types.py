@@ -34,3 +34,15 @@ def test_forced_everything_and_endpoint_pushes_skip_nothing() -> None:
     assert unaffected_types(PushRequest.everything(TriggerReason.GLOBAL)) == frozenset()
     endpoints = PushRequest.for_configs([POLICY], TriggerReason.ENDPOINT, full=False)
     assert unaffected_types(endpoints) == frozenset()
+
+
+def test_a_type_is_skipped_when_every_changed_key_is_unread_or_inert_for_it() -> None:
+    other = ConfigKey("DestinationRule", "ns", "b")
+    both = PushRequest.for_configs([RULE, POLICY])
+    assert unaffected_types(both.with_inert(frozenset({(RDS, RULE)}))) == {RDS}
+    assert unaffected_types(
+        PushRequest.for_configs([RULE, other]).with_inert(frozenset({(RDS, RULE)}))
+    ) == {LDS}
+    # a forced push resends everything, inert or not
+    forced = dataclasses.replace(PushRequest.for_configs([RULE]), forced=True)
+    assert unaffected_types(forced.with_inert(frozenset({(RDS, RULE)}))) == frozenset()
