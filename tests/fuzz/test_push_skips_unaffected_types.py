@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
-from pilothouse.push.affected_types import UNAFFECTED_BY, unaffected_types
+from pilothouse.push.affected_types import UNAFFECTED_BY, moves_endpoints, unaffected_types
 from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.push.request import PushRequest
 from tests.fuzz.mesh_edits import APPS, NAMESPACES, Apply, Delete, Edit, configs, edits, load_one
@@ -51,6 +51,8 @@ from tests.fuzz.test_warm_equals_cold import (
 )
 
 CHECKED = (CDS, LDS, RDS)
+EDS_BY_NAME = "CDS names"
+"""The snapshot's EDS watch of the clusters CDS sent (test_warm_equals_cold.generate)."""
 
 
 @st.composite
@@ -77,7 +79,8 @@ def authorization_policies(draw: st.DrawFn) -> Config:
 @st.composite
 def hashing_rules(draw: st.DrawFn) -> Config:
     """A DestinationRule for a bookinfo service whose load balancing may hash: where the
-    balancer sits and what it hashes on vary, and so do parts routes never read."""
+    balancer sits and what it hashes on vary, and so do parts routes never read and the
+    subsets' labels (what endpoint assignments read)."""
     service = draw(st.sampled_from(("productpage", "reviews", "ratings")))
     balancer = draw(
         st.sampled_from(
@@ -118,7 +121,8 @@ def hashing_rules(draw: st.DrawFn) -> Config:
     if subsets:
         lines.append("  subsets:")
         for position, subset in enumerate(subsets):
-            entry = f"  - {{name: {subset}, labels: {{version: {subset}}}"
+            version = draw(st.sampled_from(("v1", "v2", "v3")))  # may change under the name
+            entry = f"  - {{name: {subset}, labels: {{version: {version}}}"
             if balancer is not None and where == "subset" and position == 0:
                 entry += f", trafficPolicy: {{loadBalancer: {balancer}}}"
             lines.append(entry + "}")
@@ -141,7 +145,7 @@ class Recorder:
         return [CDS, EDS, LDS, RDS]
 
     def watches_any_host(self, hostnames: frozenset[str]) -> bool:
-        return False
+        return True  # so endpoint pushes come too: EDS then counts as pushed
 
     def watches_secrets(self, names: frozenset[str]) -> bool:
         return False
@@ -156,27 +160,44 @@ class Recorder:
         pass
 
     def skipped(self) -> frozenset[str] | None:
-        """The types every full push handed since the last look left out; None when no
-        full push came (whether the proxy should have had one is scoping's question, and
-        endpoints reach a proxy's own listeners by the next full push: not checked here)."""
+        """The types every full push handed since the last look left out, EDS when none
+        moved endpoints and no endpoint push came; None when no full push came (whether
+        the proxy should have had one is scoping's question, and endpoints reach a
+        proxy's own listeners by the next full push: not checked here)."""
         full = [request for request in self.handed if request.full]
         if not full:
             return None
         skipped = frozenset(CHECKED)
         for request in full:
             skipped &= unaffected_types(request)
+        if not any(r.configs_updated for r in self.handed if not r.full) and not any(
+            moves_endpoints(r) for r in full
+        ):
+            skipped |= {EDS}
         return skipped
 
 
 def _changed_though_skipped(
     before: Snapshot, after: Snapshot, proxy: str, skipped: frozenset[str]
 ) -> list[str]:
-    """The types of ``proxy`` the edit changed, among ``skipped``."""
-    return [
+    """The types of ``proxy`` the edit changed, among ``skipped``. For EDS, a push that
+    moves no endpoints still sends the assignments of the clusters CDS changed, so only
+    those of unchanged clusters must be as they were."""
+    wrong = [
         type_url.rsplit(".", 1)[-1]
         for type_url in skipped
-        if before[proxy, type_url, WILDCARD] != after[proxy, type_url, WILDCARD]
+        if type_url != EDS and before[proxy, type_url, WILDCARD] != after[proxy, type_url, WILDCARD]
     ]
+    if EDS in skipped:
+        clusters, now = before[proxy, CDS, WILDCARD], after[proxy, CDS, WILDCARD]
+        for watch in (EDS_BY_NAME, WILDCARD):
+            was, held = before[proxy, EDS, watch], after[proxy, EDS, watch]
+            wrong += [
+                f"ClusterLoadAssignment {name}"
+                for name in sorted(was.keys() & held.keys())
+                if was[name] != held[name] and name in now and clusters.get(name) == now[name]
+            ]
+    return wrong
 
 
 Skips = dict[str, frozenset[str]]
@@ -368,9 +389,11 @@ def test_a_change_of_every_kind_the_table_names_skips_only_what_it_cannot_change
     assert [any(skips.values()) for skips in found] == [True] * len(history)
 
 
-def _load_balanced(service: str, balancer: str, *, pool: int = 100, subset: str = "") -> str:
+def _load_balanced(
+    service: str, balancer: str, *, pool: int = 100, subset: str = "", v1: str = "v1"
+) -> str:
     """A bookinfo DestinationRule with ``balancer`` at the top level, or (``subset``) in
-    subset v1 only."""
+    subset v1 only; subset v1 selects ``version: <v1>``."""
     top = "" if subset else f"    loadBalancer: {balancer}\n"
     inner = f", trafficPolicy: {{loadBalancer: {balancer}}}" if subset else ""
     return f"""\
@@ -382,35 +405,40 @@ spec:
   trafficPolicy:
 {top}    connectionPool: {{tcp: {{maxConnections: {pool}}}}}
   subsets:
-  - {{name: v1, labels: {{version: v1}}{inner}}}
+  - {{name: v1, labels: {{version: {v1}}}{inner}}}
   - {{name: v2, labels: {{version: v2}}}}
 """
 
 
 COOKIE = "{consistentHash: {httpCookie: {name: session, ttl: 0s}}}"
 HEADER = "{consistentHash: {httpHeaderName: x-user}}"
-RULE_HISTORY: tuple[tuple[Edit, bool | None], ...] = (
-    # (edit, whether it leaves every route as it was; None: not asserted)
-    (Apply(load_one(_load_balanced("productpage", COOKIE, pool=7))), None),  # adds subsets
-    (Apply(load_one(_load_balanced("productpage", COOKIE, pool=9))), True),  # pool only
-    (Apply(load_one(_load_balanced("productpage", HEADER, pool=9))), False),  # hashes on
-    (Apply(load_one(_load_balanced("productpage", "{simple: LEAST_REQUEST}"))), False),
-    (Apply(load_one(_load_balanced("productpage", "{simple: ROUND_ROBIN}"))), True),
-    (Apply(load_one(_load_balanced("reviews", HEADER, subset="v1"))), False),
-    (Apply(load_one(_load_balanced("reviews", HEADER, subset="v1", pool=3))), True),
-    (Delete(ConfigKey("DestinationRule", "bookinfo", "ratings")), True),  # hashed nothing
+RULE_HISTORY: tuple[tuple[Edit, bool | None, bool], ...] = (
+    # (edit, whether it leaves every route as it was (None: not asserted), whether it
+    # leaves every endpoint assignment as it was)
+    (Apply(load_one(_load_balanced("productpage", COOKIE, pool=7))), None, False),  # subsets
+    (Apply(load_one(_load_balanced("productpage", COOKIE, pool=9))), True, True),  # pool only
+    (Apply(load_one(_load_balanced("productpage", HEADER, pool=9))), False, True),  # hashes on
+    (Apply(load_one(_load_balanced("productpage", "{simple: LEAST_REQUEST}"))), False, True),
+    (Apply(load_one(_load_balanced("productpage", "{simple: ROUND_ROBIN}"))), True, True),
+    (Apply(load_one(_load_balanced("reviews", HEADER, subset="v1"))), False, False),  # v3 goes
+    (Apply(load_one(_load_balanced("reviews", HEADER, subset="v1", pool=3))), True, True),
+    # subset v1 selects other endpoints; its cluster stays: only an EDS push tells
+    (Apply(load_one(_load_balanced("reviews", HEADER, subset="v1", pool=3, v1="v3"))), True, False),
+    (Delete(ConfigKey("DestinationRule", "bookinfo", "ratings")), True, False),  # subset v1 goes
 )
 
 
-def test_destination_rule_edits_skip_routes_exactly_when_their_hashing_stays() -> None:
+def test_destination_rule_edits_skip_routes_and_endpoints_exactly_when_their_reads_stay() -> None:
     """DestinationRule edits that keep what routes read of them (connection pools,
-    outlier detection, a load balancer that hashes nothing, a rule without hashing
-    deleted) leave RDS out for every proxy they push; edits of the hashing itself (what
-    it hashes on, where it sits, turned off) push RDS to every proxy they push; and no
-    proxy is left with routes other than a fresh build's."""
-    queue = iter(edit for edit, _ in RULE_HISTORY)
+    a load balancer that hashes nothing, a rule without hashing deleted) leave RDS out
+    for every proxy they push, and edits of the hashing itself (what it hashes on, where
+    it sits, turned off) push RDS to every proxy they push; likewise edits that keep the
+    subsets leave EDS out but for the clusters CDS changed, and edits of the subsets
+    push EDS. No proxy is left with routes or assignments other than a fresh build's."""
+    queue = iter(edit for edit, _, _ in RULE_HISTORY)
     found = asyncio.run(_check(example_mesh(), lambda _held: next(queue), len(RULE_HISTORY)))
-    for (edit, alike), skips in zip(RULE_HISTORY, found, strict=True):
+    for (edit, routes, endpoints), skips in zip(RULE_HISTORY, found, strict=True):
         assert skips, f"{edit!r} pushed no proxy"
-        if alike is not None:
-            assert [RDS in s for s in skips.values()] == [alike] * len(skips), (edit, skips)
+        if routes is not None:
+            assert [RDS in s for s in skips.values()] == [routes] * len(skips), (edit, skips)
+        assert [EDS in s for s in skips.values()] == [endpoints] * len(skips), (edit, skips)

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 from pilothouse.config.mesh import MeshSettings
-from pilothouse.config.model import Config, ConfigKey
+from pilothouse.config.model import ConfigKey
 from pilothouse.push.affected_types import inert_for_scope
 from pilothouse.push.authorization import AUTHORIZATION_KINDS, JwksLookup, selects
 from pilothouse.push.cache import ResourceCache
@@ -50,7 +50,7 @@ from pilothouse.push.changes import REGISTRY_KINDS, config_request, registry_req
 from pilothouse.push.context import PushContext, build_context
 from pilothouse.push.proxy import GeneratorFamily, ProxyIdentity
 from pilothouse.push.request import PushRequest, TriggerReason
-from pilothouse.push.route_rules import moved_rules
+from pilothouse.push.rule_reads import RuleReads, moved_rules
 from pilothouse.push.secrets import has_secrets, secret_names
 from pilothouse.registry.model import Service, service_hosts
 from pilothouse.registry.update import RegistryUpdate
@@ -262,7 +262,7 @@ class PushPipeline(Generic[C]):
             keys = frozenset(k for k in keys if k.kind not in AUTHORIZATION_KINDS)
         verdicts: dict[tuple[object, object], bool] = {}
         queued: dict[tuple[object, object], PushRequest] = {}
-        reads: dict[Config, bytes | None] = {}
+        reads: RuleReads = {}
         chosen: list[tuple[C, PushRequest]] = []
         failed: list[C] = []
         for connection in connections:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 
 from pilothouse.config.model import ConfigKey
-from pilothouse.protocol.type_urls import CDS, LDS, RDS
-from pilothouse.push.affected_types import unaffected_types
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
+from pilothouse.push.affected_types import moves_endpoints, unaffected_types
 from pilothouse.push.request import PushRequest, TriggerReason
 
 RULE = ConfigKey("DestinationRule", "ns", "a")
@@ -46,3 +46,15 @@ def test_a_type_is_skipped_when_every_changed_key_is_unread_or_inert_for_it() ->
     # a forced push resends everything, inert or not
     forced = dataclasses.replace(PushRequest.for_configs([RULE]), forced=True)
     assert unaffected_types(forced.with_inert(frozenset({(RDS, RULE)}))) == frozenset()
+
+
+def test_endpoints_move_unless_every_endpoint_kind_change_is_inert_for_eds() -> None:
+    entry = ConfigKey("ServiceEntry", "ns", "s")
+    assert moves_endpoints(PushRequest.for_configs([RULE]))
+    assert not moves_endpoints(PushRequest.for_configs([RULE]).with_inert({(EDS, RULE)}))
+    assert not moves_endpoints(PushRequest.for_configs([ROUTE, POLICY]))
+    assert moves_endpoints(PushRequest.for_configs([RULE, entry]).with_inert({(EDS, RULE)}))
+    assert moves_endpoints(PushRequest.for_configs([RULE]).with_inert({(RDS, RULE)}))
+    assert moves_endpoints(PushRequest.everything())
+    forced = dataclasses.replace(PushRequest.for_configs([RULE]), forced=True)
+    assert moves_endpoints(forced.with_inert({(EDS, RULE)}))

@@ -22,7 +22,7 @@ from pilothouse.push.cache import ResourceCache
 from pilothouse.push.context import PushContext, build_context
 from pilothouse.push.proxy import ProxyIdentity, parse_node
 from pilothouse.push.request import PushRequest
-from pilothouse.push.route_rules import hash_policy_inputs
+from pilothouse.push.rule_reads import hash_policy_inputs
 from pilothouse.registry.controller import ServiceEntryRegistry
 from pilothouse.sources.memory import MemoryStore
 from pilothouse.xds.builders.listener_sidecar import build_inbound_listener

@@ -6,7 +6,7 @@ inputs (:class:`~pilothouse.xds.generators.scope_inputs.ScopeInputs`) or of a ro
 configuration's (``RouteInputs``): never a PushContext, a proxy scope or a proxy. Two
 of them come in pairs, one half making a part of the inputs, the other reading it back:
 
-- ``hash_policy_inputs`` (:mod:`pilothouse.push.route_rules`, which the push pipeline
+- ``hash_policy_inputs`` (:mod:`pilothouse.push.rule_reads`, which the push pipeline
   also compares across contexts) keeps of a DestinationRule only what hash policies read
   (its load balancers, serialised); :func:`hash_policy_lookup` derives the route hash
   policy of each cluster from those bytes alone;

@@ -1,18 +1,20 @@
-"""What routes read of DestinationRules, and whether a push changed it for a scope.
+"""What routes and endpoint assignments read of DestinationRules, and whether a push
+changed it for a scope.
 
 Routes read a DestinationRule for one thing only: the consistent-hash load balancers
 that become route hash policies (the cluster a route names is spelled from the
 VirtualService, never checked against the rule's subsets). :func:`hash_policy_inputs`
 keeps exactly that of a rule; the route generators build their hash policies from those
 bytes alone (``xds/generators/routing.py``), so two rules with equal bytes give equal
-routes.
+routes. Endpoint assignments (EDS) read a rule's subsets, names and labels
+(:func:`subsets_of`), and nothing else of it.
 
-:func:`routes_read_alike` compares, for one scope key, what the routes read of the
-rules in two push contexts: the same hostnames with the same services, and for each
-one whose rule is a different object, equal :func:`hash_policy_inputs`. When that
-holds, a push whose only route-relevant change is DestinationRules cannot change the
-scope's routes (RDS), and the pipeline says so in the request it queues
-(:mod:`pilothouse.push.affected_types`).
+:func:`routes_read_alike` and :func:`endpoints_read_alike` compare, for one scope key,
+what those read of the rules in two push contexts: the same hostnames with the same
+services, and for each one whose rule is a different object, equal readings. When that
+holds, a push whose other changes are of kinds the type never reads cannot change the
+scope's routes (RDS) or assignments (EDS), and the pipeline says so in the request it
+queues (:mod:`pilothouse.push.affected_types`).
 
 :func:`moved_rules` names the rules that differ between two DestinationRule indexes:
 the pipeline keeps those a request did not name (they reached a context before their
@@ -21,7 +23,7 @@ own request came), because a later comparison would no longer see them change.
 
 from __future__ import annotations
 
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 from typing import Any
 
 from pilothouse.api.istio.networking.v1alpha3 import destination_rule_pb2 as dr_pb2
@@ -29,8 +31,19 @@ from pilothouse.config.model import Config, ConfigKey
 from pilothouse.push.indexes import DestinationRuleIndex
 from pilothouse.push.scope import ProxyScope
 
-RuleReads = MutableMapping[Config, bytes | None]
-""":func:`hash_policy_inputs` of rules already read (one per planned push)."""
+Subsets = tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
+Reading = Callable[[Config | None], object]
+"""What one type reads of a rule (:func:`hash_policy_inputs`, :func:`subsets_of`)."""
+RuleReads = MutableMapping[tuple[Reading, Config], object]
+"""Readings of rules already made (one mapping per planned push)."""
+
+
+def subsets_of(rule: Config | None) -> Subsets:
+    """(name, sorted labels) of every subset of a DestinationRule."""
+    if rule is None:
+        return ()
+    spec: Any = rule.spec
+    return tuple((s.name, tuple(sorted(s.labels.items()))) for s in spec.subsets)
 
 
 def hash_policy_inputs(rule: Config | None) -> bytes | None:
@@ -80,9 +93,20 @@ def _copy_balancers(target: dr_pb2.TrafficPolicy, source: dr_pb2.TrafficPolicy) 
 
 def routes_read_alike(old: ProxyScope, new: ProxyScope, reads: RuleReads) -> bool:
     """Whether the routes of ``new`` read of its DestinationRules what those of ``old``
-    read of theirs: same key, same services by hostname (in the same order), and for
-    every hostname the same :func:`hash_policy_inputs`. ``reads`` remembers the bytes of
-    rules already read."""
+    read of theirs (:func:`hash_policy_inputs`; see :func:`_read_alike`)."""
+    return _read_alike(old, new, hash_policy_inputs, reads)
+
+
+def endpoints_read_alike(old: ProxyScope, new: ProxyScope, reads: RuleReads) -> bool:
+    """Whether the endpoint assignments of ``new`` read of its DestinationRules what
+    those of ``old`` read of theirs (:func:`subsets_of`; see :func:`_read_alike`)."""
+    return _read_alike(old, new, subsets_of, reads)
+
+
+def _read_alike(old: ProxyScope, new: ProxyScope, reading: Reading, reads: RuleReads) -> bool:
+    """Same scope key, same services by hostname (in the same order), and for every
+    hostname whose rule is another object, the same ``reading`` of it. ``reads``
+    remembers readings already made."""
     if old is new:
         return True
     if old.key != new.key:
@@ -94,18 +118,18 @@ def routes_read_alike(old: ProxyScope, new: ProxyScope, reads: RuleReads) -> boo
         if host != now_host or (was is not service and was != service):
             return False
         rule, held = old.destination_rule(was), new.destination_rule(service)
-        if rule is not held and _read(rule, reads) != _read(held, reads):
+        if rule is not held and _read(reading, rule, reads) != _read(reading, held, reads):
             return False
     return True
 
 
-def _read(rule: Config | None, reads: RuleReads) -> bytes | None:
+def _read(reading: Reading, rule: Config | None, reads: RuleReads) -> object:
     if rule is None:
-        return None
+        return reading(None)
     try:
-        return reads[rule]
+        return reads[reading, rule]
     except KeyError:
-        found = reads[rule] = hash_policy_inputs(rule)
+        found = reads[reading, rule] = reading(rule)
         return found
 
 
