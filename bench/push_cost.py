@@ -28,11 +28,11 @@ round's CPU over the responses it wrote gives µs per push.
 And the cost of an ACK that changes nothing: every connection's latest response
 ACKed again (same nonce, same names), ``--ack-repeats`` times, parse and handle.
 
-Run: ``.venv/bin/python bench/push_cost.py``; one JSON line per figure. The CDS line
-also gives, from rounds alternated with its own, the same change with the pipeline's
-comparison of what routes read of DestinationRules turned off (``…_rules_uncompared``:
-RDS generated and compared as before that comparison; ``uncompared_to_compared`` is
-before ÷ after). With ``--every-type`` a full push generates and compares every watched
+Run: ``.venv/bin/python bench/push_cost.py``; one JSON line per figure. The CDS and
+RDS lines also give, from rounds alternated with their own, the same change with the
+pipeline's per-scope comparisons turned off (``…_uncompared``: the types they spare
+generated and compared as before them; ``uncompared_to_compared`` is before ÷ after).
+With ``--every-type`` a full push generates and compares every watched
 type, as it did before it left out the types its changed kinds cannot alter: run both,
 alternating, for a before/after figure.
 """
@@ -87,13 +87,16 @@ CHANGES: dict[str, Callable[[int], str]] = {
     "cds": lambda state: rule_yaml(0, state),
     "cds-uncompared": lambda state: rule_yaml(1, state),
     "rds": lambda state: route_yaml(0, state),
+    "rds-uncompared": lambda state: route_yaml(1, state),
 }
 """The change each kind of round makes: a WorkloadEntry moves, a DestinationRule's
-connection pool changes (``cds-uncompared``: another one's, with the pipeline's
-comparison of what routes read of DestinationRules turned off, so RDS is generated and
-compared as before it), a VirtualService's route timeout changes."""
+connection pool changes, a VirtualService's route timeout changes. The ``-uncompared``
+kinds make the same change to another service's object with the pipeline's per-scope
+comparisons turned off (``affected_types.inert_for_scope``), so the types they spare are
+generated and compared as before them: RDS and EDS for the DestinationRule, LDS for the
+VirtualService."""
 KINDS = tuple(CHANGES)
-ALTERNATED = (("eds",), ("cds", "cds-uncompared"), ("rds",))
+ALTERNATED = (("eds",), ("cds", "cds-uncompared"), ("rds", "rds-uncompared"))
 """The rounds of kinds in one group alternate; the floor runs the first kind's."""
 ROUND_TIMEOUT = 60.0
 TARGET_RATIO = 1.3
@@ -313,7 +316,7 @@ class Pilothouse(Side):
     def change(self, kind: str, state: int) -> None:
         import pilothouse.push.pipeline as pipeline
 
-        if kind == "cds-uncompared":
+        if kind.endswith("-uncompared"):
             pipeline.inert_for_scope = _uncompared  # type: ignore[assignment]
         else:
             pipeline.inert_for_scope = COMPARED
@@ -520,19 +523,23 @@ def _line(
     mine_us, floor_us = per_push(mine), per_push(floor)
     ratio = statistics.median(mine_us) / statistics.median(floor_us)
     before: dict[str, Any] = {}
-    if "cds-uncompared" in group:
-        # the same change with the DestinationRule comparison off, alternated round by round
-        old_us = per_push(mine, "cds-uncompared")
+    if len(group) > 1:
+        # the same change with the per-scope comparisons off, alternated round by round
+        uncompared = group[1]
+        old_us = per_push(mine, uncompared)
+        ratios = [o / n for o, n in zip(old_us, mine_us, strict=True)]
         before = {
-            "pilothouse_us_per_response_rules_uncompared": round(statistics.median(old_us), 1),
-            "pilothouse_us_per_response_rules_uncompared_spread": _spread(old_us),
-            "responses_per_round_rules_uncompared": mine.responses["cds-uncompared"],
-            "uncompared_to_compared": round(
-                statistics.median(old_us) / statistics.median(mine_us), 2
+            "pilothouse_us_per_response_uncompared": round(statistics.median(old_us), 1),
+            "pilothouse_us_per_response_uncompared_spread": _spread(old_us),
+            "pilothouse_push_us_per_response_uncompared": round(
+                statistics.median(mine.push_cpu[uncompared]) / mine.responses[uncompared] * 1e6,
+                1,
             ),
-            "uncompared_to_compared_per_round": [
-                round(o / n, 2) for o, n in zip(old_us, mine_us, strict=True)
-            ],
+            "responses_per_round_uncompared": mine.responses[uncompared],
+            "uncompared_to_compared": round(statistics.median(ratios), 2),
+            "uncompared_to_compared_definition": "median over rounds of (µs per response "
+            "with the per-scope comparisons off ÷ on), the two alternated round by round",
+            "uncompared_to_compared_per_round": [round(r, 2) for r in ratios],
         }
     return {
         "benchmark": f"push_cost: {kind.upper()} change to every proxy (SotW, {options.proxies} "

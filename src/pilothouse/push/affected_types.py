@@ -42,12 +42,16 @@ only while every merged change was inert); :func:`unaffected_types` skips a type
 every changed key is of a kind the type does not read or inert for it, and
 :func:`moves_endpoints` ignores keys inert for EDS. A rule that changed in a context
 before a request named it (:func:`~pilothouse.push.rule_reads.moved_rules`) is never
-marked inert: the comparison no longer sees its change.
+marked inert: the comparison no longer sees its change. One entry compares no
+reading, only the scope: a sidecar's listeners read no VirtualService (only a gateway's
+do, for TCP and TLS routes), so VirtualService changes are inert for LDS in a scope
+that is a sidecar's in both contexts.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final
 
@@ -55,6 +59,7 @@ from pilothouse.config.model import ConfigKey
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.authorization import AUTHORIZATION_POLICY, REQUEST_AUTHENTICATION
 from pilothouse.push.peer_authentication import PEER_AUTHENTICATION
+from pilothouse.push.proxy import ProxyType
 from pilothouse.push.request import PushRequest
 from pilothouse.push.rule_reads import RuleReads, endpoints_read_alike, routes_read_alike
 from pilothouse.push.scope import ProxyScope
@@ -80,17 +85,39 @@ ENDPOINT_KINDS: Final = frozenset(
 )
 """Kinds whose change can alter a ClusterLoadAssignment (DestinationRules define subsets;
 a workload's PeerAuthentication DISABLE takes its endpoints out of auto-mTLS)."""
-COMPARED: Final[Mapping[str, tuple[frozenset[str], ScopesAlike]]] = MappingProxyType(
-    {
-        RDS: (UNAFFECTED_BY[RDS] | {DESTINATION_RULE}, routes_read_alike),
-        EDS: (
-            frozenset({DESTINATION_RULE, AUTHORIZATION_POLICY, REQUEST_AUTHENTICATION}),
-            endpoints_read_alike,
-        ),
-    }
+VIRTUAL_SERVICE: Final = "VirtualService"
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """When changes of ``kind`` may leave ``type_url`` alone for a scope: the push changes
+    no kind but ``kind`` and ``alongside`` (kinds the type never reads), and ``alike``
+    holds for the scope in the old and the new context."""
+
+    type_url: str
+    kind: str
+    alongside: frozenset[str]
+    alike: ScopesAlike
+
+
+def sidecar_listeners(old: ProxyScope, new: ProxyScope, reads: RuleReads) -> bool:
+    """Whether the scope is a sidecar scope in both contexts: a sidecar's listeners
+    (outbound from its Sidecar's egress or the services' ports, inbound from its own
+    workload) read no VirtualService; only a gateway's do (its TCP and TLS routes)."""
+    return old.key == new.key and new.key.proxy_type is ProxyType.SIDECAR
+
+
+COMPARED: Final[tuple[Comparison, ...]] = (
+    Comparison(RDS, DESTINATION_RULE, UNAFFECTED_BY[RDS], routes_read_alike),
+    Comparison(
+        EDS,
+        DESTINATION_RULE,
+        frozenset({AUTHORIZATION_POLICY, REQUEST_AUTHENTICATION}),
+        endpoints_read_alike,
+    ),
+    Comparison(LDS, VIRTUAL_SERVICE, UNAFFECTED_BY[LDS], sidecar_listeners),
 )
-"""Type URL → the kinds a push may change for the pipeline to compare what the type
-reads of its DestinationRules, and the comparison."""
+"""The per-scope comparisons the pipeline makes beyond the kind table."""
 
 
 def unaffected_types(request: PushRequest) -> frozenset[str]:
@@ -133,20 +160,19 @@ def inert_for_scope(
     reads: RuleReads,
 ) -> PushRequest:
     """``request`` as queued for the connections of a scope that was ``old`` and is
-    ``new``: its DestinationRules marked inert for each type of :data:`COMPARED` whose
-    reading of the scope's rules is the same in both contexts (when the request changes
-    no kind the comparison leaves out, and none of its rules is in ``unsettled``:
-    changed in a context before this request named it); ``request`` itself when none is."""
+    ``new``: for each :data:`COMPARED` entry that holds for the scope, its changed keys of
+    the entry's kind marked inert for the entry's type (when the request changes no
+    other kind than those the entry allows, and none of those keys is in ``unsettled``:
+    changed in a context before this request named it); ``request`` itself when no key
+    is marked."""
     if request.forced or request.is_everything or not request.full:
         return request
-    rules = [k for k in request.configs_updated if k.kind == DESTINATION_RULE]
-    if not rules or not unsettled.isdisjoint(rules):
-        return request
     kinds = request.kinds()
-    inert = frozenset(
-        (type_url, key)
-        for type_url, (allowed, alike) in COMPARED.items()
-        if kinds <= allowed and alike(old, new, reads)
-        for key in rules
-    )
-    return request.with_inert(inert) if inert else request
+    inert: set[tuple[str, ConfigKey]] = set()
+    for comparison in COMPARED:
+        if comparison.kind not in kinds or not kinds <= comparison.alongside | {comparison.kind}:
+            continue
+        keys = [k for k in request.configs_updated if k.kind == comparison.kind]
+        if unsettled.isdisjoint(keys) and comparison.alike(old, new, reads):
+            inert.update((comparison.type_url, k) for k in keys)
+    return request.with_inert(frozenset(inert)) if inert else request

@@ -14,7 +14,7 @@ import pilothouse.push.pipeline as pipeline_module
 from pilothouse.config.load import Loader
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config, ConfigKey
-from pilothouse.protocol.type_urls import RDS
+from pilothouse.protocol.type_urls import LDS, RDS
 from pilothouse.push.cache import ResourceCache
 from pilothouse.push.context import PushContext
 from pilothouse.push.pipeline import PushPipeline, PushPlan
@@ -194,7 +194,8 @@ def test_full_push_selects_only_connections_whose_scope_sees_a_changed_key() -> 
     assert plan.full and plan.failed == ()
     # team-c's Sidecar sees only its own namespace: the team-a VirtualService is not for it
     assert pushed(plan) == ["a", "b"]
-    assert all(sent is request for _, sent in plan.pushes)
+    # the request itself, but for what its scope showed inert (a sidecar's listeners)
+    assert all(sent.with_inert(frozenset()) == request for _, sent in plan.pushes)
     assert stage.context is not before and stage.pipeline.version != version
 
 
@@ -286,7 +287,7 @@ def test_a_plan_that_raises_is_merged_into_the_next(monkeypatch: pytest.MonkeyPa
     assert pushed(Stage(sidecar("a", "team-a")).plan(second)) == []
     plan = stage.plan(second)
     assert plan.request == first.merge(second)
-    assert [sent for _, sent in plan.pushes] == [first.merge(second)]
+    assert [sent.with_inert(frozenset()) for _, sent in plan.pushes] == [first.merge(second)]
 
 
 def _a_rule(balancer: str, pool: int) -> str:
@@ -352,3 +353,20 @@ def test_a_rule_that_reached_a_context_before_its_request_is_not_compared() -> N
     assert _inert(stage.plan(early.merge(late))) == {"a": False, "b": False}
     # compared again once its request came
     assert _inert(stage.plan(stage.apply(_a_rule(HASH, 3)))) == {"a": True, "b": True}
+
+
+def test_a_virtual_service_edit_marks_lds_inert_for_sidecars_only() -> None:
+    """A sidecar's listeners read no VirtualService; a gateway's do (TCP and TLS routes)."""
+    a = sidecar("a", "team-a")
+    router = FakeConnection(
+        "gw",
+        parse_node(
+            "router~10.1.0.2~gw-1.team-a~team-a.svc.cluster.local",
+            {"LABELS": {"istio": "ingressgateway"}},
+        ),
+    )
+    stage = Stage(a, router)
+    plan = stage.plan(stage.apply(A_ROUTES))
+    key = ConfigKey("VirtualService", "team-a", "a-routes")
+    inert = {c.id: r.inert for c, r in plan.pushes}
+    assert inert == {"a": {(LDS, key)}, "gw": frozenset()}
