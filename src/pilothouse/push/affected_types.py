@@ -139,13 +139,14 @@ def unaffected_types(request: PushRequest) -> frozenset[str]:
     )
 
 
-def moves_endpoints(request: PushRequest) -> bool:
+def moves_endpoints(request: PushRequest, *, trust_inert: bool = True) -> bool:
     """Whether a full push of ``request`` can change a ClusterLoadAssignment: it changes
     everything, or a key of an endpoint kind that is not inert for EDS (inert or not,
-    when it is forced)."""
+    when it is forced or not ``trust_inert``: the connection's first full push, or the
+    first after endpoints moved, as for :func:`unaffected_types`)."""
     if request.is_everything:
         return True
-    inert = request.inert if not request.forced else frozenset()
+    inert = request.inert if trust_inert and not request.forced else frozenset()
     return any(
         k.kind in ENDPOINT_KINDS and (not inert or (EDS, k) not in inert)
         for k in request.configs_updated

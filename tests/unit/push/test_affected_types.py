@@ -58,3 +58,6 @@ def test_endpoints_move_unless_every_endpoint_kind_change_is_inert_for_eds() -> 
     assert moves_endpoints(PushRequest.everything())
     forced = dataclasses.replace(PushRequest.for_configs([RULE]), forced=True)
     assert moves_endpoints(forced.with_inert({(EDS, RULE)}))
+    # a connection's first full push, or the first after endpoints moved, trusts no inert
+    inert = PushRequest.for_configs([RULE]).with_inert({(EDS, RULE)})
+    assert moves_endpoints(inert, trust_inert=False)

@@ -191,10 +191,11 @@ class Connection:
             return
         # EDS only if the change can move endpoints, CDS, LDS and RDS only if it can
         # change them; a forced push resends everything
-        endpoints = moves_endpoints(request)
         index = self._generation.endpoints
         revision = index.revision if index is not None else 0
-        unchanged = unaffected_types(request) if revision == self._pushed_at else frozenset()
+        settled = revision == self._pushed_at
+        endpoints = moves_endpoints(request, trust_inert=settled)
+        unchanged = unaffected_types(request) if settled else frozenset()
         self._pushed_at = revision
         self._write(
             self.engine.push_full(
