@@ -218,9 +218,9 @@ class PushPipeline(Generic[C]):
         unsettled = self._unsettled
         moved = moved_rules(previous.destination_rules, context.destination_rules)
         self._unsettled = (unsettled - request.configs_updated) | (moved - request.configs_updated)
-        if previous.mesh != context.mesh:
-            unsettled = context.destination_rules.keys  # the routes read the mesh too
-        pushes, failed = self._affected(request, previous, context, unsettled)
+        # every type reads the mesh settings: across a change of them, nothing is compared
+        compared = unsettled if previous.mesh == context.mesh else None
+        pushes, failed = self._affected(request, previous, context, compared)
         return PushPlan(request, True, pushes, failed)
 
     def _endpoints(self, request: PushRequest) -> PushPlan[C]:
@@ -248,10 +248,12 @@ class PushPipeline(Generic[C]):
         request: PushRequest,
         old: PushContext,
         new: PushContext,
-        unsettled: frozenset[ConfigKey],
+        unsettled: frozenset[ConfigKey] | None,
     ) -> tuple[tuple[tuple[C, PushRequest], ...], tuple[C, ...]]:
         """The connections whose proxies can see a changed key (scoped push), each with the
-        request queued for its scope, and the connections for which deciding that raised."""
+        request queued for its scope (``affected_types.inert_for_scope``, leaving the
+        rules in ``unsettled`` uncompared; None: nothing compared), and the connections
+        for which deciding that raised."""
         connections = list(self._connections.values())
         if request.is_everything or request.forced:
             return tuple((c, request) for c in connections), ()
@@ -285,8 +287,10 @@ class PushPipeline(Generic[C]):
                     continue
                 scoped = queued.get(pair)
                 if scoped is None:
-                    scoped = queued[pair] = inert_for_scope(
-                        request, old_scope, new_scope, unsettled, reads
+                    scoped = queued[pair] = (
+                        request
+                        if unsettled is None
+                        else inert_for_scope(request, old_scope, new_scope, unsettled, reads)
                     )
             except Exception:
                 self._failed(connection, "scoping a push", failed)
