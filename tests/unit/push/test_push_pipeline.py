@@ -12,7 +12,7 @@ import pytest
 
 import pilothouse.push.pipeline as pipeline_module
 from pilothouse.config.load import Loader
-from pilothouse.config.mesh import MeshSettings
+from pilothouse.config.mesh import MeshSettings, OutboundPolicy
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.protocol.type_urls import LDS, RDS
 from pilothouse.push.cache import ResourceCache
@@ -370,3 +370,12 @@ def test_a_virtual_service_edit_marks_lds_inert_for_sidecars_only() -> None:
     key = ConfigKey("VirtualService", "team-a", "a-routes")
     inert = {c.id: r.inert for c, r in plan.pushes}
     assert inert == {"a": {(LDS, key)}, "gw": frozenset()}
+
+
+def test_nothing_is_compared_across_a_change_of_the_mesh_settings() -> None:
+    a = sidecar("a", "team-a")
+    stage = Stage(a)
+    stage.plan(stage.apply(_a_rule(HASH, 1)))
+    stage.pipeline.set_mesh(MeshSettings(outbound_traffic_policy=OutboundPolicy.REGISTRY_ONLY))
+    assert _inert(stage.plan(stage.apply(_a_rule(HASH, 2)))) == {"a": False}
+    assert _inert(stage.plan(stage.apply(_a_rule(HASH, 3)))) == {"a": True}
