@@ -109,8 +109,6 @@ async def kube_mesh_config(settings: Settings) -> KubeMeshConfig | None:
     except KubeConfigError as problem:
         raise SourceSetupError(str(problem)) from None
     return follower
-
-
 def rejoin_etcd_endpoints(addresses: Sequence[str]) -> list[str]:
     """``PILOTHOUSE_CONFIG_SOURCES`` is split on commas, which also separate an etcd
     address's endpoints: a piece without a scheme right after an ``etcd://`` piece that

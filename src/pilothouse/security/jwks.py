@@ -154,10 +154,9 @@ class JwksResolver:
                     await asyncio.gather(*(self._fetch(session, uri) for uri in due))
                     continue
                 self._wake.clear()
-                wait = (
-                    min(min(self._due.values(), default=now + self._refresh), now + self._refresh)
-                    - now
-                )
+                wait = min(
+                    min(self._due.values(), default=now + self._refresh), now + self._refresh
+                ) - now
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), max(wait, 0.01))
 

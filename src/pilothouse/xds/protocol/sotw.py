@@ -140,7 +140,9 @@ class SotwSession(StreamState[SotwWatch]):
             subscription = watch.subscription  # keep one copy
         return subscription, named
 
-    def _remember(self, type_url: str, named: list[str] | None, subscription: Subscription) -> None:
+    def _remember(
+        self, type_url: str, named: list[str] | None, subscription: Subscription
+    ) -> None:
         if named is not None:
             self._named[type_url] = (named, subscription)
 
