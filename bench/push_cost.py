@@ -28,10 +28,13 @@ round's CPU over the responses it wrote gives µs per push.
 And the cost of an ACK that changes nothing: every connection's latest response
 ACKed again (same nonce, same names), ``--ack-repeats`` times, parse and handle.
 
-Run: ``.venv/bin/python bench/push_cost.py``; one JSON line per figure. With
-``--every-type`` a full push generates and compares every watched type, as it did before
-it left out the types its changed kinds cannot alter: run both, alternating, for a
-before/after figure.
+Run: ``.venv/bin/python bench/push_cost.py``; one JSON line per figure. The CDS and
+RDS lines also give, from rounds alternated with their own, the same change with the
+pipeline's per-scope comparisons turned off (``…_uncompared``: the types they spare
+generated and compared as before them; ``uncompared_to_compared`` is before ÷ after).
+With ``--every-type`` a full push generates and compares every watched
+type, as it did before it left out the types its changed kinds cannot alter: run both,
+alternating, for a before/after figure.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ from bench.metrics_overhead import NAMESPACE, endpoint_yaml, mesh_yaml, rule_yam
 from bench.transport_floor import Floor, FloorStream
 from pilothouse.loadtest.fleet import fleet_identities
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
+from pilothouse.push.affected_types import inert_for_scope as COMPARED
 
 TYPES = (CDS, EDS, LDS, RDS)
 VIRTUAL_SERVICE = """\
@@ -78,14 +82,22 @@ def route_yaml(index: int, state: int) -> str:
     return VIRTUAL_SERVICE.format(name=f"svc-{index}", ns=NAMESPACE, host=host, timeout=1 + state)
 
 
-CHANGES: dict[str, Callable[[int, int], str]] = {
-    "eds": endpoint_yaml,
-    "cds": rule_yaml,
-    "rds": route_yaml,
+CHANGES: dict[str, Callable[[int], str]] = {
+    "eds": lambda state: endpoint_yaml(0, state),
+    "cds": lambda state: rule_yaml(0, state),
+    "cds-uncompared": lambda state: rule_yaml(1, state),
+    "rds": lambda state: route_yaml(0, state),
+    "rds-uncompared": lambda state: route_yaml(1, state),
 }
 """The change each kind of round makes: a WorkloadEntry moves, a DestinationRule's
-connection pool changes, a VirtualService's route timeout changes."""
+connection pool changes, a VirtualService's route timeout changes. The ``-uncompared``
+kinds make the same change to another service's object with the pipeline's per-scope
+comparisons turned off (``affected_types.inert_for_scope``), so the types they spare are
+generated and compared as before them: RDS and EDS for the DestinationRule, LDS for the
+VirtualService."""
 KINDS = tuple(CHANGES)
+ALTERNATED = (("eds",), ("cds", "cds-uncompared"), ("rds", "rds-uncompared"))
+"""The rounds of kinds in one group alternate; the floor runs the first kind's."""
 ROUND_TIMEOUT = 60.0
 TARGET_RATIO = 1.3
 TARGET_ACK_US = 30.0
@@ -302,18 +314,32 @@ class Pilothouse(Side):
         )
 
     def change(self, kind: str, state: int) -> None:
-        self.apply(CHANGES[kind](0, state))
+        import pilothouse.push.pipeline as pipeline
+
+        if kind.endswith("-uncompared"):
+            pipeline.inert_for_scope = _uncompared  # type: ignore[assignment]
+        else:
+            pipeline.inert_for_scope = COMPARED
+        self.apply(CHANGES[kind](state))
 
     def handle(self, index: int, body: bytes) -> None:
         self.handler._handle(self.parse(body), self.connections[index])
 
     async def stop(self) -> None:
+        import pilothouse.push.pipeline as pipeline
+
+        pipeline.inert_for_scope = COMPARED
         self.discovery.close()
         for connection in self.connections:
             connection.close()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def _uncompared(request: Any, *_: Any) -> Any:
+    """The pipeline's per-scope request as before it compared DestinationRules."""
+    return request
 
 
 class FloorSide(Side):
@@ -444,12 +470,14 @@ async def run(options: Options) -> list[dict[str, Any]]:
             for peer in mine.peers:
                 peer.acks()
     lines = []
-    for kind in KINDS:
+    for group in ALTERNATED:
         for index in range(options.rounds):
             state = 1 - index % 2
-            for side in (mine, floor) if index % 2 == 0 else (floor, mine):
-                await side.round(kind, state)
-        lines.append(_line(kind, options, mine, floor))
+            for kind in group if index % 2 == 0 else reversed(group):
+                sides = (mine, floor) if kind == group[0] else (mine,)
+                for side in sides if index % 2 == 0 else reversed(sides):
+                    await side.round(kind, state)
+        lines.append(_line(group, options, mine, floor))
     for _ in range(5):
         for side in (mine, floor):
             side.noop_acks(options.ack_repeats)
@@ -481,8 +509,12 @@ def _spread(values: list[float]) -> str:
     return f"{min(values):.2f}–{max(values):.2f}"
 
 
-def _line(kind: str, options: Options, mine: Pilothouse, floor: FloorSide) -> dict[str, Any]:
-    def per_push(side: Side) -> list[float]:
+def _line(
+    group: tuple[str, ...], options: Options, mine: Pilothouse, floor: FloorSide
+) -> dict[str, Any]:
+    kind = group[0]
+
+    def per_push(side: Side, kind: str = kind) -> list[float]:
         return [
             (push + ack) / side.responses[kind] * 1e6
             for push, ack in zip(side.push_cpu[kind], side.ack_cpu[kind], strict=True)
@@ -490,6 +522,31 @@ def _line(kind: str, options: Options, mine: Pilothouse, floor: FloorSide) -> di
 
     mine_us, floor_us = per_push(mine), per_push(floor)
     ratio = statistics.median(mine_us) / statistics.median(floor_us)
+    before: dict[str, Any] = {}
+    if len(group) > 1:
+        # the same change with the per-scope comparisons off, alternated round by round
+        uncompared = group[1]
+        old_us = per_push(mine, uncompared)
+        ratios = [o / n for o, n in zip(old_us, mine_us, strict=True)]
+        # the push phase alone (what the comparisons spare; the ACKs are the same work)
+        pushes = [
+            o / n for o, n in zip(mine.push_cpu[uncompared], mine.push_cpu[kind], strict=True)
+        ]
+        before = {
+            "pilothouse_us_per_response_uncompared": round(statistics.median(old_us), 1),
+            "pilothouse_us_per_response_uncompared_spread": _spread(old_us),
+            "pilothouse_push_us_per_response_uncompared": round(
+                statistics.median(mine.push_cpu[uncompared]) / mine.responses[uncompared] * 1e6,
+                1,
+            ),
+            "responses_per_round_uncompared": mine.responses[uncompared],
+            "uncompared_to_compared": round(statistics.median(ratios), 2),
+            "uncompared_to_compared_definition": "median over rounds of (µs per response "
+            "with the per-scope comparisons off ÷ on), the two alternated round by round",
+            "uncompared_to_compared_per_round": [round(r, 2) for r in ratios],
+            "uncompared_to_compared_push": round(statistics.median(pushes), 2),
+            "uncompared_to_compared_push_per_round": [round(r, 2) for r in pushes],
+        }
     return {
         "benchmark": f"push_cost: {kind.upper()} change to every proxy (SotW, {options.proxies} "
         "proxies, in process, no gRPC)",
@@ -514,6 +571,7 @@ def _line(kind: str, options: Options, mine: Pilothouse, floor: FloorSide) -> di
         "ratio_definition": "floor µs ÷ pilothouse µs per response, written and ACKed "
         "(Python only: the gRPC read and write are not in either)",
         "target": "none in process (the issue's ≤ 1.3× is end to end, with gRPC: push_fanout)",
+        **before,
     }
 
 
@@ -521,7 +579,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--services", type=int, default=100)
     parser.add_argument("--proxies", type=int, default=1000)
-    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--debounce", type=float, default=0.05, help="push debounce, seconds")
     parser.add_argument("--ack-repeats", type=int, default=10)
     parser.add_argument(

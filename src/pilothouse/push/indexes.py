@@ -57,7 +57,10 @@ class DestinationRuleIndex:
         for entries in by_namespace.values():
             entries.sort(key=lambda e: (specificity(e.host), e.config.key))
         self._by_namespace = by_namespace
-        self.keys = frozenset(e.config.key for es in by_namespace.values() for e in es)
+        self.by_key: Mapping[ConfigKey, Config] = {
+            e.config.key: e.config for es in by_namespace.values() for e in es
+        }
+        self.keys = frozenset(self.by_key)
 
     def lookup(
         self, proxy_namespace: str, service: Service, proxy_labels: Labels | None = None

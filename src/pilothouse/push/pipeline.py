@@ -11,7 +11,10 @@ This is where the push stage decides (DESIGN §1, push/ *drives* the push):
    context). Then only the connections the change concerns are chosen: for a full push,
    those whose scope sees a changed key (before or after the change), and for an
    AuthorizationPolicy or RequestAuthentication those whose workload it selects (before
-   or after: it changes their listeners alone); for an endpoint
+   or after: it changes their listeners alone). A full push's request is queued per
+   scope: DestinationRule changes that leave a scope's routes alone are marked inert
+   for RDS in its connections' request (``affected_types.inert_for_scope``), so those
+   connections do not regenerate routes; for an endpoint
    push, those watching a changed service's hosts or holding a changed SDS secret
    (:mod:`pilothouse.push.secrets`: a new workload certificate, trust bundle or
    credential is pushed this way, SDS only). MCP-over-xDS clients
@@ -34,18 +37,20 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import ConfigKey
+from pilothouse.push.affected_types import inert_for_scope
 from pilothouse.push.authorization import AUTHORIZATION_KINDS, JwksLookup, selects
 from pilothouse.push.cache import ResourceCache
 from pilothouse.push.changes import REGISTRY_KINDS, config_request, registry_request
 from pilothouse.push.context import PushContext, build_context
 from pilothouse.push.proxy import GeneratorFamily, ProxyIdentity
 from pilothouse.push.request import PushRequest, TriggerReason
+from pilothouse.push.rule_reads import RuleReads, moved_rules
 from pilothouse.push.secrets import has_secrets, secret_names
 from pilothouse.registry.model import Service, service_hosts
 from pilothouse.registry.update import RegistryUpdate
@@ -124,6 +129,9 @@ class PushPipeline(Generic[C]):
         self._api_connections: set[str] = set()
         self._unpushed: PushRequest | None = None
         """A request whose plan raised: merged into the next one, so its changes are not lost."""
+        self._unsettled: frozenset[ConfigKey] = frozenset()
+        """DestinationRules that changed in a context before a request named them: the
+        request that names them is not compared (see ``affected_types.inert_for_scope``)."""
 
     # -- state ------------------------------------------------------------------------
 
@@ -207,8 +215,13 @@ class PushPipeline(Generic[C]):
             self._store, self._services, self._mesh, self._version, previous, request, self._jwks
         )
         self._context = context
-        chosen, failed = self._affected(request, previous, context)
-        return PushPlan(request, True, tuple((c, request) for c in chosen), failed)
+        unsettled = self._unsettled
+        moved = moved_rules(previous.destination_rules, context.destination_rules)
+        self._unsettled = (unsettled - request.configs_updated) | (moved - request.configs_updated)
+        # every type reads the mesh settings: across a change of them, nothing is compared
+        compared = unsettled if previous.mesh == context.mesh else None
+        pushes, failed = self._affected(request, previous, context, compared)
+        return PushPlan(request, True, pushes, failed)
 
     def _endpoints(self, request: PushRequest) -> PushPlan[C]:
         """The EDS fast path: no new context; the watchers of the changed hosts."""
@@ -231,25 +244,33 @@ class PushPipeline(Generic[C]):
         return PushPlan(request, False, tuple(pushes), tuple(failed))
 
     def _affected(
-        self, request: PushRequest, old: PushContext, new: PushContext
-    ) -> tuple[Sequence[C], tuple[C, ...]]:
-        """The connections whose proxies can see a changed key (scoped push), and the
-        connections for which deciding that raised."""
+        self,
+        request: PushRequest,
+        old: PushContext,
+        new: PushContext,
+        unsettled: frozenset[ConfigKey] | None,
+    ) -> tuple[tuple[tuple[C, PushRequest], ...], tuple[C, ...]]:
+        """The connections whose proxies can see a changed key (scoped push), each with the
+        request queued for its scope (``affected_types.inert_for_scope``, leaving the
+        rules in ``unsettled`` uncompared; None: nothing compared), and the connections
+        for which deciding that raised."""
         connections = list(self._connections.values())
         if request.is_everything or request.forced:
-            return connections, ()
+            return tuple((c, request) for c in connections), ()
         keys = request.configs_updated
         root = self._mesh.root_namespace
         policies = [k for k in keys if k.kind in AUTHORIZATION_KINDS]
         if policies:
             keys = frozenset(k for k in keys if k.kind not in AUTHORIZATION_KINDS)
         verdicts: dict[tuple[object, object], bool] = {}
-        chosen: list[C] = []
+        queued: dict[tuple[object, object], PushRequest] = {}
+        reads: RuleReads = {}
+        chosen: list[tuple[C, PushRequest]] = []
         failed: list[C] = []
         for connection in connections:
             try:
                 if self._watches_changed_kind(connection, request):
-                    chosen.append(connection)
+                    chosen.append((connection, request))
                     continue
                 old_scope = old.scope(connection.proxy)
                 new_scope = new.scope(connection.proxy)
@@ -262,12 +283,20 @@ class PushPipeline(Generic[C]):
                     verdicts[pair] = verdict
                 if not verdict and policies:
                     verdict = _selected(connection.proxy, policies, old, new, root)
+                if not verdict:
+                    continue
+                scoped = queued.get(pair)
+                if scoped is None:
+                    scoped = queued[pair] = (
+                        request
+                        if unsettled is None
+                        else inert_for_scope(request, old_scope, new_scope, unsettled, reads)
+                    )
             except Exception:
                 self._failed(connection, "scoping a push", failed)
                 continue
-            if verdict:
-                chosen.append(connection)
-        return chosen, tuple(failed)
+            chosen.append((connection, scoped))
+        return tuple(chosen), tuple(failed)
 
     @staticmethod
     def _holds_changed_secret(connection: C, request: PushRequest) -> bool:

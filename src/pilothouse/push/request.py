@@ -18,6 +18,11 @@ Meaning of the fields:
   the identity of merge. The debouncer stamps a missing start with the time it receives it.
 - ``forced``: push every connection whatever its scope, and send it every type it
   watches even where nothing changed (istiod's ``Forced``; the admin API's full push).
+- ``inert``: ``(type URL, key)`` pairs, set by the pipeline for one connection: comparing
+  the push contexts showed that the change of ``key`` leaves that connection's resources
+  of that type as they were (:mod:`pilothouse.push.affected_types`). Only keys in
+  ``configs_updated`` can be inert. Merged, a pair stays only if every request naming its
+  key holds it: a key changed twice is inert only if neither change altered the type.
 """
 
 from __future__ import annotations
@@ -75,6 +80,7 @@ class PushRequest:
     reasons: Mapping[TriggerReason, int] = field(default_factory=lambda: _NO_REASONS, hash=False)
     start: float = math.inf
     forced: bool = False
+    inert: frozenset[tuple[str, ConfigKey]] = frozenset()
 
     def __post_init__(self) -> None:
         # Normalise whatever mapping the caller gave into a read-only one without zero counts,
@@ -82,6 +88,9 @@ class PushRequest:
         object.__setattr__(self, "reasons", _frozen_reasons(self.reasons))
         if not isinstance(self.configs_updated, frozenset):
             object.__setattr__(self, "configs_updated", frozenset(self.configs_updated))
+        if self.inert:
+            named = self.configs_updated
+            object.__setattr__(self, "inert", frozenset(p for p in self.inert if p[1] in named))
 
     @classmethod
     def everything(
@@ -146,6 +155,18 @@ class PushRequest:
             reasons={TriggerReason.UNKNOWN: 1},
             start=self.start,
             forced=self.forced,
+            inert=self.inert,
+        )
+
+    def with_inert(self, inert: frozenset[tuple[str, ConfigKey]]) -> PushRequest:
+        """This request, with ``inert`` (pairs of keys it does not name are dropped)."""
+        return PushRequest(
+            full=self.full,
+            configs_updated=self.configs_updated,
+            reasons=self.reasons,
+            start=self.start,
+            forced=self.forced,
+            inert=inert,
         )
 
     def merge(self, other: PushRequest) -> PushRequest:
@@ -172,13 +193,27 @@ class PushRequest:
             for reason, count in other.reasons.items():
                 summed[reason] = summed.get(reason, 0) + count
             reasons = MappingProxyType(summed)
+        inert: frozenset[tuple[str, ConfigKey]] = frozenset()
+        if (self.inert or other.inert) and configs:
+            inert = _inert_in_all((self, other))
         return _normalised(
             self.full or other.full,
             configs,
             reasons,
             min(self.start, other.start),
             self.forced or other.forced,
+            inert,
         )
+
+
+def _inert_in_all(requests: Iterable[PushRequest]) -> frozenset[tuple[str, ConfigKey]]:
+    """The inert pairs every request naming their key holds."""
+    held = tuple(requests)
+    return frozenset(
+        pair
+        for pair in frozenset().union(*(r.inert for r in held))
+        if all(pair in r.inert for r in held if pair[1] in r.configs_updated)
+    )
 
 
 def _normalised(
@@ -187,6 +222,7 @@ def _normalised(
     reasons: Mapping[TriggerReason, int],
     start: float,
     forced: bool,
+    inert: frozenset[tuple[str, ConfigKey]] = frozenset(),
 ) -> PushRequest:
     """A request from parts already in normal form (a frozenset of keys, read-only reason
     counts without zeros), skipping ``__post_init__``: the push queue merges a request
@@ -198,6 +234,7 @@ def _normalised(
     assign(request, "reasons", reasons)
     assign(request, "start", start)
     assign(request, "forced", forced)
+    assign(request, "inert", inert)
     return request
 
 
@@ -209,6 +246,8 @@ def merge_all(requests: Iterable[PushRequest]) -> PushRequest | None:
     matters when a source loads thousands of objects at once.
     """
     first: PushRequest | None = None
+    seen: list[PushRequest] = []
+    any_inert = False
     keys: set[ConfigKey] = set()
     reasons: dict[TriggerReason, int] = {}
     full = forced = everything = False
@@ -216,6 +255,8 @@ def merge_all(requests: Iterable[PushRequest]) -> PushRequest | None:
     count = 0
     for request in requests:
         count += 1
+        seen.append(request)
+        any_inert = any_inert or bool(request.inert)
         if first is None:
             first = request
         full = full or request.full
@@ -235,4 +276,5 @@ def merge_all(requests: Iterable[PushRequest]) -> PushRequest | None:
         reasons=reasons,
         start=start,
         forced=forced,
+        inert=_inert_in_all(seen) if any_inert and not everything else frozenset(),
     )

@@ -1,5 +1,6 @@
 """bench/push_cost.py on a tiny mesh: every figure printed (EDS, CDS and RDS changes, the
-no-op ACK), both servers wrote for each change."""
+CDS and RDS changes without the per-scope comparisons, the no-op ACK), both servers wrote for
+each change."""
 
 from __future__ import annotations
 
@@ -27,6 +28,11 @@ def test_it_prints_push_and_ack_figures_against_the_floor(
     for line in (eds, cds, rds):
         assert line["pilothouse_us_per_response"] > 0 and line["floor_us_per_response"] > 0
     assert ack["pilothouse_us_per_ack"] > 0 and ack["target_met"] in ("yes", "no")
+    # the changes again without the per-scope comparisons: the same responses
+    for line in (cds, rds):
+        assert line["pilothouse_us_per_response_uncompared"] > 0
+        assert line["responses_per_round_uncompared"] == line["responses_per_round_pilothouse"]
+        assert len(line["uncompared_to_compared_per_round"]) == 2
 
 
 def test_run_all_runs_it() -> None:

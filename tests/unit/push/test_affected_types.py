@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 
 from pilothouse.config.model import ConfigKey
-from pilothouse.protocol.type_urls import CDS, LDS, RDS
-from pilothouse.push.affected_types import unaffected_types
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
+from pilothouse.push.affected_types import moves_endpoints, unaffected_types
 from pilothouse.push.request import PushRequest, TriggerReason
 
 RULE = ConfigKey("DestinationRule", "ns", "a")
@@ -34,3 +34,30 @@ def test_forced_everything_and_endpoint_pushes_skip_nothing() -> None:
     assert unaffected_types(PushRequest.everything(TriggerReason.GLOBAL)) == frozenset()
     endpoints = PushRequest.for_configs([POLICY], TriggerReason.ENDPOINT, full=False)
     assert unaffected_types(endpoints) == frozenset()
+
+
+def test_a_type_is_skipped_when_every_changed_key_is_unread_or_inert_for_it() -> None:
+    other = ConfigKey("DestinationRule", "ns", "b")
+    both = PushRequest.for_configs([RULE, POLICY])
+    assert unaffected_types(both.with_inert(frozenset({(RDS, RULE)}))) == {RDS}
+    assert unaffected_types(
+        PushRequest.for_configs([RULE, other]).with_inert(frozenset({(RDS, RULE)}))
+    ) == {LDS}
+    # a forced push resends everything, inert or not
+    forced = dataclasses.replace(PushRequest.for_configs([RULE]), forced=True)
+    assert unaffected_types(forced.with_inert(frozenset({(RDS, RULE)}))) == frozenset()
+
+
+def test_endpoints_move_unless_every_endpoint_kind_change_is_inert_for_eds() -> None:
+    entry = ConfigKey("ServiceEntry", "ns", "s")
+    assert moves_endpoints(PushRequest.for_configs([RULE]))
+    assert not moves_endpoints(PushRequest.for_configs([RULE]).with_inert({(EDS, RULE)}))
+    assert not moves_endpoints(PushRequest.for_configs([ROUTE, POLICY]))
+    assert moves_endpoints(PushRequest.for_configs([RULE, entry]).with_inert({(EDS, RULE)}))
+    assert moves_endpoints(PushRequest.for_configs([RULE]).with_inert({(RDS, RULE)}))
+    assert moves_endpoints(PushRequest.everything())
+    forced = dataclasses.replace(PushRequest.for_configs([RULE]), forced=True)
+    assert moves_endpoints(forced.with_inert({(EDS, RULE)}))
+    # a connection's first full push, or the first after endpoints moved, trusts no inert
+    inert = PushRequest.for_configs([RULE]).with_inert({(EDS, RULE)})
+    assert moves_endpoints(inert, trust_inert=False)

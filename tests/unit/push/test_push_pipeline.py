@@ -12,8 +12,9 @@ import pytest
 
 import pilothouse.push.pipeline as pipeline_module
 from pilothouse.config.load import Loader
-from pilothouse.config.mesh import MeshSettings
+from pilothouse.config.mesh import MeshSettings, OutboundPolicy
 from pilothouse.config.model import Config, ConfigKey
+from pilothouse.protocol.type_urls import LDS, RDS
 from pilothouse.push.cache import ResourceCache
 from pilothouse.push.context import PushContext
 from pilothouse.push.pipeline import PushPipeline, PushPlan
@@ -193,7 +194,8 @@ def test_full_push_selects_only_connections_whose_scope_sees_a_changed_key() -> 
     assert plan.full and plan.failed == ()
     # team-c's Sidecar sees only its own namespace: the team-a VirtualService is not for it
     assert pushed(plan) == ["a", "b"]
-    assert all(sent is request for _, sent in plan.pushes)
+    # the request itself, but for what its scope showed inert (a sidecar's listeners)
+    assert all(sent.with_inert(frozenset()) == request for _, sent in plan.pushes)
     assert stage.context is not before and stage.pipeline.version != version
 
 
@@ -285,4 +287,95 @@ def test_a_plan_that_raises_is_merged_into_the_next(monkeypatch: pytest.MonkeyPa
     assert pushed(Stage(sidecar("a", "team-a")).plan(second)) == []
     plan = stage.plan(second)
     assert plan.request == first.merge(second)
-    assert [sent for _, sent in plan.pushes] == [first.merge(second)]
+    assert [sent.with_inert(frozenset()) for _, sent in plan.pushes] == [first.merge(second)]
+
+
+def _a_rule(balancer: str, pool: int) -> str:
+    return f"""\
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {{name: a, namespace: team-a}}
+spec:
+  host: a.team-a.svc.cluster.local
+  trafficPolicy:
+    loadBalancer: {balancer}
+    connectionPool: {{tcp: {{maxConnections: {pool}}}}}
+"""
+
+
+HASH = "{consistentHash: {httpHeaderName: x-user}}"
+B_RULE = """\
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: b, namespace: team-b}
+spec:
+  host: b.team-b.svc.cluster.local
+  exportTo: ["."]
+  trafficPolicy: {connectionPool: {tcp: {maxConnections: 5}}}
+"""
+
+
+def _inert(plan: PushPlan[FakeConnection]) -> dict[str, bool]:
+    """Connection id → whether its request marks every changed DestinationRule inert for RDS."""
+    return {
+        c.id: bool(r.inert) and all((RDS, k) in r.inert for k in r.configs_updated)
+        for c, r in plan.pushes
+    }
+
+
+def test_a_rule_edit_marks_rds_inert_only_where_hashing_stayed() -> None:
+    a, b = sidecar("a", "team-a"), sidecar("b", "team-b")
+    stage = Stage(a, b)
+    assert _inert(stage.plan(stage.apply(_a_rule(HASH, 1)))) == {"a": False, "b": False}
+    assert _inert(stage.plan(stage.apply(_a_rule(HASH, 2)))) == {"a": True, "b": True}
+    assert _inert(stage.plan(stage.apply(_a_rule("{simple: RANDOM}", 2)))) == {
+        "a": False,
+        "b": False,
+    }
+    assert _inert(stage.plan(stage.apply(_a_rule("{simple: LEAST_REQUEST}", 3)))) == {
+        "a": True,
+        "b": True,
+    }
+
+
+def test_a_rule_that_reached_a_context_before_its_request_is_not_compared() -> None:
+    """The hashing of rule a changes in the store, and a context is built for rule b's
+    request before a's comes (so the connection that sees a but not b is not pushed
+    then); a's own request must then push routes, although the contexts on either side
+    of it hash alike."""
+    a, b = sidecar("a", "team-a"), sidecar("b", "team-b")
+    stage = Stage(a, b)
+    early = stage.apply(_a_rule(HASH, 1))  # not planned yet
+    assert pushed(stage.plan(stage.apply(B_RULE))) == ["b"]
+    assert early is not None
+    late = stage.apply(_a_rule(HASH, 2))
+    assert late is not None
+    assert _inert(stage.plan(early.merge(late))) == {"a": False, "b": False}
+    # compared again once its request came
+    assert _inert(stage.plan(stage.apply(_a_rule(HASH, 3)))) == {"a": True, "b": True}
+
+
+def test_a_virtual_service_edit_marks_lds_inert_for_sidecars_only() -> None:
+    """A sidecar's listeners read no VirtualService; a gateway's do (TCP and TLS routes)."""
+    a = sidecar("a", "team-a")
+    router = FakeConnection(
+        "gw",
+        parse_node(
+            "router~10.1.0.2~gw-1.team-a~team-a.svc.cluster.local",
+            {"LABELS": {"istio": "ingressgateway"}},
+        ),
+    )
+    stage = Stage(a, router)
+    plan = stage.plan(stage.apply(A_ROUTES))
+    key = ConfigKey("VirtualService", "team-a", "a-routes")
+    inert = {c.id: r.inert for c, r in plan.pushes}
+    assert inert == {"a": {(LDS, key)}, "gw": frozenset()}
+
+
+def test_nothing_is_compared_across_a_change_of_the_mesh_settings() -> None:
+    a = sidecar("a", "team-a")
+    stage = Stage(a)
+    stage.plan(stage.apply(_a_rule(HASH, 1)))
+    stage.pipeline.set_mesh(MeshSettings(outbound_traffic_policy=OutboundPolicy.REGISTRY_ONLY))
+    assert _inert(stage.plan(stage.apply(_a_rule(HASH, 2)))) == {"a": False}
+    assert _inert(stage.plan(stage.apply(_a_rule(HASH, 3)))) == {"a": True}

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pilothouse.config.model import ConfigKey
+from pilothouse.protocol.type_urls import RDS
 from pilothouse.push.request import PushRequest, TriggerReason, merge_all
 
 VS = ConfigKey("VirtualService", "default", "reviews")
@@ -145,6 +146,38 @@ def test_merge_all() -> None:
     assert merged == req(True, (VS, DR), start=1.0)
 
 
+DR2 = ConfigKey("DestinationRule", "default", "ratings")
+
+
+def test_inert_keys_are_named_keys() -> None:
+    request = PushRequest.for_configs([DR]).with_inert(frozenset({(RDS, DR), (RDS, DR2)}))
+    assert request.inert == {(RDS, DR)}
+    assert PushRequest.everything().with_inert(frozenset({(RDS, DR)})).inert == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "expected"),
+    [
+        pytest.param({DR}, {DR}, {DR}, id="inert-in-both"),
+        pytest.param({DR}, set(), set(), id="changed-again-not-inert"),
+        pytest.param({DR}, None, {DR}, id="other-key-keeps-it"),
+    ],
+)
+def test_a_key_stays_inert_only_if_every_change_of_it_was(
+    a: set[ConfigKey], b: set[ConfigKey] | None, expected: set[ConfigKey]
+) -> None:
+    first = PushRequest.for_configs([DR]).with_inert(frozenset((RDS, k) for k in a))
+    second = (
+        PushRequest.for_configs([DR2])
+        if b is None
+        else PushRequest.for_configs([DR]).with_inert(frozenset((RDS, k) for k in b))
+    )
+    for merged in (first.merge(second), second.merge(first), merge_all([first, second])):
+        assert merged is not None
+        assert merged.inert == {(RDS, k) for k in expected}
+    assert first.merge(PushRequest.everything()).inert == frozenset()
+
+
 # --- properties ------------------------------------------------------------------------------
 
 keys = st.builds(
@@ -160,6 +193,7 @@ requests = st.builds(
     reasons=st.dictionaries(st.sampled_from(list(TriggerReason)), st.integers(0, 5), max_size=4),
     start=st.one_of(st.just(math.inf), st.floats(min_value=0, max_value=1e6, allow_nan=False)),
     forced=st.booleans(),
+    inert=st.frozensets(st.tuples(st.sampled_from(["rds", "lds"]), keys), max_size=3),
 )
 IDENTITY = PushRequest()
 
@@ -198,6 +232,9 @@ def test_merge_pushes_at_least_what_either_side_would(a: PushRequest, b: PushReq
             assert m.touches(key.kind)
     assert Counter(m.reasons) == Counter(a.reasons) + Counter(b.reasons)
     assert m.trigger_count == a.trigger_count + b.trigger_count
+    for side in (a, b):  # a change inert on one side only is inert no more
+        for type_url, key in m.inert:
+            assert key not in side.configs_updated or (type_url, key) in side.inert
 
 
 @settings(max_examples=150, deadline=None)

@@ -22,6 +22,7 @@ from pilothouse.push.cache import ResourceCache
 from pilothouse.push.context import PushContext, build_context
 from pilothouse.push.proxy import ProxyIdentity, parse_node
 from pilothouse.push.request import PushRequest
+from pilothouse.push.rule_reads import hash_policy_inputs
 from pilothouse.registry.controller import ServiceEntryRegistry
 from pilothouse.sources.memory import MemoryStore
 from pilothouse.xds.builders.listener_sidecar import build_inbound_listener
@@ -32,7 +33,7 @@ from pilothouse.xds.generators.inbound import InboundPort
 from pilothouse.xds.generators.lds import ListenerGenerator
 from pilothouse.xds.generators.lds_inbound import AddressTemplate
 from pilothouse.xds.generators.rds import RouteGenerator
-from pilothouse.xds.generators.routing import hash_policy_inputs, label_key
+from pilothouse.xds.generators.routing import label_key
 
 NAMESPACES = ("shop", "bank")
 

@@ -33,11 +33,11 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from pilothouse.config.model import Config
 from pilothouse.protocol.type_urls import CDS
 from pilothouse.push.cache import Resource, ResourceCache, ResourceGroup
 from pilothouse.push.inputs import ConfigRevision, EndpointsAt, InputKey
 from pilothouse.push.peer_authentication import MtlsMode
+from pilothouse.push.rule_reads import subsets_of
 from pilothouse.push.scope import ProxyScope
 from pilothouse.registry.model import Location, Resolution, Service, ServiceKey
 from pilothouse.xds.builders.cluster import (
@@ -64,14 +64,6 @@ _DISCOVERY = {
     Resolution.NONE: Discovery.ORIGINAL_DST,
     Resolution.DYNAMIC_DNS: Discovery.STRICT_DNS,
 }
-
-
-def subsets_of(rule: Config | None) -> tuple[tuple[str, tuple[tuple[str, str], ...]], ...]:
-    """(name, sorted labels) of every subset of a DestinationRule."""
-    if rule is None:
-        return ()
-    spec: Any = rule.spec
-    return tuple((s.name, tuple(sorted(s.labels.items()))) for s in spec.subsets)
 
 
 def encode(message: Any, name: str) -> Resource:

@@ -61,7 +61,7 @@ class ContextMemo:
     """gRPC listeners by scope, name, inline routes and the proxy's labels."""
     grpc_routes: dict[tuple[ScopeKey, str, Labels], Resource | None] = field(default_factory=dict)
     hash_policy_inputs: dict[Config, bytes | None] = field(default_factory=dict)
-    """``routing.hash_policy_inputs`` of each DestinationRule read (scope_inputs.py)."""
+    """``rule_reads.hash_policy_inputs`` of each DestinationRule read (scope_inputs.py)."""
 
 
 def context_memo(context: PushContext) -> ContextMemo:

@@ -24,6 +24,7 @@ from pilothouse.protocol.type_urls import EDS
 from pilothouse.push.cache import Resource
 from pilothouse.push.inputs import EndpointsAt
 from pilothouse.push.peer_authentication import PeerAuthenticationAt
+from pilothouse.push.rule_reads import subsets_of
 from pilothouse.push.scope import ProxyScope
 from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.registry.model import Resolution, Service, ServiceKey
@@ -31,7 +32,7 @@ from pilothouse.xds.builders.auto_mtls import runs_sidecar
 from pilothouse.xds.builders.endpoint import LbEndpointInput, build_load_assignment
 from pilothouse.xds.builders.names import Direction, outbound_cluster_name, parse_cluster_name
 from pilothouse.xds.generators.base import GenerationInput, Resources
-from pilothouse.xds.generators.cds import encode, subsets_of
+from pilothouse.xds.generators.cds import encode
 from pilothouse.xds.generators.scope_memo import predecessor_memo, scope_memo
 
 MAX_REMEMBERED = 64

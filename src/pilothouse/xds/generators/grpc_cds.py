@@ -37,13 +37,14 @@ from pilothouse.config.model import Config
 from pilothouse.protocol.type_urls import CDS
 from pilothouse.push.cache import Resource
 from pilothouse.push.inputs import ConfigRevision, EndpointsAt
+from pilothouse.push.rule_reads import subsets_of
 from pilothouse.registry.model import Resolution, Service, ServicePort
 from pilothouse.xds.builders.cluster import ClusterInputs, Discovery, build_cluster
 from pilothouse.xds.builders.endpoint import LbEndpointInput
 from pilothouse.xds.builders.names import Direction, outbound_cluster_name, parse_cluster_name
 from pilothouse.xds.builders.traffic_policy import effective_policy
 from pilothouse.xds.generators.base import GenerationInput, Resources
-from pilothouse.xds.generators.cds import encode, subsets_of
+from pilothouse.xds.generators.cds import encode
 
 LoadBalancerSettings = dr_pb2.LoadBalancerSettings
 

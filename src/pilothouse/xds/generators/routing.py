@@ -6,7 +6,8 @@ inputs (:class:`~pilothouse.xds.generators.scope_inputs.ScopeInputs`) or of a ro
 configuration's (``RouteInputs``): never a PushContext, a proxy scope or a proxy. Two
 of them come in pairs, one half making a part of the inputs, the other reading it back:
 
-- :func:`hash_policy_inputs` keeps of a DestinationRule only what hash policies read
+- ``hash_policy_inputs`` (:mod:`pilothouse.push.rule_reads`, which the push pipeline
+  also compares across contexts) keeps of a DestinationRule only what hash policies read
   (its load balancers, serialised); :func:`hash_policy_lookup` derives the route hash
   policy of each cluster from those bytes alone;
 - :func:`label_key` keeps of a proxy's labels only the ``sourceLabels`` selectors they
@@ -16,7 +17,6 @@ of them come in pairs, one half making a part of the inputs, the other reading i
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from envoy.config.route.v3 import route_components_pb2 as rc_pb2  # type: ignore[import-untyped]
 
@@ -39,54 +39,9 @@ def resolver_for(ports_by_host: Mapping[str, Sequence[int]], port: int) -> Desti
     return service_resolver(ports_by_host, current_port=port)
 
 
-def hash_policy_inputs(rule: Config | None) -> bytes | None:
-    """What :func:`hash_policy_lookup` reads of a DestinationRule: its load balancers.
-
-    The rule with every other component left out, keeping where each load balancer
-    sits (top level, subset, port-level entries, which replace the load balancer even
-    when they set none), serialised; None, as for no rule, when no consistent hash is set
-    anywhere in it. Two rules with equal answers give every cluster the same hash
-    policy, so routes built under one hold under the other.
-    """
-    if rule is None:
-        return None
-    spec: Any = rule.spec
-    if not _hashes(spec.traffic_policy) and not any(
-        _hashes(s.traffic_policy) for s in spec.subsets
-    ):
-        return None  # no cluster of the rule hashes: as good as no rule
-    view = dr_pb2.DestinationRule()
-    if spec.HasField("traffic_policy"):
-        _copy_balancers(view.traffic_policy, spec.traffic_policy)
-    for subset in spec.subsets:
-        kept = view.subsets.add(name=subset.name)
-        if subset.HasField("traffic_policy"):
-            _copy_balancers(kept.traffic_policy, subset.traffic_policy)
-    return view.SerializeToString(deterministic=True)
-
-
-def _hashes(policy: dr_pb2.TrafficPolicy) -> bool:
-    """Whether a consistent hash is set anywhere in ``policy`` (top level or per port)."""
-    return policy.load_balancer.HasField("consistent_hash") or any(
-        e.load_balancer.HasField("consistent_hash") for e in policy.port_level_settings
-    )
-
-
-def _copy_balancers(target: dr_pb2.TrafficPolicy, source: dr_pb2.TrafficPolicy) -> None:
-    target.SetInParent()
-    if source.HasField("load_balancer"):
-        target.load_balancer.CopyFrom(source.load_balancer)
-    for entry in source.port_level_settings:
-        kept = target.port_level_settings.add()
-        if entry.HasField("port"):
-            kept.port.CopyFrom(entry.port)
-        if entry.HasField("load_balancer"):
-            kept.load_balancer.CopyFrom(entry.load_balancer)
-
-
 def hash_policy_lookup(balancers: Mapping[str, bytes]) -> HashPolicyLookup:
     """``cluster name → route hash policies``, from each hostname's
-    :func:`hash_policy_inputs` (hosts with none are left out: they hash nothing).
+    ``hash_policy_inputs`` (hosts with none are left out: they hash nothing).
 
     The merged load balancer of a cluster (:func:`effective_policy`) is the same under
     those bytes, read back as a DestinationRule, as under the whole rule. Each cluster's

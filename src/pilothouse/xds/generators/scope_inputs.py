@@ -4,7 +4,7 @@
 (lds.py, rds.py) read of a scope and its context, and nothing else: the proxy type
 (router or not) and namespace, the three mesh settings they use, the services by
 hostname (each with what its DestinationRule says about hash policies, see
-``routing.hash_policy_inputs``), the Sidecar, the VirtualServices the scope sees (oldest
+``rule_reads.hash_policy_inputs``), the Sidecar, the VirtualServices the scope sees (oldest
 first, with their creation time, which orders virtual hosts), each Gateway with the
 VirtualServices bound to it, and the delegate VirtualServices their routes name. Those
 builders take it (inside ``ListenerInputs`` or ``RouteInputs``, with the few proxy facts
@@ -39,16 +39,13 @@ from pilothouse.push.context import PushContext
 from pilothouse.push.indexes import RouteEntry
 from pilothouse.push.inputs import FrozenInputs
 from pilothouse.push.proxy import ProxyType
+from pilothouse.push.rule_reads import hash_policy_inputs
 from pilothouse.push.scope import ProxyScope
 from pilothouse.registry.model import Service
 from pilothouse.xds.builders.route_action import HashPolicyLookup
 from pilothouse.xds.builders.route_delegate import DelegateLookup
 from pilothouse.xds.generators.context_memo import context_memo
-from pilothouse.xds.generators.routing import (
-    delegate_lookup,
-    hash_policy_inputs,
-    hash_policy_lookup,
-)
+from pilothouse.xds.generators.routing import delegate_lookup, hash_policy_lookup
 from pilothouse.xds.generators.scope_memo import predecessor_memo, scope_memo
 
 DatedRoute = tuple[RouteEntry, datetime.datetime | None]

@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
 from pilothouse.protocol.messages import DeltaRequest, SotwRequest
-from pilothouse.push.affected_types import unaffected_types
+from pilothouse.push.affected_types import moves_endpoints, unaffected_types
 from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.push.request import PushRequest
 from pilothouse.push.secrets import secret_names
-from pilothouse.registry.model import SERVICE_KIND, service_hosts
+from pilothouse.registry.model import service_hosts
 from pilothouse.settings import XdsSettings
 from pilothouse.xds.protocol.delta import DeltaSession
 from pilothouse.xds.protocol.sotw import SotwSession
@@ -45,11 +45,6 @@ log = logging.getLogger("pilothouse.xds")
 
 INTERNAL_ERROR = "internal error in pilothouse; this stream was closed (details in the server log)"
 """What a stream ending with INTERNAL tells the client: nothing of Python's internals."""
-ENDPOINT_KINDS = frozenset(
-    {SERVICE_KIND, "ServiceEntry", "WorkloadEntry", "DestinationRule", "PeerAuthentication"}
-)
-"""Kinds whose change can alter a ClusterLoadAssignment (DestinationRules define subsets;
-a workload's PeerAuthentication DISABLE takes its endpoints out of auto-mTLS)."""
 
 
 class Generation(Backend, Protocol):
@@ -196,10 +191,11 @@ class Connection:
             return
         # EDS only if the change can move endpoints, CDS, LDS and RDS only if it can
         # change them; a forced push resends everything
-        endpoints = request.is_everything or request.touches_any(ENDPOINT_KINDS)
         index = self._generation.endpoints
         revision = index.revision if index is not None else 0
-        unchanged = unaffected_types(request) if revision == self._pushed_at else frozenset()
+        settled = revision == self._pushed_at
+        endpoints = moves_endpoints(request, trust_inert=settled)
+        unchanged = unaffected_types(request) if settled else frozenset()
         self._pushed_at = revision
         self._write(
             self.engine.push_full(
