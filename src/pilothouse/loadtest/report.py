@@ -18,8 +18,8 @@ table.  Times are in seconds in JSON and in milliseconds in the table.
 - ``traffic`` per phase: responses received (each one a push), bytes, and
   both per second;
 - ``errors``: NACKs, failed streams, reconnects, failed triggers, examples;
-- ``serverProcess``: the server's memory (start, end, peak) and CPU per phase,
-  when a probe could read them.
+- ``serverProcess``: the server's memory (start, once connected, end, peak) and
+  CPU per phase, when a probe could read them.
 
 The run is ``ok`` when every proxy converged, reached every change, sent no
 NACK, every trigger worked and nobody interrupted it.
@@ -181,6 +181,8 @@ def build_report(
         if changes is None:
             del phases["changes"]
         server_json = {"pid": server_pid, **server.to_json(phases)}
+        connected = server.marks.get(CONNECTED)
+        server_json["rssBytes"]["connected"] = None if connected is None else connected.rss_bytes
         for change in changes["perChange"] if changes is not None else ():
             used = server.cpu_between(*change_marks(change["number"]))
             if used is not None:

@@ -305,7 +305,9 @@ def test_connect_report_has_no_changes_and_reports_the_server() -> None:
     assert report["trigger"] is None
     process = report["serverProcess"]
     assert process["pid"] == 42
-    assert process["rssBytes"] == {"start": 100 * 2**20, "end": 150 * 2**20, "peak": 180 * 2**20}
+    assert process["rssBytes"] == {
+        "start": 100 * 2**20, "connected": 150 * 2**20, "end": 150 * 2**20, "peak": 180 * 2**20,
+    }  # fmt: skip
     assert process["cpuSeconds"] == {"connect": 1.0, "total": 1.0}
     assert process["cpuPercent"]["connect"] == pytest.approx(50.0)
     text = render_text(report)
