@@ -155,13 +155,14 @@ def _ratio(floor: float, ours: float) -> float:
 
 
 def cpu_ratios(curve: Sequence[Mapping[str, Any]]) -> dict[tuple[str, int, int], float]:
-    """Floor ÷ pilothouse CPU per proxy push, by (trigger, size, workers), where measured."""
+    """Floor ÷ pilothouse CPU per proxy push, by (trigger, size, workers), where both were
+    measured as more than nothing (a tiny fleet's push can take less than a clock tick)."""
     found = {}
     for point in curve:
         for trigger in TRIGGERS:
             ours = point.get(f"pilothouse_{trigger}_cpu_us_per_proxy")
             floor = point.get(f"floor_{trigger}_cpu_us_per_proxy")
-            if ours is not None and floor is not None:
+            if ours and floor and ours > 0 and floor > 0:
                 found[(trigger, point["proxies"], point["workers"])] = _ratio(floor, ours)
     return found
 

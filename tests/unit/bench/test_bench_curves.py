@@ -14,7 +14,7 @@ from bench.memory_slope import report as memory_report
 # fanout_curve imports its neighbours by bare name, as it does when run from bench/
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 
-from fanout_curve import cpu_verdict, fanout_point, fleet_point, report, spread_rows
+from fanout_curve import cpu_ratios, cpu_verdict, fanout_point, fleet_point, report, spread_rows
 
 MIB = 1024
 
@@ -176,3 +176,10 @@ def test_the_spread_target_gets_one_row_per_worker_count_at_1000_proxies() -> No
     assert rows[1]["target_met"] == "yes"
     assert "2 processes sharing the port with SO_REUSEPORT" in rows[1]["baseline"]
     assert rows[0]["headline"] in rows[0]
+
+
+def test_cpu_below_a_clock_tick_makes_no_ratio() -> None:
+    tiny = fanout_point(10, 2, fanout_groups(10, 0.0, 20.0))
+    tiny["floor_cds_cpu_us_per_proxy"] = 0.0
+    assert cpu_ratios([tiny]) == {}
+    assert "ratio_to_baseline" not in report([tiny, tiny], runs=1)
