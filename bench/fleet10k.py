@@ -111,7 +111,7 @@ async def _watch_connections(server: ServerProcess, port: int, held: Held) -> No
         now = server.connections(port)
         if sum(now) > sum(held.per_process):
             held.per_process = now
-        await asyncio.sleep(5 * SAMPLE)
+        await asyncio.sleep(SAMPLE)
 
 
 @dataclass
