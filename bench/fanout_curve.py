@@ -1,149 +1,328 @@
-"""Benchmark: how push fan-out latency grows with the fleet, against the transport floor.
+"""Benchmark: server CPU per push, RSS per connection and push latency by fleet size,
+with ``serve --workers 1`` and ``--workers 2``, against the transport floor.
 
-Runs ``push_fanout.py`` once per fleet size (default 250, 500, 1,000 and 2,000 SotW
-proxies) with fewer timed pushes than its own run (``--runs 3``, no memory
-slope), and gathers each size's p99 for the EDS and the CDS change into one
-result with a ``curve``. Pilothouse's figures are its p99 beyond the debounce
-it is given (what ``push_fanout`` compares), the floor's its plain p99 (it has no
-debounce). The ratio is the lowest, over sizes and triggers, of floor p99 ÷
-pilothouse p99 beyond debounce; the issue's target is at least 0.5 at every size.
+Each fleet size (default 250, 500, 1,000, 2,000 and 10,000 SotW proxies) is run
+once per worker count (default 1 and 2), the worker counts alternating within a
+size so that both series see the same machine. A size below ``--fleet-from``
+(5,000) is one ``push_fanout.py`` run (``--runs`` timed pushes per trigger, no
+memory slope, ``--streams-per-channel`` streams per HTTP/2 connection, so that even
+250 proxies make enough connections for the kernel to spread over two workers);
+a larger one is one ``fleet10k.py`` run (the load generator in 2 processes with
+shared channels, one CDS and one EDS push, the floor replaying them). Each run
+measures pilothouse and the floor side by side; with ``--workers 2`` the floor is
+two processes sharing the port (``SO_REUSEPORT``): the same process count.
 
-Each curve point also carries each trigger's server CPU per proxy pushed (µs) and
-each server's RSS per connection (KiB), pilothouse and floor, as ``push_fanout``
-measured them (one ``serve`` process; 10,000 proxies: ``fleet10k.py``).
+A curve point is one (size, workers) pair: per trigger (EDS change, CDS change)
+the server CPU per proxy pushed (µs: the whole process tree's CPU, for 2 workers
+both workers and the supervisor, whose own share is only its 0.1 s poll; below
+``--fleet-from`` with the idle rate subtracted, at 10,000 from the trigger until
+every proxy had the change), the push p99 (pilothouse beyond its debounce below
+``--fleet-from``; at 10,000 from the file write, debounce included) and the
+fan-out spread (last proxy's ACK time − first's), and the RSS per connection
+(KiB, the whole tree), pilothouse and floor.
 
-Each size runs in its own ``push_fanout.py`` process, which starts and stops its
-servers; a size that fails ends this benchmark with that size's error.
+Results: the curve, whose ratio is the lowest floor ÷ pilothouse CPU per proxy push
+over sizes, triggers and worker counts (the issue's target: pilothouse ≤ 1.3× the
+floor at 1,000 and 2,000 proxies), and, at 1,000 proxies, one row per worker
+count for the EDS spread target (at least 0.7 of the floor's).
+
+Each run is its own process, which starts and stops its servers; a run that fails
+ends this benchmark with its error. Stopped by SIGTERM (``run_all.py``'s time-out),
+it stops the run in progress and prints what it measured so far, marked partial.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from fanout_report import SPREAD_TARGET_PROXIES, SPREAD_TARGET_TEXT, baseline, spread_verdict
+
 HERE = Path(__file__).resolve().parent
-SIZES = (250, 500, 1000, 2000)
+SIZES = (250, 500, 1000, 2000, 10_000)
+WORKERS = (1, 2)
+FLEET_FROM = 5000
 TRIGGERS = {"eds": "EDS change", "cds": "CDS change"}
-RATIO_TARGET = 0.5
+CPU_TARGET = 1.3
+CPU_TARGET_SIZES = (1000, 2000)
 BASELINE = (
-    "transport floor (bench/transport_floor.py): a bare grpc.aio ADS server pushing "
-    "the same pre-encoded resource bytes to the same N streams"
+    "transport floor (bench/transport_floor.py): a bare grpc.aio ADS server pushing the "
+    "same resource bytes to the same N streams, measured in the same run as each point; "
+    "for serve --workers 2 the floor runs in 2 processes sharing the port with SO_REUSEPORT "
+    "(the same process count), each loaded and pushed through its own control port"
 )
 
 
-def run_size(proxies: int, runs: int, timeout: float) -> list[dict[str, Any]]:
-    """The JSON objects ``push_fanout.py`` prints for one fleet size."""
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(HERE / "push_fanout.py"),
-            "--proxies",
-            str(proxies),
-            "--runs",
-            str(runs),
-            "--no-slope",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+def fanout_command(proxies: int, workers: int, runs: int, streams: int) -> list[str]:
+    return [
+        sys.executable, str(HERE / "push_fanout.py"), "--proxies", str(proxies),
+        "--runs", str(runs), "--no-slope", "--workers", str(workers),
+        "--streams-per-channel", str(streams),
+    ]  # fmt: skip
+
+
+def fleet_command(proxies: int, workers: int) -> list[str]:
+    return [
+        sys.executable, str(HERE / "fleet10k.py"), "--proxies", str(proxies),
+        "--workers", str(workers),
+    ]  # fmt: skip
+
+
+class Stopped(Exception):
+    """SIGTERM arrived: end with what was measured."""
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise Stopped
+
+
+def run(command: Sequence[str], timeout: float) -> list[dict[str, Any]]:
+    """The JSON objects a benchmark script prints (the script is stopped with this one)."""
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     if done.returncode != 0:
         raise SystemExit(
-            f"push_fanout.py --proxies {proxies} failed ({done.returncode}):\n"
+            f"{' '.join(command[1:])} failed ({done.returncode}):\n"
             + "\n".join(done.stderr.splitlines()[-20:])
         )
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
 
-def point(proxies: int, groups: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """One curve point: each trigger's p99, pilothouse (beyond debounce) and floor; where
-    ``push_fanout`` measured them, each trigger's server CPU per proxy pushed (µs, idle
-    rate subtracted) and each server's RSS per connection (KiB), pilothouse and floor."""
-    found: dict[str, Any] = {"proxies": proxies}
+def _put(found: dict[str, Any], key: str, value: Any) -> None:
+    """Only measured figures go into a point: nothing made up."""
+    if value is not None:
+        found[key] = value
+
+
+def fanout_point(proxies: int, workers: int, groups: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A curve point from ``push_fanout``'s groups."""
+    found: dict[str, Any] = {"proxies": proxies, "workers": workers}
     for trigger, title in TRIGGERS.items():
         group = next(g for g in groups if str(g["benchmark"]).startswith(f"push_fanout: {title}"))
-        found[f"pilothouse_{trigger}_p99_ms"] = group["pilothouse_p99_beyond_debounce_ms"]
-        found[f"floor_{trigger}_p99_ms"] = group["floor_p99_ms"]
         for side in ("pilothouse", "floor"):
             cpu_ms = group.get(f"{side}_server_cpu_ms_per_push")
             if cpu_ms is not None:
                 found[f"{side}_{trigger}_cpu_us_per_proxy"] = round(cpu_ms * 1000 / proxies, 1)
+        _put(found, f"pilothouse_{trigger}_p99_ms", group["pilothouse_p99_beyond_debounce_ms"])
+        _put(found, f"floor_{trigger}_p99_ms", group["floor_p99_ms"])
+        _put(found, f"pilothouse_{trigger}_spread_ms", group.get("pilothouse_spread_ms"))
+        _put(found, f"floor_{trigger}_spread_ms", group.get("floor_spread_ms"))
     memory = next((g for g in groups if "RSS per idle connection" in str(g["benchmark"])), {})
     for side in ("pilothouse", "floor"):
-        kib = memory.get(f"{side}_kib_per_connection")
-        if kib is not None:
-            found[f"{side}_kib_per_connection"] = kib
+        _put(found, f"{side}_kib_per_connection", memory.get(f"{side}_kib_per_connection"))
+    connect = next((g for g in groups if "connect and converge" in str(g["benchmark"])), {})
+    for side in ("pilothouse", "floor"):
+        _put(found, f"{side}_connections", connect.get(f"{side}_connections_per_process"))
     return found
 
 
-def _growth(curve: Sequence[Mapping[str, Any]], key: str) -> float:
-    first, last = curve[0][key], curve[-1][key]
-    return round(last / first, 2) if first > 0 else float("inf")
-
-
-def ratio(point: Mapping[str, Any], trigger: str) -> float:
-    """Floor p99 ÷ pilothouse p99 beyond debounce at one point."""
-    ours = point[f"pilothouse_{trigger}_p99_ms"]
-    return round(point[f"floor_{trigger}_p99_ms"] / ours, 2) if ours > 0 else float("inf")
-
-
-def report(curve: Sequence[Mapping[str, Any]], runs: int) -> dict[str, Any]:
-    """The JSON object ``run_all.py`` records."""
-    ratios = {(trigger, p["proxies"]): ratio(p, trigger) for p in curve for trigger in TRIGGERS}
-    (worst_trigger, worst_size), worst = min(ratios.items(), key=lambda item: item[1])
-    small, large = curve[0]["proxies"], curve[-1]["proxies"]
-    growth = f"{small}_to_{large}"
-    result: dict[str, Any] = {
-        "benchmark": f"fanout_curve: push p99 by fleet size (SotW, {small} to {large} proxies)",
-        "baseline": BASELINE,
-        "headline": f"pilothouse_eds_p99_growth_{growth}",
-        "runs_per_size": f"{runs} (median of the runs' p99)",
-    }
+def fleet_point(proxies: int, workers: int, result: Mapping[str, Any]) -> dict[str, Any]:
+    """A curve point from ``fleet10k``'s result."""
+    found: dict[str, Any] = {"proxies": proxies, "workers": workers}
     for trigger in TRIGGERS:
-        result[f"pilothouse_{trigger}_p99_growth_{growth}"] = _growth(
-            curve, f"pilothouse_{trigger}_p99_ms"
+        _put(
+            found,
+            f"pilothouse_{trigger}_cpu_us_per_proxy",
+            result.get(f"{trigger}_server_cpu_us_per_proxy"),
         )
-        result[f"floor_{trigger}_p99_growth_{growth}"] = _growth(curve, f"floor_{trigger}_p99_ms")
+        _put(
+            found,
+            f"floor_{trigger}_cpu_us_per_proxy",
+            result.get(f"floor_{trigger}_server_cpu_us_per_proxy"),
+        )
+        ours = (result.get(f"{trigger}_push_seconds") or {}).get("p99")
+        floor = (result.get(f"floor_{trigger}_push_seconds") or {}).get("p99")
+        _put(found, f"pilothouse_{trigger}_p99_ms", None if ours is None else round(ours * 1e3, 1))
+        _put(found, f"floor_{trigger}_p99_ms", None if floor is None else round(floor * 1e3, 1))
+        _put(found, f"pilothouse_{trigger}_spread_ms", result.get(f"{trigger}_spread_ms"))
+        _put(found, f"floor_{trigger}_spread_ms", result.get(f"floor_{trigger}_spread_ms"))
+    _put(found, "pilothouse_kib_per_connection", result.get("server_kib_per_connection"))
+    _put(found, "floor_kib_per_connection", result.get("floor_kib_per_connection"))
+    for side, key in (("pilothouse", "server"), ("floor", "floor")):
+        held = result.get(f"{key}_connections_per_process")
+        if held:
+            found[f"{side}_connections"] = " / ".join(map(str, held))
+    return found
+
+
+def _ratio(floor: float, ours: float) -> float:
+    return round(floor / ours, 2) if ours > 0 else float("inf")
+
+
+def cpu_ratios(curve: Sequence[Mapping[str, Any]]) -> dict[tuple[str, int, int], float]:
+    """Floor ÷ pilothouse CPU per proxy push, by (trigger, size, workers), where both were
+    measured as more than nothing (a tiny fleet's push can take less than a clock tick)."""
+    found = {}
+    for point in curve:
+        for trigger in TRIGGERS:
+            ours = point.get(f"pilothouse_{trigger}_cpu_us_per_proxy")
+            floor = point.get(f"floor_{trigger}_cpu_us_per_proxy")
+            if ours and floor and ours > 0 and floor > 0:
+                found[(trigger, point["proxies"], point["workers"])] = _ratio(floor, ours)
+    return found
+
+
+def _times(ratio: float) -> str:
+    return f"{1 / ratio:.2f}×" if ratio > 0 else "∞×"
+
+
+def cpu_verdict(ratios: Mapping[tuple[str, int, int], float]) -> str:
+    """Whether pilothouse's CPU per push is within 1.3× the floor's at 1,000 and 2,000
+    proxies (every trigger and worker count), or where and by how much not."""
+    judged = {key: ratio for key, ratio in ratios.items() if key[1] in CPU_TARGET_SIZES}
+    if not judged:
+        return "not judged (no point at 1,000 or 2,000 proxies)"
+    missed = {key: ratio for key, ratio in judged.items() if 1 / ratio > CPU_TARGET}
+    if not missed:
+        return "yes"
+    worst = max(1 / ratio for ratio in missed.values())
+    where = ", ".join(
+        f"{trigger.upper()} {size} w{workers} {_times(ratio)}"
+        for (trigger, size, workers), ratio in sorted(missed.items())
+    )
+    return f"no: CPU per push up to {worst:.2f}× the floor's ({where})"
+
+
+def report(
+    curve: Sequence[Mapping[str, Any]], runs: int, fleet_from: int = FLEET_FROM
+) -> dict[str, Any]:
+    """The curve's JSON object for ``run_all.py``."""
+    ratios = cpu_ratios(curve)
+    sizes = sorted({point["proxies"] for point in curve})
+    workers = sorted({point["workers"] for point in curve})
+    result: dict[str, Any] = {
+        "benchmark": (
+            f"fanout_curve: server CPU per push, RSS per connection and push p99 by fleet size "
+            f"(SotW, {sizes[0]} to {sizes[-1]} proxies, serve --workers "
+            f"{' and '.join(map(str, workers))})"
+        ),
+        "baseline": BASELINE,
+        "runs_per_point": (
+            f"below {fleet_from} proxies {runs} pushes per trigger (median of the runs' "
+            f"figures); from {fleet_from} one push per trigger (fleet10k)"
+        ),
+    }
+    if ratios:
+        (trigger, size, count), worst = min(ratios.items(), key=lambda item: item[1])
+        result["headline"] = "pilothouse_cpu_per_push_worst_times_floor"
+        result["pilothouse_cpu_per_push_worst_times_floor"] = round(1 / worst, 2)
+        result["ratio_to_baseline"] = worst
+        result["ratio_definition"] = (
+            "the lowest over sizes, triggers and worker counts of floor ÷ pilothouse server "
+            f"CPU per proxy push (here {trigger.upper()} at {size} proxies, {count} "
+            f"worker{'s' if count > 1 else ''})"
+        )
     result.update(
         {
-            "growth_definition": f"p99 at {large} proxies ÷ p99 at {small}",
-            "ratio_to_baseline": worst,
-            "ratio_definition": (
-                "the lowest over sizes and triggers of floor p99 ÷ pilothouse p99 beyond "
-                f"debounce (here {worst_trigger.upper()} at {worst_size} proxies)"
+            "target": f"CPU per push ≤ {CPU_TARGET}× the floor's at 1,000 and 2,000 proxies",
+            "target_met": cpu_verdict(ratios),
+            "curve_definition": (
+                "one point per fleet size and worker count; *_cpu_us_per_proxy: the server's "
+                "CPU per proxy pushed, every process of it (2 workers: both workers and the "
+                "supervisor), idle rate subtracted below "
+                f"{fleet_from} proxies, not at {fleet_from} and above; *_kib_per_connection: "
+                "RSS of every process with the fleet connected minus before, per proxy; "
+                f"*_p99_ms: pilothouse beyond its debounce below {fleet_from} proxies, from the "
+                "file write (debounce included) from there, the floor from its trigger; "
+                "*_spread_ms: last proxy's ACK time − first's; *_connections: connections each "
+                "server process held"
             ),
-            "target": f"ratio ≥ {RATIO_TARGET} at every size",
-            "target_met": "yes" if worst >= RATIO_TARGET else f"no (lowest ratio {worst})",
-            "curve_definition": "pilothouse: p99 beyond debounce; floor: p99 (no debounce)",
+            "curve_series": "workers",
             "curve": list(curve),
         }
     )
     return result
 
 
+def spread_rows(curve: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """At 1,000 proxies, one summary row per worker count: the EDS spread's target."""
+    rows = []
+    for point in curve:
+        if point["proxies"] != SPREAD_TARGET_PROXIES:
+            continue
+        ours, floor = point.get("pilothouse_eds_spread_ms"), point.get("floor_eds_spread_ms")
+        if ours is None or floor is None:
+            continue
+        workers = point["workers"]
+        ratio = _ratio(floor, ours)
+        row: dict[str, Any] = {
+            "benchmark": (
+                f"fanout_curve: EDS fan-out spread at {point['proxies']} proxies "
+                f"(SotW, serve --workers {workers})"
+            ),
+            "baseline": baseline(workers),
+            "headline": "pilothouse_eds_spread_ms",
+            "pilothouse_eds_spread_ms": ours,
+            "floor_eds_spread_ms": floor,
+        }
+        for key in ("pilothouse_cds_spread_ms", "floor_cds_spread_ms"):
+            _put(row, key, point.get(key))
+        row.update(
+            {
+                "ratio_to_baseline": ratio,
+                "ratio_definition": (
+                    "floor EDS spread ÷ pilothouse EDS spread (spread = last proxy's ACK time "
+                    "− first proxy's, one push; median of the runs)"
+                ),
+                "target": SPREAD_TARGET_TEXT,
+                "target_met": spread_verdict(ratio),
+            }
+        )
+        rows.append(row)
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--sizes",
-        default=",".join(str(size) for size in SIZES),
-        help="fleet sizes, comma-separated",
+        "--sizes", default=",".join(map(str, SIZES)), help="fleet sizes, comma-separated"
+    )
+    parser.add_argument(
+        "--workers", default=",".join(map(str, WORKERS)), help="worker counts, comma-separated"
     )
     parser.add_argument("--runs", type=int, default=3, help="timed pushes per trigger and size")
-    parser.add_argument("--timeout", type=float, default=600.0, help="per size, seconds")
+    parser.add_argument(
+        "--streams-per-channel", type=int, default=10, help="push_fanout's streams per connection"
+    )
+    parser.add_argument(
+        "--fleet-from", type=int, default=FLEET_FROM, help="sizes from here run fleet10k.py"
+    )
+    parser.add_argument("--timeout", type=float, default=600.0, help="per run, seconds")
     args = parser.parse_args()
     sizes = sorted({int(size) for size in args.sizes.split(",")})
+    workers = sorted({int(count) for count in args.workers.split(",")})
     if len(sizes) < 2:
         parser.error("--sizes needs at least two sizes")
-    curve = []
-    for proxies in sizes:
-        curve.append(point(proxies, run_size(proxies, args.runs, args.timeout)))
-        print(f"{proxies} proxies: {curve[-1]}", file=sys.stderr, flush=True)
-    print(json.dumps(report(curve, args.runs)), flush=True)
+    if not workers or workers[0] < 1:
+        parser.error("--workers needs worker counts of at least 1")
+    curve: list[dict[str, Any]] = []
+    signal.signal(signal.SIGTERM, _stop)
+    partial = None
+    try:
+        for proxies in sizes:
+            for count in workers:
+                if proxies >= args.fleet_from:
+                    (result,) = run(fleet_command(proxies, count), args.timeout)
+                    curve.append(fleet_point(proxies, count, result))
+                else:
+                    command = fanout_command(proxies, count, args.runs, args.streams_per_channel)
+                    curve.append(fanout_point(proxies, count, run(command, args.timeout)))
+                print(f"{proxies} proxies, {count} workers: {curve[-1]}", file=sys.stderr)
+    except Stopped:
+        partial = f"stopped (SIGTERM) after {len(curve)} of {len(sizes) * len(workers)} points"
+    if not curve:
+        raise SystemExit(partial or "no point measured")
+    result = report(curve, args.runs, args.fleet_from)
+    if partial is not None:
+        result["partial"] = partial
+    print(json.dumps(result, ensure_ascii=False), flush=True)
+    for row in spread_rows(curve):
+        print(json.dumps(row, ensure_ascii=False), flush=True)
 
 
 if __name__ == "__main__":

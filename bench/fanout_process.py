@@ -1,11 +1,15 @@
 """A server under test in its own process: started, watched through /proc, always stopped.
 
 ``ServerProcess`` runs a command in a new session (its own process group) whose
-output goes to a log file, and reads the process's CPU time and resident memory
-from ``/proc``. The child is started through a tiny launcher that asks the kernel
-to kill it when the benchmark dies (``PR_SET_PDEATHSIG``), so even a benchmark
-killed with SIGKILL leaves nothing behind; ``stop`` sends SIGTERM to the group,
-then SIGKILL.
+output goes to a log file, and reads CPU time and resident memory from ``/proc``:
+of the whole process tree (the server and every live process it started, so the
+workers and the supervisor of ``serve --workers N``, or every process of a
+transport floor run with ``--processes N``), and of the started process alone
+(``own_cpu_seconds``). ``connections`` counts, per process of the tree, the
+established TCP connections on a listening port. The child is started through a
+tiny launcher that asks the kernel to kill it when the benchmark dies
+(``PR_SET_PDEATHSIG``), so even a benchmark killed with SIGKILL leaves nothing
+behind; ``stop`` sends SIGTERM to the group, then SIGKILL.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from pilothouse.loadtest.server_process import process_tree
 
 LAUNCHER = """\
 import ctypes, os, signal, sys
@@ -80,19 +86,35 @@ class ServerProcess:
                 raise TimeoutError(f"{self.name}: no {pattern!r} in {timeout}s")
             await asyncio.sleep(0.05)
 
+    def tree(self) -> list[int]:
+        """The server's pid and those of every live process below it."""
+        return process_tree(self.pid)
+
+    def own_cpu_seconds(self) -> float:
+        """User and system CPU time of the started process alone (threads that ended too)."""
+        return process_cpu_seconds(self.pid)
+
     def cpu_seconds(self) -> float:
-        """User and system CPU time of the whole process so far (threads that ended too)."""
-        with open(f"/proc/{self.pid}/stat", encoding="ascii") as handle:
-            fields = handle.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / _TICKS
+        """User and system CPU time of the whole tree so far: the process and every live
+        descendant (a process that ended since is no longer counted)."""
+        total = 0.0
+        for pid in self.tree():
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                total += process_cpu_seconds(pid)
+        return total
 
     def rss_kib(self) -> int:
-        """Resident set size (VmRSS) in KiB."""
-        with open(f"/proc/{self.pid}/status", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-        raise RuntimeError(f"{self.name}: no VmRSS")
+        """Resident set size (VmRSS) in KiB, summed over the tree."""
+        found = [kib for kib in map(process_rss_kib, self.tree()) if kib is not None]
+        if not found:
+            raise RuntimeError(f"{self.name}: no VmRSS")
+        return sum(found)
+
+    def connections(self, port: int) -> list[int]:
+        """Per process of the tree that holds any: its established TCP connections to
+        ``port`` (a listening port of the server), largest first."""
+        counts = [established(pid, port) for pid in self.tree()]
+        return sorted((count for count in counts if count), reverse=True)
 
     def stop(self, grace: float = 5.0, first: signal.Signals = signal.SIGTERM) -> int | None:
         """``first`` (SIGTERM) to the process group, SIGKILL after ``grace`` seconds; the
@@ -110,6 +132,42 @@ class ServerProcess:
                     os.killpg(self.pid, signal.SIGKILL)
                 self._popen.wait(grace)
         return self._popen.returncode
+
+
+def process_cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def process_rss_kib(pid: int) -> int | None:
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/status", encoding="ascii") as handle:
+        for line in handle:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return None
+
+
+def established(pid: int, port: int) -> int:
+    """How many established TCP connections (IPv4 or IPv6) process ``pid`` holds whose
+    local port is ``port``."""
+    inodes = set()
+    with contextlib.suppress(OSError):
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            with contextlib.suppress(OSError):
+                target = os.readlink(fd)
+                if target.startswith("socket:["):
+                    inodes.add(target[8:-1])
+    count = 0
+    for table in ("tcp", "tcp6"):
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/net/{table}", encoding="ascii") as f:
+            next(f, None)
+            for line in f:
+                fields = line.split()
+                local, state, inode = fields[1], fields[3], fields[9]
+                if state == "01" and int(local.rsplit(":", 1)[1], 16) == port and inode in inodes:
+                    count += 1
+    return count
 
 
 class Profiler:
@@ -147,6 +205,31 @@ class Profiler:
         if self._running is not None:
             self._running.stop(grace=30.0, first=signal.SIGINT)
             self._running = None
+
+
+async def floor_controls(floor: ServerProcess, processes: int) -> tuple[str, list[str]]:
+    """The floor's ADS address and the control address of each of its processes (a
+    floor started with ``--control-address``)."""
+    found = await floor.wait_for_line(r"floor listening on (\S+):(\d+)", 60)
+    target = f"{found.group(1)}:{found.group(2)}"
+    deadline = time.monotonic() + 60
+    while True:
+        controls = re.findall(r"^floor control on (\S+:\d+)$", floor.output(), re.MULTILINE)
+        if len(controls) >= processes:
+            return target, controls
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"transport floor: {len(controls)} of {processes} processes up")
+        await asyncio.sleep(0.05)
+
+
+async def workers_ready(server: ServerProcess, workers: int) -> None:
+    """Wait until every worker of ``serve`` has said ``xds ready``."""
+    await server.wait_for_line(r"xds ready", 60)
+    deadline = time.monotonic() + 60
+    while server.output().count("xds ready") < workers:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"pilothouse: fewer than {workers} workers ready")
+        await asyncio.sleep(0.05)
 
 
 async def idle_cpu_rate(server: ServerProcess, seconds: float) -> float:

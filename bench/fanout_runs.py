@@ -52,6 +52,12 @@ class PushRun:
     def last(self) -> float:
         return max(self.durations)
 
+    @property
+    def spread(self) -> float:
+        """The fan-out spread: the last proxy's time minus the first's (the debounce and
+        the trigger, the same for every proxy, drop out)."""
+        return max(self.durations) - min(self.durations)
+
 
 def holdings(proxy: SimulatedProxy, type_url: str) -> Holdings:
     return dict(proxy.holds(type_url))
@@ -137,13 +143,14 @@ async def timed_push(
 
 @dataclass(frozen=True)
 class PushSummary:
-    """Medians over runs of each run's p50, p99 and last ACK, and of the server CPU."""
+    """Medians over runs of each run's p50, p99, last ACK and spread, and of the server CPU."""
 
     p99_runs: tuple[float, ...]
     runs: int
     p50: float
     p99: float
     last: float
+    spread: float
     cpu_seconds: float
     unconverged: int
     responses: Mapping[str, int]
@@ -162,6 +169,7 @@ def summarize_runs(runs: Sequence[PushRun]) -> PushSummary:
         p50=statistics.median(run.p50 for run in runs),
         p99=statistics.median(run.p99 for run in runs),
         last=statistics.median(run.last for run in runs),
+        spread=statistics.median(run.spread for run in runs),
         cpu_seconds=statistics.median(run.cpu_seconds for run in runs),
         unconverged=max(run.unconverged for run in runs),
         responses={t: round(statistics.median(run.responses[t] for run in runs)) for t in types},

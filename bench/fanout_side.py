@@ -55,6 +55,8 @@ class ServerFigures:
     pushes: dict[str, PushSummary] = field(default_factory=dict)
     watch_latency: dict[str, list[float]] = field(default_factory=dict)
     """Per trigger and run: seconds from the file write to the server's config event."""
+    connections: list[int] = field(default_factory=list)
+    """Per process of the server holding any: its connections from the fleet."""
 
 
 @dataclass

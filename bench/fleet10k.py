@@ -28,6 +28,17 @@ floor those very resources on its control call; its push p50/p99/last and CPU
 are reported beside pilothouse's (its trigger is a shell ``echo``, where
 pilothouse's copies a file and waits for the file watch and the push debounce).
 
+Per change it also reports the fan-out spread (last proxy's ACK time − first's) and
+the server's CPU from the trigger until every proxy had the change (µs per proxy,
+not idle-subtracted), pilothouse and floor, and the RSS per connection (RSS once
+every proxy converged minus RSS before the first connected, over N).
+
+``--workers N`` runs ``serve --workers N`` and the floor in N processes sharing its
+port (``transport_floor.py --processes N``, each handed the same resources and
+pushes through its own control port); the server's CPU and RSS are then those of
+its whole process tree (``loadtest --server-pid`` adds up the children), and the
+largest number of connections each process held is reported.
+
 Target: full push p99 ≤ 3 s and server RSS ≤ 1 GiB with N = 10,000.
 Everything binds 127.0.0.1 on ports from 0; every process is stopped at the end.
 """
@@ -50,7 +61,7 @@ from typing import Any
 
 import grpc
 from fanout_mesh import FanoutMesh
-from fanout_process import ServerProcess
+from fanout_process import ServerProcess, floor_controls, workers_ready
 from fanout_side import Recording
 from transport_floor import APPLY_METHOD
 
@@ -85,6 +96,22 @@ class Options:
     timeout: float
     types: str
     baseline: bool
+    workers: int = 1
+
+
+@dataclass
+class Held:
+    """The most connections each server process held at once, largest first."""
+
+    per_process: list[int]
+
+
+async def _watch_connections(server: ServerProcess, port: int, held: Held) -> None:
+    while True:
+        now = server.connections(port)
+        if sum(now) > sum(held.per_process):
+            held.per_process = now
+        await asyncio.sleep(SAMPLE)
 
 
 @dataclass
@@ -137,9 +164,11 @@ def _children_cpu() -> float:
 
 
 async def load_generator(
-    options: Options, target: str, server_pid: int, argv: list[str], work: Path, name: str
-) -> tuple[dict[str, Any], float, TreeSample]:
-    """Run ``pilothouse loadtest`` to the end: its report, its CPU seconds, its peak."""
+    options: Options, target: str, server: ServerProcess, argv: list[str], work: Path, name: str
+) -> tuple[dict[str, Any], float, TreeSample, Held]:
+    """Run ``pilothouse loadtest`` to the end: its report, its CPU seconds, its peak, and
+    the connections the server's processes held."""
+    server_pid = server.pid
     command = [
         sys.executable, "-m", "pilothouse.cli.main", "loadtest", "--server", target,
         "--proxies", str(options.proxies), "--processes", str(options.processes),
@@ -155,13 +184,18 @@ async def load_generator(
             *command, stdout=asyncio.subprocess.PIPE, stderr=errors, start_new_session=True
         )
         watcher = asyncio.get_running_loop().create_task(_watch_tree(process.pid, peak))
+        held = Held([])
+        counter = asyncio.get_running_loop().create_task(
+            _watch_connections(server, int(target.rsplit(":", 1)[1]), held)
+        )
         limit = options.ramp + options.timeout * (2 + len(CHANGES)) + 120
         try:
             stdout, _ = await asyncio.wait_for(process.communicate(), limit)
         finally:
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
+            for task in (watcher, counter):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             if process.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, 9)
@@ -170,7 +204,7 @@ async def load_generator(
     if not stdout:
         tail = (work / f"{name}-loadtest.err").read_text(errors="replace")[-2000:]
         raise RuntimeError(f"{name}: loadtest printed no report:\n{tail}")
-    return json.loads(stdout), cpu, peak
+    return json.loads(stdout), cpu, peak, held
 
 
 def _trigger(mesh: FanoutMesh, staged: FanoutMesh, work: Path) -> str:
@@ -191,11 +225,12 @@ def _trigger(mesh: FanoutMesh, staged: FanoutMesh, work: Path) -> str:
     return f"sh {shlex.quote(str(script))}"
 
 
-def start_pilothouse(mesh: FanoutMesh, work: Path) -> ServerProcess:
+def start_pilothouse(mesh: FanoutMesh, work: Path, workers: int = 1) -> ServerProcess:
     return ServerProcess(
         "pilothouse",
         [sys.executable, "-m", "pilothouse.cli.main", "serve", "--config", str(mesh.root),
-         "--xds-address", "127.0.0.1:0", "--admin-address", "127.0.0.1:0"],
+         "--xds-address", "127.0.0.1:0", "--admin-address", "127.0.0.1:0",
+         "--workers", str(workers)],
         work / "pilothouse.log",
         env={"PILOTHOUSE_FILE_DEBOUNCE": "0.05", "PILOTHOUSE_DEBOUNCE_AFTER": "0.1",
              "PILOTHOUSE_DRAIN_SECONDS": "1"},
@@ -256,18 +291,27 @@ async def floor_run(
 ) -> dict[str, Any]:
     floor = ServerProcess(
         "transport floor",
-        [sys.executable, str(HERE / "transport_floor.py"), "--address", "127.0.0.1:0"],
+        [sys.executable, str(HERE / "transport_floor.py"), "--address", "127.0.0.1:0",
+         "--processes", str(options.workers), "--control-address", "127.0.0.1:0"],
         work / "floor.log",
-    )
+    )  # fmt: skip
     try:
-        found = await floor.wait_for_line(r"floor listening on (\S+):(\d+)", 60)
-        target = f"{found.group(1)}:{found.group(2)}"
-        async with grpc.aio.insecure_channel(target) as channel:
-            apply = channel.unary_unary(
-                APPLY_METHOD,
-                request_serializer=lambda message: message.SerializeToString(),
-                response_deserializer=lambda body: body,
-            )
+        target, controls = await floor_controls(floor, options.workers)
+        async with contextlib.AsyncExitStack() as channels:
+            applies = []
+            for control in controls:
+                channel = await channels.enter_async_context(grpc.aio.insecure_channel(control))
+                applies.append(
+                    channel.unary_unary(
+                        APPLY_METHOD,
+                        request_serializer=lambda message: message.SerializeToString(),
+                        response_deserializer=lambda body: body,
+                    )
+                )
+
+            async def apply(request: Any) -> None:
+                await asyncio.gather(*(each(request) for each in applies))
+
             for request in recording.load_requests():
                 await apply(request)
             namespaces = ",".join(mesh.namespace_names)
@@ -280,15 +324,15 @@ async def floor_run(
                 trigger = f'echo "$PILOTHOUSE_LOADTEST_CHANGE" > {shlex.quote(str(fifo))}'
                 argv += ["--scenario", "push", "--repeat", str(len(CHANGES)), "--trigger", trigger]
             try:
-                report, cpu, peak = await load_generator(
-                    options, target, floor.pid, argv, work, "floor"
+                report, cpu, peak, held = await load_generator(
+                    options, target, floor, argv, work, "floor"
                 )
             finally:
                 if replay is not None:
                     replay.cancel()
                     with contextlib.suppress(asyncio.CancelledError, OSError):
                         await replay
-        return {"report": report, "cpu": cpu, "peak": peak}
+        return {"report": report, "cpu": cpu, "peak": peak, "held": held}
     finally:
         floor.stop()
 
@@ -328,6 +372,30 @@ def _seconds(change: dict[str, Any] | None) -> dict[str, float | None]:
     return _round({key: seconds.get(key) for key in ("p50", "p99", "max")})
 
 
+def spread_ms(change: dict[str, Any] | None) -> float | None:
+    """The change's fan-out spread: the last proxy's time minus the first's."""
+    seconds = (change or {}).get("seconds") or {}
+    first, last = seconds.get("min"), seconds.get("max")
+    return None if first is None or last is None else round(1e3 * (last - first), 1)
+
+
+def cpu_us_per_proxy(change: dict[str, Any] | None, proxies: int) -> float | None:
+    """The server's CPU from the change's trigger until every proxy had it, per proxy."""
+    used = (change or {}).get("serverCpuSeconds")
+    return None if used is None else round(1e6 * used / proxies, 1)
+
+
+def kib_per_connection(report: dict[str, Any], proxies: int) -> float | None:
+    """RSS once every proxy converged minus RSS before any connected, per proxy."""
+    rss = (report.get("serverProcess") or {}).get("rssBytes") or {}
+    start, connected = rss.get("start"), rss.get("connected")
+    return (
+        None
+        if start is None or connected is None
+        else round((connected - start) / 1024 / proxies, 1)
+    )
+
+
 def _verdict(met: bool, p99: float | None, rss: int | None) -> str:
     if met:
         return "yes"
@@ -353,6 +421,7 @@ def figures(
     cpu: float,
     peak: TreeSample,
     floor: dict[str, Any] | None,
+    held: Held | None = None,
 ) -> dict[str, Any]:
     connect = ours["connect"]
     per_change = {CHANGES[c["number"] - 1]: c for c in (ours["changes"] or {}).get("perChange", [])}
@@ -376,13 +445,15 @@ def figures(
     per_response = cpu / responses if responses else 0.0
     result: dict[str, Any] = {
         "benchmark": (
-            f"fleet10k: {n} SotW sidecars on one serve, the load generator in "
-            f"{options.processes} processes on the same cores"
+            f"fleet10k: {n} SotW sidecars on one serve"
+            + (f" --workers {options.workers}" if options.workers > 1 else "")
+            + f", the load generator in {options.processes} processes on the same cores"
         ),
         "headline": "cds_push_p99_seconds",
         "cds_push_p99_seconds": full_p99,
         "server_rss_mib": None if server_rss is None else round(server_rss / 2**20),
         "proxies": n,
+        "workers": options.workers,
         "transport": "SotW",
         "types": ours["types"],
         "load_generator_processes": options.processes,
@@ -395,6 +466,12 @@ def figures(
         "connect_wall_seconds": _maybe_round(connect.get("wallSeconds")),
         "cds_push_seconds": pushes["cds"],
         "eds_push_seconds": pushes["eds"],
+        "cds_spread_ms": spread_ms(per_change.get("cds")),
+        "eds_spread_ms": spread_ms(per_change.get("eds")),
+        "cds_server_cpu_us_per_proxy": cpu_us_per_proxy(per_change.get("cds"), n),
+        "eds_server_cpu_us_per_proxy": cpu_us_per_proxy(per_change.get("eds"), n),
+        "server_kib_per_connection": kib_per_connection(ours, n),
+        "server_connections_per_process": None if held is None else held.per_process,
         "pushes_missed": sum(c.get("missed", 0) for c in per_change.values()),
         "server_rss_bytes": server_rss,
         "server_rss_per_proxy_bytes": None if server_rss is None else round(server_rss / n),
@@ -443,6 +520,12 @@ def figures(
             result[f"{kind}_push_p99_ratio_floor_to_pilothouse"] = (
                 round(floor_p99 / ours_p99, 3) if ours_p99 and floor_p99 else None
             )
+            result[f"floor_{kind}_spread_ms"] = spread_ms(floor_changes.get(kind))
+            result[f"floor_{kind}_server_cpu_us_per_proxy"] = cpu_us_per_proxy(
+                floor_changes.get(kind), n
+            )
+        result["floor_kib_per_connection"] = kib_per_connection(floor_report, n)
+        result["floor_connections_per_process"] = floor["held"].per_process
         floor_server = floor_report.get("serverProcess") or {}
         result["floor_server_cpu_seconds_pushes"] = _maybe_round(
             (floor_server.get("cpuSeconds") or {}).get("changes")
@@ -466,10 +549,10 @@ async def run(options: Options) -> dict[str, Any]:
         staged.set_state("eds", 1)
         original = FanoutMesh(work / "original", *shape)
         original.write()
-        server = start_pilothouse(mesh, work)
+        server = start_pilothouse(mesh, work, options.workers)
         try:
             found = await server.wait_for_line(r"xDS listening on (\S+):(\d+)", 60)
-            await server.wait_for_line(r"xds ready", 60)
+            await workers_ready(server, options.workers)
             target = f"{found.group(1)}:{found.group(2)}"
             changes = (_trigger(mesh, staged, work), _undo(mesh, original, work))
             recording = await capture(
@@ -481,11 +564,13 @@ async def run(options: Options) -> dict[str, Any]:
                 "--namespaces", ",".join(mesh.namespace_names), "--scenario", "push",
                 "--repeat", str(len(CHANGES)), "--trigger", _trigger(mesh, staged, work),
             ]  # fmt: skip
-            ours, cpu, peak = await load_generator(options, target, server.pid, argv, work, "ours")
+            ours, cpu, peak, held = await load_generator(
+                options, target, server, argv, work, "ours"
+            )
         finally:
             server.stop()
         floor = await floor_run(options, mesh, recording, work) if options.baseline else None
-        return figures(options, ours, cpu, peak, floor)
+        return figures(options, ours, cpu, peak, floor, held)
 
 
 def parse_options() -> Options:
@@ -502,9 +587,17 @@ def parse_options() -> Options:
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--types", default="cds,eds,lds,rds")
     parser.add_argument("--no-baseline", action="store_true", help="skip the transport floor")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="serve --workers N, against the floor in N processes sharing its port",
+    )
     args = parser.parse_args()
     if not 1 <= args.proxies <= 100_000:
         parser.error("--proxies must be 1..100000")
+    if args.workers < 1:
+        parser.error("--workers must be at least 1")
     return Options(
         proxies=args.proxies,
         processes=min(args.processes, args.proxies),
@@ -516,6 +609,7 @@ def parse_options() -> Options:
         timeout=args.timeout,
         types=args.types,
         baseline=not args.no_baseline,
+        workers=args.workers,
     )
 
 

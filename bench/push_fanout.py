@@ -23,7 +23,17 @@ handed the very resource bytes pilothouse sent and pushes the same changes on a
 control call. Both servers run side by side and their runs alternate (pilothouse
 run i, then the floor's replay of it), so that both see the same machine. Ratios
 are floor ÷ pilothouse: 1 means as fast (or as lean) as the floor; the target is
-at least 0.5.
+at least 0.5. Each push's fan-out spread (last proxy's ACK time − first's) is
+reported beside its p99, with the issue's target for the EDS spread at 1,000
+proxies (at least 0.7 of the floor's).
+
+``--workers N`` runs ``serve --workers N`` against a floor in N processes sharing
+its port (``SO_REUSEPORT``, ``transport_floor.py --processes N``), each loaded and
+pushed through its own control port: the same process count on both sides. CPU
+and RSS are then the whole process tree's (pilothouse: the supervisor, which only
+polls its workers, and every worker), and the connections each process holds are
+reported (the kernel spreads HTTP/2 connections, not streams: use a small
+``--streams-per-channel`` so that there are enough connections to spread).
 """
 
 from __future__ import annotations
@@ -41,7 +51,7 @@ from typing import Any
 
 import grpc
 from fanout_mesh import FanoutMesh
-from fanout_process import Profiler, ServerProcess
+from fanout_process import Profiler, ServerProcess, floor_controls, workers_ready
 from fanout_report import figure_groups
 from fanout_runs import summarize_runs
 from fanout_side import SETTLE, TRIGGERS, FileWrites, Limits, Recording, Side
@@ -69,6 +79,7 @@ class Options:
     timeout: float
     tail: float
     profile: Path | None
+    workers: int
 
 
 def _serialize(message: Any) -> bytes:
@@ -93,6 +104,8 @@ def start_pilothouse(options: Options, mesh: FanoutMesh, work: Path) -> ServerPr
             "127.0.0.1:0",
             "--admin-address",
             "127.0.0.1:0",
+            "--workers",
+            str(options.workers),
         ],
         work / "pilothouse.log",
         env={
@@ -103,10 +116,19 @@ def start_pilothouse(options: Options, mesh: FanoutMesh, work: Path) -> ServerPr
     )
 
 
-def start_floor(work: Path) -> ServerProcess:
+def start_floor(work: Path, processes: int = 1) -> ServerProcess:
     return ServerProcess(
         "transport floor",
-        [sys.executable, str(HERE / "transport_floor.py"), "--address", "127.0.0.1:0"],
+        [
+            sys.executable,
+            str(HERE / "transport_floor.py"),
+            "--address",
+            "127.0.0.1:0",
+            "--processes",
+            str(processes),
+            "--control-address",
+            "127.0.0.1:0",
+        ],
         work / "floor.log",
     )
 
@@ -128,18 +150,26 @@ async def compare(
     identities = fleet_identities(options.proxies, namespaces=mesh.namespace_names)
     ours_process = start_pilothouse(options, mesh, work)
     stack.callback(ours_process.stop)
-    floor_process = start_floor(work)
+    floor_process = start_floor(work, options.workers)
     stack.callback(floor_process.stop)
     found = await ours_process.wait_for_line(r"xDS listening on (\S+):(\d+)", 60)
-    await ours_process.wait_for_line(r"xds ready", 60)
+    await workers_ready(ours_process, options.workers)
     ours_target = f"{found.group(1)}:{found.group(2)}"
-    found = await floor_process.wait_for_line(r"floor listening on (\S+):(\d+)", 60)
-    floor_target = f"{found.group(1)}:{found.group(2)}"
-    channel = grpc.aio.insecure_channel(floor_target)
-    stack.push_async_callback(channel.close)
-    apply = channel.unary_unary(
-        APPLY_METHOD, request_serializer=_serialize, response_deserializer=_raw
-    )
+    floor_target, controls = await floor_controls(floor_process, options.workers)
+    applies = []
+    for control in controls:
+        channel = grpc.aio.insecure_channel(control)
+        stack.push_async_callback(channel.close)
+        applies.append(
+            channel.unary_unary(
+                APPLY_METHOD, request_serializer=_serialize, response_deserializer=_raw
+            )
+        )
+
+    async def apply(request: Any) -> None:
+        """Hand every floor process the request at once."""
+        await asyncio.gather(*(each(request) for each in applies))
+
     recording = Recording()
     writes = FileWrites(ours_process)
 
@@ -179,6 +209,8 @@ async def compare(
             if side.profiler is not None:
                 side.profiler.stop()
     ours.figures.watch_latency = writes.latencies()
+    for side, target in ((ours, ours_target), (floor, floor_target)):
+        side.figures.connections = side.server.connections(int(target.rsplit(":", 1)[1]))
     if options.slope:
         more = fleet_identities(options.proxies, namespaces=mesh.namespace_names, app="more")
         for side in (ours, floor):
@@ -195,6 +227,12 @@ def parse_options() -> Options:
     parser.add_argument("--runs", type=int, default=5, help="pushes timed per trigger")
     parser.add_argument("--delta", action="store_true", help="delta xDS instead of SotW")
     parser.add_argument("--streams-per-channel", type=int, default=100)
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="serve --workers N, against the floor in N processes sharing its port",
+    )
     parser.add_argument("--file-debounce", type=float, default=0.05)
     parser.add_argument("--debounce-after", type=float, default=0.1)
     parser.add_argument(
@@ -212,6 +250,8 @@ def parse_options() -> Options:
         help="record py-spy collapsed stacks of each server's pushes into DIR (slows them)",
     )
     args = parser.parse_args()
+    if args.workers < 1:
+        parser.error("--workers must be at least 1")
     return Options(
         proxies=args.proxies,
         services=args.services,
@@ -226,6 +266,7 @@ def parse_options() -> Options:
         timeout=args.timeout,
         tail=args.tail,
         profile=args.profile,
+        workers=args.workers,
     )
 
 

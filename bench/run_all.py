@@ -76,7 +76,7 @@ SCRIPTS: tuple[Script, ...] = (
     Script("push_fanout"),
     Script("push_cost", timeout=600.0),
     Script("workers_fanout", timeout=600.0),
-    Script("fanout_curve", timeout=900.0),
+    Script("fanout_curve", timeout=1200.0),
     Script("generation_cost"),
     Script("memory_slope", timeout=600.0),
     Script("connect_storm"),

@@ -23,6 +23,17 @@ LDS, RDS).
 
 Run: ``python bench/transport_floor.py --address 127.0.0.1:0``; it prints
 ``floor listening on HOST:PORT`` and serves until SIGTERM or SIGINT.
+
+``--processes N`` (N > 1) is the floor to compare with ``serve --workers N``: N
+processes share the port with ``SO_REUSEPORT`` (this one and N - 1 children it
+starts once it has bound the port; the kernel spreads connections over them).
+Each process holds its own resources and streams, so each also listens on a
+control port of its own and prints ``floor control on HOST:PORT``: the benchmark
+loads and pushes through every one of them, as each pilothouse worker reads the
+config itself. Without ``--processes`` the port is not shared and a port already
+taken fails loudly; ``--control-address`` alone gives a lone floor a control port
+too, so that the benchmark's control calls are not among the connections counted
+on the ADS port.
 """
 
 from __future__ import annotations
@@ -32,6 +43,8 @@ import asyncio
 import contextlib
 import itertools
 import signal
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterable
 from typing import Any, Final
 
@@ -261,28 +274,79 @@ def add_floor_services(server: grpc.aio.Server, service: FloorService) -> None:
     )
 
 
-async def serve(address: str) -> None:
-    server = new_grpc_server()
+async def serve(
+    address: str, *, processes: int = 1, control: str | None = None, join: bool = False
+) -> None:
+    """Serve until SIGTERM or SIGINT; with ``processes`` > 1 (or ``join``, as the
+    processes started by another one are), share the port with ``SO_REUSEPORT``; with
+    several processes or a ``control`` address, take a control port of this process's
+    own."""
+    shared = processes > 1 or join
+    server = new_grpc_server(reuse_port=shared)
     add_floor_services(server, FloorService(Floor()))
     port = server.add_insecure_port(address)
     if port == 0:
         raise SystemExit(f"transport floor: cannot listen on {address}")
+    control_port = 0
+    if shared or control is not None:
+        control = control or "127.0.0.1:0"
+        control_port = server.add_insecure_port(control)
+        if control_port == 0:
+            raise SystemExit(f"transport floor: cannot listen on {control}")
     await server.start()
+    host = address.rsplit(":", 1)[0]
+    others = [_start_sibling(f"{host}:{port}") for _ in range(processes - 1)]
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    host = address.rsplit(":", 1)[0]
+    if control is not None:
+        print(f"floor control on {control.rsplit(':', 1)[0]}:{control_port}", flush=True)
     print(f"floor listening on {host}:{port}", flush=True)
-    await stop.wait()
-    await server.stop(0)
+    try:
+        await stop.wait()
+    finally:
+        for other in others:
+            other.terminate()
+        for other in others:
+            try:
+                other.wait(5)
+            except subprocess.TimeoutExpired:
+                other.kill()
+                other.wait()
+        await server.stop(0)
+
+
+def _start_sibling(address: str) -> subprocess.Popen[bytes]:
+    """Another floor process on the same (shared) port, printing to the same output."""
+    return subprocess.Popen(
+        [
+            sys.executable,
+            __file__,
+            "--address",
+            address,
+            "--join",
+            "--control-address",
+            "127.0.0.1:0",
+        ],
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--address", default="127.0.0.1:0")
+    parser.add_argument(
+        "--processes", type=int, default=1, help="processes sharing the port (SO_REUSEPORT)"
+    )
+    parser.add_argument("--control-address", help="this process's own control port")
+    parser.add_argument("--join", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    asyncio.run(serve(args.address))
+    if args.processes < 1:
+        parser.error("--processes must be at least 1")
+    asyncio.run(
+        serve(args.address, processes=args.processes, control=args.control_address, join=args.join)
+    )
 
 
 if __name__ == "__main__":

@@ -166,7 +166,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="the server's HTTP admin: wait for /ready, read /metrics process figures",
     )
     parser.add_argument(
-        "--server-pid", type=int, metavar="PID", help="a local server's pid: RSS and CPU from /proc"
+        "--server-pid",
+        type=int,
+        metavar="PID",
+        help="a local server's pid: RSS and CPU from /proc, its child processes added",
     )
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
     parser.add_argument("--quiet", action="store_true", help="no progress display")

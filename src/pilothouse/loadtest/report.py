@@ -12,12 +12,14 @@ table.  Times are in seconds in JSON and in milliseconds in the table.
   (``stallReasons``);
 - ``changes`` (push, churn): changes made and failed, the rate achieved (churn),
   (proxy, change) pairs reached and missed, their times, the trigger's own
-  time, and per change (the first 100) its own times;
+  time, and per change (the first 100) its own times and, when the server was
+  sampled, its CPU seconds from the trigger until every proxy reached it
+  (``serverCpuSeconds``);
 - ``traffic`` per phase: responses received (each one a push), bytes, and
   both per second;
 - ``errors``: NACKs, failed streams, reconnects, failed triggers, examples;
-- ``serverProcess``: the server's memory (start, end, peak) and CPU per phase,
-  when a probe could read them.
+- ``serverProcess``: the server's memory (start, once connected, end, peak) and
+  CPU per phase, when a probe could read them.
 
 The run is ``ok`` when every proxy converged, reached every change, sent no
 NACK, every trigger worked and nobody interrupted it.
@@ -37,6 +39,7 @@ from pilothouse.loadtest.scenarios import (
     END,
     START,
     RunRecord,
+    change_marks,
 )
 from pilothouse.loadtest.server_process import ServerRecord
 from pilothouse.loadtest.spec import Scenario
@@ -178,6 +181,12 @@ def build_report(
         if changes is None:
             del phases["changes"]
         server_json = {"pid": server_pid, **server.to_json(phases)}
+        connected = server.marks.get(CONNECTED)
+        server_json["rssBytes"]["connected"] = None if connected is None else connected.rss_bytes
+        for change in changes["perChange"] if changes is not None else ():
+            used = server.cpu_between(*change_marks(change["number"]))
+            if used is not None:
+                change["serverCpuSeconds"] = used
     ok = (
         connect["unconverged"] == 0
         and (changes is None or (changes["missed"] == 0 and changes["failed"] == 0))

@@ -7,7 +7,9 @@ or ``timeout`` has passed (the *connect* phase).  Then:
 - ``connect`` ends there;
 - ``push`` waits for the fleet to go quiet, makes a change with the trigger,
   tells every share when it was made and waits until every proxy reached it
-  (or ``timeout``); ``repeat`` times;
+  (or ``timeout``); ``repeat`` times; the server is sampled just before each
+  trigger and once every proxy reached the change (``change_marks``), so that the
+  report can give each change's server CPU;
 - ``churn`` makes a change every ``1/rate`` seconds for ``duration`` seconds
   (never two at once, never catching up in a burst), then waits up to
   ``timeout`` for the last ones to arrive.
@@ -42,6 +44,12 @@ EXPIRY_SLACK: Final = 1.0
 START, CONNECTED, END = "start", "connected", "end"
 CHANGES_BEGIN, CHANGES_MADE = "changes-begin", "changes-made"
 """Churn: the window in which changes were made (driver marks only)."""
+
+
+def change_marks(number: int) -> tuple[str, str]:
+    """The server sample marks around push change ``number``: before its trigger, and
+    once every proxy reached it (or the wait ended)."""
+    return f"change-{number}", f"change-{number}-reached"
 
 
 class LoadtestError(RuntimeError):
@@ -127,8 +135,11 @@ class LoadRun:
             await self._quiet()
             if self.stop.is_set():
                 return
+            before, reached = change_marks(number)
+            await self._sample_server(before)
             if await self._change(number):
                 await self._wait_for_changes()
+                await self._sample_server(reached)
             if self.stop.is_set():
                 return
 
@@ -211,5 +222,8 @@ class LoadRun:
     async def _mark(self, name: str) -> None:
         self.record.marks[name] = self.clock()
         await asyncio.gather(*(share.mark(name) for share in self.shares))
+        await self._sample_server(name)
+
+    async def _sample_server(self, name: str) -> None:
         if self.probe is not None and self.server is not None:
             self.server.mark(name, await self.probe.sample())

@@ -2,8 +2,10 @@
 
 Nothing here is pilothouse-only:
 
-- ``ProcProbe`` reads ``/proc/<pid>`` of a local server (``--server-pid``): its
-  resident memory (``VmRSS``) and CPU time (user + system);
+- ``ProcProbe`` reads ``/proc`` for a local server (``--server-pid``): the resident
+  memory (``VmRSS``) and CPU time (user + system) of that process and every live
+  process below it (the workers of a server that runs several, such as ``pilothouse
+  serve --workers N``);
 - ``MetricsProbe`` reads the standard Prometheus process metrics
   (``process_resident_memory_bytes``, ``process_cpu_seconds_total``) from the
   admin endpoint's ``/metrics``, as istiod serves on port 15014 (and any server
@@ -53,29 +55,62 @@ class ServerProbe(Protocol):
         ...
 
 
+def process_tree(root: int) -> list[int]:
+    """``root`` and every live process below it, from each process's parent in ``/proc``."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"{entry.path}/stat", encoding="ascii") as handle:
+                parent = int(handle.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(entry.name))
+    found, pending = [], [root]
+    while pending:
+        pid = pending.pop()
+        found.append(pid)
+        pending.extend(children.get(pid, ()))
+    return found
+
+
+def read_process(pid: int) -> tuple[int | None, float]:
+    """One process's RSS (bytes, None if it has none) and CPU seconds; OSError if gone."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / _TICKS
+    with open(f"/proc/{pid}/status", encoding="ascii") as handle:
+        for line in handle:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024, cpu
+    return None, cpu
+
+
 class ProcProbe:
-    """A local process's memory and CPU from ``/proc``."""
+    """A local server's memory and CPU from ``/proc``: the process and every live process
+    below it, added up (a process that ended no longer counts)."""
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
 
     @property
     def source(self) -> str:
-        return f"/proc/{self.pid}"
+        return f"/proc/{self.pid} and its children"
 
     def read(self) -> ServerSample | None:
         try:
-            with open(f"/proc/{self.pid}/stat", encoding="ascii") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-            cpu = (int(fields[11]) + int(fields[12])) / _TICKS
-            rss: int | None = None
-            with open(f"/proc/{self.pid}/status", encoding="ascii") as handle:
-                for line in handle:
-                    if line.startswith("VmRSS:"):
-                        rss = int(line.split()[1]) * 1024
-                        break
+            rss, cpu = read_process(self.pid)
         except (OSError, IndexError, ValueError):
             return None
+        for pid in process_tree(self.pid)[1:]:
+            try:
+                more, used = read_process(pid)
+            except (OSError, IndexError, ValueError):
+                continue
+            cpu += used
+            if more is not None:
+                rss = more + (rss or 0)
         return ServerSample(rss, cpu)
 
     async def sample(self) -> ServerSample | None:

@@ -7,7 +7,10 @@ answer new subscriptions, ignore ACKs, push changed resources once encoded.
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -18,6 +21,7 @@ from envoy.config.endpoint.v3 import endpoint_pb2  # type: ignore[import-untyped
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 from google.protobuf import any_pb2
 
+from bench.fanout_process import ServerProcess, floor_controls
 from bench.transport_floor import (
     APPLY_METHOD,
     Floor,
@@ -26,9 +30,12 @@ from bench.transport_floor import (
     add_floor_services,
 )
 from pilothouse.loadtest import SimulatedProxy, mesh_identity
+from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
 from pilothouse.loadtest.identity import ProxyFlavour
 from pilothouse.protocol.type_urls import CDS, EDS, LDS
 from pilothouse.xds.server.ads import new_grpc_server
+
+BENCH = Path(__file__).resolve().parents[3] / "bench"
 
 
 def cluster(name: str, timeout: int = 1) -> Any:
@@ -199,3 +206,66 @@ async def test_a_simulated_envoy_converges_on_the_floor_and_gets_the_push(
             held = endpoint_pb2.ClusterLoadAssignment.FromString(proxy.holds(EDS)["a"].body)
             address = held.endpoints[0].lb_endpoints[0].endpoint.address.socket_address.address
             assert address == "10.7.7.7"
+
+
+async def test_a_floor_in_two_processes_shares_its_port_and_each_serves_what_it_is_handed(
+    tmp_path: Path,
+) -> None:
+    """``--processes 2``: the floor for ``serve --workers 2``. Both processes accept on the
+    one port, each is loaded through its own control port, and a fleet spread over them by
+    the kernel converges and gets a push made through every control port."""
+    floor = ServerProcess(
+        "transport floor",
+        [sys.executable, str(BENCH / "transport_floor.py"), "--processes", "2",
+         "--address", "127.0.0.1:0", "--control-address", "127.0.0.1:0"],
+        tmp_path / "floor.log",
+    )  # fmt: skip
+    try:
+        target, controls = await floor_controls(floor, 2)
+        assert len(set(controls)) == 2 and target not in controls
+        channels = [grpc.aio.insecure_channel(control) for control in controls]
+        try:
+            applies = [
+                channel.unary_unary(
+                    APPLY_METHOD,
+                    request_serializer=lambda m: m.SerializeToString(),
+                    response_deserializer=lambda b: b,
+                )
+                for channel in channels
+            ]
+            for apply in applies:
+                for type_url, resources in loaded_floor().resources.items():
+                    await apply(
+                        discovery_pb2.DeltaDiscoveryResponse(
+                            system_version_info="load",
+                            type_url=type_url,
+                            resources=list(resources.values()),
+                        )
+                    )
+            identities = fleet_identities(40, namespaces=["default"])
+            fleet = ProxyFleet(target, identities, streams_per_channel=1)
+            await fleet.start()
+            try:
+                assert (await fleet.wait_converged(timeout=30)).converged
+                held = floor.connections(int(target.rsplit(":", 1)[1]))
+                assert sum(held) == 40
+                assert len(held) == 2, f"the kernel put every connection on one process: {held}"
+                old = fleet.proxies[0].holds(EDS)["a"].body
+                push = discovery_pb2.DeltaDiscoveryResponse(
+                    system_version_info="push",
+                    resources=[resource(EDS, assignment("a", "10.7.7.7"), "2")],
+                )
+                await asyncio.gather(*(apply(push) for apply in applies))
+                report = await fleet.wait_converged(
+                    lambda p: p.holds(EDS)["a"].body != old, timeout=30
+                )
+                assert report.converged
+            finally:
+                await fleet.close()
+        finally:
+            for channel in channels:
+                await channel.close()
+        assert len(floor.tree()) == 2
+    finally:
+        floor.stop()
+    assert "Traceback" not in floor.output()

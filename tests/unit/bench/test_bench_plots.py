@@ -6,13 +6,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.plots import (
+    by_measure,
     by_unit,
     chart_path,
     curve_keys,
     draw_all,
     has_curve,
     measure_of,
+    points_of,
+    series_values,
     split_unit,
+    wide_x,
     y_label,
 )
 
@@ -89,3 +93,36 @@ def test_every_result_with_a_curve_is_drawn(tmp_path: Path) -> None:
     }
     for path in drawn.values():
         assert path.read_bytes().startswith(b"\x89PNG")
+
+
+WORKERS_CURVE = [
+    {"proxies": n, "workers": w, "pilothouse_eds_cpu_us_per_proxy": 300.0 * w,
+     "floor_eds_cpu_us_per_proxy": 200.0, "pilothouse_eds_p99_ms": n / 2,
+     "floor_eds_p99_ms": n / 4, "pilothouse_kib_per_connection": 70.0,
+     "pilothouse_connections": "5"}
+    for n in (250, 10_000) for w in (1, 2)
+]  # fmt: skip
+
+
+def test_a_series_key_is_no_series_and_each_measure_gets_its_own_chart() -> None:
+    x_key, series = curve_keys(WORKERS_CURVE, "workers")
+    assert x_key == "proxies" and "workers" not in series
+    assert "workers" in curve_keys(WORKERS_CURVE)[1]  # without a series key it is a number
+    assert by_measure(series) == {
+        "eds_cpu|µs per proxy": ["pilothouse_eds_cpu_us_per_proxy", "floor_eds_cpu_us_per_proxy"],
+        "eds_p99|ms": ["pilothouse_eds_p99_ms", "floor_eds_p99_ms"],
+        "|KiB per connection": ["pilothouse_kib_per_connection"],
+    }
+    assert y_label(["pilothouse_kib_per_connection"]) == "KiB per connection"
+    assert series_values(WORKERS_CURVE, "workers") == [1, 2]
+    two = points_of(WORKERS_CURVE, "proxies", "pilothouse_eds_cpu_us_per_proxy", ("workers", 2))
+    assert two == ([250, 10_000], [600.0, 600.0])
+    assert wide_x([250, 10_000]) and not wide_x([0, 10_000]) and not wide_x([250, 2000])
+
+
+def test_a_curve_with_a_series_key_is_drawn(tmp_path: Path) -> None:
+    results = {"fanout_curve": [{"benchmark": "curve", "curve_series": "workers",
+                                 "curve": WORKERS_CURVE}]}  # fmt: skip
+    drawn = draw_all(results, tmp_path)
+    assert drawn == {"curve": tmp_path / "BENCHMARKS-fanout.png"}
+    assert drawn["curve"].read_bytes().startswith(b"\x89PNG")

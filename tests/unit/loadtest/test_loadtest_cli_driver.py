@@ -17,7 +17,15 @@ import pytest
 from pilothouse.cli.loadtest import EXIT_OK, Observation, loadtest
 from pilothouse.loadtest.histogram import LatencyHistogram
 from pilothouse.loadtest.outcome import ShareResult, ShareStatus
-from pilothouse.loadtest.scenarios import CONNECTED, END, START, LoadRun, LoadtestError
+from pilothouse.loadtest.scenarios import (
+    CONNECTED,
+    END,
+    START,
+    LoadRun,
+    LoadtestError,
+    change_marks,
+)
+from pilothouse.loadtest.server_process import ServerRecord, ServerSample
 from pilothouse.loadtest.spec import FleetSlice, LoadSpec, Scenario, Trigger
 from pilothouse.loadtest.triggers import CHANGE_VARIABLE, fire
 from pilothouse.loadtest.workers import WorkerError, WorkerShare
@@ -231,3 +239,37 @@ async def test_connect_run_in_process_against_the_fake_server(
     }
     assert len(nodes) == 30
     assert ads_server.ads.stream_count == 0  # every stream closed at the end
+
+
+class CountingProbe:
+    """A server probe whose CPU seconds go up by one at every sample (RSS fixed)."""
+
+    def __init__(self) -> None:
+        self.samples = 0
+
+    @property
+    def source(self) -> str:
+        return "counting"
+
+    async def sample(self) -> ServerSample:
+        self.samples += 1
+        return ServerSample(2**20, float(self.samples))
+
+
+async def test_push_samples_the_server_around_each_change() -> None:
+    probe = CountingProbe()
+    server = ServerRecord(probe.source)
+    run = LoadRun(
+        spec(proxies=2, scenario=Scenario.PUSH, repeat=2, trigger=Trigger(command="true")),
+        [StandInShare(2)],
+        asyncio.Event(),
+        probe=probe,
+        server=server,
+    )
+    await run.run()
+    before_1, reached_1 = change_marks(1)
+    before_2, reached_2 = change_marks(2)
+    order = [START, CONNECTED, before_1, reached_1, before_2, reached_2, END]
+    assert list(server.marks) == order
+    assert [server.marks[name].cpu_seconds for name in order] == [1, 2, 3, 4, 5, 6, 7]
+    assert server.cpu_between(before_2, reached_2) == 1.0

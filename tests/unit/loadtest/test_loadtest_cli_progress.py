@@ -8,6 +8,8 @@ import contextlib
 import io
 import os
 import re
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 
 import pytest
@@ -23,6 +25,8 @@ from pilothouse.loadtest.server_process import (
     ServerSample,
     http_session,
     parse_process_metrics,
+    process_tree,
+    read_process,
     wait_ready,
 )
 from pilothouse.loadtest.spec import LoadSpec
@@ -93,6 +97,27 @@ def test_proc_probe_reads_a_live_process_and_notices_a_missing_one() -> None:
     assert sample.rss_bytes is not None and sample.rss_bytes > 10 * 2**20
     assert sample.cpu_seconds is not None and sample.cpu_seconds > 0
     assert ProcProbe(4_000_000).read() is None
+
+
+def test_proc_probe_adds_up_the_processes_below_the_server() -> None:
+    """A server with workers (``serve --workers N``) is its whole process tree."""
+    hold = 64 * 2**20
+    child = subprocess.Popen(
+        [sys.executable, "-c", f"import sys, time; x = bytearray({hold}); print(1); "
+         "sys.stdout.flush(); time.sleep(60)"],
+        stdout=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert child.stdout is not None and child.stdout.readline() == b"1\n"
+        assert child.pid in process_tree(os.getpid())
+        alone = read_process(os.getpid())[0]
+        tree = ProcProbe(os.getpid()).read()
+        assert alone is not None and tree is not None and tree.rss_bytes is not None
+        assert tree.rss_bytes - alone >= hold
+    finally:
+        child.kill()
+        child.wait()
+    assert child.pid not in process_tree(os.getpid())
 
 
 def test_process_metrics_are_read_from_a_prometheus_page() -> None:

@@ -305,7 +305,9 @@ def test_connect_report_has_no_changes_and_reports_the_server() -> None:
     assert report["trigger"] is None
     process = report["serverProcess"]
     assert process["pid"] == 42
-    assert process["rssBytes"] == {"start": 100 * 2**20, "end": 150 * 2**20, "peak": 180 * 2**20}
+    assert process["rssBytes"] == {
+        "start": 100 * 2**20, "connected": 150 * 2**20, "end": 150 * 2**20, "peak": 180 * 2**20,
+    }  # fmt: skip
     assert process["cpuSeconds"] == {"connect": 1.0, "total": 1.0}
     assert process["cpuPercent"]["connect"] == pytest.approx(50.0)
     text = render_text(report)
@@ -344,3 +346,22 @@ def test_sizes_are_readable() -> None:
     assert size(2048) == "2.0 KiB"
     assert size(3 * 2**20) == "3.0 MiB"
     assert size(None) == "-"
+
+
+def test_each_push_change_reports_the_server_cpu_from_its_trigger_until_reached() -> None:
+    server = ServerRecord("/proc/42")
+    samples = {
+        START: 10.0, CONNECTED: 11.0, "change-1": 11.5, "change-1-reached": 13.0,
+        "change-2": 13.25, "change-2-reached": 13.75, END: 14.0,
+    }  # fmt: skip
+    for name, cpu in samples.items():
+        server.mark(name, ServerSample(2**20, cpu))
+    report = build_report(push_record(), server=server, server_pid=42)
+    per_change = report["changes"]["perChange"]
+    assert [change["serverCpuSeconds"] for change in per_change] == [1.5, 0.5]
+    assert report["serverProcess"]["cpuSeconds"]["changes"] == 3.0
+
+
+def test_a_change_without_server_samples_reports_no_cpu() -> None:
+    report = build_report(push_record())
+    assert all("serverCpuSeconds" not in change for change in report["changes"]["perChange"])

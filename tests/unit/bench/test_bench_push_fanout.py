@@ -1,0 +1,98 @@
+"""bench/push_fanout.py's figures (fanout_report.py, fanout_runs.py), from made-up runs: the
+fan-out spread of a push beside its p99, the spread's target at 1,000 proxies, and the floor
+named for what it is with ``--workers 2``."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+# the scripts import their neighbours by bare name, as they do when run from bench/
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
+
+from fanout_report import figure_groups, spread_verdict
+from fanout_runs import PushRun, PushSummary, summarize_runs
+
+
+@dataclass(frozen=True)
+class Shape:
+    proxies: int = 1000
+    services: int = 100
+    runs: int = 3
+    delta: bool = False
+    file_debounce: float = 0.05
+    debounce_after: float = 0.1
+    workers: int = 1
+
+
+@dataclass
+class Figures:
+    pushes: dict[str, PushSummary]
+    connect_seconds: float = 5.0
+    rss_empty_kib: int = 80_000
+    rss_connected_kib: int = 150_000
+    rss_double_kib: int | None = None
+    watch_latency: dict[str, list[float]] = field(default_factory=dict)
+    connections: list[int] = field(default_factory=list)
+
+
+def push(first: float, last: float) -> PushRun:
+    """A run whose proxies got the push between ``first`` and ``last`` seconds."""
+    middle = [first + (last - first) * i / 10 for i in range(1, 10)]
+    return PushRun(
+        durations=(first, *middle, last),
+        unconverged=0,
+        cpu_seconds=0.5,
+        window=last + 0.3,
+        responses={"ClusterLoadAssignment": 11},
+        received={"ClusterLoadAssignment": 5500},
+    )
+
+
+def test_the_spread_is_the_last_proxys_time_minus_the_firsts_median_over_runs() -> None:
+    runs = [push(0.2, 0.7), push(0.3, 1.3), push(0.25, 0.85)]
+    assert runs[0].spread == pytest.approx(0.5)
+    assert summarize_runs(runs).spread == pytest.approx(0.6)  # median of 0.5, 1.0 and 0.6
+
+
+def figures(first: float, last: float, **more: object) -> Figures:
+    summary = summarize_runs([push(first, last)])
+    return Figures(pushes={"eds": summary, "cds": summary}, **more)  # type: ignore[arg-type]
+
+
+def test_the_spread_group_judges_the_eds_target_at_1000_proxies() -> None:
+    ours = figures(0.2, 0.8, connections=[10, 10])  # spread 600 ms
+    floor = figures(0.05, 0.35, connections=[11, 9])  # spread 300 ms
+    groups = figure_groups(Shape(), ours, floor)
+    eds = next(g for g in groups if g["benchmark"].startswith("push_fanout: EDS change"))
+    assert (eds["pilothouse_spread_ms"], eds["floor_spread_ms"]) == (600.0, 300.0)
+    assert eds["spread_ratio_floor_to_pilothouse"] == 0.5
+    spread = next(g for g in groups if "fan-out spread" in g["benchmark"])
+    assert spread["benchmark"] == (
+        "push_fanout: fan-out spread, last − first proxy (SotW, 1000 proxies)"
+    )
+    assert spread["ratio_to_baseline"] == 0.5
+    assert spread["target"] == "EDS spread ≥ 0.7 of the floor's at 1,000 proxies"
+    assert spread["target_met"] == "no (ratio 0.5: missed by 0.20)"
+    assert spread[spread["headline"]] == 600.0
+    connect = next(g for g in groups if "connect and converge" in g["benchmark"])
+    assert connect["pilothouse_connections_per_process"] == "10 / 10"
+    assert connect["floor_connections_per_process"] == "11 / 9"
+
+
+def test_elsewhere_the_spread_is_reported_but_not_judged() -> None:
+    groups = figure_groups(Shape(proxies=500), figures(0.2, 0.8), figures(0.1, 0.2))
+    spread = next(g for g in groups if "fan-out spread" in g["benchmark"])
+    assert spread["target_met"] == "not judged here (500 proxies)"
+    assert spread_verdict(0.7) == "yes"
+
+
+def test_with_two_workers_the_titles_and_the_baseline_say_so() -> None:
+    groups = figure_groups(Shape(workers=2), figures(0.2, 0.8), figures(0.1, 0.4))
+    assert all("serve --workers 2" in g["benchmark"] for g in groups)
+    assert all("in 2 processes sharing the port with SO_REUSEPORT" in g["baseline"] for g in groups)
+    single = figure_groups(Shape(), figures(0.2, 0.8), figures(0.1, 0.4))
+    assert not any("processes" in g["baseline"] for g in single)
