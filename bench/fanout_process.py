@@ -38,10 +38,19 @@ class ServerProcess:
     """One started server; ``pid`` is the server itself (the launcher execs it)."""
 
     def __init__(
-        self, name: str, argv: Sequence[str], log: Path, env: Mapping[str, str] | None = None
+        self,
+        name: str,
+        argv: Sequence[str],
+        log: Path,
+        env: Mapping[str, str] | None = None,
+        *,
+        with_children: bool = False,
     ) -> None:
+        """``with_children``: :meth:`cpu_seconds` also counts the live processes the
+        server started (``serve --workers N``: the workers)."""
         self.name = name
         self.log = log
+        self.with_children = with_children
         environment = dict(os.environ)
         # No TLS port (and no CA) and no ControlZ page unless a benchmark asks: each
         # would listen on a fixed port (15012, 9876), and the CA lives under the working
@@ -81,10 +90,15 @@ class ServerProcess:
             await asyncio.sleep(0.05)
 
     def cpu_seconds(self) -> float:
-        """User and system CPU time of the whole process so far (threads that ended too)."""
-        with open(f"/proc/{self.pid}/stat", encoding="ascii") as handle:
-            fields = handle.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / _TICKS
+        """User and system CPU time of the whole process so far (threads that ended too);
+        with ``with_children``, plus that of its live descendants."""
+        if not self.with_children:
+            return _process_cpu(self.pid)
+        total = 0.0
+        for pid in _tree(self.pid):
+            with contextlib.suppress(OSError):
+                total += _process_cpu(pid)
+        return total
 
     def rss_kib(self) -> int:
         """Resident set size (VmRSS) in KiB."""
@@ -155,3 +169,23 @@ async def idle_cpu_rate(server: ServerProcess, seconds: float) -> float:
     start = time.monotonic()
     await asyncio.sleep(seconds)
     return (server.cpu_seconds() - start_cpu) / (time.monotonic() - start)
+
+
+def _process_cpu(pid: int) -> float:
+    """User and system CPU seconds of one process (its threads included)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def _tree(pid: int) -> list[int]:
+    """``pid`` and its live descendants, from /proc/PID/task/*/children."""
+    found = [pid]
+    for current in found:
+        try:
+            for task in Path(f"/proc/{current}/task").iterdir():
+                children = (task / "children").read_text(encoding="ascii").split()
+                found.extend(int(child) for child in children)
+        except OSError:
+            continue
+    return found
