@@ -193,7 +193,7 @@ class SotwFlavour(_Base):
             version,
             type_url,
             nonce,
-            [resources[n].body for n in sorted(plan.resources)],
+            tuple([resources[n].body for n in sorted(plan.resources)]),
             self._control_plane,
         )
         self.sotw.record_sent(type_url, version, nonce, plan.resources, now)
