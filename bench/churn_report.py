@@ -67,6 +67,9 @@ class ChurnSize:
 
     ours: tuple[ChurnRun, ...]
     floor: tuple[ChurnRun, ...]
+    workers: tuple[ChurnRun, ...] = ()
+    """``serve --workers N`` runs (none unless asked)."""
+    worker_count: int = 1
 
     @property
     def proxies(self) -> int:
@@ -187,6 +190,13 @@ def size_group(shape: ChurnShape, size: ChurnSize) -> dict[str, Any]:
         p50, p99 = percentiles(watch, (50.0, 99.0))
         group["pilothouse_file_to_config_event_p50_ms"] = _ms(p50)
         group["pilothouse_file_to_config_event_p99_ms"] = _ms(p99)
+    if size.workers:
+        prefix = f"pilothouse_workers_{size.worker_count}"
+        group.update(_side(prefix, size.workers, shape.pilothouse_debounce))
+        workers_p99 = _median(size.workers, lambda r: r.completion[2])
+        group[f"{prefix}_p99_to_one_worker"] = round(
+            workers_p99 / _median(ours, lambda r: r.completion[2]), 2
+        )
     group.update(_side("floor", floor, None))
     released = _triple(floor, lambda r: r.from_release)
     if released is not None:
@@ -225,6 +235,10 @@ def curve(sizes: Sequence[ChurnSize]) -> list[dict[str, Any]]:
                 "pilothouse_cpu_cores": round(_median(size.ours, lambda r: r.cpu_cores), 2),
             }
         )
+        if size.workers:
+            points[-1][f"pilothouse_workers_{size.worker_count}_s"] = round(
+                _median(size.workers, lambda r: r.completion[2]), 3
+            )
     return points
 
 

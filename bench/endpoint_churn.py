@@ -24,6 +24,12 @@ replaced), batched by pilothouse's debounce rules (``churn_floor.py``). For
 each fleet size pilothouse's run comes first, then the floor's. Target: event
 p99 ≤ 1 s.
 
+With ``--workers N`` (N > 1) a third side runs after those two at each size:
+``serve --workers N`` on a copy of the mesh of its own (so the single-process server
+sees none of its events), the same fleet size and the same churn; its figures are the
+``pilothouse_workers_N_*`` fields (CPU: every worker's). The kernel spreads the fleet's
+channels over the workers (SO_REUSEPORT), not always evenly.
+
 Run: ``.venv/bin/python bench/endpoint_churn.py`` (``--sizes 250,500,1000
 --rate 50 --duration 20``); one JSON line per fleet size on stdout.
 """
@@ -84,6 +90,7 @@ class Options:
     timeout: float
     gate: float
     target: float
+    workers: int = 1
 
 
 def _nothing(event: ChurnEvent) -> None:
@@ -109,6 +116,7 @@ class Churns:
         control: FloorControl,
         floor_address: str,
     ) -> None:
+        """``ours``/``ours_target``: the single-process server, on ``mesh``."""
         self.options = options
         self.shape = shape
         self.mesh = mesh
@@ -157,20 +165,31 @@ class Churns:
         return ChurnLedger(len(fleet.proxies), self.mesh.services)
 
     async def pilothouse(self, proxies: int) -> ChurnRun:
+        return await self.pilothouse_on(self.ours, self.ours_target, self.mesh, proxies)
+
+    async def pilothouse_on(
+        self,
+        server: ServerProcess,
+        target: str,
+        mesh: FanoutMesh,
+        proxies: int,
+        side: str = "pilothouse",
+    ) -> ChurnRun:
+        """One churn run of a pilothouse server serving ``mesh`` (where events are written)."""
         async with contextlib.AsyncExitStack() as stack:
-            fleet = await self._connect(self.ours_target, proxies, stack)
+            fleet = await self._connect(target, proxies, stack)
             if not self.templates:
                 await self._record_floor(fleet)
-            idle = await idle_cpu_rate(self.ours, IDLE_SAMPLE)
-            offset = len(self.ours.output())
+            idle = await idle_cpu_rate(server, IDLE_SAMPLE)
+            offset = len(server.output())
 
             def write(event: ChurnEvent) -> None:
-                write_event(self.mesh, event)
+                write_event(mesh, event)
 
             ledger = self._ledger(fleet)
             run, events = await churn(
                 fleet,
-                self.ours,
+                server,
                 self.plan,
                 self.schedule,
                 write,
@@ -178,7 +197,7 @@ class Churns:
                 self.service_of,
                 idle_cpu_rate=idle,
             )
-        watch = watch_latencies(events, config_updates(self.ours.output(), offset))
+        watch = watch_latencies(events, config_updates(server.output(), offset))
         window = self.shape.push_window
         beyond = [
             completion - seen - window
@@ -190,7 +209,7 @@ class Churns:
             watch=tuple(seen for seen in watch if seen is not None),
             beyond_measured=_three(percentiles(beyond, QUANTILES)) if beyond else None,
         )
-        return self._keep("pilothouse", run)
+        return self._keep(side, run)
 
     async def floor_run(self, proxies: int) -> ChurnRun:
         async with contextlib.AsyncExitStack() as stack:
@@ -245,11 +264,50 @@ class Churns:
         )
         return run
 
+    async def workers_run(self, work: Path, proxies: int) -> ChurnRun:
+        """The same churn against ``serve --workers N``, started for this run on a copy
+        of the mesh of its own, and stopped after it."""
+        options = self.options
+        mesh = FanoutMesh(
+            work / f"mesh-workers-{proxies}",
+            options.services,
+            options.namespaces,
+            options.endpoints,
+        )
+        mesh.write()
+        server = start_pilothouse(
+            mesh.root,
+            work / f"pilothouse-workers-{proxies}.log",
+            env=pilothouse_environment(options),
+            workers=options.workers,
+        )
+        try:
+            target = await pilothouse_target(server, options.workers)
+            return await self.pilothouse_on(server, target, mesh, proxies, WORKERS_SIDE)
+        finally:
+            server.stop()
+
     def sizes(self) -> list[ChurnSize]:
         return [
-            ChurnSize(tuple(self.runs[("pilothouse", n)]), tuple(self.runs[("floor", n)]))
+            ChurnSize(
+                tuple(self.runs[("pilothouse", n)]),
+                tuple(self.runs[("floor", n)]),
+                tuple(self.runs.get((WORKERS_SIDE, n), ())),
+                self.options.workers,
+            )
             for n in self.options.sizes
         ]
+
+
+WORKERS_SIDE = "pilothouse_workers"
+
+
+def pilothouse_environment(options: Options) -> dict[str, str]:
+    return {
+        "PILOTHOUSE_FILE_DEBOUNCE": str(options.file_debounce),
+        "PILOTHOUSE_DEBOUNCE_AFTER": str(options.debounce_after),
+        "PILOTHOUSE_DEBOUNCE_MAX": str(options.debounce_max),
+    }
 
 
 async def run(options: Options) -> None:
@@ -272,13 +330,7 @@ async def run(options: Options) -> None:
         mesh.write()
         async with contextlib.AsyncExitStack() as stack:
             ours = start_pilothouse(
-                mesh.root,
-                work / "pilothouse.log",
-                env={
-                    "PILOTHOUSE_FILE_DEBOUNCE": str(options.file_debounce),
-                    "PILOTHOUSE_DEBOUNCE_AFTER": str(options.debounce_after),
-                    "PILOTHOUSE_DEBOUNCE_MAX": str(options.debounce_max),
-                },
+                mesh.root, work / "pilothouse.log", env=pilothouse_environment(options)
             )
             stack.callback(ours.stop)
             floor = start_floor(work / "floor.log")
@@ -292,6 +344,8 @@ async def run(options: Options) -> None:
                 for proxies in options.sizes:
                     await churns.pilothouse(proxies)
                     await churns.floor_run(proxies)
+                    if options.workers > 1:
+                        await churns.workers_run(work, proxies)
     for group in figure_groups(shape, churns.sizes()):
         print(json.dumps(group), flush=True)
     print(f"done in {time.monotonic() - began:.0f}s", file=sys.stderr)
@@ -335,9 +389,15 @@ def parse_options() -> Options:
         help="floor: longest a batch waits for the previous one to reach every proxy",
     )
     parser.add_argument("--target", type=float, default=1.0, help="target event p99, seconds")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="also churn `serve --workers N` (N > 1) at each size, after the other two",
+    )
     args = parser.parse_args()
-    if args.runs < 1 or args.rate <= 0 or args.duration <= 0:
-        parser.error("--runs, --rate and --duration must be positive")
+    if args.runs < 1 or args.rate <= 0 or args.duration <= 0 or args.workers < 1:
+        parser.error("--runs, --rate, --duration and --workers must be positive")
     return Options(
         sizes=args.sizes,
         runs=args.runs,
@@ -354,6 +414,7 @@ def parse_options() -> Options:
         timeout=args.timeout,
         gate=args.gate,
         target=args.target,
+        workers=args.workers,
     )
 
 

@@ -44,7 +44,11 @@ class ServerProcess:
     """One started server; ``pid`` is the server itself (the launcher execs it)."""
 
     def __init__(
-        self, name: str, argv: Sequence[str], log: Path, env: Mapping[str, str] | None = None
+        self,
+        name: str,
+        argv: Sequence[str],
+        log: Path,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.name = name
         self.log = log
@@ -238,3 +242,4 @@ async def idle_cpu_rate(server: ServerProcess, seconds: float) -> float:
     start = time.monotonic()
     await asyncio.sleep(seconds)
     return (server.cpu_seconds() - start_cpu) / (time.monotonic() - start)
+

@@ -81,7 +81,7 @@ SCRIPTS: tuple[Script, ...] = (
     Script("memory_slope", timeout=600.0),
     Script("connect_storm"),
     Script("admission_storm", timeout=1200.0),
-    Script("endpoint_churn"),
+    Script("endpoint_churn", ("--workers", "2")),
     Script("rest_sovereign"),
     Script("mcp_sync"),
     Script("mcp_encode"),

@@ -10,8 +10,10 @@ bytes; ``FloorControl`` sends them.
 
 from __future__ import annotations
 
+import asyncio
 import resource
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -42,10 +44,13 @@ def raise_open_file_limit() -> int:
     return target
 
 
-def start_pilothouse(mesh_root: Path, log: Path, env: Mapping[str, str]) -> ServerProcess:
-    """``pilothouse serve`` on ``mesh_root``; ``env`` carries its ``PILOTHOUSE_*`` settings."""
+def start_pilothouse(
+    mesh_root: Path, log: Path, env: Mapping[str, str], workers: int = 1
+) -> ServerProcess:
+    """``pilothouse serve`` on ``mesh_root``; ``env`` carries its ``PILOTHOUSE_*`` settings.
+    With ``workers`` above 1, ``serve --workers N`` (its CPU counts every worker)."""
     return ServerProcess(
-        "pilothouse",
+        "pilothouse" if workers == 1 else f"pilothouse --workers {workers}",
         [
             sys.executable,
             "-m",
@@ -57,6 +62,7 @@ def start_pilothouse(mesh_root: Path, log: Path, env: Mapping[str, str]) -> Serv
             "127.0.0.1:0",
             "--admin-address",
             "127.0.0.1:0",
+            *(("--workers", str(workers)) if workers > 1 else ()),
         ],
         log,
         env={"PILOTHOUSE_DRAIN_SECONDS": "1", **env},
@@ -71,10 +77,16 @@ def start_floor(log: Path) -> ServerProcess:
     )
 
 
-async def pilothouse_target(server: ServerProcess) -> str:
-    """Wait until pilothouse listens and has built its first context; its xDS address."""
+async def pilothouse_target(server: ServerProcess, workers: int = 1) -> str:
+    """Wait until pilothouse listens and has built its first context (every worker's);
+    its xDS address."""
     found = await server.wait_for_line(r"xDS listening on (\S+):(\d+)", STARTUP_TIMEOUT)
     await server.wait_for_line(r"xds ready", STARTUP_TIMEOUT)
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    while server.output().count("xds ready") < workers:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{server.name}: not every worker became ready")
+        await asyncio.sleep(0.05)
     return f"{found.group(1)}:{found.group(2)}"
 
 

@@ -167,9 +167,17 @@ async def test_the_send_timeout_bounds_how_long_a_push_waits_for_a_stalled_strea
     stalled.writer_attached = True
     stalled.outbound.put_nowait(Queued(b"never written", CDS, 0.0, 0.0))
     discovery.connect(stalled)
+    workers = asyncio.create_task(discovery._workers.run())
     started = time.monotonic()
-    await asyncio.wait_for(discovery._push_connection(stalled, PushRequest.everything()), 4.0)
+    discovery._queue.enqueue(stalled, PushRequest.everything())
+    await asyncio.sleep(0)
+    assert discovery._queue.is_in_flight(stalled)
+    while discovery._queue.in_flight():  # the push workers give up on it, not the test
+        assert time.monotonic() - started < 4.0
+        await asyncio.sleep(0.01)
     assert 0.15 <= time.monotonic() - started < 2.0
+    discovery._queue.shutdown()
+    await asyncio.wait_for(workers, 2.0)
 
 
 MESH = """\

@@ -6,6 +6,12 @@ FIFO when the push is marked done), or unknown to the queue. So a connection nev
 pushes in flight, and a request for a connection is never dropped, only merged.
 
 Connections are opaque hashable keys: the queue knows nothing of the server.
+
+Merging is done once per distinct pair of requests, not once per connection: one push
+enqueues the same request object for every connection it reaches, and the connections
+still waiting from the push before hold one same request too, so under steady churn a
+thousand connections would otherwise merge the same two requests (uniting their ever
+larger key sets) a thousand times.
 """
 
 from __future__ import annotations
@@ -13,7 +19,6 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from collections.abc import Hashable
-from dataclasses import dataclass
 from typing import Generic, NamedTuple, TypeVar
 
 from pilothouse.push.clock import Clock, LoopClock
@@ -22,13 +27,13 @@ from pilothouse.push.request import PushRequest
 ConnT = TypeVar("ConnT", bound=Hashable)
 
 
-@dataclass(frozen=True, slots=True)
-class _Waiting:
+class _Waiting(NamedTuple):
     request: PushRequest
     enqueued_at: float
 
-    def merge(self, request: PushRequest) -> _Waiting:
-        return _Waiting(self.request.merge(request), self.enqueued_at)
+
+_MERGES_KEPT = 64
+"""Distinct (waiting, arriving) request pairs whose merge is remembered (see ``_merge``)."""
 
 
 class QueuedPush(NamedTuple, Generic[ConnT]):
@@ -49,6 +54,9 @@ class PushQueue(Generic[ConnT]):
         self._processing: dict[ConnT, _Waiting | None] = {}
         self._ready = asyncio.Event()
         self._shut = False
+        self._merged: dict[tuple[int, int], tuple[PushRequest, PushRequest, PushRequest]] = {}
+        """(id(waiting), id(arriving)) → both requests (kept, so the ids stay theirs) and
+        their merge."""
 
     def enqueue(self, conn: ConnT, request: PushRequest) -> None:
         """Queue ``request`` for ``conn``, merging with what is already waiting for it."""
@@ -57,15 +65,32 @@ class PushQueue(Generic[ConnT]):
         if conn in self._processing:
             after = self._processing[conn]
             self._processing[conn] = (
-                _Waiting(request, self._clock.now()) if after is None else after.merge(request)
+                _Waiting(request, self._clock.now())
+                if after is None
+                else _Waiting(self._merge(after.request, request), after.enqueued_at)
             )
             return
         waiting = self._pending.get(conn)
         if waiting is not None:
-            self._pending[conn] = waiting.merge(request)  # keeps its place in the FIFO
+            # keeps its place in the FIFO
+            self._pending[conn] = _Waiting(
+                self._merge(waiting.request, request), waiting.enqueued_at
+            )
             return
         self._pending[conn] = _Waiting(request, self._clock.now())
         self._ready.set()
+
+    def _merge(self, waiting: PushRequest, arriving: PushRequest) -> PushRequest:
+        """``waiting.merge(arriving)``, made once per distinct pair (requests are immutable)."""
+        key = (id(waiting), id(arriving))
+        known = self._merged.get(key)
+        if known is not None and known[0] is waiting and known[1] is arriving:
+            return known[2]
+        merged = waiting.merge(arriving)
+        if len(self._merged) >= _MERGES_KEPT:
+            self._merged.clear()
+        self._merged[key] = (waiting, arriving, merged)
+        return merged
 
     def try_dequeue(self) -> QueuedPush[ConnT] | None:
         """The head of the FIFO, now in flight; None if nothing is pending."""
@@ -104,6 +129,7 @@ class PushQueue(Generic[ConnT]):
         """Drop everything pending and wake every ``dequeue`` waiter with None."""
         self._shut = True
         self._pending.clear()
+        self._merged.clear()
         self._ready.set()
 
     @property

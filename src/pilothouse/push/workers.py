@@ -5,6 +5,14 @@ the queue (where it keeps merging) until a slot is free; every push is marked do
 finishes, whether it succeeded or not. The throttle can change while the workers run
 (:meth:`PushWorkers.set_throttle`, the admin API's ``push.throttle``): the next push
 taken off the queue obeys it; pushes already running are not stopped.
+
+One loop runs every push, without a task per push: the push function is called in the
+loop and either finishes there (it returns None), or returns what to wait for: a future
+(the server's pushes: resolved once the connection's responses are written), whose
+completion frees the slot, or a coroutine, run as a task of its own. A future waits at
+most ``deadline`` seconds: one timer for all of them, re-armed for the oldest, resolves
+those past their deadline (a slow or dead stream holds its slot no longer than that,
+as a timeout per write would, without a timer per push).
 """
 
 from __future__ import annotations
@@ -13,7 +21,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pilothouse.push.queue import PushQueue, QueuedPush
 from pilothouse.push.request import PushRequest
@@ -58,7 +66,8 @@ class PushWorkerStats:
     max_concurrent: int = 0
 
 
-ConnPushFn = Callable[[ConnT, PushRequest], Awaitable[None]]
+ConnPushFn = Callable[[ConnT, PushRequest], Awaitable[None] | None]
+"""Runs one push: None when it finished in the call, else a future or coroutine to await."""
 
 
 class PushWorkers(Generic[ConnT]):
@@ -75,13 +84,19 @@ class PushWorkers(Generic[ConnT]):
         throttle: int | None = None,
         *,
         observe_queue_time: Callable[[float], None] | None = None,
+        deadline: float | None = None,
     ) -> None:
+        """``deadline``: seconds a push's future is waited for (None: no limit)."""
         self._queue = queue
         self._push = push
         self.throttle = push_throttle(throttle or 0)
         self._observe = observe_queue_time
+        self._deadline = deadline
         self._slots = Slots(self.throttle)
         self._tasks: set[asyncio.Task[bool]] = set()
+        self._waiting: dict[asyncio.Future[Any], float] = {}
+        """Futures in flight → when they are given up on (oldest first)."""
+        self._timer: asyncio.TimerHandle | None = None
         self._active = 0
         # plain counters, read as one frozen value: a push must not rebuild a dataclass
         self._pushes = 0
@@ -113,6 +128,7 @@ class PushWorkers(Generic[ConnT]):
 
     async def run(self) -> None:
         """Dequeue and push until the queue shuts down; cancel pushes in flight if cancelled."""
+        started = 0
         try:
             while True:
                 await self._slots.acquire()
@@ -120,12 +136,21 @@ class PushWorkers(Generic[ConnT]):
                 if item is None:
                     break
                 self._start(item)
-            if self._tasks:
-                await asyncio.gather(*self._tasks, return_exceptions=True)
+                started += 1
+                if started >= self.throttle:
+                    # pushes that finish in the call never wait: let readers and writers run
+                    started = 0
+                    await asyncio.sleep(0)
+            flying: list[asyncio.Future[Any]] = [*self._tasks, *self._waiting]
+            if flying:
+                await asyncio.gather(*flying, return_exceptions=True)
         finally:
-            leftover = list(self._tasks)
-            for task in leftover:
-                task.cancel()
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+            leftover: list[asyncio.Future[Any]] = [*self._tasks, *self._waiting]
+            for waited in leftover:
+                waited.cancel()
             if leftover:
                 await asyncio.gather(*leftover, return_exceptions=True)
 
@@ -146,31 +171,70 @@ class PushWorkers(Generic[ConnT]):
         self._active += 1
         if self._active > self._max_concurrent:
             self._max_concurrent = self._active
-        task = asyncio.create_task(self._one(item))
-        self._tasks.add(task)
-        task.add_done_callback(lambda done: self._finish(item.conn, done))
-
-    async def _one(self, item: QueuedPush[ConnT]) -> bool:
-        """Run one push; True if it raised (the error is logged, never propagated)."""
+        conn = item.conn
         if self._observe is not None:
             try:
-                self._observe(item.queue_time)
+                self._observe(queue_time)
             except Exception:  # a metrics bug must not cost the push
-                _log.exception("observing the queue time of %r failed", item.conn)
+                _log.exception("observing the queue time of %r failed", conn)
         try:
-            await self._push(item.conn, item.request)
+            pending = self._push(conn, item.request)
         except Exception:
-            _log.exception("push to %r failed", item.conn)
+            _log.exception("push to %r failed", conn)
+            self._finish(conn, failed=True)
+            return
+        if pending is None:
+            self._finish(conn, failed=False)
+        elif asyncio.isfuture(pending):
+            self._wait(conn, pending)
+        else:
+            task = asyncio.ensure_future(self._one(conn, pending))
+            self._tasks.add(task)
+            task.add_done_callback(lambda done: self._task_done(conn, done))
+
+    def _wait(self, conn: ConnT, waiter: asyncio.Future[Any]) -> None:
+        if self._deadline is not None:
+            loop = asyncio.get_running_loop()
+            self._waiting[waiter] = loop.time() + self._deadline
+            if self._timer is None:
+                self._timer = loop.call_at(self._waiting[waiter], self._expire)
+        waiter.add_done_callback(lambda done: self._waited(conn, done))
+
+    def _waited(self, conn: ConnT, waiter: asyncio.Future[Any]) -> None:
+        self._waiting.pop(waiter, None)
+        self._finish(conn, failed=False)
+
+    def _expire(self) -> None:
+        """Give up on the futures past their deadline; re-arm for the oldest left."""
+        self._timer = None
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        for waiter, deadline in list(self._waiting.items()):
+            if deadline > now:
+                self._timer = loop.call_at(deadline, self._expire)
+                return
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def _one(self, conn: ConnT, pending: Awaitable[None]) -> bool:
+        """Await one push; True if it raised (the error is logged, never propagated)."""
+        try:
+            await pending
+        except Exception:
+            _log.exception("push to %r failed", conn)
             return True
         return False
 
-    def _finish(self, conn: ConnT, task: asyncio.Task[bool]) -> None:
+    def _task_done(self, conn: ConnT, task: asyncio.Task[bool]) -> None:
         # A done callback rather than a finally clause: it also runs for a task cancelled
         # before it started, so the connection is always marked done and the slot freed.
         self._tasks.discard(task)
+        self._finish(conn, failed=not task.cancelled() and task.result())
+
+    def _finish(self, conn: ConnT, *, failed: bool) -> None:
         self._active -= 1
         self._queue.mark_done(conn)
         self._slots.release()
         self._pushes += 1
-        if not task.cancelled() and task.result():
+        if failed:
             self._failures += 1

@@ -371,6 +371,19 @@ def test_the_churn_report_states_target_ratio_and_curve() -> None:
     assert verdict(0.5, 3, 1.0).startswith("no: 3 events")
 
 
+def test_the_churn_report_has_a_row_for_serve_with_workers_when_run() -> None:
+    shape = ChurnShape(100, 50.0, 20.0, 0.05, 0.1, 0.1, 100, 1.0)
+    one = ChurnSize((churn_run(1.2),), (churn_run(0.5),))
+    two = ChurnSize((churn_run(1.2),), (churn_run(0.5),), (churn_run(0.6),), 2)
+    (without,) = figure_groups(shape, [one])
+    (group,) = figure_groups(shape, [two])
+    assert not any(key.startswith("pilothouse_workers") for key in without)
+    assert group["pilothouse_workers_2_event_p99_ms"] == 600.0
+    assert group["pilothouse_workers_2_p99_to_one_worker"] == 0.5
+    assert group["curve"][0]["pilothouse_workers_2_s"] == 0.6
+    assert group["pilothouse_event_p99_ms"] == 1200.0  # the single process's own figures
+
+
 def test_a_floor_control_request_is_a_delta_response() -> None:
     templates = {0: Template("c0", assignment("c0", "10.100.0.1"), "10.100.0.1")}
     request = push_request([event(1, 0, 0.0)], templates)

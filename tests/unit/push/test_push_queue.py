@@ -260,3 +260,22 @@ PushQueueMachine.TestCase.settings = settings(
     max_examples=60, stateful_step_count=30, deadline=None
 )
 TestPushQueueMachine = PushQueueMachine.TestCase
+
+
+async def test_connections_waiting_with_the_same_request_share_one_merge() -> None:
+    """A push reaching many connections that still wait with the previous push's request
+    merges that pair once; each connection still gets what a merge of its own gives."""
+    queue: PushQueue[str] = PushQueue()
+    first, second, third = push("a"), push("b"), push("c")
+    for conn in ("x", "y", "z"):
+        queue.enqueue(conn, first)
+    queue.enqueue("w", third)  # another pending request: its own merge
+    for conn in ("x", "y", "z", "w"):
+        queue.enqueue(conn, second)
+    items = {}
+    while (item := queue.try_dequeue()) is not None:
+        items[item.conn] = item.request
+    assert items["x"] is items["y"] is items["z"]
+    assert items["x"].configs_updated == first.merge(second).configs_updated == {key("a"), key("b")}
+    assert items["w"].configs_updated == {key("c"), key("b")}
+    assert [item for item in items] == ["x", "y", "z", "w"]  # FIFO places kept

@@ -263,3 +263,90 @@ async def test_the_throttle_changes_while_the_workers_run() -> None:
     assert workers.set_throttle(0) == default_push_throttle()
     queue.shutdown()
     await asyncio.wait_for(task, timeout=2)
+
+
+async def test_a_push_that_finishes_in_the_call_frees_its_slot_at_once() -> None:
+    queue: PushQueue[int] = PushQueue()
+    pushed: list[int] = []
+
+    def inline(conn: int, request: PushRequest) -> None:
+        pushed.append(conn)
+        assert queue.is_in_flight(conn)
+
+    workers = PushWorkers(queue, inline, throttle=2)
+    for conn in range(7):
+        queue.enqueue(conn, push(conn))
+    task = asyncio.create_task(workers.run())
+    while len(pushed) < 7:
+        await asyncio.sleep(0)
+    assert pushed == list(range(7))  # FIFO, two slots were enough
+    assert workers.running() == 0 and queue.in_flight() == 0
+    assert workers.stats.pushes == 7 and workers.stats.failures == 0
+    queue.shutdown()
+    await asyncio.wait_for(task, timeout=1)
+
+
+async def test_a_returned_future_holds_the_slot_until_it_is_resolved() -> None:
+    queue: PushQueue[str] = PushQueue()
+    waiters: dict[str, asyncio.Future[None]] = {}
+
+    def started(conn: str, request: PushRequest) -> asyncio.Future[None]:
+        waiters[conn] = asyncio.get_running_loop().create_future()
+        return waiters[conn]
+
+    workers = PushWorkers(queue, started, throttle=1)
+    task = asyncio.create_task(workers.run())
+    queue.enqueue("a", push(0))
+    queue.enqueue("b", push(1))
+    await asyncio.sleep(0.01)
+    assert list(waiters) == ["a"] and workers.running() == 1
+    assert queue.is_in_flight("a") and queue.is_pending("b")
+    waiters["a"].set_result(None)
+    await asyncio.sleep(0.01)
+    assert list(waiters) == ["a", "b"] and not queue.is_in_flight("a")
+    waiters["b"].set_result(None)
+    await asyncio.sleep(0.01)
+    assert queue.in_flight() == 0 and workers.stats.pushes == 2
+    queue.shutdown()
+    await asyncio.wait_for(task, timeout=1)
+
+
+async def test_futures_past_the_deadline_are_given_up_and_the_rest_wait() -> None:
+    """One timer for every future: each is given up ``deadline`` seconds after its push
+    started (a stalled stream), while a future resolved in time finishes at once."""
+    queue: PushQueue[str] = PushQueue()
+    waiters: dict[str, asyncio.Future[None]] = {}
+    finished: dict[str, float] = {}
+    loop = asyncio.get_running_loop()
+
+    def started(conn: str, request: PushRequest) -> asyncio.Future[None]:
+        waiter = loop.create_future()
+        waiter.add_done_callback(lambda _: finished.setdefault(conn, loop.time()))
+        waiters[conn] = waiter
+        return waiter
+
+    workers = PushWorkers(queue, started, throttle=10, deadline=0.2)
+    task = asyncio.create_task(workers.run())
+    begin = loop.time()
+    queue.enqueue("stalled-1", push(0))
+    queue.enqueue("quick", push(1))
+    await asyncio.sleep(0.1)
+    queue.enqueue("stalled-2", push(2))
+    await asyncio.sleep(0)
+    waiters["quick"].set_result(None)
+    await asyncio.sleep(0.01)
+    assert not queue.is_in_flight("quick") and queue.is_in_flight("stalled-1")
+    while queue.in_flight():
+        assert loop.time() - begin < 2.0, "a stalled push was never given up"
+        await asyncio.sleep(0.01)
+    assert 0.2 <= finished["stalled-1"] - begin < 0.29
+    assert 0.3 <= finished["stalled-2"] - begin < 0.6  # its own deadline, not the first's
+    assert workers.stats.pushes == 3 and workers.running() == 0
+    queue.enqueue("stalled-1", push(3))  # the timer re-arms for later pushes
+    await asyncio.sleep(0)
+    assert queue.is_in_flight("stalled-1")
+    while queue.in_flight():
+        assert loop.time() - begin < 3.0
+        await asyncio.sleep(0.01)
+    queue.shutdown()
+    await asyncio.wait_for(task, timeout=1)

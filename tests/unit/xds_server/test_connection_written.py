@@ -135,3 +135,27 @@ async def test_written_gives_up_after_the_timeout() -> None:
     await asyncio.wait_for(conn.written(0.1), 1.0)
     writer.cancel()
     await asyncio.gather(writer, return_exceptions=True)
+
+
+async def test_when_written_resolves_once_the_queue_is_written_or_the_writer_stops() -> None:
+    conn, stream = connection(), SlowStream()
+    assert conn.when_written() is None  # no writer: nothing to wait for
+    writer = asyncio.create_task(write_responses(conn, stream.write, Recorder()))
+    await asyncio.sleep(0)
+    assert conn.when_written() is None  # nothing queued
+    conn.outbound.put_nowait(queued(b"one"))
+    conn.outbound.put_nowait(queued(b"two"))
+    waiter = conn.when_written()
+    assert waiter is not None and conn.when_written() is waiter  # one future for all
+    await asyncio.sleep(0.05)
+    assert not waiter.done()
+    stream.release.set()
+    await asyncio.wait_for(waiter, 1.0)
+    assert stream.written == [b"one", b"two"]
+    stream.release.clear()
+    conn.outbound.put_nowait(queued(b"stuck"))
+    stuck = conn.when_written()
+    assert stuck is not None and stuck is not waiter
+    writer.cancel()  # the stream ends with a write in flight
+    await asyncio.gather(writer, return_exceptions=True)
+    await asyncio.wait_for(stuck, 1.0)

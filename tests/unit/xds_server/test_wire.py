@@ -28,6 +28,21 @@ def test_sotw_response_matches_protobuf() -> None:
     assert data == expected.SerializeToString()
 
 
+def test_sotw_responses_of_one_fan_out_differ_only_in_their_nonce() -> None:
+    """The framing shared by a fan-out (same version, same bodies) is made once; each
+    response still carries its own nonce, and other versions or bodies their own."""
+    bodies = [cluster("a").body, cluster("b").body]
+    first = sotw_response("v1/2", CDS, "n-1", bodies)
+    second = sotw_response("v1/2", CDS, "n-2", list(bodies))
+    later = sotw_response("v1/3", CDS, "n-3", bodies)
+    fewer = sotw_response("v1/3", CDS, "n-4", bodies[:1])
+    parsed = [discovery_pb2.DiscoveryResponse.FromString(d) for d in (first, second, later, fewer)]
+    assert [p.nonce for p in parsed] == ["n-1", "n-2", "n-3", "n-4"]
+    assert [p.version_info for p in parsed] == ["v1/2", "v1/2", "v1/3", "v1/3"]
+    assert [len(p.resources) for p in parsed] == [2, 2, 2, 1]
+    assert first.removesuffix(b"n-1") == second.removesuffix(b"n-2")
+
+
 def test_delta_response_matches_protobuf() -> None:
     resources = [cluster("a"), cluster("c")]
     data = delta_response("sys", CDS, "n-2", resources, ["gone-1", "gone-2"])

@@ -11,8 +11,7 @@ point at other resources (a cluster's EDS, a listener's RDS) must then point at 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from pilothouse.push.cache import Resource, ResourceCache
 from pilothouse.push.context import PushContext
@@ -24,9 +23,9 @@ from pilothouse.xds.builders.cluster import RestPolling
 Resources = Mapping[str, Resource]
 
 
-@dataclass(frozen=True, slots=True)
-class GenerationInput:
-    """Everything a generator may read for one proxy and one type."""
+class GenerationInput(NamedTuple):
+    """Everything a generator may read for one proxy and one type (a named tuple: one
+    is made per type per push, and a frozen dataclass costs more to make)."""
 
     proxy: ProxyIdentity
     scope: ProxyScope

@@ -12,8 +12,7 @@ type's answer, :mod:`pilothouse.xds.protocol.withheld`). Each also keeps what th
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from pilothouse.protocol.messages import DeltaRequest, SotwRequest
 from pilothouse.protocol.type_urls import EDS, is_full_state_type
@@ -34,9 +33,9 @@ from pilothouse.xds.protocol.wire import (
 from pilothouse.xds.protocol.withheld import withheld
 
 
-@dataclass(frozen=True, slots=True)
-class Outgoing:
-    """One response to write: its encoded bytes and how many resources it carries."""
+class Outgoing(NamedTuple):
+    """One response to write: its encoded bytes and how many resources it carries (a
+    named tuple: one is made per response pushed, and a frozen dataclass costs more)."""
 
     type_url: str
     body: bytes
@@ -194,7 +193,7 @@ class SotwFlavour(_Base):
             version,
             type_url,
             nonce,
-            [resources[n].body for n in sorted(plan.resources)],
+            tuple([resources[n].body for n in sorted(plan.resources)]),
             self._control_plane,
         )
         self.sotw.record_sent(type_url, version, nonce, plan.resources, now)

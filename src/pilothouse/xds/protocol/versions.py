@@ -25,6 +25,7 @@ protocol state machines run on a clock of their own.
 
 from __future__ import annotations
 
+import functools
 import secrets
 import time
 from collections.abc import Callable
@@ -50,8 +51,11 @@ def version_time(version: str) -> datetime:
     return datetime.strptime(stamp, _FORMAT).replace(tzinfo=UTC)
 
 
+@functools.lru_cache(maxsize=256)
 def version_ordinal(version: str) -> int | None:
-    """The counter of a version minted by :class:`PushVersions`, else None."""
+    """The counter of a version minted by :class:`PushVersions`, else None (remembered
+    for the last few hundred versions: every response sent checks its version against
+    the one before, and a fan-out sends one version to every proxy)."""
     _, slash, tail = version.rpartition("/")
     if slash and tail.isdigit():
         return int(tail)

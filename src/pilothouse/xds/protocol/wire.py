@@ -14,6 +14,7 @@ its join, not a message build.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import chain
@@ -96,13 +97,21 @@ def sotw_response(
     control_plane: ControlPlaneField = NO_CONTROL_PLANE,
 ) -> bytes:
     """A serialized ``DiscoveryResponse`` holding the given ``Any`` encodings."""
-    bodies = resources if isinstance(resources, list | tuple) else list(resources)
+    bodies = resources if isinstance(resources, tuple) else tuple(resources)
+    return _sotw_head(version, type_url, bodies) + text_field(_NONCE, nonce) + control_plane.sotw
+
+
+@functools.lru_cache(maxsize=64)
+def _sotw_head(version: str, type_url: str, bodies: tuple[bytes, ...]) -> bytes:
+    """Every field of a SotW response but its nonce and ``control_plane``: the same for
+    every proxy pushed the same resources at the same version (a fan-out frames them
+    once, then each proxy's response is this plus its nonce). Keyed by the bodies
+    themselves: a bytes object keeps its hash, and the cached bodies are the very
+    objects a push sends, so a lookup compares them by identity. The last 64 kept."""
     parts = [text_field(_VERSION_INFO, version)]
     headers = map(_HEADERS.__getitem__, map(len, bodies))
     parts.extend(chain.from_iterable(zip(headers, bodies, strict=True)))
     parts.append(text_field(_TYPE_URL, type_url))
-    parts.append(text_field(_NONCE, nonce))
-    parts.append(control_plane.sotw)
     return b"".join(parts)
 
 

@@ -110,6 +110,8 @@ class Connection:
         self.outbound: asyncio.Queue[Queued | None] = asyncio.Queue()
         self.writer_attached = False
         """Set by the stream's writer loop, which marks each response done once written."""
+        self.written_waiter: asyncio.Future[None] | None = None
+        """Resolved by the writer loop once the outbound queue is empty (:meth:`drained`)."""
         self.stats = ConnectionStats()
         self.problem: str | None = None
         """Why the stream must end with INVALID_ARGUMENT, when the client broke the protocol."""
@@ -235,6 +237,32 @@ class Connection:
         self._generation.observe_send(self, type_url, len(body))
         generation = self._resources.generation_time(type_url)
         self.outbound.put_nowait(Queued(body, type_url, generation, self.clock()))
+
+    def when_written(self) -> asyncio.Future[None] | None:
+        """A future resolved once every response queued so far is written (or the writer
+        stops); None when there is nothing to wait for (no writer, or nothing queued).
+
+        The push workers wait for it, so a connection counts as being pushed until its
+        responses are on the wire: pushes that come meanwhile merge in the push queue
+        instead of piling up stale responses behind a slow stream. One future however
+        many wait; the writer resolves it when the queue runs empty, without a task or a
+        queue join per push.
+        """
+        if not self.writer_attached or self.outbound.empty():
+            return None
+        waiter = self.written_waiter
+        if waiter is None or waiter.done():
+            waiter = asyncio.get_running_loop().create_future()
+            self.written_waiter = waiter
+        return waiter
+
+    def drained(self) -> None:
+        """The writer emptied the outbound queue (or stopped): wake whoever waits."""
+        waiter = self.written_waiter
+        if waiter is not None:
+            self.written_waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
 
     async def written(self, timeout: float) -> None:
         """Wait until every response queued so far is written to the stream (at most

@@ -190,6 +190,7 @@ class DiscoveryServer:
             self._push_connection,
             self.settings.push_throttle,
             observe_queue_time=self.metrics.queue_time.observe,
+            deadline=self.settings.send_timeout,
         )
         self._debouncer = Debouncer(
             self.settings.debounce,
@@ -496,17 +497,28 @@ class DiscoveryServer:
             self._queue.enqueue(connection, pushed)
             self.stats.connections_queued += 1
 
-    async def _push_connection(self, connection: Connection, request: PushRequest) -> None:
+    def _push_connection(
+        self, connection: Connection, request: PushRequest
+    ) -> asyncio.Future[None] | None:
+        """Generate and queue ``connection``'s responses; what the push workers wait for
+        until they are written (None: nothing to wait for). The workers give up waiting
+        after ``send_timeout`` seconds, so a stalled stream keeps its push no longer."""
         if connection.id not in self.connections or connection.failure is not None:
-            return
+            return None
         try:
             connection.push(request, time.time())
         except Exception:
             log.exception("generating a push for %s failed; closing its stream", connection.id)
             self.stats.push_failures += 1
             connection.fail(INTERNAL_ERROR)
-            return
-        await connection.written(self.settings.send_timeout)
+            return None
+        waiter = connection.when_written()
         if request.full and math.isfinite(request.start):
             # istiod's convergence time: first event of the change → this proxy's push sent
-            self.metrics.convergence.observe(time.monotonic() - request.start)
+            start = request.start
+            if waiter is None:
+                self.metrics.convergence.observe(time.monotonic() - start)
+            else:
+                observe = self.metrics.convergence.observe
+                waiter.add_done_callback(lambda _: observe(time.monotonic() - start))
+        return waiter

@@ -35,7 +35,8 @@ async def write_responses(connection: Connection, write: Write, recorder: WriteR
     The queue is marked done for every response taken, written or not, and whatever is
     left when the loop ends is drained, so :meth:`Connection.written` never waits for a
     writer that is gone. No local keeps the last response alive while the stream idles
-    (about 50 KiB per idle connection otherwise).
+    (about 50 KiB per idle connection otherwise). Whoever waits for the queue to run
+    empty (:meth:`Connection.when_written`) is woken when it does, and when the loop ends.
     """
     outbound = connection.outbound
     clock = connection.clock
@@ -53,6 +54,8 @@ async def write_responses(connection: Connection, write: Write, recorder: WriteR
                 raise
             finally:
                 outbound.task_done()
+                if connection.written_waiter is not None and outbound.empty():
+                    connection.drained()
             done = clock()
             recorder.record_written(
                 queued.type_url, queued.generation + done - queued.queued_at, done - started
@@ -64,3 +67,4 @@ async def write_responses(connection: Connection, write: Write, recorder: WriteR
         while not outbound.empty():
             outbound.get_nowait()
             outbound.task_done()
+        connection.drained()
