@@ -566,6 +566,17 @@ def _line(
         ),
         "floor_us_per_response": round(statistics.median(floor_us), 1),
         "floor_us_per_response_spread": _spread(floor_us),
+        # per proxy pushed: a change that costs a proxy more responses than the floor
+        # sends it (or fewer) shows here, not in the per-response figures
+        "pilothouse_us_per_proxy": round(
+            statistics.median(mine_us) * mine.responses[kind] / options.proxies, 1
+        ),
+        "floor_us_per_proxy": round(
+            statistics.median(floor_us) * floor.responses[kind] / options.proxies, 1
+        ),
+        "pilothouse_to_floor_per_proxy": round(
+            ratio * mine.responses[kind] / floor.responses[kind], 2
+        ),
         "ratio_to_baseline": round(1 / ratio, 3),
         "pilothouse_to_floor": round(ratio, 2),
         "ratio_definition": "floor µs ÷ pilothouse µs per response, written and ACKed "
