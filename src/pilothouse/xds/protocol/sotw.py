@@ -232,18 +232,3 @@ class SotwSession(StreamState[SotwWatch]):
         for dependent in WARMING_DEPENDENCIES.get(type_url, ()):
             self.mark_always_respond(dependent)
         return updated
-
-    def warming_answered(self, type_url: str) -> None:
-        """A response for ``type_url`` went out after the type it warms on (the EDS
-        assignments of the clusters a push just changed, sent right behind their CDS):
-        that is the fresh response the warming clusters wait for, so the next ACK is an
-        ACK again. Answering it too would send every assignment a second time."""
-        watch = self._watches.get(type_url)
-        if watch is not None and watch.always_respond:
-            self._watches[type_url] = watch.answered()
-
-    def mark_always_respond(self, type_url: str) -> None:
-        """Answer the next ACK for ``type_url`` even if its names did not change."""
-        watch = self._watches.get(type_url)
-        if watch is not None:
-            self._watches[type_url] = watch.warming()

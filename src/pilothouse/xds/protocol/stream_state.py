@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, Protocol, Self, TypeVar
 
 from pilothouse.protocol.messages import DeltaRequest, NodeLike, SotwRequest, carried_node
 from pilothouse.protocol.subscriptions import Subscription
@@ -13,6 +13,17 @@ from pilothouse.protocol.subscriptions import Subscription
 class Watched(Protocol):
     @property
     def subscription(self) -> Subscription: ...
+
+    @property
+    def always_respond(self) -> bool: ...
+
+    def warming(self) -> Self:
+        """The watch with the warming flag set."""
+        ...
+
+    def answered(self) -> Self:
+        """The watch with the warming flag cleared."""
+        ...
 
 
 W = TypeVar("W", bound=Watched)
@@ -58,3 +69,19 @@ class StreamState(Generic[W]):
     def _keep_node(self, request: SotwRequest | DeltaRequest) -> None:
         if self._node is None:  # later requests' nodes are ignored: not even read
             self._node = carried_node(request)
+
+    def warming_answered(self, type_url: str) -> None:
+        """A response for ``type_url`` went out after the type it warms on (the EDS
+        assignments of the clusters a push just changed, sent right behind their CDS):
+        that is the fresh response the warming clusters wait for, so the next ACK is an
+        ACK again. Answering it too would send every assignment a second time."""
+        watch = self._watches.get(type_url)
+        if watch is not None and watch.always_respond:
+            self._watches[type_url] = watch.answered()
+
+    def mark_always_respond(self, type_url: str) -> None:
+        """Answer the next ACK (SotW; delta: or subscription request) for ``type_url``
+        even if its names did not change."""
+        watch = self._watches.get(type_url)
+        if watch is not None:
+            self._watches[type_url] = watch.warming()
