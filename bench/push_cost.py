@@ -233,7 +233,7 @@ class Pilothouse(Side):
         from pilothouse.sources.memory import MemoryStore
         from pilothouse.xds.server.ads import StreamHandler
         from pilothouse.xds.server.discovery import DiscoveryServer
-        from pilothouse.xds.server.request_bytes import request_parser
+        from pilothouse.xds.server.request_bytes import discovery_request_parser
         from pilothouse.xds.server.writer import write_responses
 
         settings = XdsSettings(debounce=DebounceSettings(debounce_after=debounce))
@@ -244,7 +244,7 @@ class Pilothouse(Side):
         self._tasks.append(asyncio.create_task(self.discovery.run()))
         await asyncio.wait_for(self.discovery.wait_ready(), 60)
         self.handler = StreamHandler(self.discovery, delta=False)
-        self.parse = request_parser(discovery_pb2.DiscoveryRequest)
+        self.parse = discovery_request_parser(discovery_pb2.DiscoveryRequest, fingerprint=True)
         identities = fleet_identities(proxies, namespaces=(NAMESPACE,), app="client")
         names: dict[str, list[str]] = {}
         for identity in identities:
@@ -264,7 +264,7 @@ class Pilothouse(Side):
                 )
                 if type_url == CDS:
                     request.node.id = identity.node_id
-                self.handler._handle(request, connection)
+                self.handler._handle(self.parse(request.SerializeToString()), connection)
         await self.settle()
         for index, peer in enumerate(self.peers):
             for body in peer.acks():

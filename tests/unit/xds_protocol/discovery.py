@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from envoy.config.core.v3 import base_pb2
 from envoy.service.discovery.v3 import discovery_pb2
@@ -57,3 +58,24 @@ def delta_request(
     if node_id is not None:
         request.node.CopyFrom(node(node_id))
     return request
+
+
+def watch_state(watch: Any) -> object:
+    """What a SotW watch says, as a value (the watch changes in place: compare these)."""
+    if watch is None:
+        return None
+    return (
+        watch.subscription,
+        watch.named_before,
+        watch.nonce_sent,
+        watch.version_sent,
+        watch.nonce_acked,
+        watch.version_acked,
+        watch.nonce_nacked,
+        watch.last_error,
+        watch.always_respond,
+        dict(watch.last_sent),
+        watch.rejected,
+        dict(watch.responses),
+        dict(watch.resources),
+    )

@@ -23,8 +23,9 @@ from pilothouse.xds.protocol.versions import (
     VersionRegression,
     version_ordinal,
 )
+from pilothouse.xds.server.request_bytes import names_fingerprint, type_url_field
 
-from .discovery import sotw_request
+from .discovery import sotw_request, watch_state
 
 TYPES = (CDS, EDS, LDS, RDS)
 types = st.sampled_from(TYPES)
@@ -45,6 +46,9 @@ class SotwMachine(RuleBasedStateMachine):
         self.first_node: str | None = None
         self.expired: dict[str, int] = {}
         self.rejects: dict[str, int] = {}
+        self.fingerprinted = False
+        """Whether requests come with their names' fingerprint, as the server's parser
+        gives it (toggled by a rule: sequences mix both)."""
 
     # -- plumbing --------------------------------------------------------------
 
@@ -57,7 +61,12 @@ class SotwMachine(RuleBasedStateMachine):
         request = sotw_request(type_url, names, nonce=nonce, version=version, error=error,
                                node_id=node)
         watch_before = self.session.watch(type_url)
-        decision = self.session.receive(request, self.now)
+        subscription_before = None if watch_before is None else watch_before.subscription
+        names_key = None
+        if self.fingerprinted:
+            body = request.SerializeToString()
+            names_key = names_fingerprint(body, type_url_field(type_url))
+        decision = self.session.receive(request, self.now, names_key)
         if decision.kind is SotwKind.UNSUBSCRIBE:
             self.rejected[type_url] = None
         if decision.kind is SotwKind.ACK:
@@ -65,8 +74,8 @@ class SotwMachine(RuleBasedStateMachine):
         if (
             decision.kind is SotwKind.ACK
             and not decision.always_respond
-            and watch_before is not None
-            and decision.subscription == watch_before.subscription
+            and subscription_before is not None
+            and decision.subscription == subscription_before
         ):
             assert not decision.respond, "unchanged ACK answered"
         if decision.respond:
@@ -86,6 +95,10 @@ class SotwMachine(RuleBasedStateMachine):
         self.sent[type_url].append((version, nonce, content))
 
     # -- client ----------------------------------------------------------------
+
+    @rule()
+    def toggle_fingerprints(self) -> None:
+        self.fingerprinted = not self.fingerprinted
 
     @rule(type_url=types, names=name_lists, node=nodes)
     def fresh_request(self, type_url: str, names: list[str], node: str | None) -> None:
@@ -118,6 +131,7 @@ class SotwMachine(RuleBasedStateMachine):
             return
         old = data.draw(st.sampled_from([nonce for _, nonce, _ in sent[:-1]]))
         count = len(self.sent[type_url])
+        before = watch_state(watch)
         kind = self.receive(type_url, names, old, None, "late" if nack else None)
         if nack:
             assert kind is SotwKind.NACK
@@ -125,7 +139,7 @@ class SotwMachine(RuleBasedStateMachine):
         else:
             assert kind is SotwKind.STALE
             self.expired[type_url] = self.expired.get(type_url, 0) + 1
-            assert self.session.watch(type_url) == watch
+            assert watch_state(self.session.watch(type_url)) == before
         assert len(self.sent[type_url]) == count, "stale nonce answered"
 
     @precondition(lambda self: any(self.sent.values()))
@@ -172,9 +186,10 @@ class SotwMachine(RuleBasedStateMachine):
             return
         older = f"old/{ordinal - 1}"
         nonce = self.nonces.next(older)
+        before = watch_state(watch)
         with pytest.raises(VersionRegression):
             self.session.record_sent(type_url, older, nonce, {}, self.now)
-        assert self.session.watch(type_url) == watch
+        assert watch_state(self.session.watch(type_url)) == before
 
     # -- invariants ------------------------------------------------------------
 
@@ -191,6 +206,22 @@ class SotwMachine(RuleBasedStateMachine):
             watch = self.session.watch(type_url)
             if watch is not None and watch.version_sent:
                 assert watch.version_sent == sent[-1][0]
+
+    @invariant()
+    def held_names_point_at_their_latest_response(self) -> None:
+        for type_url, sent in self.sent.items():
+            watch = self.session.watch(type_url)
+            if watch is None or watch.carriers is None:
+                continue
+            latest = {name: nonce for _, nonce, content in sent for name in content}
+            for name, nonce in watch.carriers.items():
+                assert latest[name] == nonce
+                assert watch.versions is not None
+                assert watch.versions[name] == watch.responses[nonce].content[name]
+            kept = set(watch.carriers.values()) | ({watch.nonce_sent} - {""})
+            assert set(watch.responses) == kept, "a response kept with no name, or lost"
+            if not watch.strays and not watch.subscription.wildcard:
+                assert watch.carriers.keys() <= watch.subscription.names
 
     @invariant()
     def counters_match(self) -> None:

@@ -11,10 +11,12 @@ from envoy.service.discovery.v3 import discovery_pb2
 from pilothouse.protocol.messages import NackError
 from pilothouse.protocol.subscriptions import Subscription
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
-from pilothouse.xds.protocol.sotw import SotwKind, SotwSession
+from pilothouse.xds.protocol.sotw import SotwDecision, SotwKind, SotwSession
 from pilothouse.xds.protocol.sync_status import SyncStatus
+from pilothouse.xds.server.request_bytes import names_fingerprint, type_url_field
 
 from .discovery import sotw_request as req
+from .discovery import watch_state
 
 SE = "networking.istio.io/v1/ServiceEntry"
 
@@ -47,13 +49,18 @@ def names(*n: str, wildcard: bool = False) -> Subscription:
     return Subscription(frozenset(n), wildcard)
 
 
-def play(session: SotwSession, steps: Sequence[Step]) -> None:
+def play(session: SotwSession, steps: Sequence[Step], *, from_bytes: bool = False) -> None:
     for index, step in enumerate(steps):
         if isinstance(step, Sent):
             version = step.version or f"t/{index + 1}"
             session.record_sent(step.type_url, version, step.nonce, step.content, float(index))
         else:
-            session.receive(step, float(index))
+            session.receive(step, float(index), fingerprint(step) if from_bytes else None)
+
+
+def fingerprint(request: discovery_pb2.DiscoveryRequest) -> int | None:
+    """The names' fingerprint the server's parser takes from the request's bytes."""
+    return names_fingerprint(request.SerializeToString(), type_url_field(request.type_url))
 
 
 ROWS = {
@@ -207,11 +214,14 @@ ROWS = {
 }
 
 
+@pytest.mark.parametrize("from_bytes", [False, True], ids=["names-read", "names-fingerprinted"])
 @pytest.mark.parametrize("row", ROWS.values(), ids=ROWS.keys())
-def test_should_respond(row: Row) -> None:
+def test_should_respond(row: Row, from_bytes: bool) -> None:
+    """Each row holds whether the session reads the names or gets their fingerprint."""
     session = SotwSession()
-    play(session, row.steps)
-    decision = session.receive(row.request, 100.0)
+    play(session, row.steps, from_bytes=from_bytes)
+    names = fingerprint(row.request) if from_bytes else None
+    decision = session.receive(row.request, 100.0, names)
     assert decision.type_url == row.request.type_url
     assert decision.kind is row.kind
     assert decision.respond is row.respond
@@ -275,11 +285,11 @@ def test_update_after_nack_keeps_error() -> None:
 def test_stale_nonce_counted_and_state_untouched() -> None:
     session = SotwSession()
     play(session, [req(EDS, ["a"]), Sent(EDS, "n1"), Sent(EDS, "n2")])
-    before = session.watch(EDS)
+    before = watch_state(session.watch(EDS))
     session.receive(req(EDS, ["a", "b"], nonce="n1"), 5.0)
     session.receive(req(EDS, ["a", "c"], nonce="n1"), 6.0)
     assert session.expired_nonces == {EDS: 2}
-    assert session.watch(EDS) == before
+    assert watch_state(session.watch(EDS)) == before
 
 
 def test_always_respond_clears_after_one_answer() -> None:
@@ -353,19 +363,33 @@ def test_envoy_cluster_added_sequence() -> None:
     assert session.expired_nonces == {EDS: 1}
 
 
-def test_ack_repeating_the_names_keeps_the_subscription() -> None:
+@pytest.mark.parametrize("from_bytes", [False, True], ids=["names-read", "names-fingerprinted"])
+def test_ack_repeating_the_names_keeps_the_subscription(from_bytes: bool) -> None:
     session = SotwSession()
-    play(session, [req(EDS, ["a", "b"]), Sent(EDS, "n1", {"a": "1", "b": "1"})])
+    first = [req(EDS, ["a", "b"]), Sent(EDS, "n1", {"a": "1", "b": "1"})]
+    play(session, first, from_bytes=from_bytes)
     watch = session.watch(EDS)
     assert watch is not None
-    decision = session.receive(req(EDS, ["a", "b"], nonce="n1"), 5.0)
+    subscription = watch.subscription
+
+    def receive(request: discovery_pb2.DiscoveryRequest, now: float) -> SotwDecision:
+        return session.receive(request, now, fingerprint(request) if from_bytes else None)
+
+    decision = receive(req(EDS, ["a", "b"], nonce="n1"), 5.0)
     assert decision.kind is SotwKind.ACK and not decision.respond and not decision.added
-    assert decision.subscription is watch.subscription
-    reordered = session.receive(req(EDS, ["b", "a"], nonce="n1"), 6.0)
-    assert reordered.subscription is watch.subscription and not reordered.respond
-    grown = session.receive(req(EDS, ["b", "a", "c"], nonce="n1"), 7.0)
+    assert decision.subscription is subscription
+    reordered = receive(req(EDS, ["b", "a"], nonce="n1"), 6.0)
+    assert reordered.subscription is subscription and not reordered.respond
+    grown = receive(req(EDS, ["b", "a", "c"], nonce="n1"), 7.0)
     assert grown.respond and grown.added == {"c"}
     assert session.wants(EDS) == names("a", "b", "c")
+    shrunk = receive(req(EDS, ["c"], nonce="n1"), 8.0)
+    assert not shrunk.respond and session.wants(EDS) == names("c")
+    # without a fingerprint (a per-type stream's request may carry no type URL)
+    unkeyed = session.receive(req(EDS, ["c", "d"], nonce="n1"), 9.0)
+    assert unkeyed.respond and unkeyed.added == {"d"}
+    again = receive(req(EDS, ["c", "d"], nonce="n1"), 10.0)
+    assert not again.respond and again.subscription is session.wants(EDS)
 
 
 def test_repeated_empty_list_follows_what_the_stream_named_before() -> None:

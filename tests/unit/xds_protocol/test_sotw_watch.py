@@ -1,4 +1,4 @@
-"""The SotW watch value and what a response on it holds."""
+"""The SotW watch (a per-stream record changed in place) and what a response on it holds."""
 
 from __future__ import annotations
 
@@ -59,11 +59,11 @@ def test_versions_never_go_backwards() -> None:
 
 def test_nack_of_latest_remembers_rejected_content() -> None:
     watch = SotwWatch(CDS, WILD).sent("t/1", "n1", {"a": "1"}, 0.0).sent("t/2", "n2", {"a": "2"}, 0)
-    stale_nack = watch.nacked("n1", ERR)
-    assert stale_nack.last_error == ERR and stale_nack.rejected is None
-    latest_nack = watch.nacked("n2", ERR)
-    assert latest_nack.rejected == {"a": "2"}
-    assert latest_nack.rejected_nonce("n2") and not latest_nack.rejected_nonce("n1")
+    watch.nacked("n1", ERR)
+    assert watch.last_error == ERR and watch.rejected is None
+    watch.nacked("n2", ERR)
+    assert watch.rejected == {"a": "2"}
+    assert watch.rejected_nonce("n2") and not watch.rejected_nonce("n1")
 
 
 def test_plan_wildcard_sends_everything_named_sends_requested() -> None:
@@ -106,9 +106,11 @@ def test_ack_and_nack_answer_the_response_that_carried_each_name() -> None:
     eds = eds.sent("t/2", "n2", {"b": "2"}, 2.0).acked("n2", "t/2", 3.0)
     assert eds.resources["b"] == ("b", "2", "n2", 2.0, 3.0, None)
     assert eds.resources["a"].pending and eds.resources["a"].nonce == "n1"
+    before = eds.resources["a"]
     nacked = eds.nacked("n1", ERR)
+    assert nacked is eds  # changed in place
     assert nacked.resources["a"].error == ERR and nacked.resources["b"].acked_at == 3.0
-    assert eds.resources["a"].pending  # the value before the NACK is untouched
+    assert before.pending  # a record handed out earlier is untouched
 
 
 def test_per_name_watch_forgets_responses_nothing_points_at() -> None:
@@ -152,3 +154,41 @@ def test_plan_of_a_few_changed_names_still_reports_missing_ones() -> None:
     plan = plan_sotw(named, {"b": "2", "other": "9"}, answering=False)
     assert plan is not None and plan.resources == {"b": "2"}
     assert plan.missing == {"a", "c"}
+
+
+def test_a_response_goes_when_no_held_name_points_at_it() -> None:
+    eds = SotwWatch(EDS, Subscription(frozenset({"a", "b", "c"})))
+    eds.sent("t/1", "n1", {"a": "1", "b": "1", "c": "1"}, 0.0)
+    eds.sent("t/2", "n2", {"a": "2"}, 0.0)
+    eds.sent("t/3", "n3", {"b": "3"}, 0.0)
+    assert set(eds.responses) == {"n1", "n2", "n3"}  # n1 still carries c
+    eds.sent("t/4", "n4", {"c": "4", "a": "4"}, 0.0)
+    assert set(eds.responses) == {"n3", "n4"}
+    assert dict(eds.held_versions) == {"a": "4", "b": "3", "c": "4"}
+    assert {n: r.nonce for n, r in eds.resources.items()} == {"a": "n4", "b": "n3", "c": "n4"}
+
+
+def test_an_empty_response_stays_while_it_is_the_latest() -> None:
+    eds = SotwWatch(EDS, Subscription(frozenset({"a"}))).sent("t/1", "n1", {"a": "1"}, 0.0)
+    eds.sent("t/2", "n2", {}, 0.0)
+    assert set(eds.responses) == {"n1", "n2"}
+    assert eds.acked("n2", "t/2", 1.0).sync_status is SyncStatus.SYNCED
+    eds.sent("t/3", "n3", {"a": "3"}, 0.0)
+    assert set(eds.responses) == {"n3"}
+
+
+def test_a_dropped_name_frees_the_responses_only_it_kept() -> None:
+    eds = SotwWatch(EDS, Subscription(frozenset({"a", "b"})))
+    eds.sent("t/1", "n1", {"a": "1", "b": "1"}, 0.0)
+    eds.sent("t/2", "n2", {"b": "2"}, 0.0)
+    eds.requested(Subscription(frozenset({"b"})))
+    assert set(eds.responses) == {"n2"} and dict(eds.held_versions) == {"b": "2"}
+    eds.sent("t/3", "n3", {"b": "3"}, 0.0)
+    assert set(eds.responses) == {"n3"}
+
+
+def test_a_used_nonce_is_refused() -> None:
+    eds = SotwWatch(EDS, Subscription(frozenset({"a", "b"})))
+    eds.sent("t/1", "n1", {"a": "1", "b": "1"}, 0.0).sent("t/2", "n2", {"b": "2"}, 0.0)
+    with pytest.raises(ValueError, match="already used"):
+        eds.sent("t/3", "n1", {"a": "3"}, 0.0)

@@ -85,11 +85,17 @@ class SotwSession(StreamState[SotwWatch]):
 
     def __init__(self) -> None:
         super().__init__()
-        self._named: dict[str, tuple[list[str], Subscription]] = {}
-        """Per type: the names list the watch's subscription was last taken from."""
+        self._named: dict[str, tuple[int | list[str], Subscription]] = {}
+        """Per type: the names the watch's subscription was last taken from (their
+        fingerprint, or else the list)."""
 
-    def receive(self, request: SotwRequest, now: float) -> SotwDecision:
-        """Classify one request, update the state, and say whether to respond."""
+    def receive(self, request: SotwRequest, now: float, names: int | None = None) -> SotwDecision:
+        """Classify one request, update the state, and say whether to respond.
+
+        ``names`` is a fingerprint of the request's resource names taken from its bytes
+        (:func:`pilothouse.xds.server.request_bytes.names_fingerprint`: equal for equal
+        names) or None; with it an ACK repeating the names is known without reading them.
+        """
         self._keep_node(request)
         type_url = request.type_url
         requested = request.resource_names
@@ -105,7 +111,7 @@ class SotwSession(StreamState[SotwWatch]):
             self._named.pop(type_url, None)
             return SotwDecision(type_url, SotwKind.UNSUBSCRIBE, False, Subscription())
 
-        subscription, named = self._subscription(type_url, requested, watch)
+        subscription, named = self._subscription(type_url, requested, names, watch)
 
         if not nonce or watch is None:
             return self._init(type_url, watch, subscription, named, request)
@@ -117,35 +123,38 @@ class SotwSession(StreamState[SotwWatch]):
         return self._ack(type_url, watch, subscription, named, nonce, request.version_info, now)
 
     def _subscription(
-        self, type_url: str, requested: Sequence[str], watch: SotwWatch | None
-    ) -> tuple[Subscription, list[str] | None]:
+        self,
+        type_url: str,
+        requested: Sequence[str],
+        fingerprint: int | None,
+        watch: SotwWatch | None,
+    ) -> tuple[Subscription, int | list[str] | None]:
         """The subscription the ``requested`` names express on this stream, and the
         names to remember it by once it is applied (None: already remembered).
 
         Most requests are ACKs repeating the names of the request before: when the
-        list is the one the watch's subscription was last taken from, that
+        names are the ones the watch's subscription was last taken from, that
         subscription is the answer (``named_before`` cannot have changed since, so
-        reading the list again would give an equal value), with no set built. The
-        remembered names are a list, which a protobuf repeated field compares with
-        without first being copied out.
+        reading the names again would give an equal value), with no set built. The
+        names' ``fingerprint`` says so without reading them (protobuf makes a string of
+        each name read); without one, the remembered list is compared with them.
         """
         last = self._named.get(type_url)
-        if (
-            watch is not None
-            and last is not None
-            and last[1] is watch.subscription
-            and requested == last[0]
-        ):
-            return watch.subscription, None
-        # Interned: the remembered list then shares its strings with the subscription.
+        if watch is not None and last is not None and last[1] is watch.subscription:
+            same = (
+                fingerprint == last[0] if fingerprint is not None else requested == last[0]
+            )
+            if same:
+                return watch.subscription, None
+        # Interned: the subscription's strings are shared by later requests' copies.
         named = list(tuple(map(sys.intern, requested)))  # exactly sized: one per watch
         subscription = sotw_subscription(type_url, named, watch is not None and watch.named_before)
         if watch is not None and subscription == watch.subscription:
             subscription = watch.subscription  # keep one copy
-        return subscription, named
+        return subscription, named if fingerprint is None else fingerprint
 
     def _remember(
-        self, type_url: str, named: list[str] | None, subscription: Subscription
+        self, type_url: str, named: int | list[str] | None, subscription: Subscription
     ) -> None:
         if named is not None:
             self._named[type_url] = (named, subscription)
@@ -164,7 +173,7 @@ class SotwSession(StreamState[SotwWatch]):
         type_url: str,
         watch: SotwWatch | None,
         subscription: Subscription,
-        named: list[str] | None,
+        named: int | list[str] | None,
         request: SotwRequest,
     ) -> SotwDecision:
         fresh = watch is None
@@ -182,7 +191,7 @@ class SotwSession(StreamState[SotwWatch]):
         type_url: str,
         watch: SotwWatch,
         subscription: Subscription,
-        named: list[str] | None,
+        named: int | list[str] | None,
         nonce: str,
         version: str,
         now: float,

@@ -1,16 +1,21 @@
 """The state of one SotW watch (one type on one stream) and what to send on it.
 
-``SotwWatch`` is a frozen value: the subscription, whether the stream ever named
-resources of the type, the nonce and version last sent and last ACKed, the last
-NACK, the ``always_respond`` flag of the warming fix, the content of the latest
-response and of the latest NACKed one, and what the client holds: the responses
-still carrying a resource (``SentResponse``) and, for a per-name type, which of them
-last carried each name.  ``resources`` reads a ``ResourceRecord`` per resource from
-those.  Its transitions return new values; none of them walks the resources except
-a send (C-level copies of the names) and a subscription that drops names.  The
-mappings it holds are plain dicts typed ``Mapping``, made for the watch and never
-changed once stored (copying a dict is C-level, copying a ``MappingProxyType`` is
-not, and a push copies them on every stream).
+``SotwWatch`` is the per-type record of one stream's session: the subscription,
+whether the stream ever named resources of the type, the nonce and version last sent
+and last ACKed, the last NACK, the ``always_respond`` flag of the warming fix, the
+content of the latest response and of the latest NACKed one, and what the client
+holds: the responses still carrying a resource (``SentResponse``) and, for a per-name
+type, which of them last carried each name.  ``resources`` reads a
+``ResourceRecord`` per resource from those.
+
+It is mutable and private to one session (as the client side's ``ClientWatch`` is):
+a transition changes it in place and returns it.  A push changes a few of a proxy's
+names, and a frozen value would copy every per-name mapping on every response of
+every proxy; with a thousand proxies those copies miss the CPU caches and were the
+largest single cost of an EDS push.  In place, a send touches only the names it
+carries: each response counts the names that still point at it, and goes when none
+does.  What it hands out (``SentResponse``, ``ResourceRecord``, the content
+mappings of responses) is never changed once made.
 
 ``plan_sotw`` decides what a response for the watch holds, given the current
 resources of the type (name → content hash): everything the subscription
@@ -22,10 +27,9 @@ last sent.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import NamedTuple
 
 from pilothouse.protocol.messages import NackError
 from pilothouse.protocol.subscriptions import Subscription
@@ -35,46 +39,68 @@ from pilothouse.xds.protocol.sync_status import SyncStatus, sync_status
 from pilothouse.xds.protocol.versions import check_version_advance
 
 _NOTHING: Mapping[str, str] = MappingProxyType({})
-_NO_RESPONSES: Mapping[str, SentResponse] = MappingProxyType({})
 _NO_SUBSCRIPTION = Subscription()
-_SCANNED_RESPONSES = 3
-"""Up to this many responses held, a send scans the carriers for each (see ``sent``)."""
 
 
-class SotwWatch(NamedTuple):
-    """One type's watch on a SotW stream.
+class SotwWatch:
+    """One type's watch on a SotW stream (mutable, owned by one session)."""
 
-    A NamedTuple rather than a frozen dataclass: every request and every response
-    makes a new one, and ``_replace`` is several times cheaper than
-    ``dataclasses.replace``.
-    """
+    __slots__ = (
+        "_live",
+        "always_respond",
+        "carriers",
+        "last_error",
+        "last_sent",
+        "named_before",
+        "nonce_acked",
+        "nonce_nacked",
+        "nonce_sent",
+        "rejected",
+        "responses",
+        "strays",
+        "subscription",
+        "type_url",
+        "version_acked",
+        "version_sent",
+        "versions",
+    )
 
-    type_url: str
-    subscription: Subscription = _NO_SUBSCRIPTION
-    named_before: bool = False
-    nonce_sent: str = ""
-    version_sent: str = ""
-    nonce_acked: str = ""
-    version_acked: str = ""
-    nonce_nacked: str = ""
-    last_error: NackError | None = None
-    always_respond: bool = False
-    last_sent: Mapping[str, str] = _NOTHING
-    """Content (name → resource version) of the latest response."""
-    rejected: Mapping[str, str] | None = None
-    """Content of the latest response the client NACKed, until an ACK clears it."""
-    responses: Mapping[str, SentResponse] = _NO_RESPONSES
-    """Nonce → response, for every response that still carries a resource the client
-    holds (full-state types: the latest response only)."""
-    carriers: Mapping[str, str] | None = None
-    """Per-name types: resource name → nonce of the response that last carried it.
-    None for full-state types, whose latest response carries everything held."""
-    versions: Mapping[str, str] | None = None
-    """Per-name types: resource name → the version last sent of it. None for
-    full-state types, whose ``last_sent`` is that."""
-    strays: bool = False
-    """``carriers`` may name resources the subscription does not cover (sent since the
-    last request); the next request drops them."""
+    def __init__(self, type_url: str, subscription: Subscription = _NO_SUBSCRIPTION) -> None:
+        self.type_url = type_url
+        self.subscription = subscription
+        self.named_before = False
+        self.nonce_sent = ""
+        self.version_sent = ""
+        self.nonce_acked = ""
+        self.version_acked = ""
+        self.nonce_nacked = ""
+        self.last_error: NackError | None = None
+        self.always_respond = False
+        self.last_sent: Mapping[str, str] = _NOTHING
+        """Content (name → resource version) of the latest response."""
+        self.rejected: Mapping[str, str] | None = None
+        """Content of the latest response the client NACKed, until an ACK clears it."""
+        self.responses: dict[str, SentResponse] = {}
+        """Nonce → response, for the latest response and every other that still carries
+        a resource the client holds (full-state types: the latest response only)."""
+        per_name = not is_full_state_type(type_url)
+        self.carriers: dict[str, str] | None = {} if per_name else None
+        """Per-name types: resource name → nonce of the response that last carried it.
+        None for full-state types, whose latest response carries everything held."""
+        self.versions: dict[str, str] | None = {} if per_name else None
+        """Per-name types: resource name → the version last sent of it. None for
+        full-state types, whose ``last_sent`` is that."""
+        self._live: dict[str, int] = {}
+        """Per-name types: nonce → how many names ``carriers`` points at it with."""
+        self.strays = False
+        """``carriers`` may name resources the subscription does not cover (sent since the
+        last request); the next request drops them."""
+
+    def __repr__(self) -> str:
+        return (
+            f"SotwWatch({self.type_url!r}, sent={self.nonce_sent!r}, "
+            f"acked={self.nonce_acked!r}, names={len(self.held_versions)})"
+        )
 
     @property
     def sync_status(self) -> SyncStatus:
@@ -86,7 +112,8 @@ class SotwWatch(NamedTuple):
 
     @property
     def resources(self) -> HeldRecords:
-        """Name → ``ResourceRecord`` of every resource the client was sent and holds."""
+        """Name → ``ResourceRecord`` of every resource the client was sent and holds
+        (read it at once: it reads the watch as it is when used)."""
         return HeldRecords(self.carriers, self.responses, self.responses.get(self.nonce_sent))
 
     @property
@@ -105,25 +132,28 @@ class SotwWatch(NamedTuple):
 
     def requested(self, subscription: Subscription) -> SotwWatch:
         """The client asked for ``subscription``; records that explicit names were used."""
-        named = self.named_before or bool(subscription.names)
-        same = subscription is self.subscription and named == self.named_before
-        if same and not self.strays:
-            return self  # an ACK naming what the watch already has
+        self.named_before = self.named_before or bool(subscription.names)
+        if subscription is not self.subscription or self.strays:
+            # names no longer asked for (or sent beyond the last request) are dropped
+            self.subscription = subscription
+            self.strays = False
+            if _strays(self.carriers, subscription):
+                self._drop_strays(subscription.names)
+        return self
+
+    def _drop_strays(self, names: frozenset[str]) -> None:
         carriers, versions = self.carriers, self.versions
-        if _strays(carriers, subscription):
-            assert carriers is not None and versions is not None
-            names = subscription.names
-            carriers = {n: c for n, c in carriers.items() if n in names}
-            versions = {n: v for n, v in versions.items() if n in names}
-        elif same:
-            return self._replace(strays=False)
-        return self._replace(
-            subscription=subscription,
-            named_before=named,
-            carriers=carriers,
-            versions=versions,
-            strays=False,
-        )
+        assert carriers is not None and versions is not None
+        kept = {n: c for n, c in carriers.items() if n in names}
+        self.carriers = kept
+        self.versions = {n: v for n, v in versions.items() if n in names}
+        live: dict[str, int] = {}
+        for nonce in kept.values():
+            live[nonce] = live.get(nonce, 0) + 1
+        if self.nonce_sent:
+            live.setdefault(self.nonce_sent, 0)  # the latest response stays, even empty
+        self._live = live
+        self.responses = {n: r for n, r in self.responses.items() if n in live}
 
     def rejected_nonce(self, nonce: str) -> bool:
         """Whether ``nonce`` is the one the client NACKed last (its error still stands)."""
@@ -134,76 +164,72 @@ class SotwWatch(NamedTuple):
         responses = self.responses
         answered = responses.get(nonce)
         if answered is not None:
-            responses = {**responses, nonce: answered.ack(now)}
-        return self._replace(
-            nonce_acked=nonce,
-            version_acked=version,
-            last_error=None,
-            rejected=None,
-            responses=responses,
-        )
+            responses[nonce] = answered.ack(now)
+        self.nonce_acked = nonce
+        self.version_acked = version
+        self.last_error = None
+        self.rejected = None
+        return self
 
     def nacked(self, nonce: str, error: NackError) -> SotwWatch:
         """The client NACKed the response with ``nonce``."""
         responses = self.responses
         answered = responses.get(nonce)
         if answered is not None:
-            responses = {**responses, nonce: answered.nack(error)}
-        rejected = self.rejected
+            responses[nonce] = answered.nack(error)
         if nonce and nonce == self.nonce_sent:
-            rejected = self.last_sent
-        return self._replace(
-            nonce_nacked=nonce, last_error=error, rejected=rejected, responses=responses
-        )
+            self.rejected = self.last_sent
+        self.nonce_nacked = nonce
+        self.last_error = error
+        return self
 
     def warming(self) -> SotwWatch:
         """A type this one warms on was pushed: answer the next ACK even if unchanged."""
-        if self.always_respond:
-            return self
-        return self._replace(always_respond=True)
+        self.always_respond = True
+        return self
 
     def answered(self) -> SotwWatch:
         """A request was answered: the warming flag has done its job."""
-        if not self.always_respond:
-            return self
-        return self._replace(always_respond=False)
+        self.always_respond = False
+        return self
 
     def sent(self, version: str, nonce: str, content: Mapping[str, str], now: float) -> SotwWatch:
         """A response (``version``, ``nonce``, name → resource version) went out."""
         if not nonce:
             raise ValueError(f"{self.type_url}: a response needs a nonce")
-        if nonce == self.nonce_sent:
+        if nonce == self.nonce_sent or nonce in self.responses:
             raise ValueError(f"{self.type_url}: nonce {nonce!r} already used")
         check_version_advance(self.type_url, self.version_sent, version)
         held = dict(content)
         response = SentResponse(nonce, now, held)
-        carriers: Mapping[str, str] | None = None
-        versions: Mapping[str, str] | None = None
-        if is_full_state_type(self.type_url):
-            responses: dict[str, SentResponse] = {nonce: response}
+        carriers, versions = self.carriers, self.versions
+        if carriers is None or versions is None:
+            self.responses = {nonce: response}
         else:
-            merged = {**self.carriers} if self.carriers is not None else {}
-            merged.update(dict.fromkeys(held, nonce))
-            # a response stays while a name still points at it. With a few responses
-            # (one push after the first answer) a C-level scan of the values, stopping at
-            # the first, is cheaper than a set of them; under churn the names' carriers
-            # spread over many responses, and then one set beats a scan per response.
-            live: Collection[str] = merged.values()
-            if len(self.responses) > _SCANNED_RESPONSES:
-                live = set(live)
-            responses = {n: r for n, r in self.responses.items() if n in live}
+            # only the names this response carries move: the responses they leave lose
+            # a name each, and one left with none (and not the latest) is forgotten
+            responses, live = self.responses, self._live
+            previous = self.nonce_sent
+            if previous and live.get(previous) == 0:
+                del live[previous], responses[previous]
+            for name in held:
+                old = carriers.get(name)
+                if old is not None:
+                    left = live[old] - 1
+                    if left:
+                        live[old] = left
+                    else:
+                        del live[old], responses[old]
+            carriers.update(dict.fromkeys(held, nonce))
+            versions.update(held)
+            live[nonce] = len(held)
             responses[nonce] = response
-            carriers = merged
-            versions = {**self.versions, **held} if self.versions is not None else held
-        return self._replace(
-            nonce_sent=nonce,
-            version_sent=version,
-            last_sent=held,
-            responses=responses,
-            carriers=carriers,
-            versions=versions,
-            strays=self.strays or (carriers is not None and _strays(held, self.subscription)),
-        )
+            if not self.strays and _strays(held, self.subscription):
+                self.strays = True
+        self.nonce_sent = nonce
+        self.version_sent = version
+        self.last_sent = held
+        return self
 
 
 def _strays(names: Mapping[str, object] | None, subscription: Subscription) -> bool:

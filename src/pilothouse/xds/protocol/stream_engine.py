@@ -179,11 +179,14 @@ class StreamEngine:
 
     # -- requests ---------------------------------------------------------------------
 
-    def receive(self, request: SotwRequest | DeltaRequest, now: float) -> list[Outgoing]:
+    def receive(
+        self, request: SotwRequest | DeltaRequest, now: float, names: int | None = None
+    ) -> list[Outgoing]:
         """A client request: the responses it is owed (an answer, released routes, the
-        removal of clusters no route uses any more)."""
+        removal of clusters no route uses any more). ``names``: a fingerprint of a SotW
+        request's resource names, equal for requests naming the same (None: unknown)."""
         out: list[Outgoing] = []
-        _add(out, self._flavour.answer(request, now))
+        _add(out, self._flavour.answer(request, now, names))
         order = self.order
         if order.warming and request.type_url == EDS and self._flavour.confirmed(order.warming):
             out += self._release_deferred(now)

@@ -88,8 +88,11 @@ class Flavour(Protocol):
         """What the proxy ACKed, per type."""
         ...
 
-    def answer(self, request: SotwRequest | DeltaRequest, now: float) -> Outgoing | None:
-        """Classify ``request``; the response it is owed, if any."""
+    def answer(
+        self, request: SotwRequest | DeltaRequest, now: float, names: int | None = None
+    ) -> Outgoing | None:
+        """Classify ``request``; the response it is owed, if any (``names``: a
+        fingerprint of a SotW request's names, or None)."""
         ...
 
     def respond(
@@ -136,8 +139,10 @@ class SotwFlavour(_Base):
     def session(self) -> SotwSession:
         return self.sotw
 
-    def answer(self, request: SotwRequest | DeltaRequest, now: float) -> Outgoing | None:
-        decision = self.sotw.receive(request, now)  # type: ignore[arg-type]
+    def answer(
+        self, request: SotwRequest | DeltaRequest, now: float, names: int | None = None
+    ) -> Outgoing | None:
+        decision = self.sotw.receive(request, now, names)  # type: ignore[arg-type]
         kind = decision.kind
         if kind is SotwKind.ACK or kind is SotwKind.NACK:
             self.acked.answered(
@@ -246,7 +251,9 @@ class DeltaFlavour(_Base):
     def session(self) -> DeltaSession:
         return self.delta
 
-    def answer(self, request: SotwRequest | DeltaRequest, now: float) -> Outgoing | None:
+    def answer(
+        self, request: SotwRequest | DeltaRequest, now: float, names: int | None = None
+    ) -> Outgoing | None:
         decision = self.delta.receive(request, now)  # type: ignore[arg-type]
         kind = decision.kind
         if kind is DeltaKind.ACK or kind is DeltaKind.NACK:

@@ -7,8 +7,9 @@ limit, RESOURCE_EXHAUSTED); take the node from the first request and refuse a
 malformed one with INVALID_ARGUMENT; then one reader task
 feeds requests to the connection while this coroutine, the writer, sends the
 connection's queued responses. Responses are bytes already (the response serializer
-is the identity); requests are parsed by :func:`request_parser`, so undecodable bytes
-end the stream with INVALID_ARGUMENT.
+is the identity); requests are parsed by :func:`discovery_request_parser` (with the
+fingerprint of a SotW request's names), so undecodable bytes end the stream with
+INVALID_ARGUMENT.
 When the stream ends, for any reason, the connection is removed and leaves nothing
 behind; an exception of pilothouse's own ends only that stream, with INTERNAL.
 
@@ -54,7 +55,7 @@ from pilothouse.xds.server.connection import INTERNAL_ERROR, Connection, Queued
 from pilothouse.xds.server.debug_types import DebugAnswers, DebugDenied, is_debug_type
 from pilothouse.xds.server.discovery import DiscoveryServer
 from pilothouse.xds.server.grpc_options import grpc_server_options
-from pilothouse.xds.server.request_bytes import Undecodable, request_parser
+from pilothouse.xds.server.request_bytes import Arrival, Undecodable, discovery_request_parser
 from pilothouse.xds.server.tls_guard import TlsGuard
 from pilothouse.xds.server.writer import write_responses
 
@@ -198,14 +199,15 @@ class StreamHandler:
         discovery = self._discovery
         if isinstance(first, Undecodable):
             raise StreamRefused(grpc.StatusCode.INVALID_ARGUMENT, first.reason, Refusal.BAD_REQUEST)
-        if not first.HasField("node") or not first.node.id:
+        node = first.request.node
+        if not first.request.HasField("node") or not node.id:
             raise StreamRefused(
                 grpc.StatusCode.INVALID_ARGUMENT,
                 "the first request must carry a node with an id",
                 Refusal.BAD_NODE,
             )
         try:
-            proxy = node_identity(first.node)
+            proxy = node_identity(node)
         except BadNode as problem:
             raise StreamRefused(
                 grpc.StatusCode.INVALID_ARGUMENT, str(problem), Refusal.BAD_NODE
@@ -268,9 +270,10 @@ class StreamHandler:
         finally:
             connection.close()
 
-    def _handle(self, request: Any, connection: Connection) -> None:
-        if isinstance(request, Undecodable):
-            raise _BadRequest(request.reason)
+    def _handle(self, arrival: Arrival | Undecodable, connection: Connection) -> None:
+        if isinstance(arrival, Undecodable):
+            raise _BadRequest(arrival.reason)
+        request, names = arrival
         if self._only_type:
             if not request.type_url:
                 request.type_url = self._only_type
@@ -294,7 +297,7 @@ class StreamHandler:
                     Queued(answer, request.type_url, 0.0, connection.clock())
                 )
             return
-        connection.on_request(request, time.time())
+        connection.on_request(request, time.time(), names)
 
 
 class _BadRequest(Exception):
@@ -304,7 +307,9 @@ class _BadRequest(Exception):
 def _handler(behaviour: Callable[..., Any], request_type: Any) -> grpc.RpcMethodHandler[Any, bytes]:
     return grpc.stream_stream_rpc_method_handler(
         behaviour,
-        request_deserializer=request_parser(request_type),
+        request_deserializer=discovery_request_parser(
+            request_type, fingerprint=request_type is discovery_pb2.DiscoveryRequest
+        ),
         response_serializer=_identity,
     )
 

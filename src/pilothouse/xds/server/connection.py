@@ -176,8 +176,12 @@ class Connection:
 
     # -- requests and pushes ----------------------------------------------------------
 
-    def on_request(self, request: SotwRequest | DeltaRequest, now: float) -> None:
-        self._write(self.engine.receive(request, now))
+    def on_request(
+        self, request: SotwRequest | DeltaRequest, now: float, names: int | None = None
+    ) -> None:
+        """A request from the proxy; ``names`` fingerprints a SotW request's resource
+        names (:func:`pilothouse.xds.server.request_bytes.names_fingerprint`)."""
+        self._write(self.engine.receive(request, now, names))
 
     def push(self, request: PushRequest, now: float) -> None:
         """Send what ``request`` changed for this proxy, types in make-before-break order."""

@@ -9,12 +9,19 @@ never fires: measured with timeit on this (busy, 2-core) machine, 0.1-0.3 µs on
 the 1-3 µs ``FromString`` takes for a CDS or 20-name EDS ACK, against tens of µs for the
 rest of a request's handling. Parsing in the deserializer, not in the stream loop, keeps
 the parse where it was (no extra async generator per message, which costs more).
+
+The discovery services' parser (:func:`discovery_request_parser`) also hands over a
+fingerprint of the bytes that carry a SotW request's resource names
+(:func:`names_fingerprint`). Most requests are ACKs naming exactly what the request
+before named, and the session needs to know only that: with a hundred names, reading
+them out of the message costs 10-25 µs (protobuf makes a Python string of each),
+the fingerprint about 1 µs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from google.protobuf.message import DecodeError
 
@@ -49,6 +56,126 @@ def request_parser(message_type: Any) -> Callable[[bytes], Any]:
             return Undecodable(f"the request is not a valid {full_name}")
 
     return parse_request
+
+
+class Arrival(NamedTuple):
+    """A parsed discovery request and the fingerprint of its names (None: not taken)."""
+
+    request: Any
+    names: int | None
+
+
+def discovery_request_parser(
+    message_type: Any, *, fingerprint: bool
+) -> Callable[[bytes], Arrival | Undecodable]:
+    """:func:`request_parser` for the discovery services: an :class:`Arrival`, with the
+    names' fingerprint when ``fingerprint`` (SotW ``DiscoveryRequest``)."""
+    parse = request_parser(message_type)
+    needles: dict[str, bytes] = {}
+
+    def parse_arrival(body: bytes) -> Arrival | Undecodable:
+        request = parse(body)
+        if isinstance(request, Undecodable):
+            return request
+        if not fingerprint:
+            return Arrival(request, None)
+        type_url = request.type_url
+        needle = needles.get(type_url)
+        if needle is None:
+            needle = type_url_field(type_url)
+            if len(needles) < _KEPT_NEEDLES:
+                needles[type_url] = needle
+        return Arrival(request, names_fingerprint(body, needle))
+
+    return parse_arrival
+
+
+_KEPT_NEEDLES = 32
+"""Type URLs whose encoded field a parser keeps (the client chooses them: bounded)."""
+
+_VERSION_INFO = 0x0A  # field 1, length-delimited
+_NODE = 0x12  # field 2
+_RESOURCE_NAMES = 0x1A  # field 3
+_TYPE_URL = 0x22  # field 4
+
+
+def type_url_field(type_url: str) -> bytes:
+    """``type_url`` as a DiscoveryRequest carries it: the field's tag, length and bytes."""
+    encoded = type_url.encode()
+    return bytes([_TYPE_URL]) + _varint(len(encoded)) + encoded
+
+
+def names_fingerprint(body: bytes, type_url_field: bytes) -> int | None:
+    """A fingerprint of the resource names a SotW ``DiscoveryRequest`` carries: equal
+    for two requests naming the same names in the same order, whatever their
+    version, nonce or node. None when the bytes are not laid out as every protobuf
+    serializer writes them (fields in number order; ``type_url`` present).
+
+    The names are the bytes between the node (field 2) and the type URL (field 4).
+    The fingerprint is their hash (Python's keyed, per-process random bytes hash):
+    two different name lists share it with a chance of about 2^-64 per comparison,
+    and a client cannot aim for a collision without the process's hash key. Names
+    written after the type URL (legal protobuf that no serializer produces) give no
+    fingerprint; anything else written among them only makes equal names look
+    different (the session then compares the names themselves).
+    """
+    at = 0
+    size = len(body)
+    while at < size and body[at] in (_VERSION_INFO, _NODE):
+        length, at = _read_varint(body, at + 1)
+        at += length
+    if at >= size or body[at] not in (_RESOURCE_NAMES, _TYPE_URL):
+        return None
+    end = body.rfind(type_url_field, at)
+    if end < 0 or not _no_names_after(body, end + len(type_url_field)):
+        return None
+    names = body[at:end]
+    return hash(names)
+
+
+def _no_names_after(body: bytes, at: int) -> bool:
+    """Whether the fields from ``at`` on (after the type URL: the nonce, an error) hold
+    no resource name. False also for bytes that do not walk as fields."""
+    size = len(body)
+    while at < size:
+        tag, at = _read_varint(body, at)
+        if tag >> 3 == 3:
+            return False
+        kind = tag & 7
+        if kind == 2:
+            length, at = _read_varint(body, at)
+            at += length
+        elif kind == 0:
+            _, at = _read_varint(body, at)
+        elif kind == 1:
+            at += 8
+        elif kind == 5:
+            at += 4
+        else:
+            return False
+    return at == size
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _read_varint(body: bytes, at: int) -> tuple[int, int]:
+    """The varint at ``at`` and the offset after it (past the end: an empty field)."""
+    value = shift = 0
+    while at < len(body):
+        byte = body[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            break
+        shift += 7
+    return value, at
 
 
 def _reason(error: DecodeError) -> str:
