@@ -50,6 +50,7 @@ that is a sidecar's in both contexts.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -120,10 +121,12 @@ COMPARED: Final[tuple[Comparison, ...]] = (
 """The per-scope comparisons the pipeline makes beyond the kind table."""
 
 
+@functools.lru_cache(maxsize=64)
 def unaffected_types(request: PushRequest) -> frozenset[str]:
     """The type URLs a full push of ``request`` cannot change: every changed key is of a
     kind the type does not read, or inert for it (``request.inert``). Empty for a forced
-    push or one that changes everything."""
+    push or one that changes everything. Remembered for the last requests: every
+    connection a request is queued for asks, with the very same request."""
     if request.forced or request.is_everything or not request.full:
         return _NOTHING
     kinds = request.kinds()

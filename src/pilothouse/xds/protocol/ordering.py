@@ -40,8 +40,11 @@ class MakeBeforeBreak:
         self._sent: dict[str, Mapping[str, Resource]] = {}
 
     def sent(self, type_url: str) -> Mapping[str, Resource]:
-        """What the proxy holds of ``type_url``: a mapping replaced by each ``record``,
-        never changed in place."""
+        """What the proxy holds of ``type_url``. Of a full-state type (clusters) a
+        mapping replaced by each ``record``, never changed in place (a push compares
+        the one before with the one after); of a per-name type (endpoints) this
+        object's own mapping, updated in place (a push of one assignment to a proxy
+        holding a hundred must not copy the hundred): read it at once."""
         return self._sent.get(type_url, _NONE)
 
     @staticmethod
@@ -65,14 +68,22 @@ class MakeBeforeBreak:
         """
         if type_url not in _LINGERING_TYPES:
             return
-        if replace and is_full_state_type(type_url) and not removed:
+        held: dict[str, Resource]
+        if not is_full_state_type(type_url):
+            owned = self._sent.get(type_url)
+            if not isinstance(owned, dict):  # never recorded: start this object's own
+                held = self._sent[type_url] = {}
+            else:
+                held = owned
+        elif replace and not removed:
             self._sent[type_url] = resources
             return
-        held = {} if replace and is_full_state_type(type_url) else dict(self.sent(type_url))
+        else:
+            held = {} if replace else dict(self.sent(type_url))
+            self._sent[type_url] = held
         held.update(resources)
         for name in removed:
             held.pop(name, None)
-        self._sent[type_url] = held
 
     def with_lingering(
         self, type_url: str, generated: Mapping[str, Resource]
@@ -84,9 +95,12 @@ class MakeBeforeBreak:
         kept = {n: sent[n] for n in self.lingering if n in sent and n not in generated}
         return {**kept, **generated} if kept else generated
 
-    def begin_linger(self, new_clusters: Iterable[str]) -> None:
+    def begin_linger(self, new_clusters: Mapping[str, object]) -> None:
         """Clusters the proxy holds but the new config drops stay until routes move."""
-        self.lingering = self.lingering | (frozenset(self.sent(CDS)) - frozenset(new_clusters))
+        held = self.sent(CDS)
+        if held is new_clusters or held.keys() <= new_clusters.keys():
+            return  # nothing dropped (every push that only changes clusters)
+        self.lingering = self.lingering | frozenset(held.keys() - new_clusters.keys())
 
     def begin_warming(self, clusters: frozenset[str]) -> int:
         """Routes wait for ``clusters`` to be warmed; returns the epoch for the timeout."""
