@@ -24,6 +24,14 @@ This is where the push stage decides (DESIGN §1, push/ *drives* the push):
 3. The :class:`PushPlan` names the pairs; the server only carries them out (queues
    them for its push workers) and ends the streams of the connections reported failed.
 
+Beside the debounced pushes, a workload's own sidecars are pushed at once (istiod's
+ProxyUpdate, :mod:`pilothouse.push.own_sidecars`): :meth:`PushPipeline.workloads_changed`
+turns a WorkloadEntry's endpoint change into a full push for the sidecars at its old and
+new address (their inbound clusters and listeners read those endpoints), while the
+update's EDS push still goes through the debouncer to everyone else. The pipeline files
+every connection in :attr:`PushPipeline.own_sidecars`, which the Pods' ProxyUpdate
+(:mod:`pilothouse.kube.pod_sidecars`) reads too.
+
 Faults stop at the connection: an exception while choosing one connection is logged
 and that connection is reported in :attr:`PushPlan.failed`; every other connection is
 still chosen. A plan that raises as a whole (a failed PushContext build) keeps its
@@ -48,6 +56,7 @@ from pilothouse.push.authorization import AUTHORIZATION_KINDS, JwksLookup, selec
 from pilothouse.push.cache import ResourceCache
 from pilothouse.push.changes import REGISTRY_KINDS, config_request, registry_request
 from pilothouse.push.context import PushContext, build_context
+from pilothouse.push.own_sidecars import OwnSidecars, proxy_update
 from pilothouse.push.proxy import GeneratorFamily, ProxyIdentity
 from pilothouse.push.request import PushRequest, TriggerReason
 from pilothouse.push.rule_reads import RuleReads, moved_rules
@@ -127,6 +136,7 @@ class PushPipeline(Generic[C]):
         self._context: PushContext | None = None
         self._connections: dict[str, C] = {}
         self._api_connections: set[str] = set()
+        self._own_sidecars: OwnSidecars[C] = OwnSidecars()
         self._unpushed: PushRequest | None = None
         """A request whose plan raised: merged into the next one, so its changes are not lost."""
         self._unsettled: frozenset[ConfigKey] = frozenset()
@@ -148,6 +158,11 @@ class PushPipeline(Generic[C]):
     def connections(self) -> Mapping[str, C]:
         return self._connections
 
+    @property
+    def own_sidecars(self) -> OwnSidecars[C]:
+        """The connections by proxy id and by (namespace, IP)."""
+        return self._own_sidecars
+
     def start(self) -> PushContext:
         """Build the first PushContext from the whole store."""
         self._context = build_context(
@@ -161,11 +176,13 @@ class PushPipeline(Generic[C]):
 
     def connect(self, connection: C) -> None:
         self._connections[connection.id] = connection
+        self._own_sidecars.connect(connection)
         if connection.proxy.generator is GeneratorFamily.API:
             self._api_connections.add(connection.id)
 
     def disconnect(self, connection: C) -> None:
         self._connections.pop(connection.id, None)
+        self._own_sidecars.disconnect(connection)
         self._api_connections.discard(connection.id)
 
     # -- changes into requests --------------------------------------------------------
@@ -187,6 +204,24 @@ class PushPipeline(Generic[C]):
         if self._context is None:
             return None
         return registry_request(update, start)
+
+    def workloads_changed(
+        self, update: RegistryUpdate, start: float
+    ) -> tuple[tuple[C, PushRequest], ...]:
+        """istiod's ProxyUpdate for WorkloadEntries: the sidecars at the changed entries'
+        old and new (namespace, address), each with a full push naming the entries, to
+        be queued now. Empty before the first PushContext, and for a full update: that
+        one builds a new context first, and its scoped push reaches the sidecars.
+
+        The update's endpoints are already in the index and its services are unchanged,
+        so the current context is the right one to generate from."""
+        if self._context is None or update.full or not update.workloads:
+            return ()
+        sidecars = self._own_sidecars.at(sorted(update.workloads))
+        if not sidecars:
+            return ()
+        request = proxy_update(update.config_keys, start)
+        return tuple((connection, request) for connection in sidecars)
 
     # -- requests into pushes ---------------------------------------------------------
 

@@ -7,7 +7,9 @@ It listens to ServiceEntry and WorkloadEntry events and sorts every change into 
   deleted;
 - **EDS only**: only endpoints changed (a ServiceEntry's inline ``endpoints``, or any
   WorkloadEntry change, including one whose labels move it between selectors); the endpoint
-  index is updated before the callback runs;
+  index is updated before the callback runs. A WorkloadEntry's update also names its old
+  and new (namespace, address): the sidecar that *is* the entry gets its own clusters and
+  listeners again (:mod:`pilothouse.push.own_sidecars`);
 - **nothing**: no service and no endpoint changed (e.g. a metadata-only edit).
 
 Cost: a WorkloadEntry change looks up the ServiceEntries selecting it through a reverse
@@ -165,7 +167,7 @@ class ServiceEntryRegistry:
         if not update.full and self._in_clusters(update.services):
             # A DNS service's endpoints are part of its clusters (CDS), which the EDS
             # fast path does not resend: the proxies need a full push, as istiod does.
-            update = RegistryUpdate(True, update.config_keys, update.services)
+            update = RegistryUpdate(True, update.config_keys, update.services, update.workloads)
         self._on_update(update)
 
     def _in_clusters(self, keys: frozenset[ServiceKey]) -> bool:
@@ -312,7 +314,12 @@ class ServiceEntryRegistry:
         changed = self._refresh_workload(key)
         if not changed:
             return None
-        return RegistryUpdate(False, frozenset({key}), frozenset(changed))
+        addresses = frozenset(
+            (workload.namespace, workload.address)
+            for workload in (old, new)
+            if workload is not None and workload.address
+        )
+        return RegistryUpdate(False, frozenset({key}), frozenset(changed), addresses)
 
     def _index_workload(self, workload: Workload) -> None:
         by_label = self._workloads_by_label.setdefault(workload.namespace, {})

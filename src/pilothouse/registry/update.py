@@ -20,15 +20,21 @@ class RegistryUpdate:
     False when only endpoints changed (the EDS fast path; the endpoint index is already
     updated). ``config_keys`` are the configs whose change caused it (ServiceEntry or
     WorkloadEntry keys); ``services`` are the services whose definition or endpoints changed.
+    ``workloads`` are the (namespace, address) pairs of the WorkloadEntries whose endpoints
+    changed, before and after the change: the sidecars at those addresses are those
+    entries, and their own inbound clusters and listeners may have changed too
+    (:mod:`pilothouse.push.own_sidecars`).
     """
 
     full: bool
     config_keys: frozenset[ConfigKey]
     services: frozenset[ServiceKey]
+    workloads: frozenset[tuple[str, str]] = frozenset()
 
     def merge(self, other: RegistryUpdate) -> RegistryUpdate:
         return RegistryUpdate(
             full=self.full or other.full,
             config_keys=self.config_keys | other.config_keys,
             services=self.services | other.services,
+            workloads=self.workloads | other.workloads,
         )

@@ -188,13 +188,17 @@ def test_registry_workload_entry_add_update_delete_is_eds_only() -> None:
     services_before = h.registry.services()
     (added,) = h.apply(we)
     assert h.registry.services() is services_before  # the EDS path leaves services alone
-    assert added == RegistryUpdate(False, frozenset({we.key}), frozenset({A}))
+    # each update names the entry's (namespace, address) before and after: its sidecars
+    added_at = frozenset({("default", "3.3.3.3")})
+    assert added == RegistryUpdate(False, frozenset({we.key}), frozenset({A}), added_at)
     assert addresses(h, A) == ["3.3.3.3"]
     (updated,) = h.apply(workload_entry("vm1", "  address: 3.3.3.4\n  labels: {app: a}"))
-    assert updated == RegistryUpdate(False, frozenset({we.key}), frozenset({A}))
+    moved_at = frozenset({("default", "3.3.3.3"), ("default", "3.3.3.4")})
+    assert updated == RegistryUpdate(False, frozenset({we.key}), frozenset({A}), moved_at)
     assert addresses(h, A) == ["3.3.3.4"]
     (deleted,) = h.delete(we)
-    assert deleted == RegistryUpdate(False, frozenset({we.key}), frozenset({A}))
+    deleted_at = frozenset({("default", "3.3.3.4")})
+    assert deleted == RegistryUpdate(False, frozenset({we.key}), frozenset({A}), deleted_at)
     assert h.registry.endpoints(A) == ()
     assert h.registry.selected_workloads(se.key) == ()
 
@@ -316,7 +320,8 @@ def test_registry_endpoint_change_of_a_dns_service_is_full() -> None:
         h = Harness(se)
         we = workload_entry("vm1", "  address: 3.3.3.3\n  labels: {app: a}")
         (added,) = h.apply(we)
-        assert added == RegistryUpdate(True, frozenset({we.key}), frozenset({A})), resolution
+        at = frozenset({("default", "3.3.3.3")})
+        assert added == RegistryUpdate(True, frozenset({we.key}), frozenset({A}), at), resolution
         (moved,) = h.apply(workload_entry("vm1", "  address: 3.3.3.3\n  labels: {app: b}"))
         assert moved.full and moved.services == {A}, resolution
     def dns_se(address: str) -> Config:
