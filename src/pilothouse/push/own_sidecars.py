@@ -1,8 +1,8 @@
 """istiod's ProxyUpdate: the connected sidecars a changed workload *is*, and the push they get.
 
 A sidecar's own inbound clusters and listeners come from its workload
-(:mod:`pilothouse.xds.generators.inbound`): the endpoints in its namespace at one of its
-IPs whose labels it carries, which a Kubernetes Pod or a WorkloadEntry puts there. When
+(:mod:`pilothouse.xds.generators.inbound`): the labelled endpoints in its namespace at one
+of its IPs whose labels it carries, which a Kubernetes Pod or a WorkloadEntry puts there. When
 that workload changes (its ports, its labels, its address), only its endpoints move: the
 EDS fast path pushes assignments to whoever watches the service and regenerates no
 cluster or listener. The workload's own sidecars need more: their CDS and LDS, which
@@ -14,11 +14,13 @@ ways a proxy is matched to its workload:
 
 - by proxy id (``<pod>.<namespace>``): the sidecars of a Pod
   (:mod:`pilothouse.kube.pod_sidecars`);
-- by namespace and IP: the sidecars of a WorkloadEntry, from whatever source it came
-  (directory, etcd, MCP). A changed entry names its old and its new address, so when its
-  address moves, both the sidecar it left and the one it reached are pushed.
+- by the rule inbound.py reads the endpoints with: the sidecars of a WorkloadEntry,
+  from whatever source it came (directory, etcd, MCP), are those in its namespace, with
+  its address among their IPs, carrying all its (non-empty) labels. A changed entry is
+  matched as it was and as it is, so when its address or labels move, both the sidecar
+  it left and the one it reached are pushed.
 
-Only sidecars are matched by address: a gateway (``router``) has no inbound workload.
+Only sidecars are matched so: a gateway (``router``) has no inbound workload.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Generic, Protocol, TypeVar
 from pilothouse.config.model import ConfigKey
 from pilothouse.push.proxy import ProxyIdentity, ProxyType
 from pilothouse.push.request import PushRequest, TriggerReason
+from pilothouse.registry.model import Workload
 
 WorkloadAddress = tuple[str, str]
 """(namespace, IP address) of a workload."""
@@ -81,14 +84,19 @@ class OwnSidecars(Generic[S]):
         """The connections of the proxies with these ids (``<pod>.<namespace>``)."""
         return [connection for i in ids for connection in self._by_proxy_id.get(i, ())]
 
-    def at(self, workloads: Iterable[WorkloadAddress]) -> list[S]:
-        """The sidecars in these (namespace, address) pairs, each once. An address that
-        is not an IP (a WorkloadEntry resolved by DNS) matches no proxy."""
+    def of(self, workloads: Iterable[Workload]) -> list[S]:
+        """The sidecars that are these workloads, each once: in the workload's namespace,
+        its address one of their IPs, carrying its labels. A workload without labels
+        gives no inbound port (inbound.py reads labelled endpoints only), and an address
+        that is not an IP (a WorkloadEntry resolved by DNS) is no proxy's."""
         found: dict[S, None] = {}
-        for namespace, address in workloads:
-            ip = _ip(address)
-            if ip:
-                found.update(dict.fromkeys(self._by_address.get((namespace, ip), ())))
+        for workload in workloads:
+            ip = _ip(workload.address)
+            if not ip or not workload.labels:
+                continue
+            for connection in self._by_address.get((workload.namespace, ip), ()):
+                if connection.proxy.labels.matches(workload.labels):
+                    found[connection] = None
         return list(found)
 
 

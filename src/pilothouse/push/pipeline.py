@@ -24,12 +24,15 @@ This is where the push stage decides (DESIGN §1, push/ *drives* the push):
 3. The :class:`PushPlan` names the pairs; the server only carries them out (queues
    them for its push workers) and ends the streams of the connections reported failed.
 
-Beside the debounced pushes, a workload's own sidecars are pushed at once (istiod's
-ProxyUpdate, :mod:`pilothouse.push.own_sidecars`): :meth:`PushPipeline.workloads_changed`
-turns a WorkloadEntry's endpoint change into a full push for the sidecars at its old and
-new address (their inbound clusters and listeners read those endpoints), while the
-update's EDS push still goes through the debouncer to everyone else. The pipeline files
-every connection in :attr:`PushPipeline.own_sidecars`, which the Pods' ProxyUpdate
+A workload's own sidecars get a full push of their own (istiod's ProxyUpdate,
+:mod:`pilothouse.push.own_sidecars`): their inbound clusters and listeners read the
+workload's endpoints. :meth:`PushPipeline.workloads_changed` turns a WorkloadEntry's
+endpoint change into a full push, queued at once, for the sidecars that were or are the
+entry, while the update's EDS push still goes through the debouncer to everyone else.
+A full registry update (a ServiceEntry changed) names the entries it selects; the full
+push planned for it reaches their sidecars even where their scope does not see the
+ServiceEntry. The pipeline files every connection in
+:attr:`PushPipeline.own_sidecars`, which the Pods' ProxyUpdate
 (:mod:`pilothouse.kube.pod_sidecars`) reads too.
 
 Faults stop at the connection: an exception while choosing one connection is logged
@@ -61,7 +64,7 @@ from pilothouse.push.proxy import GeneratorFamily, ProxyIdentity
 from pilothouse.push.request import PushRequest, TriggerReason
 from pilothouse.push.rule_reads import RuleReads, moved_rules
 from pilothouse.push.secrets import has_secrets, secret_names
-from pilothouse.registry.model import Service, service_hosts
+from pilothouse.registry.model import Service, Workload, service_hosts
 from pilothouse.registry.update import RegistryUpdate
 from pilothouse.sources.events import ConfigStore
 
@@ -140,6 +143,9 @@ class PushPipeline(Generic[C]):
         self._unpushed: PushRequest | None = None
         """A request whose plan raised: merged into the next one, so its changes are not lost."""
         self._unsettled: frozenset[ConfigKey] = frozenset()
+        self._own_workloads: frozenset[Workload] = frozenset()
+        """The workloads of full registry updates not planned yet: their sidecars join
+        the next full push (every full update's request is merged into it)."""
         """DestinationRules that changed in a context before a request named them: the
         request that names them is not compared (see ``affected_types.inert_for_scope``)."""
 
@@ -203,21 +209,23 @@ class PushPipeline(Generic[C]):
         """The push a registry update asks for; None before the first PushContext."""
         if self._context is None:
             return None
+        if update.full and update.workloads:
+            self._own_workloads |= update.workloads
         return registry_request(update, start)
 
     def workloads_changed(
         self, update: RegistryUpdate, start: float
     ) -> tuple[tuple[C, PushRequest], ...]:
-        """istiod's ProxyUpdate for WorkloadEntries: the sidecars at the changed entries'
-        old and new (namespace, address), each with a full push naming the entries, to
-        be queued now. Empty before the first PushContext, and for a full update: that
-        one builds a new context first, and its scoped push reaches the sidecars.
+        """istiod's ProxyUpdate for WorkloadEntries: the sidecars that were or are the
+        changed entries (:meth:`OwnSidecars.of`), each with a full push naming the
+        entries, to be queued now. Empty before the first PushContext, and for a full update: that
+        one builds a new context first, and its planned push reaches the sidecars.
 
         The update's endpoints are already in the index and its services are unchanged,
         so the current context is the right one to generate from."""
         if self._context is None or update.full or not update.workloads:
             return ()
-        sidecars = self._own_sidecars.at(sorted(update.workloads))
+        sidecars = self._own_sidecars.of(update.workloads)
         if not sidecars:
             return ()
         request = proxy_update(update.config_keys, start)
@@ -235,16 +243,21 @@ class PushPipeline(Generic[C]):
             return None
         if self._unpushed is not None:
             request, self._unpushed = self._unpushed.merge(request), None
+        own, self._own_workloads = self._own_workloads, frozenset()
         try:
             self._version = self._next_version()
             if request.full:
-                return self._full(request, self._context)
+                return self._full(request, self._context, own)
+            self._own_workloads |= own  # only a full update names them: not planned yet
             return self._endpoints(request)
         except Exception:
             self._unpushed = request
+            self._own_workloads |= own
             raise
 
-    def _full(self, request: PushRequest, previous: PushContext) -> PushPlan[C]:
+    def _full(
+        self, request: PushRequest, previous: PushContext, own: frozenset[Workload]
+    ) -> PushPlan[C]:
         self._cache.invalidate(request.configs_updated)
         context = build_context(
             self._store, self._services, self._mesh, self._version, previous, request, self._jwks
@@ -256,6 +269,8 @@ class PushPipeline(Generic[C]):
         # every type reads the mesh settings: across a change of them, nothing is compared
         compared = unsettled if previous.mesh == context.mesh else None
         pushes, failed = self._affected(request, previous, context, compared)
+        if own:
+            pushes += self._own(request, own, pushes, failed)
         return PushPlan(request, True, pushes, failed)
 
     def _endpoints(self, request: PushRequest) -> PushPlan[C]:
@@ -332,6 +347,23 @@ class PushPipeline(Generic[C]):
                 continue
             chosen.append((connection, scoped))
         return tuple(chosen), tuple(failed)
+
+    def _own(
+        self,
+        request: PushRequest,
+        workloads: frozenset[Workload],
+        chosen: tuple[tuple[C, PushRequest], ...],
+        failed: tuple[C, ...],
+    ) -> tuple[tuple[C, PushRequest], ...]:
+        """The sidecars of ``workloads`` not already ``chosen`` (nor failed), with the
+        request itself: their own workload changed, whatever their scope sees."""
+        taken = {connection for connection, _ in chosen}
+        taken.update(failed)
+        return tuple(
+            (connection, request)
+            for connection in self._own_sidecars.of(workloads)
+            if connection not in taken
+        )
 
     @staticmethod
     def _holds_changed_secret(connection: C, request: PushRequest) -> bool:

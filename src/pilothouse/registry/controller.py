@@ -7,10 +7,13 @@ It listens to ServiceEntry and WorkloadEntry events and sorts every change into 
   deleted;
 - **EDS only**: only endpoints changed (a ServiceEntry's inline ``endpoints``, or any
   WorkloadEntry change, including one whose labels move it between selectors); the endpoint
-  index is updated before the callback runs. A WorkloadEntry's update also names its old
-  and new (namespace, address): the sidecar that *is* the entry gets its own clusters and
-  listeners again (:mod:`pilothouse.push.own_sidecars`);
+  index is updated before the callback runs;
 - **nothing**: no service and no endpoint changed (e.g. a metadata-only edit).
+
+A WorkloadEntry's update also names the entry as it was and as it is, and a full
+ServiceEntry update the WorkloadEntries its selector picks before and after: the
+sidecars that *are* those entries have inbound clusters and listeners that follow them
+(:mod:`pilothouse.push.own_sidecars`).
 
 Cost: a WorkloadEntry change looks up the ServiceEntries selecting it through a reverse
 index (namespace → one label pair of each selector → ServiceEntries), so it costs
@@ -234,10 +237,18 @@ class ServiceEntryRegistry:
                 workloads |= self._workloads_selected_by(new)
             for workload in sorted(workloads):
                 changed |= self._refresh_workload(workload)
-            return RegistryUpdate(True, frozenset({key}), frozenset(changed))
+            return RegistryUpdate(
+                True, frozenset({key}), frozenset(changed), self._workloads_of(workloads)
+            )
         if changed:
             return RegistryUpdate(False, frozenset({key}), frozenset(changed))
         return None
+
+    def _workloads_of(self, keys: set[ConfigKey]) -> frozenset[Workload]:
+        """These WorkloadEntries (their sidecars' inbound ports follow the services
+        selecting them)."""
+        held = (self._workloads.get(key) for key in keys)
+        return frozenset(workload for workload in held if workload is not None)
 
     def _replace_candidates(
         self, key: ConfigKey, old: tuple[Service, ...], new: tuple[Service, ...]
@@ -314,12 +325,8 @@ class ServiceEntryRegistry:
         changed = self._refresh_workload(key)
         if not changed:
             return None
-        addresses = frozenset(
-            (workload.namespace, workload.address)
-            for workload in (old, new)
-            if workload is not None and workload.address
-        )
-        return RegistryUpdate(False, frozenset({key}), frozenset(changed), addresses)
+        own = frozenset(workload for workload in (old, new) if workload is not None)
+        return RegistryUpdate(False, frozenset({key}), frozenset(changed), own)
 
     def _index_workload(self, workload: Workload) -> None:
         by_label = self._workloads_by_label.setdefault(workload.namespace, {})

@@ -21,6 +21,7 @@ from pilothouse.push.pipeline import PushPipeline
 from pilothouse.push.proxy import ProxyIdentity, parse_node
 from pilothouse.push.request import PushRequest, TriggerReason
 from pilothouse.registry.controller import ServiceEntryRegistry
+from pilothouse.registry.model import NO_LABELS, Labels, Workload
 from pilothouse.registry.update import RegistryUpdate
 from pilothouse.sources.memory import MemoryStore
 from pilothouse.xds.generators.api import watched_kinds
@@ -37,6 +38,7 @@ spec:
   workloadSelector: {{labels: {{app: shop-app}}}}
 """
 VM = ConfigKey("WorkloadEntry", "shop", "vm")
+SHOP_APP = Labels.of({"app": "shop-app"})
 
 
 def workload_entry(address: str, port: int = 9000, app: str = "shop-app") -> str:
@@ -80,9 +82,13 @@ def sidecar(
     kind: str = "sidecar",
     watching: frozenset[str] = frozenset({HOST}),
     instance_ips: str = "",
+    labels: str = '{"app": "shop-app"}',
 ) -> Sidecar:
-    """A proxy at ``ip`` in ``namespace`` that watches the service's endpoints."""
+    """A proxy at ``ip`` in ``namespace`` with ``labels`` (the entry's, unless told)
+    that watches the service's endpoints."""
     metadata = {"INSTANCE_IPS": instance_ips} if instance_ips else {}
+    if labels:
+        metadata["LABELS"] = labels
     node = parse_node(f"{kind}~{ip}~{name}.{namespace}~{namespace}.svc.cluster.local", metadata)
     return Sidecar(name, node, watching)
 
@@ -108,13 +114,14 @@ class Stage:
             api_kinds=watched_kinds,
         )
         self.pipeline.start()
+        self.last_plan: list[str] = []
 
     def connect(self, *connections: Sidecar) -> None:
         for connection in connections:
             self.pipeline.connect(connection)
 
     def change(self, text: str | None) -> tuple[dict[str, PushRequest], dict[str, PushRequest]]:
-        """Apply ``text`` (None: delete the entry) and return what the server would queue:
+        """Apply ``text`` (None: delete the WorkloadEntry) and return what the server would queue:
         (pushed at once, by connection id; pushed after the debounce, by connection id)."""
         if text is None:
             self.store.delete(VM)
@@ -128,6 +135,7 @@ class Stage:
             plan = self.pipeline.plan(request)
             assert plan is not None
             debounced.update((c.id, pushed) for c, pushed in plan.pushes)
+            self.last_plan = [c.id for c, _ in plan.pushes]
             at_once.update(
                 (c.id, pushed) for c, pushed in self.pipeline.workloads_changed(update, 5.0)
             )
@@ -156,13 +164,16 @@ def test_editing_an_entrys_ports_pushes_its_own_sidecar_in_full_and_others_eds_o
 
 
 def test_an_unrelated_proxy_gets_no_full_push() -> None:
-    """Same IP in another namespace, another IP in the namespace, a gateway at the IP:
-    none of them is the entry."""
+    """Same IP in another namespace, another IP in the namespace, a gateway at the IP,
+    a proxy at the IP without the entry's labels (or any): none of them is the entry,
+    and none has inbound ports from it (inbound.py's rule)."""
     stage = Stage(workload_entry("10.0.0.7"))
     other_namespace = sidecar("vm", "10.0.0.7", "elsewhere")
     other_ip = sidecar("web", "10.0.0.8")
     gateway = sidecar("ingress", "10.0.0.7", kind="router")
-    stage.connect(other_namespace, other_ip, gateway)
+    other_labels = sidecar("client", "10.0.0.7", labels='{"app": "client"}')
+    unlabelled = sidecar("sleep", "10.0.0.7", labels="")
+    stage.connect(other_namespace, other_ip, gateway, other_labels, unlabelled)
 
     at_once, debounced = stage.change(workload_entry("10.0.0.7", port=9001))
 
@@ -236,7 +247,7 @@ def test_nothing_at_once_for_a_full_update_or_before_the_first_context() -> None
     """A full update builds a new context first; its scoped push reaches the sidecars."""
     stage = Stage(workload_entry("10.0.0.7"))
     stage.connect(sidecar("vm", "10.0.0.7"))
-    at = frozenset({("shop", "10.0.0.7")})
+    at = frozenset({entry("10.0.0.7")})
     full = RegistryUpdate(True, frozenset({VM}), frozenset(), at)
     assert stage.pipeline.workloads_changed(full, 1.0) == ()
 
@@ -253,21 +264,70 @@ def test_nothing_at_once_for_a_full_update_or_before_the_first_context() -> None
     assert unstarted.workloads_changed(eds, 1.0) == ()
 
 
+HIDDEN = """\
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: default, namespace: shop}
+spec:
+  egress: [{hosts: ["elsewhere/*"]}]
+"""
+
+
+def test_a_service_entry_edit_reaches_the_sidecars_of_the_entries_it_selects() -> None:
+    """A ServiceEntry's new port is a new inbound port of the workloads it selects. Their
+    sidecars get the full push even when their Sidecar hides the ServiceEntry from them
+    (which would leave them out of the scoped push); other proxies of that scope do not."""
+    stage = Stage(HIDDEN, workload_entry("10.0.0.7"))
+    own, other = sidecar("vm", "10.0.0.7"), sidecar("web", "10.0.0.8")
+    stage.connect(own, other)
+
+    at_once, planned = stage.change(
+        SERVICE.replace(
+            "protocol: HTTP}]", "protocol: HTTP}, {number: 8001, name: grpc, protocol: GRPC}]"
+        )
+    )
+
+    assert at_once == {}  # a full update: the planned push carries it
+    assert list(planned) == ["vm"]
+    assert (
+        planned["vm"].full
+        and ConfigKey("ServiceEntry", "shop", "app") in planned["vm"].configs_updated
+    )
+
+
+def test_a_service_entry_edit_pushes_a_sidecar_that_sees_it_once() -> None:
+    stage = Stage(workload_entry("10.0.0.7"))
+    own, other = sidecar("vm", "10.0.0.7"), sidecar("web", "10.0.0.8")
+    stage.connect(own, other)
+
+    _, planned = stage.change(SERVICE.replace("number: 8000", "number: 8080"))
+
+    assert sorted(planned) == ["vm", "web"]  # both see it; vm is not pushed twice
+    assert len(stage.last_plan) == 2
+
+
+def entry(address: str, labels: Labels = SHOP_APP) -> Workload:
+    return Workload(VM, "shop", address, labels=labels)
+
+
 def test_own_sidecars_index() -> None:
-    """By proxy id for Pods; by namespace and IP (written as parse_node writes it) for
-    WorkloadEntries; an address that is not an IP matches nobody."""
+    """By proxy id for Pods; for WorkloadEntries by namespace, IP (written as parse_node
+    writes it) and labels the proxy carries; an address that is not an IP, or an entry
+    without labels, matches nobody."""
     index: OwnSidecars[Sidecar] = OwnSidecars()
-    v6 = sidecar("v6", "2001:db8::1")
+    v6 = sidecar("v6", "2001:db8::1", labels='{"app": "shop-app", "version": "v1"}')
     pod = sidecar("reviews-1", "10.0.0.3")
     index.connect(v6)
     index.connect(pod)
-    assert index.at([("shop", "2001:DB8:0::1")]) == [v6]
-    assert index.at([("shop", "vm.example.com"), ("shop", "")]) == []
+    assert index.of([entry("2001:DB8:0::1")]) == [v6]
+    assert index.of([entry("2001:db8::1", Labels.of({"app": "shop-app", "version": "v1"}))])
+    assert index.of([entry("2001:db8::1", Labels.of({"version": "v2"}))]) == []
+    assert index.of([entry("vm.example.com"), entry("10.0.0.3", NO_LABELS)]) == []
     assert index.with_proxy_ids(["reviews-1.shop", "gone.shop"]) == [pod]
     index.disconnect(pod)
     index.disconnect(pod)  # twice is harmless
     assert index.with_proxy_ids(["reviews-1.shop"]) == []
-    assert index.at([("shop", "10.0.0.3")]) == []
+    assert index.of([entry("10.0.0.3")]) == []
 
 
 def test_proxy_update_is_a_full_push_naming_the_workload() -> None:
