@@ -2,8 +2,9 @@
 
 A sidecar matched to its Pod (:mod:`pilothouse.kube.pods_proxy`) takes its labels,
 service account and locality from it. When the Pod changes (labels, node, readiness),
-:meth:`PodSidecars.changed` completes each of its connections again and returns them, for
-the discovery server to push: their own listeners (inbound ports follow the Pod's
+:meth:`PodSidecars.changed` completes each of its connections again and returns them with
+the push each gets (:func:`~pilothouse.push.own_sidecars.proxy_update`), for the
+discovery server to queue at once: their own listeners (inbound ports follow the Pod's
 endpoints) may have moved while only EDS went to everyone else. The connections are
 found by proxy id (``<pod>.<namespace>``) in :class:`~pilothouse.push.own_sidecars.OwnSidecars`,
 the index WorkloadEntries' sidecars are found in too (by namespace and IP), so a Pod
@@ -15,10 +16,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Generic, Protocol, TypeVar
 
+from pilothouse.config.model import ConfigKey
 from pilothouse.kube.pods_proxy import proxy_with_pod
 from pilothouse.kube.registry import KubeRegistry
-from pilothouse.push.own_sidecars import OwnSidecars
+from pilothouse.push.own_sidecars import OwnSidecars, proxy_update
 from pilothouse.push.proxy import ProxyIdentity
+from pilothouse.push.request import PushRequest
 
 
 class Sidecar(Protocol):
@@ -46,12 +49,15 @@ class PodSidecars(Generic[S]):
         no Pod matches it)."""
         return proxy_with_pod(self._registry, proxy)
 
-    def changed(self, pods: Iterable[tuple[str, str]]) -> list[S]:
+    def changed(self, pods: Iterable[tuple[str, str]], start: float) -> list[tuple[S, PushRequest]]:
         """The connections of the sidecars of ``pods`` (namespace, name), each completed
-        again from its Pod as it is now."""
+        again from its Pod as it is now, with its push: full, naming the Pod."""
         found = self._sidecars.with_proxy_ids(f"{name}.{namespace}" for namespace, name in pods)
+        pushes = []
         for connection in found:
             proxy = proxy_with_pod(self._registry, connection.proxy)
             if proxy != connection.proxy:
                 connection.reidentify(proxy)
-        return found
+            pod = ConfigKey("Pod", proxy.namespace, proxy.pod_name)
+            pushes.append((connection, proxy_update([pod], start)))
+        return pushes

@@ -30,7 +30,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from pilothouse.config.mesh import MeshSettings
-from pilothouse.config.model import ConfigKey
 from pilothouse.kube.pod_sidecars import PodSidecars
 from pilothouse.kube.registry import KubeFeeds, KubeRegistry
 from pilothouse.metrics.push import PushMetrics, metric_type
@@ -39,7 +38,6 @@ from pilothouse.push.authorization import REQUEST_AUTHENTICATION
 from pilothouse.push.cache import ResourceCache
 from pilothouse.push.context import PushContext
 from pilothouse.push.debounce import Debouncer, DebounceSettings
-from pilothouse.push.own_sidecars import proxy_update
 from pilothouse.push.pipeline import PushPipeline
 from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.push.queue import PushQueue
@@ -449,22 +447,12 @@ class DiscoveryServer:
         """istiod's ProxyUpdate for Pods: their sidecars are completed again from their
         Pod and get a push of their own (their labels, and the inbound ports their
         endpoints give, may have moved while only EDS went to the others)."""
-        if self._pod_sidecars is None or self._pipeline.context is None:
-            return
-        now = time.monotonic()
-        self._push_own_sidecars(
-            (
-                connection,
-                proxy_update(
-                    [ConfigKey("Pod", connection.proxy.namespace, connection.proxy.pod_name)], now
-                ),
-            )
-            for connection in self._pod_sidecars.changed(pods)
-        )
+        if self._pod_sidecars is not None and self._pipeline.context is not None:
+            self._push_own_sidecars(self._pod_sidecars.changed(pods, time.monotonic()))
 
     def _push_own_sidecars(self, pushes: Iterable[tuple[Connection, PushRequest]]) -> None:
         """Queue a changed workload's own sidecars now, past the debouncer (as istiod's
-        ProxyUpdate does): a Pod's, or a WorkloadEntry's at its old or new address."""
+        ProxyUpdate does): a Pod's, or those that were or are a WorkloadEntry."""
         for connection, request in pushes:
             self.stats.push_triggers["proxy"] = self.stats.push_triggers.get("proxy", 0) + 1
             self._queue.enqueue(connection, request)
