@@ -143,11 +143,11 @@ class PushPipeline(Generic[C]):
         self._unpushed: PushRequest | None = None
         """A request whose plan raised: merged into the next one, so its changes are not lost."""
         self._unsettled: frozenset[ConfigKey] = frozenset()
+        """DestinationRules that changed in a context before a request named them: the
+        request that names them is not compared (see ``affected_types.inert_for_scope``)."""
         self._own_workloads: frozenset[Workload] = frozenset()
         """The workloads of full registry updates not planned yet: their sidecars join
         the next full push (every full update's request is merged into it)."""
-        """DestinationRules that changed in a context before a request named them: the
-        request that names them is not compared (see ``affected_types.inert_for_scope``)."""
 
     # -- state ------------------------------------------------------------------------
 
@@ -218,8 +218,8 @@ class PushPipeline(Generic[C]):
     ) -> tuple[tuple[C, PushRequest], ...]:
         """istiod's ProxyUpdate for WorkloadEntries: the sidecars that were or are the
         changed entries (:meth:`OwnSidecars.of`), each with a full push naming the
-        entries, to be queued now. Empty before the first PushContext, and for a full update: that
-        one builds a new context first, and its planned push reaches the sidecars.
+        entries, to be queued now. Empty before the first PushContext, and for a full
+        update: that one builds a new context first, and its planned push reaches them.
 
         The update's endpoints are already in the index and its services are unchanged,
         so the current context is the right one to generate from."""
@@ -269,8 +269,10 @@ class PushPipeline(Generic[C]):
         # every type reads the mesh settings: across a change of them, nothing is compared
         compared = unsettled if previous.mesh == context.mesh else None
         pushes, failed = self._affected(request, previous, context, compared)
-        if own:
-            pushes += self._own(request, own, pushes, failed)
+        if own:  # the sidecars of the entries a ServiceEntry selects, whatever they see
+            taken = {connection for connection, _ in pushes}.union(failed)
+            sidecars = self._own_sidecars.of(own)
+            pushes += tuple((c, request) for c in sidecars if c not in taken)
         return PushPlan(request, True, pushes, failed)
 
     def _endpoints(self, request: PushRequest) -> PushPlan[C]:
@@ -347,23 +349,6 @@ class PushPipeline(Generic[C]):
                 continue
             chosen.append((connection, scoped))
         return tuple(chosen), tuple(failed)
-
-    def _own(
-        self,
-        request: PushRequest,
-        workloads: frozenset[Workload],
-        chosen: tuple[tuple[C, PushRequest], ...],
-        failed: tuple[C, ...],
-    ) -> tuple[tuple[C, PushRequest], ...]:
-        """The sidecars of ``workloads`` not already ``chosen`` (nor failed), with the
-        request itself: their own workload changed, whatever their scope sees."""
-        taken = {connection for connection, _ in chosen}
-        taken.update(failed)
-        return tuple(
-            (connection, request)
-            for connection in self._own_sidecars.of(workloads)
-            if connection not in taken
-        )
 
     @staticmethod
     def _holds_changed_secret(connection: C, request: PushRequest) -> bool:
