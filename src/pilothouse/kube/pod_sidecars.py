@@ -2,11 +2,13 @@
 
 A sidecar matched to its Pod (:mod:`pilothouse.kube.pods_proxy`) takes its labels,
 service account and locality from it. When the Pod changes (labels, node, readiness),
-:meth:`PodSidecars.changed` completes each of its connections again and returns them, for
-the discovery server to push: their own listeners (inbound ports follow the Pod's
-endpoints) may have moved while only EDS went to everyone else. Connections are kept by
-proxy id (``<pod>.<namespace>``), so a Pod change finds its sidecars without walking
-every connection.
+:meth:`PodSidecars.changed` completes each of its connections again and returns them with
+the push each gets (:func:`~pilothouse.push.own_sidecars.proxy_update`), for the
+discovery server to queue at once: their own listeners (inbound ports follow the Pod's
+endpoints) may have moved while only EDS went to everyone else. The connections are
+found by proxy id (``<pod>.<namespace>``) in :class:`~pilothouse.push.own_sidecars.OwnSidecars`,
+the index WorkloadEntries' sidecars are found in too (by namespace and IP), so a Pod
+change finds its sidecars without walking every connection.
 """
 
 from __future__ import annotations
@@ -14,9 +16,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Generic, Protocol, TypeVar
 
+from pilothouse.config.model import ConfigKey
 from pilothouse.kube.pods_proxy import proxy_with_pod
 from pilothouse.kube.registry import KubeRegistry
+from pilothouse.push.own_sidecars import OwnSidecars, proxy_update
 from pilothouse.push.proxy import ProxyIdentity
+from pilothouse.push.request import PushRequest
 
 
 class Sidecar(Protocol):
@@ -32,37 +37,27 @@ S = TypeVar("S", bound=Sidecar)
 
 
 class PodSidecars(Generic[S]):
-    """Connections by proxy id, completed from the Kubernetes registry's Pods."""
+    """The sidecars of Pods, found in ``sidecars`` and completed from the Kubernetes
+    registry's Pods."""
 
-    def __init__(self, registry: KubeRegistry) -> None:
+    def __init__(self, registry: KubeRegistry, sidecars: OwnSidecars[S]) -> None:
         self._registry = registry
-        self._by_proxy_id: dict[str, set[S]] = {}
+        self._sidecars = sidecars
 
     def complete(self, proxy: ProxyIdentity) -> ProxyIdentity:
         """``proxy`` with its Pod's labels, service account and locality (unchanged when
         no Pod matches it)."""
         return proxy_with_pod(self._registry, proxy)
 
-    def connect(self, connection: S) -> None:
-        self._by_proxy_id.setdefault(connection.proxy.id, set()).add(connection)
-
-    def disconnect(self, connection: S) -> None:
-        held = self._by_proxy_id.get(connection.proxy.id)
-        if held is not None:
-            held.discard(connection)
-            if not held:
-                del self._by_proxy_id[connection.proxy.id]
-
-    def changed(self, pods: Iterable[tuple[str, str]]) -> list[S]:
+    def changed(self, pods: Iterable[tuple[str, str]], start: float) -> list[tuple[S, PushRequest]]:
         """The connections of the sidecars of ``pods`` (namespace, name), each completed
-        again from its Pod as it is now."""
-        found = [
-            connection
-            for namespace, name in pods
-            for connection in self._by_proxy_id.get(f"{name}.{namespace}", ())
-        ]
+        again from its Pod as it is now, with its push: full, naming the Pod."""
+        found = self._sidecars.with_proxy_ids(f"{name}.{namespace}" for namespace, name in pods)
+        pushes = []
         for connection in found:
             proxy = proxy_with_pod(self._registry, connection.proxy)
             if proxy != connection.proxy:
                 connection.reidentify(proxy)
-        return found
+            pod = ConfigKey("Pod", proxy.namespace, proxy.pod_name)
+            pushes.append((connection, proxy_update([pod], start)))
+        return pushes

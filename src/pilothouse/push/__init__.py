@@ -6,8 +6,10 @@ Modules: ``pipeline`` (drives the push: changes in, ``(connection, PushRequest)`
 out), ``changes`` (config events and registry updates into requests), ``request``
 (PushRequest, ConfigKey, TriggerReason and merge), ``debounce`` (the
 debounce rules and their asyncio driver), ``queue`` (the per-connection push queue), ``workers``
-(the throttled consumer of that queue), ``clock`` (the loop clock and a manual clock for
-tests). Push versions and nonces are the protocol's (:mod:`pilothouse.xds.protocol.versions`).
+(the throttled consumer of that queue), ``own_sidecars`` (istiod's ProxyUpdate: the
+connected sidecars a changed Pod or WorkloadEntry is, pushed in full), ``clock`` (the loop
+clock and a manual clock for tests). Push versions and nonces are the protocol's
+(:mod:`pilothouse.xds.protocol.versions`).
 """
 
 from pilothouse.config.model import ConfigKey

@@ -24,6 +24,17 @@ This is where the push stage decides (DESIGN §1, push/ *drives* the push):
 3. The :class:`PushPlan` names the pairs; the server only carries them out (queues
    them for its push workers) and ends the streams of the connections reported failed.
 
+A workload's own sidecars get a full push of their own (istiod's ProxyUpdate,
+:mod:`pilothouse.push.own_sidecars`): their inbound clusters and listeners read the
+workload's endpoints. :meth:`PushPipeline.workloads_changed` turns a WorkloadEntry's
+endpoint change into a full push, queued at once, for the sidecars that were or are the
+entry, while the update's EDS push still goes through the debouncer to everyone else.
+A full registry update (a ServiceEntry changed) names the entries it selects; the full
+push planned for it reaches their sidecars even where their scope does not see the
+ServiceEntry. The pipeline files every connection in
+:attr:`PushPipeline.own_sidecars`, which the Pods' ProxyUpdate
+(:mod:`pilothouse.kube.pod_sidecars`) reads too.
+
 Faults stop at the connection: an exception while choosing one connection is logged
 and that connection is reported in :attr:`PushPlan.failed`; every other connection is
 still chosen. A plan that raises as a whole (a failed PushContext build) keeps its
@@ -48,11 +59,12 @@ from pilothouse.push.authorization import AUTHORIZATION_KINDS, JwksLookup, selec
 from pilothouse.push.cache import ResourceCache
 from pilothouse.push.changes import REGISTRY_KINDS, config_request, registry_request
 from pilothouse.push.context import PushContext, build_context
+from pilothouse.push.own_sidecars import OwnSidecars, proxy_update
 from pilothouse.push.proxy import GeneratorFamily, ProxyIdentity
 from pilothouse.push.request import PushRequest, TriggerReason
 from pilothouse.push.rule_reads import RuleReads, moved_rules
 from pilothouse.push.secrets import has_secrets, secret_names
-from pilothouse.registry.model import Service, service_hosts
+from pilothouse.registry.model import Service, Workload, service_hosts
 from pilothouse.registry.update import RegistryUpdate
 from pilothouse.sources.events import ConfigStore
 
@@ -127,11 +139,15 @@ class PushPipeline(Generic[C]):
         self._context: PushContext | None = None
         self._connections: dict[str, C] = {}
         self._api_connections: set[str] = set()
+        self._own_sidecars: OwnSidecars[C] = OwnSidecars()
         self._unpushed: PushRequest | None = None
         """A request whose plan raised: merged into the next one, so its changes are not lost."""
         self._unsettled: frozenset[ConfigKey] = frozenset()
         """DestinationRules that changed in a context before a request named them: the
         request that names them is not compared (see ``affected_types.inert_for_scope``)."""
+        self._own_workloads: frozenset[Workload] = frozenset()
+        """The workloads of full registry updates not planned yet: their sidecars join
+        the next full push (every full update's request is merged into it)."""
 
     # -- state ------------------------------------------------------------------------
 
@@ -148,6 +164,11 @@ class PushPipeline(Generic[C]):
     def connections(self) -> Mapping[str, C]:
         return self._connections
 
+    @property
+    def own_sidecars(self) -> OwnSidecars[C]:
+        """The connections by proxy id and by (namespace, IP)."""
+        return self._own_sidecars
+
     def start(self) -> PushContext:
         """Build the first PushContext from the whole store."""
         self._context = build_context(
@@ -161,11 +182,13 @@ class PushPipeline(Generic[C]):
 
     def connect(self, connection: C) -> None:
         self._connections[connection.id] = connection
+        self._own_sidecars.connect(connection)
         if connection.proxy.generator is GeneratorFamily.API:
             self._api_connections.add(connection.id)
 
     def disconnect(self, connection: C) -> None:
         self._connections.pop(connection.id, None)
+        self._own_sidecars.disconnect(connection)
         self._api_connections.discard(connection.id)
 
     # -- changes into requests --------------------------------------------------------
@@ -186,7 +209,27 @@ class PushPipeline(Generic[C]):
         """The push a registry update asks for; None before the first PushContext."""
         if self._context is None:
             return None
+        if update.full and update.workloads:
+            self._own_workloads |= update.workloads
         return registry_request(update, start)
+
+    def workloads_changed(
+        self, update: RegistryUpdate, start: float
+    ) -> tuple[tuple[C, PushRequest], ...]:
+        """istiod's ProxyUpdate for WorkloadEntries: the sidecars that were or are the
+        changed entries (:meth:`OwnSidecars.of`), each with a full push naming the
+        entries, to be queued now. Empty before the first PushContext, and for a full
+        update: that one builds a new context first, and its planned push reaches them.
+
+        The update's endpoints are already in the index and its services are unchanged,
+        so the current context is the right one to generate from."""
+        if self._context is None or update.full or not update.workloads:
+            return ()
+        sidecars = self._own_sidecars.of(update.workloads)
+        if not sidecars:
+            return ()
+        request = proxy_update(update.config_keys, start)
+        return tuple((connection, request) for connection in sidecars)
 
     # -- requests into pushes ---------------------------------------------------------
 
@@ -200,16 +243,21 @@ class PushPipeline(Generic[C]):
             return None
         if self._unpushed is not None:
             request, self._unpushed = self._unpushed.merge(request), None
+        own, self._own_workloads = self._own_workloads, frozenset()
         try:
             self._version = self._next_version()
             if request.full:
-                return self._full(request, self._context)
+                return self._full(request, self._context, own)
+            self._own_workloads |= own  # only a full update names them: not planned yet
             return self._endpoints(request)
         except Exception:
             self._unpushed = request
+            self._own_workloads |= own
             raise
 
-    def _full(self, request: PushRequest, previous: PushContext) -> PushPlan[C]:
+    def _full(
+        self, request: PushRequest, previous: PushContext, own: frozenset[Workload]
+    ) -> PushPlan[C]:
         self._cache.invalidate(request.configs_updated)
         context = build_context(
             self._store, self._services, self._mesh, self._version, previous, request, self._jwks
@@ -221,6 +269,10 @@ class PushPipeline(Generic[C]):
         # every type reads the mesh settings: across a change of them, nothing is compared
         compared = unsettled if previous.mesh == context.mesh else None
         pushes, failed = self._affected(request, previous, context, compared)
+        if own:  # the sidecars of the entries a ServiceEntry selects, whatever they see
+            taken = {connection for connection, _ in pushes}.union(failed)
+            sidecars = self._own_sidecars.of(own)
+            pushes += tuple((c, request) for c in sidecars if c not in taken)
         return PushPlan(request, True, pushes, failed)
 
     def _endpoints(self, request: PushRequest) -> PushPlan[C]:

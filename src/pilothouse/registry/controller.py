@@ -10,6 +10,11 @@ It listens to ServiceEntry and WorkloadEntry events and sorts every change into 
   index is updated before the callback runs;
 - **nothing**: no service and no endpoint changed (e.g. a metadata-only edit).
 
+A WorkloadEntry's update also names the entry as it was and as it is, and a full
+ServiceEntry update the WorkloadEntries its selector picks before and after: the
+sidecars that *are* those entries have inbound clusters and listeners that follow them
+(:mod:`pilothouse.push.own_sidecars`).
+
 Cost: a WorkloadEntry change looks up the ServiceEntries selecting it through a reverse
 index (namespace → one label pair of each selector → ServiceEntries), so it costs
 O(its labels + selecting entries + endpoints of the affected services).
@@ -165,7 +170,7 @@ class ServiceEntryRegistry:
         if not update.full and self._in_clusters(update.services):
             # A DNS service's endpoints are part of its clusters (CDS), which the EDS
             # fast path does not resend: the proxies need a full push, as istiod does.
-            update = RegistryUpdate(True, update.config_keys, update.services)
+            update = RegistryUpdate(True, update.config_keys, update.services, update.workloads)
         self._on_update(update)
 
     def _in_clusters(self, keys: frozenset[ServiceKey]) -> bool:
@@ -232,10 +237,18 @@ class ServiceEntryRegistry:
                 workloads |= self._workloads_selected_by(new)
             for workload in sorted(workloads):
                 changed |= self._refresh_workload(workload)
-            return RegistryUpdate(True, frozenset({key}), frozenset(changed))
+            return RegistryUpdate(
+                True, frozenset({key}), frozenset(changed), self._workloads_of(workloads)
+            )
         if changed:
             return RegistryUpdate(False, frozenset({key}), frozenset(changed))
         return None
+
+    def _workloads_of(self, keys: set[ConfigKey]) -> frozenset[Workload]:
+        """These WorkloadEntries (their sidecars' inbound ports follow the services
+        selecting them)."""
+        held = (self._workloads.get(key) for key in keys)
+        return frozenset(workload for workload in held if workload is not None)
 
     def _replace_candidates(
         self, key: ConfigKey, old: tuple[Service, ...], new: tuple[Service, ...]
@@ -312,7 +325,8 @@ class ServiceEntryRegistry:
         changed = self._refresh_workload(key)
         if not changed:
             return None
-        return RegistryUpdate(False, frozenset({key}), frozenset(changed))
+        own = frozenset(workload for workload in (old, new) if workload is not None)
+        return RegistryUpdate(False, frozenset({key}), frozenset(changed), own)
 
     def _index_workload(self, workload: Workload) -> None:
         by_label = self._workloads_by_label.setdefault(workload.namespace, {})

@@ -3,6 +3,7 @@ full, EDS-only or nothing."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import math
 
@@ -180,6 +181,16 @@ def test_registry_delete_service_entry_is_full_and_drops_endpoints() -> None:
     assert dict(request.reasons) == {TriggerReason.SERVICE: 1}
 
 
+def bare(update: RegistryUpdate) -> RegistryUpdate:
+    """The update without its workloads (see :func:`at`)."""
+    return dataclasses.replace(update, workloads=frozenset())
+
+
+def at(update: RegistryUpdate) -> set[tuple[str, str]]:
+    """Where the update's WorkloadEntries were and are: (namespace, address)."""
+    return {(workload.namespace, workload.address) for workload in update.workloads}
+
+
 def test_registry_workload_entry_add_update_delete_is_eds_only() -> None:
     se = service_entry("sel", selector_se("a.example.com", "{app: a}"))
     h = Harness(se)
@@ -188,15 +199,31 @@ def test_registry_workload_entry_add_update_delete_is_eds_only() -> None:
     services_before = h.registry.services()
     (added,) = h.apply(we)
     assert h.registry.services() is services_before  # the EDS path leaves services alone
-    assert added == RegistryUpdate(False, frozenset({we.key}), frozenset({A}))
+    assert bare(added) == RegistryUpdate(False, frozenset({we.key}), frozenset({A}))
+    # each update names the entry as it was and is (its sidecars are found by them)
+    assert at(added) == {("default", "3.3.3.3")}
     assert addresses(h, A) == ["3.3.3.3"]
     (updated,) = h.apply(workload_entry("vm1", "  address: 3.3.3.4\n  labels: {app: a}"))
-    assert updated == RegistryUpdate(False, frozenset({we.key}), frozenset({A}))
+    assert bare(updated) == RegistryUpdate(False, frozenset({we.key}), frozenset({A}))
+    assert at(updated) == {("default", "3.3.3.3"), ("default", "3.3.3.4")}
     assert addresses(h, A) == ["3.3.3.4"]
     (deleted,) = h.delete(we)
-    assert deleted == RegistryUpdate(False, frozenset({we.key}), frozenset({A}))
+    assert bare(deleted) == RegistryUpdate(False, frozenset({we.key}), frozenset({A}))
+    assert at(deleted) == {("default", "3.3.3.4")}
     assert h.registry.endpoints(A) == ()
     assert h.registry.selected_workloads(se.key) == ()
+
+
+def test_registry_service_entry_update_names_the_workloads_selected_before_and_after() -> None:
+    h = Harness(
+        service_entry("sel", selector_se("a.example.com", "{app: a}")),
+        workload_entry("vm-a", "  address: 3.3.3.3\n  labels: {app: a}"),
+        workload_entry("vm-b", "  address: 4.4.4.4\n  labels: {app: b}"),
+        workload_entry("vm-c", "  address: 5.5.5.5\n  labels: {app: c}"),
+    )
+    (reselected,) = h.apply(service_entry("sel", selector_se("a.example.com", "{app: b}")))
+    assert reselected.full
+    assert at(reselected) == {("default", "3.3.3.3"), ("default", "4.4.4.4")}
 
 
 def test_registry_unselected_workload_entry_gives_no_update() -> None:
@@ -316,9 +343,11 @@ def test_registry_endpoint_change_of_a_dns_service_is_full() -> None:
         h = Harness(se)
         we = workload_entry("vm1", "  address: 3.3.3.3\n  labels: {app: a}")
         (added,) = h.apply(we)
-        assert added == RegistryUpdate(True, frozenset({we.key}), frozenset({A})), resolution
+        assert bare(added) == RegistryUpdate(True, frozenset({we.key}), frozenset({A}))
+        assert at(added) == {("default", "3.3.3.3")}, resolution
         (moved,) = h.apply(workload_entry("vm1", "  address: 3.3.3.3\n  labels: {app: b}"))
         assert moved.full and moved.services == {A}, resolution
+
     def dns_se(address: str) -> Config:
         spec = f"  hosts: [a.example.com]\n{HTTP}  resolution: DNS\n"
         return service_entry("dns", spec + f"  endpoints: [{{address: {address}}}]\n")

@@ -26,11 +26,10 @@ import itertools
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from pilothouse.config.mesh import MeshSettings
-from pilothouse.config.model import ConfigKey
 from pilothouse.kube.pod_sidecars import PodSidecars
 from pilothouse.kube.registry import KubeFeeds, KubeRegistry
 from pilothouse.metrics.push import PushMetrics, metric_type
@@ -156,10 +155,6 @@ class DiscoveryServer:
                 on_pods=self._on_pods_changed,
             )
             self.registry = AggregateRegistry(service_entries, self.kube)
-        self._pod_sidecars: PodSidecars[Connection] | None = (
-            PodSidecars(self.kube) if self.kube is not None else None
-        )
-        """Sidecars matched to their Pods, kept with Kubernetes only."""
         self._versions = PushVersions()
         self.jwks = JwksResolver(self._on_jwks_change, fetch=self.settings.jwks_fetch)
         """The key sets of RequestAuthentication jwksUris, fetched and inlined."""
@@ -172,6 +167,10 @@ class DiscoveryServer:
             api_kinds=watched_kinds,
             jwks=self.jwks,
         )
+        self._pod_sidecars: PodSidecars[Connection] | None = (
+            PodSidecars(self.kube, self._pipeline.own_sidecars) if self.kube is not None else None
+        )
+        """Sidecars matched to their Pods, with Kubernetes only."""
         self._unsubscribe = store.subscribe(self._on_config_event)
         self._generators: dict[str, Generator] = {}
         envoy: tuple[Generator, ...] = (
@@ -316,14 +315,10 @@ class DiscoveryServer:
 
     def connect(self, connection: Connection) -> None:
         self._pipeline.connect(connection)
-        if self._pod_sidecars is not None:
-            self._pod_sidecars.connect(connection)
         log.debug("proxy connected", extra={"id": connection.id, "peer": connection.peer})
 
     def disconnect(self, connection: Connection) -> None:
         self._pipeline.disconnect(connection)
-        if self._pod_sidecars is not None:
-            self._pod_sidecars.disconnect(connection)
         self._queue.remove(connection)
         session = connection.engine.session
         for totals, counts in (
@@ -442,23 +437,25 @@ class DiscoveryServer:
             deleted = sum(1 for key in update.services if self.registry.service(key) is None)
             self._count_inbound("svcdelete", deleted)
             self._count_inbound("svc", services - deleted if services else 1)
-        request = self._pipeline.registry_changed(update, time.monotonic())
+        now = time.monotonic()
+        request = self._pipeline.registry_changed(update, now)
         if request is not None:
             self._debouncer.enqueue(request)
+        self._push_own_sidecars(self._pipeline.workloads_changed(update, now))
 
     def _on_pods_changed(self, pods: frozenset[tuple[str, str]]) -> None:
-        """istiod's ProxyUpdate: the sidecars of changed Pods are completed again from
-        their Pod and get a push of their own (their labels, and the inbound ports their
+        """istiod's ProxyUpdate for Pods: their sidecars are completed again from their
+        Pod and get a push of their own (their labels, and the inbound ports their
         endpoints give, may have moved while only EDS went to the others)."""
-        if self._pod_sidecars is None or self._pipeline.context is None:
-            return
-        for connection in self._pod_sidecars.changed(pods):
-            key = ConfigKey("Pod", connection.proxy.namespace, connection.proxy.pod_name)
+        if self._pod_sidecars is not None and self._pipeline.context is not None:
+            self._push_own_sidecars(self._pod_sidecars.changed(pods, time.monotonic()))
+
+    def _push_own_sidecars(self, pushes: Iterable[tuple[Connection, PushRequest]]) -> None:
+        """Queue a changed workload's own sidecars now, past the debouncer (as istiod's
+        ProxyUpdate does): a Pod's, or those that were or are a WorkloadEntry."""
+        for connection, request in pushes:
             self.stats.push_triggers["proxy"] = self.stats.push_triggers.get("proxy", 0) + 1
-            self._queue.enqueue(
-                connection,
-                PushRequest.for_configs([key], TriggerReason.PROXY, start=time.monotonic()),
-            )
+            self._queue.enqueue(connection, request)
             self.stats.connections_queued += 1
 
     def _count_inbound(self, kind: str, count: int) -> None:
