@@ -47,7 +47,8 @@ class Subscription:
         return frozenset(name for name in self.names if name not in available)
 
     def select(self, resources: Mapping[str, str]) -> dict[str, str]:
-        """The subset of ``resources`` (name → version) this subscription asks for."""
+        """The subset of ``resources`` (name → version) this subscription asks for: always
+        a new dict (a SotW watch keeps it as the content it sent)."""
         if self.wildcard:
             return dict(resources)
         names = self.names

@@ -194,13 +194,15 @@ class SotwWatch:
         return self
 
     def sent(self, version: str, nonce: str, content: Mapping[str, str], now: float) -> SotwWatch:
-        """A response (``version``, ``nonce``, name → resource version) went out."""
+        """A response (``version``, ``nonce``, name → resource version) went out.
+        ``content`` is kept as given (a plan's, made for this response): it must not
+        change afterwards."""
         if not nonce:
             raise ValueError(f"{self.type_url}: a response needs a nonce")
         if nonce == self.nonce_sent or nonce in self.responses:
             raise ValueError(f"{self.type_url}: nonce {nonce!r} already used")
         check_version_advance(self.type_url, self.version_sent, version)
-        held = dict(content)
+        held = content
         response = SentResponse(nonce, now, held)
         carriers, versions = self.carriers, self.versions
         if carriers is None or versions is None:
@@ -263,11 +265,13 @@ def plan_sotw(
     ``available`` maps every current resource of the type to its content hash.
     ``answering`` is True when a request was decided to need a response (then the
     response goes out even if unchanged); False for a push started by the server,
-    which is only sent when its content differs from the latest response.
+    which is only sent when its content differs from the latest response. The plan's
+    content is a mapping of its own (the watch keeps it once sent).
     """
-    content = watch.subscription.select(available)
+    subscription = watch.subscription
+    content = subscription.select(available)
     if watch.rejected is not None and content == watch.rejected:
         return None
     if not answering and watch.sent_anything and content == watch.last_sent:
         return None
-    return SotwPlan(content, watch.subscription.names)
+    return SotwPlan(content, subscription.names)
