@@ -1,5 +1,6 @@
-"""A push counts until its responses are written: Connection.written and the writer loop,
-which also reports every write (push and send time) and every failed one."""
+"""A push counts until its responses are written: Connection.when_written, the writer loop
+(which also reports every write, its push and send time, and every failed one), and the
+push workers' deadline, which frees a stalled stream's slot."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ import pytest
 
 from pilothouse.protocol.type_urls import CDS, EDS
 from pilothouse.push.proxy import parse_node
+from pilothouse.push.queue import PushQueue
+from pilothouse.push.request import PushRequest
+from pilothouse.push.workers import PushWorkers
 from pilothouse.xds.server.connection import Connection, Queued
 from pilothouse.xds.server.writer import write_responses
 from tests.unit.xds_server.test_connection_push import FakeGeneration
@@ -71,20 +75,11 @@ class SlowStream:
         self.written.append(body)
 
 
-async def test_written_waits_for_the_writer() -> None:
-    conn, stream = connection(), SlowStream()
-    writer = asyncio.create_task(write_responses(conn, stream.write, Recorder()))
-    await asyncio.sleep(0)
-    conn.outbound.put_nowait(queued(b"one"))
-    conn.outbound.put_nowait(queued(b"two"))
-    waiting = asyncio.create_task(conn.written(5.0))
-    await asyncio.sleep(0.05)
-    assert not waiting.done()  # the responses are queued, not written
-    stream.release.set()
-    await asyncio.wait_for(waiting, 1.0)
-    assert stream.written == [b"one", b"two"]
-    conn.close()
-    await asyncio.wait_for(writer, 1.0)
+async def written(conn: Connection) -> None:
+    """Wait for what the push workers wait for (nothing when there is none)."""
+    waiter = conn.when_written()
+    if waiter is not None:
+        await waiter
 
 
 async def test_each_write_reports_its_push_and_send_time() -> None:
@@ -95,9 +90,10 @@ async def test_each_write_reports_its_push_and_send_time() -> None:
     conn.outbound.put_nowait(queued(b"clusters", CDS, generation=0.5, at=100.0))
     clock.now = 101.0
     writer = asyncio.create_task(write_responses(conn, stream.write, recorder))
-    await asyncio.wait_for(conn.written(5.0), 1.0)
+    await asyncio.sleep(0)
+    await asyncio.wait_for(written(conn), 1.0)
     conn.outbound.put_nowait(queued(b"endpoints", EDS, generation=0.0, at=clock.now))
-    await asyncio.wait_for(conn.written(5.0), 1.0)
+    await asyncio.wait_for(written(conn), 1.0)
     conn.close()
     await asyncio.wait_for(writer, 1.0)
     assert recorder.written == [
@@ -107,11 +103,7 @@ async def test_each_write_reports_its_push_and_send_time() -> None:
     assert recorder.errors == []
 
 
-async def test_written_returns_when_the_writer_stops_or_is_absent() -> None:
-    conn = connection()
-    conn.outbound.put_nowait(queued(b"queued"))
-    await asyncio.wait_for(conn.written(5.0), 0.5)  # no writer attached: nothing to wait for
-
+async def test_a_writer_that_fails_releases_its_waiters_and_reports_one_send_error() -> None:
     class Broken:
         async def write(self, body: bytes) -> None:
             raise RuntimeError("stream gone")
@@ -121,20 +113,53 @@ async def test_written_returns_when_the_writer_stops_or_is_absent() -> None:
     await asyncio.sleep(0)
     stalled.outbound.put_nowait(queued(b"a", EDS))
     stalled.outbound.put_nowait(queued(b"b"))
-    await asyncio.wait_for(stalled.written(5.0), 1.0)  # the dead writer released the queue
+    waiter = stalled.when_written()
+    assert waiter is not None
+    await asyncio.wait_for(waiter, 1.0)  # the dead writer released it
     (ended,) = await asyncio.gather(writer, return_exceptions=True)
     assert isinstance(ended, RuntimeError)
     assert recorder.errors == [EDS] and recorder.written == []  # one failed write, then none
+    assert stalled.outbound.empty()  # what was left is dropped, not kept alive
+    assert stalled.when_written() is None  # no writer: nothing to wait for
 
 
-async def test_written_gives_up_after_the_timeout() -> None:
+async def test_the_workers_give_up_on_a_stalled_stream_after_their_deadline() -> None:
+    """The push workers wait for ``when_written`` at most ``deadline`` seconds: a stream
+    whose write never finishes holds its push slot no longer, and the connection can be
+    pushed again."""
     conn, stream = connection(), SlowStream()
     writer = asyncio.create_task(write_responses(conn, stream.write, Recorder()))
     await asyncio.sleep(0)
-    conn.outbound.put_nowait(queued(b"stuck"))
-    await asyncio.wait_for(conn.written(0.1), 1.0)
-    writer.cancel()
-    await asyncio.gather(writer, return_exceptions=True)
+    pushes: list[PushRequest] = []
+
+    def push(target: Connection, request: PushRequest) -> asyncio.Future[None] | None:
+        pushes.append(request)
+        target.outbound.put_nowait(queued(b"stuck"))
+        return target.when_written()
+
+    queue: PushQueue[Connection] = PushQueue()
+    workers = PushWorkers(queue, push, throttle=1, deadline=0.2)
+    running = asyncio.create_task(workers.run())
+    loop = asyncio.get_running_loop()
+    begin = loop.time()
+    queue.enqueue(conn, PushRequest.everything())
+    await asyncio.sleep(0.05)
+    assert queue.is_in_flight(conn) and workers.running() == 1  # waiting for the write
+    while queue.in_flight():
+        assert loop.time() - begin < 5.0, "the stalled push was never given up"
+        await asyncio.sleep(0.01)
+    assert loop.time() - begin >= 0.2
+    assert stream.written == [] and workers.running() == 0
+    queue.enqueue(conn, PushRequest.everything())  # the slot is free for the next push
+    while len(pushes) < 2:
+        assert loop.time() - begin < 5.0, "the freed slot was not reused"
+        await asyncio.sleep(0.01)
+    queue.shutdown()
+    stream.release.set()  # the writes finish; the second push's wait ends with them
+    await asyncio.wait_for(running, 5.0)
+    assert stream.written == [b"stuck", b"stuck"]
+    conn.close()
+    await asyncio.wait_for(writer, 1.0)
 
 
 async def test_when_written_resolves_once_the_queue_is_written_or_the_writer_stops() -> None:

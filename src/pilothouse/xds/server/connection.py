@@ -109,7 +109,7 @@ class Connection:
         self.control_plane = control_plane
         self.outbound: asyncio.Queue[Queued | None] = asyncio.Queue()
         self.writer_attached = False
-        """Set by the stream's writer loop, which marks each response done once written."""
+        """True while the stream's writer loop (:mod:`pilothouse.xds.server.writer`) runs."""
         self.written_waiter: asyncio.Future[None] | None = None
         """Resolved by the writer loop once the outbound queue is empty (:meth:`drained`)."""
         self.stats = ConnectionStats()
@@ -267,23 +267,6 @@ class Connection:
             self.written_waiter = None
             if not waiter.done():
                 waiter.set_result(None)
-
-    async def written(self, timeout: float) -> None:
-        """Wait until every response queued so far is written to the stream (at most
-        ``timeout`` seconds; at once when no writer is attached).
-
-        The push workers wait for this, so a connection counts as being pushed until
-        its responses are on the wire: pushes that come meanwhile merge in the push
-        queue instead of piling up stale responses behind a slow stream.
-        """
-        if not self.writer_attached or self.outbound.empty():
-            await asyncio.sleep(0)  # still let the loop breathe between connections
-            return
-        # a deadline on this task, not ``wait_for``: that wraps the wait in a task of its
-        # own, which costs more than the rest of an EDS push's bookkeeping
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(timeout):
-                await self.outbound.join()
 
     def fail(self, reason: str) -> None:
         """End this stream with INTERNAL and ``reason`` (the first reason given stays):

@@ -32,11 +32,10 @@ class WriteRecorder(Protocol):
 async def write_responses(connection: Connection, write: Write, recorder: WriteRecorder) -> None:
     """Send queued responses until the connection closes (or a write raises).
 
-    The queue is marked done for every response taken, written or not, and whatever is
-    left when the loop ends is drained, so :meth:`Connection.written` never waits for a
-    writer that is gone. No local keeps the last response alive while the stream idles
-    (about 50 KiB per idle connection otherwise). Whoever waits for the queue to run
-    empty (:meth:`Connection.when_written`) is woken when it does, and when the loop ends.
+    Whatever is left queued when the loop ends is dropped (nothing will write it). No
+    local keeps the last response alive while the stream idles (about 50 KiB per idle
+    connection otherwise). Whoever waits for the queue to run empty
+    (:meth:`Connection.when_written`) is woken when it does, and when the loop ends.
     """
     outbound = connection.outbound
     clock = connection.clock
@@ -53,7 +52,6 @@ async def write_responses(connection: Connection, write: Write, recorder: WriteR
                 recorder.record_send_error(queued.type_url)
                 raise
             finally:
-                outbound.task_done()
                 if connection.written_waiter is not None and outbound.empty():
                     connection.drained()
             done = clock()
@@ -66,5 +64,4 @@ async def write_responses(connection: Connection, write: Write, recorder: WriteR
         connection.writer_attached = False
         while not outbound.empty():
             outbound.get_nowait()
-            outbound.task_done()
         connection.drained()
