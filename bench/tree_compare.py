@@ -8,10 +8,11 @@ turn (old, new, old, new, …): the old tree's own script with the old package
 tree's script with this package. Both use the same virtualenv, so only pilothouse
 differs: the server, and the load generator that measures it. In-process benchmarks
 whose timed work is single-threaded (generation_cost) are timed by CPU time in both
-trees (``cpu_clock/``). Admission control is off on both sides
-(``PILOTHOUSE_XDS_ADMISSION_RATE=0``; a tree without it ignores the variable): it paces
-new streams at 250/s on purpose, which would make "1000 proxies connect" measure the
-limit instead of the code. ``admission_storm`` measures the limit itself.
+trees (``cpu_clock/``); push_cost reads the process's CPU time itself. Admission
+control is off on both sides (``PILOTHOUSE_XDS_ADMISSION_RATE=0``; a tree without it
+ignores the variable): it paces new streams at 250/s on purpose, which would make "1000
+proxies connect" measure the limit instead of the code. ``admission_storm`` measures
+the limit itself.
 
 For every result both trees report (matched by its ``benchmark`` name) the headline
 figure (the one ``run_all.py`` would show) is taken as the best of the rounds (the
@@ -52,6 +53,8 @@ HEADLINE_KEYS = (
     "pilothouse_sync_seconds",
     "pilothouse_seconds",
     "us_per_object",
+    "pilothouse_us_per_response",
+    "pilothouse_us_per_ack",
 )
 """Headline figures, tried in order (lower is better for every one of them)."""
 
@@ -73,6 +76,7 @@ BENCHES: tuple[Bench, ...] = (
     Bench("endpoint_churn", ("--sizes", "500", "--duration", "10"), 900.0),
     Bench("generation_cost", ("--sample", "4"), 900.0, cpu_clock=True),
     Bench("mcp_sync", ("--sizes", "10000", "--floor-runs", "1"), 900.0),
+    Bench("push_cost", ("--rounds", "5", "--ack-repeats", "5"), 900.0),
 )
 
 

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import gc
+import tracemalloc
+
 from envoy.config.cluster.v3 import cluster_pb2  # type: ignore[import-untyped]
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 from google.protobuf import any_pb2
 
 from pilothouse.protocol.type_urls import CDS
+from pilothouse.protowire import text_field
 from pilothouse.push.cache import Resource
 from pilothouse.xds.builders.encode import content_hash, to_any_bytes
-from pilothouse.xds.protocol.wire import delta_response, sotw_response
+from pilothouse.xds.protocol.wire import (
+    HEADS_BUDGET,
+    SotwHeads,
+    delta_response,
+    sotw_head,
+    sotw_response,
+)
 
 
 def cluster(name: str) -> Resource:
@@ -64,12 +74,76 @@ def test_empty_response() -> None:
 
 def test_resource_lengths_at_every_varint_width_match_protobuf() -> None:
     sizes = [0, 1, 127, 128, 300, 16383, 16384, 70000, 128, 300]  # repeats reuse headers
-    bodies = [
-        any_pb2.Any(type_url=CDS, value=b"x" * size).SerializeToString() for size in sizes
-    ]
+    bodies = [any_pb2.Any(type_url=CDS, value=b"x" * size).SerializeToString() for size in sizes]
     data = sotw_response("v", CDS, "n", iter(bodies))
     expected = discovery_pb2.DiscoveryResponse(version_info="v", type_url=CDS, nonce="n")
     for body in bodies:
         expected.resources.append(any_pb2.Any.FromString(body))
     assert data == expected.SerializeToString()
     assert sotw_response("v", CDS, "n", tuple(bodies)) == data
+
+
+def large_bodies(count: int, size: int, tag: bytes) -> tuple[bytes, ...]:
+    """``count`` distinct ``Any`` encodings of about ``size`` bytes each."""
+    return tuple(
+        any_pb2.Any(type_url=CDS, value=tag + bytes([i]) * size).SerializeToString()
+        for i in range(count)
+    )
+
+
+def test_kept_framing_is_byte_identical_to_an_uncached_encode() -> None:
+    heads = SotwHeads()
+    bodies = (*large_bodies(3, 70_000, b"a"), cluster("a").body)
+    first = heads.head("v1/2", CDS, bodies)
+    again = heads.head("v1/2", CDS, tuple(bodies))
+    assert again is first  # framed once for the fan-out
+    assert first == sotw_head("v1/2", CDS, bodies)  # as an uncached encode
+    expected = discovery_pb2.DiscoveryResponse(version_info="v1/2", type_url=CDS, nonce="n")
+    for body in bodies:
+        expected.resources.append(any_pb2.Any.FromString(body))
+    assert sotw_response("v1/2", CDS, "n", bodies) == expected.SerializeToString()
+    assert sotw_response("v1/2", CDS, "n", bodies) == first + text_field(5, "n")
+
+
+def test_kept_framing_stays_under_its_byte_budget_with_large_bodies() -> None:
+    """Responses of MBs each: the heads kept (and the bodies their keys keep alive) are
+    charged under the budget, oldest dropped first; one over the budget is not kept."""
+    budget = 8 << 20
+    heads = SotwHeads(budget)
+    first: dict[str, bytes] = {}
+    for i in range(12):  # 12 fan-outs of 1.5 MB responses: 36 MB if all were kept
+        first[f"v{i}"] = heads.head(f"v{i}", CDS, large_bodies(3, 500_000, b"%d" % i))
+        assert heads.held <= budget
+    assert 1 <= len(heads) <= budget // (2 * 1_500_000)
+    assert heads.head("v11", CDS, large_bodies(3, 500_000, b"11")) is first["v11"]  # newest kept
+    assert heads.head("v0", CDS, large_bodies(3, 500_000, b"0")) is not first["v0"]  # dropped
+    assert heads.held <= budget
+    huge = large_bodies(3, 2 << 20, b"huge")
+    held = heads.held
+    assert heads.head("v-huge", CDS, huge) == sotw_head("v-huge", CDS, huge)
+    assert heads.held == held  # not kept: it alone is over the budget
+
+
+def test_sotw_responses_do_not_pin_more_than_the_budget() -> None:
+    """Memory, not just the accounting: after twenty 3 MB responses are sent and
+    dropped, what the shared framing still holds stays within its budget."""
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(20):
+            body = sotw_response(f"pinned-{i}", CDS, "n", large_bodies(3, 1 << 20, b"%d" % i))
+            del body
+        gc.collect()
+        retained = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert retained <= HEADS_BUDGET + (1 << 20), f"{retained / 2**20:.1f} MiB still held"
+
+
+def test_small_framing_is_kept_for_at_most_a_bounded_number_of_fan_outs() -> None:
+    heads = SotwHeads(kept=4)
+    bodies = (cluster("a").body,)
+    for i in range(10):
+        heads.head(f"v{i}", CDS, bodies)
+    assert len(heads) == 4
+    assert heads.held == 4 * 2 * len(sotw_head("v9", CDS, bodies))
