@@ -94,8 +94,8 @@ def large_bodies(count: int, size: int, tag: bytes) -> tuple[bytes, ...]:
 def test_kept_framing_is_byte_identical_to_an_uncached_encode() -> None:
     heads = SotwHeads()
     bodies = (*large_bodies(3, 70_000, b"a"), cluster("a").body)
-    first = heads.head("v1/2", CDS, bodies)
-    again = heads.head("v1/2", CDS, tuple(bodies))
+    first = heads["v1/2", CDS, bodies]
+    again = heads["v1/2", CDS, tuple(bodies)]
     assert again is first  # framed once for the fan-out
     assert first == sotw_head("v1/2", CDS, bodies)  # as an uncached encode
     expected = discovery_pb2.DiscoveryResponse(version_info="v1/2", type_url=CDS, nonce="n")
@@ -112,15 +112,15 @@ def test_kept_framing_stays_under_its_byte_budget_with_large_bodies() -> None:
     heads = SotwHeads(budget)
     first: dict[str, bytes] = {}
     for i in range(12):  # 12 fan-outs of 1.5 MB responses: 36 MB if all were kept
-        first[f"v{i}"] = heads.head(f"v{i}", CDS, large_bodies(3, 500_000, b"%d" % i))
+        first[f"v{i}"] = heads[f"v{i}", CDS, large_bodies(3, 500_000, b"%d" % i)]
         assert heads.held <= budget
     assert 1 <= len(heads) <= budget // (2 * 1_500_000)
-    assert heads.head("v11", CDS, large_bodies(3, 500_000, b"11")) is first["v11"]  # newest kept
-    assert heads.head("v0", CDS, large_bodies(3, 500_000, b"0")) is not first["v0"]  # dropped
+    assert heads["v11", CDS, large_bodies(3, 500_000, b"11")] is first["v11"]  # newest kept
+    assert heads["v0", CDS, large_bodies(3, 500_000, b"0")] is not first["v0"]  # dropped
     assert heads.held <= budget
     huge = large_bodies(3, 2 << 20, b"huge")
     held = heads.held
-    assert heads.head("v-huge", CDS, huge) == sotw_head("v-huge", CDS, huge)
+    assert heads["v-huge", CDS, huge] == sotw_head("v-huge", CDS, huge)
     assert heads.held == held  # not kept: it alone is over the budget
 
 
@@ -144,6 +144,6 @@ def test_small_framing_is_kept_for_at_most_a_bounded_number_of_fan_outs() -> Non
     heads = SotwHeads(kept=4)
     bodies = (cluster("a").body,)
     for i in range(10):
-        heads.head(f"v{i}", CDS, bodies)
+        heads[f"v{i}", CDS, bodies]
     assert len(heads) == 4
     assert heads.held == 4 * 2 * len(sotw_head("v9", CDS, bodies))

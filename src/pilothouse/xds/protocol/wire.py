@@ -14,7 +14,6 @@ its join, not a message build.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import chain
@@ -98,9 +97,7 @@ def sotw_response(
 ) -> bytes:
     """A serialized ``DiscoveryResponse`` holding the given ``Any`` encodings."""
     bodies = resources if isinstance(resources, tuple) else tuple(resources)
-    return (
-        _SOTW_HEADS.head(version, type_url, bodies) + text_field(_NONCE, nonce) + control_plane.sotw
-    )
+    return _SOTW_HEADS[version, type_url, bodies] + text_field(_NONCE, nonce) + control_plane.sotw
 
 
 def sotw_head(version: str, type_url: str, bodies: Sequence[bytes]) -> bytes:
@@ -115,12 +112,12 @@ def sotw_head(version: str, type_url: str, bodies: Sequence[bytes]) -> bytes:
 
 HEADS_BUDGET = 8 << 20
 """Bytes the shared SotW framing may hold (:class:`SotwHeads`): a few fan-outs of even
-MB-sized CDS responses, a hundred at the 21 KiB of 100 services."""
+MB-sized CDS responses, and all :data:`HEADS_KEPT` at the 21 KiB of 100 services."""
 HEADS_KEPT = 64
 """Fan-outs whose framing is kept at most, however small."""
 
 
-class SotwHeads:
+class SotwHeads(dict[tuple[str, str, tuple[bytes, ...]], bytes]):
     """The framing of the last few fan-outs (:func:`sotw_head`), held under a byte budget.
 
     Every proxy pushed the same resources at the same version gets the same head, so a
@@ -128,45 +125,36 @@ class SotwHeads:
     nonce. Keyed by ``(version, type_url, bodies)``: a bytes object keeps its hash and
     the bodies are the very objects a push sends, so a lookup hashes the tuple and
     compares its bodies by identity (per response, linear in its resources, as building
-    the tuple already is).
+    the tuple already is). A dict whose :meth:`__missing__` frames: a hit runs no Python.
 
     An entry is charged twice its head's size: the head itself, and the bodies its key
-    keeps alive (together at most the head's size). The oldest entries go once the
+    keeps alive (together at most the head's size). The first framed go first once the
     charge passes ``budget`` or there are more than ``kept``; a head over the budget on
     its own is returned without being kept.
     """
 
-    __slots__ = ("_budget", "_entries", "_held", "_kept")
+    __slots__ = ("_budget", "_held", "_kept")
 
     def __init__(self, budget: int = HEADS_BUDGET, kept: int = HEADS_KEPT) -> None:
+        super().__init__()
         self._budget = budget
         self._kept = kept
-        self._entries: OrderedDict[tuple[str, str, tuple[bytes, ...]], bytes] = OrderedDict()
         self._held = 0
-
-    def __len__(self) -> int:
-        return len(self._entries)
 
     @property
     def held(self) -> int:
         """Bytes charged for the entries kept now (at most the budget)."""
         return self._held
 
-    def head(self, version: str, type_url: str, bodies: tuple[bytes, ...]) -> bytes:
-        """The framing of ``bodies`` at ``version``, made once while it is kept."""
-        key = (version, type_url, bodies)
-        entries = self._entries
-        found = entries.get(key)
-        if found is not None:
-            return found
+    def __missing__(self, key: tuple[str, str, tuple[bytes, ...]]) -> bytes:
+        version, type_url, bodies = key
         head = sotw_head(version, type_url, bodies)
         cost = 2 * len(head)
         if cost <= self._budget:
-            entries[key] = head
+            self[key] = head
             self._held += cost
-            while self._held > self._budget or len(entries) > self._kept:
-                _, dropped = entries.popitem(last=False)
-                self._held -= 2 * len(dropped)
+            while self._held > self._budget or len(self) > self._kept:
+                self._held -= 2 * len(self.pop(next(iter(self))))
         return head
 
 
