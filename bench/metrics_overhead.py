@@ -282,7 +282,7 @@ def _answered(connection: Any) -> bool:
 class MetricWork:
     """The metric work one response and its push do on the push path, for one server:
     what ``ProxyResources.generate``, ``Connection._send``, the writer, the push workers
-    and ``DiscoveryServer._push_connection`` add for metrics."""
+    and ``PushLoop._push_connection`` add for metrics."""
 
     def __init__(self, recording: bool) -> None:
         from pilothouse.metrics.push import PushMetrics

@@ -134,7 +134,7 @@ async def settled(server: DiscoveryServer) -> None:
     deadline = time.monotonic() + SETTLE_TIMEOUT
     while True:
         await asyncio.sleep(0)
-        state = server._debouncer.state  # the test's only look inside: is a push pending?
+        state = server.pushes.debouncer.state  # the test's only look inside: is a push pending?
         if (
             state.pending is None
             and state.immediate is None

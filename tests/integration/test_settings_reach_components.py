@@ -167,16 +167,16 @@ async def test_the_send_timeout_bounds_how_long_a_push_waits_for_a_stalled_strea
     stalled.writer_attached = True
     stalled.outbound.put_nowait(Queued(b"never written", CDS, 0.0, 0.0))
     discovery.connect(stalled)
-    workers = asyncio.create_task(discovery._workers.run())
+    workers = asyncio.create_task(discovery.pushes.workers.run())
     started = time.monotonic()
-    discovery._queue.enqueue(stalled, PushRequest.everything())
+    discovery.pushes.queue.enqueue(stalled, PushRequest.everything())
     await asyncio.sleep(0)
-    assert discovery._queue.is_in_flight(stalled)
-    while discovery._queue.in_flight():  # the push workers give up on it, not the test
+    assert discovery.pushes.queue.is_in_flight(stalled)
+    while discovery.pushes.queue.in_flight():  # the push workers give up on it, not the test
         assert time.monotonic() - started < 4.0
         await asyncio.sleep(0.01)
     assert 0.15 <= time.monotonic() - started < 2.0
-    discovery._queue.shutdown()
+    discovery.pushes.queue.shutdown()
     await asyncio.wait_for(workers, 2.0)
 
 

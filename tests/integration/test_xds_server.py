@@ -164,7 +164,7 @@ async def test_closed_stream_leaves_no_state(plane: ControlPlane) -> None:
         await asyncio.sleep(0.02)
     assert plane.connections() == []
     assert plane.discovery is not None
-    assert plane.discovery._queue.pending() == 0
+    assert plane.discovery.pushes.queue.pending() == 0
 
 
 async def test_per_type_cluster_service(plane: ControlPlane) -> None:

@@ -39,7 +39,7 @@ def test_debounce_and_throttle_knobs_reach_the_discovery_server() -> None:
     assert change(knobs, "debounce.eds", False) is False
     expected = DebounceSettings(debounce_after=2.0, debounce_max=4.0, eds_debounce=False)
     assert discovery.settings.debounce == expected
-    assert discovery._debouncer.settings == expected  # the running debouncer's own
+    assert discovery.pushes.debouncer.settings == expected  # the running debouncer's own
     assert change(knobs, "push.throttle", 3) == 3
     assert discovery.push_throttle == 3 and discovery.settings.push_throttle == 3
     assert change(knobs, "push.throttle", 0) == default_push_throttle()
