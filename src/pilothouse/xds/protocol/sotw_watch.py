@@ -47,6 +47,7 @@ class SotwWatch:
 
     __slots__ = (
         "_live",
+        "_own_versions",
         "always_respond",
         "carriers",
         "last_error",
@@ -87,9 +88,13 @@ class SotwWatch:
         self.carriers: dict[str, str] | None = {} if per_name else None
         """Per-name types: resource name → nonce of the response that last carried it.
         None for full-state types, whose latest response carries everything held."""
-        self.versions: dict[str, str] | None = {} if per_name else None
+        self.versions: Mapping[str, str] | None = _NOTHING if per_name else None
         """Per-name types: resource name → the version last sent of it. None for
         full-state types, whose ``last_sent`` is that."""
+        self._own_versions: dict[str, str] | None = None
+        """``versions`` once it is this watch's own. Until then it is the first
+        response's content, copied when a second response changes it: an idle proxy
+        holds one mapping of its names, not two."""
         self._live: dict[str, int] = {}
         """Per-name types: nonce → how many names ``carriers`` points at it with."""
         self.strays = False
@@ -146,7 +151,9 @@ class SotwWatch:
         assert carriers is not None and versions is not None
         kept = {n: c for n, c in carriers.items() if n in names}
         self.carriers = kept
-        self.versions = {n: v for n, v in versions.items() if n in names}
+        self.versions = self._own_versions = {
+            n: v for n, v in versions.items() if n in names
+        }
         live: dict[str, int] = {}
         for nonce in kept.values():
             live[nonce] = live.get(nonce, 0) + 1
@@ -223,7 +230,13 @@ class SotwWatch:
                     else:
                         del live[old], responses[old]
             carriers.update(dict.fromkeys(held, nonce))
-            versions.update(held)
+            own = self._own_versions
+            if own is None and not versions:
+                self.versions = held
+            else:
+                if own is None:
+                    own = self.versions = self._own_versions = dict(versions)
+                own.update(held)
             live[nonce] = len(held)
             responses[nonce] = response
             if not self.strays and _strays(held, self.subscription):
