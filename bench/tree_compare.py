@@ -188,6 +188,9 @@ def main() -> None:
     chosen = [b for b in BENCHES if not options.only or b.name in options.only.split(",")]
     with old_tree(options.old) as tree:
         for bench in chosen:
+            if not (tree / "bench" / f"{bench.name}.py").exists():
+                print(f"{bench.name}: not in the tree at {options.old}; skipped", file=sys.stderr)
+                continue
             old_runs: list[list[dict[str, Any]]] = []
             new_runs: list[list[dict[str, Any]]] = []
             for _ in range(options.rounds):

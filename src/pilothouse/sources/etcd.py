@@ -172,6 +172,9 @@ class EtcdSource:
             self._apply_listing(listing)
         else:
             await check_revision(client, self.layout.root, self._revision)
+        # etcd answered: available from now, not only once the watch is set up (a store
+        # just marked synced must not be read as synced from an unavailable source)
+        self._up()
         watch = await client.watch(
             self.layout.root,
             range_end=aetcd.utils.prefix_range_end(self.layout.root),
