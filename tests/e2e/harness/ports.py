@@ -1,33 +1,102 @@
 """Free loopback ports picked at run time, and waiting for a TCP port to accept or refuse.
 
-A port is picked by binding ``127.0.0.1:0``, reading the port and closing the socket; the
-caller hands it to a peer straight away.  Nothing assumes a fixed port.
+A port handed to a peer (an Envoy listener, a server's ``--port``) is picked *below* the
+kernel's ephemeral range: everything that binds port 0 (upstreams, admin ports, gRPC
+servers) and every outgoing connection's source port is drawn from that range, so a port
+picked inside it can be taken by one of them in the moment between picking and binding
+(CI once saw a gateway's listener port go to an upstream that bound port 0 next).  The
+picker checks each candidate by binding it, and never hands out the same port twice in a
+process.  Nothing assumes a fixed port.
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
 import socket
 import time
 from contextlib import ExitStack
+from pathlib import Path
 
 LOOPBACK = "127.0.0.1"
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+LOWEST = 10000
+"""Candidates start here: above the well-known and most registered service ports."""
+
+
+class PortPicker:
+    """Hands out ports outside the ephemeral range, each at most once per process."""
+
+    def __init__(
+        self,
+        ephemeral: tuple[int, int] | None,
+        seed: int | None = None,
+        given: set[int] | None = None,
+        lowest: int = LOWEST,
+        room: int = 2000,
+    ) -> None:
+        self._ephemeral = ephemeral
+        self._lowest = lowest
+        self._room = room
+        self._given: set[int] = set() if given is None else set(given)
+        self._random = random.Random(seed)
+
+    def candidates(self) -> range:
+        """Where picked ports come from; empty when the ephemeral range is unknown."""
+        if self._ephemeral is None:
+            return range(0)
+        low, high = self._ephemeral
+        if low - self._lowest >= self._room:
+            return range(self._lowest, low)
+        if 65535 - high >= self._room:
+            return range(high + 1, 65536)
+        return range(0)
+
+    def pick(self, count: int, host: str) -> list[int]:
+        """``count`` distinct ports that were free on ``host`` a moment ago."""
+        pool = self.candidates()
+        with ExitStack() as stack:
+            ports: list[int] = []
+            tries = 0
+            while len(ports) < count:
+                sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+                if not pool or tries > 200:
+                    sock.bind((host, 0))
+                else:
+                    tries += 1
+                    port = self._random.choice(pool)
+                    if port in self._given:
+                        continue
+                    try:
+                        sock.bind((host, port))
+                    except OSError:
+                        continue
+                port = int(sock.getsockname()[1])
+                self._given.add(port)
+                ports.append(port)
+            return ports
+
+
+def ephemeral_range() -> tuple[int, int] | None:
+    """The kernel's ephemeral port range, or None where it cannot be read."""
+    try:
+        low, high = EPHEMERAL_RANGE.read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return None
+
+
+_PICKER = PortPicker(ephemeral_range())
 
 
 def free_port(host: str = LOOPBACK) -> int:
-    """A TCP port that was free on ``host`` a moment ago."""
+    """A TCP port that was free on ``host`` a moment ago, outside the ephemeral range."""
     return free_ports(1, host)[0]
 
 
 def free_ports(count: int, host: str = LOOPBACK) -> list[int]:
     """``count`` distinct free ports (all held open until every one is picked)."""
-    with ExitStack() as stack:
-        ports = []
-        for _ in range(count):
-            sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
-            sock.bind((host, 0))
-            ports.append(int(sock.getsockname()[1]))
-        return ports
+    return _PICKER.pick(count, host)
 
 
 def port_accepts(port: int, host: str = LOOPBACK, timeout: float = 0.2) -> bool:
