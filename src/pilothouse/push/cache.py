@@ -14,6 +14,9 @@ it: the inputs value, and a builder that takes that value and nothing else.
 Most entries are single resources. A :class:`ResourceGroup` is an entry for resources
 that are only known together (a scope's outbound listeners: which ones exist is found
 out by building them), with the few facts about them its generator needs later.
+:meth:`ResourceCache.value` keeps anything else a builder derives from an inputs value
+alone (an inbound listener's address template), under the same rules, so that it
+outlives the PushContext it was first built for.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ __all__ = [
 ]
 
 Inputs = TypeVar("Inputs", bound=Hashable)
+Value = TypeVar("Value")
 
 DEFAULT_MAX_ENTRIES = XdsSettings.cache_size
 
@@ -75,9 +79,7 @@ class ResourceCache:
     """Resources by input key, with dependency-based eviction and an LRU bound."""
 
     def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
-        self._entries: OrderedDict[
-            Hashable, tuple[Resource | ResourceGroup, frozenset[ConfigKey]]
-        ] = OrderedDict()
+        self._entries: OrderedDict[Hashable, tuple[object, frozenset[ConfigKey]]] = OrderedDict()
         self._dependents: dict[ConfigKey, set[Hashable]] = {}
         self._max = max_entries
         self._compared: dict[type, tuple[str, ...]] = {}
@@ -91,13 +93,13 @@ class ResourceCache:
         found = self._lookup(key)
         if found is None or isinstance(found, Resource):
             return found
-        raise TypeError(f"cache key {key!r} holds a group, not a resource")
+        raise TypeError(f"cache key {key!r} holds a {type(found).__name__}, not a resource")
 
     def get_group(self, key: Hashable) -> ResourceGroup | None:
         found = self._lookup(key)
         if found is None or isinstance(found, ResourceGroup):
             return found
-        raise TypeError(f"cache key {key!r} holds a resource, not a group")
+        raise TypeError(f"cache key {key!r} holds a {type(found).__name__}, not a group")
 
     def put(self, key: Hashable, resource: Resource) -> None:
         self._store(key, resource, dependencies(key, self._compared))
@@ -121,7 +123,22 @@ class ResourceCache:
             self._store(inputs, found, dependencies(inputs, self._compared))
         return found
 
-    def _lookup(self, key: Hashable) -> Resource | ResourceGroup | None:
+    def value(self, inputs: Hashable, build: Callable[[], Value]) -> Value:
+        """What ``build()`` derives from ``inputs`` alone (an immutable value, None
+        included), built once per distinct ``inputs`` and evicted like a resource. Keys
+        must not collide with resource keys: use an inputs class of its own (or a tuple
+        starting with one)."""
+        entry = self._entries.get(inputs)
+        if entry is not None:
+            self._entries.move_to_end(inputs)
+            self.stats.hits += 1
+            return entry[0]  # type: ignore[return-value]
+        self.stats.misses += 1
+        made = build()
+        self._store(inputs, made, dependencies(inputs, self._compared))
+        return made
+
+    def _lookup(self, key: Hashable) -> object:
         entry = self._entries.get(key)
         if entry is None:
             self.stats.misses += 1
@@ -130,9 +147,7 @@ class ResourceCache:
         self.stats.hits += 1
         return entry[0]
 
-    def _store(
-        self, key: Hashable, resource: Resource | ResourceGroup, depends_on: frozenset[ConfigKey]
-    ) -> None:
+    def _store(self, key: Hashable, resource: object, depends_on: frozenset[ConfigKey]) -> None:
         if key in self._entries:
             self._forget(key)
         self._entries[key] = (resource, depends_on)

@@ -5,6 +5,8 @@ An entry's dependencies are the config keys its key holds (pilothouse.push.input
 
 from __future__ import annotations
 
+import pytest
+
 from pilothouse.config.model import ConfigKey
 from pilothouse.push.cache import Resource, ResourceCache
 
@@ -50,3 +52,23 @@ def test_replacing_an_entry_keeps_one_registration() -> None:
     assert cache.invalidate([B]) == 0
     assert cache.invalidate([A]) == 1
     assert len(cache) == 0
+
+
+def test_a_derived_value_is_built_once_none_included_and_evicted_like_a_resource() -> None:
+    cache = ResourceCache()
+    builds: list[str] = []
+
+    def build(what: str | None) -> str | None:
+        builds.append(str(what))
+        return what
+
+    assert cache.value(("template", A), lambda: build("t")) == "t"
+    assert cache.value(("template", A), lambda: build("other")) == "t"
+    assert cache.value(("nothing", B), lambda: build(None)) is None
+    assert cache.value(("nothing", B), lambda: build("late")) is None
+    assert builds == ["t", "None"]
+    assert (cache.stats.hits, cache.stats.misses) == (2, 2)
+    assert cache.invalidate([A]) == 1
+    assert cache.value(("template", A), lambda: build("t2")) == "t2"
+    with pytest.raises(TypeError, match="holds a str, not a resource"):
+        cache.get(("template", A))

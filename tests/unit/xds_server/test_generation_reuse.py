@@ -302,3 +302,54 @@ def test_inbound_ports_follow_an_endpoint_change_within_one_context() -> None:
     assert inbound not in gone[CDS] and inbound not in gone[LDS]
     server.store.apply(held)
     assert server.generate(proxy) == before
+
+
+def _read_only(ns: str, methods: str = "[GET]") -> str:
+    return f"""\
+---
+apiVersion: security.istio.io/v1
+kind: AuthorizationPolicy
+metadata: {{name: read-only, namespace: {ns}}}
+spec:
+  selector: {{matchLabels: {{app: web}}}}
+  action: ALLOW
+  rules:
+  - to:
+    - operation: {{methods: {methods}}}
+"""
+
+
+def test_inbound_listener_templates_outlive_a_context_until_their_policies_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An inbound listener's template is keyed by everything it is built from, so a new
+    PushContext after an edit that does not touch it (a DestinationRule) builds none;
+    an AuthorizationPolicy edit rebuilds the templates of the workloads it selects, and
+    they match what a fresh server builds."""
+    made: list[int] = []
+    original = AddressTemplate.make
+
+    def counting(length: int, build: object) -> AddressTemplate | None:
+        made.append(length)
+        return original(length, build)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(AddressTemplate, "make", staticmethod(counting))
+    policies = "".join(_read_only(ns) for ns in NAMESPACES)
+    server = _fresh(_mesh() + policies)
+    before = {ns: server.generate(_proxy(ns)) for ns in NAMESPACES}
+    assert len(made) == 2  # one guarded template per namespace: their policies differ
+
+    made.clear()
+    server.push(server.apply(_mesh(max_connections=11) + policies))
+    assert {ns: server.generate(_proxy(ns))[LDS] for ns in NAMESPACES} == {
+        ns: before[ns][LDS] for ns in NAMESPACES
+    }
+    assert made == []
+
+    edited = _mesh(max_connections=11) + _read_only("shop") + _read_only("bank", "[GET, HEAD]")
+    server.push(server.apply(edited))
+    after = {ns: server.generate(_proxy(ns)) for ns in NAMESPACES}
+    assert len(made) == 1
+    assert after["bank"][LDS]["inbound|8080||"] != before["bank"][LDS]["inbound|8080||"]
+    assert after["shop"][LDS] == before["shop"][LDS]
+    assert after == {ns: _fresh(edited).generate(_proxy(ns)) for ns in NAMESPACES}

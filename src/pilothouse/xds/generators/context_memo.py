@@ -25,12 +25,9 @@ from pilothouse.xds.builders.cluster import RestPolling
 
 if TYPE_CHECKING:
     from pilothouse.xds.generators.inbound import InboundPort, LabelledEndpoints
-    from pilothouse.xds.generators.lds_inbound import AddressTemplate, InboundListenerInputs
 
 InboundTarget = tuple[int, str, str, int]
 """An inbound cluster's port, protocol, and the application's host and port."""
-InboundListener = tuple["InboundListenerInputs", int]
-"""An inbound listener's inputs and the length of the proxy's address."""
 
 
 @dataclass(slots=True)
@@ -43,7 +40,6 @@ class ContextMemo:
     """A scope's outbound clusters, by scope, transport and whether the proxy proved its
     identity (auto-mTLS)."""
     inbound_clusters: dict[InboundTarget, Resource] = field(default_factory=dict)
-    inbound_listeners: dict[InboundListener, AddressTemplate | None] = field(default_factory=dict)
     inbound_ports: dict[
         tuple[ScopeKey, tuple[str, ...], Labels], tuple[int, tuple[InboundPort, ...]]
     ] = field(default_factory=dict)

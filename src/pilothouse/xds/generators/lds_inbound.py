@@ -11,6 +11,7 @@ each proxy's address (:class:`AddressTemplate`).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -63,8 +64,14 @@ class InboundListenerInputs:
             rest=given.rest,
             authorization=authorization,
             tls=tls,
-            access=access_filters(given, authorization),
         )
+
+    def guarded(self, given: GenerationInput) -> InboundListenerInputs:
+        """The same inputs carrying their access-control filters, as built once for the
+        context (``access`` is not compared: the policies in ``authorization`` are)."""
+        if self.authorization.empty:
+            return self
+        return dataclasses.replace(self, access=access_filters(given, self.authorization))
 
 
 def inbound_listener(given: GenerationInput, port: InboundPort) -> Resource:
@@ -75,23 +82,32 @@ def inbound_listener(given: GenerationInput, port: InboundPort) -> Resource:
     and address length, with a placeholder address of the same length, and each proxy's
     copy is those bytes with its address written over the placeholder (see
     :class:`AddressTemplate`). The builder reads the inputs value and the address alone.
+    The templates live in the resource cache, keyed by inputs and length: the inputs name
+    everything the listener is built from, so a template outlives its PushContext (a
+    new context after an unrelated change rebuilds none of them).
     """
     inputs = InboundListenerInputs.of(given, port)
     address = port.address
     # ASCII: the placeholder's length in characters is its length in bytes
     if address and address.isascii() and not address.startswith(UNIX_PREFIX):
-        known = context_memo(given.context).inbound_listeners
-        key = (inputs, len(address))
-        try:
-            template = known[key]
-        except KeyError:
-            template = known[key] = AddressTemplate.make(
-                len(address), functools.partial(build_inbound, inputs)
-            )
+        template = given.cache.value(
+            InboundTemplateKey(inputs, len(address)),
+            lambda: AddressTemplate.make(
+                len(address), functools.partial(build_inbound, inputs.guarded(given))
+            ),
+        )
         if template is not None:
             return template.resource(address, _inbound_name(inputs, address))
-    built = build_inbound(inputs, address)
+    built = build_inbound(inputs.guarded(given), address)
     return encode(built, built.name)
+
+
+@dataclass(frozen=True, slots=True)
+class InboundTemplateKey:
+    """The resource cache's key for an inbound listener's :class:`AddressTemplate`."""
+
+    inputs: InboundListenerInputs
+    address_length: int
 
 
 def access_filters(given: GenerationInput, authorization: WorkloadAuthorization) -> AccessFilters:
