@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,7 +35,7 @@ class Problem:
         if self.key is not None:
             what = f"{self.key.kind} {self.key.namespace}/{self.key.name}: "
         marker = "warning: " if self.severity is Severity.WARNING else ""
-        return printable(f"{where}{what}{marker}{self.message}")
+        return one_line(printable(f"{where}{what}{marker}{self.message}"))
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -60,6 +61,21 @@ def printable(text: str) -> str:
         return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     except UnicodeEncodeError:
         return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+_BREAKS = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """``text`` with every control character but the tab escaped (``\\n``, ``\\x1e``…):
+    a problem prints as one line, even when a field name in the file holds a line break
+    (Python splits lines at ``\\x1c``–``\\x1e``, ``\\x85`` and ``\\u2028`` too)."""
+    return _BREAKS.sub(_escape, text)
+
+
+def _escape(found: re.Match[str]) -> str:
+    code = ord(found.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 @dataclass(frozen=True, slots=True)

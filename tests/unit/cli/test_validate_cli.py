@@ -61,6 +61,25 @@ def test_invalid_file_exit_1_with_file_and_line(
     assert "100" in out
 
 
+def test_a_field_name_with_line_breaks_still_prints_one_line_per_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Python splits lines at \\x1e, \\x85 and \\u2028 as well as \\n: an unknown field
+    named with them is escaped, so each problem stays one ``file:line:`` line."""
+    bad = tmp_path / "bad.json"
+    bad.write_text(
+        '{"apiVersion": "networking.istio.io/v1", "kind": "VirtualService",'
+        ' "metadata": {"name": "r", "namespace": "shop"},'
+        ' "spec": {"hosts": ["r"], "http": [{"match": [{"\\u001e\\n\\u2028": 0}],'
+        ' "route": [{"destination": {"host": "r"}}]}]}}'
+    )
+    assert main(["validate", str(bad)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    problems = [line for line in lines if line.startswith(f"{bad}:1: ")]
+    assert len(problems) == 1, lines
+    assert "\\x1e\\x0a\\u2028: unknown field" in problems[0]
+
+
 def test_warnings_keep_exit_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "warn.yaml"
     path.write_text(WARN)
