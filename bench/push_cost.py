@@ -287,6 +287,7 @@ class Pilothouse(Side):
             self.discovery,
             delta=False,
             clock=self.discovery.metrics.clock,
+            responses=self.discovery.responses,
         )
 
     def _subscriptions(self, connection: Any) -> dict[str, list[str]]:

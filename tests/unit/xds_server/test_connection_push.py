@@ -16,6 +16,7 @@ from pilothouse.push.cache import Resource
 from pilothouse.push.proxy import parse_node
 from pilothouse.push.request import PushRequest
 from pilothouse.xds.generators.base import GenerationInput
+from pilothouse.xds.protocol.wire import FanOutResponses
 from pilothouse.xds.server.connection import Connection
 
 CLUSTERS = ("outbound|80||a.ns.svc.cluster.local", "outbound|80||b.ns.svc.cluster.local")
@@ -92,18 +93,25 @@ def responses(connection: Connection) -> list[Any]:
     return out
 
 
-def converged() -> tuple[Connection, FakeGeneration]:
+def converged(
+    generation: FakeGeneration | None = None,
+    shared: FanOutResponses | None = None,
+    address: str = "10.0.0.1",
+) -> tuple[Connection, FakeGeneration]:
     """A sidecar that asked for and ACKed CDS, EDS, LDS and RDS."""
-    generation = FakeGeneration(
-        {
-            CDS: resources(CDS, *CLUSTERS),
-            EDS: resources(EDS, *CLUSTERS),
-            LDS: resources(LDS, "virtualOutbound"),
-            RDS: resources(RDS, "80"),
-        }
+    if generation is None:
+        generation = FakeGeneration(
+            {
+                CDS: resources(CDS, *CLUSTERS),
+                EDS: resources(EDS, *CLUSTERS),
+                LDS: resources(LDS, "virtualOutbound"),
+                RDS: resources(RDS, "80"),
+            }
+        )
+    proxy = parse_node(f"sidecar~{address}~app-1.ns~ns.svc.cluster.local")
+    connection = Connection(
+        f"c-{address}", "peer", proxy, generation, delta=False, responses=shared
     )
-    proxy = parse_node("sidecar~10.0.0.1~app-1.ns~ns.svc.cluster.local")
-    connection = Connection("c-1", "peer", proxy, generation, delta=False)
     for type_url, names in ((CDS, ()), (EDS, CLUSTERS), (LDS, ()), (RDS, ("80",))):
         connection.on_request(request(type_url, names), 1.0)
         (answer,) = responses(connection)
@@ -137,6 +145,42 @@ def test_cluster_change_generates_clusters_once_and_sends_them_and_their_assignm
     acked = connection.sotw.watch(CDS)
     assert acked is not None and acked.acked_resource(CLUSTERS[0])
     assert not responses(connection)
+
+
+def test_streams_sent_the_same_content_share_one_response_and_no_stream_sees_a_nonce_twice() -> (
+    None
+):
+    """A push encodes a response once for every stream it sends the same content to
+    (the very bytes object is queued on each); a forced resend of the same content to a
+    stream gets a nonce that stream has not seen, and every nonce is still ACKed as
+    the latest."""
+    shared = FanOutResponses()
+    first, generation = converged(shared=shared)
+    second, _ = converged(generation, shared, "10.0.0.2")
+    generation.generators[CDS].set(CLUSTERS[0], "2")
+    queued = []
+    for connection in (first, second):
+        connection.push(PushRequest.for_configs([RULE]), 3.0)
+        bodies = []
+        while not connection.outbound.empty():
+            item = connection.outbound.get_nowait()
+            assert item is not None
+            bodies.append(item.body)
+        queued.append(bodies)
+    assert len(queued[0]) == 2 and all(a is b for a, b in zip(*queued, strict=True))
+
+    seen: dict[str, set[str]] = {CDS: set(), EDS: set(), LDS: set(), RDS: set()}
+    names: dict[str, tuple[str, ...]] = {CDS: (), EDS: CLUSTERS, LDS: (), RDS: ("80",)}
+    for round_ in range(3):
+        first.push(PushRequest.everything(forced=True), 4.0 + round_)
+        for sent in responses(first):
+            assert sent.nonce not in seen[sent.type_url]
+            seen[sent.type_url].add(sent.nonce)
+            first.on_request(request(sent.type_url, names[sent.type_url], sent.nonce), 4.5 + round_)
+            assert first.sotw is not None
+            watch = first.sotw.watch(sent.type_url)
+            assert watch is not None and watch.nonce_acked == sent.nonce
+    assert all(len(nonces) == 3 for nonces in seen.values())
 
 
 def test_endpoint_change_in_a_full_push_sends_only_the_changed_assignment() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import tracemalloc
 
+import pytest
 from envoy.config.cluster.v3 import cluster_pb2  # type: ignore[import-untyped]
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 from google.protobuf import any_pb2
@@ -15,7 +16,8 @@ from pilothouse.push.cache import Resource
 from pilothouse.xds.builders.encode import content_hash, to_any_bytes
 from pilothouse.xds.protocol.wire import (
     HEADS_BUDGET,
-    SotwHeads,
+    FanOutResponses,
+    control_plane_field,
     delta_response,
     sotw_head,
     sotw_response,
@@ -91,47 +93,91 @@ def large_bodies(count: int, size: int, tag: bytes) -> tuple[bytes, ...]:
     )
 
 
-def test_kept_framing_is_byte_identical_to_an_uncached_encode() -> None:
-    heads = SotwHeads()
+def test_a_shared_response_is_byte_identical_to_an_uncached_encode() -> None:
+    responses = FanOutResponses("tok")
     bodies = (*large_bodies(3, 70_000, b"a"), cluster("a").body)
-    first = heads["v1/2", CDS, bodies]
-    again = heads["v1/2", CDS, tuple(bodies)]
-    assert again is first  # framed once for the fan-out
-    assert first == sotw_head("v1/2", CDS, bodies)  # as an uncached encode
-    expected = discovery_pb2.DiscoveryResponse(version_info="v1/2", type_url=CDS, nonce="n")
+    plane = control_plane_field('{"ID":"r1"}')
+    first = responses.sotw("v1/2", CDS, bodies, plane)
+    again = responses.sotw("v1/2", CDS, tuple(bodies), plane)
+    assert again is first  # encoded once for the fan-out, nonce included
+    assert first.nonce == "v1/2/tok-1"
+    expected = discovery_pb2.DiscoveryResponse(
+        version_info="v1/2", type_url=CDS, nonce="v1/2/tok-1"
+    )
     for body in bodies:
         expected.resources.append(any_pb2.Any.FromString(body))
-    assert sotw_response("v1/2", CDS, "n", bodies) == expected.SerializeToString()
-    assert sotw_response("v1/2", CDS, "n", bodies) == first + text_field(5, "n")
+    expected.control_plane.identifier = '{"ID":"r1"}'
+    assert first.body == expected.SerializeToString()
+    assert sotw_response("v1/2", CDS, first.nonce, bodies, plane) == first.body
+    assert first.body == sotw_head("v1/2", CDS, bodies) + text_field(5, first.nonce) + plane.sotw
 
 
-def test_kept_framing_stays_under_its_byte_budget_with_large_bodies() -> None:
-    """Responses of MBs each: the heads kept (and the bodies their keys keep alive) are
+def test_a_stream_is_never_sent_the_same_nonce_twice() -> None:
+    """A stream passes the serial it was last sent for the type: the shared response is
+    reused only above it, so re-sending the same content to the same stream (a forced
+    resend) gets a fresh nonce, which the next streams then share."""
+    responses = FanOutResponses("tok")
+    bodies = (cluster("a").body, cluster("b").body)
+    stream_a = responses.sotw("v1", CDS, bodies)
+    stream_b = responses.sotw("v1", CDS, bodies, after=0)
+    assert stream_b is stream_a
+    resent = responses.sotw("v1", CDS, bodies, after=stream_a.serial)
+    assert resent.nonce != stream_a.nonce and resent.serial > stream_a.serial
+    assert resent.body.replace(resent.nonce.encode(), b"") == stream_a.body.replace(
+        stream_a.nonce.encode(), b""
+    )
+    assert responses.sotw("v1", CDS, bodies, after=stream_b.serial) is resent
+    other = responses.sotw("v1", CDS, (cluster("c").body,), after=resent.serial)
+    assert other.serial > resent.serial  # nonces count up, whatever the content
+    assert len({stream_a.nonce, resent.nonce, other.nonce}) == 3
+
+
+def test_responses_differ_by_control_plane_and_type() -> None:
+    responses = FanOutResponses("tok")
+    bodies = (cluster("a").body,)
+    one = responses.sotw("v1", CDS, bodies, control_plane_field("r1"))
+    two = responses.sotw("v1", CDS, bodies, control_plane_field("r2"))
+    three = responses.sotw("v1", "type.googleapis.com/other", bodies, control_plane_field("r1"))
+    assert len({one.body, two.body, three.body}) == 3
+    assert len({one.nonce, two.nonce, three.nonce}) == 3
+
+
+def test_a_token_that_would_break_nonce_parsing_is_refused() -> None:
+    for token in ("", "a/b"):
+        with pytest.raises(ValueError, match="nonce token"):
+            FanOutResponses(token)
+
+
+def test_kept_responses_stay_under_their_byte_budget_with_large_bodies() -> None:
+    """Responses of MBs each: those kept (and the bodies their keys keep alive) are
     charged under the budget, oldest dropped first; one over the budget is not kept."""
     budget = 8 << 20
-    heads = SotwHeads(budget)
+    responses = FanOutResponses("tok", budget)
     first: dict[str, bytes] = {}
     for i in range(12):  # 12 fan-outs of 1.5 MB responses: 36 MB if all were kept
-        first[f"v{i}"] = heads[f"v{i}", CDS, large_bodies(3, 500_000, b"%d" % i)]
-        assert heads.held <= budget
-    assert 1 <= len(heads) <= budget // (2 * 1_500_000)
-    assert heads["v11", CDS, large_bodies(3, 500_000, b"11")] is first["v11"]  # newest kept
-    assert heads["v0", CDS, large_bodies(3, 500_000, b"0")] is not first["v0"]  # dropped
-    assert heads.held <= budget
+        first[f"v{i}"] = responses.sotw(f"v{i}", CDS, large_bodies(3, 500_000, b"%d" % i)).body
+        assert responses.held <= budget
+    assert 1 <= len(responses) <= budget // (2 * 1_500_000)
+    newest = responses.sotw("v11", CDS, large_bodies(3, 500_000, b"11"))
+    assert newest.body is first["v11"]  # kept
+    assert responses.sotw("v0", CDS, large_bodies(3, 500_000, b"0")).body is not first["v0"]
+    assert responses.held <= budget
     huge = large_bodies(3, 2 << 20, b"huge")
-    held = heads.held
-    assert heads["v-huge", CDS, huge] == sotw_head("v-huge", CDS, huge)
-    assert heads.held == held  # not kept: it alone is over the budget
+    held = responses.held
+    made = responses.sotw("v-huge", CDS, huge)
+    assert made.body == sotw_head("v-huge", CDS, huge) + text_field(5, made.nonce)
+    assert responses.held == held  # not kept: it alone is over the budget
 
 
-def test_sotw_responses_do_not_pin_more_than_the_budget() -> None:
+def test_shared_responses_do_not_pin_more_than_the_budget() -> None:
     """Memory, not just the accounting: after twenty 3 MB responses are sent and
-    dropped, what the shared framing still holds stays within its budget."""
+    dropped, what the shared responses still hold stays within their budget."""
+    responses = FanOutResponses("tok")
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
         for i in range(20):
-            body = sotw_response(f"pinned-{i}", CDS, "n", large_bodies(3, 1 << 20, b"%d" % i))
+            body = responses.sotw(f"pinned-{i}", CDS, large_bodies(3, 1 << 20, b"%d" % i)).body
             del body
         gc.collect()
         retained = tracemalloc.get_traced_memory()[0] - before
@@ -140,10 +186,12 @@ def test_sotw_responses_do_not_pin_more_than_the_budget() -> None:
     assert retained <= HEADS_BUDGET + (1 << 20), f"{retained / 2**20:.1f} MiB still held"
 
 
-def test_small_framing_is_kept_for_at_most_a_bounded_number_of_fan_outs() -> None:
-    heads = SotwHeads(kept=4)
+def test_small_responses_are_kept_for_at_most_a_bounded_number_of_fan_outs() -> None:
+    responses = FanOutResponses("tok", kept=4)
     bodies = (cluster("a").body,)
     for i in range(10):
-        heads[f"v{i}", CDS, bodies]
-    assert len(heads) == 4
-    assert heads.held == 4 * 2 * len(sotw_head("v9", CDS, bodies))
+        responses.sotw(f"v{i}", CDS, bodies)
+    assert len(responses) == 4
+    kept = [responses.sotw(f"v{i}", CDS, bodies) for i in range(6, 10)]
+    assert [k.serial for k in kept] == [7, 8, 9, 10]  # the last four, not made again
+    assert responses.held == 2 * sum(len(k.body) for k in kept)

@@ -38,7 +38,7 @@ from pilothouse.xds.protocol.stream_flavour import (
     ResourceSource,
     SotwFlavour,
 )
-from pilothouse.xds.protocol.wire import NO_CONTROL_PLANE, ControlPlaneField
+from pilothouse.xds.protocol.wire import NO_CONTROL_PLANE, ControlPlaneField, FanOutResponses
 
 _NO_NAMES: frozenset[str] = frozenset()
 
@@ -77,15 +77,17 @@ class StreamEngine:
         warming_timeout: float,
         schedule: Schedule = _no_schedule,
         control_plane: ControlPlaneField = NO_CONTROL_PLANE,
+        responses: FanOutResponses | None = None,
     ) -> None:
         """``warming_timeout``: seconds routes wait for new clusters to warm before they
         are sent anyway; removed clusters linger at most twice as long. ``control_plane``
-        is the encoded field every response carries (which replica sent it)."""
+        is the encoded field every response carries (which replica sent it);
+        ``responses``, the server's SotW responses, shared among its streams."""
         self.order = MakeBeforeBreak()
         self._flavour: Flavour = (
             DeltaFlavour(source, self.order, control_plane)
             if delta
-            else SotwFlavour(source, self.order, control_plane)
+            else SotwFlavour(source, self.order, control_plane, responses)
         )
         self._source = source
         self._warming_timeout = warming_timeout

@@ -27,8 +27,8 @@ from pilothouse.xds.protocol.versions import NonceSource
 from pilothouse.xds.protocol.wire import (
     NO_CONTROL_PLANE,
     ControlPlaneField,
+    FanOutResponses,
     delta_response,
-    sotw_response,
 )
 from pilothouse.xds.protocol.withheld import withheld
 
@@ -131,9 +131,15 @@ class SotwFlavour(_Base):
         source: ResourceSource,
         order: MakeBeforeBreak,
         control_plane: ControlPlaneField = NO_CONTROL_PLANE,
+        responses: FanOutResponses | None = None,
     ) -> None:
         super().__init__(source, order, control_plane)
         self.sotw = SotwSession()
+        self._responses = FanOutResponses(kept=2) if responses is None else responses
+        """Where responses come from: the server's, shared by every stream it pushes the
+        same content to (a stream of its own keeps only its last few)."""
+        self._serials: dict[str, int] = {}
+        """The serial of the last response sent per type: the next must be above it."""
 
     @property
     def session(self) -> SotwSession:
@@ -193,14 +199,15 @@ class SotwFlavour(_Base):
         if changed is not None and not plan.resources:
             return None
         version = self._source.version
-        nonce = self._nonces.next(version)
-        body = sotw_response(
+        response = self._responses.sotw(
             version,
             type_url,
-            nonce,
             tuple([resources[n].body for n in sorted(plan.resources)]),
             self._control_plane,
+            self._serials.get(type_url, 0),
         )
+        self._serials[type_url] = response.serial
+        nonce, body = response.nonce, response.body
         self.sotw.record_sent(type_url, version, nonce, plan.resources, now)
         chosen = plan.resources
         sent = resources if len(chosen) == len(resources) else {n: resources[n] for n in chosen}

@@ -3,8 +3,9 @@
 A SotW ``DiscoveryResponse`` is its scalar fields plus each resource's ``Any`` bytes
 under field 2; a delta response wraps each resource in a small ``Resource`` message.
 Both are written here by concatenating length-delimited fields, which is what lets
-one encoded cluster be sent to a thousand proxies at the cost of a memory copy.
-Field numbers are those of ``envoy.service.discovery.v3``.
+one encoded cluster be sent to a thousand proxies at the cost of a memory copy, and a
+SotW push share one whole response among the streams it sends the same content to
+(:class:`FanOutResponses`). Field numbers are those of ``envoy.service.discovery.v3``.
 
 Every response also carries ``control_plane`` (which replica sent it). That field is
 the same on every response of a process, so it is encoded once
@@ -14,9 +15,11 @@ its join, not a message build.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import chain
+from typing import NamedTuple
 
 from pilothouse.protowire import LENGTH_DELIMITED, length_delimited, tag, text_field, varint
 from pilothouse.push.cache import Resource
@@ -95,9 +98,10 @@ def sotw_response(
     resources: Iterable[bytes],
     control_plane: ControlPlaneField = NO_CONTROL_PLANE,
 ) -> bytes:
-    """A serialized ``DiscoveryResponse`` holding the given ``Any`` encodings."""
+    """A serialized ``DiscoveryResponse`` holding the given ``Any`` encodings (framed
+    afresh; a stream's responses come from :class:`FanOutResponses`)."""
     bodies = resources if isinstance(resources, tuple) else tuple(resources)
-    return _SOTW_HEADS[version, type_url, bodies] + text_field(_NONCE, nonce) + control_plane.sotw
+    return sotw_head(version, type_url, bodies) + text_field(_NONCE, nonce) + control_plane.sotw
 
 
 def sotw_head(version: str, type_url: str, bodies: Sequence[bytes]) -> bytes:
@@ -111,54 +115,104 @@ def sotw_head(version: str, type_url: str, bodies: Sequence[bytes]) -> bytes:
 
 
 HEADS_BUDGET = 8 << 20
-"""Bytes the shared SotW framing may hold (:class:`SotwHeads`): a few fan-outs of even
-MB-sized CDS responses, and all :data:`HEADS_KEPT` at the 21 KiB of 100 services."""
+"""Bytes the shared SotW responses may hold (:class:`FanOutResponses`): a few fan-outs
+of even MB-sized CDS responses, and all :data:`HEADS_KEPT` at the 21 KiB of 100
+services."""
 HEADS_KEPT = 64
-"""Fan-outs whose framing is kept at most, however small."""
+"""Fan-outs whose response is kept at most, however small."""
 
 
-class SotwHeads(dict[tuple[str, str, tuple[bytes, ...]], bytes]):
-    """The framing of the last few fan-outs (:func:`sotw_head`), held under a byte budget.
+class SharedResponse(NamedTuple):
+    """One encoded SotW response, and the nonce (and its serial) it carries."""
 
-    Every proxy pushed the same resources at the same version gets the same head, so a
-    fan-out frames its bodies once and each proxy's response is that head plus its
-    nonce. Keyed by ``(version, type_url, bodies)``: a bytes object keeps its hash and
-    the bodies are the very objects a push sends, so a lookup hashes the tuple and
-    compares its bodies by identity (per response, linear in its resources, as building
-    the tuple already is). A dict whose :meth:`__missing__` frames: a hit runs no Python.
+    body: bytes
+    nonce: str
+    serial: int
 
-    An entry is charged twice its head's size: the head itself, and the bodies its key
-    keeps alive (together at most the head's size). The first framed go first once the
-    charge passes ``budget`` or there are more than ``kept``; a head over the budget on
-    its own is returned without being kept.
+
+class FanOutResponses:
+    """SotW responses shared by every stream that is sent the same content.
+
+    A push sends the same resources at the same version to every proxy of a scope, so
+    the whole response, nonce included, is encoded once and the very same bytes object
+    is queued on each stream: no per-proxy framing, copy or memory. That is sound
+    because a nonce only has to be unique on its own stream (it is echoed back on that
+    stream to say which response a request answers), and every nonce made here is
+    unique in this object: ``<version>/<token>-<serial>``, the serial counting up.
+
+    A stream passes the serial of the last response it was sent for the type
+    (``after``). A kept response whose serial is not above it (the same content sent to
+    that stream again: a forced resend, or an answer to a request that changes
+    nothing) is not reused: a fresh nonce and serial are made, and that response
+    becomes the one kept. So each stream's nonces for a type only count up and never
+    repeat.
+
+    Keyed by ``(version, type_url, bodies, control plane)``: a bytes object keeps its
+    hash and the bodies are the very objects a push sends, so a lookup hashes the
+    tuple and compares its bodies by identity. An entry is charged twice its size (the
+    response, and the bodies its key keeps alive); the first kept go first once the
+    charge passes ``budget`` or there are more than ``kept``; a response over the
+    budget on its own is returned without being kept.
     """
 
-    __slots__ = ("_budget", "_held", "_kept")
+    __slots__ = ("_budget", "_entries", "_held", "_kept", "_serial", "_token")
 
-    def __init__(self, budget: int = HEADS_BUDGET, kept: int = HEADS_KEPT) -> None:
-        super().__init__()
+    def __init__(
+        self, token: str | None = None, budget: int = HEADS_BUDGET, kept: int = HEADS_KEPT
+    ) -> None:
+        self._token = secrets.token_hex(4) if token is None else token
+        if not self._token or "/" in self._token:
+            raise ValueError("a nonce token must be non-empty and contain no '/'")
         self._budget = budget
         self._kept = kept
         self._held = 0
+        self._serial = 0
+        self._entries: dict[tuple[str, str, tuple[bytes, ...], bytes], tuple[SharedResponse, int]]
+        self._entries = {}
 
     @property
     def held(self) -> int:
-        """Bytes charged for the entries kept now (at most the budget)."""
+        """Bytes charged for the responses kept now (at most the budget)."""
         return self._held
 
-    def __missing__(self, key: tuple[str, str, tuple[bytes, ...]]) -> bytes:
-        version, type_url, bodies = key
-        head = sotw_head(version, type_url, bodies)
-        cost = 2 * len(head)
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def sotw(
+        self,
+        version: str,
+        type_url: str,
+        bodies: tuple[bytes, ...],
+        control_plane: ControlPlaneField = NO_CONTROL_PLANE,
+        after: int = 0,
+    ) -> SharedResponse:
+        """The response carrying ``bodies`` at ``version``, with a serial above ``after``."""
+        key = (version, type_url, bodies, control_plane.sotw)
+        entries = self._entries
+        found = entries.get(key)
+        if found is not None:
+            if found[0].serial > after:
+                return found[0]
+            head = found[0].body[: found[1]]
+            self._forget(key)
+        else:
+            head = sotw_head(version, type_url, bodies)
+        self._serial += 1
+        nonce = f"{version}/{self._token}-{self._serial}"
+        made = SharedResponse(
+            b"".join((head, text_field(_NONCE, nonce), control_plane.sotw)), nonce, self._serial
+        )
+        cost = 2 * len(made.body)
         if cost <= self._budget:
-            self[key] = head
+            entries[key] = (made, len(head))
             self._held += cost
-            while self._held > self._budget or len(self) > self._kept:
-                self._held -= 2 * len(self.pop(next(iter(self))))
-        return head
+            while self._held > self._budget or len(entries) > self._kept:
+                self._forget(next(iter(entries)))
+        return made
 
-
-_SOTW_HEADS = SotwHeads()
+    def _forget(self, key: tuple[str, str, tuple[bytes, ...], bytes]) -> None:
+        response, _ = self._entries.pop(key)
+        self._held -= 2 * len(response.body)
 
 
 def delta_resource(resource: Resource) -> bytes:

@@ -224,6 +224,7 @@ class StreamHandler:
             warming_timeout=discovery.settings.warming_timeout,
             clock=discovery.metrics.clock,
             control_plane=discovery.identity.encoded,
+            responses=discovery.responses,
         )
         discovery.connect(connection)
         reader = asyncio.create_task(self._read(first, requests, connection))

@@ -37,7 +37,7 @@ from pilothouse.xds.protocol.delta import DeltaSession
 from pilothouse.xds.protocol.sotw import SotwSession
 from pilothouse.xds.protocol.stream_engine import Step, StreamEngine
 from pilothouse.xds.protocol.stream_flavour import Outgoing
-from pilothouse.xds.protocol.wire import NO_CONTROL_PLANE, ControlPlaneField
+from pilothouse.xds.protocol.wire import NO_CONTROL_PLANE, ControlPlaneField, FanOutResponses
 from pilothouse.xds.server.backend import Backend
 from pilothouse.xds.server.proxy_resources import ProxyResources
 
@@ -87,11 +87,13 @@ class Connection:
         warming_timeout: float = XdsSettings.warming_timeout,
         clock: Callable[[], float] = time.perf_counter,
         control_plane: ControlPlaneField = NO_CONTROL_PLANE,
+        responses: FanOutResponses | None = None,
     ) -> None:
         """``warming_timeout``: seconds routes wait for new clusters to warm before they
         are sent anyway; removed clusters linger at most twice as long. ``clock`` times
         generation and writes for the push metrics (the server's metrics clock);
-        ``control_plane`` is the encoded field every response carries."""
+        ``control_plane`` is the encoded field every response carries; ``responses``
+        the server's SotW responses, shared by the streams sent the same content."""
         self.id = connection_id
         self.peer = peer
         self.proxy = proxy
@@ -105,6 +107,7 @@ class Connection:
             warming_timeout=warming_timeout,
             schedule=self._after,
             control_plane=control_plane,
+            responses=responses,
         )
         self.control_plane = control_plane
         self.outbound: asyncio.Queue[Queued | None] = asyncio.Queue()

@@ -50,6 +50,7 @@ from pilothouse.xds.generators.grpc_rds import GrpcRouteGenerator
 from pilothouse.xds.generators.lds import ListenerGenerator
 from pilothouse.xds.generators.rds import RouteGenerator
 from pilothouse.xds.protocol.versions import PushVersions
+from pilothouse.xds.protocol.wire import FanOutResponses
 from pilothouse.xds.server.admission import Admission
 from pilothouse.xds.server.connection import Connection
 from pilothouse.xds.server.control_plane import ControlPlaneIdentity, replica_name
@@ -155,6 +156,9 @@ class DiscoveryServer:
             replica_name(self.settings.replica_id, int(port) if port.isdigit() else 0)
         )
         """Who this replica is, on every response (``control_plane.identifier``)."""
+        self.responses = FanOutResponses()
+        """SotW responses encoded once per push and content, shared by the streams they
+        go to (``wire.FanOutResponses``)."""
 
     def identify(self, xds_port: int) -> None:
         """Name the replica after the port it really listens on (``serve`` calls this once
