@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
+from pilothouse.heap import HeapKeeper
 from pilothouse.loadtest.identity import ProxyFlavour
 from pilothouse.loadtest.plans import EnvoyPlan, GrpcPlan, parse_types
 from pilothouse.loadtest.progress import ProgressDisplay, follow
@@ -375,7 +376,10 @@ async def _loadtest(spec: LoadSpec, observation: Observation, stop: asyncio.Even
         shares.extend(WorkerShare(spec, part) for part in slices[1:])
         load = LoadRun(spec, shares, stop, probe=probe, server=server)
         display = ProgressDisplay(sys.stderr, enabled=not observation.quiet)
-        monitor = asyncio.get_running_loop().create_task(follow(load, probe, server, display))
+        loop = asyncio.get_running_loop()
+        monitor = loop.create_task(follow(load, probe, server, display))
+        # thousands of simulated proxies' state: kept out of the collector's full scans
+        keeper = loop.create_task(HeapKeeper().run())
         failure: Exception | None = None
         try:
             record = await load.run()
@@ -383,8 +387,11 @@ async def _loadtest(spec: LoadSpec, observation: Observation, stop: asyncio.Even
             failure = problem
         finally:
             monitor.cancel()
+            keeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await monitor
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper
             display.close()
             await asyncio.gather(*(share.close() for share in shares), return_exceptions=True)
     if failure is not None:

@@ -59,6 +59,7 @@ from pilothouse.config.encoding import EncodingProblem, decode_config
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.meshconfig import MeshConfigError, load_mesh_config
 from pilothouse.environment import SettingsError
+from pilothouse.heap import HeapKeeper
 from pilothouse.mcp.sink_server import McpSinkServer
 from pilothouse.security.ca_metrics import CaCollector
 from pilothouse.settings import (
@@ -324,7 +325,10 @@ async def serve(
                 tasks.create_task(runner.run())
             tasks.create_task(discovery.run())
             tasks.create_task(secrets.run())
-            endless: list[asyncio.Task[None]] = []
+            # every stream's state lives as long as the stream: keep it out of the
+            # collector's full scans (pilothouse/heap.py)
+            keeper = HeapKeeper(busy=lambda: discovery.pushes.pending() > 0)
+            endless: list[asyncio.Task[None]] = [tasks.create_task(keeper.run())]
             if worker is not None:
                 endless.append(tasks.create_task(worker.report(discovery, stop)))
             if tls is not None:  # certificate renewal and root checks never end by themselves

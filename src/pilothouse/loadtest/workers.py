@@ -31,6 +31,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any, Final, TextIO
 
+from pilothouse.heap import HeapKeeper
 from pilothouse.loadtest.outcome import ShareResult, ShareStatus
 from pilothouse.loadtest.shares import LocalShare
 from pilothouse.loadtest.spec import FleetSlice, LoadSpec
@@ -250,6 +251,8 @@ async def run_worker(stream: TextIO | None = None) -> int:
         return 0
     share: LocalShare | None = None
     reporter: asyncio.Task[None] | None = None
+    # a worker process holds thousands of proxies' state: keep it out of full scans
+    keeper = asyncio.get_running_loop().create_task(HeapKeeper().run())
     try:
         plan = json.loads(first)
         if plan.get("op") != "plan":
@@ -290,6 +293,9 @@ async def run_worker(stream: TextIO | None = None) -> int:
         traceback.print_exc(file=sys.stderr)
         return 1
     finally:
+        keeper.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await keeper
         if reporter is not None:
             reporter.cancel()
             with contextlib.suppress(asyncio.CancelledError):
