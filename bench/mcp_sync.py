@@ -51,7 +51,15 @@ if __package__ in (None, ""):
 from bench.mcp_sync_floor import FloorSync, sync_once
 from bench.mcp_sync_mesh import write_mesh
 from bench.mcp_sync_phase_child import PhaseRun, PhasesChild
-from bench.mcp_sync_process import Child, ChildFailed, Memory, free_port, line_time, ready
+from bench.mcp_sync_process import (
+    Child,
+    ChildFailed,
+    CpuClock,
+    Memory,
+    free_port,
+    line_time,
+    ready,
+)
 from bench.mcp_sync_report import SinkRun, SizeRun, report
 
 HERE = Path(__file__).resolve().parent
@@ -106,6 +114,7 @@ def sink_run(workdir: Path, name: str, upstream: Pilothouse, timeout: float) -> 
         name, workdir, "info", "--config-source", f"xds://127.0.0.1:{upstream.xds_port}"
     )
     began = sink.child.started
+    clock = CpuClock([sink.child, upstream.child])
     ready_at: float | None = None
     problem = ""
     memory: Memory | None = None
@@ -114,6 +123,7 @@ def sink_run(workdir: Path, name: str, upstream: Pilothouse, timeout: float) -> 
             ready_at = sink.wait_ready(timeout)
         except ChildFailed as failure:
             problem = str(failure).splitlines()[0]
+        clock.stop()
         if sink.child.alive():
             memory = sink.child.memory()
         opened = upstream.first_time(r" debug xds proxy connected ", began)
@@ -129,8 +139,11 @@ def sink_run(workdir: Path, name: str, upstream: Pilothouse, timeout: float) -> 
             memory,
             stored,
             problem,
+            sink_cpu=clock.used(sink.child, opened, synced),
+            source_cpu=clock.used(upstream.child, opened, synced),
         )
     finally:
+        clock.stop()
         sink.child.stop()
 
 

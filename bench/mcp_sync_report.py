@@ -43,6 +43,10 @@ class SinkRun:
     stored: int
     """Objects the sink logged as loaded at ready (0 if it never got there)."""
     problem: str = ""
+    sink_cpu: float | None = None
+    """CPU seconds the sink process used during the sync (stream open → synced)."""
+    source_cpu: float | None = None
+    """CPU seconds the source process used during the same span."""
 
     @property
     def sync(self) -> float | None:
@@ -100,6 +104,7 @@ def report(run: SizeRun, sink_timeout: float) -> dict[str, Any]:
     out |= {
         "empty_sink_start_to_ready_seconds": run.empty_sink_start,
         "warm_source_sync_seconds": run.warm.sync if run.warm else None,
+        "sync_cpu_seconds (sink, source; cold, warm)": cpu_text(cold, run.warm),
         "floor_seconds": round(floor.seconds, 4),
         "response_mib_pilothouse": (
             round(phases.response_bytes / 2**20, 1) if phases.response_bytes else None
@@ -134,6 +139,17 @@ def report(run: SizeRun, sink_timeout: float) -> dict[str, Any]:
     if target is not None:
         out |= verdict(count, target, sync, run.source_memory, cold)
     return out
+
+
+def cpu_text(cold: SinkRun | None, warm: SinkRun | None) -> str | None:
+    """The CPU both processes used during the cold and the warm sync: on a shared machine
+    the wall-clock sync includes waiting for a core, this does not."""
+    parts = [
+        f"{name} {run.sink_cpu}, {run.source_cpu}"
+        for name, run in (("cold", cold), ("warm", warm))
+        if run is not None and run.sink_cpu is not None
+    ]
+    return "; ".join(parts) or None
 
 
 def verdict(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import calendar
 import logging
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,8 @@ from bench.mcp_sync_floor import encode, specs
 from bench.mcp_sync_mesh import service_entry, service_entry_text, write_mesh
 from bench.mcp_sync_phase_child import PhaseRun
 from bench.mcp_sync_phases import PHASES, measure, source_store
-from bench.mcp_sync_process import line_time
+from bench.mcp_sync_process import Child, CpuClock, line_time
+from bench.mcp_sync_report import SinkRun, cpu_text
 from pilothouse.api.istio.networking.v1alpha3 import service_entry_pb2
 from pilothouse.config.documents import RawObject
 from pilothouse.config.load import Loader
@@ -94,3 +97,39 @@ def test_a_cut_off_run_names_the_phase_that_did_not_finish() -> None:
     assert run.per_object_us(("encode", "assemble"), 1000) == 510.0
     assert run.per_object_us(("decode", "store"), 1000) is None
     assert run.gc_summary() == "1000.0 in the phases that finished"
+
+
+def test_the_cpu_clock_counts_a_busy_span_and_not_an_idle_one(tmp_path: Path) -> None:
+    # idle for 0.4 s, then busy for 0.4 s of CPU, then idle again
+    program = (
+        "import time\n"
+        "time.sleep(0.4)\n"
+        "end = time.process_time() + 0.4\n"
+        "while time.process_time() < end: pass\n"
+        "time.sleep(5)\n"
+    )
+    child = Child("burner", [sys.executable, "-c", program], tmp_path / "burner.log")
+    try:
+        clock = CpuClock([child])
+        began = time.time()
+        time.sleep(0.25)
+        idle_until = time.time()
+        time.sleep(1.4)  # the busy part falls in here, whatever the start-up took
+        ended = time.time()
+        time.sleep(0.05)
+        clock.stop()
+        idle = clock.used(child, began + 0.1, idle_until)
+        busy = clock.used(child, idle_until, ended)
+        assert idle is not None and idle < 0.1
+        assert busy is not None and 0.35 <= busy < 0.6
+        assert clock.used(child, began, time.time() + 10) is None  # not sampled that far
+        assert clock.used(child, None, ended) is None
+    finally:
+        child.stop()
+
+
+def test_the_report_shows_the_cpu_of_the_runs_that_have_it() -> None:
+    cold = SinkRun(0.0, 1.0, 2.0, None, None, None, 10, sink_cpu=0.8, source_cpu=0.1)
+    warm = SinkRun(0.0, 1.0, 2.0, None, None, None, 10)
+    assert cpu_text(cold, warm) == "cold 0.8, 0.1"
+    assert cpu_text(None, None) is None
