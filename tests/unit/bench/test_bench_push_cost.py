@@ -27,7 +27,8 @@ def test_it_prints_push_and_ack_figures_against_the_floor(
     assert cds["responses_per_round_pilothouse"] >= 4 and cds["responses_per_round_floor"] >= 4
     for line in (eds, cds, rds):
         assert line["pilothouse_us_per_response"] > 0 and line["floor_us_per_response"] > 0
-    assert ack["pilothouse_us_per_ack"] > 0 and ack["target_met"] in ("yes", "no")
+    assert ack["pilothouse_us_per_ack"] > 0
+    assert ack["target_met"] == "yes" or ack["target_met"].startswith("no: missed by ")
     # the changes again without the per-scope comparisons: the same responses
     for line in (cds, rds):
         assert line["pilothouse_us_per_response_uncompared"] > 0
