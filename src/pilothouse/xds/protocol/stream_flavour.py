@@ -69,7 +69,6 @@ class _Base:
         self._source = source
         self._order = order
         self._control_plane = control_plane
-        self._nonces = NonceSource()
         self.acked = AckedResources()
         """What the proxy ACKed, per type (read through ``acked.held``)."""
 
@@ -253,6 +252,8 @@ class DeltaFlavour(_Base):
     ) -> None:
         super().__init__(source, order, control_plane)
         self.delta = DeltaSession()
+        self._nonces = NonceSource()
+        """Each delta response is this stream's own (SotW ones come from FanOutResponses)."""
 
     @property
     def session(self) -> DeltaSession:
