@@ -128,24 +128,26 @@ class ResourceCache:
         included), built once per distinct ``inputs`` and evicted like a resource. Keys
         must not collide with resource keys: use an inputs class of its own (or a tuple
         starting with one)."""
-        entry = self._entries.get(inputs)
+        entry = self._entry(inputs)
         if entry is not None:
-            self._entries.move_to_end(inputs)
-            self.stats.hits += 1
             return entry[0]  # type: ignore[return-value]
-        self.stats.misses += 1
         made = build()
         self._store(inputs, made, dependencies(inputs, self._compared))
         return made
 
     def _lookup(self, key: Hashable) -> object:
+        entry = self._entry(key)
+        return None if entry is None else entry[0]
+
+    def _entry(self, key: Hashable) -> tuple[object, frozenset[ConfigKey]] | None:
+        """The entry under ``key`` (a hit moves it to the LRU's fresh end), counted."""
         entry = self._entries.get(key)
         if entry is None:
             self.stats.misses += 1
             return None
         self._entries.move_to_end(key)
         self.stats.hits += 1
-        return entry[0]
+        return entry
 
     def _store(self, key: Hashable, resource: object, depends_on: frozenset[ConfigKey]) -> None:
         if key in self._entries:

@@ -101,9 +101,7 @@ class NonceSource:
     """Nonces for one stream, each prefixed with the push version it goes out with."""
 
     def __init__(self, token: str | None = None) -> None:
-        self._token = token if token is not None else secrets.token_hex(4)
-        if not self._token or "/" in self._token:
-            raise ValueError("a nonce token must be non-empty and contain no '/'")
+        self._token = nonce_token(token)
         self._count = 0
 
     @property
@@ -114,6 +112,15 @@ class NonceSource:
         """A nonce unique on this stream, carrying ``version``."""
         self._count += 1
         return f"{version}/{self._token}-{self._count}"
+
+
+def nonce_token(token: str | None) -> str:
+    """``token``, or a random one when None, checked for use in a nonce
+    (``<version>/<token>-<count>``): non-empty and without ``/``."""
+    chosen = secrets.token_hex(4) if token is None else token
+    if not chosen or "/" in chosen:
+        raise ValueError("a nonce token must be non-empty and contain no '/'")
+    return chosen
 
 
 def nonce_version(nonce: str) -> str:

@@ -15,7 +15,6 @@ its join, not a message build.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import chain
@@ -23,6 +22,7 @@ from typing import NamedTuple
 
 from pilothouse.protowire import LENGTH_DELIMITED, length_delimited, tag, text_field, varint
 from pilothouse.push.cache import Resource
+from pilothouse.xds.protocol.versions import nonce_token
 
 # DiscoveryResponse
 _VERSION_INFO = 1
@@ -160,9 +160,7 @@ class FanOutResponses:
     def __init__(
         self, token: str | None = None, budget: int = HEADS_BUDGET, kept: int = HEADS_KEPT
     ) -> None:
-        self._token = secrets.token_hex(4) if token is None else token
-        if not self._token or "/" in self._token:
-            raise ValueError("a nonce token must be non-empty and contain no '/'")
+        self._token = nonce_token(token)
         self._budget = budget
         self._kept = kept
         self._held = 0
