@@ -25,6 +25,8 @@ else reads the environment.
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
+import re
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -113,6 +115,7 @@ class XdsSettings:
             "replica_id": "PILOTHOUSE_REPLICA_ID",
             "debug_allow_remote": "PILOTHOUSE_DEBUG_ALLOW_REMOTE",
             "jwks_fetch": "PILOTHOUSE_JWKS_FETCH",
+            "jwks_allowed_hosts": "PILOTHOUSE_JWKS_ALLOWED_HOSTS",
         }
     )
 
@@ -134,6 +137,12 @@ class XdsSettings:
     """Fetch the key sets RequestAuthentications name by ``jwksUri`` (istiod's
     PILOT_JWT_ENABLE_REMOTE_JWKS). Off, pilothouse makes no outbound request: such rules
     refuse every token until their keys are given inline (``jwks``)."""
+    jwks_allowed_hosts: tuple[str, ...] = ()
+    """Where a ``jwksUri`` may lead although it is loopback, private, link-local, CGNAT,
+    multicast, unspecified or this host's own address (all refused by default, on the
+    addresses a host resolves to and on every redirect): host names (a URL naming that
+    host), addresses or CIDRs (``10.0.0.0/8``). istiod fetches from anywhere; this is the
+    opt-in for an issuer on the private network."""
     max_receive_bytes: int = 4 * 1024 * 1024
     """ISTIO_GPRC_MAXRECVMSGSIZE: largest request accepted on an xDS stream."""
     max_send_bytes: int = 512 * 1024 * 1024
@@ -178,6 +187,25 @@ class XdsSettings:
     identity_check: bool = True
     """PILOT_ENABLE_XDS_IDENTITY_CHECK: an authenticated proxy's NAMESPACE (and
     SERVICE_ACCOUNT when set) must match one of its identities, else PERMISSION_DENIED."""
+
+    def __post_init__(self) -> None:
+        for entry in self.jwks_allowed_hosts:
+            if not _host_or_network(entry):
+                raise ValueError(
+                    f"PILOTHOUSE_JWKS_ALLOWED_HOSTS: {entry!r} is neither a host name "
+                    "nor an address or CIDR"
+                )
+
+
+def _host_or_network(entry: str) -> bool:
+    try:
+        ipaddress.ip_network(entry.strip("[]"), strict=False)
+    except ValueError:
+        return _HOST_NAME.fullmatch(entry) is not None
+    return True
+
+
+_HOST_NAME: Final = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_.-]{0,251}[A-Za-z0-9_.])?")
 
 
 @dataclass(frozen=True)

@@ -270,6 +270,7 @@ async def test_policies_and_tokens_over_real_traffic(
         "xds.tls_address": "127.0.0.1:0",
         "ca.dir": ca,
         "auth.jwt_issuers": (f"{ISSUER}={jwks}",),
+        "xds.jwks_allowed_hosts": (LOOPBACK,),  # the key server is on loopback: opt in
     }
     async with key_server(tokens) as jwks_uri:
         config = tmp_path / "mesh"

@@ -97,6 +97,13 @@ def add_arguments(
         help="trust bearer tokens from ISSUER, verified with the keys in JWKS_FILE (repeatable)",
     )
     parser.add_argument(
+        "--jwks-allowed-host",
+        action="append",
+        metavar="HOST|CIDR",
+        help="a host name, address or CIDR a RequestAuthentication jwksUri may lead to although "
+        "it is loopback, private or this host's own (repeatable; default: none)",
+    )
+    parser.add_argument(
         "--secrets",
         type=Path,
         metavar="DIR",
@@ -151,6 +158,7 @@ FLAGS: Final[Mapping[str, str]] = MappingProxyType(
         "xds_tls_address": "xds.tls_address",
         "ca_dir": "ca.dir",
         "jwt_issuer": "auth.jwt_issuers",
+        "jwks_allowed_host": "xds.jwks_allowed_hosts",
         "secrets": "sds.secrets_dir",
         "admin_address": "admin.address",
         "ctrlz_address": "ctrlz.address",

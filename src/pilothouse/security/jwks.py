@@ -13,11 +13,19 @@ component with ``run()`` / ``close()``:
   the last good key set stays in use meanwhile (the failure is logged);
 - a key set that changed calls ``on_change(uri)``: the server then pushes the proxies
   whose RequestAuthentications name the URI;
+- a URI leads only where :class:`~pilothouse.security.jwks_addresses.JwksAddressPolicy`
+  allows (no loopback, private, link-local... address, nor this host's own, unless
+  opted in with ``PILOTHOUSE_JWKS_ALLOWED_HOSTS``), checked on the addresses the host
+  resolves to and on every redirect (:mod:`pilothouse.security.jwks_fetch`); a refused
+  URI is treated as one that cannot be fetched, and logged once per URI and reason,
+  naming the RequestAuthentications that use it;
 - what is kept is a key set, never whatever the URL answered: the body must be JSON with
-  a ``keys`` list (at most :data:`MAX_BYTES`, no redirects followed), and only the
-  public members of each key are kept (private RSA/EC members and symmetric ``k`` are
-  dropped), so neither an internal page reached through a crafted ``jwksUri``
-  (CVE-2026-41413) nor a private key (CVE-2026-31837) ever reaches a proxy.
+  a ``keys`` list (at most :data:`MAX_BYTES`), and every key is checked as a key
+  (:mod:`pilothouse.security.json_web_key`): a bad one is dropped and logged once, the
+  good ones of the same set are kept, and only their public members are relayed. So
+  neither an internal page reached through a crafted ``jwksUri`` (CVE-2026-41413), nor
+  a private key (CVE-2026-31837), nor a key Envoy cannot read (which would make it
+  reject the listener) ever reaches a proxy.
 """
 
 from __future__ import annotations
@@ -29,49 +37,43 @@ import json
 import logging
 import random
 import time
-from collections.abc import Callable
-from typing import Any, Final
+from collections.abc import Callable, Sequence
+from typing import Final
 
 import aiohttp
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from pilothouse.backoff import Backoff
+from pilothouse.security.json_web_key import BadKey, CheckedKeySet, relayable_key_set
+from pilothouse.security.jwks_addresses import JwksAddressPolicy, UriRefused
+from pilothouse.security.jwks_fetch import FetchFailed, fetch_jwks
 
 log = logging.getLogger("pilothouse.jwks")
 
 MAX_BYTES: Final = 1 << 20
 REFRESH_SECONDS: Final = 20 * 60.0
 TIMEOUT_SECONDS: Final = 5.0
-PUBLIC_MEMBERS: Final = frozenset(
-    {"kty", "kid", "use", "alg", "key_ops", "n", "e", "crv", "x", "y", "x5c", "x5t", "x5u"}
-)
-PUBLIC_MEMBERS_BY_TYPE: Final = {"RSA": {"n", "e"}, "EC": {"crv", "x", "y"}, "OKP": {"crv", "x"}}
 
 
 class JwksError(ValueError):
     """What a jwksUri answered is not a usable key set."""
 
 
-def public_key_set(body: bytes) -> str:
-    """The key set in ``body`` with public members only, as compact sorted JSON."""
+def checked_key_set(body: bytes) -> CheckedKeySet:
+    """The keys of ``body`` that may be relayed, and those dropped; JwksError when none
+    may."""
     try:
         document = json.loads(body)
     except ValueError as error:
         raise JwksError(f"not JSON: {error}") from None
-    keys = document.get("keys") if isinstance(document, dict) else None
-    if not isinstance(keys, list):
-        raise JwksError('not a key set: no "keys" list')
-    public: list[dict[str, Any]] = []
-    for key in keys:
-        if not isinstance(key, dict):
-            continue
-        needed = PUBLIC_MEMBERS_BY_TYPE.get(str(key.get("kty")))
-        if needed is None or not needed <= key.keys():
-            continue  # symmetric ("oct") or unknown keys are never relayed
-        public.append({k: v for k, v in key.items() if k in PUBLIC_MEMBERS})
-    if not public:
-        raise JwksError("no usable public key")
-    return json.dumps({"keys": public}, sort_keys=True, separators=(",", ":"))
+    try:
+        checked = relayable_key_set(document)
+    except BadKey as bad:
+        raise JwksError(str(bad)) from None
+    if not checked.kept:
+        reasons = "; ".join(str(d) for d in checked.dropped[:3]) or "the set is empty"
+        raise JwksError(f"no usable public key ({reasons})")
+    return checked
 
 
 def _placeholder_key_set() -> str:
@@ -102,18 +104,27 @@ class JwksResolver:
         backoff: Backoff | None = None,
         rng: random.Random | None = None,
         fetch: bool = True,
+        policy: JwksAddressPolicy | None = None,
+        named_by: Callable[[str], Sequence[str]] | None = None,
     ) -> None:
         """``fetch`` False: nothing is ever fetched (no outbound request at all); every
-        URI answers the placeholder, so its tokens are refused, and says so once."""
+        URI answers the placeholder, so its tokens are refused, and says so once.
+        ``policy`` says where a URI may lead (default: no loopback, private... address,
+        nothing opted in); ``named_by(uri)`` names the RequestAuthentications that use a
+        URI, for the log."""
         self._on_change = on_change
         self._fetch_enabled = fetch
         self._refresh = refresh
         self._timeout = timeout
         self._backoff = backoff or Backoff(1.0, 60.0)
         self._rng = rng or random.Random()
+        self._policy = policy or JwksAddressPolicy()
+        self._named_by = named_by or _nobody
         self._held: dict[str, str] = {}
         self._due: dict[str, float] = {}
         self._failures: dict[str, int] = {}
+        self._told: set[tuple[str, str]] = set()
+        """(uri, what) already logged as a refusal or a dropped key."""
         self._wake = asyncio.Event()
         self._closed = False
         self.placeholder = _placeholder_key_set()
@@ -145,53 +156,94 @@ class JwksResolver:
         return frozenset(self._due)
 
     async def run(self) -> None:
-        timeout = aiohttp.ClientTimeout(total=self._timeout)
-        async with aiohttp.ClientSession(timeout=timeout) as session:
-            while not self._closed:
-                now = time.monotonic()
-                due = [uri for uri, at in self._due.items() if at <= now]
-                if due:
-                    await asyncio.gather(*(self._fetch(session, uri) for uri in due))
-                    continue
-                self._wake.clear()
-                wait = min(
-                    min(self._due.values(), default=now + self._refresh), now + self._refresh
-                ) - now
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), max(wait, 0.01))
+        while not self._closed:
+            now = time.monotonic()
+            due = [uri for uri, at in self._due.items() if at <= now]
+            if due:
+                await asyncio.gather(*(self._fetch(uri) for uri in due))
+                continue
+            self._wake.clear()
+            wait = (
+                min(min(self._due.values(), default=now + self._refresh), now + self._refresh) - now
+            )
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), max(wait, 0.01))
 
     def close(self) -> None:
         self._closed = True
         self._wake.set()
 
-    async def _fetch(self, session: aiohttp.ClientSession, uri: str) -> None:
+    async def _fetch(self, uri: str) -> None:
         try:
-            async with session.get(uri, allow_redirects=False) as response:
-                if response.status != 200:
-                    raise JwksError(f"HTTP status {response.status}")
-                body = await response.content.read(MAX_BYTES + 1)
-                if len(body) > MAX_BYTES:
-                    raise JwksError(f"larger than {MAX_BYTES} bytes")
-            keys = public_key_set(body)
+            body = await fetch_jwks(uri, self._policy, timeout=self._timeout, max_bytes=MAX_BYTES)
+            checked = checked_key_set(body)
         except Exception as problem:  # one URI's fault never reaches the server's tasks
-            if not isinstance(problem, (aiohttp.ClientError, TimeoutError, JwksError)):
-                log.exception("fetching JWKS from %s failed", uri, extra={"jwks_uri": uri})
-            failures = self._failures[uri] = self._failures.get(uri, 0) + 1
-            delay = self._backoff.delay(failures, self._rng)
-            self._due[uri] = time.monotonic() + delay
-            kept = "keeping the last good key set" if uri in self._held else "no key set yet"
-            log.warning(
-                "cannot fetch JWKS from %s: %s (%s; next try in %.0f s)",
-                uri,
-                problem or type(problem).__name__,
-                kept,
-                delay,
-                extra={"jwks_uri": uri},
-            )
+            self._failed(uri, problem)
             return
         self._failures.pop(uri, None)
         self._due[uri] = time.monotonic() + self._refresh
+        keys = checked.text
         if self._held.get(uri) != keys:
             self._held[uri] = keys
+            users = self._users(uri)
+            for dropped in checked.dropped:
+                self._tell_once(
+                    uri,
+                    f"key {dropped} / {users}",
+                    "JWKS from %s: %s dropped: %s (used by %s; the other keys are kept)",
+                    uri,
+                    f"keys[{dropped.index}] kid {dropped.kid!r}",
+                    dropped.reason,
+                    users,
+                )
             log.info("JWKS fetched from %s", uri, extra={"jwks_uri": uri})
             self._on_change(uri)
+
+    def _failed(self, uri: str, problem: Exception) -> None:
+        expected = (aiohttp.ClientError, TimeoutError, JwksError, FetchFailed, UriRefused)
+        if not isinstance(problem, expected):
+            log.exception("fetching JWKS from %s failed", uri, extra={"jwks_uri": uri})
+        failures = self._failures[uri] = self._failures.get(uri, 0) + 1
+        delay = self._backoff.delay(failures, self._rng)
+        self._due[uri] = time.monotonic() + delay
+        kept = "keeping the last good key set" if uri in self._held else "no key set yet"
+        if isinstance(problem, UriRefused):
+            users = self._users(uri)
+            self._tell_once(
+                uri,
+                f"refused {problem} / {users}",
+                "JWKS from %s is not fetched: %s (used by %s; %s, tokens refused until then)",
+                uri,
+                problem,
+                users,
+                kept,
+            )
+            return
+        log.warning(
+            "cannot fetch JWKS from %s: %s (%s; next try in %.0f s)",
+            uri,
+            problem or type(problem).__name__,
+            kept,
+            delay,
+            extra={"jwks_uri": uri},
+        )
+
+    def _tell_once(self, uri: str, what: str, message: str, *args: object) -> None:
+        """A warning the first time ``what`` happens to ``uri`` (``what`` names the rules
+        using it, so a new rule is told too); debug afterwards."""
+        first = (uri, what) not in self._told
+        self._told.add((uri, what))
+        log.log(logging.WARNING if first else logging.DEBUG, message, *args,
+                extra={"jwks_uri": uri})  # fmt: skip
+
+    def _users(self, uri: str) -> str:
+        try:
+            names = list(self._named_by(uri))
+        except Exception:  # naming is for the log only; it never stops a fetch
+            log.exception("naming the users of %s failed", uri, extra={"jwks_uri": uri})
+            names = []
+        return ", ".join(names) if names else "no RequestAuthentication now"
+
+
+def _nobody(_uri: str) -> Sequence[str]:
+    return ()

@@ -12,9 +12,19 @@ import pytest
 from pilothouse.environment import OTHER_VARIABLES, SettingsError, from_environment
 from pilothouse.settings import Knob, Settings, knobs
 
+SAMPLES: dict[str, tuple[str, Any]] = {
+    "PILOTHOUSE_JWKS_ALLOWED_HOSTS": (
+        "issuer.internal, 10.0.0.0/8",
+        ("issuer.internal", "10.0.0.0/8"),
+    ),
+}
+"""Knobs that check their values: a value they take."""
+
 
 def changed_value(knob: Knob) -> tuple[str, Any]:
     """A value other than the default, as text and as the value it must become."""
+    if knob.env in SAMPLES:
+        return SAMPLES[knob.env]
     if knob.kind is bool:
         return ("false", False) if knob.default else ("true", True)
     if knob.kind is int:

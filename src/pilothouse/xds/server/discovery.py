@@ -36,6 +36,7 @@ from pilothouse.registry.aggregate import AggregateRegistry, ServiceRegistry
 from pilothouse.registry.controller import ServiceEntryRegistry
 from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.security.jwks import JwksResolver
+from pilothouse.security.jwks_addresses import JwksAddressPolicy
 from pilothouse.settings import XdsSettings as XdsSettings
 from pilothouse.sources.events import ConfigStore
 from pilothouse.sources.gc_pause import collector_paused
@@ -110,7 +111,10 @@ class DiscoveryServer:
             self.registry = AggregateRegistry(service_entries, self.kube)
         self._versions = PushVersions()
         self.jwks = JwksResolver(
-            lambda uri: self.pushes.jwks_changed(uri), fetch=self.settings.jwks_fetch
+            lambda uri: self.pushes.jwks_changed(uri),
+            fetch=self.settings.jwks_fetch,
+            policy=JwksAddressPolicy(self.settings.jwks_allowed_hosts),
+            named_by=lambda uri: [str(key) for key in self.pushes.jwks_users(uri)],
         )
         """The key sets of RequestAuthentication jwksUris, fetched and inlined."""
         self._pipeline: PushPipeline[Connection] = PushPipeline(

@@ -26,6 +26,7 @@ import math
 import time
 from collections.abc import Iterable
 
+from pilothouse.config.model import ConfigKey
 from pilothouse.kube.pod_sidecars import PodSidecars
 from pilothouse.metrics.push import PushMetrics
 from pilothouse.push.authorization import REQUEST_AUTHENTICATION
@@ -118,13 +119,17 @@ class PushLoop:
         if request is not None:
             self.debouncer.enqueue(request)
 
-    def jwks_changed(self, uri: str) -> None:
-        """A key set changed: push the proxies of the RequestAuthentications naming it."""
-        keys = [
+    def jwks_users(self, uri: str) -> list[ConfigKey]:
+        """The RequestAuthentications whose rules name ``uri`` as their ``jwksUri``."""
+        return [
             config.key
             for config in self._store.configs(REQUEST_AUTHENTICATION)
             if any(rule.jwks_uri == uri for rule in config.spec.jwt_rules)  # type: ignore[attr-defined]
         ]
+
+    def jwks_changed(self, uri: str) -> None:
+        """A key set changed: push the proxies of the RequestAuthentications naming it."""
+        keys = self.jwks_users(uri)
         if keys:
             self.debouncer.enqueue(PushRequest.for_configs(keys, start=time.monotonic()))
 
