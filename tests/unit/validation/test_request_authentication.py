@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -10,10 +11,18 @@ from pilothouse.api.istio.security.v1beta1.request_authentication_pb2 import (
     RequestAuthentication,
 )
 from pilothouse.config.validation import validate_request_authentication
+from tests.unit.security.sample_keys import RSA_2048, RSA_2048_JWKS
 
 from .checking import assert_clean, assert_error, run
 
-JWKS = '{"keys": [{"kty": "RSA", "n": "xyz", "e": "AQAB"}]}'
+JWKS = RSA_2048_JWKS
+BAD_RSA_JWKS = json.dumps(
+    {"keys": [RSA_2048, {"kty": "RSA", "n": "SECRET-DATA-IN-N", "e": "AQAB", "kid": "x"}]}
+)
+SHORT_RSA_JWKS = json.dumps(
+    {"keys": [{**RSA_2048, "kid": "short", "n": RSA_2048["n"][: len(RSA_2048["n"]) // 2]}]}
+)
+OFF_CURVE_JWKS = json.dumps({"keys": [{"kty": "EC", "crv": "P-256", "x": "AQ", "y": "AQ"}]})
 
 
 @pytest.mark.parametrize(
@@ -99,7 +108,31 @@ INVALID: list[tuple[str, dict[str, Any], str, str]] = [
         "jwks-key-without-kty",
         {"jwtRules": [{"issuer": "a", "jwks": '{"keys": [{"n": "x"}]}'}]},
         "spec.jwtRules[0].jwks",
-        "kty",
+        "keys[0] (kid ''): kty",
+    ),
+    (
+        "jwks-malformed-rsa-key",
+        {"jwtRules": [{"issuer": "a", "jwks": BAD_RSA_JWKS}]},
+        "spec.jwtRules[0].jwks",
+        "keys[1] (kid 'x'): RSA modulus of 9",
+    ),
+    (
+        "jwks-weak-rsa-key",
+        {"jwtRules": [{"issuer": "a", "jwks": SHORT_RSA_JWKS}]},
+        "spec.jwtRules[0].jwks",
+        "keys[0] (kid 'short'): RSA modulus of 1024 bits; 2048 to 16384",
+    ),
+    (
+        "jwks-ec-point-off-curve",
+        {"jwtRules": [{"issuer": "a", "jwks": OFF_CURVE_JWKS}]},
+        "spec.jwtRules[0].jwks",
+        "not a point on P-256",
+    ),
+    (
+        "jwks-empty",
+        {"jwtRules": [{"issuer": "a", "jwks": '{"keys": []}'}]},
+        "spec.jwtRules[0].jwks",
+        "jwks has no key",
     ),
     (
         "empty-audience",
@@ -170,6 +203,4 @@ INVALID: list[tuple[str, dict[str, Any], str, str]] = [
 @pytest.mark.parametrize(("spec", "path", "fragment"), [c[1:] for c in INVALID],
                          ids=[c[0] for c in INVALID])  # fmt: skip
 def test_invalid_request_authentications(spec: dict[str, Any], path: str, fragment: str) -> None:
-    assert_error(
-        run(validate_request_authentication, RequestAuthentication, spec), path, fragment
-    )
+    assert_error(run(validate_request_authentication, RequestAuthentication, spec), path, fragment)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +14,10 @@ from pilothouse.config.load import Loader
 from pilothouse.push.authorization import WorkloadAuthorization
 from pilothouse.push.inputs import ConfigRevision
 from pilothouse.push.peer_authentication import MtlsMode
+from pilothouse.xds.builders.jwt_authn import inline_keys
 from pilothouse.xds.builders.listener_sidecar import build_inbound_listener
 from pilothouse.xds.builders.rbac_rules import RuleContext, build_policy
+from tests.unit.security.sample_keys import RSA_2048
 from tests.unit.xds_builders.test_listener_envoy_validate import envoy_validate, write_bootstrap
 
 ISSUER = "https://issuer.test"
@@ -213,3 +216,14 @@ def test_envoy_accepts_the_access_control_filters(tmp_path: Path) -> None:
 def test_rbac_policies_are_valid_protos() -> None:
     made = policy({})
     assert made == rbac_pb2.Policy(permissions=[{"any": True}], principals=[{"any": True}])
+
+
+def test_inline_keys_are_relayed_checked_and_public_only() -> None:
+    """An inline ``jwks`` reaches the filter as checked keys with their public members:
+    a URL (``x5u``), a private member or an unknown one is not relayed; a set with no
+    good key gives the rule no provider rather than a key set Envoy would refuse."""
+    key = {"kty": "RSA", "kid": "k", **{m: RSA_2048[m] for m in ("n", "e")}}
+    text = json.dumps({"keys": [{**key, "x5u": "http://127.0.0.1:15014/", "d": "x", "z": 1}]})
+    assert json.loads(inline_keys(text) or "") == {"keys": [key]}
+    assert inline_keys('{"keys": [{"kty": "RSA", "n": "SECRET-DATA-IN-N", "e": "AQAB"}]}') is None
+    assert inline_keys("{not json") is None

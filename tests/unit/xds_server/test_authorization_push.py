@@ -23,6 +23,7 @@ from pilothouse.push.proxy import parse_node
 from pilothouse.xds.generators.cds import ClusterGenerator
 from pilothouse.xds.generators.lds import ListenerGenerator
 from pilothouse.xds.generators.rds import RouteGenerator
+from tests.unit.security.sample_keys import RSA_2048
 from tests.unit.xds_server.test_peer_authentication_push import (
     DB,
     TOOL,
@@ -194,7 +195,7 @@ def test_filters_follow_istiods_order_and_tcp_drops_http_only_rules() -> None:
     assert not rules[3].policies
 
 
-JWKS = json.dumps({"keys": [{"kty": "RSA", "kid": "one", "n": "sXch", "e": "AQAB"}]})
+JWKS = json.dumps({"keys": [{**RSA_2048, "kid": "one"}]})
 
 
 def test_request_authentication_adds_jwt_authn_before_rbac_and_feeds_request_principals() -> None:

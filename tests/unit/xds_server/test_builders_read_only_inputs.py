@@ -197,7 +197,9 @@ metadata: {name: jwt, namespace: bookinfo}
 spec:
   jwtRules:
   - issuer: https://issuer.test
-    jwks: '{"keys": [{"kty": "RSA", "n": "sXch", "e": "AQAB"}]}'
+    jwks: '{"keys": [{"kty": "EC", "crv": "P-256",
+      "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
+      "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}]}'
 """
 
 UNSEEN = """\
@@ -525,7 +527,9 @@ spec:
   selector: {matchLabels: {app: reviews}}
   jwtRules:
   - issuer: https://issuer.test
-    jwks: '{"keys": [{"kty": "RSA", "n": "sXch", "e": "AQAB"}]}'
+    jwks: '{"keys": [{"kty": "EC", "crv": "P-256",
+      "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
+      "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}]}'
 """
 
 

@@ -13,6 +13,7 @@ from pilothouse.api.istio.security.v1beta1.request_authentication_pb2 import (
 from pilothouse.config.validation.headers import header_name_problem
 from pilothouse.config.validation.policy_target import check_policy_target
 from pilothouse.config.validation.report import Report
+from pilothouse.security.json_web_key import relayable_key_set
 
 # RFC 9110 token characters: what an HTTP header name may hold.
 _HEADER_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
@@ -52,17 +53,20 @@ def jwks_uri_problem(uri: str) -> str | None:
     return None
 
 
-def jwks_problem(text: str) -> str | None:
-    """What is wrong with an inline JSON Web Key Set, or None."""
+def jwks_problems(text: str) -> list[str]:
+    """What is wrong with an inline JSON Web Key Set: the document, or each key that would
+    not be relayed (:mod:`pilothouse.security.json_web_key`); empty when nothing is."""
     try:
         document = json.loads(text)
     except ValueError as error:
-        return f"jwks is not valid JSON: {error}"
+        return [f"jwks is not valid JSON: {error}"]
     if not isinstance(document, dict) or not isinstance(document.get("keys"), list):
-        return 'jwks must be a JSON object with a "keys" list'
-    if not all(isinstance(key, dict) and "kty" in key for key in document["keys"]):
-        return 'every key in jwks needs a "kty"'
-    return None
+        return ['jwks must be a JSON object with a "keys" list']
+    checked = relayable_key_set(document)
+    problems = [f"jwks {dropped}" for dropped in checked.dropped]
+    if not checked.kept and not problems:
+        problems.append("jwks has no key")
+    return problems
 
 
 def _check_rule(rule: JWTRule, path: str, report: Report) -> None:
@@ -78,8 +82,7 @@ def _check_rule(rule: JWTRule, path: str, report: Report) -> None:
         if problem is not None:
             report.error(f"{path}.jwksUri", problem)
     elif rule.jwks:
-        problem = jwks_problem(rule.jwks)
-        if problem is not None:
+        for problem in jwks_problems(rule.jwks):
             report.error(f"{path}.jwks", problem)
     for i, header in enumerate(rule.from_headers):
         name_problem = header_name_problem(header.name)

@@ -1,12 +1,13 @@
 """The ``envoy.filters.http.jwt_authn`` filter a workload's RequestAuthentications become.
 
 One provider per JWT rule (``origins-<n>``, in policy then rule order), its keys always
-inline (``local_jwks``): those given in ``jwks``, or those pilothouse fetched from
-``jwksUri`` (:mod:`pilothouse.security.jwks`), so the proxy needs no route to the
-issuer. Until a ``jwksUri`` has been fetched the resolver answers a placeholder key set
-whose private key nobody holds, so the rule's tokens are refused (401), never accepted
-unchecked (Envoy refuses a provider with an empty key set). A rule with no key set at
-all (no resolver) gets no provider.
+inline (``local_jwks``): those given in ``jwks`` (checked keys, public members only), or
+those pilothouse fetched from ``jwksUri`` (:mod:`pilothouse.security.jwks`), so the
+proxy needs no route to the issuer. Until a ``jwksUri`` has been fetched the resolver
+answers a placeholder key set whose private key nobody holds, so the rule's tokens are
+refused (401), never accepted unchecked (Envoy refuses a provider with an empty key
+set). A rule with no key set at all (no resolver, or no inline key that passes) gets no
+provider.
 
 Every request is checked against any provider, or may carry no token
 (``allow_missing``): a missing token passes, an invalid one is refused with 401. Each
@@ -17,6 +18,7 @@ issuer's name, which the RBAC filters read for ``requestPrincipals`` and the
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
@@ -28,6 +30,7 @@ from envoy.extensions.filters.network.http_connection_manager.v3 import (  # typ
 )
 
 from pilothouse.push.inputs import ConfigRevision
+from pilothouse.security.json_web_key import BadKey, relayable_key_set
 from pilothouse.xds.builders.listener import typed
 
 JWT_AUTHN_FILTER: Final = "envoy.filters.http.jwt_authn"
@@ -54,7 +57,7 @@ def build_jwt_authn(
     config = config_pb2.JwtAuthentication(bypass_cors_preflight=True)
     requirements = []
     for number, rule in enumerate(rules):
-        keys = rule.jwks or key_set(rule.jwks_uri)
+        keys = inline_keys(rule.jwks) if rule.jwks else key_set(rule.jwks_uri)
         if not keys:
             continue
         name = f"{PROVIDER_PREFIX}{number}"
@@ -68,6 +71,17 @@ def build_jwt_authn(
     else:
         entry.requires.allow_missing.SetInParent()
     return config
+
+
+def inline_keys(text: str) -> str | None:
+    """An inline ``jwks`` as it is relayed: its keys that pass the checks of
+    :mod:`pilothouse.security.json_web_key` (validation refuses a rule with any other),
+    public members only; None when none does."""
+    try:
+        checked = relayable_key_set(json.loads(text))
+    except (ValueError, BadKey):
+        return None
+    return checked.text if checked.kept else None
 
 
 def jwt_authn_filter(
