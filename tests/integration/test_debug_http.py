@@ -210,7 +210,7 @@ async def test_config_registry_and_endpoint_views(running: Running) -> None:
     assert (await running.get("/debug/endpointz"))[1] == shards
 
 
-async def test_streams_push_status_and_forced_push(running: Running) -> None:
+async def test_streams_push_status_and_no_push_on_get(running: Running) -> None:
     stream, _ = await subscribe(running.xds_port, APP)
     try:
         _, ads = await running.get("/debug/adsz")
@@ -225,14 +225,13 @@ async def test_streams_push_status_and_forced_push(running: Running) -> None:
         _, before = await running.get("/debug/push_status")
         assert before["proxies"] == 1 and before["context"]["services"] == 1
         assert before["replica"] == "replica-a"
-        status, _ = await running.get("/debug/adsz?push=true")
-        assert status == 200
-        after = await wait_for(
-            running,
-            "/debug/push_status",
-            lambda b: b["pushes"]["full"] > before["pushes"]["full"],
-        )
-        assert after["pushes"]["triggers"].get("debug") == 1
+        # a GET never pushes: istiod's ?push=true is refused, pointing to the admin API
+        status, refused = await running.get("/debug/adsz?push=true")
+        assert status == 400 and "POST /admin/push" in refused["error"]
+        await asyncio.sleep(0.2)  # past the debounce: a queued push would show by now
+        _, after = await running.get("/debug/push_status")
+        assert after["pushes"]["full"] == before["pushes"]["full"]
+        assert "debug" not in after["pushes"]["triggers"]
     finally:
         await stream.close()
 

@@ -5,8 +5,9 @@
 - ``GET /admin/knobs/{name}``: one of them;
 - ``PUT /admin/knobs/{name}`` with a JSON value as the body (``1.5``, ``"100ms"``,
   ``true``, ``"debug"``; ``{"value": ...}`` is read the same): ``{"name", "old", "new"}``;
-- ``POST /admin/push``: a full push to every connected proxy (through the debouncer,
-  as istiod's ``/debug/adsz?push=true``): 202 ``{"push": "queued", "connections": N}``;
+- ``POST /admin/push``: a full push to every connected proxy (through the debouncer;
+  istiod does it on ``GET /debug/adsz?push=true``, which pilothouse refuses: no GET acts):
+  202 ``{"push": "queued", "connections": N}``;
 - ``POST /admin/disconnect?proxyID=ID``: ends the streams of that proxy (its node id,
   its ``pod.namespace``, or a connection id); the proxy reconnects as after any lost
   stream. ``{"disconnected": [connection ids]}``.

@@ -16,7 +16,8 @@ path                      answer (JSON)
 ``/debug/endpointShardz`` endpoints by hostname, namespace and shard (also served as
                           ``/debug/endpointz``, the name istiod used before)
 ``/debug/adsz``           every stream: id, time, address, labels, metadata, locality,
-                          watches (``?push=true`` first queues a full push)
+                          watches (``?push=`` is refused with 400: a push is
+                          ``POST /admin/push``)
 ``/debug/connections``    every stream: id, time, address
 ``/debug/push_status``    the current PushContext's figures and the push counters
 ``/debug/sources``        each config source's state, with its files' problems at
@@ -25,16 +26,18 @@ path                      answer (JSON)
                           the Inspector (:mod:`pilothouse.admin.acked`)
 ========================  ==========================================================
 
-Every endpoint answers only a client on loopback unless ``PILOTHOUSE_DEBUG_ALLOW_REMOTE``
-is set (:mod:`pilothouse.boundary.debug_access`); anyone else gets 403 saying so. Any
-other ``/debug/...`` handler on the admin app should be wrapped in :func:`debug_only` to
-follow the same rule. Errors have the admin app's shape, ``{"error", "status"}``.
+Every endpoint is a GET that only reads: none pushes, changes config or state (what acts
+is a POST or PUT on the admin API, :mod:`pilothouse.admin.api`, behind its access
+policy). Every endpoint answers only a client on loopback unless
+``PILOTHOUSE_DEBUG_ALLOW_REMOTE`` is set (:mod:`pilothouse.boundary.debug_access`);
+anyone else gets 403 saying so. Any other ``/debug/...`` handler on the admin app should
+be wrapped in :func:`debug_only` to follow the same rule. Errors have the admin app's
+shape, ``{"error", "status"}``.
 """
 
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
 
@@ -53,7 +56,6 @@ from pilothouse.admin.debug_views import (
 )
 from pilothouse.boundary.contain import json_error
 from pilothouse.boundary.debug_access import debug_denial
-from pilothouse.push.request import PushRequest, TriggerReason
 from pilothouse.xds.server.config_dump import BadTypes, config_dump_json, dump_types, proxy_dump
 from pilothouse.xds.server.discovery import DiscoveryServer
 from pilothouse.xds.server.proxies import find_connection
@@ -68,7 +70,7 @@ ENDPOINTS: Final = (
     ("/debug/registryz", "every service"),
     ("/debug/endpointShardz", "endpoints by hostname, namespace and shard"),
     ("/debug/endpointz", "the same (istiod's older name)"),
-    ("/debug/adsz", "every xDS stream and what it watches (?push=true: full push first)"),
+    ("/debug/adsz", "every xDS stream and what it watches (to push: POST /admin/push)"),
     ("/debug/connections", "every xDS stream"),
     ("/debug/push_status", "the current PushContext and the push counters"),
     ("/debug/sources", "each config source's state and problems"),
@@ -172,14 +174,13 @@ class DebugEndpoints:
         return _json(self._discovery.endpoints.dump())
 
     async def adsz(self, request: web.Request) -> web.Response:
-        discovery = self._discovery
-        if request.query.get("push", "").lower() == "true":
-            if not discovery.ready():
-                return json_error(503, "pilothouse is not ready: nothing to push yet")
-            discovery.request_push(
-                PushRequest.everything(TriggerReason.DEBUG, start=time.monotonic(), forced=True)
+        if "push" in request.query:
+            return json_error(
+                400,
+                "GET /debug/adsz only reads and no longer pushes; "
+                "queue a full push with POST /admin/push",
             )
-        return _json(adsz(discovery.connections.values()))
+        return _json(adsz(self._discovery.connections.values()))
 
     async def connections(self, request: web.Request) -> web.Response:
         return _json(connectionz(self._discovery.connections.values()))

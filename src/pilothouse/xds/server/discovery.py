@@ -313,7 +313,7 @@ class DiscoveryServer:
         self.registry.close()
 
     def request_push(self, request: PushRequest) -> None:
-        """Queue a push through the debouncer (e.g. ``/debug/adsz?push=true``)."""
+        """Queue a push through the debouncer (e.g. ``POST /admin/push``)."""
         self.pushes.request_push(request)
 
     def set_mesh(self, mesh: MeshSettings) -> bool:
