@@ -155,6 +155,6 @@ async def test_bad_fetched_keys_are_dropped_and_envoy_keeps_its_listener(
             assert not plane.discovery.stats.rejects, plane.discovery.stats.rejects
             dump = (await envoy.admin("/config_dump?resource=dynamic_listeners")).body
             assert b"SECRET-DATA-IN-N" not in dump and b"x5u" not in dump
-            assert b"\\\"kid\\\":\\\"good\\\"" in dump or b'"kid":"good"' in dump
+            assert b'\\"kid\\":\\"good\\"' in dump or b'"kid":"good"' in dump
         finally:
             await plane.stop()
