@@ -6,11 +6,13 @@ them (:class:`PinnedResolver`), so the host is never resolved a second time betw
 check and the connect (DNS rebinding). A redirect (301, 302, 303, 307, 308) is followed
 at most :data:`MAX_REDIRECTS` times, each new location checked by the policy as the
 first one was. No proxy from the environment is used, no cookie kept. The body must
-answer 200 and be at most ``max_bytes``.
+answer 200 and be at most ``max_bytes``; ``timeout`` bounds the whole fetch, redirects
+included.
 """
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import socket
 from typing import Final
@@ -65,7 +67,13 @@ async def fetch_jwks(
 ) -> bytes:
     """The body ``url`` answers (following checked redirects); UriRefused where the policy
     refuses a location, FetchFailed, aiohttp.ClientError or TimeoutError otherwise."""
-    limits = aiohttp.ClientTimeout(total=timeout)
+    async with asyncio.timeout(timeout):  # for the redirects too, not per request
+        return await _follow(url, policy, aiohttp.ClientTimeout(total=timeout), max_bytes)
+
+
+async def _follow(
+    url: str, policy: JwksAddressPolicy, limits: aiohttp.ClientTimeout, max_bytes: int
+) -> bytes:
     for _hop in range(MAX_REDIRECTS + 1):
         destination = await policy.destination(url)
         connector = aiohttp.TCPConnector(

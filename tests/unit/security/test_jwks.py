@@ -17,6 +17,7 @@ from aiohttp import web
 from pilothouse.backoff import Backoff
 from pilothouse.security.jwks import JwksError, JwksResolver, checked_key_set
 from pilothouse.security.jwks_addresses import JwksAddressPolicy
+from pilothouse.security.jwks_fetch import FetchFailed, fetch_jwks
 from tests.unit.security.test_json_web_key import rsa_key
 
 RSA_PUBLIC = rsa_key(kid="one")
@@ -262,3 +263,12 @@ async def test_bad_keys_are_dropped_and_the_good_ones_relayed(
     finally:
         resolver.close()
         await asyncio.wait_for(task, 5)
+
+
+async def test_a_redirect_loop_ends(issuer: tuple[Issuer, str]) -> None:
+    served, uri = issuer
+    base = uri.rsplit("/", 1)[0]
+    served.redirects = {"/loop": "/loop"}
+    with pytest.raises(FetchFailed, match="more than 5 redirects"):
+        await fetch_jwks(f"{base}/loop", LOOPBACK_ALLOWED, timeout=5, max_bytes=1000)
+    assert served.paths == ["/loop"] * 6
