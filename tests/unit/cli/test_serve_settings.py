@@ -107,3 +107,22 @@ def test_values_a_part_refuses_together_stop_serve_with_status_2(
     assert capsys.readouterr().err == (
         "pilothouse serve: PILOTHOUSE_XDS_ADMISSION_BURST must be at least 1, got 0\n"
     )
+
+
+def test_jwks_allowed_hosts_come_from_flags_or_the_environment_and_are_checked(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = build_parser().parse_args(
+        ["serve", "--jwks-allowed-host", "issuer.internal", "--jwks-allowed-host", "10.0.0.0/8"]
+    )
+    settings = settings_from(args, {"PILOTHOUSE_JWKS_ALLOWED_HOSTS": "127.0.0.1"})
+    assert settings.xds.jwks_allowed_hosts == ("issuer.internal", "10.0.0.0/8")
+    from_environment = settings_from(
+        build_parser().parse_args(["serve"]), {"PILOTHOUSE_JWKS_ALLOWED_HOSTS": "127.0.0.1, ::1"}
+    )
+    assert from_environment.xds.jwks_allowed_hosts == ("127.0.0.1", "::1")
+    assert main(["serve", "--jwks-allowed-host", "http://issuer/keys"]) == 2
+    assert capsys.readouterr().err == (
+        "pilothouse serve: PILOTHOUSE_JWKS_ALLOWED_HOSTS: 'http://issuer/keys' is neither a "
+        "host name nor an address or CIDR\n"
+    )
