@@ -106,7 +106,7 @@ async def connected(store: Store, timeout: float) -> AsyncIterator[aetcd.Client]
         try:
             await client.get(store.layout.root)
         except (aetcd.exceptions.ClientError, EtcdUnavailable, OSError) as problem:
-            failures.append(f"{host}:{port}: {reason(problem)}")
+            failures.append(f"{host}:{port}: {reason(problem, store.security)}")
             with contextlib.suppress(Exception):
                 await client.close()
             continue

@@ -149,7 +149,7 @@ class EtcdSource:
                 )
                 self._relist = True
             except _FAILURES as problem:
-                self._lost(f"{host}:{port}: {reason(problem)}")
+                self._lost(f"{host}:{port}: {reason(problem, self._security)}")
                 await self._pause()
             except Exception as problem:  # a bug of ours: this source only, never the server
                 log.exception("the etcd source %s failed; starting over", self.name)

@@ -142,15 +142,28 @@ def client_for(
     return EtcdClient(host, port, security or EtcdSettings(), timeout=timeout, options=options)
 
 
-def reason(problem: BaseException) -> str:
-    """A one-line reason for an etcd failure, for logs and ``/ready``."""
-    if isinstance(problem, grpc.aio.AioRpcError):
-        return f"{problem.code().name}: {problem.details()}"
-    cause = problem.__cause__
-    if isinstance(cause, grpc.aio.AioRpcError):
-        return f"{cause.code().name}: {cause.details()}"
+def reason(problem: BaseException, security: EtcdSettings | None = None) -> str:
+    """A one-line reason for an etcd failure, for logs and ``/ready``; with the client's
+    ``security``, a hint when etcd seems to want TLS or a user that was not given."""
+    rpc_error = problem if isinstance(problem, grpc.aio.AioRpcError) else problem.__cause__
+    if isinstance(rpc_error, grpc.aio.AioRpcError):
+        text = f"{rpc_error.code().name}: {rpc_error.details()}"
+        return text + _hint(rpc_error, security)
     text = str(problem) or type(problem).__name__
     return text.splitlines()[0] if text else type(problem).__name__
+
+
+def _hint(problem: grpc.aio.AioRpcError, security: EtcdSettings | None) -> str:
+    if security is None:
+        return ""
+    code, details = problem.code(), str(problem.details())
+    if code is grpc.StatusCode.UNAVAILABLE and not security.tls and "Socket closed" in details:
+        return " (does etcd want TLS? --etcd-ca-file, PILOTHOUSE_ETCD_CA_FILE)"
+    if code in (grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.INVALID_ARGUMENT) and (
+        not security.user and ("permission denied" in details or "user name" in details)
+    ):
+        return " (does etcd want a user? --etcd-user and PILOTHOUSE_ETCD_PASSWORD)"
+    return ""
 
 
 async def check_revision(client: aetcd.Client, prefix: bytes, revision: int) -> None:
