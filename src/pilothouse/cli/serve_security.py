@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,13 +62,15 @@ def secret_delivery(
     )
 
 
-async def open_ca(settings: Settings, mesh: MeshSettings) -> CertificateAuthority | None:
+async def open_ca(
+    settings: Settings, mesh: MeshSettings, mesh_sources: Sequence[str] = ()
+) -> CertificateAuthority | None:
     """The CA (its root from the shared store, or the CA directory, made on first start;
     RSA key generation runs in a thread), or None when the TLS port is off: without it
     no caller has an identity, so nothing may be signed."""
     if not settings.xds.tls_address:
         return None
-    store = root_store(settings, mesh)
+    store = root_store(settings, mesh, mesh_sources)
     try:
         if store is None:
             return await asyncio.to_thread(
@@ -81,10 +84,13 @@ async def open_ca(settings: Settings, mesh: MeshSettings) -> CertificateAuthorit
         raise SystemExit(f"pilothouse: CA: {problem}") from None
 
 
-def root_store(settings: Settings, mesh: MeshSettings) -> RootStore | None:
+def root_store(
+    settings: Settings, mesh: MeshSettings, mesh_sources: Sequence[str] = ()
+) -> RootStore | None:
     """Where the self-signed root is shared: the first ``etcd://`` or ``k8s://`` config
-    source (the root namespace's ``istio-ca-secret`` for ``k8s://``), or None."""
-    for address in rejoin_etcd_endpoints(settings.config_sources):
+    source, from the settings then the mesh config's ``configSources`` (the root
+    namespace's ``istio-ca-secret`` for ``k8s://``), or None."""
+    for address in [*rejoin_etcd_endpoints(settings.config_sources), *mesh_sources]:
         try:
             parsed = parse_address(address)
         except AddressError:
@@ -96,12 +102,12 @@ def root_store(settings: Settings, mesh: MeshSettings) -> RootStore | None:
     return None
 
 
-def create_ca(settings: Settings, mesh: MeshSettings) -> None:
+def create_ca(settings: Settings, mesh: MeshSettings, mesh_sources: Sequence[str] = ()) -> None:
     """Before any worker starts: create the CA directory's self-signed root if it is not
     there yet, so that workers only load it. With a shared store the workers read it
     from there (created once, whoever is first), and the parent dials nothing: it
     forks after this."""
-    if not settings.xds.tls_address or root_store(settings, mesh) is not None:
+    if not settings.xds.tls_address or root_store(settings, mesh, mesh_sources) is not None:
         return
     try:
         CertificateAuthority.open(settings.ca, mesh.trust_domain)

@@ -3,7 +3,8 @@
 With an ``etcd://`` or ``k8s://`` config source, the CA's self-signed root (certificate
 and key) lives in that store (:mod:`pilothouse.security.ca_store_etcd`,
 :mod:`pilothouse.security.ca_store_kube`) and every replica signs with it. The first
-``etcd://`` or ``k8s://`` address among ``--config-source`` names the store.
+``etcd://`` or ``k8s://`` address among ``--config-source``, then the mesh config's
+``configSources``, names the store.
 
 Precedence, decided once at start by :func:`open_shared_root`:
 
