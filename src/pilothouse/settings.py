@@ -399,8 +399,9 @@ class EtcdSettings:
     """The client certificate's private key (PEM)."""
     user: str = ""
     """An etcd user (``etcdctl user add``), authenticated with ``password``."""
-    password: str = ""
-    """The user's password (prefer the environment to a flag: flags show in ``ps``)."""
+    password: str = field(default="", repr=False)
+    """The user's password (prefer the environment to a flag: flags show in ``ps``);
+    never in a repr."""
 
     @property
     def tls(self) -> bool:

