@@ -3,7 +3,8 @@
 Replicas opening the CA at once on an empty store agree on one root (create-if-absent
 in one transaction); an empty store takes a CA directory's existing root (imported);
 a directory whose root differs from the stored one, and a stored value that is not a
-root, are errors naming the key; the ``etcd://`` source never reads the root's key as a
+root, are errors naming the key; a plugged-in CA directory is used and the store left
+alone; the ``etcd://`` source never reads the root's key as a
 config object, neither when listing nor when it is written while watched.
 """
 
@@ -18,12 +19,14 @@ from pathlib import Path
 import pytest
 
 from pilothouse.security import ca_dir
+from pilothouse.security.ca import CertificateAuthority
 from pilothouse.security.ca_store import CaStoreError, SharedRoot, open_shared_root
 from pilothouse.security.ca_store_etcd import EtcdRootStore
-from pilothouse.settings import EtcdSettings
+from pilothouse.settings import CaSettings, EtcdSettings
 from pilothouse.sources.addresses import build_source
 from pilothouse.sources.etcd import EtcdSource
 from tests.e2e.harness.etcd import EtcdServer
+from tests.unit.security.test_ca_plugged_in import plug_in
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -117,3 +120,19 @@ async def revision(etcd: EtcdServer) -> str:
         if line.startswith('"Revision"'):
             return line.split(":")[1].strip()
     raise AssertionError(out)
+
+
+async def test_a_plugged_in_directory_wins_and_the_store_is_left_alone(
+    tmp_path: Path, etcd: EtcdServer
+) -> None:
+    directory = tmp_path / "cacerts"
+    plug_in(directory, chain_starts_with_ca_cert=False)
+    store = EtcdRootStore([("127.0.0.1", etcd.client_port)], "/mesh", EtcdSettings())
+    try:
+        ca = await CertificateAuthority.open_shared(
+            CaSettings(dir=str(directory)), store, "cluster.local"
+        )
+    finally:
+        await store.close()
+    assert ca.signing_root == ca_dir.load_plugged_in(directory)[0].root
+    assert await etcd.etcdctl("get", "--prefix", "/mesh/") == ""
