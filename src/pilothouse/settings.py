@@ -410,6 +410,33 @@ class KubeSettings:
 
 
 @dataclass(frozen=True)
+class EtcdSettings:
+    """How pilothouse reaches etcd: every ``etcd://`` config source, the CA's root kept
+    there, and ``apply``/``get``/``delete --store``. Empty fields mean plaintext and no
+    authentication (etcd's defaults)."""
+
+    ENV_PREFIX: ClassVar[str] = "PILOTHOUSE_ETCD_"
+    ENV_NAMES: ClassVar[Mapping[str, str]] = _NO_RENAMES
+
+    ca_file: str = ""
+    """PEM roots that etcd's serving certificate must chain to; set (or ``cert_file``
+    set), the client speaks TLS."""
+    cert_file: str = ""
+    """A client certificate (PEM) for etcd's ``--client-cert-auth``; needs ``key_file``."""
+    key_file: str = ""
+    """The client certificate's private key (PEM)."""
+    user: str = ""
+    """An etcd user (``etcdctl user add``), authenticated with ``password``."""
+    password: str = field(default="", repr=False)
+    """The user's password (prefer the environment to a flag: flags show in ``ps``);
+    never in a repr."""
+
+    @property
+    def tls(self) -> bool:
+        return bool(self.ca_file or self.cert_file)
+
+
+@dataclass(frozen=True)
 class Settings:
     """All of pilothouse's knobs."""
 
@@ -450,6 +477,7 @@ class Settings:
     auth: AuthSettings = field(default_factory=AuthSettings)
     sds: SdsSettings = field(default_factory=SdsSettings)
     kube: KubeSettings = field(default_factory=KubeSettings)
+    etcd: EtcdSettings = field(default_factory=EtcdSettings)
 
     def __post_init__(self) -> None:
         if self.workers < 1:

@@ -30,7 +30,8 @@ real server refuses a request, this one refuses too, with the same status code a
   ``fieldSelector`` (``metadata.name``, ``metadata.namespace``, plus the few fields the
   real server indexes per kind; any other field is 400) filter lists and watches; a watch
   sees an object leave its selector as DELETED and enter it as ADDED.
-- :meth:`FakeApiServer.forbid` makes a resource answer 403; :meth:`uninstall` removes a
+- :meth:`FakeApiServer.use_rbac` authorizes by Roles' rules (``resourceNames`` too);
+  :meth:`FakeApiServer.forbid` makes a resource answer 403; :meth:`uninstall` removes a
   CRD (404 on all its paths, and its open watches end); a bearer token, when set, is
   required (401 otherwise). :meth:`drop_watches` cuts every open watch connection.
 
@@ -391,7 +392,9 @@ class FakeApiServer:
             scope = None if document["kind"] == "ClusterRole" else document["metadata"]["namespace"]
             self._rbac += [(scope, rule) for rule in document.get("rules") or []]
 
-    def _rbac_allows(self, resource: Resource, verb: str, sub: str, namespace: str) -> bool:
+    def _rbac_allows(
+        self, resource: Resource, verb: str, sub: str, namespace: str, name: str = ""
+    ) -> bool:
         if self._rbac is None:
             return True
         target = f"{resource.plural}/{sub}" if sub else resource.plural
@@ -404,6 +407,8 @@ class FakeApiServer:
                 continue
             if target not in rule.get("resources", ()) and "*" not in rule.get("resources", ()):
                 continue
+            if rule.get("resourceNames") and name not in rule["resourceNames"]:
+                continue  # as the real server: such a rule grants requests naming one of them
             if verb in rule.get("verbs", ()) or "*" in rule.get("verbs", ()):
                 return True
         return False
@@ -631,7 +636,7 @@ class FakeApiServer:
         }.get(method)
         if verb is None:
             raise ApiError(405, "MethodNotAllowed", f"{method} is not supported")
-        self._authorize(resource, verb, sub, namespace)
+        self._authorize(resource, verb, sub, namespace, name)
         if verb == "list":
             return self._list(request, resource, version, namespace)
         if verb == "watch":
@@ -651,13 +656,15 @@ class FakeApiServer:
                 return resource
         raise ApiError(404, "NotFound", "the server could not find the requested resource")
 
-    def _authorize(self, resource: Resource, verb: str, sub: str, namespace: str) -> None:
+    def _authorize(
+        self, resource: Resource, verb: str, sub: str, namespace: str, name: str = ""
+    ) -> None:
         target = f"{resource.name}/{sub}" if sub else resource.name
         refused = (resource.name, "*") in self._forbidden or (
             resource.name,
             verb,
         ) in self._forbidden
-        if refused or not self._rbac_allows(resource, verb, sub, namespace):
+        if refused or not self._rbac_allows(resource, verb, sub, namespace, name):
             scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
             group = resource.group or '""'
             raise ApiError(

@@ -36,6 +36,7 @@ from pilothouse.cli.store_session import (
     StoreUnreachable,
     add_store_argument,
     connected,
+    etcd_settings,
     store_of,
 )
 from pilothouse.config.load import Loader
@@ -82,7 +83,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     err = err if err is not None else sys.stderr
     schemas = SchemaSet()
     try:
-        store = store_of(args.store, schemas)
+        store = store_of(args.store, schemas, etcd_settings(args))
     except ValueError as unusable:
         print(f"error: {unusable}", file=err)
         return EXIT_ERROR

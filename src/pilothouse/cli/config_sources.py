@@ -62,6 +62,7 @@ def config_sources(settings: Settings, mesh_sources: Sequence[str] = ()) -> list
                         file_debounce=settings.file_debounce,
                         file_root_poll=settings.file_root_poll,
                         kube=settings.kube,
+                        etcd=settings.etcd,
                     )
                 )
         except AddressError as problem:

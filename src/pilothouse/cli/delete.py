@@ -25,6 +25,7 @@ from pilothouse.cli.store_session import (
     StoreUnreachable,
     add_store_argument,
     connected,
+    etcd_settings,
     not_found,
     store_of,
 )
@@ -74,7 +75,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
             return EXIT_ERROR
         keys = [ConfigKey(schema.kind, args.namespace, args.name)]
     try:
-        store = store_of(args.store, schemas)
+        store = store_of(args.store, schemas, etcd_settings(args))
         missing = asyncio.run(_delete(store, keys, args.request_timeout, out, err))
     except ValueError as problem:
         print(f"error: {problem}", file=err)

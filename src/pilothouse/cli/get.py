@@ -33,6 +33,7 @@ from pilothouse.cli.store_session import (
     StoreUnreachable,
     add_store_argument,
     connected,
+    etcd_settings,
     not_found,
     store_of,
 )
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         print("error: a resource cannot be retrieved by name across all namespaces", file=err)
         return EXIT_ERROR
     try:
-        store = store_of(args.store, schemas)
+        store = store_of(args.store, schemas, etcd_settings(args))
         return asyncio.run(_get(store, schema, args, out, err))
     except ValueError as problem:
         print(f"error: {problem}", file=err)

@@ -173,7 +173,7 @@ async def serve(
     store.subscribe(on_event)
     # The CA (an Authority): the certificate service and the TLS port use it; None when
     # the TLS port is off.
-    authority = await open_ca(settings, mesh)
+    authority = await open_ca(settings, mesh, mesh_sources)
     discovery = DiscoveryServer(
         store,
         mesh,
@@ -371,7 +371,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
 
     if settings.workers > 1:
-        create_ca(settings, load_mesh(settings)[0])
+        create_ca(settings, *load_mesh(settings))
         return supervise(settings, serve)
 
     async def main() -> None:

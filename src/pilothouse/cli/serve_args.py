@@ -12,6 +12,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Final
 
+from pilothouse.cli.store_session import add_etcd_arguments
 from pilothouse.environment import SettingsError, from_environment
 from pilothouse.settings import (
     AdminSettings,
@@ -47,6 +48,7 @@ def add_arguments(
         "etcd://host:port[,host:port...]/prefix or k8s://[?namespace=NS&labelSelector=SEL] "
         "(repeatable)",
     )
+    add_etcd_arguments(parser)
     parser.add_argument(
         "--kubeconfig",
         metavar="PATH",
@@ -170,6 +172,11 @@ FLAGS: Final[Mapping[str, str]] = MappingProxyType(
         "sink_meta": "mcp.sink_meta",
         "kubeconfig": "kube.kubeconfig",
         "write_status": "kube.write_status",
+        "etcd_ca_file": "etcd.ca_file",
+        "etcd_cert_file": "etcd.cert_file",
+        "etcd_key_file": "etcd.key_file",
+        "etcd_user": "etcd.user",
+        "etcd_password": "etcd.password",
     }
 )
 """Each ``serve`` flag (by its argparse dest) and the knob it sets."""

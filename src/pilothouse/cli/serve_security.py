@@ -1,25 +1,33 @@
 """How ``serve`` wires the security stage: the CA, the TLS xDS port and SDS.
 
 The CA is opened only with the TLS port on (without it no caller has an identity, so
-nothing may be signed); with ``--workers`` the parent creates its root first so that
-workers only load it. SDS serves the CA's certificates and roots to authenticated
-proxies, and the credentials of ``--secrets DIR``.
+nothing may be signed). Its self-signed root is shared through the first ``etcd://`` or
+``k8s://`` config source when there is one (:mod:`pilothouse.security.ca_store`), else
+kept in the CA directory; with ``--workers`` and no such store the parent creates the
+directory's root first so that workers only load it. SDS serves the CA's certificates
+and roots to authenticated proxies, and the credentials of ``--secrets DIR``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pilothouse.cli.config_sources import rejoin_etcd_endpoints
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.security.authn import Authenticator
 from pilothouse.security.ca import CertificateAuthority
 from pilothouse.security.ca_dir import CaDirError
+from pilothouse.security.ca_store import CaStoreError, RootStore
+from pilothouse.security.ca_store_etcd import EtcdRootStore
+from pilothouse.security.ca_store_kube import KubeRootStore
 from pilothouse.security.jwt_authn import IssuerSetupError, JwtAuthenticator, parse_issuers
 from pilothouse.security.secrets_directory import SecretsDirectory
 from pilothouse.settings import Settings
+from pilothouse.sources.addresses import AddressError, Scheme, parse_address
 from pilothouse.xds.server.discovery import DiscoveryServer
 from pilothouse.xds.server.secret_delivery import SecretDelivery
 from pilothouse.xds.server.tls_port import TlsPort
@@ -54,22 +62,52 @@ def secret_delivery(
     )
 
 
-async def open_ca(settings: Settings, mesh: MeshSettings) -> CertificateAuthority | None:
-    """The CA of ``settings.ca.dir`` (made there on first start, in a thread: RSA key
-    generation is slow), or None when the TLS port is off: without it no caller has an
-    identity, so nothing may be signed."""
+async def open_ca(
+    settings: Settings, mesh: MeshSettings, mesh_sources: Sequence[str] = ()
+) -> CertificateAuthority | None:
+    """The CA (its root from the shared store, or the CA directory, made on first start;
+    RSA key generation runs in a thread), or None when the TLS port is off: without it
+    no caller has an identity, so nothing may be signed."""
     if not settings.xds.tls_address:
         return None
+    store = root_store(settings, mesh, mesh_sources)
     try:
-        return await asyncio.to_thread(CertificateAuthority.open, settings.ca, mesh.trust_domain)
-    except (CaDirError, OSError) as problem:
+        if store is None:
+            return await asyncio.to_thread(
+                CertificateAuthority.open, settings.ca, mesh.trust_domain
+            )
+        try:
+            return await CertificateAuthority.open_shared(settings.ca, store, mesh.trust_domain)
+        finally:
+            await store.close()
+    except (CaDirError, CaStoreError, OSError) as problem:
         raise SystemExit(f"pilothouse: CA: {problem}") from None
 
 
-def create_ca(settings: Settings, mesh: MeshSettings) -> None:
+def root_store(
+    settings: Settings, mesh: MeshSettings, mesh_sources: Sequence[str] = ()
+) -> RootStore | None:
+    """Where the self-signed root is shared: the first ``etcd://`` or ``k8s://`` config
+    source, from the settings then the mesh config's ``configSources`` (the root
+    namespace's ``istio-ca-secret`` for ``k8s://``), or None."""
+    for address in [*rejoin_etcd_endpoints(settings.config_sources), *mesh_sources]:
+        try:
+            parsed = parse_address(address)
+        except AddressError:
+            continue  # reported by the config sources
+        if parsed.scheme is Scheme.ETCD:
+            return EtcdRootStore(parsed.endpoints, parsed.path, settings.etcd)
+        if parsed.scheme is Scheme.K8S:
+            return KubeRootStore(settings.kube.kubeconfig or None, mesh.root_namespace)
+    return None
+
+
+def create_ca(settings: Settings, mesh: MeshSettings, mesh_sources: Sequence[str] = ()) -> None:
     """Before any worker starts: create the CA directory's self-signed root if it is not
-    there yet, so that workers only load it and never race to create it."""
-    if not settings.xds.tls_address:
+    there yet, so that workers only load it. With a shared store the workers read it
+    from there (created once, whoever is first), and the parent dials nothing: it
+    forks after this."""
+    if not settings.xds.tls_address or root_store(settings, mesh, mesh_sources) is not None:
         return
     try:
         CertificateAuthority.open(settings.ca, mesh.trust_domain)

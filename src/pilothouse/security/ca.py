@@ -3,7 +3,9 @@
 :class:`CertificateAuthority` implements :class:`~pilothouse.security.authority.Authority`.
 It is opened from the CA directory (:mod:`pilothouse.security.ca_dir`): a plugged-in CA
 is used as given; otherwise a self-signed root is created there on first start and
-reused after.
+reused after. With a shared config store (etcd, Kubernetes) the self-signed root comes
+from the store instead (:meth:`CertificateAuthority.open_shared`,
+:mod:`pilothouse.security.ca_store`), so that every replica signs with one root.
 
 Root rotation (self-signed only; a plugged-in CA is rotated by whoever plugs it in).
 Every ``root_check_interval`` (istiod: 1 h) :meth:`CertificateAuthority.check_rotation`
@@ -31,6 +33,7 @@ from cryptography import x509
 
 from pilothouse.security import ca_dir
 from pilothouse.security.authority import IssuedCertificate, SigningRefused
+from pilothouse.security.ca_store import RootStore, fingerprint, open_shared_root
 from pilothouse.security.csr import WorkloadKey, csr_public_key
 from pilothouse.security.identity import SpiffeId
 from pilothouse.security.root import BACKDATE, SigningMaterial, new_root, pem
@@ -104,6 +107,40 @@ class CertificateAuthority:
             extra={"dir": str(directory), "expires": f"{state.current.root.not_valid_after_utc}"},
         )
         return ca
+
+    @classmethod
+    async def open_shared(
+        cls,
+        settings: CaSettings,
+        store: RootStore,
+        trust_domain: str,
+        *,
+        clock: Clock = utc_now,
+    ) -> CertificateAuthority:
+        """The CA of a root shared through ``store`` (a plugged-in CA directory still
+        wins: :meth:`open`). Raises :class:`~pilothouse.security.ca_store.CaStoreError`
+        or :class:`~pilothouse.security.ca_dir.CaDirError`. Runs its slow parts in
+        threads. The root does not rotate (``directory`` stays None)."""
+        directory = Path(settings.dir)
+        if ca_dir.is_plugged_in(directory):
+            log.info(
+                "CA: the plugged-in CA directory is used; %s is not consulted",
+                store.where,
+                extra={"dir": str(directory)},
+            )
+            return await asyncio.to_thread(cls.open, settings, trust_domain, clock=clock)
+        ttl = datetime.timedelta(seconds=settings.root_cert_ttl)
+        shared = await open_shared_root(store, directory, trust_domain, ttl, clock())
+        log.info(
+            "CA: self-signed root %s, shared through %s",
+            shared.outcome,
+            store.where,
+            extra={
+                "root": fingerprint(shared.material.root),
+                "expires": f"{shared.material.root.not_valid_after_utc}",
+            },
+        )
+        return cls(settings, shared.material, organisation=trust_domain, clock=clock)
 
     # -- Authority
 
@@ -207,8 +244,7 @@ class CertificateAuthority:
         signer = FileSigner.generate()
         ttl = datetime.timedelta(seconds=self._settings.root_cert_ttl)
         material = SigningMaterial(new_root(signer, self._organisation, ttl, now), signer, ())
-        ca_dir.store_pending(self._directory, material, signer)
-        return material
+        return ca_dir.store_pending(self._directory, material, signer)
 
     def _make_bundle(self) -> tuple[x509.Certificate, ...]:
         ordered = [self._current.root]

@@ -16,12 +16,23 @@ hold the signing root, ``root-cert.pem`` the trust bundle (every root workloads 
 trust, the signing one first). During a root rotation ``next-ca-cert.pem`` and
 ``next-ca-key.pem`` hold the new root until it starts signing; afterwards the old root
 stays trusted from ``previous-root-cert.pem`` until it expires.
+
+Several processes may share one directory (replicas started together from one folder,
+``--workers``): whatever creates or changes the root holds an exclusive ``flock`` on
+``.lock`` there, and looks again at what is on disk once it holds it, so the first one
+creates the root and the others read that one. The key is written before the
+certificate; a directory left with ``ca-key.pem`` but no ``ca-cert.pem`` (a crash in
+between) gets a certificate for that key, and ``ca-cert.pem`` without its key is an
+error, never a silent new root.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
-from collections.abc import Sequence
+import fcntl
+import os
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -41,6 +52,7 @@ NEXT_CA_CERT: Final = "next-ca-cert.pem"
 NEXT_CA_KEY: Final = "next-ca-key.pem"
 PREVIOUS_ROOT: Final = "previous-root-cert.pem"
 PLUGGED_IN_FILES: Final = (CA_CERT, CA_KEY, CERT_CHAIN, ROOT_CERT)
+LOCK: Final = ".lock"
 
 
 class CaDirError(ValueError):
@@ -107,18 +119,65 @@ def build_chain(
         current = issuer
 
 
+@contextlib.contextmanager
+def locked(directory: Path) -> Iterator[None]:
+    """Hold the directory's exclusive lock (other processes creating or rotating the root
+    in it wait); the directory is made (0700) if need be."""
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    descriptor = os.open(directory / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)  # closing the descriptor releases the lock
+
+
 def load_or_create(
     directory: Path, organisation: str, ttl: datetime.timedelta, now: datetime.datetime
 ) -> SelfSignedState:
     """The self-signed CA kept in ``directory``, creating its root on first use (slow:
-    RSA key generation; call it from a thread)."""
-    if not (directory / CA_CERT).exists() and not (directory / CA_KEY).exists():
+    RSA key generation; call it from a thread). Processes racing on one directory all
+    get the root the first of them created."""
+    with locked(directory):
+        state = _load(directory, organisation, ttl, now)
+        if state is not None:
+            return state
         signer = FileSigner.generate()
         root = new_root(signer, organisation, ttl, now)
         write_private(directory / CA_KEY, signer.private_pem())
         write_public(directory / CA_CERT, pem(root).encode())
         write_public(directory / ROOT_CERT, pem(root).encode())
         return SelfSignedState(SigningMaterial(root, signer, ()), None, (), created=True)
+
+
+def load_existing(
+    directory: Path, organisation: str, ttl: datetime.timedelta, now: datetime.datetime
+) -> SelfSignedState | None:
+    """The self-signed CA kept in ``directory``, or None when it holds no root (nothing
+    is created; a key left without its certificate still gets one)."""
+    with locked(directory):
+        return _load(directory, organisation, ttl, now)
+
+
+def _load(
+    directory: Path, organisation: str, ttl: datetime.timedelta, now: datetime.datetime
+) -> SelfSignedState | None:
+    """What the directory holds (the caller holds the lock)."""
+    has_cert, has_key = (directory / CA_CERT).exists(), (directory / CA_KEY).exists()
+    if not has_cert and not has_key:
+        return None
+    if has_cert and not has_key:
+        raise CaDirError(
+            f"{directory / CA_CERT}: its key {CA_KEY} is missing; restore the key, or remove "
+            f"{CA_CERT} to create a new root (certificates signed by the old one then fail)"
+        )
+    created = False
+    if not has_cert:  # a crash between writing the key and its certificate
+        signer = _key_alone(directory / CA_KEY)
+        root = new_root(signer, organisation, ttl, now)
+        write_public(directory / CA_CERT, pem(root).encode())
+        write_public(directory / ROOT_CERT, pem(root).encode())
+        created = True
     current = _self_signed(directory / CA_CERT, directory / CA_KEY)
     pending = None
     if (directory / NEXT_CA_CERT).exists():
@@ -128,20 +187,31 @@ def load_or_create(
         previous = tuple(
             cert for cert in _certs(directory / PREVIOUS_ROOT) if cert.not_valid_after_utc > now
         )
-    return SelfSignedState(current, pending, previous)
+    return SelfSignedState(current, pending, previous, created=created)
 
 
-def store_pending(directory: Path, material: SigningMaterial, signer: FileSigner) -> None:
-    """Keep a new root (not signing yet) beside the current one."""
-    write_private(directory / NEXT_CA_KEY, signer.private_pem())
-    write_public(directory / NEXT_CA_CERT, pem(material.ca_cert).encode())
+def store_pending(
+    directory: Path, material: SigningMaterial, signer: FileSigner
+) -> SigningMaterial:
+    """Keep a new root (not signing yet) beside the current one; when another process
+    sharing the directory stored one first, that one is kept and returned."""
+    with locked(directory):
+        if (directory / NEXT_CA_CERT).exists():
+            return _self_signed(directory / NEXT_CA_CERT, directory / NEXT_CA_KEY)
+        write_private(directory / NEXT_CA_KEY, signer.private_pem())
+        write_public(directory / NEXT_CA_CERT, pem(material.ca_cert).encode())
+        return material
 
 
 def promote_pending(directory: Path, previous: Sequence[x509.Certificate]) -> None:
-    """Make the pending root the signing one; ``previous`` stay trusted."""
-    write_public(directory / PREVIOUS_ROOT, "".join(pem(c) for c in previous).encode())
-    (directory / NEXT_CA_KEY).replace(directory / CA_KEY)
-    (directory / NEXT_CA_CERT).replace(directory / CA_CERT)
+    """Make the pending root the signing one; ``previous`` stay trusted. Done once when
+    several processes share the directory."""
+    with locked(directory):
+        if not (directory / NEXT_CA_CERT).exists():
+            return  # another process promoted it
+        write_public(directory / PREVIOUS_ROOT, "".join(pem(c) for c in previous).encode())
+        (directory / NEXT_CA_KEY).replace(directory / CA_KEY)
+        (directory / NEXT_CA_CERT).replace(directory / CA_CERT)
 
 
 def write_bundle(directory: Path, bundle: Sequence[x509.Certificate]) -> None:
@@ -169,13 +239,17 @@ def _issued(cert: x509.Certificate, issuer: x509.Certificate) -> bool:
     return True
 
 
-def _signer(path: Path, cert: x509.Certificate) -> FileSigner:
+def _key_alone(path: Path) -> FileSigner:
     try:
-        signer = FileSigner.from_pem(path.read_bytes())
+        return FileSigner.from_pem(path.read_bytes())
     except OSError as problem:
         raise CaDirError(f"{path}: {problem.strerror}") from None
     except (ValueError, TypeError):
         raise CaDirError(f"{path}: not an unencrypted RSA or EC private key (PEM)") from None
+
+
+def _signer(path: Path, cert: x509.Certificate) -> FileSigner:
+    signer = _key_alone(path)
     if signer.public_key() != cert.public_key():
         raise CaDirError(f"{path}: the key does not belong to the CA certificate beside it")
     return signer

@@ -31,7 +31,7 @@ from pilothouse.config.load import Loader
 from pilothouse.config.schema import SchemaSet
 from pilothouse.kube.client import KubeConfigError, check_config
 from pilothouse.kube.config_source import KubeConfigSource
-from pilothouse.settings import KubeSettings, Settings
+from pilothouse.settings import EtcdSettings, KubeSettings, Settings
 from pilothouse.sources.etcd import EtcdSource
 from pilothouse.sources.fs import FileSource
 from pilothouse.sources.memory import MemoryStore
@@ -250,6 +250,7 @@ def build_source(
     schemas: SchemaSet | None = None,
     upstream: UpstreamSettings | None = None,
     kube: KubeSettings | None = None,
+    etcd: EtcdSettings | None = None,
 ) -> ConfigSource:
     """The source for ``address`` (not started: call ``run()``)."""
     parsed = address if isinstance(address, SourceAddress) else parse_address(address)
@@ -273,6 +274,7 @@ def build_source(
                 default_namespace=default_namespace,
                 source=str(parsed),
             ),
+            security=etcd,
         )
     if parsed.scheme is Scheme.K8S:
         given = kube if kube is not None else KubeSettings()

@@ -39,6 +39,7 @@ import grpc
 from pilothouse.backoff import Backoff
 from pilothouse.config.load import Loader
 from pilothouse.config.model import Config, ConfigKey
+from pilothouse.settings import EtcdSettings
 from pilothouse.sources.availability import Availability
 from pilothouse.sources.etcd_client import (
     EtcdUnavailable,
@@ -75,6 +76,7 @@ class EtcdSource:
         backoff: Backoff | None = None,
         request_timeout: float = 10.0,
         rng: random.Random | None = None,
+        security: EtcdSettings | None = None,
     ) -> None:
         if not endpoints:
             raise ValueError("an etcd source needs at least one endpoint")
@@ -86,6 +88,7 @@ class EtcdSource:
         self.store = MemoryStore(name=name)
         self._backoff = backoff if backoff is not None else Backoff(0.25, 10.0)
         self._timeout = request_timeout
+        self._security = security if security is not None else EtcdSettings()
         self._rng = rng if rng is not None else random.Random()
         self._stop = asyncio.Event()
         self._revision = 0
@@ -133,7 +136,7 @@ class EtcdSource:
         """List and watch until :meth:`close`, redialling on every failure."""
         while not self._stop.is_set():
             host, port = self.endpoints[self._endpoint % len(self.endpoints)]
-            client = client_for(host, port, timeout=self._timeout)
+            client = client_for(host, port, timeout=self._timeout, security=self._security)
             try:
                 await self._session(client)
             except aetcd.exceptions.RevisionCompactedError as gone:
@@ -146,7 +149,7 @@ class EtcdSource:
                 )
                 self._relist = True
             except _FAILURES as problem:
-                self._lost(f"{host}:{port}: {reason(problem)}")
+                self._lost(f"{host}:{port}: {reason(problem, self._security)}")
                 await self._pause()
             except Exception as problem:  # a bug of ours: this source only, never the server
                 log.exception("the etcd source %s failed; starting over", self.name)
@@ -209,6 +212,8 @@ class EtcdSource:
         skipped: dict[str, StoredObject] = {}
         with collector_paused():
             for kv in listing.kvs:
+                if self.layout.is_reserved(kv.key):
+                    continue
                 stored = self.layout.decode(self.loader, kv.key, kv.value, kv.mod_revision)
                 if stored.config is None:
                     skipped[stored.key] = stored
@@ -237,6 +242,8 @@ class EtcdSource:
     def _on_event(self, event: Any) -> None:
         kv = event.kv
         self._revision = max(self._revision, kv.mod_revision)
+        if self.layout.is_reserved(kv.key):
+            return
         where = kv.key.decode("utf-8", "replace")
         if event.kind == "DELETE":
             self._skipped.pop(where, None)

@@ -1,5 +1,11 @@
 """Talking to etcd through ``aetcd``: clients for an endpoint, and a consistent paged list.
 
+A client speaks TLS when :class:`~pilothouse.settings.EtcdSettings` names a CA file
+(with a client certificate for etcd's ``--client-cert-auth`` when one is given), and
+authenticates as a user when one is given: ``aetcd`` itself only dials plaintext, so
+:class:`EtcdClient` opens the channel. The files are read when the client connects; a
+file that cannot be read fails that connection with a message naming the file.
+
 A list of a prefix is read in pages (``limit`` keys each, every page at the revision of
 the first), so that 100,000 objects never make one response larger than gRPC allows,
 and the whole list is one snapshot of the store. Failures of any kind come back as
@@ -11,13 +17,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 import aetcd
 import aetcd.exceptions
 import aetcd.rpc
 import aetcd.utils
+import aetcd.watcher
 import grpc
+
+from pilothouse.settings import EtcdSettings
 
 PAGE: Final = 2000
 """Keys per page of a list."""
@@ -36,7 +46,88 @@ class Listing:
     kvs: Sequence[Any]
 
 
-def client_for(host: str, port: int, *, timeout: float | None = 10.0) -> aetcd.Client:
+class EtcdClient(aetcd.Client):  # type: ignore[misc]  # aetcd is untyped
+    """An aetcd client that dials TLS when its settings ask for it."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        security: EtcdSettings,
+        *,
+        timeout: float | None,
+        options: dict[str, Any],
+    ) -> None:
+        super().__init__(
+            host=host,
+            port=port,
+            username=security.user or None,
+            password=security.password if security.user else None,
+            timeout=timeout,
+            options=options,
+        )
+        self._security = security
+
+    async def connect(self) -> None:
+        if not self._security.tls:
+            await super().connect()
+            return
+        if self._connected.is_set():
+            return
+        try:
+            credentials = channel_credentials(self._security)
+        except OSError as problem:
+            raise EtcdUnavailable(str(problem)) from None
+        target = f"{self._host}:{self._port}"
+        self.channel = grpc.aio.secure_channel(target, credentials, options=self._options.items())
+        try:
+            if self._username is not None:
+                request = aetcd.rpc.AuthenticateRequest(
+                    name=self._username, password=self._password
+                )
+                answer = await aetcd.rpc.AuthStub(self.channel).Authenticate(
+                    request, timeout=self._timeout
+                )
+                self.metadata = (("token", answer.token),)
+        except grpc.aio.AioRpcError as problem:
+            await self.channel.close()
+            self._init_channel_attrs()
+            raise EtcdUnavailable(reason(problem)) from problem
+        self.kvstub = aetcd.rpc.KVStub(self.channel)
+        self.clusterstub = aetcd.rpc.ClusterStub(self.channel)
+        self.leasestub = aetcd.rpc.LeaseStub(self.channel)
+        self.maintenancestub = aetcd.rpc.MaintenanceStub(self.channel)
+        self._watcher = aetcd.watcher.Watcher(
+            aetcd.rpc.WatchStub(self.channel), timeout=self._timeout, metadata=self.metadata
+        )
+        self._connected.set()
+
+
+def channel_credentials(security: EtcdSettings) -> grpc.ChannelCredentials:
+    """TLS credentials from the settings' files (no CA file: the system's roots); OSError
+    naming the file that cannot be read, or the one missing."""
+    if bool(security.cert_file) != bool(security.key_file):
+        raise OSError("etcd client certificate: give both --etcd-cert-file and --etcd-key-file")
+    roots = _read("CA file", security.ca_file) if security.ca_file else None
+    key = _read("key file", security.key_file) if security.key_file else None
+    cert = _read("certificate file", security.cert_file) if security.cert_file else None
+    return grpc.ssl_channel_credentials(roots, key, cert)
+
+
+def _read(what: str, path: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as problem:
+        raise OSError(f"etcd {what} {path}: {problem.strerror or problem}") from None
+
+
+def client_for(
+    host: str,
+    port: int,
+    *,
+    timeout: float | None = 10.0,
+    security: EtcdSettings | None = None,
+) -> aetcd.Client:
     """A client for one endpoint (not connected yet: aetcd dials on first use)."""
     options = {
         "grpc.max_receive_message_length": MAX_MESSAGE,
@@ -48,18 +139,31 @@ def client_for(host: str, port: int, *, timeout: float | None = 10.0) -> aetcd.C
         "grpc.keepalive_timeout_ms": 5_000,
         "grpc.keepalive_permit_without_calls": 1,
     }
-    return aetcd.Client(host=host, port=port, timeout=timeout, options=options)
+    return EtcdClient(host, port, security or EtcdSettings(), timeout=timeout, options=options)
 
 
-def reason(problem: BaseException) -> str:
-    """A one-line reason for an etcd failure, for logs and ``/ready``."""
-    if isinstance(problem, grpc.aio.AioRpcError):
-        return f"{problem.code().name}: {problem.details()}"
-    cause = problem.__cause__
-    if isinstance(cause, grpc.aio.AioRpcError):
-        return f"{cause.code().name}: {cause.details()}"
+def reason(problem: BaseException, security: EtcdSettings | None = None) -> str:
+    """A one-line reason for an etcd failure, for logs and ``/ready``; with the client's
+    ``security``, a hint when etcd seems to want TLS or a user that was not given."""
+    rpc_error = problem if isinstance(problem, grpc.aio.AioRpcError) else problem.__cause__
+    if isinstance(rpc_error, grpc.aio.AioRpcError):
+        text = f"{rpc_error.code().name}: {rpc_error.details()}"
+        return text + _hint(rpc_error, security)
     text = str(problem) or type(problem).__name__
     return text.splitlines()[0] if text else type(problem).__name__
+
+
+def _hint(problem: grpc.aio.AioRpcError, security: EtcdSettings | None) -> str:
+    if security is None:
+        return ""
+    code, details = problem.code(), str(problem.details())
+    if code is grpc.StatusCode.UNAVAILABLE and not security.tls and "Socket closed" in details:
+        return " (does etcd want TLS? --etcd-ca-file, PILOTHOUSE_ETCD_CA_FILE)"
+    if code in (grpc.StatusCode.PERMISSION_DENIED, grpc.StatusCode.INVALID_ARGUMENT) and (
+        not security.user and ("permission denied" in details or "user name" in details)
+    ):
+        return " (does etcd want a user? --etcd-user and PILOTHOUSE_ETCD_PASSWORD)"
+    return ""
 
 
 async def check_revision(client: aetcd.Client, prefix: bytes, revision: int) -> None:

@@ -4,6 +4,8 @@ One object per key, ``<prefix>/<group>/<Kind>/<namespace>/<name>``, for example
 ``/mesh/networking.istio.io/VirtualService/bookinfo/reviews``. The value is the object
 as users write it (``apiVersion``, ``kind``, ``metadata``, ``spec``) in compact JSON.
 The object's resource version is not stored: it is the key's etcd mod revision.
+Keys under ``<prefix>/pilothouse/`` are pilothouse's own (the CA's root, see
+:mod:`pilothouse.security.ca_store_etcd`): not objects, never read as config.
 
 Both the ``etcd://`` source (reading) and ``pilothouse apply/get/delete`` (writing) use
 this module, so that the two always agree on the layout. A stored value is decoded and
@@ -47,6 +49,14 @@ class EtcdLayout:
     def root(self) -> bytes:
         """Every object's key starts with this (the range a source lists and watches)."""
         return f"{self.prefix}/".encode()
+
+    @property
+    def reserved(self) -> bytes:
+        """Keys under this are pilothouse's own data, not Istio objects."""
+        return f"{self.prefix}/pilothouse/".encode()
+
+    def is_reserved(self, key: bytes) -> bool:
+        return key.startswith(self.reserved)
 
     def key_of(self, key: ConfigKey) -> bytes:
         schema = self._schema(key.kind)

