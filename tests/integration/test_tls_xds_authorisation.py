@@ -153,6 +153,10 @@ async def test_legacy_mcp_needs_the_root_namespace(served: Served) -> None:
                 async for _ in call:
                     break
             assert failure.value.code() is code
+    # both refusals are recorded, as the xDS streams' are (not in the admission counters)
+    recorded = [(e.reason, e.message) for e in served.discovery.admission.refusals.recent()]
+    assert [reason for reason, _ in recorded] == ["permission_denied", "unauthenticated"]
+    assert "MCP needs an identity in namespace 'istio-system'" in recorded[0][1]
     async with served.channel() as channel:
         call = channel.stream_stream(
             method,
