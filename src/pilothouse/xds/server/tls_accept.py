@@ -102,7 +102,11 @@ class Acceptor:
                 await asyncio.sleep(pause)
                 continue
             pause = 0.0
-            self._accepted(conn, address)
+            try:
+                self._accepted(conn, address)
+            except Exception:  # one connection's fault; accepting goes on
+                log.exception("TLS port: a new connection could not be taken up")
+                conn.close()
 
     def _report(self, problem: OSError, pause: float) -> None:
         short = errno.errorcode.get(problem.errno or 0, str(problem.errno))

@@ -31,8 +31,9 @@ trusted or closed, and:
 - the backend connection is opened only when the client sends its first bytes, so an
   idle connection holds one descriptor, not three.
 
-Each of these closings is a refusal (``tls_busy``, ``tls_handshake``,
-``tls_auth_timeout``) recorded and logged, throttled, by the
+Each of these closings is a refusal (``tls_busy``, also for a backend connection that
+cannot be opened for want of descriptors; ``tls_handshake``; ``tls_auth_timeout``)
+recorded and logged, throttled, by the
 :class:`~pilothouse.xds.server.refusals.RefusalLog`. Accepting itself, including
 running out of file descriptors, is :mod:`pilothouse.xds.server.tls_accept`'s.
 
@@ -264,7 +265,15 @@ class TlsFront:
         first = await reader.read(CHUNK)
         if not first:
             return  # the client left without a word: no backend connection was needed
-        back_reader, back_writer = await asyncio.open_connection(BACKEND_HOST, self._backend_port)
+        try:
+            back_reader, back_writer = await asyncio.open_connection(
+                BACKEND_HOST, self._backend_port
+            )
+        except OSError as problem:  # out of file descriptors, most likely
+            self._refusals.note(
+                TLS_BUSY, relay.address, f"cannot reach the TLS port's backend: {problem}"
+            )
+            return
         sock = back_writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
