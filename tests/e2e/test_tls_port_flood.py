@@ -208,9 +208,11 @@ async def test_out_of_file_descriptors_accept_pauses_and_the_server_comes_back(
         attacker = Attacker(process.xds_tls_port)
         started = time.monotonic()
         try:
-            await attacker.flood(client_context(), no_handshake=300)
+            flood = asyncio.create_task(attacker.flood(client_context(), no_handshake=300))
+            await asyncio.sleep(1.0)  # the descriptors are gone by now
             waited = await legitimate_client(process, issuer)
             assert waited < 2 * DEADLINE + 15
+            await flood
             await attacker.all_closed_by_server(within=2 * DEADLINE + 15)
         finally:
             attacker.close()
