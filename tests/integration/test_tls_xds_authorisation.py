@@ -128,6 +128,8 @@ async def test_debug_types_need_the_root_namespace_even_from_loopback(served: Se
         served.bearer("bookinfo", "bookinfo-productpage"),
     )
     assert failure.code() is grpc.StatusCode.PERMISSION_DENIED
+    (denied,) = served.discovery.admission.refusals.recent()  # recorded, with the node
+    assert (denied.reason, denied.node_id) == ("permission_denied", PRODUCTPAGE)
     request = node_request(ISTIOD, {"NAMESPACE": "istio-system", "GENERATOR": "event"}, syncz)
     async with served.channel() as channel:
         answer = await first_answer(channel, request, served.bearer("istio-system", "istiod"))

@@ -104,7 +104,8 @@ class StreamRefused(Exception):
 
     ``reason`` is set when the stream is refused before it starts (an admission
     rejection, counted and logged by that reason, with ``node_id`` when the stream
-    claimed one); a stream ended later has none.
+    claimed one); a stream ended later has none (one ended with PERMISSION_DENIED, for
+    a debug type it may not read, is logged and recorded but not counted).
     """
 
     def __init__(
@@ -158,6 +159,13 @@ class StreamHandler:
             if refused.reason is not None:
                 self._discovery.admission.refuse(
                     refused.reason, self._peer(context), refused.message, refused.node_id
+                )
+            elif refused.code is grpc.StatusCode.PERMISSION_DENIED:  # a debug type, later
+                self._discovery.admission.refusals.note(
+                    Refusal.PERMISSION_DENIED.value,
+                    self._peer(context),
+                    refused.message,
+                    refused.node_id,
                 )
             elif refused.code is grpc.StatusCode.INTERNAL:
                 self._discovery.record_internal_error()
@@ -249,7 +257,9 @@ class StreamHandler:
                 await reader
             discovery.disconnect(connection)
         if connection.denied:
-            raise StreamRefused(grpc.StatusCode.PERMISSION_DENIED, connection.denied)
+            raise StreamRefused(
+                grpc.StatusCode.PERMISSION_DENIED, connection.denied, node_id=proxy.node_id
+            )
         if connection.problem:
             raise StreamRefused(grpc.StatusCode.INVALID_ARGUMENT, connection.problem)
         if connection.failure:
