@@ -187,6 +187,40 @@ class XdsSettings:
     identity_check: bool = True
     """PILOT_ENABLE_XDS_IDENTITY_CHECK: an authenticated proxy's NAMESPACE (and
     SERVICE_ACCOUNT when set) must match one of its identities, else PERMISSION_DENIED."""
+    # The TLS port's own protection, and refused connections made visible
+    # (xds/server/tls_front.py, tls_accept.py, refusals.py).
+    tls_handshake_timeout: float = 10.0
+    """Seconds a client has to finish its TLS handshake on the TLS port."""
+    tls_auth_timeout: float = 10.0
+    """Seconds a TLS connection without a client certificate has, after its handshake,
+    to make an authenticated call (a valid token); else it is closed."""
+    tls_max_unauthenticated: int = 0
+    """TLS connections open at once that have not yet proved an identity (handshaking,
+    or not yet authenticated); beyond it a new one is closed at once, before any TLS
+    work. 0: an eighth of the process's open-file limit, from 16 to 1,024."""
+    tls_accept_pause: float = 1.0
+    """Longest pause, seconds, of the TLS port's accept when the process is out of file
+    descriptors (pauses double from 0.05 s up to it)."""
+    refusal_log_interval: float = 10.0
+    """Seconds per window of the throttled log lines for refused xDS connections and
+    streams (a few lines per reason per window; the rest counted) and for a paused
+    accept (one line per window)."""
+    refusals_kept: int = 100
+    """Recent refused xDS connections and streams kept for ``/debug/refusals``."""
+
+    def __post_init__(self) -> None:
+        if min(self.tls_handshake_timeout, self.tls_auth_timeout, self.tls_accept_pause) <= 0:
+            raise ValueError(
+                "PILOTHOUSE_XDS_TLS_HANDSHAKE_TIMEOUT, _AUTH_TIMEOUT and _ACCEPT_PAUSE must "
+                "be positive"
+            )
+        if self.tls_max_unauthenticated < 0 or self.refusals_kept < 0:
+            raise ValueError(
+                "PILOTHOUSE_XDS_TLS_MAX_UNAUTHENTICATED and PILOTHOUSE_XDS_REFUSALS_KEPT "
+                "must not be negative"
+            )
+        if self.refusal_log_interval < 0:
+            raise ValueError("PILOTHOUSE_XDS_REFUSAL_LOG_INTERVAL must not be negative")
 
     def __post_init__(self) -> None:
         for entry in self.jwks_allowed_hosts:

@@ -128,6 +128,8 @@ async def test_debug_types_need_the_root_namespace_even_from_loopback(served: Se
         served.bearer("bookinfo", "bookinfo-productpage"),
     )
     assert failure.code() is grpc.StatusCode.PERMISSION_DENIED
+    (denied,) = served.discovery.admission.refusals.recent()  # recorded, with the node
+    assert (denied.reason, denied.node_id) == ("permission_denied", PRODUCTPAGE)
     request = node_request(ISTIOD, {"NAMESPACE": "istio-system", "GENERATOR": "event"}, syncz)
     async with served.channel() as channel:
         answer = await first_answer(channel, request, served.bearer("istio-system", "istiod"))
@@ -153,6 +155,10 @@ async def test_legacy_mcp_needs_the_root_namespace(served: Served) -> None:
                 async for _ in call:
                     break
             assert failure.value.code() is code
+    # both refusals are recorded, as the xDS streams' are (not in the admission counters)
+    recorded = [(e.reason, e.message) for e in served.discovery.admission.refusals.recent()]
+    assert [reason for reason, _ in recorded] == ["permission_denied", "unauthenticated"]
+    assert "MCP needs an identity in namespace 'istio-system'" in recorded[0][1]
     async with served.channel() as channel:
         call = channel.stream_stream(
             method,

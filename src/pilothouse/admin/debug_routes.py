@@ -24,6 +24,8 @@ path                      answer (JSON)
                           ``file:line``
 ``/debug/acked``          ``?proxyID=``: digests of what that proxy acknowledged, for
                           the Inspector (:mod:`pilothouse.admin.acked`)
+``/debug/refusals``       refused xDS connections and streams: counts by reason and the
+                          latest few (:mod:`pilothouse.admin.refusals`)
 ========================  ==========================================================
 
 Every endpoint is a GET that only reads: none pushes, changes config or state (what acts
@@ -54,6 +56,7 @@ from pilothouse.admin.debug_views import (
     registryz,
     sources_view,
 )
+from pilothouse.admin.refusals import refusal_routes
 from pilothouse.boundary.contain import json_error
 from pilothouse.boundary.debug_access import debug_denial
 from pilothouse.xds.server.config_dump import BadTypes, config_dump_json, dump_types, proxy_dump
@@ -75,6 +78,7 @@ ENDPOINTS: Final = (
     ("/debug/push_status", "the current PushContext and the push counters"),
     ("/debug/sources", "each config source's state and problems"),
     ("/debug/acked", "?proxyID=: digests of what that proxy acknowledged (the Inspector)"),
+    ("/debug/refusals", "refused xDS connections and streams: counts by reason, latest few"),
 )
 
 
@@ -121,6 +125,8 @@ class DebugEndpoints:
         }
         for acked in acked_routes(self._discovery):
             handlers[acked.path] = acked.handler
+        for refusals in refusal_routes(self._discovery):
+            handlers[refusals.path] = refusals.handler
         return [web.get(path, debug_only(h, allow_remote=allow)) for path, h in handlers.items()]
 
     async def index(self, request: web.Request) -> web.Response:

@@ -15,10 +15,15 @@ default ``<hostname>:<xDS port>``). With ``PROXY`` (``pod.namespace`` or a full 
 that proxy's types in detail, and its last NACK per type. ``-o json`` prints the syncz
 entries themselves (each with ``replica`` and ``admin``, the URL it came from).
 
+With no proxy connected to any replica it says so (``no proxies connected``) and, to
+tell why, shows the xDS connections the replicas refused lately, by reason, from their
+``/debug/refusals`` (:mod:`pilothouse.cli.refusal_report`); with proxies connected, the
+refusals are one footer line under the table.
+
 The same rules work against istiod's HTTP ``/debug/syncz`` (statuses are then worked
 out from the sent and ACKed nonces). Exit status: 0 when every replica answered (and
-``PROXY`` was found), 1 when a replica could not be read or ``PROXY`` is connected to
-none of them, 2 for bad arguments.
+``PROXY`` was found; no proxy connected is not an error), 1 when a replica could not be
+read or ``PROXY`` is connected to none of them, 2 for bad arguments.
 """
 
 from __future__ import annotations
@@ -41,6 +46,8 @@ from pilothouse.cli.admin_client import (
     default_admin_url,
 )
 from pilothouse.cli.columns import age, table
+from pilothouse.cli.refusal_report import PATH as REFUSALS_PATH
+from pilothouse.cli.refusal_report import ReasonRow, footer, reason_rows, reasons_table
 from pilothouse.environment import SettingsError
 from pilothouse.protocol.messages import NackError
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS, short_name
@@ -99,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     except (BadAdminAddress, SettingsError) as problem:
         print(f"{PROG}: {problem}", file=sys.stderr)
         return 2
-    answers = asyncio.run(ask_all(urls, "/debug/syncz", timeout=args.timeout))
+    answers, refused = asyncio.run(_ask(urls, args.timeout))
     failed = report_failures(PROG, answers)
     if len(failed) == len(answers):
         return 1
@@ -117,9 +124,34 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(entries, indent=2))
     elif args.proxy:
         print("\n".join(proxy_detail(e, time.time()) for e in entries), end="")
+    elif not entries:
+        print(nothing_connected(urls, reason_rows(refused), time.time()), end="")
     else:
         print(status_table(entries, time.time()), end="")
+        rows = reason_rows(refused)
+        if rows:
+            print(footer(rows, time.time()), end="")
     return 1 if failed else 0
+
+
+async def _ask(
+    urls: Sequence[str], timeout: float
+) -> tuple[list[ReplicaAnswer], list[ReplicaAnswer]]:
+    """``/debug/syncz`` and ``/debug/refusals`` from every replica, at once."""
+    syncz, refusals = await asyncio.gather(
+        ask_all(urls, "/debug/syncz", timeout=timeout),
+        ask_all(urls, REFUSALS_PATH, timeout=timeout),
+    )
+    return syncz, refusals
+
+
+def nothing_connected(urls: Sequence[str], refused: Sequence[ReasonRow], now: float) -> str:
+    """What to say when no replica has a proxy: that, and the refusals by reason."""
+    text = f"no proxies connected to {', '.join(urls)}\n"
+    if refused:
+        text += "\nrefused xDS connections and streams, by reason:\n"
+        text += reasons_table(refused, now)
+    return text
 
 
 def report_failures(prog: str, answers: Sequence[ReplicaAnswer]) -> list[ReplicaAnswer]:

@@ -27,7 +27,10 @@ stream sees the change; streams already in stay). It counts, in plain ints, the 
 it admitted and the refusals by reason, including two decided elsewhere and reported
 with :meth:`Admission.refuse`: ``not_ready`` (``UNAVAILABLE`` before config has synced)
 and ``bad_node`` (``INVALID_ARGUMENT`` for a first request without a usable node id).
-:meth:`Admission.snapshot` copies them, cheaply enough to call at every scrape.
+:meth:`Admission.snapshot` copies them, cheaply enough to call at every scrape. Every
+refusal also goes to :attr:`Admission.refusals`
+(:class:`~pilothouse.xds.server.refusals.RefusalLog`): a throttled ``info`` line with
+the peer and the reason, and the record ``/debug/refusals`` serves.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from types import MappingProxyType
 import grpc
 
 from pilothouse.settings import AdmissionSettings
+from pilothouse.xds.server.refusals import RefusalLog
 from pilothouse.xds.server.token_bucket import TokenBucket
 
 log = logging.getLogger("pilothouse.xds.admission")
@@ -110,8 +114,11 @@ class Admission:
         settings: AdmissionSettings | None = None,
         *,
         clock: Callable[[], float] = time.monotonic,
+        refusals: RefusalLog | None = None,
     ) -> None:
         self._settings = settings if settings is not None else AdmissionSettings()
+        self.refusals = refusals if refusals is not None else RefusalLog()
+        """Every refusal, logged (throttled) and recorded for ``/debug/refusals``."""
         self._clock = clock
         self._to_wall = time.time() - clock()
         """Added to a ``clock`` instant, the wall-clock time logged for it."""
@@ -193,28 +200,30 @@ class Admission:
     # -- streams ------------------------------------------------------------------------
 
     @contextlib.asynccontextmanager
-    async def stream(self, peer: str = "") -> AsyncIterator[None]:
+    async def stream(self, peer: str = "", node_id: str = "") -> AsyncIterator[None]:
         """Hold one stream's place from admission until the block ends; raises
-        :class:`Refused` (the refusal counted) when the stream may not come in."""
+        :class:`Refused` (the refusal counted and logged, with ``peer`` and the
+        ``node_id`` the stream claimed) when the stream may not come in."""
         limit = self._settings.max_connections
         if limit and self._open >= limit:
-            self._count(Refusal.MAX_CONNECTIONS, peer)
-            raise Refused(
+            refused = Refused(
                 Refusal.MAX_CONNECTIONS,
                 grpc.StatusCode.UNAVAILABLE,
                 f"pilothouse is at its limit of {limit} xDS connections (circuit breaker, "
                 "PILOTHOUSE_XDS_ADMISSION_MAX_CONNECTIONS): connect to another replica "
                 "or retry later",
             )
+            self._count(refused, peer, node_id)
+            raise refused
         self._open += 1
         try:
-            await self._take_turn(peer)
+            await self._take_turn(peer, node_id)
             self._admitted += 1
             yield
         finally:
             self._open -= 1
 
-    async def _take_turn(self, peer: str) -> None:
+    async def _take_turn(self, peer: str, node_id: str) -> None:
         bucket = self._bucket
         if bucket is None:
             self._note_admitted(peer, 0.0, time.time())
@@ -225,14 +234,15 @@ class Admission:
             return
         settings = self._settings
         if bucket.wait(now, ahead=self._waiting) > settings.wait:
-            self._count(Refusal.RATE_LIMITED, peer)
-            raise Refused(
+            refused = Refused(
                 Refusal.RATE_LIMITED,
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
                 f"request rate limit exceeded: pilothouse admits {settings.rate:g} new xDS "
                 f"streams a second (burst {settings.burst}) and this stream's turn was more "
                 f"than {settings.wait:g} s away; reconnect with backoff",
             )
+            self._count(refused, peer, node_id)
+            raise refused
         turn = _Turn(asyncio.get_running_loop().create_future(), peer, now)
         self._queue.append(turn)
         self._waiting += 1
@@ -267,9 +277,15 @@ class Admission:
                 break
         self._schedule(now)
 
-    def refuse(self, reason: Refusal) -> None:
-        """Count a refusal decided outside admission control (not ready, bad node or request)."""
-        self._count(reason, "")
+    def refuse(
+        self, reason: Refusal, peer: str = "", message: str = "", node_id: str = ""
+    ) -> None:
+        """Count and log a refusal decided outside admission control (not ready, bad node
+        or request, unauthenticated, permission denied)."""
+        self._rejected[reason] += 1
+        self.refusals.note(reason.value, peer, message or reason.value, node_id)
+        if log.isEnabledFor(logging.DEBUG):  # every one, unthrottled (bench/admission_figures)
+            log.debug("xds stream refused", extra={"reason": reason.value, "peer": peer})
 
     # -- what is read -------------------------------------------------------------------
 
@@ -294,10 +310,8 @@ class Admission:
             return None
         return TokenBucket(settings.rate, settings.burst, self._clock())
 
-    def _count(self, reason: Refusal, peer: str) -> None:
-        self._rejected[reason] += 1
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug("xds stream refused", extra={"reason": reason.value, "peer": peer})
+    def _count(self, refused: Refused, peer: str, node_id: str) -> None:
+        self.refuse(refused.reason, peer, refused.message, node_id)
 
     def _note_admitted(self, peer: str, waited: float, at: float) -> None:
         """Log one admission (at debug level) with ``at``, the wall-clock time its token

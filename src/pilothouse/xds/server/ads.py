@@ -103,14 +103,23 @@ class StreamRefused(Exception):
     """Ends a stream with ``code`` and ``message`` (the client's fault, or not ready).
 
     ``reason`` is set when the stream is refused before it starts (an admission
-    rejection, counted by that reason); a stream ended later has none.
+    rejection, counted and logged by that reason, with ``node_id`` when the stream
+    claimed one); a stream ended later has none (one ended with PERMISSION_DENIED, for
+    a debug type it may not read, is logged and recorded but not counted).
     """
 
-    def __init__(self, code: grpc.StatusCode, message: str, reason: Refusal | None = None) -> None:
+    def __init__(
+        self,
+        code: grpc.StatusCode,
+        message: str,
+        reason: Refusal | None = None,
+        node_id: str = "",
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.reason = reason
+        self.node_id = node_id
 
 
 class StreamHandler:
@@ -148,7 +157,16 @@ class StreamHandler:
             await context.abort(refused.code, refused.message)
         except StreamRefused as refused:
             if refused.reason is not None:
-                self._discovery.admission.refuse(refused.reason)
+                self._discovery.admission.refuse(
+                    refused.reason, self._peer(context), refused.message, refused.node_id
+                )
+            elif refused.code is grpc.StatusCode.PERMISSION_DENIED:  # a debug type, later
+                self._discovery.admission.refusals.note(
+                    Refusal.PERMISSION_DENIED.value,
+                    self._peer(context),
+                    refused.message,
+                    refused.node_id,
+                )
             elif refused.code is grpc.StatusCode.INTERNAL:
                 self._discovery.record_internal_error()
             await context.abort(refused.code, refused.message)
@@ -182,10 +200,13 @@ class StreamHandler:
                 caller = self._guard.caller(context)
             except Unauthenticated as problem:
                 raise StreamRefused(
-                    grpc.StatusCode.UNAUTHENTICATED, str(problem), Refusal.UNAUTHENTICATED
+                    grpc.StatusCode.UNAUTHENTICATED,
+                    str(problem),
+                    Refusal.UNAUTHENTICATED,
+                    _claimed_node(first),
                 ) from None
             peer = self._guard.peer(context)
-        async with admission.stream(peer):
+        async with admission.stream(peer, _claimed_node(first)):
             await self._serve_admitted(first, requests, context, caller, peer)
 
     async def _serve_admitted(
@@ -210,7 +231,7 @@ class StreamHandler:
             proxy = node_identity(node)
         except BadNode as problem:
             raise StreamRefused(
-                grpc.StatusCode.INVALID_ARGUMENT, str(problem), Refusal.BAD_NODE
+                grpc.StatusCode.INVALID_ARGUMENT, str(problem), Refusal.BAD_NODE, node.id
             ) from None
         proxy = discovery.complete_proxy(proxy)
         if caller is not None:
@@ -236,7 +257,9 @@ class StreamHandler:
                 await reader
             discovery.disconnect(connection)
         if connection.denied:
-            raise StreamRefused(grpc.StatusCode.PERMISSION_DENIED, connection.denied)
+            raise StreamRefused(
+                grpc.StatusCode.PERMISSION_DENIED, connection.denied, node_id=proxy.node_id
+            )
         if connection.problem:
             raise StreamRefused(grpc.StatusCode.INVALID_ARGUMENT, connection.problem)
         if connection.failure:
@@ -250,9 +273,16 @@ class StreamHandler:
             denial = self._guard.root_denial(caller, "MCP-over-xDS (GENERATOR=api)")
         if denial is not None:
             raise StreamRefused(
-                grpc.StatusCode.PERMISSION_DENIED, denial, Refusal.PERMISSION_DENIED
+                grpc.StatusCode.PERMISSION_DENIED,
+                denial,
+                Refusal.PERMISSION_DENIED,
+                proxy.node_id,
             )
         return dataclasses.replace(proxy, caller=caller)
+
+    def _peer(self, context: grpc.aio.ServicerContext[Any, bytes]) -> str:
+        """The client's address (on the TLS port, the real one behind the front)."""
+        return self._guard.peer(context) if self._guard is not None else context.peer()
 
     async def _read(self, first: Any, requests: AsyncIterator[Any], connection: Connection) -> None:
         try:
@@ -303,6 +333,13 @@ class StreamHandler:
 
 class _BadRequest(Exception):
     pass
+
+
+def _claimed_node(first: Arrival | Undecodable) -> str:
+    """The node id a first request claims, unchecked (for the refusal log); "" if none."""
+    if isinstance(first, Undecodable):
+        return ""
+    return str(first.request.node.id)
 
 
 def _handler(behaviour: Callable[..., Any], request_type: Any) -> grpc.RpcMethodHandler[Any, bytes]:

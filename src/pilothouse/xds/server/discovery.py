@@ -56,6 +56,7 @@ from pilothouse.xds.server.admission import Admission
 from pilothouse.xds.server.connection import Connection
 from pilothouse.xds.server.control_plane import ControlPlaneIdentity, replica_name
 from pilothouse.xds.server.push_loop import PushLoop
+from pilothouse.xds.server.refusals import RefusalLog
 from pilothouse.xds.server.stats import XdsStats, count_by_type
 
 log = logging.getLogger("pilothouse.xds")
@@ -88,7 +89,12 @@ class DiscoveryServer:
         self.mesh = mesh if mesh is not None else MeshSettings()
         self.settings = settings if settings is not None else XdsSettings()
         self.cache = ResourceCache(self.settings.cache_size)
-        self.admission = Admission(self.settings.admission)
+        self.admission = Admission(
+            self.settings.admission,
+            refusals=RefusalLog(
+                kept=self.settings.refusals_kept, log_interval=self.settings.refusal_log_interval
+            ),
+        )
         """Who may open a stream (every gRPC stream on the xDS port passes it); its
         knobs can be changed at run time."""
         self.stats = XdsStats()

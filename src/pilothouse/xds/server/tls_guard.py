@@ -4,7 +4,9 @@ Every call on the TLS port's backend server asks :class:`TlsGuard` who its peer 
 front (:mod:`pilothouse.xds.server.tls_front`) gives the verified client certificate and
 the client's real address, the call's metadata may carry a bearer token, and
 :class:`~pilothouse.security.authn.Authenticator` decides. A call that did not come
-through the front is unauthenticated.
+through the front is unauthenticated. A call whose caller is established marks its
+connection trusted on the front (:meth:`TlsFront.trust`), which lifts the deadline and
+the limit that connections without an identity are held to.
 
 Then, for xDS streams (istiod's rules, ``conventions.md`` §13):
 
@@ -15,7 +17,9 @@ Then, for xDS streams (istiod's rules, ``conventions.md`` §13):
   identities of the root namespace only (``istio-system`` by default).
 
 :class:`RootNamespaceOnly` puts the last rule in front of whole services (legacy MCP):
-:class:`GuardedServer` wraps each handler registered through it.
+:class:`GuardedServer` wraps each handler registered through it; its refusals are
+recorded and logged (:class:`~pilothouse.xds.server.refusals.RefusalLog`) as the xDS
+streams' are.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import grpc
 from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.security.authn import Authenticator, Unauthenticated
 from pilothouse.security.identity import Caller
+from pilothouse.xds.server.refusals import RefusalLog
 from pilothouse.xds.server.tls_front import TlsFront
 
 
@@ -41,19 +46,25 @@ class TlsGuard:
         *,
         root_namespace: str,
         identity_check: bool = True,
+        refusals: RefusalLog | None = None,
     ) -> None:
         self._front = front
         self._authenticator = authenticator
         self.root_namespace = root_namespace
         self._identity_check = identity_check
+        self.refusals = refusals if refusals is not None else RefusalLog()
 
     def caller(self, context: grpc.aio.ServicerContext[Any, Any]) -> Caller:
-        """The authenticated caller; Unauthenticated otherwise."""
-        peer = self._front.peer(context.peer())
+        """The authenticated caller (its connection trusted from now on);
+        Unauthenticated otherwise."""
+        grpc_peer = context.peer()
+        peer = self._front.peer(grpc_peer)
         if peer is None:
             raise Unauthenticated("authentication failed: the call did not come through TLS")
         metadata = [(str(k), v) for k, v in context.invocation_metadata() or ()]
-        return self._authenticator.authenticate(peer.cert_der, metadata)
+        caller = self._authenticator.authenticate(peer.cert_der, metadata)
+        self._front.trust(grpc_peer)
+        return caller
 
     def peer(self, context: grpc.aio.ServicerContext[Any, Any]) -> str:
         """The client's own address (the backend sees the front's)."""
@@ -112,9 +123,11 @@ class RootNamespaceOnly(grpc.GenericRpcHandler):
             try:
                 caller = guard.caller(context)
             except Unauthenticated as problem:
+                guard.refusals.note("unauthenticated", guard.peer(context), str(problem))
                 await context.abort(grpc.StatusCode.UNAUTHENTICATED, str(problem))
             denial = guard.root_denial(caller, what)
             if denial is not None:
+                guard.refusals.note("permission_denied", guard.peer(context), denial)
                 await context.abort(grpc.StatusCode.PERMISSION_DENIED, denial)
             return await behaviour(requests, context)
 

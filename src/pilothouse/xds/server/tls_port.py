@@ -5,8 +5,10 @@ Its parts: a backend gRPC server on ``127.0.0.1`` (a port of its own, chosen at 
 carrying ADS and the per-type services with a :class:`~pilothouse.xds.server.tls_guard.TlsGuard`,
 ``IstioCertificateService`` and, for root-namespace callers only, legacy MCP; the
 :class:`~pilothouse.xds.server.tls_front.TlsFront` terminating TLS on the configured
-address; and the port's :class:`~pilothouse.security.serving_cert.ServingCertificate`
-issued by the CA and renewed before it expires.
+address, with its limits on connections that have not authenticated; and the port's
+:class:`~pilothouse.security.serving_cert.ServingCertificate` issued by the CA and
+renewed before it expires. Refusals on the port go to the discovery server's
+:class:`~pilothouse.xds.server.refusals.RefusalLog`, with those of the plaintext port.
 """
 
 from __future__ import annotations
@@ -45,12 +47,22 @@ class TlsPort:
         self.ca = ca
         self.serving = ServingCertificate(ca, settings.tls_names)
         self.backend = new_grpc_server(settings)
-        self.front = TlsFront(self.serving.context)
+        refusals = discovery.admission.refusals
+        self.front = TlsFront(
+            self.serving.context,
+            handshake_timeout=settings.tls_handshake_timeout,
+            auth_timeout=settings.tls_auth_timeout,
+            max_unauthenticated=settings.tls_max_unauthenticated,
+            accept_pause=settings.tls_accept_pause,
+            log_interval=settings.refusal_log_interval,
+            refusals=refusals,
+        )
         self.guard = TlsGuard(
             self.front,
             authenticator,
             root_namespace=root_namespace,
             identity_check=settings.identity_check,
+            refusals=refusals,
         )
         self.counters = CaCounters()
         add_discovery_services(self.backend, discovery, self.guard)

@@ -1,0 +1,29 @@
+"""``/debug/refusals``: the xDS connections and streams this replica refused lately.
+
+A GET, read-only: the discovery server's
+:class:`~pilothouse.xds.server.refusals.RefusalLog` as JSON, ``reasons`` (per reason
+since start: ``count``, and the ``lastTime``, ``lastPeer``, ``lastNodeId`` and
+``lastMessage`` of its latest refusal) and ``recent`` (the latest refusals, newest
+first, at most ``PILOTHOUSE_XDS_REFUSALS_KEPT``). ``pilothouse proxy-status`` reads it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Final
+
+from aiohttp import web
+
+from pilothouse.xds.server.discovery import DiscoveryServer
+
+PATH: Final = "/debug/refusals"
+
+
+def refusal_routes(discovery: DiscoveryServer) -> list[web.RouteDef]:
+    """The ``/debug/refusals`` route for ``discovery``'s refusal record."""
+
+    async def refusals(request: web.Request) -> web.Response:
+        view = discovery.admission.refusals.view()
+        return web.Response(text=json.dumps(view, indent=2) + "\n", content_type="application/json")
+
+    return [web.get(PATH, refusals)]

@@ -1,0 +1,224 @@
+"""The TLS port under a flood of connections that never authenticate, against a real
+``pilothouse serve`` whose open-file limit is lowered (``prlimit``) so that "thousands"
+fits in seconds.
+
+The attacker (this test) opens hundreds of TLS connections that finish their handshake
+and then say nothing, and hundreds of TCP connections that never start one, all at
+once, and holds them. A legitimate client must still get a certificate
+(``CreateCertificate`` with a valid token) and config (a CDS response on an ADS stream)
+within seconds; every idle connection must be closed by the front's deadlines; and the
+log must stay small: a bounded number of lines, no traceback. Two ways in:
+
+- the limit on unauthenticated connections holds the flood off (it closes the surplus
+  before any TLS work), so the descriptors never run out;
+- with that limit set above what the descriptors allow, ``accept`` runs out of file
+  descriptors (EMFILE): it pauses and says so once per interval, and the server comes
+  back when the deadlines have closed the idle connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import resource
+import socket
+import ssl
+import time
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+
+import grpc
+import pytest
+
+from pilothouse.api.istio.security.v1alpha1 import ca_pb2, ca_pb2_grpc
+from tests.e2e.harness.client import fetch
+from tests.e2e.harness.serve_process import ServeProcess
+from tests.e2e.test_tls_xds_envoy import root_file
+from tests.integration.tls_served import CDS, first_answer, node_request
+from tests.unit.security.certs import csr_pem, ec_key
+from tests.unit.security.tokens import Issuer
+
+pytestmark = pytest.mark.timeout(180)
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+NODE = "sidecar~127.0.0.1~productpage-v1.bookinfo~bookinfo.svc.cluster.local"
+DEADLINE = 2.0
+"""The front's handshake and authentication timeouts in these tests, seconds."""
+IDLE_TLS = 600
+
+
+@contextlib.asynccontextmanager
+async def serve_with_fd_limit(
+    tmp_path: Path, files: int, environment: Mapping[str, str]
+) -> AsyncIterator[tuple[ServeProcess, Issuer]]:
+    issuer = Issuer()
+    jwks = issuer.write_jwks(tmp_path / "jwks.json")
+    process = ServeProcess(
+        [EXAMPLES],
+        xds_port=0,
+        admin_port=0,
+        log_path=tmp_path / "serve.log",
+        log_level="info",
+        environment={
+            "PILOTHOUSE_AUTH_JWT_ISSUERS": f"{issuer.name}={jwks}",
+            "PILOTHOUSE_XDS_TLS_HANDSHAKE_TIMEOUT": str(DEADLINE),
+            "PILOTHOUSE_XDS_TLS_AUTH_TIMEOUT": str(DEADLINE),
+            **environment,
+        },
+    )
+    process.start()
+    try:
+        resource.prlimit(process.pid, resource.RLIMIT_NOFILE, (files, files))
+        await process.wait_listening()
+        await process.wait_ready()
+        assert process.xds_tls_port, process.log_tail()
+        yield process, issuer
+    finally:
+        await process.stop()
+
+
+class Attacker:
+    """Connections that never authenticate, held open until the server closes them."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+        self.raw: list[socket.socket] = []
+        self.turned_away = 0
+        """TLS connections closed before their handshake finished."""
+
+    async def flood(self, context: ssl.SSLContext, no_handshake: int) -> None:
+        """``no_handshake`` TCP connections that never start a handshake, then
+        :data:`IDLE_TLS` TLS connections that say nothing after theirs."""
+        for _ in range(no_handshake):
+            sock = socket.socket()
+            sock.setblocking(False)
+            with contextlib.suppress(BlockingIOError):
+                sock.connect(("127.0.0.1", self.port))
+            self.raw.append(sock)
+        gate = asyncio.Semaphore(64)
+
+        async def one() -> None:
+            async with gate:
+                try:
+                    self.idle.append(
+                        await asyncio.wait_for(
+                            asyncio.open_connection(
+                                "127.0.0.1", self.port, ssl=context, server_hostname="localhost"
+                            ),
+                            timeout=10,
+                        )
+                    )
+                except (OSError, ssl.SSLError, TimeoutError):
+                    self.turned_away += 1
+
+        await asyncio.gather(*(one() for _ in range(IDLE_TLS)))
+
+    async def all_closed_by_server(self, within: float) -> None:
+        """Every held connection ends (EOF or reset) from the server's side in time."""
+        async with asyncio.timeout(within):
+            for reader, _ in self.idle:
+                with contextlib.suppress(OSError, ssl.SSLError):
+                    while await reader.read(65536):
+                        pass
+            loop = asyncio.get_running_loop()
+            for sock in self.raw:
+                with contextlib.suppress(OSError):
+                    while await loop.sock_recv(sock, 65536):
+                        pass
+
+    def close(self) -> None:
+        for _, writer in self.idle:
+            writer.close()
+        for sock in self.raw:
+            sock.close()
+
+
+async def legitimate_client(process: ServeProcess, issuer: Issuer) -> float:
+    """Seconds until a client with a valid token has a certificate and a CDS response."""
+    started = time.monotonic()
+    credentials = grpc.ssl_channel_credentials(root_certificates=root_file().read_bytes())
+    token = (("authorization", f"Bearer {issuer.token('bookinfo', 'bookinfo-productpage')}"),)
+    options = (("grpc.initial_reconnect_backoff_ms", 200), ("grpc.max_reconnect_backoff_ms", 1000))
+    target = f"127.0.0.1:{process.xds_tls_port}"
+    async with grpc.aio.secure_channel(target, credentials, options=options) as channel:
+        stub = ca_pb2_grpc.IstioCertificateServiceStub(channel)  # type: ignore[no-untyped-call]
+        answer = await stub.CreateCertificate(
+            ca_pb2.IstioCertificateRequest(csr=csr_pem(ec_key())),
+            metadata=token,
+            timeout=20,
+            wait_for_ready=True,
+        )
+        assert len(answer.cert_chain) >= 2
+        response = await first_answer(
+            channel, node_request(NODE, {"NAMESPACE": "bookinfo"}, CDS), token
+        )
+        assert response.resources
+    return time.monotonic() - started
+
+
+async def refusal_counts(process: ServeProcess) -> dict[str, int]:
+    answer = await fetch("127.0.0.1", process.admin_port, "/debug/refusals", timeout=5.0)
+    assert answer.status == 200
+    return {r: seen["count"] for r, seen in json.loads(answer.body)["reasons"].items()}
+
+
+def client_context() -> ssl.SSLContext:
+    return ssl.create_default_context(cafile=str(root_file()))
+
+
+def small_log(process: ServeProcess) -> list[str]:
+    lines = process.log_path.read_text(errors="replace").splitlines()
+    assert not any("Traceback" in line for line in lines), process.log_tail(60)
+    assert len(lines) < 120, process.log_tail(60)
+    return lines
+
+
+async def test_the_unauthenticated_limit_holds_a_flood_off(tmp_path: Path) -> None:
+    environment = {"PILOTHOUSE_XDS_TLS_MAX_UNAUTHENTICATED": "128"}
+    async with serve_with_fd_limit(tmp_path, 1024, environment) as (process, issuer):
+        attacker = Attacker(process.xds_tls_port)
+        try:
+            await attacker.flood(client_context(), no_handshake=64)
+            assert len(attacker.idle) >= 32  # some got in and are held idle...
+            assert attacker.turned_away >= IDLE_TLS - 64  # ...the surplus closed at once
+            waited = await legitimate_client(process, issuer)
+            assert waited < 2 * DEADLINE + 8
+            await attacker.all_closed_by_server(within=2 * DEADLINE + 5)
+        finally:
+            attacker.close()
+        counts = await refusal_counts(process)
+        assert counts["tls_busy"] >= IDLE_TLS - 64
+        assert counts["tls_handshake"] >= 1  # the ones that never started a handshake
+        assert counts.get("tls_auth_timeout", 0) >= 1  # the idle ones that got in
+        lines = small_log(process)
+        assert sum("xds connection refused" in line for line in lines) <= 3 * 5
+
+
+async def test_out_of_file_descriptors_accept_pauses_and_the_server_comes_back(
+    tmp_path: Path,
+) -> None:
+    environment = {
+        "PILOTHOUSE_XDS_TLS_MAX_UNAUTHENTICATED": "5000",  # no help from the limit
+        "PILOTHOUSE_XDS_TLS_ACCEPT_PAUSE": "0.5",
+        "PILOTHOUSE_XDS_REFUSAL_LOG_INTERVAL": "5",
+    }
+    async with serve_with_fd_limit(tmp_path, 400, environment) as (process, issuer):
+        attacker = Attacker(process.xds_tls_port)
+        started = time.monotonic()
+        try:
+            flood = asyncio.create_task(attacker.flood(client_context(), no_handshake=300))
+            await asyncio.sleep(1.0)  # the descriptors are gone by now
+            waited = await legitimate_client(process, issuer)
+            assert waited < 2 * DEADLINE + 15
+            await flood
+            await attacker.all_closed_by_server(within=2 * DEADLINE + 15)
+        finally:
+            attacker.close()
+        elapsed = time.monotonic() - started
+        lines = small_log(process)
+        paused = [line for line in lines if "not accepting connections" in line]
+        assert paused, process.log_tail(60)  # it did run out, and said so...
+        assert len(paused) <= elapsed / 5 + 2  # ...once per interval
+        assert "errno=EMFILE" in paused[0]
