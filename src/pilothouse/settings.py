@@ -221,8 +221,6 @@ class XdsSettings:
             )
         if self.refusal_log_interval < 0:
             raise ValueError("PILOTHOUSE_XDS_REFUSAL_LOG_INTERVAL must not be negative")
-
-    def __post_init__(self) -> None:
         for entry in self.jwks_allowed_hosts:
             if not _host_or_network(entry):
                 raise ValueError(
