@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pilothouse import logfmt
+from pilothouse.addresses import AddressError, HostPort, join_host_port, parse_host_port
 from pilothouse.admin.access import AccessPolicy
 from pilothouse.admin.api import AdminApi
 from pilothouse.admin.app import build_admin_app
@@ -51,7 +52,7 @@ from pilothouse.cli.config_sources import (
     kube_registry_feeds,
     mcp_roles,
 )
-from pilothouse.cli.serve_args import add_arguments, settings_from
+from pilothouse.cli.serve_args import add_arguments, address_knob_name, settings_from
 from pilothouse.cli.serve_security import create_ca, open_ca, open_tls_port, secret_delivery
 from pilothouse.cli.supervisor import supervise
 from pilothouse.cli.worker import WorkerRole
@@ -86,6 +87,16 @@ class Bound:
     """0 when ControlZ is off or could not listen."""
     xds_tls_port: int = 0
     """0 when the TLS port is off."""
+
+
+def listen_address(value: str, path: str) -> HostPort:
+    """The address knob at ``path`` (``admin.address``) parsed; SystemExit naming its flag
+    when it is not an address (``settings_from`` has checked those given on the command
+    line; this catches settings built in code)."""
+    try:
+        return parse_host_port(value, address_knob_name(path))
+    except AddressError as problem:
+        raise SystemExit(f"pilothouse: {problem}") from None
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -126,6 +137,14 @@ async def serve(
     ports are shared with the other workers (``SO_REUSEPORT``) and ``/ready`` waits for
     all of them."""
     shared = worker is not None
+    xds_address = listen_address(settings.xds.address, "xds.address")
+    admin_address = listen_address(settings.admin.address, "admin.address")
+    tls_address = (
+        listen_address(settings.xds.tls_address, "xds.tls_address")
+        if settings.xds.tls_address
+        else None
+    )
+    webhook_address = listen_address(settings.webhook.address, "webhook.address")
     mesh, mesh_sources = load_mesh(settings)
     try:
         kube_mesh = await kube_mesh_config(settings)
@@ -194,7 +213,7 @@ async def serve(
     add_discovery_services(grpc_server, discovery)
     roles.add_to(grpc_server)
     try:
-        port = grpc_server.add_insecure_port(settings.xds.address)
+        port = grpc_server.add_insecure_port(str(xds_address))
     except RuntimeError as problem:
         raise SystemExit(
             f"pilothouse: cannot listen on {settings.xds.address}: {problem}"
@@ -207,7 +226,6 @@ async def serve(
     if secrets.credentials is not None:
         secrets.credentials.load()  # before any stream: gateways get them at once
     await grpc_server.start()
-    admin_host, _, admin_port_text = settings.admin.address.rpartition(":")
 
     def source_states() -> list[Availability]:
         return [s.availability() for s in sources if isinstance(s, ReportsAvailability)]
@@ -218,10 +236,10 @@ async def serve(
         metrics.registry.register(
             CaCollector(tls.counters, tls.ca.root_expiry, tls.ca.chain_expiry)
         )
-        tls_host, _, tls_port_text = settings.xds.tls_address.rpartition(":")
+        assert tls_address is not None
         try:
-            tls_port = await tls.start(tls_host.strip("[]"), int(tls_port_text), reuse_port=shared)
-        except (OSError, ValueError) as problem:
+            tls_port = await tls.start(tls_address.host, tls_address.port, reuse_port=shared)
+        except OSError as problem:
             await grpc_server.stop(0)
             await tls.stop(0)
             raise SystemExit(
@@ -252,8 +270,8 @@ async def serve(
         )
     )
     try:
-        admin_port = await admin.start(admin_host, int(admin_port_text), reuse_port=shared)
-    except (OSError, ValueError) as problem:
+        admin_port = await admin.start(admin_address.host, admin_address.port, reuse_port=shared)
+    except OSError as problem:
         await grpc_server.stop(0)
         if tls is not None:
             await tls.stop(0)
@@ -268,12 +286,11 @@ async def serve(
             settings.webhook.key,
             read_timeout=settings.webhook.read_timeout,
         )
-        webhook_host, _, webhook_port_text = settings.webhook.address.rpartition(":")
         try:
             webhook_port = await webhook.start(
-                webhook_host, int(webhook_port_text), reuse_port=shared
+                webhook_address.host, webhook_address.port, reuse_port=shared
             )
-        except (OSError, ValueError) as problem:
+        except OSError as problem:
             await grpc_server.stop(0)
             await admin.stop()
             if tls is not None:
@@ -283,7 +300,7 @@ async def serve(
             ) from None
         log.info(
             "validation webhook (HTTPS) listening",
-            extra={"address": f"{webhook_host}:{webhook_port}"},
+            extra={"address": str(webhook_address.with_port(webhook_port))},
         )
     ctrlz = ControlZ(settings.ctrlz, knobs, access)
     ctrlz_port = await ctrlz.start()  # logs and stays off if it cannot listen, as istiod
@@ -294,21 +311,20 @@ async def serve(
         ctrlz_port=ctrlz_port,
         xds_tls_port=tls_port,
     )
-    host = settings.xds.address.rsplit(":", 1)[0]
-    log.info("xDS listening on %s:%d", host, port, extra={"address": f"{host}:{port}"})
-    if tls is not None:
-        tls_host = settings.xds.tls_address.rsplit(":", 1)[0]
+    xds_bound = join_host_port(xds_address.host, port)
+    log.info("xDS listening on %s", xds_bound, extra={"address": xds_bound})
+    if tls is not None and tls_address is not None:
+        tls_bound = join_host_port(tls_address.host, tls_port)
         log.info(
-            "xDS (TLS) and certificate service listening on %s:%d",
-            tls_host,
-            tls_port,
-            extra={"address": f"{tls_host}:{tls_port}", "ca_dir": settings.ca.dir},
+            "xDS (TLS) and certificate service listening on %s",
+            tls_bound,
+            extra={"address": tls_bound, "ca_dir": settings.ca.dir},
         )
+    admin_bound = join_host_port(admin_address.host, admin_port)
     log.info(
-        "admin (/ready, /metrics, /debug, REST xDS, /admin) listening on %s:%d",
-        admin_host,
-        admin_port,
-        extra={"address": f"{admin_host}:{admin_port}"},
+        "admin (/ready, /metrics, /debug, REST xDS, /admin) listening on %s",
+        admin_bound,
+        extra={"address": admin_bound},
     )
     if on_bound is not None:
         on_bound(bound)
