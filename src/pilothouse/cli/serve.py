@@ -45,6 +45,7 @@ from pilothouse.admin.server_knobs import (
     register_log_knobs,
     register_push_knobs,
 )
+from pilothouse.boundary.host_names import ServerNames
 from pilothouse.cli.config_sources import (
     SourceSetupError,
     config_sources,
@@ -97,6 +98,15 @@ def listen_address(value: str, path: str) -> HostPort:
         return parse_host_port(value, address_knob_name(path))
     except AddressError as problem:
         raise SystemExit(f"pilothouse: {problem}") from None
+
+
+def ctrlz_host(address: str) -> str:
+    """The host ControlZ binds, or "" when it is off or its address is not one (ControlZ
+    then logs that and stays off)."""
+    try:
+        return parse_host_port(address, "--ctrlz-address").host
+    except AddressError:
+        return ""
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -250,13 +260,24 @@ async def serve(
     register_push_knobs(knobs, discovery)
     register_admission_knobs(knobs, discovery.admission, settings_prefix="xds.admission")
     register_log_knobs(knobs)
-    access = AccessPolicy(allow_remote=settings.admin.allow_remote)
+    names = ServerNames.of_this_host(
+        bound=[
+            address.host
+            for address in (xds_address, admin_address, tls_address, webhook_address)
+            if address is not None
+            and (address is not webhook_address or (settings.webhook.cert and settings.webhook.key))
+        ]
+        + [ctrlz_host(settings.ctrlz.address)],
+        extra=settings.admin.host_names,
+    )
+    access = AccessPolicy(allow_remote=settings.admin.allow_remote, names=names)
     admin = AdminServer(
         build_admin_app(
             discovery,
             (worker.board.not_ready,) if worker is not None else (),
             rest=settings.rest,
             source_states=source_states,
+            names=names,
             routes=[
                 *metrics_routes(metrics.registry),
                 *debug_routes(discovery, sources),
