@@ -16,12 +16,18 @@ Every request must name this server in its ``Host`` header
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 from aiohttp import web
 
-from pilothouse.admin.readiness import ReadinessCheck, SourceStates, all_checks, missing
+from pilothouse.admin.readiness import (
+    PendingSource,
+    ReadinessCheck,
+    SourceStates,
+    all_checks,
+    missing,
+)
 from pilothouse.bootstrap.envoy import XDS_REST_CLUSTER
 from pilothouse.boundary.contain import containment, json_error
 from pilothouse.boundary.host_names import ServerNames
@@ -44,11 +50,13 @@ def build_admin_app(
     routes: Iterable[web.RouteDef] = (),
     source_states: SourceStates | None = None,
     names: ServerNames | None = None,
+    sources: Callable[[], Iterable[PendingSource]] | None = None,
 ) -> web.Application:
     """The admin app for ``discovery``.
 
     ``/ready`` passes when the config sources have synced, the discovery server is
-    ready and every one of ``readiness_checks`` returns None. With ``source_states`` its
+    ready and every one of ``readiness_checks`` returns None; until then it names each of
+    ``sources`` that has not synced, and why. With ``source_states`` its
     body also lists each config source's state (an unavailable source keeps serving its
     last good config, so it does not fail readiness); ``/ready?format=json`` (or
     ``Accept: application/json``) answers ``{"ready", "reasons", "sources": [{"source",
@@ -72,7 +80,7 @@ def build_admin_app(
     )
     app[DISCOVERY] = discovery
     app[REST] = rest_discovery
-    app[CHECKS] = all_checks(discovery, readiness_checks)
+    app[CHECKS] = all_checks(discovery, readiness_checks, sources)
     app[SOURCES] = source_states if source_states is not None else tuple
     app.router.add_get("/ready", _ready)
     app.router.add_get("/healthz", _healthz)

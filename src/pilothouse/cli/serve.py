@@ -47,7 +47,9 @@ from pilothouse.admin.server_knobs import (
 )
 from pilothouse.boundary.host_names import ServerNames
 from pilothouse.cli.config_sources import (
+    MissingConfigDirectory,
     SourceSetupError,
+    check_config_directories,
     config_sources,
     kube_mesh_config,
     kube_registry_feeds,
@@ -165,6 +167,9 @@ async def serve(
     try:
         sources = config_sources(settings, mesh_sources)
         kube_registry = await kube_registry_feeds(settings, mesh_sources)
+    except MissingConfigDirectory as problem:
+        print(f"pilothouse serve: {problem}", file=sys.stderr)
+        raise SystemExit(2) from None
     except SourceSetupError as problem:
         raise SystemExit(f"pilothouse: {problem}") from None
     if not sources and not settings.mcp.accept_sources:
@@ -278,6 +283,7 @@ async def serve(
             rest=settings.rest,
             source_states=source_states,
             names=names,
+            sources=lambda: sources,
             routes=[
                 *metrics_routes(metrics.registry),
                 *debug_routes(discovery, sources),
@@ -351,7 +357,8 @@ async def serve(
         on_bound(bound)
     try:
         async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(report_loaded())
+            # waits for the first PushContext, which never comes if a source never syncs
+            loaded = tasks.create_task(report_loaded())
             for source in sources:
                 tasks.create_task(source.run())
             if kube_mesh is not None:
@@ -365,7 +372,7 @@ async def serve(
             # every stream's state lives as long as the stream: keep it out of the
             # collector's full scans (pilothouse/heap.py)
             keeper = HeapKeeper(busy=lambda: discovery.pushes.pending() > 0)
-            endless: list[asyncio.Task[None]] = [tasks.create_task(keeper.run())]
+            endless: list[asyncio.Task[None]] = [tasks.create_task(keeper.run()), loaded]
             if worker is not None:
                 endless.append(tasks.create_task(worker.report(discovery, stop)))
             if tls is not None:  # certificate renewal and root checks never end by themselves
@@ -407,6 +414,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"pilothouse serve: {problem}", file=sys.stderr)
         return 2
 
+    try:  # before anything starts (workers included); the mesh config's are checked in serve
+        check_config_directories(settings)
+    except MissingConfigDirectory as problem:
+        print(f"pilothouse serve: {problem}", file=sys.stderr)
+        return 2
     if settings.workers > 1:
         create_ca(settings, load_mesh(settings)[0])
         return supervise(settings, serve)
