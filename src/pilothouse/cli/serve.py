@@ -26,7 +26,7 @@ import gc
 import logging
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,13 +102,14 @@ def listen_address(value: str, path: str) -> HostPort:
         raise SystemExit(f"pilothouse: {problem}") from None
 
 
-def ctrlz_host(address: str) -> str:
-    """The host ControlZ binds, or "" when it is off or its address is not one (ControlZ
-    then logs that and stays off)."""
-    try:
-        return parse_host_port(address, "--ctrlz-address").host
-    except AddressError:
-        return ""
+def server_names(settings: Settings, listening: Iterable[HostPort | None]) -> ServerNames:
+    """The names a request's ``Host`` may carry (:mod:`pilothouse.boundary.host_names`):
+    this host's, the hosts of the servers ``listening`` (None: off) and of ControlZ, and
+    ``PILOTHOUSE_ADMIN_HOST_NAMES``."""
+    hosts = [address.host for address in listening if address is not None]
+    with contextlib.suppress(AddressError):  # off, or not an address: ControlZ says so
+        hosts.append(parse_host_port(settings.ctrlz.address, "--ctrlz-address").host)
+    return ServerNames.of_this_host(bound=hosts, extra=settings.admin.host_names)
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -265,15 +266,10 @@ async def serve(
     register_push_knobs(knobs, discovery)
     register_admission_knobs(knobs, discovery.admission, settings_prefix="xds.admission")
     register_log_knobs(knobs)
-    names = ServerNames.of_this_host(
-        bound=[
-            address.host
-            for address in (xds_address, admin_address, tls_address, webhook_address)
-            if address is not None
-            and (address is not webhook_address or (settings.webhook.cert and settings.webhook.key))
-        ]
-        + [ctrlz_host(settings.ctrlz.address)],
-        extra=settings.admin.host_names,
+    webhook_on = bool(settings.webhook.cert and settings.webhook.key)
+    names = server_names(
+        settings,
+        (xds_address, admin_address, tls_address, webhook_address if webhook_on else None),
     )
     access = AccessPolicy(allow_remote=settings.admin.allow_remote, names=names)
     admin = AdminServer(
