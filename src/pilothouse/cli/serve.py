@@ -26,12 +26,12 @@ import gc
 import logging
 import signal
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from pilothouse import logfmt
-from pilothouse.addresses import AddressError, HostPort, join_host_port, parse_host_port
+from pilothouse.addresses import join_host_port
 from pilothouse.admin.access import AccessPolicy
 from pilothouse.admin.api import AdminApi
 from pilothouse.admin.app import build_admin_app
@@ -45,7 +45,6 @@ from pilothouse.admin.server_knobs import (
     register_log_knobs,
     register_push_knobs,
 )
-from pilothouse.boundary.host_names import ServerNames
 from pilothouse.cli.config_sources import (
     MissingConfigDirectory,
     SourceSetupError,
@@ -55,7 +54,8 @@ from pilothouse.cli.config_sources import (
     kube_registry_feeds,
     mcp_roles,
 )
-from pilothouse.cli.serve_args import add_arguments, address_knob_name, settings_from
+from pilothouse.cli.serve_args import add_arguments, settings_from
+from pilothouse.cli.serve_listen import listen_address, server_names
 from pilothouse.cli.serve_security import create_ca, open_ca, open_tls_port, secret_delivery
 from pilothouse.cli.supervisor import supervise
 from pilothouse.cli.worker import WorkerRole
@@ -90,26 +90,6 @@ class Bound:
     """0 when ControlZ is off or could not listen."""
     xds_tls_port: int = 0
     """0 when the TLS port is off."""
-
-
-def listen_address(value: str, path: str) -> HostPort:
-    """The address knob at ``path`` (``admin.address``) parsed; SystemExit naming its flag
-    when it is not an address (``settings_from`` has checked those given on the command
-    line; this catches settings built in code)."""
-    try:
-        return parse_host_port(value, address_knob_name(path))
-    except AddressError as problem:
-        raise SystemExit(f"pilothouse: {problem}") from None
-
-
-def server_names(settings: Settings, listening: Iterable[HostPort | None]) -> ServerNames:
-    """The names a request's ``Host`` may carry (:mod:`pilothouse.boundary.host_names`):
-    this host's, the hosts of the servers ``listening`` (None: off) and of ControlZ, and
-    ``PILOTHOUSE_ADMIN_HOST_NAMES``."""
-    hosts = [address.host for address in listening if address is not None]
-    with contextlib.suppress(AddressError):  # off, or not an address: ControlZ says so
-        hosts.append(parse_host_port(settings.ctrlz.address, "--ctrlz-address").host)
-    return ServerNames.of_this_host(bound=hosts, extra=settings.admin.host_names)
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -70,15 +70,6 @@ class KeyPair:
         return f"KeyPair({len(self.chain)} certificate(s), not after {self.not_after})"
 
 
-@dataclass(frozen=True, slots=True)
-class Credential:
-    """What one credential name serves: a key pair, CA certificates, or both."""
-
-    name: str
-    pair: KeyPair | None
-    ca: tuple[str, ...] | None
-
-
 def credential_files(name: str, directory: Path) -> tuple[Path, Path, Path]:
     """The certificate, key and CA files of credential ``name``."""
     return (
@@ -101,16 +92,6 @@ def credential_names(files: list[str]) -> set[str]:
             names.add(stem.removesuffix(CA_SUFFIX) if stem.endswith(CA_SUFFIX) else stem)
     names.discard("")
     return names
-
-
-def read_credential(name: str, directory: Path) -> Credential | None:
-    """The credential ``name`` as its files are now, both parts; None when none of them
-    exists. Raises :class:`InvalidCredential` when either part cannot be served."""
-    pair = read_key_pair(name, directory)
-    ca = read_ca_certificates(name, directory)
-    if pair is None and ca is None:
-        return None
-    return Credential(name, pair, ca)
 
 
 def read_key_pair(name: str, directory: Path) -> KeyPair | None:
