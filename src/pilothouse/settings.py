@@ -252,6 +252,11 @@ class AdminSettings:
     allow_remote: bool = False
     """Let clients that are not on this host use the admin API (``/admin/*``) and
     ControlZ; by default they get 403, whatever address the servers listen on."""
+    host_names: tuple[str, ...] = ()
+    """Names besides ``localhost``, loopback, this server's addresses and host name that
+    a request's ``Host`` header may carry on the admin port and ControlZ (a Service's
+    DNS name, say); any other name gets 403 (the guard against DNS rebinding). ``*``
+    accepts every name."""
 
 
 @dataclass(frozen=True)

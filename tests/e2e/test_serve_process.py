@@ -115,7 +115,9 @@ async def admission_review(port: int, ca: Path) -> dict[str, Any]:
 
 async def fetch_ready(port: int) -> tuple[int, str]:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(b"GET /ready HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    writer.write(
+        f"GET /ready HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode()
+    )
     data = await reader.read()
     writer.close()
     head, _, body = data.decode().partition("\r\n\r\n")

@@ -186,6 +186,7 @@ async def test_controlz_refuses_other_sites(plane: ServeInProcess) -> None:
 async def test_controlz_that_cannot_listen_is_logged_and_serve_goes_on(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    (tmp_path / "x").mkdir()  # a config directory that does not exist stops serve
     async with serve_in_process(monkeypatch, tmp_path) as first:
         taken = f"127.0.0.1:{first.bound.ctrlz_port}"
         with caplog.at_level(logging.WARNING, logger="pilothouse.admin"):

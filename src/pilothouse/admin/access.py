@@ -1,13 +1,15 @@
 """Who may use the admin API and ControlZ: clients on this host, and no other web page.
 
-Both change a running control plane, so by default (``PILOTHOUSE_ADMIN_ALLOW_REMOTE``
-false) a request is refused with 403 unless:
+Both change a running control plane, so a request is refused with 403 unless:
 
 - it comes from a loopback address (``127.0.0.0/8``, ``::1``), whatever address the
   server listens on (the admin port often listens widely for probes and metrics);
-- its ``Host`` header names this host as a browser on it would: ``localhost``
-  (or ``*.localhost``) or an IP address. A web page whose own name an attacker points at
-  127.0.0.1 (DNS rebinding) sends its own name and is refused.
+  ``PILOTHOUSE_ADMIN_ALLOW_REMOTE=true`` lifts this rule;
+- its ``Host`` header names this server (:class:`~pilothouse.boundary.host_names.ServerNames`:
+  ``localhost``, a loopback address, this server's own address or host name, or a
+  configured name). A web page whose own name an attacker points at 127.0.0.1 (DNS
+  rebinding) sends its own name and is refused. This rule holds with or without
+  ``allow_remote``, and for every page of the admin port, not only the admin API.
 
 Always, with or without ``allow_remote``, a request that changes something (any method
 but GET, HEAD and OPTIONS) and carries an ``Origin`` header must come from a page of this
@@ -20,13 +22,14 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 from yarl import URL
 
 from pilothouse.boundary.contain import ErrorRenderer
+from pilothouse.boundary.host_names import ServerNames
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 OPEN_HINT = "set PILOTHOUSE_ADMIN_ALLOW_REMOTE=true to allow it"
@@ -46,18 +49,6 @@ def is_loopback(address: str | None) -> bool:
     return ip.is_loopback
 
 
-def is_local_name(host: str) -> bool:
-    """``localhost``, a name under ``.localhost``, or an IP address literal."""
-    name = host.strip("[]").rstrip(".").lower()
-    if name == "localhost" or name.endswith(".localhost"):
-        return True
-    try:
-        ipaddress.ip_address(name.split("%", 1)[0])
-    except ValueError:
-        return False
-    return True
-
-
 def _host_and_port(authority: str) -> tuple[str, int | None]:
     try:
         url = URL(f"http://{authority}")
@@ -68,24 +59,22 @@ def _host_and_port(authority: str) -> tuple[str, int | None]:
 
 @dataclass(frozen=True, slots=True)
 class AccessPolicy:
-    """Loopback only unless ``allow_remote``; cross-site writes never."""
+    """Loopback only unless ``allow_remote``; foreign ``Host`` names and cross-site
+    writes never."""
 
     allow_remote: bool = False
+    names: ServerNames = field(default_factory=ServerNames.of_this_host)
 
     def refusal(self, request: web.Request) -> str | None:
         """Why ``request`` is refused, or None when it may go on."""
-        if not self.allow_remote:
-            if not is_loopback(request.remote):
-                return (
-                    f"{request.path} answers only clients on this host; "
-                    f"{request.remote or 'this client'} is not ({OPEN_HINT})"
-                )
-            host, _ = _host_and_port(request.host)
-            if not is_local_name(host):
-                return (
-                    f"Host {request.host!r} is not a name of this host; use 127.0.0.1 or "
-                    f"localhost (a guard against DNS rebinding; {OPEN_HINT})"
-                )
+        if not self.allow_remote and not is_loopback(request.remote):
+            return (
+                f"{request.path} answers only clients on this host; "
+                f"{request.remote or 'this client'} is not ({OPEN_HINT})"
+            )
+        foreign = self.names.refusal(request)
+        if foreign is not None:
+            return foreign
         if request.method not in SAFE_METHODS:
             origin = request.headers.get("Origin")
             if origin is not None and not self._same_origin(origin, request):

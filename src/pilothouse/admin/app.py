@@ -9,18 +9,28 @@ they find the discovery server and the REST endpoint under the typed keys
 Every request is contained (:func:`~pilothouse.boundary.contain.containment`): an
 exception any handler lets out is logged and answered 500 with a generic message, and
 404, 405 and unreadable bodies are answered in REST discovery's JSON error shape.
+Every request must name this server in its ``Host`` header
+(:mod:`pilothouse.boundary.host_names`), whatever its path: 403 otherwise.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 from aiohttp import web
 
-from pilothouse.admin.readiness import ReadinessCheck, SourceStates, all_checks, missing
+from pilothouse.admin.readiness import (
+    PendingSource,
+    ReadinessCheck,
+    SourceStates,
+    all_checks,
+    missing,
+)
+from pilothouse.bootstrap.envoy import XDS_REST_CLUSTER
 from pilothouse.boundary.contain import containment, json_error
+from pilothouse.boundary.host_names import ServerNames
 from pilothouse.xds.server.discovery import DiscoveryServer
 from pilothouse.xds.server.rest import RestDiscovery, RestSettings
 
@@ -39,24 +49,38 @@ def build_admin_app(
     rest: RestSettings | None = None,
     routes: Iterable[web.RouteDef] = (),
     source_states: SourceStates | None = None,
+    names: ServerNames | None = None,
+    sources: Callable[[], Iterable[PendingSource]] | None = None,
 ) -> web.Application:
     """The admin app for ``discovery``.
 
     ``/ready`` passes when the config sources have synced, the discovery server is
-    ready and every one of ``readiness_checks`` returns None. With ``source_states`` its
+    ready and every one of ``readiness_checks`` returns None; until then it names each of
+    ``sources`` that has not synced, and why. With ``source_states`` its
     body also lists each config source's state (an unavailable source keeps serving its
     last good config, so it does not fail readiness); ``/ready?format=json`` (or
     ``Accept: application/json``) answers ``{"ready", "reasons", "sources": [{"source",
     "state", "reason", "since"}]}`` with the same status code.
+
+    Every route, those given in ``routes`` too, answers only requests whose ``Host``
+    names this server (``names``, by default :meth:`ServerNames.of_this_host`); others
+    get 403, so a web page cannot read them through DNS rebinding.
     """
     rest_discovery = RestDiscovery(discovery, rest)
     app = web.Application(
         client_max_size=rest_discovery.settings.max_body_bytes,
-        middlewares=[containment(json_error, _log)],
+        middlewares=[
+            containment(json_error, _log),
+            # Envoy's REST polls carry their cluster's name as Host (``xds-rest`` in
+            # pilothouse bootstrap's; a single-label name no web page can own)
+            (names if names is not None else ServerNames.of_this_host())
+            .including(XDS_REST_CLUSTER)
+            .middleware(json_error),
+        ],
     )
     app[DISCOVERY] = discovery
     app[REST] = rest_discovery
-    app[CHECKS] = all_checks(discovery, readiness_checks)
+    app[CHECKS] = all_checks(discovery, readiness_checks, sources)
     app[SOURCES] = source_states if source_states is not None else tuple
     app.router.add_get("/ready", _ready)
     app.router.add_get("/healthz", _healthz)

@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from pilothouse.addresses import AddressError, parse_host_port
 from pilothouse.bootstrap.envoy import (
     EnvoyBootstrapOptions,
     XdsTls,
@@ -106,9 +107,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     default_address = XdsSettings.tls_address if args.xds_tls_root else XdsSettings.address
     address = args.xds_address or (AdminSettings.address if args.rest else default_address)
-    host, _, port_text = address.rpartition(":")
-    if not host or not port_text.isdigit():
-        print("pilothouse bootstrap: --xds-address must be HOST:PORT", file=sys.stderr)
+    try:
+        xds = parse_host_port(address, "--xds-address", dial=True)
+    except AddressError as problem:
+        print(f"pilothouse bootstrap: {problem}", file=sys.stderr)
         return 2
     metadata: dict[str, Any] = {"NAMESPACE": proxy.namespace}
     labels = dict(label.partition("=")[::2] for label in args.label)
@@ -138,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
         xds_tls = _xds_tls(args)
         options = EnvoyBootstrapOptions(
             node_id=args.node, node_cluster=args.cluster, node_metadata=metadata,
-            xds_host=host, xds_port=int(port_text), admin_host=ADMIN_HOST,
+            xds_host=xds.host, xds_port=xds.port, admin_host=ADMIN_HOST,
             admin_port=args.admin_port,
             transport=transport, xds_tls=xds_tls,
         )  # fmt: skip

@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
+from pilothouse.addresses import AddressError, parse_host_port
 from pilothouse.heap import HeapKeeper
 from pilothouse.loadtest.identity import ProxyFlavour
 from pilothouse.loadtest.plans import EnvoyPlan, GrpcPlan, parse_types
@@ -182,16 +183,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def parse_address(text: str, flag: str) -> str:
-    """``HOST:PORT`` (``[v6]:PORT`` too), checked; returned as given."""
-    host, colon, port = text.rpartition(":")
-    if not colon or not host or not port:
-        raise UsageError(f"{flag}: {text!r} is not HOST:PORT")
-    if host.startswith("[") != host.endswith("]") or (":" in host and not host.startswith("[")):
-        raise UsageError(f"{flag}: {text!r} is not HOST:PORT (write IPv6 as [addr]:port)")
-    if not port.isdigit() or not 0 < int(port) < 65536:
-        raise UsageError(f"{flag}: {port!r} is not a port (1-65535)")
-    if any(character.isspace() for character in host) or "/" in host:
-        raise UsageError(f"{flag}: {host!r} is not a host name or address")
+    """``HOST:PORT`` (``[v6]:PORT`` too) to dial, checked by the one address parser;
+    returned as given."""
+    try:
+        parse_host_port(text, flag, dial=True)
+    except AddressError as problem:
+        raise UsageError(str(problem)) from None
     return text
 
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 import socket
 from dataclasses import dataclass
 
+from pilothouse.addresses import join_host_port, parse_host_port
+
 
 @dataclass(frozen=True)
 class Reservation:
@@ -29,22 +31,18 @@ class Reservation:
 
     @property
     def address(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{host}:{self.port}"
+        return join_host_port(self.host, self.port)
 
     def close(self) -> None:
         self.sock.close()
 
 
 def reserve(address: str) -> Reservation:
-    """Hold ``host:port`` (port 0: a free one) for workers; raises OSError or ValueError."""
-    host_text, sep, port_text = address.rpartition(":")
-    if not sep:
-        raise ValueError(f"{address!r} is not host:port")
-    host = host_text.strip("[]")
-    infos = socket.getaddrinfo(
-        host or None, int(port_text), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-    )
+    """Hold ``host:port`` (port 0: a free one) for workers; raises OSError or ValueError
+    (:class:`~pilothouse.addresses.AddressError`)."""
+    parsed = parse_host_port(address, "a shared address")
+    host = parsed.host
+    infos = socket.getaddrinfo(host, parsed.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     family, kind, proto, _, where = infos[0]
     sock = socket.socket(family, kind, proto)
     try:

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pilothouse import logfmt
+from pilothouse.addresses import join_host_port
 from pilothouse.admin.access import AccessPolicy
 from pilothouse.admin.api import AdminApi
 from pilothouse.admin.app import build_admin_app
@@ -45,13 +46,16 @@ from pilothouse.admin.server_knobs import (
     register_push_knobs,
 )
 from pilothouse.cli.config_sources import (
+    MissingConfigDirectory,
     SourceSetupError,
+    check_config_directories,
     config_sources,
     kube_mesh_config,
     kube_registry_feeds,
     mcp_roles,
 )
 from pilothouse.cli.serve_args import add_arguments, settings_from
+from pilothouse.cli.serve_listen import listen_address, server_names
 from pilothouse.cli.serve_security import create_ca, open_ca, open_tls_port, secret_delivery
 from pilothouse.cli.supervisor import supervise
 from pilothouse.cli.worker import WorkerRole
@@ -126,6 +130,14 @@ async def serve(
     ports are shared with the other workers (``SO_REUSEPORT``) and ``/ready`` waits for
     all of them."""
     shared = worker is not None
+    xds_address = listen_address(settings.xds.address, "xds.address")
+    admin_address = listen_address(settings.admin.address, "admin.address")
+    tls_address = (
+        listen_address(settings.xds.tls_address, "xds.tls_address")
+        if settings.xds.tls_address
+        else None
+    )
+    webhook_address = listen_address(settings.webhook.address, "webhook.address")
     mesh, mesh_sources = load_mesh(settings)
     try:
         kube_mesh = await kube_mesh_config(settings)
@@ -136,6 +148,9 @@ async def serve(
     try:
         sources = config_sources(settings, mesh_sources)
         kube_registry = await kube_registry_feeds(settings, mesh_sources)
+    except MissingConfigDirectory as problem:
+        print(f"pilothouse serve: {problem}", file=sys.stderr)
+        raise SystemExit(2) from None
     except SourceSetupError as problem:
         raise SystemExit(f"pilothouse: {problem}") from None
     if not sources and not settings.mcp.accept_sources:
@@ -194,7 +209,7 @@ async def serve(
     add_discovery_services(grpc_server, discovery)
     roles.add_to(grpc_server)
     try:
-        port = grpc_server.add_insecure_port(settings.xds.address)
+        port = grpc_server.add_insecure_port(str(xds_address))
     except RuntimeError as problem:
         raise SystemExit(
             f"pilothouse: cannot listen on {settings.xds.address}: {problem}"
@@ -207,7 +222,6 @@ async def serve(
     if secrets.credentials is not None:
         secrets.credentials.load()  # before any stream: gateways get them at once
     await grpc_server.start()
-    admin_host, _, admin_port_text = settings.admin.address.rpartition(":")
 
     def source_states() -> list[Availability]:
         return [s.availability() for s in sources if isinstance(s, ReportsAvailability)]
@@ -218,10 +232,10 @@ async def serve(
         metrics.registry.register(
             CaCollector(tls.counters, tls.ca.root_expiry, tls.ca.chain_expiry)
         )
-        tls_host, _, tls_port_text = settings.xds.tls_address.rpartition(":")
+        assert tls_address is not None
         try:
-            tls_port = await tls.start(tls_host.strip("[]"), int(tls_port_text), reuse_port=shared)
-        except (OSError, ValueError) as problem:
+            tls_port = await tls.start(tls_address.host, tls_address.port, reuse_port=shared)
+        except OSError as problem:
             await grpc_server.stop(0)
             await tls.stop(0)
             raise SystemExit(
@@ -232,13 +246,20 @@ async def serve(
     register_push_knobs(knobs, discovery)
     register_admission_knobs(knobs, discovery.admission, settings_prefix="xds.admission")
     register_log_knobs(knobs)
-    access = AccessPolicy(allow_remote=settings.admin.allow_remote)
+    webhook_on = bool(settings.webhook.cert and settings.webhook.key)
+    names = server_names(
+        settings,
+        (xds_address, admin_address, tls_address, webhook_address if webhook_on else None),
+    )
+    access = AccessPolicy(allow_remote=settings.admin.allow_remote, names=names)
     admin = AdminServer(
         build_admin_app(
             discovery,
             (worker.board.not_ready,) if worker is not None else (),
             rest=settings.rest,
             source_states=source_states,
+            names=names,
+            sources=lambda: sources,
             routes=[
                 *metrics_routes(metrics.registry),
                 *debug_routes(discovery, sources),
@@ -252,8 +273,8 @@ async def serve(
         )
     )
     try:
-        admin_port = await admin.start(admin_host, int(admin_port_text), reuse_port=shared)
-    except (OSError, ValueError) as problem:
+        admin_port = await admin.start(admin_address.host, admin_address.port, reuse_port=shared)
+    except OSError as problem:
         await grpc_server.stop(0)
         if tls is not None:
             await tls.stop(0)
@@ -268,12 +289,11 @@ async def serve(
             settings.webhook.key,
             read_timeout=settings.webhook.read_timeout,
         )
-        webhook_host, _, webhook_port_text = settings.webhook.address.rpartition(":")
         try:
             webhook_port = await webhook.start(
-                webhook_host, int(webhook_port_text), reuse_port=shared
+                webhook_address.host, webhook_address.port, reuse_port=shared
             )
-        except (OSError, ValueError) as problem:
+        except OSError as problem:
             await grpc_server.stop(0)
             await admin.stop()
             if tls is not None:
@@ -283,7 +303,7 @@ async def serve(
             ) from None
         log.info(
             "validation webhook (HTTPS) listening",
-            extra={"address": f"{webhook_host}:{webhook_port}"},
+            extra={"address": str(webhook_address.with_port(webhook_port))},
         )
     ctrlz = ControlZ(settings.ctrlz, knobs, access)
     ctrlz_port = await ctrlz.start()  # logs and stays off if it cannot listen, as istiod
@@ -294,27 +314,27 @@ async def serve(
         ctrlz_port=ctrlz_port,
         xds_tls_port=tls_port,
     )
-    host = settings.xds.address.rsplit(":", 1)[0]
-    log.info("xDS listening on %s:%d", host, port, extra={"address": f"{host}:{port}"})
-    if tls is not None:
-        tls_host = settings.xds.tls_address.rsplit(":", 1)[0]
+    xds_bound = join_host_port(xds_address.host, port)
+    log.info("xDS listening on %s", xds_bound, extra={"address": xds_bound})
+    if tls is not None and tls_address is not None:
+        tls_bound = join_host_port(tls_address.host, tls_port)
         log.info(
-            "xDS (TLS) and certificate service listening on %s:%d",
-            tls_host,
-            tls_port,
-            extra={"address": f"{tls_host}:{tls_port}", "ca_dir": settings.ca.dir},
+            "xDS (TLS) and certificate service listening on %s",
+            tls_bound,
+            extra={"address": tls_bound, "ca_dir": settings.ca.dir},
         )
+    admin_bound = join_host_port(admin_address.host, admin_port)
     log.info(
-        "admin (/ready, /metrics, /debug, REST xDS, /admin) listening on %s:%d",
-        admin_host,
-        admin_port,
-        extra={"address": f"{admin_host}:{admin_port}"},
+        "admin (/ready, /metrics, /debug, REST xDS, /admin) listening on %s",
+        admin_bound,
+        extra={"address": admin_bound},
     )
     if on_bound is not None:
         on_bound(bound)
     try:
         async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(report_loaded())
+            # waits for the first PushContext, which never comes if a source never syncs
+            loaded = tasks.create_task(report_loaded())
             for source in sources:
                 tasks.create_task(source.run())
             if kube_mesh is not None:
@@ -328,7 +348,7 @@ async def serve(
             # every stream's state lives as long as the stream: keep it out of the
             # collector's full scans (pilothouse/heap.py)
             keeper = HeapKeeper(busy=lambda: discovery.pushes.pending() > 0)
-            endless: list[asyncio.Task[None]] = [tasks.create_task(keeper.run())]
+            endless: list[asyncio.Task[None]] = [tasks.create_task(keeper.run()), loaded]
             if worker is not None:
                 endless.append(tasks.create_task(worker.report(discovery, stop)))
             if tls is not None:  # certificate renewal and root checks never end by themselves
@@ -370,6 +390,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"pilothouse serve: {problem}", file=sys.stderr)
         return 2
 
+    try:  # before anything starts (workers included); the mesh config's are checked in serve
+        check_config_directories(settings)
+    except MissingConfigDirectory as problem:
+        print(f"pilothouse serve: {problem}", file=sys.stderr)
+        return 2
     if settings.workers > 1:
         create_ca(settings, *load_mesh(settings))
         return supervise(settings, serve)

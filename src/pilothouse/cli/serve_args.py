@@ -12,6 +12,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Final
 
+from pilothouse.addresses import AddressError, parse_host_port
 from pilothouse.cli.store_session import add_etcd_arguments
 from pilothouse.environment import SettingsError, from_environment
 from pilothouse.settings import (
@@ -21,6 +22,7 @@ from pilothouse.settings import (
     Settings,
     WebhookSettings,
     XdsSettings,
+    knobs,
 )
 
 
@@ -199,6 +201,49 @@ def settings_from(args: argparse.Namespace, environ: Mapping[str, str] | None = 
             value = str(value)
         overrides[path] = value
     try:
-        return Settings().with_overrides(overrides)
+        settings = Settings().with_overrides(overrides)
     except ValueError as problem:
         raise SettingsError(str(problem)) from None
+    check_addresses(settings, args)
+    return settings
+
+
+ADDRESSES: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "xds.address": "xds_address",
+        "xds.tls_address": "xds_tls_address",
+        "admin.address": "admin_address",
+        "ctrlz.address": "ctrlz_address",
+        "webhook.address": "webhook_address",
+        "mcp.sink_address": "mcp_sink_address",
+    }
+)
+"""Every address knob of ``serve`` and its flag (by argparse dest)."""
+
+_OFF_WORDS: Final = frozenset({"", ControlZSettings.OFF})
+_DIALLED: Final = frozenset({"mcp.sink_address"})
+_MAY_BE_OFF: Final = frozenset({"xds.tls_address", "ctrlz.address", "mcp.sink_address"})
+
+
+def address_knob_name(path: str, args: argparse.Namespace | None = None) -> str:
+    """What an address knob is called in a message: its flag when the flag was given
+    (or no environment variable could have set it), else its ``PILOTHOUSE_*`` variable."""
+    dest = ADDRESSES[path]
+    flag = "--" + dest.replace("_", "-")
+    if args is not None and getattr(args, dest, None) is None:
+        return next(knob.env for knob in knobs() if knob.path == path)
+    return flag
+
+
+def check_addresses(settings: Settings, args: argparse.Namespace | None = None) -> None:
+    """Every address knob parsed (:func:`pilothouse.addresses.parse_host_port`);
+    :class:`SettingsError` names the first one that is not an address."""
+    for path in ADDRESSES:
+        part, _, leaf = path.partition(".")
+        value: str = getattr(getattr(settings, part), leaf)
+        if path in _MAY_BE_OFF and value.strip().lower() in _OFF_WORDS:
+            continue
+        try:
+            parse_host_port(value, address_knob_name(path, args), dial=path in _DIALLED)
+        except AddressError as problem:
+            raise SettingsError(str(problem)) from None

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+from pilothouse.addresses import AddressError, parse_host_port
+
 ENVOY_ADMIN_ADDRESS: Final = "ENVOY_ADMIN_ADDRESS"
 """The node metadata key: ``host:port`` of the proxy's Envoy admin API."""
 
@@ -24,7 +26,8 @@ def envoy_admin_address(metadata: Mapping[str, str] | None) -> str | None:
     if not metadata:
         return None
     value = metadata.get(ENVOY_ADMIN_ADDRESS, "").strip()
-    host, _, port = value.rpartition(":")
-    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+    try:
+        parse_host_port(value, ENVOY_ADMIN_ADDRESS, dial=True)
+    except AddressError:
         return None
     return value

@@ -6,16 +6,21 @@ A credential ``<name>`` is ``<name>.crt`` (the certificate chain, leaf first) an
 for DestinationRule origination). A credential may be CA-only: ``<name>-cacert.crt``
 alone.
 
-:func:`read_credential` refuses anything Envoy would refuse or serve wrongly, with an
-:class:`InvalidCredential` naming the file and the problem: a file that is not PEM
-certificates (or not a private key), a key that does not belong to the leaf, a
-``.crt`` without its ``.key`` or the other way round. A pair caught half-written (one
-file replaced, the other not yet) is refused the same way; the caller keeps the last
-good version until the pair is whole again.
+The key pair and the CA certificates are two parts, read and judged apart
+(:func:`read_key_pair`, :func:`read_ca_certificates`): a broken ``-cacert`` file says
+nothing about the pair beside it, which must go on rotating. Each refuses anything
+Envoy would refuse or serve wrongly, with an :class:`InvalidCredential` naming the file
+and the problem: a file that is not PEM certificates (or not a private key), a key that
+does not belong to the leaf, a ``.crt`` without its ``.key`` or the other way round. A
+pair caught half-written (one file replaced, the other not yet) is refused the same
+way; the caller keeps the last good version of that part until it is whole again. The
+refusal carries a digest of the bytes it judged, so that the same bad files are
+reported once, and new bad files again.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from datetime import datetime
@@ -37,10 +42,20 @@ MAX_FILE_BYTES: Final = 1024 * 1024
 class InvalidCredential(ValueError):
     """A credential's files cannot be served; ``file`` is the one at fault."""
 
-    def __init__(self, file: Path, problem: str) -> None:
+    def __init__(self, file: Path, problem: str, content: str = "") -> None:
         super().__init__(f"{file}: {problem}")
         self.file = file
         self.problem = problem
+        self.content = content
+        """A digest of the bytes judged (empty when unknown): the same digest and
+        problem is the same refusal."""
+
+    def of_content(self, *texts: str | None) -> InvalidCredential:
+        """This refusal, with the digest of ``texts`` (the part's files, None if missing)."""
+        digest = hashlib.sha256()
+        for text in texts:
+            digest.update(b"\x00" if text is None else b"\x01" + text.encode() + b"\x00")
+        return InvalidCredential(self.file, self.problem, digest.hexdigest())
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,15 +68,6 @@ class KeyPair:
 
     def __repr__(self) -> str:  # never print a private key
         return f"KeyPair({len(self.chain)} certificate(s), not after {self.not_after})"
-
-
-@dataclass(frozen=True, slots=True)
-class Credential:
-    """What one credential name serves: a key pair, CA certificates, or both."""
-
-    name: str
-    pair: KeyPair | None
-    ca: tuple[str, ...] | None
 
 
 def credential_files(name: str, directory: Path) -> tuple[Path, Path, Path]:
@@ -88,28 +94,36 @@ def credential_names(files: list[str]) -> set[str]:
     return names
 
 
-def read_credential(name: str, directory: Path) -> Credential | None:
-    """The credential ``name`` as its files are now; None when none of them exists.
-
-    Raises :class:`InvalidCredential` when they cannot be served as they are.
-    """
-    cert_file, key_file, ca_file = credential_files(name, directory)
-    cert_pem = _read(cert_file)
-    key_pem = _read(key_file)
-    ca_pem = _read(ca_file)
-    if cert_pem is None and key_pem is None and ca_pem is None:
-        return None
-    pair: KeyPair | None = None
-    if cert_pem is not None or key_pem is not None:
+def read_key_pair(name: str, directory: Path) -> KeyPair | None:
+    """The key pair of ``name`` (``.crt`` + ``.key``); None when neither file exists.
+    Raises :class:`InvalidCredential`."""
+    cert_file, key_file, _ = credential_files(name, directory)
+    cert_pem: str | None = None
+    key_pem: str | None = None
+    try:
+        cert_pem = _read(cert_file)
+        key_pem = _read(key_file)
+        if cert_pem is None and key_pem is None:
+            return None
         if key_pem is None:
             raise InvalidCredential(key_file, f"missing: {cert_file.name} has no private key")
         if cert_pem is None:
             raise InvalidCredential(cert_file, f"missing: {key_file.name} has no certificate")
-        pair = _key_pair(cert_file, cert_pem, key_file, key_pem)
-    ca = None
-    if ca_pem is not None:
-        ca = tuple(_certificates(ca_file, ca_pem)[1])
-    return Credential(name, pair, ca)
+        return _key_pair(cert_file, cert_pem, key_file, key_pem)
+    except InvalidCredential as invalid:
+        raise (invalid if invalid.content else invalid.of_content(cert_pem, key_pem)) from None
+
+
+def read_ca_certificates(name: str, directory: Path) -> tuple[str, ...] | None:
+    """The CA certificates of ``name`` (``-cacert.crt``, PEM blocks); None when the file
+    does not exist. Raises :class:`InvalidCredential`."""
+    ca_file = credential_files(name, directory)[2]
+    ca_pem: str | None = None
+    try:
+        ca_pem = _read(ca_file)
+        return None if ca_pem is None else tuple(_certificates(ca_file, ca_pem)[1])
+    except InvalidCredential as invalid:
+        raise (invalid if invalid.content else invalid.of_content(ca_pem)) from None
 
 
 def _read(path: Path) -> str | None:
@@ -120,12 +134,13 @@ def _read(path: Path) -> str | None:
         return None
     except OSError as problem:
         raise InvalidCredential(path, f"cannot be read ({problem.strerror})") from None
+    digest = hashlib.sha256(data).hexdigest()
     if len(data) > MAX_FILE_BYTES:
-        raise InvalidCredential(path, f"larger than {MAX_FILE_BYTES} bytes")
+        raise InvalidCredential(path, f"larger than {MAX_FILE_BYTES} bytes", digest)
     try:
         return data.decode("ascii")
     except UnicodeDecodeError:
-        raise InvalidCredential(path, "is not PEM (not ASCII text)") from None
+        raise InvalidCredential(path, "is not PEM (not ASCII text)", digest) from None
 
 
 def _certificates(path: Path, pem: str) -> tuple[list[x509.Certificate], list[str]]:

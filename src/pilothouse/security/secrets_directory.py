@@ -11,12 +11,17 @@ that finds what an event missed, and a directory replaced as a whole). A credent
 read and parsed again only when the stat of one of its files moved (or when a file was
 so recent at the last read that a coarse timestamp could hide a second change).
 
-- A credential whose files are valid replaces what was served, and the listener is
-  told its SDS names (the gateways that hold them are pushed, without a restart).
-- A half-written or invalid pair is refused: the error is logged naming the file, and
-  the last good version stays served (and is named in the log line).
-- A credential whose files are all gone is no longer served (proxies keep what they
-  hold, as with a deleted Kubernetes Secret).
+- A credential's two parts, its key pair (``.crt`` + ``.key``) and its CA certificates
+  (``-cacert.crt``), are judged apart: a garbage ``-cacert.crt`` never holds back a
+  valid new pair, nor a half-written pair new CA certificates.
+- A part whose files are valid replaces what was served, and the listener is told its
+  SDS name (the gateways that hold it are pushed, without a restart).
+- A half-written or invalid part is refused: the error is logged naming the file, and
+  the last good version of that part stays served (and is named in the log line), or
+  nothing is served for it. A refusal is logged once per content: the same bad bytes
+  again (rewritten, or read again) make no new line, different bad bytes do.
+- A part whose files are all gone is no longer served (proxies keep what they hold,
+  as with a deleted Kubernetes Secret).
 - The directory missing or unreadable is *unavailable*, not empty: every credential
   stays, and the directory is looked at every ``poll`` seconds until it is back.
 
@@ -36,15 +41,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final, Generic, TypeVar
 
 from pilothouse.security.credential_files import (
     CA_SUFFIX,
-    Credential,
     InvalidCredential,
     KeyPair,
     credential_files,
     credential_names,
-    read_credential,
+    read_ca_certificates,
+    read_key_pair,
 )
 
 log = logging.getLogger("pilothouse.security.secrets")
@@ -54,12 +60,28 @@ Listener = Callable[[frozenset[str]], None]
 (served as ``kubernetes://<name>`` and ``kubernetes://<name>-cacert``)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Loaded:
-    """A credential being served, and when its files were read."""
+PAIR: Final = "key pair"
+CA: Final = "CA certificates"
+FILES: Final = "files"
+"""The parts of a credential a refusal can concern (``FILES``: a fault reading both)."""
 
-    credential: Credential
+_Part = TypeVar("_Part")
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded(Generic[_Part]):
+    """A part of a credential being served, and when its files were read."""
+
+    value: _Part
     loaded_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why a part's files are refused, and a digest of the bytes refused."""
+
+    problem: str
+    content: str
 
 
 class SecretsDirectory:
@@ -77,8 +99,10 @@ class SecretsDirectory:
         self._debounce = debounce
         self._poll = poll
         self._force_polling = force_polling
-        self._loaded: dict[str, Loaded] = {}
-        self._problems: dict[str, str] = {}
+        self._pairs: dict[str, Loaded[KeyPair]] = {}
+        self._cas: dict[str, Loaded[tuple[str, ...]]] = {}
+        self._problems: dict[tuple[str, str], Refusal] = {}
+        """(credential name, part) → its refusal now (logged once per content)."""
         self._stamps: dict[str, tuple[Stamps, int]] = {}
         """What each credential's files looked like when last read, and when (in ns):
         files unchanged since are not read and parsed again."""
@@ -90,20 +114,24 @@ class SecretsDirectory:
     # -- what SDS reads ---------------------------------------------------------------
 
     def key_pair(self, name: str) -> KeyPair | None:
-        loaded = self._loaded.get(name)
-        return None if loaded is None else loaded.credential.pair
+        loaded = self._pairs.get(name)
+        return None if loaded is None else loaded.value
 
     def ca_certificates(self, name: str) -> tuple[str, ...] | None:
-        loaded = self._loaded.get(name)
-        return None if loaded is None else loaded.credential.ca
+        loaded = self._cas.get(name)
+        return None if loaded is None else loaded.value
 
     def names(self) -> frozenset[str]:
-        """The credential names served now."""
-        return frozenset(self._loaded)
+        """The credential names served now (a key pair, CA certificates or both)."""
+        return frozenset(self._pairs) | frozenset(self._cas)
 
     def problems(self) -> dict[str, str]:
-        """Credential name → why its files are refused now (its last good one is served)."""
-        return dict(self._problems)
+        """Credential name → why some of its files are refused now (``; ``-joined when
+        both parts are); the last good version of a refused part is served."""
+        found: dict[str, list[str]] = {}
+        for (name, _), refusal in sorted(self._problems.items()):
+            found.setdefault(name, []).append(refusal.problem)
+        return {name: "; ".join(problems) for name, problems in found.items()}
 
     def on_change(self, listener: Listener) -> None:
         self._listeners.append(listener)
@@ -126,13 +154,14 @@ class SecretsDirectory:
             log.info("secrets directory %s is available again", self.directory)
         self._available = True
         changed: set[str] = set()
-        for name in sorted(credential_names(files) | set(self._loaded) | set(self._problems)):
+        known = self.names() | {name for name, _ in self._problems}
+        for name in sorted(credential_names(files) | known):
             try:
                 changed |= self._reload(name)
             except Exception as exc:  # a fault of one credential stays with it
                 log.debug("reading credential %s failed", name, exc_info=True)
                 why = f"cannot be read ({type(exc).__name__}: {exc})"
-                self._refuse(name, InvalidCredential(self.directory / name, why))
+                self._refuse(name, FILES, InvalidCredential(self.directory / name, why))
         self._synced = True
         if changed:
             for listener in list(self._listeners):
@@ -198,49 +227,69 @@ class SecretsDirectory:
     # -- one credential ---------------------------------------------------------------
 
     def _reload(self, name: str) -> set[str]:
-        """Read credential ``name`` again if its files changed; its parts whose content
-        changed."""
+        """Read credential ``name`` again if its files changed; the SDS names of its parts
+        whose content changed."""
         stamps = _stamps(credential_files(name, self.directory))
         seen = self._stamps.get(name)
         if seen is not None and seen[0] == stamps and _settled(stamps, seen[1]):
             return set()
         self._stamps[name] = (stamps, time.time_ns())
-        previous = self._loaded.get(name)
-        try:
-            credential = read_credential(name, self.directory)
-        except InvalidCredential as invalid:
-            self._refuse(name, invalid)
-            return set()
-        self._problems.pop(name, None)
-        if credential is None:
-            if previous is None:
-                return set()
-            del self._loaded[name]
-            log.info("credential %s removed; no longer served", name)
-            return set()  # proxies keep what they hold; nothing new to push
-        if previous is not None and previous.credential == credential:
-            return set()
-        self._loaded[name] = Loaded(credential, time.time())
-        log.info(
-            "credential %s loaded",
-            name,
-            extra={"key_pair": credential.pair is not None, "ca": credential.ca is not None},
-        )
-        return _changed_names(name, previous.credential if previous else None, credential)
+        changed = self._reload_part(name, PAIR, read_key_pair, self._pairs, name)
+        changed |= self._reload_part(name, CA, read_ca_certificates, self._cas, name + CA_SUFFIX)
+        self._problems.pop((name, FILES), None)
+        return changed
 
-    def _refuse(self, name: str, invalid: InvalidCredential) -> None:
-        previous = self._loaded.get(name)
-        problem = str(invalid)
-        if self._problems.get(name) == problem:
-            return
-        self._problems[name] = problem
-        if previous is None:
-            kept = "nothing served for it until it is fixed"
+    def _reload_part(
+        self,
+        name: str,
+        part: str,
+        read: Callable[[str, Path], _Part | None],
+        served: dict[str, Loaded[_Part]],
+        sds_name: str,
+    ) -> set[str]:
+        """One part of ``name`` read again: ``{sds_name}`` when what is served changed."""
+        try:
+            value = read(name, self.directory)
+        except InvalidCredential as invalid:
+            self._refuse(name, part, invalid)
+            return set()
+        self._problems.pop((name, part), None)
+        previous = served.get(name)
+        if value is None:
+            if previous is not None:
+                del served[name]
+                log.info("credential %s: its %s removed; no longer served", name, part)
+            return set()  # proxies keep what they hold; nothing new to push
+        if previous is not None and previous.value == value:
+            return set()
+        served[name] = Loaded(value, time.time())
+        log.info("credential %s loaded (its %s)", name, part, extra={"part": part})
+        return {sds_name}
+
+    def _refuse(self, name: str, part: str, invalid: InvalidCredential) -> None:
+        refusal = Refusal(str(invalid), invalid.content)
+        if self._problems.get((name, part)) == refusal:
+            return  # these bad bytes were reported already
+        self._problems[(name, part)] = refusal
+        previous: Loaded[KeyPair] | Loaded[tuple[str, ...]] | None = None
+        if part == PAIR:
+            previous = self._pairs.get(name)
+        elif part == CA:
+            previous = self._cas.get(name)
+        if part == FILES:
+            kept = "keeping what is served for it"
+        elif previous is None:
+            kept = f"no {part} served for it until it is fixed"
         else:
             when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(previous.loaded_at))
             kept = f"keeping the last good one (loaded {when})"
         log.error(
-            "credential %s refused: %s; %s", name, problem, kept, extra={"file": str(invalid.file)}
+            "credential %s refused (its %s): %s; %s",
+            name,
+            part,
+            refusal.problem,
+            kept,
+            extra={"file": str(invalid.file), "part": part},
         )
 
     def _lost(self, reason: str) -> None:
@@ -251,7 +300,7 @@ class SecretsDirectory:
             "secrets directory %s is unavailable (%s); keeping its %d credential(s)",
             self.directory,
             reason,
-            len(self._loaded),
+            len(self.names()),
         )
 
 
@@ -289,12 +338,3 @@ def _identity(directory: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return (seen.st_dev, seen.st_ino)
-
-
-def _changed_names(name: str, before: Credential | None, after: Credential) -> set[str]:
-    changed = set()
-    if after.pair is not None and (before is None or before.pair != after.pair):
-        changed.add(name)
-    if after.ca is not None and (before is None or before.ca != after.ca):
-        changed.add(name + CA_SUFFIX)
-    return changed

@@ -61,6 +61,20 @@ def test_a_reservation_picks_one_port_that_workers_can_share_and_others_cannot()
         held.close()
 
 
+def test_a_reservation_takes_bracketed_ipv6_and_refuses_what_is_not_an_address() -> None:
+    try:
+        held = reserve("[::1]:0")
+    except OSError:
+        pytest.skip("no IPv6 loopback here")
+    try:
+        assert held.host == "::1" and held.address == f"[::1]:{held.port}"
+        assert held.sock.family == socket.AF_INET6
+    finally:
+        held.close()
+    with pytest.raises(ValueError, match=r"expected HOST:PORT or \[IPv6\]:PORT, got '::1:0'"):
+        reserve("::1:0")
+
+
 def test_a_port_taken_without_reuseport_stops_the_parent_loudly() -> None:
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))

@@ -54,7 +54,9 @@ def test_replicas_are_given_by_repeating_server_or_with_commas() -> None:
     assert made.server == "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3"  # each once, in order
     assert made.servers == ("127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3")
     assert LoadSpec.from_json(made.to_json()) == made
-    assert "'nope' is not HOST:PORT" in usage_error("--server", "127.0.0.1:1,nope")
+    assert "--server: expected HOST:PORT or [IPv6]:PORT, got 'nope'" in usage_error(
+        "--server", "127.0.0.1:1,nope"
+    )
 
 
 def test_every_flag_lands_in_the_spec() -> None:
@@ -101,11 +103,11 @@ def test_the_spec_survives_json_as_workers_receive_it() -> None:
     ("argv", "message"),
     [
         ([], "--server HOST:PORT is required"),
-        (["--server", "localhost"], "is not HOST:PORT"),
-        (["--server", "host:"], "is not HOST:PORT"),
-        (["--server", "host:99999"], "is not a port"),
-        (["--server", "host:http"], "is not a port"),
-        (["--server", "::1:80"], "write IPv6 as [addr]:port"),
+        (["--server", "localhost"], "expected HOST:PORT or [IPv6]:PORT, got 'localhost'"),
+        (["--server", "host:"], "expected HOST:PORT or [IPv6]:PORT, got 'host:'"),
+        (["--server", "host:99999"], "port must be 1-65535, got 'host:99999'"),
+        (["--server", "host:http"], "expected HOST:PORT or [IPv6]:PORT, got 'host:http'"),
+        (["--server", "::1:80"], "write an IPv6 address in brackets: [::1]:80"),
         ([*SERVER, "--proxies", "0"], "--proxies must be at least 1"),
         ([*SERVER, "--proxies", "-5"], "--proxies must be at least 1"),
         ([*SERVER, "--proxies", "100001"], "at most 100000"),
@@ -151,7 +153,7 @@ def test_the_spec_survives_json_as_workers_receive_it() -> None:
         ),
         ([*SERVER, "--scenario", "push", "--trigger", "t", "--repeat", "0"], "--repeat must"),
         ([*SERVER, "--streams-per-connection", "0"], "--streams-per-connection must"),
-        ([*SERVER, "--admin", "nope"], "--admin: 'nope' is not HOST:PORT"),
+        ([*SERVER, "--admin", "nope"], "--admin: expected HOST:PORT or [IPv6]:PORT, got 'nope'"),
         ([*SERVER, "--server-pid", "0"], "--server-pid must be positive"),
     ],
 )

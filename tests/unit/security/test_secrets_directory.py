@@ -156,13 +156,13 @@ def test_files_whose_stat_did_not_move_are_not_read_again(
     for file in ("gw.crt", "gw.key"):
         os.utime(tmp_path / file, (long_ago, long_ago))
     reads: list[str] = []
-    real = module.read_credential
+    real = module.read_key_pair
 
     def counted(name: str, directory: Path) -> Any:
         reads.append(name)
         return real(name, directory)
 
-    monkeypatch.setattr(module, "read_credential", counted)
+    monkeypatch.setattr(module, "read_key_pair", counted)
     secrets = SecretsDirectory(tmp_path)
     secrets.load()
     secrets.load()
@@ -192,17 +192,125 @@ def test_an_unexpected_fault_stays_with_its_credential(
     write_pair(tmp_path, "other", "other.example")
     secrets = SecretsDirectory(tmp_path)
     secrets.load()
-    real = module.read_credential
+    real = module.read_key_pair
 
     def broken(name: str, directory: Path) -> Any:
         if name == "gw":
             raise RuntimeError("a library surprise")
         return real(name, directory)
 
-    monkeypatch.setattr(module, "read_credential", broken)
+    monkeypatch.setattr(module, "read_key_pair", broken)
     write_pair(tmp_path, "gw", "two.example")
     write_pair(tmp_path, "other", "two.other.example")
     assert secrets.load() == {"other"}
     assert leaf_host(secrets, "gw") == "one.example"
     assert "a library surprise" in secrets.problems()["gw"]
     assert leaf_host(secrets, "other") == "two.other.example"
+
+
+def test_a_garbage_cacert_never_holds_back_a_valid_pair(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The operator's report: with a broken ``gw-cacert.crt`` beside it, a rotated
+    ``gw.crt``/``gw.key`` was never served and nothing was logged when it arrived."""
+    write_pair(tmp_path, "gw", "one.example")
+    good_ca = write_ca(tmp_path, "gw")
+    secrets = SecretsDirectory(tmp_path)
+    told: list[frozenset[str]] = []
+    secrets.on_change(told.append)
+    assert secrets.load() == {"gw", "gw-cacert"}
+    (tmp_path / "gw-cacert.crt").write_bytes(b"garbage, not PEM")
+    with caplog.at_level(logging.INFO, "pilothouse.security.secrets"):
+        assert secrets.load() == frozenset()
+        write_pair(tmp_path, "gw", "two.example")  # v2 arrives
+        assert secrets.load() == {"gw"}
+    assert leaf_host(secrets, "gw") == "two.example"
+    assert secrets.ca_certificates("gw") == (good_ca.decode(),), "CA part: its last good one"
+    assert told[-1] == {"gw"}
+    assert "gw-cacert.crt" in secrets.problems()["gw"]
+    lines = [r.getMessage() for r in caplog.records]
+    assert any("credential gw loaded (its key pair)" in line for line in lines), lines
+    (refused,) = [line for line in lines if "refused" in line]
+    assert "its CA certificates" in refused and "keeping the last good one" in refused
+
+
+def test_a_garbage_cacert_from_the_start_serves_the_pair_alone(tmp_path: Path) -> None:
+    write_pair(tmp_path, "gw", "one.example")
+    (tmp_path / "gw-cacert.crt").write_bytes(b"-----BEGIN CERTIFICATE-----\nnope\n")
+    secrets = SecretsDirectory(tmp_path)
+    assert secrets.load() == {"gw"}
+    assert leaf_host(secrets, "gw") == "one.example"
+    assert secrets.ca_certificates("gw") is None
+    write_pair(tmp_path, "gw", "two.example")
+    assert secrets.load() == {"gw"}
+    assert leaf_host(secrets, "gw") == "two.example"
+
+
+def test_a_half_written_pair_does_not_hold_back_new_ca_certificates(tmp_path: Path) -> None:
+    write_pair(tmp_path, "gw", "one.example")
+    write_ca(tmp_path, "gw")
+    secrets = SecretsDirectory(tmp_path)
+    secrets.load()
+    (tmp_path / "gw.key").write_bytes(b"garbage")
+    new_ca = write_ca(tmp_path, "gw")
+    assert secrets.load() == {"gw-cacert"}
+    assert secrets.ca_certificates("gw") == (new_ca.decode(),)
+    assert leaf_host(secrets, "gw") == "one.example"
+
+
+def test_a_refusal_is_logged_once_per_content(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    write_pair(tmp_path, "gw", "one.example")
+    secrets = SecretsDirectory(tmp_path)
+    secrets.load()
+
+    def refusals() -> list[str]:
+        return [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+
+    with caplog.at_level(logging.ERROR, "pilothouse.security.secrets"):
+        (tmp_path / "gw-cacert.crt").write_bytes(b"bad bytes one")
+        secrets.load()
+        assert len(refusals()) == 1
+        # the same bad bytes: rewritten (the stamp moves) and read again, no new line
+        for _ in range(3):
+            (tmp_path / "gw-cacert.crt").write_bytes(b"bad bytes one")
+            secrets.load()
+        assert len(refusals()) == 1
+        # new bad bytes (the same problem in words): a new line
+        (tmp_path / "gw-cacert.crt").write_bytes(b"bad bytes two")
+        secrets.load()
+        assert len(refusals()) == 2
+        # fixed, then the first bad bytes again: reported again
+        write_ca(tmp_path, "gw")
+        secrets.load()
+        assert "gw" not in secrets.problems()
+        (tmp_path / "gw-cacert.crt").write_bytes(b"bad bytes one")
+        secrets.load()
+        assert len(refusals()) == 3
+        # a bad pair beside the bad CA: its own line, once
+        (tmp_path / "gw.key").write_bytes(b"garbage key")
+        secrets.load()
+        secrets.load()
+        assert len(refusals()) == 4 and "its key pair" in refusals()[-1]
+        assert len(secrets.problems()["gw"].split("; ")) == 2
+
+
+async def test_a_followed_pair_rotates_past_a_garbage_cacert(tmp_path: Path) -> None:
+    """The same, with the directory followed as ``serve`` follows it."""
+    write_pair(tmp_path, "gw", "one.example")
+    (tmp_path / "gw-cacert.crt").write_bytes(b"garbage")
+    secrets = SecretsDirectory(tmp_path, debounce=0.05, poll=0.1, force_polling=True)
+    told: asyncio.Queue[frozenset[str]] = asyncio.Queue()
+    secrets.on_change(told.put_nowait)
+    task = asyncio.create_task(secrets.run())
+    try:
+        assert await asyncio.wait_for(told.get(), 5) == {"gw"}
+        await asyncio.sleep(0.3)
+        write_pair(tmp_path, "gw", "two.example")
+        while leaf_host(secrets, "gw") != "two.example":
+            assert "gw" in await asyncio.wait_for(told.get(), 5)
+        assert secrets.ca_certificates("gw") is None
+    finally:
+        secrets.close()
+        await asyncio.wait_for(task, 5)

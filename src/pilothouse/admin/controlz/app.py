@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from aiohttp import web
 
+from pilothouse.addresses import AddressError, parse_host_port
 from pilothouse.admin.access import AccessPolicy
 from pilothouse.admin.api import client, knob_value
 from pilothouse.admin.controlz import page, process, scopes
@@ -150,10 +151,10 @@ class ControlZ:
         """Listen; returns the port, or 0 when off or when it cannot listen (logged)."""
         if self._server is None:
             return 0
-        host, _, port_text = self.settings.address.rpartition(":")
         try:
-            self.port = await self._server.start(host.strip("[]"), int(port_text))
-        except (OSError, ValueError) as problem:
+            address = parse_host_port(self.settings.address, "--ctrlz-address")
+            self.port = await self._server.start(address.host, address.port)
+        except (OSError, AddressError) as problem:
             _log.warning(
                 "ControlZ not started: cannot listen on %s: %s",
                 self.settings.address,
@@ -162,9 +163,8 @@ class ControlZ:
             )
             self._server = None
             return 0
-        _log.info(
-            "ControlZ listening on %s:%d", host, self.port, extra={"address": f"{host}:{self.port}"}
-        )
+        bound = str(address.with_port(self.port))
+        _log.info("ControlZ listening on %s", bound, extra={"address": bound})
         return self.port
 
     async def stop(self) -> None:

@@ -21,6 +21,7 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
+from pilothouse.addresses import AddressError, parse_host_port
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.kube.pod_sidecars import PodSidecars
 from pilothouse.kube.registry import KubeFeeds, KubeRegistry
@@ -161,10 +162,11 @@ class DiscoveryServer:
         self._ids = itertools.count(1)
         self._closed = asyncio.Event()
         self._ready = asyncio.Event()
-        _, _, port = self.settings.address.rpartition(":")
-        self.identity = ControlPlaneIdentity(
-            replica_name(self.settings.replica_id, int(port) if port.isdigit() else 0)
-        )
+        try:
+            port = parse_host_port(self.settings.address, "xds.address").port
+        except AddressError:
+            port = 0  # serve refuses such an address before it builds this server
+        self.identity = ControlPlaneIdentity(replica_name(self.settings.replica_id, port))
         """Who this replica is, on every response (``control_plane.identifier``)."""
         self.responses = FanOutResponses()
         """SotW responses encoded once per push and content, shared by the streams they
