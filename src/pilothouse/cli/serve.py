@@ -62,6 +62,7 @@ from pilothouse.cli.worker import WorkerRole
 from pilothouse.config.encoding import EncodingProblem, decode_config
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.meshconfig import MeshConfigError, load_mesh_config
+from pilothouse.descriptors import raise_open_file_limit
 from pilothouse.environment import SettingsError
 from pilothouse.heap import HeapKeeper
 from pilothouse.mcp.sink_server import McpSinkServer
@@ -395,6 +396,7 @@ def run(args: argparse.Namespace) -> int:
     except MissingConfigDirectory as problem:
         print(f"pilothouse serve: {problem}", file=sys.stderr)
         return 2
+    raise_open_file_limit()  # as istiod's Go runtime does: one descriptor per stream
     if settings.workers > 1:
         create_ca(settings, *load_mesh(settings))
         return supervise(settings, serve)
