@@ -314,7 +314,7 @@ async def serve(
         on_bound(bound)
     try:
         async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(report_loaded())
+            loading = tasks.create_task(report_loaded())  # never ends if no source syncs
             for source in sources:
                 tasks.create_task(source.run())
             if kube_mesh is not None:
@@ -328,7 +328,7 @@ async def serve(
             # every stream's state lives as long as the stream: keep it out of the
             # collector's full scans (pilothouse/heap.py)
             keeper = HeapKeeper(busy=lambda: discovery.pushes.pending() > 0)
-            endless: list[asyncio.Task[None]] = [tasks.create_task(keeper.run())]
+            endless: list[asyncio.Task[None]] = [tasks.create_task(keeper.run()), loading]
             if worker is not None:
                 endless.append(tasks.create_task(worker.report(discovery, stop)))
             if tls is not None:  # certificate renewal and root checks never end by themselves
