@@ -74,6 +74,11 @@ class _Expired(Exception):
     """410 Gone: the resourceVersion is too old; relist."""
 
 
+class _Cut(Exception):
+    """An open watch was cut (a dropped connection): reopened after a backoff, without
+    counting as a problem unless reopening it fails."""
+
+
 class _Absent(Exception):
     """403 or 404: the resource cannot be read (not allowed, or not installed)."""
 
@@ -231,6 +236,17 @@ class Informer:
                 self._go_absent(absent.problem)
                 await self._pause(self._absent_retry)
                 continue
+            except _Cut as cut:
+                failures += 1
+                delay = self._backoff.delay(failures, self._rng)
+                log.info(
+                    "the watch of %s was cut (%s); reopening it in %.1fs",
+                    self.resource,
+                    cut,
+                    delay,
+                    extra={"resource": self.resource},
+                )
+                await self._pause(delay)
             except _FAILURES as exc:
                 failures += 1
                 delay = self._backoff.delay(failures, self._rng)
@@ -421,6 +437,8 @@ class Informer:
                 if self._stop.is_set():
                     return
                 self._on_line(line)
+        except (aiohttp.ClientError, OSError, TimeoutError) as cut:
+            raise _Cut(_describe(cut)) from None
         finally:
             response.release()
 
