@@ -442,6 +442,10 @@ class FakeApiServer:
         with ``200`` and these bytes as they are, whatever the request asked."""
         self._scripted.setdefault(name, []).extend(bodies)
 
+    def unscript(self, name: str) -> None:
+        """Forget the scripted list answers of ``name`` not given yet."""
+        self._scripted.pop(name, None)
+
     def scripted_left(self, name: str) -> int:
         """Scripted list answers of ``name`` not given yet."""
         return len(self._scripted.get(name, ()))

@@ -79,8 +79,13 @@ def event(kind: str, obj: Any) -> bytes:
 def relist(server: FakeApiServer) -> None:
     """Make a watching informer list again: its version is compacted away (410 Gone)."""
     name = f"bump-{server.revision}"
-    server.create({"apiVersion": "v1", "kind": "ConfigMap",
-                   "metadata": {"name": name, "namespace": "default"}})  # fmt: skip
+    server.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "default"},
+        }
+    )
     server.compact()
     server.drop_watches()
 
@@ -278,7 +283,9 @@ async def test_a_flood_of_malformed_events_logs_a_bounded_number_of_lines(
     assert informer.skipped.count == 2600
     lines = [r for r in caplog.records if r.name == "pilothouse.kube"]
     assert len(lines) <= 260, len(lines)
-    assert sum("oops" in r.getMessage() or "metadata is a string" in r.getMessage()
-               for r in lines) == 1  # fmt: skip
+    assert (
+        sum("oops" in r.getMessage() or "metadata is a string" in r.getMessage() for r in lines)
+        == 1
+    )
     assert any("more malformed" in r.getMessage() for r in lines)
     await stop(informer, task)
