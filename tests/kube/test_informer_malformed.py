@@ -11,7 +11,9 @@ else is its real list/watch protocol over HTTP.
   good version;
 - a list answer that is not a list (no ``items``, ...) fails the list: nothing held is
   withdrawn, the informer (and the ``k8s://`` source) says why, and it is tried again;
-- a flood of malformed events logs a bounded number of lines.
+- a flood of malformed events logs a bounded number of lines;
+- the mesh ConfigMap keeps its last good settings through both, and its first read
+  does not wait for an API server that refuses connections.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from pilothouse.config.model import ConfigKey
 from pilothouse.kube.client import new_api_client
 from pilothouse.kube.config_source import KubeConfigSource
 from pilothouse.kube.informer import Informer
+from pilothouse.kube.mesh_config import KubeMeshConfig
 from pilothouse.settings import KubeSettings
 from pilothouse.sources.addresses import build_source
 from tests.kube.fake_apiserver import FakeApiServer
@@ -76,8 +79,10 @@ def event(kind: str, obj: Any) -> bytes:
     return json.dumps({"type": kind, "object": obj}).encode()
 
 
-def relist(server: FakeApiServer) -> None:
-    """Make a watching informer list again: its version is compacted away (410 Gone)."""
+async def relist(server: FakeApiServer) -> None:
+    """Make a watching informer list again: its version is compacted away (410 Gone),
+    then its watch is cut (after a moment: a cut right after an event can be lost in the
+    fake's ``wait_for``)."""
     name = f"bump-{server.revision}"
     server.create(
         {
@@ -87,6 +92,7 @@ def relist(server: FakeApiServer) -> None:
         }
     )
     server.compact()
+    await asyncio.sleep(0.1)
     server.drop_watches()
 
 
@@ -176,7 +182,7 @@ async def test_a_malformed_change_keeps_the_last_good_version(
     server.send_raw(VS_NAME, event("MODIFIED", broken))
     await until(lambda: informer.skipped.count == 1)
     # A relist whose page holds it malformed keeps it too: no DELETED.
-    relist(server)  # then, before the informer's retry lists:
+    await relist(server)  # then, before the informer's retry lists:
     server.script_list(VS_NAME, page([broken, listed("two")], str(server.revision)))
     await until(lambda: informer.get("default", "two") is not None)
     held = informer.get("default", "one")
@@ -209,7 +215,7 @@ async def test_an_answer_that_is_not_a_list_withdraws_nothing_and_is_retried(
     informer.subscribe(seen)
     task = await running(informer)
     server.script_list(VS_NAME, NOT_LISTS[answer], NOT_LISTS[answer])
-    relist(server)
+    await relist(server)
     await until(lambda: informer.problem is not None)
     assert [o["metadata"]["name"] for o in informer.objects()] == ["one", "two"]
     assert [e[0] for e in seen.events] == ["ADDED", "ADDED"], "nothing withdrawn"
@@ -253,7 +259,7 @@ async def test_the_kube_source_reports_the_failing_kind_and_keeps_its_objects(
     key = ConfigKey("VirtualService", "default", "one")
     assert source.store.get(key) is not None
     server.script_list(VS_NAME, NOT_LISTS["no items"], NOT_LISTS["no items"])
-    relist(server)
+    await relist(server)
     await until(lambda: not source.availability().available)
     state = source.availability()
     assert VS_NAME in state.reason and "no items" in state.reason, state
@@ -289,3 +295,78 @@ async def test_a_flood_of_malformed_events_logs_a_bounded_number_of_lines(
     )
     assert any("more malformed" in r.getMessage() for r in lines)
     await stop(informer, task)
+
+
+def configmap_page(mesh: str, version: str) -> bytes:
+    item = {
+        "metadata": {"name": "istio", "namespace": "istio-system", "resourceVersion": version},
+        "data": {"mesh": mesh},
+    }
+    body = {
+        "kind": "ConfigMapList",
+        "apiVersion": "v1",
+        "metadata": {"resourceVersion": version},
+        "items": [item],
+    }
+    return json.dumps(body).encode()
+
+
+async def test_the_mesh_configmap_keeps_its_last_good_settings(
+    api: tuple[FakeApiServer, ApiClient], tmp_path: Path
+) -> None:
+    server, _client = api
+    server.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "istio", "namespace": "istio-system"},
+            "data": {"mesh": "connectTimeout: 3s\n"},
+        }
+    )
+    follower = KubeMeshConfig(str(server.kubeconfig(tmp_path / "kc")))
+    await follower.first(10)
+    assert follower.mesh.connect_timeout == 3.0
+    reader = follower._informer  # the first read's, closed
+    task = asyncio.create_task(follower.run())
+    await until(lambda: follower._informer is not reader)
+    informer = follower._informer
+    assert informer is not None
+    await until(lambda: informer.watches >= 1 and server.open_watches("configmaps") >= 1)
+    # A malformed change, then a relist that is not a list: the settings stay.
+    broken = {
+        "metadata": {
+            "name": "istio",
+            "namespace": "istio-system",
+            "resourceVersion": str(server.revision),
+        },
+        "data": ["x"],
+    }
+    server.send_raw("configmaps", event("MODIFIED", broken))
+    await until(lambda: informer.skipped.count == 1)
+    await relist(server)
+    server.script_list("configmaps", NOT_LISTS["no items"], NOT_LISTS["no items"])
+    await until(lambda: informer.problem is not None)
+    assert follower.mesh.connect_timeout == 3.0
+    # Then a good list with new settings applies them.
+    server.unscript("configmaps")
+    server.script_list("configmaps", configmap_page("connectTimeout: 4s\n", str(server.revision)))
+    await until(lambda: follower.mesh.connect_timeout == 4.0, timeout=15)
+    follower.close()
+    await asyncio.wait_for(task, 10)
+
+
+async def test_the_first_mesh_read_does_not_wait_for_an_unreachable_server(
+    tmp_path: Path,
+) -> None:
+    async with FakeApiServer() as server:
+        kubeconfig = str(server.kubeconfig(tmp_path / "kc"))
+    # The server is stopped: its port refuses connections.
+    follower = KubeMeshConfig(kubeconfig)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    assert await follower.first(20) is None
+    assert loop.time() - started < 5, "returned at the first refused connection"
+    follower.close()
+    await asyncio.wait_for(follower.run(), 10)
+    left = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    assert left == [], left
