@@ -401,6 +401,7 @@ class Informer:
                 extra={"resource": self.resource},
             )
         self._absent = reason
+        self._problem = None  # it answered: not unreachable, just not readable
         self._version = None
         held, self._objects = self._objects, {}
         for key in sorted(held):
