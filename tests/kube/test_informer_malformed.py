@@ -370,3 +370,20 @@ async def test_the_first_mesh_read_does_not_wait_for_an_unreachable_server(
     await asyncio.wait_for(follower.run(), 10)
     left = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
     assert left == [], left
+
+
+async def test_a_watch_line_too_long_to_read_is_skipped_unread(
+    api: tuple[FakeApiServer, ApiClient],
+) -> None:
+    server, client = api
+    informer = Informer(client, VS, backoff=SLOW_RETRY, max_line=4096)
+    task = await running(informer)
+    await until(lambda: server.open_watches(VS_NAME) == 1)
+    huge = listed("huge")
+    huge["metadata"]["annotations"] = {"blob": "x" * 200_000}
+    server.send_raw(VS_NAME, event("ADDED", huge))
+    server.send_raw(VS_NAME, event("ADDED", listed("small", str(server.revision))))
+    await until(lambda: informer.get("default", "small") is not None)
+    assert informer.get("default", "huge") is None
+    assert informer.skipped.count == 1 and informer.watches == 1
+    await stop(informer, task)

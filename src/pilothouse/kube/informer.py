@@ -66,6 +66,9 @@ log = logging.getLogger("pilothouse.kube")
 Obj = dict[str, Any]
 
 PAGE_SIZE = 500
+MAX_WATCH_LINE = 16 * 1024 * 1024
+"""A watch line longer than this (bytes) is skipped unread (an object the API server
+stores is at most about 1.5 MB)."""
 WATCH_TIMEOUT = (300, 600)
 """client-go's watch timeout: a random number of seconds in this range."""
 
@@ -120,6 +123,7 @@ class Informer:
         backoff: Backoff | None = None,
         absent_retry: float = 30.0,
         watch_timeout: tuple[int, int] = WATCH_TIMEOUT,
+        max_line: int = MAX_WATCH_LINE,
         rng: random.Random | None = None,
         fallbacks: tuple[ResourceRef, ...] = (),
     ) -> None:
@@ -135,6 +139,7 @@ class Informer:
         self._backoff = backoff if backoff is not None else Backoff(0.5, 30.0)
         self._absent_retry = absent_retry
         self._watch_timeout = watch_timeout
+        self._max_line = max_line
         self._rng = rng if rng is not None else random.Random()
         self._objects: dict[ObjectKey, Obj] = {}
         self._handlers: tuple[KubeHandler, ...] = ()
@@ -434,7 +439,7 @@ class Informer:
             raise
         self._recovered()
         try:
-            async for line in _lines(response):
+            async for line in _lines(response, self._max_line):
                 if self._stop.is_set():
                     return
                 self._on_line(line)
@@ -443,9 +448,14 @@ class Informer:
         finally:
             response.release()
 
-    def _on_line(self, line: bytes) -> None:
-        """One watch line: applied, or skipped and logged when it is malformed. An
-        ``ERROR`` event ends the watch (410 relists, 403/404 goes absent)."""
+    def _on_line(self, line: bytes | None) -> None:
+        """One watch line: applied, or skipped and logged when it is malformed (None: one
+        too long to read). An ``ERROR`` event ends the watch (410 relists, 403/404 goes
+        absent)."""
+        if line is None:
+            too_long = f"a watch line longer than {self._max_line} bytes"
+            self.skipped.skip("watch event", None, too_long)
+            return
         try:
             event = json.loads(line)
         except (ValueError, RecursionError):
@@ -505,17 +515,33 @@ class Informer:
                 )
 
 
-async def _lines(response: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
-    """The JSON lines of a watch body, however the chunks fall."""
-    pending = b""
+async def _lines(response: aiohttp.ClientResponse, limit: int) -> AsyncIterator[bytes | None]:
+    """The JSON lines of a watch body, however the chunks fall; None in place of a line
+    longer than ``limit`` bytes, whose bytes are dropped as they come."""
+    parts: list[bytes] = []
+    size = 0
+    dropping = False
     async for chunk in response.content.iter_any():
-        pending += chunk
-        *complete, pending = pending.split(b"\n")
-        for line in complete:
-            if line.strip():
+        *complete, rest = chunk.split(b"\n")
+        for piece in complete:
+            line = b"".join((*parts, piece)) if parts else piece
+            parts, size = [], 0
+            if dropping:
+                dropping = False  # the end of the line too long to read
+            elif len(line) > limit:
+                yield None
+            elif line.strip():
                 yield line
-    if pending.strip():
-        yield pending
+        if rest and not dropping:
+            parts.append(rest)
+            size += len(rest)
+            if size > limit:
+                parts, size, dropping = [], 0, True
+                yield None
+    if parts and not dropping:
+        line = b"".join(parts)
+        if line.strip():
+            yield line
 
 
 def _strip(obj: Obj) -> None:
