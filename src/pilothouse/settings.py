@@ -444,6 +444,10 @@ class KubeSettings:
     mesh_namespace: str = "istio-system"
     """Where the ``istio`` ConfigMap (the mesh config) is read from, when a ``k8s://``
     source is given and ``--mesh`` is not (istiod's ``POD_NAMESPACE``)."""
+    mesh_wait: float = 5.0
+    """Seconds start-up waits, at most, for the first read of the ``istio`` ConfigMap
+    before opening its ports; an API server that cannot be reached ends the wait at once
+    (the mesh defaults serve until the ConfigMap is read)."""
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,10 @@ real server refuses a request, this one refuses too, with the same status code a
   CRD (404 on all its paths, and its open watches end); a bearer token, when set, is
   required (401 otherwise). :meth:`drop_watches` cuts every open watch connection.
 
+For tests of what a client does with answers no real server should give,
+:meth:`FakeApiServer.script_list` answers the next list requests of a resource with given
+bytes, and :meth:`FakeApiServer.send_raw` writes a given line into its open watches.
+
 Usage: ``async with FakeApiServer() as api: api.create({...}); api.kubeconfig(path)``.
 Objects are created, replaced and deleted with :meth:`create`, :meth:`replace`,
 :meth:`delete` (or over HTTP with POST, PUT and DELETE); :meth:`replace` and :meth:`apply`
@@ -301,6 +305,7 @@ class FakeApiServer:
         self._watches: set[_Watch] = set()
         self._watch_tasks: set[asyncio.Task[Any]] = set()
         self.requests: list[RequestRecord] = []
+        self._scripted: dict[str, list[bytes]] = {}
         self._runner: web.AppRunner | None = None
         self.port = 0
 
@@ -436,6 +441,32 @@ class FakeApiServer:
         """Send a BOOKMARK now to every watch that allows them."""
         for watch in list(self._watches):
             watch.queue.put_nowait(_Event(self._revision, "BOOKMARK", {}))
+
+    def script_list(self, name: str, *bodies: bytes) -> None:
+        """Answer the next list requests of resource ``name`` (one per body, in order)
+        with ``200`` and these bytes as they are, whatever the request asked."""
+        self._scripted.setdefault(name, []).extend(bodies)
+
+    def unscript(self, name: str) -> None:
+        """Forget the scripted list answers of ``name`` not given yet."""
+        self._scripted.pop(name, None)
+
+    def scripted_left(self, name: str) -> int:
+        """Scripted list answers of ``name`` not given yet."""
+        return len(self._scripted.get(name, ()))
+
+    def send_raw(self, name: str, line: bytes) -> int:
+        """Write ``line`` (and a newline) as it is into every open watch of resource
+        ``name``, in order with its other events; returns how many watches got it."""
+        count = 0
+        for watch in list(self._watches):
+            if watch.resource.name == name:
+                watch.queue.put_nowait(_Event(self._revision, "RAW", {"line": line}))
+                count += 1
+        return count
+
+    def open_watches(self, name: str) -> int:
+        return sum(1 for watch in self._watches if watch.resource.name == name)
 
     def objects(self, name: str) -> list[Obj]:
         kept = self._kept[name]
@@ -702,6 +733,9 @@ class FakeApiServer:
     def _list(
         self, request: web.Request, resource: Resource, version: str, namespace: str
     ) -> web.Response:
+        scripted = self._scripted.get(resource.name)
+        if scripted:
+            return web.Response(body=scripted.pop(0), content_type="application/json")
         query = request.query
         for flag in ("allowWatchBookmarks", "sendInitialEvents"):
             if flag in query and flag == "sendInitialEvents":
@@ -883,6 +917,9 @@ class FakeApiServer:
                 continue
             if event is None:
                 return  # the resource went away
+            if event.type == "RAW":
+                await response.write(event.obj["line"] + b"\n")
+                continue
             if event.type == "BOOKMARK":
                 if bookmarks:
                     await send("BOOKMARK", mark(event.rv))

@@ -167,7 +167,7 @@ async def kube_mesh_config(settings: Settings) -> KubeMeshConfig | None:
         raise SourceSetupError(str(problem)) from None
     follower = KubeMeshConfig(settings.kube.kubeconfig or None, settings.kube.mesh_namespace)
     try:
-        await follower.first()
+        await follower.first(settings.kube.mesh_wait)
     except KubeConfigError as problem:
         raise SourceSetupError(str(problem)) from None
     return follower

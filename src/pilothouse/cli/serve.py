@@ -225,7 +225,8 @@ async def serve(
     await grpc_server.start()
 
     def source_states() -> list[Availability]:
-        return [s.availability() for s in sources if isinstance(s, ReportsAvailability)]
+        shown = [*sources, *([kube_registry] if kube_registry is not None else [])]
+        return [s.availability() for s in shown if isinstance(s, ReportsAvailability)]
 
     metrics = server_metrics(discovery, sources)
     tls_port = 0

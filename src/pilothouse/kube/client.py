@@ -82,11 +82,9 @@ def check_config(kubeconfig: str | None) -> None:
         )
 
 
-async def new_api_client(kubeconfig: str | None = None) -> ApiClient:
-    """An ApiClient for ``kubeconfig`` (a path), else the in-cluster service account.
-
-    Raises :class:`KubeConfigError` when neither can be used.
-    """
+async def load_configuration(kubeconfig: str | None = None) -> Configuration:
+    """The client configuration of ``kubeconfig`` (a path), else the in-cluster service
+    account; nothing is opened. Raises :class:`KubeConfigError` when neither can be used."""
     configuration = Configuration()
     if kubeconfig:
         try:
@@ -105,20 +103,32 @@ async def new_api_client(kubeconfig: str | None = None) -> ApiClient:
             "no cluster to read: give --kubeconfig PATH, or run in a pod "
             f"({_IN_CLUSTER_HOST} is not set)"
         )
-    return ApiClient(configuration)
+    return configuration
+
+
+async def new_api_client(kubeconfig: str | None = None) -> ApiClient:
+    """An ApiClient for ``kubeconfig`` (a path), else the in-cluster service account.
+    It holds an HTTP session from now on: the caller closes it.
+
+    Raises :class:`KubeConfigError` when neither can be used.
+    """
+    return ApiClient(await load_configuration(kubeconfig))
 
 
 def _problem(status: int, body: bytes) -> KubeApiError:
     try:
         data = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         data = {}
     if not isinstance(data, dict):
         data = {}
+    code = data.get("code")
+    if not isinstance(code, int) or isinstance(code, bool) or not code:
+        code = status
     return KubeApiError(
-        int(data.get("code") or status),
+        code,
         str(data.get("reason") or "Unknown"),
-        str(data.get("message") or body[:200].decode(errors="replace")),
+        str(data.get("message") or body[:200].decode(errors="replace"))[:1000],
     )
 
 
@@ -152,7 +162,10 @@ async def request(
         response.release()
     if not 200 <= response.status <= 299:
         raise _problem(response.status, data)
-    decoded = json.loads(data)
+    try:
+        decoded = json.loads(data)
+    except (ValueError, RecursionError):
+        raise KubeApiError(response.status, "BadResponse", "the answer is not JSON") from None
     if not isinstance(decoded, dict):
         raise KubeApiError(response.status, "BadResponse", "the answer is not a JSON object")
     return decoded

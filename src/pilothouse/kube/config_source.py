@@ -12,6 +12,11 @@ object, so objects written as ``v1beta1`` or ``v1alpha3`` arrive too.
 - A kind whose CRD is not installed, or that the service account may not read, is a
   warning; the other kinds carry on (see the informer).
 - The source is synced once every kind has had its first list.
+- It is *unavailable* (:meth:`KubeConfigSource.availability`, shown by ``/ready``, the
+  debug views and the metrics) while any kind cannot be listed or watched: the API server
+  unreachable, an error status, or an answer that is not a well-formed list. Its last
+  good objects stay served meanwhile; a malformed list is never read as an empty one.
+  Malformed objects and watch events are skipped one by one (see the informer).
 - ``namespace`` limits every watch to one namespace (server side); ``label_selector``
   to the objects it selects.
 - With ``write_status``, each object's ``status.validationMessages`` is kept to what
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -44,6 +50,7 @@ from pilothouse.kube.client import (
 )
 from pilothouse.kube.events import KubeEvent, WatchEventType
 from pilothouse.kube.informer import Informer
+from pilothouse.sources.availability import Availability
 from pilothouse.sources.memory import MemoryStore
 
 log = logging.getLogger("pilothouse.kube")
@@ -89,10 +96,45 @@ class KubeConfigSource:
         self.informers: list[Informer] = []
         self._writes: set[asyncio.Task[None]] = set()
         self._client: ApiClient | None = None
+        self._setup_problem: str | None = None
+        self._state = Availability(name, False, "not connected yet", time.time())
 
     @property
     def name(self) -> str:
         return self.store.name
+
+    def availability(self) -> Availability:
+        """Unavailable while the cluster configuration is unusable, before the first
+        lists, or while any kind's list or watch fails (the first such kind and why);
+        available otherwise, naming the kinds that cannot be read (403/404) and the
+        malformed objects skipped."""
+        available, reason = self._judge()
+        was = self._state
+        if (available, reason) != (was.available, was.reason):
+            since = was.since if available == was.available else time.time()
+            self._state = Availability(self.name, available, reason, since)
+        return self._state
+
+    def _judge(self) -> tuple[bool, str]:
+        if self._setup_problem is not None:
+            return False, self._setup_problem
+        if not self.informers:
+            return False, "not connected yet"
+        failing = [(i.resource, i.problem) for i in self.informers if i.problem is not None]
+        if failing:
+            resource, problem = failing[0]
+            more = f" (and {len(failing) - 1} more kinds)" if len(failing) > 1 else ""
+            return False, f"{resource}: {problem}{more}"
+        if not self.has_synced():
+            return False, "not listed yet"
+        notes = []
+        unread = self.unread()
+        if unread:
+            notes.append(f"{len(unread)} kinds cannot be read, first {min(unread)}")
+        skipped = sum(i.skipped.count for i in self.informers)
+        if skipped:
+            notes.append(f"{skipped} malformed objects or events skipped")
+        return True, "; ".join(notes)
 
     def has_synced(self) -> bool:
         return self.store.has_synced()
@@ -124,6 +166,7 @@ class KubeConfigSource:
             client = await new_api_client(self._kubeconfig)
         except KubeConfigError as problem:
             log.error("%s: %s", self.name, problem)
+            self._setup_problem = str(problem)
             await self._stop.wait()
             return
         self._client = client

@@ -22,11 +22,12 @@ REGISTRY_RESOURCES: tuple[ResourceRef, ...] = (SERVICES, ENDPOINT_SLICES, PODS, 
 
 
 def registry_informers(
-    client: ApiClient, *, backoff: Backoff | None = None, absent_retry: float = 30.0
+    client: ApiClient | None, *, backoff: Backoff | None = None, absent_retry: float = 30.0
 ) -> dict[str, Informer]:
     """One informer per registry resource (not started), by resource name
     (``services``, ``endpointslices.discovery.k8s.io``, ``pods``, ``nodes``,
-    ``namespaces``). Pods in phase Failed are left out on the server, as istiod does."""
+    ``namespaces``). Pods in phase Failed are left out on the server, as istiod does.
+    Without a ``client``, each is given one later (:meth:`Informer.connect`)."""
     informers: dict[str, Informer] = {}
     for ref in REGISTRY_RESOURCES:
         selector = "status.phase!=Failed" if ref is PODS else ""

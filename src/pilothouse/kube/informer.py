@@ -17,6 +17,19 @@ The protocol is client-go's reflector without a watch cache of its own:
   nothing and counts as synced, and it looks again every ``absent_retry`` seconds, so a
   CRD installed later is picked up.
 
+- **Malformed answers** (see :mod:`~pilothouse.kube.object_shape`) stop at their unit. A
+  list item or watch event of the wrong shape (not an object, metadata not an object,
+  name/namespace/resourceVersion not strings, spec not an object, an unknown event type,
+  no object, a line that is not a JSON object) is skipped and logged once per distinct
+  problem (:class:`~pilothouse.kube.skipped.SkippedObjects`); the good ones around it
+  are delivered, and an object held before keeps its last good version. A list answer
+  that is not a well-formed list (no ``items``, ``items`` not an array, no
+  ``resourceVersion``, not a list kind, not JSON) fails the whole list: nothing held
+  changes, and it is tried again with the backoff.
+- While a list or watch cannot be made (unreachable server, error status, malformed
+  list), :attr:`Informer.problem` says why (logged when it starts or changes, and when it
+  clears); what is held stays held.
+
 Handlers (the :class:`~pilothouse.kube.events.KubeFeed` protocol) run on the event loop,
 one event at a time; a handler that raises is logged and the informer goes on.
 """
@@ -37,19 +50,36 @@ from kubernetes_asyncio.client import ApiClient
 from pilothouse.backoff import Backoff
 from pilothouse.kube.client import KubeApiError, ResourceRef, open_stream, request
 from pilothouse.kube.events import KubeEvent, KubeHandler, WatchEventType
+from pilothouse.kube.object_shape import (
+    MalformedList,
+    ObjectKey,
+    json_type,
+    key_problem,
+    list_problem,
+    object_problem,
+    readable_key,
+)
+from pilothouse.kube.skipped import SkippedObjects
 
 log = logging.getLogger("pilothouse.kube")
 
 Obj = dict[str, Any]
-ObjectKey = tuple[str, str]
 
 PAGE_SIZE = 500
+MAX_WATCH_LINE = 16 * 1024 * 1024
+"""A watch line longer than this (bytes) is skipped unread (an object the API server
+stores is at most about 1.5 MB)."""
 WATCH_TIMEOUT = (300, 600)
 """client-go's watch timeout: a random number of seconds in this range."""
 
 
 class _Expired(Exception):
     """410 Gone: the resourceVersion is too old; relist."""
+
+
+class _Cut(Exception):
+    """An open watch was cut (a dropped connection): reopened after a backoff, without
+    counting as a problem unless reopening it fails."""
 
 
 class _Absent(Exception):
@@ -60,13 +90,23 @@ class _Absent(Exception):
         self.problem = problem
 
 
-def object_key(obj: Obj) -> ObjectKey:
-    meta = obj.get("metadata") or {}
-    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+_EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"})
+_FAILURES = (
+    KubeApiError,
+    aiohttp.ClientError,
+    OSError,
+    TimeoutError,
+    ValueError,
+    RecursionError,
+)
+"""What a list or watch can fail with: the server's answer or the connection to it."""
 
 
 def _version(obj: Obj) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+    """The resourceVersion of a checked object (or of a bookmark), "" when it has none."""
+    meta = obj.get("metadata")
+    version = meta.get("resourceVersion") if isinstance(meta, dict) else None
+    return version if isinstance(version, str) else ""
 
 
 class Informer:
@@ -74,7 +114,7 @@ class Informer:
 
     def __init__(
         self,
-        client: ApiClient,
+        client: ApiClient | None,
         ref: ResourceRef,
         *,
         namespace: str = "",
@@ -83,11 +123,13 @@ class Informer:
         backoff: Backoff | None = None,
         absent_retry: float = 30.0,
         watch_timeout: tuple[int, int] = WATCH_TIMEOUT,
+        max_line: int = MAX_WATCH_LINE,
         rng: random.Random | None = None,
         fallbacks: tuple[ResourceRef, ...] = (),
     ) -> None:
         """``fallbacks``: other versions of the same resource, tried in order when the
-        API server does not serve ``ref`` (404), as for an older CRD."""
+        API server does not serve ``ref`` (404), as for an older CRD. ``client`` may be
+        given later (:meth:`connect`), before :meth:`run`."""
         self._client = client
         self.ref = ref
         self._refs = (ref, *fallbacks)
@@ -97,6 +139,7 @@ class Informer:
         self._backoff = backoff if backoff is not None else Backoff(0.5, 30.0)
         self._absent_retry = absent_retry
         self._watch_timeout = watch_timeout
+        self._max_line = max_line
         self._rng = rng if rng is not None else random.Random()
         self._objects: dict[ObjectKey, Obj] = {}
         self._handlers: tuple[KubeHandler, ...] = ()
@@ -105,6 +148,10 @@ class Informer:
         self._version: str | None = None
         self._absent: str | None = None
         """Why the resource cannot be read now (None while it can)."""
+        self._problem: str | None = None
+        self._attempted = asyncio.Event()
+        self.skipped = SkippedObjects(ref.name, log)
+        """Malformed list items and watch events skipped (counted and logged)."""
         self.lists = 0
         """Lists made so far (the first one and every relist)."""
         self.watches = 0
@@ -147,13 +194,34 @@ class Informer:
         return self._absent
 
     @property
+    def problem(self) -> str | None:
+        """Why the last list or watch of the resource failed (the server unreachable, an
+        error status, a malformed list), or None since one succeeded. What is held is
+        kept meanwhile."""
+        return self._problem
+
+    async def wait_attempted(self) -> None:
+        """Until the first list has been tried, whatever came of it."""
+        await self._attempted.wait()
+
+    @property
     def resource_version(self) -> str | None:
         return self._version
 
     # -- running -------------------------------------------------------------------------
 
+    def connect(self, client: ApiClient) -> None:
+        """The client to read with, when none was given at construction."""
+        self._client = client
+
     def close(self) -> None:
         self._stop.set()
+
+    @property
+    def client(self) -> ApiClient:
+        if self._client is None:
+            raise RuntimeError(f"the informer of {self.resource} has no client yet")
+        return self._client
 
     async def run(self) -> None:
         """List and watch until :meth:`close`."""
@@ -173,17 +241,54 @@ class Informer:
                 self._go_absent(absent.problem)
                 await self._pause(self._absent_retry)
                 continue
-            except (KubeApiError, aiohttp.ClientError, OSError, TimeoutError, ValueError) as exc:
+            except _Cut as cut:
                 failures += 1
                 delay = self._backoff.delay(failures, self._rng)
-                log.warning(
-                    "reading %s failed (%s); again in %.1fs",
+                log.info(
+                    "the watch of %s was cut (%s); reopening it in %.1fs",
                     self.resource,
-                    _describe(exc),
+                    cut,
                     delay,
-                    extra={"resource": self.resource, "failures": failures},
+                    extra={"resource": self.resource},
                 )
                 await self._pause(delay)
+            except _FAILURES as exc:
+                failures += 1
+                delay = self._backoff.delay(failures, self._rng)
+                self._failed(_describe(exc), delay, failures)
+                await self._pause(delay)
+            except Exception as exc:  # a fault of this informer stops here
+                failures += 1
+                delay = self._backoff.delay(failures, self._rng)
+                log.exception("reading %s failed unexpectedly", self.resource)
+                self._failed(_describe(exc), delay, failures)
+                await self._pause(delay)
+
+    def _failed(self, reason: str, delay: float, failures: int) -> None:
+        """A list or watch failed: logged when the reason is new, at debug while it
+        repeats (an unreachable server would otherwise log every retry)."""
+        level = logging.DEBUG if reason == self._problem else logging.WARNING
+        log.log(
+            level,
+            "reading %s failed (%s); holding its last %d objects, again in %.1fs",
+            self.resource,
+            reason,
+            len(self._objects),
+            delay,
+            extra={"resource": self.resource, "failures": failures},
+        )
+        self._problem = reason
+        self._attempted.set()
+
+    def _recovered(self) -> None:
+        if self._problem is not None:
+            log.info(
+                "%s can be read again (was: %s)",
+                self.resource,
+                self._problem,
+                extra={"resource": self.resource},
+            )
+            self._problem = None
 
     async def _pause(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):
@@ -197,8 +302,9 @@ class Informer:
             query.append(("fieldSelector", self.field_selector))
         return query
 
-    async def _list(self) -> tuple[dict[ObjectKey, Obj], str]:
-        """Every object of the first version served, and the list's resourceVersion."""
+    async def _list(self) -> tuple[dict[ObjectKey, Obj], set[ObjectKey], str]:
+        """Every object of the first version served, the keys of the malformed items
+        skipped, and the list's resourceVersion."""
         self.lists += 1
         for index, ref in enumerate(self._refs):
             try:
@@ -213,9 +319,14 @@ class Informer:
             return listed
         raise AssertionError("unreachable: the last version raised")
 
-    async def _list_version(self, ref: ResourceRef) -> tuple[dict[ObjectKey, Obj], str]:
-        """Every object at ``ref``, page by page, and the list's resourceVersion."""
+    async def _list_version(
+        self, ref: ResourceRef
+    ) -> tuple[dict[ObjectKey, Obj], set[ObjectKey], str]:
+        """Every well-formed object at ``ref``, page by page, the keys of malformed items
+        (where they can be read), and the list's resourceVersion; :class:`MalformedList`
+        for an answer that is not a list."""
         found: dict[ObjectKey, Obj] = {}
+        unreadable: set[ObjectKey] = set()
         token = ""
         while True:
             query = [*self._query(), ("limit", str(PAGE_SIZE))]
@@ -223,36 +334,52 @@ class Informer:
                 query.append(("continue", token))
             try:
                 page = await request(
-                    self._client, "GET", ref.path(self.namespace), query, timeout=60
+                    self.client, "GET", ref.path(self.namespace), query, timeout=60
                 )
             except KubeApiError as problem:
                 if problem.code == 410 and token:
                     # The pages' snapshot expired between two pages: start again.
-                    found, token = {}, ""
+                    found, unreadable, token = {}, set(), ""
                     continue
                 if problem.code in (403, 404):
                     raise _Absent(problem) from None
                 raise
-            kind = str(page.get("kind", "")).removesuffix("List")
-            api_version = str(page.get("apiVersion", ""))
-            for item in page.get("items") or []:
+            wrong = list_problem(page)
+            if wrong is not None:
+                raise MalformedList(f"malformed list answer: {wrong}")
+            kind = str(page["kind"]).removesuffix("List")
+            api_version = str(page.get("apiVersion") or "")
+            for item in page["items"] or ():
+                wrong = object_problem(item, namespaced=ref.namespaced)
+                if wrong is not None:
+                    key = readable_key(item, namespaced=ref.namespaced)
+                    self.skipped.skip("list item", key, wrong)
+                    if key is not None:
+                        unreadable.add(key)
+                    continue
                 # List items carry no apiVersion/kind of their own: give them the list's.
                 item.setdefault("apiVersion", api_version)
                 item.setdefault("kind", kind)
                 _strip(item)
-                found[object_key(item)] = item
-            meta = page.get("metadata") or {}
-            token = str(meta.get("continue") or "")
+                key = _key(item, ref.namespaced)
+                self.skipped.forget(key)
+                found[key] = item
+            meta = page["metadata"]
+            token = meta.get("continue") or ""
             if not token:
-                return found, str(meta.get("resourceVersion") or "")
+                return found, unreadable, meta["resourceVersion"]
 
     async def _relist(self) -> None:
         """List, then deliver only the differences against what is held."""
-        listed, version = await self._list()
+        listed, unreadable, version = await self._list()
         if self._absent is not None:
             log.info("%s can be read again", self.resource, extra={"resource": self.resource})
             self._absent = None
+        self._recovered()
         held = self._objects
+        for key in unreadable - listed.keys():
+            if key in held:
+                listed[key] = held[key]  # malformed now: its last good version stays
         self._objects = dict(listed)
         for key, obj in listed.items():
             before = held.get(key)
@@ -264,6 +391,7 @@ class Informer:
             self._emit(WatchEventType.DELETED, held[key])
         self._version = version
         self._synced.set()
+        self._attempted.set()
 
     def _go_absent(self, problem: KubeApiError) -> None:
         reason = f"{problem.code} {problem.reason}"
@@ -278,11 +406,13 @@ class Informer:
                 extra={"resource": self.resource},
             )
         self._absent = reason
+        self._problem = None  # it answered: not unreachable, just not readable
         self._version = None
         held, self._objects = self._objects, {}
         for key in sorted(held):
             self._emit(WatchEventType.DELETED, held[key])
         self._synced.set()
+        self._attempted.set()
 
     async def _watch(self) -> None:
         """One watch request, until the server ends it (its timeout) or it fails."""
@@ -299,7 +429,7 @@ class Informer:
         self.watches += 1
         try:
             response = await open_stream(
-                self._client, self.ref.path(self.namespace), query, read_timeout=timeout + 30
+                self.client, self.ref.path(self.namespace), query, read_timeout=timeout + 30
             )
         except KubeApiError as problem:
             if problem.code == 410:
@@ -307,43 +437,70 @@ class Informer:
             if problem.code in (403, 404):
                 raise _Absent(problem) from None
             raise
+        self._recovered()
         try:
-            async for line in _lines(response):
+            async for line in _lines(response, self._max_line):
                 if self._stop.is_set():
                     return
                 self._on_line(line)
+        except (aiohttp.ClientError, OSError, TimeoutError) as cut:
+            raise _Cut(_describe(cut)) from None
         finally:
             response.release()
 
-    def _on_line(self, line: bytes) -> None:
-        event = json.loads(line)
-        kind = event.get("type")
-        obj = event.get("object") or {}
+    def _on_line(self, line: bytes | None) -> None:
+        """One watch line: applied, or skipped and logged when it is malformed (None: one
+        too long to read). An ``ERROR`` event ends the watch (410 relists, 403/404 goes
+        absent)."""
+        if line is None:
+            too_long = f"a watch line longer than {self._max_line} bytes"
+            self.skipped.skip("watch event", None, too_long)
+            return
+        try:
+            event = json.loads(line)
+        except (ValueError, RecursionError):
+            self.skipped.skip("watch event", None, "a watch line that is not JSON")
+            return
+        if not isinstance(event, dict):
+            self.skipped.skip("watch event", None, f"a watch line that is {json_type(event)}")
+            return
+        kind, obj = event.get("type"), event.get("object")
+        if kind not in _EVENT_TYPES:
+            shown = repr(kind)[:60] if isinstance(kind, str) else json_type(kind)
+            self.skipped.skip("watch event", None, f"unknown watch event type {shown}")
+            return
+        if not isinstance(obj, dict):
+            what = f"a {kind} event whose object is {json_type(obj)}"
+            self.skipped.skip("watch event", None, what)
+            return
         if kind == "ERROR":
-            code = int(obj.get("code") or 0)
-            problem = KubeApiError(code, str(obj.get("reason")), str(obj.get("message")))
-            if code == 410:
-                raise _Expired
-            if code in (403, 404):
-                raise _Absent(problem)
-            raise problem
+            raise _status_error(obj)
         version = _version(obj)
         if kind == "BOOKMARK":
             if version:
                 self._version = version
+            else:
+                self.skipped.skip("watch event", None, "a BOOKMARK without a resourceVersion")
             return
-        key = object_key(obj)
-        _strip(obj)
-        if kind in ("ADDED", "MODIFIED"):
-            before = self._objects.get(key)
-            self._objects[key] = obj
-            self._emit(WatchEventType.ADDED if before is None else WatchEventType.MODIFIED, obj)
-        elif kind == "DELETED":
-            before = self._objects.pop(key, None)
-            if before is not None:
-                self._emit(WatchEventType.DELETED, obj)
+        namespaced = self.ref.namespaced
+        check = key_problem if kind == "DELETED" else object_problem
+        problem = check(obj, namespaced=namespaced)
+        if problem is not None:
+            self.skipped.skip(
+                "watch event", readable_key(obj, namespaced=namespaced), f"{kind}: {problem}"
+            )
         else:
-            raise ValueError(f"unknown watch event type {kind!r}")
+            key = _key(obj, namespaced)
+            _strip(obj)
+            if kind == "DELETED":
+                before = self._objects.pop(key, None)
+                if before is not None:
+                    self._emit(WatchEventType.DELETED, obj)
+            else:
+                self.skipped.forget(key)
+                before = self._objects.get(key)
+                self._objects[key] = obj
+                self._emit(WatchEventType.ADDED if before is None else WatchEventType.MODIFIED, obj)
         if version:
             self._version = version
 
@@ -358,17 +515,33 @@ class Informer:
                 )
 
 
-async def _lines(response: aiohttp.ClientResponse) -> AsyncIterator[bytes]:
-    """The JSON lines of a watch body, however the chunks fall."""
-    pending = b""
+async def _lines(response: aiohttp.ClientResponse, limit: int) -> AsyncIterator[bytes | None]:
+    """The JSON lines of a watch body, however the chunks fall; None in place of a line
+    longer than ``limit`` bytes, whose bytes are dropped as they come."""
+    parts: list[bytes] = []
+    size = 0
+    dropping = False
     async for chunk in response.content.iter_any():
-        pending += chunk
-        *complete, pending = pending.split(b"\n")
-        for line in complete:
-            if line.strip():
+        *complete, rest = chunk.split(b"\n")
+        for piece in complete:
+            line = b"".join((*parts, piece)) if parts else piece
+            parts, size = [], 0
+            if dropping:
+                dropping = False  # the end of the line too long to read
+            elif len(line) > limit:
+                yield None
+            elif line.strip():
                 yield line
-    if pending.strip():
-        yield pending
+        if rest and not dropping:
+            parts.append(rest)
+            size += len(rest)
+            if size > limit:
+                parts, size, dropping = [], 0, True
+                yield None
+    if parts and not dropping:
+        line = b"".join(parts)
+        if line.strip():
+            yield line
 
 
 def _strip(obj: Obj) -> None:
@@ -379,6 +552,27 @@ def _strip(obj: Obj) -> None:
         meta.pop("managedFields", None)
 
 
+def _key(obj: Obj, namespaced: bool) -> ObjectKey:
+    """The key of a checked object (see :func:`~pilothouse.kube.object_shape.key_problem`)."""
+    key = readable_key(obj, namespaced=namespaced)
+    assert key is not None
+    return key
+
+
+def _status_error(status: Obj) -> Exception:
+    """What an ``ERROR`` watch event (a Status object) means for the watch."""
+    code = status.get("code")
+    code = code if isinstance(code, int) and not isinstance(code, bool) else 0
+    problem = KubeApiError(code, str(status.get("reason")), str(status.get("message")))
+    if code == 410:
+        return _Expired()
+    if code in (403, 404):
+        return _Absent(problem)
+    return problem
+
+
 def _describe(exc: BaseException) -> str:
     text = str(exc)
+    if isinstance(exc, MalformedList):
+        return text
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

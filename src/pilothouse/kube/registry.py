@@ -21,8 +21,9 @@ Until :meth:`KubeRegistry.initial_load` runs, events only update what the regist
 (no conversion): the informers' initial lists arrive as events in any order across
 resources, and the initial load converts everything once.
 
-A malformed object (no name, a port without a number) is logged with its namespace/name
-and kept out; the registry keeps its last good state for it.
+A malformed object (no name, a port without a number, a field of the wrong JSON type) is
+logged with its namespace/name, once per distinct problem, and kept out; the registry
+keeps its last good state for it.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from pilothouse.kube.services import (
     service_key,
     service_of,
 )
+from pilothouse.kube.skipped import SkippedObjects
 from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.registry.model import NO_LABELS, Endpoint, Labels, Service, ServiceKey
 from pilothouse.registry.update import RegistryUpdate
@@ -196,18 +198,16 @@ class KubeRegistry:
     def _guarded(
         self, resource: str, handler: Callable[[KubeEvent], None]
     ) -> Callable[[KubeEvent], None]:
+        skipped = SkippedObjects(resource, log)
+
         def handle(event: KubeEvent) -> None:
             try:
                 handler(event)
-            except (KeyError, TypeError, ValueError) as problem:
-                namespace, name = _object_key(event.obj)
-                log.warning(
-                    "kubernetes %s %s/%s skipped: malformed (%s: %s)",
-                    resource,
-                    namespace,
-                    name,
-                    type(problem).__name__,
-                    problem,
+            except (AttributeError, KeyError, TypeError, ValueError) as problem:
+                skipped.skip(
+                    "object",
+                    _object_key(event.obj),
+                    f"{type(problem).__name__}: {str(problem)[:200]}",
                 )
 
         return handle
