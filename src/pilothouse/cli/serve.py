@@ -26,7 +26,7 @@ import gc
 import logging
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,7 +56,7 @@ from pilothouse.cli.config_sources import (
 )
 from pilothouse.cli.serve_args import add_arguments, settings_from
 from pilothouse.cli.serve_listen import listen_address, server_names
-from pilothouse.cli.serve_security import create_ca, open_ca, open_tls_port, secret_delivery
+from pilothouse.cli.serve_security import RootWait, Security, create_ca, start_security
 from pilothouse.cli.supervisor import supervise
 from pilothouse.cli.worker import WorkerRole
 from pilothouse.config.encoding import EncodingProblem, decode_config
@@ -187,9 +187,6 @@ async def serve(
         log.info("config loaded", extra={"events": initial[0]})
 
     store.subscribe(on_event)
-    # The CA (an Authority): the certificate service and the TLS port use it; None when
-    # the TLS port is off.
-    authority = await open_ca(settings, mesh, mesh_sources)
     discovery = DiscoveryServer(
         store,
         mesh,
@@ -206,6 +203,14 @@ async def serve(
     if reverse is not None:
         roles.sink_server = reverse
         roles.runners.append(reverse)
+    # Every port opens at once (streams are refused until the sources have synced); only
+    # the TLS port waits for the CA's root, which may live in a store not reachable yet.
+    http_stops: list[Callable[[], Awaitable[None]]] = []  # admin, webhook, ControlZ
+
+    async def stop_http() -> None:
+        for stop_one in reversed(http_stops):
+            await stop_one()
+
     grpc_server = new_grpc_server(settings.xds, reuse_port=shared)
     add_discovery_services(grpc_server, discovery)
     roles.add_to(grpc_server)
@@ -218,31 +223,16 @@ async def serve(
     if port == 0:
         raise SystemExit(f"pilothouse: cannot listen on {settings.xds.address}")
     discovery.identify(port)
-    tls = open_tls_port(settings, mesh, discovery, authority, roles)
-    secrets = secret_delivery(settings, discovery, authority)
-    if secrets.credentials is not None:
-        secrets.credentials.load()  # before any stream: gateways get them at once
     await grpc_server.start()
+    xds_bound = join_host_port(xds_address.host, port)
+    log.info("xDS listening on %s", xds_bound, extra={"address": xds_bound})
 
     def source_states() -> list[Availability]:
         shown = [*sources, *([kube_registry] if kube_registry is not None else [])]
         return [s.availability() for s in shown if isinstance(s, ReportsAvailability)]
 
+    root = RootWait(settings, mesh, mesh_sources)
     metrics = server_metrics(discovery, sources)
-    tls_port = 0
-    if tls is not None:
-        metrics.registry.register(
-            CaCollector(tls.counters, tls.ca.root_expiry, tls.ca.chain_expiry)
-        )
-        assert tls_address is not None
-        try:
-            tls_port = await tls.start(tls_address.host, tls_address.port, reuse_port=shared)
-        except OSError as problem:
-            await grpc_server.stop(0)
-            await tls.stop(0)
-            raise SystemExit(
-                f"pilothouse: cannot listen on {settings.xds.tls_address}: {problem}"
-            ) from None
     # Runtime knobs: each part registers its own here, where the parts are wired.
     knobs = KnobRegistry()
     register_push_knobs(knobs, discovery)
@@ -257,7 +247,7 @@ async def serve(
     admin = AdminServer(
         build_admin_app(
             discovery,
-            (worker.board.not_ready,) if worker is not None else (),
+            (root.pending, *((worker.board.not_ready,) if worker is not None else ())),
             rest=settings.rest,
             source_states=source_states,
             names=names,
@@ -278,14 +268,18 @@ async def serve(
         admin_port = await admin.start(admin_address.host, admin_address.port, reuse_port=shared)
     except OSError as problem:
         await grpc_server.stop(0)
-        if tls is not None:
-            await tls.stop(0)
         raise SystemExit(
             f"pilothouse: cannot listen on {settings.admin.address}: {problem}"
         ) from None
-    webhook: WebhookServer | None = None
+    http_stops.append(admin.stop)
+    admin_bound = join_host_port(admin_address.host, admin_port)
+    log.info(
+        "admin (/ready, /metrics, /debug, REST xDS, /admin) listening on %s",
+        admin_bound,
+        extra={"address": admin_bound},
+    )
     webhook_port = 0
-    if settings.webhook.cert and settings.webhook.key:
+    if webhook_on:
         webhook = WebhookServer(
             settings.webhook.cert,
             settings.webhook.key,
@@ -297,42 +291,24 @@ async def serve(
             )
         except OSError as problem:
             await grpc_server.stop(0)
-            await admin.stop()
-            if tls is not None:
-                await tls.stop(0)
+            await stop_http()
             raise SystemExit(
                 f"pilothouse: cannot serve the webhook on {settings.webhook.address}: {problem}"
             ) from None
+        http_stops.append(webhook.stop)
         log.info(
             "validation webhook (HTTPS) listening",
             extra={"address": str(webhook_address.with_port(webhook_port))},
         )
     ctrlz = ControlZ(settings.ctrlz, knobs, access)
     ctrlz_port = await ctrlz.start()  # logs and stays off if it cannot listen, as istiod
-    bound = Bound(
-        xds_port=port,
-        admin_port=admin_port,
-        webhook_port=webhook_port,
-        ctrlz_port=ctrlz_port,
-        xds_tls_port=tls_port,
-    )
-    xds_bound = join_host_port(xds_address.host, port)
-    log.info("xDS listening on %s", xds_bound, extra={"address": xds_bound})
-    if tls is not None and tls_address is not None:
-        tls_bound = join_host_port(tls_address.host, tls_port)
-        log.info(
-            "xDS (TLS) and certificate service listening on %s",
-            tls_bound,
-            extra={"address": tls_bound, "ca_dir": settings.ca.dir},
-        )
-    admin_bound = join_host_port(admin_address.host, admin_port)
-    log.info(
-        "admin (/ready, /metrics, /debug, REST xDS, /admin) listening on %s",
-        admin_bound,
-        extra={"address": admin_bound},
-    )
-    if on_bound is not None:
-        on_bound(bound)
+    http_stops.append(ctrlz.stop)
+
+    # The CA (an Authority) for the certificate service, SDS and the TLS port is opened
+    # inside the task group, so that the sources run while its shared store is asked
+    # again (/ready says why); discovery starts after it, with SDS wired.
+    security: Security | None = None
+    fatal: SystemExit | None = None
     try:
         async with asyncio.TaskGroup() as tasks:
             # waits for the first PushContext, which never comes if a source never syncs
@@ -345,21 +321,49 @@ async def serve(
                 tasks.create_task(kube_registry.run())
             for runner in roles.runners:
                 tasks.create_task(runner.run())
-            tasks.create_task(discovery.run())
-            tasks.create_task(secrets.run())
             # every stream's state lives as long as the stream: keep it out of the
             # collector's full scans (pilothouse/heap.py)
             keeper = HeapKeeper(busy=lambda: discovery.pushes.pending() > 0)
             endless: list[asyncio.Task[None]] = [tasks.create_task(keeper.run()), loaded]
-            if worker is not None:
-                endless.append(tasks.create_task(worker.report(discovery, stop)))
-            if tls is not None:  # certificate renewal and root checks never end by themselves
-                endless += [tasks.create_task(tls.run()), tasks.create_task(tls.ca.run())]
-            await stop.wait()
+            try:  # a SystemExit raised in a task group's body would leave it as a group
+                authority = await root.open(stop)
+                if not stop.is_set():
+                    security = await start_security(
+                        settings, mesh, discovery, roles, authority, tls_address, shared=shared
+                    )
+            except SystemExit as problem:
+                fatal = problem
+            if security is not None:
+                if security.tls is not None:
+                    tls = security.tls
+                    metrics.registry.register(
+                        CaCollector(tls.counters, tls.ca.root_expiry, tls.ca.chain_expiry)
+                    )
+                tasks.create_task(discovery.run())
+                tasks.create_task(security.secrets.run())
+                if worker is not None:
+                    endless.append(tasks.create_task(worker.report(discovery, stop)))
+                if security.tls is not None:  # renewal and root checks never end by themselves
+                    endless += [
+                        tasks.create_task(security.tls.run()),
+                        tasks.create_task(security.tls.ca.run()),
+                    ]
+                if on_bound is not None:
+                    on_bound(
+                        Bound(
+                            xds_port=port,
+                            admin_port=admin_port,
+                            webhook_port=webhook_port,
+                            ctrlz_port=ctrlz_port,
+                            xds_tls_port=security.tls_port,
+                        )
+                    )
+                await stop.wait()
             log.info("draining", extra={"streams": len(discovery.connections)})
             discovery.close()
             roles.close()
-            secrets.close()
+            if security is not None:
+                security.secrets.close()
             for source in sources:
                 source.close()
             if kube_mesh is not None:
@@ -369,15 +373,15 @@ async def serve(
             for task in endless:
                 task.cancel()
     finally:
-        stopping = [grpc_server.stop(settings.drain_seconds)]
-        if tls is not None:
-            stopping.append(tls.stop(settings.drain_seconds))
-        await asyncio.gather(*stopping)
-        await admin.stop()
-        await ctrlz.stop()
-        if webhook is not None:
-            await webhook.stop()
+        # the xDS ports drain together (streams get drain_seconds), then the rest stop
+        draining = [grpc_server.stop(settings.drain_seconds)]
+        if security is not None and security.tls is not None:
+            draining.append(security.tls.stop(settings.drain_seconds))
+        await asyncio.gather(*draining)
+        await stop_http()
         log.info("stopped")
+    if fatal is not None:
+        raise fatal
 
 
 def run(args: argparse.Namespace) -> int:

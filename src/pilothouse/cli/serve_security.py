@@ -3,25 +3,32 @@
 The CA is opened only with the TLS port on (without it no caller has an identity, so
 nothing may be signed). Its self-signed root is shared through the first ``etcd://`` or
 ``k8s://`` config source when there is one (:mod:`pilothouse.security.ca_store`), else
-kept in the CA directory; with ``--workers`` and no such store the parent creates the
-directory's root first so that workers only load it. SDS serves the CA's certificates
-and roots to authenticated proxies, and the credentials of ``--secrets DIR``.
+kept in the CA directory. A store that cannot be reached at start is asked again with
+backoff (:class:`RootWait`): the other ports are open meanwhile and ``/ready`` names the
+reason; the TLS port opens once the root is read. With ``--workers`` and no such store
+the parent creates the directory's root first so that workers only load it. SDS serves
+the CA's certificates and roots to authenticated proxies, and the credentials of ``--secrets DIR``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import random
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pilothouse.addresses import HostPort, join_host_port
+from pilothouse.backoff import Backoff
 from pilothouse.cli.config_sources import rejoin_etcd_endpoints
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.security.authn import Authenticator
 from pilothouse.security.ca import CertificateAuthority
 from pilothouse.security.ca_dir import CaDirError
-from pilothouse.security.ca_store import CaStoreError, RootStore
+from pilothouse.security.ca_store import CaStoreError, CaStoreUnavailable, RootStore
 from pilothouse.security.ca_store_etcd import EtcdRootStore
 from pilothouse.security.ca_store_kube import KubeRootStore
 from pilothouse.security.jwt_authn import IssuerSetupError, JwtAuthenticator, parse_issuers
@@ -62,26 +69,77 @@ def secret_delivery(
     )
 
 
-async def open_ca(
-    settings: Settings, mesh: MeshSettings, mesh_sources: Sequence[str] = ()
-) -> CertificateAuthority | None:
-    """The CA (its root from the shared store, or the CA directory, made on first start;
-    RSA key generation runs in a thread), or None when the TLS port is off: without it
-    no caller has an identity, so nothing may be signed."""
-    if not settings.xds.tls_address:
-        return None
-    store = root_store(settings, mesh, mesh_sources)
-    try:
-        if store is None:
-            return await asyncio.to_thread(
-                CertificateAuthority.open, settings.ca, mesh.trust_domain
-            )
+class RootWait:
+    """The CA, opened once its root can be read: from the shared store (asked again with
+    backoff while it cannot be reached, so that ``serve`` keeps its other ports open and
+    ``/ready`` says why it is not ready), or from the CA directory (made on first start;
+    RSA key generation runs in a thread). None when the TLS port is off: without it no
+    caller has an identity, so nothing may be signed. A root that is malformed or
+    disagrees with the CA directory stops ``serve`` with the reason."""
+
+    def __init__(
+        self, settings: Settings, mesh: MeshSettings, mesh_sources: Sequence[str] = ()
+    ) -> None:
+        self._settings = settings
+        self._mesh = mesh
+        self._mesh_sources = tuple(mesh_sources)
+        self._waiting = bool(settings.xds.tls_address)
+        self._problem = ""
+        self.backoff = Backoff(initial=0.5, maximum=10.0)
+
+    def pending(self) -> str | None:
+        """A readiness check: why the CA is not open yet, or None."""
+        if not self._waiting:
+            return None
+        return f"CA root: {self._problem or 'not read yet'}"
+
+    async def open(self, stop: asyncio.Event) -> CertificateAuthority | None:
+        """The CA, or None (TLS port off, or ``stop`` set while waiting for the store)."""
+        if not self._waiting:
+            return None
+        settings, mesh = self._settings, self._mesh
+        store = root_store(settings, mesh, self._mesh_sources)
         try:
-            return await CertificateAuthority.open_shared(settings.ca, store, mesh.trust_domain)
-        finally:
-            await store.close()
-    except (CaDirError, CaStoreError, OSError) as problem:
-        raise SystemExit(f"pilothouse: CA: {problem}") from None
+            if store is None:
+                ca = await asyncio.to_thread(
+                    CertificateAuthority.open, settings.ca, mesh.trust_domain
+                )
+            else:
+                try:
+                    found = await self._from_store(store, stop)
+                finally:
+                    await store.close()
+                if found is None:
+                    return None
+                ca = found
+        except (CaDirError, CaStoreError, OSError) as problem:
+            raise SystemExit(f"pilothouse: CA: {problem}") from None
+        self._waiting = False
+        return ca
+
+    async def _from_store(
+        self, store: RootStore, stop: asyncio.Event
+    ) -> CertificateAuthority | None:
+        settings, mesh = self._settings, self._mesh
+        rng = random.Random()
+        failures = 0
+        while True:
+            try:
+                return await CertificateAuthority.open_shared(settings.ca, store, mesh.trust_domain)
+            except CaStoreUnavailable as problem:
+                failures += 1
+                if str(problem) != self._problem:  # once per distinct reason
+                    log.warning(
+                        "the CA's root cannot be read yet (%s): the TLS port opens once it "
+                        "can",
+                        problem,
+                        extra={"failures": failures},
+                    )
+                self._problem = str(problem)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self.backoff.delay(failures, rng))
+            if stop.is_set():
+                return None
 
 
 def root_store(
@@ -143,3 +201,47 @@ def open_tls_port(
         root_namespace=mesh.root_namespace,
         mcp=roles,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Security:
+    """What ``serve`` started of the security stage."""
+
+    secrets: SecretDelivery
+    tls: TlsPort | None
+    tls_port: int
+    """The TLS port's bound port (0: off)."""
+
+
+async def start_security(
+    settings: Settings,
+    mesh: MeshSettings,
+    discovery: DiscoveryServer,
+    roles: Any,
+    authority: CertificateAuthority | None,
+    tls_address: HostPort | None,
+    *,
+    shared: bool,
+) -> Security:
+    """SDS wired into ``discovery`` (before it serves a stream: gateways get the secrets
+    directory's credentials at once) and the TLS port listening, when it is on."""
+    tls = open_tls_port(settings, mesh, discovery, authority, roles)
+    secrets = secret_delivery(settings, discovery, authority)
+    if secrets.credentials is not None:
+        secrets.credentials.load()
+    if tls is None or tls_address is None:
+        return Security(secrets, None, 0)
+    try:
+        port = await tls.start(tls_address.host, tls_address.port, reuse_port=shared)
+    except OSError as problem:
+        await tls.stop(0)
+        raise SystemExit(
+            f"pilothouse: cannot listen on {settings.xds.tls_address}: {problem}"
+        ) from None
+    bound = join_host_port(tls_address.host, port)
+    log.info(
+        "xDS (TLS) and certificate service listening on %s",
+        bound,
+        extra={"address": bound, "ca_dir": settings.ca.dir},
+    )
+    return Security(secrets, tls, port)

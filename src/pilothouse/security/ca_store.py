@@ -44,6 +44,12 @@ class CaStoreError(Exception):
     """The shared root cannot be read, created or trusted; the message says where and why."""
 
 
+class CaStoreUnavailable(CaStoreError):
+    """The store cannot be reached or refused the call now (connection refused, a time
+    out, an API server's error answer): worth asking again, unlike a stored root that is
+    malformed or disagrees with the CA directory."""
+
+
 @dataclass(frozen=True, slots=True)
 class StoredRoot:
     """A root as the store keeps it: certificate and private key, PEM."""

@@ -22,7 +22,7 @@ import aetcd.exceptions
 import aetcd.rpc
 import grpc
 
-from pilothouse.security.ca_store import CaStoreError, StoredRoot
+from pilothouse.security.ca_store import CaStoreError, CaStoreUnavailable, StoredRoot
 from pilothouse.settings import EtcdSettings
 from pilothouse.sources.etcd_client import EtcdUnavailable, client_for, reason
 
@@ -69,7 +69,7 @@ class EtcdRootStore:
                 metadata=client.metadata,
             )
         except _FAILURES as problem:
-            raise CaStoreError(
+            raise CaStoreUnavailable(
                 f"{self.where}: cannot read it: {reason(problem, self._security)}"
             ) from None
         return self._decode(response.kvs[0].value) if response.kvs else None
@@ -97,7 +97,7 @@ class EtcdRootStore:
                 request, timeout=self._timeout, metadata=client.metadata
             )
         except _FAILURES as problem:
-            raise CaStoreError(
+            raise CaStoreUnavailable(
                 f"{self.where}: cannot create it: {reason(problem, self._security)}"
             ) from None
         if response.succeeded:
@@ -133,7 +133,7 @@ class EtcdRootStore:
                 continue
             self._client = client
             return client
-        raise CaStoreError(f"{self.where}: cannot reach etcd ({'; '.join(failures)})")
+        raise CaStoreUnavailable(f"{self.where}: cannot reach etcd ({'; '.join(failures)})")
 
     def _decode(self, value: bytes) -> StoredRoot:
         try:

@@ -19,7 +19,7 @@ import aiohttp
 from kubernetes_asyncio.client import ApiClient
 
 from pilothouse.kube.client import KubeApiError, KubeConfigError, new_api_client, request
-from pilothouse.security.ca_store import CaStoreError, StoredRoot
+from pilothouse.security.ca_store import CaStoreError, CaStoreUnavailable, StoredRoot
 
 SECRET: Final = "istio-ca-secret"
 SECRET_TYPE: Final = "istio.io/ca-root"
@@ -49,9 +49,9 @@ class KubeRootStore:
         except KubeApiError as problem:
             if problem.code == 404:
                 return None
-            raise CaStoreError(f"{self.where}: cannot read it: {problem}") from None
+            raise CaStoreUnavailable(f"{self.where}: cannot read it: {problem}") from None
         except _FAILURES as problem:
-            raise CaStoreError(f"{self.where}: cannot read it: {problem}") from None
+            raise CaStoreUnavailable(f"{self.where}: cannot read it: {problem}") from None
         return self._decode(secret)
 
     async def create(self, root: StoredRoot) -> StoredRoot:
@@ -70,9 +70,9 @@ class KubeRootStore:
             await request(await self._api(), "POST", path, body=body, timeout=self._timeout)
         except KubeApiError as problem:
             if problem.code != 409:
-                raise CaStoreError(f"{self.where}: cannot create it: {problem}") from None
+                raise CaStoreUnavailable(f"{self.where}: cannot create it: {problem}") from None
         except _FAILURES as problem:
-            raise CaStoreError(f"{self.where}: cannot create it: {problem}") from None
+            raise CaStoreUnavailable(f"{self.where}: cannot create it: {problem}") from None
         else:
             return root
         won = await self.read()  # 409: another replica created it first

@@ -154,9 +154,10 @@ class ServeProcess:
             text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
             xds = re.search(r"xDS listening on \S+?:(\d+)", text)
             admin = re.search(r"admin \([^)]*\) listening on \S+?:(\d+)", text)
-            if xds is not None and admin is not None:
+            tls = re.search(r"xDS \(TLS\)[^\n]* listening on \S+?:(\d+)", text)
+            # the TLS port opens after the others, once the CA's root is read
+            if xds is not None and admin is not None and (tls is not None or not self.tls_on):
                 self.xds_port, self.admin_port = int(xds.group(1)), int(admin.group(1))
-                tls = re.search(r"xDS \(TLS\)[^\n]* listening on \S+?:(\d+)", text)
                 self.xds_tls_port = int(tls.group(1)) if tls is not None else 0
                 return
             if not self.running():
@@ -164,6 +165,20 @@ class ServeProcess:
             if time.monotonic() - started >= timeout:
                 raise TimeoutError(f"pilothouse serve did not listen in {timeout}s")
             await asyncio.sleep(0.05)
+
+    @property
+    def tls_on(self) -> bool:
+        """Whether this process was given a TLS port (``--xds-tls-address`` or
+        ``PILOTHOUSE_XDS_TLS_ADDRESS`` not empty)."""
+        environment = {**os.environ, **self.environment}  # as the process gets it
+        address = environment.get("PILOTHOUSE_XDS_TLS_ADDRESS", "")
+        args = list(self.extra_args)
+        for at, arg in enumerate(args):
+            if arg == "--xds-tls-address" and at + 1 < len(args):
+                address = args[at + 1]
+            elif arg.startswith("--xds-tls-address="):
+                address = arg.partition("=")[2]
+        return bool(address)
 
     def rss_kib(self) -> int:
         """The process's resident memory (VmRSS), KiB."""
