@@ -22,8 +22,8 @@ outlives the PushContext it was first built for.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from pilothouse.config.model import ConfigKey
@@ -60,6 +60,16 @@ class ResourceGroup:
 
     resources: tuple[Resource, ...]
     notes: frozenset[Hashable] = frozenset()
+    _named: Mapping[str, Resource] | None = field(default=None, compare=False, repr=False)
+
+    def named(self) -> Mapping[str, Resource]:
+        """The resources by name (made once per group: every proxy that shares the group
+        shares the mapping; nobody may change it)."""
+        found = self._named
+        if found is None:
+            found = {resource.name: resource for resource in self.resources}
+            object.__setattr__(self, "_named", found)
+        return found
 
 
 @dataclass(slots=True)

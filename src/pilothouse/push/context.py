@@ -6,13 +6,11 @@ push did not touch, so a VirtualService edit does not re-index DestinationRules,
 a DestinationRule edit does not re-read services.
 
 Scopes (:class:`~pilothouse.push.scope.ProxyScope`) are computed lazily per scope key
-and memoised in the context, so proxies that see the same thing share one scope and
-everything generated from it. When the mesh settings and the VirtualService, Sidecar
-and Gateway indexes were reused, a scope that comes out equal to the previous
-context's is replaced by that very object, memo included (a DestinationRule edit
-leaves the listeners and routes of scopes that do not see it as they were); one that
-differs keeps the previous one as its predecessor, for generators that check what
-they take from it.
+and kept in the context, so proxies that see the same thing share one scope and the
+inputs values gathered from it. Nothing passes from one context to the next but the
+reused indexes: what generators build is found again in the resource cache, whose keys
+are the builders' inputs (a DestinationRule edit leaves the listeners and routes of
+scopes that do not see it in the cache, under inputs that come out equal).
 """
 
 from __future__ import annotations
@@ -21,7 +19,7 @@ import functools
 import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config
@@ -38,6 +36,7 @@ from pilothouse.push.indexes import (
     SidecarIndex,
     VirtualServiceIndex,
 )
+from pilothouse.push.inputs import InputKey
 from pilothouse.push.peer_authentication import PEER_AUTHENTICATION, PeerAuthenticationIndex
 from pilothouse.push.proxy import ProxyIdentity, ProxyType
 from pilothouse.push.request import PushRequest
@@ -53,7 +52,6 @@ from pilothouse.registry.model import SERVICE_KIND, Labels, Service
 from pilothouse.sources.events import ConfigStore
 
 SERVICE_KINDS = frozenset({SERVICE_KIND, "ServiceEntry"})
-Derived = TypeVar("Derived")
 
 
 @dataclass(frozen=True)
@@ -69,6 +67,11 @@ class ServiceIndex:
         for service in self.services:
             found.setdefault(service.namespace, []).append(service)
         return {namespace: tuple(services) for namespace, services in found.items()}
+
+    @functools.cached_property
+    def namespace_inputs(self) -> Mapping[str, InputKey]:
+        """Each namespace's services (:attr:`by_namespace`) as one cache input, hashed once."""
+        return {namespace: InputKey(found) for namespace, found in self.by_namespace.items()}
 
     @functools.cached_property
     def _positions(self) -> Mapping[str, tuple[int, ...]]:
@@ -110,11 +113,7 @@ class PushContext:
     authorizations: AuthorizationIndex
     stats: ContextStats = field(default_factory=ContextStats, compare=False)
     _scopes: dict[ScopeKey, ProxyScope] = field(default_factory=dict, compare=False, repr=False)
-    _derived: dict[type, object] = field(default_factory=dict, compare=False, repr=False)
     _proxy_scopes: dict[tuple[ProxyType, str, Labels], ProxyScope] = field(
-        default_factory=dict, compare=False, repr=False
-    )
-    _reusable: Mapping[ScopeKey, ProxyScope] = field(
         default_factory=dict, compare=False, repr=False
     )
 
@@ -149,16 +148,6 @@ class PushContext:
         self._proxy_scopes[seen] = found
         return found
 
-    def derived(self, kind: type[Derived]) -> Derived:
-        """The context's one ``kind`` object (made with ``kind()`` on first use): what
-        generators derive from this context, as typed fields of a class of theirs (push/
-        cannot name the generators' types, so the object is found by its class)."""
-        try:
-            return self._derived[kind]  # type: ignore[return-value]
-        except KeyError:
-            made = self._derived[kind] = kind()
-            return made
-
     def _build_scope(self, key: ScopeKey) -> ProxyScope:
         namespace = key.namespace
         sidecar = None
@@ -183,7 +172,7 @@ class PushContext:
             (e.config.key, e.config.namespace, e.hosts)
             for e in self.virtual_services.visible_to(namespace, reach)
         ]
-        built = build_scope(
+        return build_scope(
             key,
             self.services.services if reach is None else self.services.in_namespaces(reach),
             visible,
@@ -192,15 +181,6 @@ class PushContext:
             gateways,
             egress,
         )
-        # The previous context's equal scope keeps what generators derived from it; a
-        # different one is kept as the new scope's predecessor.
-        previous = self._reusable.get(key)
-        if previous is None:
-            return built
-        if previous == built:
-            return previous
-        built.follow(previous)
-        return built
 
 
 def build_context(
@@ -283,24 +263,7 @@ def build_context(
             ),
         ),
     )
-    if previous is not None and _scopes_carry_over(previous, context):
-        object.__setattr__(context, "_reusable", previous._scopes)
     context.stats.build_seconds = time.perf_counter() - start
     context.stats.rebuilt = tuple(rebuilt)
     context.stats.reused = tuple(reused)
     return context
-
-
-def _scopes_carry_over(previous: PushContext, context: PushContext) -> bool:
-    """Whether ``context`` may take over ``previous``'s equal scopes with their memos.
-
-    A scope memo reads the scope and, besides it, only the mesh settings and the
-    VirtualService, Sidecar and Gateway indexes: when those are the same, an equal scope
-    derives the same things.
-    """
-    return (
-        previous.mesh == context.mesh
-        and previous.virtual_services is context.virtual_services
-        and previous.sidecars is context.sidecars
-        and previous.gateways is context.gateways
-    )

@@ -11,7 +11,7 @@ push reaches only the proxies a change is visible to.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -22,7 +22,7 @@ from pilothouse.registry.model import SERVICE_KIND, Service, ServiceKey
 
 _NAMESPACE_WIDE = frozenset({"Sidecar"})
 
-Derived = TypeVar("Derived")
+Interned = TypeVar("Interned")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,8 +78,8 @@ def egress_namespaces(egress: tuple[EgressHost, ...] | None) -> frozenset[str] |
 class ScopeKey:
     """Everything that makes two proxies see different config.
 
-    Its hash is computed once: generators key their per-context memos on it, and a
-    router's key holds every Gateway that selects it (hundreds of config keys).
+    Its hash is computed once: the context finds scopes by it, and a router's key holds
+    every Gateway that selects it (hundreds of config keys).
     """
 
     proxy_type: ProxyType
@@ -99,15 +99,13 @@ class ScopeKey:
 
 @dataclass(frozen=True)
 class ProxyScope:
-    """The config visible to proxies of one :class:`ScopeKey`.
+    """The config visible to proxies of one :class:`ScopeKey`, in one PushContext.
 
-    :meth:`derived` keeps what generators derive from the scope, as one object of a
-    class of theirs (typed fields, one per thing derived; push/ cannot name the
-    generators' types, so the object is found by its class). A new PushContext takes
-    over the previous context's scope object when the scope came out equal and the
-    context parts a scope memo may read besides the scope (mesh settings, the
-    VirtualService, Sidecar and Gateway indexes) are the very same, so what was derived
-    from it stays valid and comes along (see ``PushContext``).
+    :meth:`interned` keeps the inputs values generators gather from the scope and its
+    context, one per class, so that every proxy of the scope shares the very same
+    object (hashed once). What is built from them lives in the resource cache, keyed by
+    them; nothing built is kept here, and nothing here outlives the context: a later
+    context builds its own scopes.
     """
 
     key: ScopeKey
@@ -120,42 +118,24 @@ class ProxyScope:
     service_keys: frozenset[ServiceKey] = frozenset()
     sources: frozenset[ConfigKey] = frozenset()
     rule_keys: frozenset[ConfigKey] = frozenset()
-    predecessor: ProxyScope | None = field(default=None, compare=False, repr=False)
-    """The previous context's scope of the same key, when it came out different.
-
-    Set only where an equal scope would have been taken over, so the context parts
-    besides the scope are the same; a generator may reuse from what was derived from it
-    what it checks is still valid (for instance what it derived from one service that
-    is the same object in both).
-    """
-    _derived: dict[type, object] = field(default_factory=dict, compare=False, repr=False)
+    _interned: dict[type, object] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def namespace(self) -> str:
         return self.key.namespace
 
-    def follow(self, previous: ProxyScope) -> None:
-        """Make ``previous`` this scope's predecessor (and forget its own, so that
-        scopes do not chain across contexts)."""
-        object.__setattr__(previous, "predecessor", None)
-        object.__setattr__(self, "predecessor", previous)
+    def interned(self, kind: type[Interned], gather: Callable[[], Interned]) -> Interned:
+        """The scope's one ``kind`` value, made by ``gather()`` on first use.
 
-    def derived(self, kind: type[Derived]) -> Derived:
-        """The scope's one ``kind`` object (made with ``kind()`` on first use): what
-        generators derive from this scope and the context parts that come with it.
-
-        Never for values that read anything else of a context (endpoints, services or
-        DestinationRules other than the scope's own): those belong in the context's memo.
+        For inputs values only (a frozen value of everything some builders read, gathered
+        from this scope and its own context): what is built from them goes into the
+        resource cache under them, so the key of a built value is always its inputs.
         """
         try:
-            return self._derived[kind]  # type: ignore[return-value]
+            return self._interned[kind]  # type: ignore[return-value]
         except KeyError:
-            made = self._derived[kind] = kind()
+            made = self._interned[kind] = gather()
             return made
-
-    def held(self, kind: type[Derived]) -> Derived | None:
-        """The scope's ``kind`` object if one was made (nothing is made)."""
-        return self._derived.get(kind)  # type: ignore[return-value]
 
     @functools.cached_property
     def service_namespaces(self) -> frozenset[str]:
