@@ -46,7 +46,6 @@ from pilothouse.push.scope import (
     build_scope,
     egress_hosts,
     egress_namespaces,
-    scope_key,
 )
 from pilothouse.registry.model import SERVICE_KIND, Labels, Service
 from pilothouse.sources.events import ConfigStore
@@ -89,6 +88,20 @@ class ServiceIndex:
         return tuple(self.services[p] for p in picked)
 
 
+@dataclass(frozen=True, slots=True)
+class ScopeSelector:
+    """What of a proxy picks its scope: its type, namespace and labels (which select the
+    Sidecar or the Gateways)."""
+
+    type: ProxyType
+    namespace: str
+    labels: Labels
+
+    @classmethod
+    def of(cls, proxy: ProxyIdentity) -> ScopeSelector:
+        return cls(proxy.type, proxy.namespace, proxy.labels)
+
+
 @dataclass
 class ContextStats:
     """How a context was built, for ``pilot_pushcontext_init_seconds`` and debug."""
@@ -113,34 +126,38 @@ class PushContext:
     authorizations: AuthorizationIndex
     stats: ContextStats = field(default_factory=ContextStats, compare=False)
     _scopes: dict[ScopeKey, ProxyScope] = field(default_factory=dict, compare=False, repr=False)
-    _proxy_scopes: dict[tuple[ProxyType, str, Labels], ProxyScope] = field(
+    _proxy_scopes: dict[ScopeSelector, ProxyScope] = field(
         default_factory=dict, compare=False, repr=False
     )
 
     def scope_key(self, proxy: ProxyIdentity) -> ScopeKey:
-        sidecar = (
-            self.sidecars.select(proxy.namespace, proxy.labels)
-            if proxy.type is ProxyType.SIDECAR
-            else None
+        return self._scope_key(ScopeSelector.of(proxy))
+
+    def _scope_key(self, selector: ScopeSelector) -> ScopeKey:
+        """The key of the scope of proxies ``selector`` describes (it reads nothing else
+        of them)."""
+        kind, namespace, labels = selector.type, selector.namespace, selector.labels
+        sidecar = self.sidecars.select(namespace, labels) if kind is ProxyType.SIDECAR else None
+        gateways = self.gateways.select(namespace, labels) if kind is ProxyType.ROUTER else ()
+        return ScopeKey(
+            kind,
+            namespace,
+            sidecar.key if sidecar is not None else None,
+            tuple(g.key for g in gateways),
+            (),
         )
-        gateways = (
-            self.gateways.select(proxy.namespace, proxy.labels)
-            if proxy.type is ProxyType.ROUTER
-            else ()
-        )
-        return scope_key(proxy, sidecar, gateways, ())
 
     def scope(self, proxy: ProxyIdentity) -> ProxyScope:
         """The proxy's scope, computed once per scope key in this context.
 
-        The key depends only on the proxy's type, namespace and labels, so the scope is
-        also remembered under those: the proxies of one workload find it in one lookup.
+        The key depends only on what :class:`ScopeSelector` holds of the proxy, so the
+        scope is also found under that: the proxies of one workload find it in one lookup.
         """
-        seen = (proxy.type, proxy.namespace, proxy.labels)
+        seen = ScopeSelector.of(proxy)
         found = self._proxy_scopes.get(seen)
         if found is not None:
             return found
-        key = self.scope_key(proxy)
+        key = self._scope_key(seen)
         found = self._scopes.get(key)
         if found is None:
             found = self._build_scope(key)
