@@ -72,6 +72,13 @@ class ResourceGroup:
         return found
 
 
+@dataclass(frozen=True, slots=True)
+class _Interned:
+    """The key of an interned inputs value (see :meth:`ResourceCache.intern`)."""
+
+    inputs: Hashable
+
+
 @dataclass(slots=True)
 class CacheStats:
     hits: int = 0
@@ -144,6 +151,13 @@ class ResourceCache:
         made = build()
         self._store(inputs, made, dependencies(inputs, self._compared))
         return made
+
+    def intern(self, inputs: Inputs) -> Inputs:
+        """The cached inputs value equal to ``inputs`` (``inputs`` itself, kept, if there
+        is none). Keys holding an interned value compare it by identity: a scope's inputs
+        gathered again in a new PushContext are compared in full once, here, and not by
+        every lookup of every proxy."""
+        return self.value(_Interned(inputs), lambda: inputs)
 
     def _lookup(self, key: Hashable) -> object:
         entry = self._entry(key)

@@ -7,10 +7,13 @@ a DestinationRule edit does not re-read services.
 
 Scopes (:class:`~pilothouse.push.scope.ProxyScope`) are computed lazily per scope key
 and kept in the context, so proxies that see the same thing share one scope and the
-inputs values gathered from it. Nothing passes from one context to the next but the
-reused indexes: what generators build is found again in the resource cache, whose keys
-are the builders' inputs (a DestinationRule edit leaves the listeners and routes of
-scopes that do not see it in the cache, under inputs that come out equal).
+inputs values gathered from it. What generators build is not kept here: it is found
+again in the resource cache, whose keys are the builders' inputs (a DestinationRule
+edit leaves the listeners and routes of scopes that do not see it in the cache, under
+inputs that come out equal). When the :class:`~pilothouse.push.scope.ScopeContext` (the
+context parts interned inputs may read) is the same as the previous context's, a scope
+that comes out equal to the previous context's is replaced by that very object, with the
+inputs interned in it, so they are not gathered again.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from pilothouse.push.proxy import ProxyIdentity, ProxyType
 from pilothouse.push.request import PushRequest
 from pilothouse.push.scope import (
     ProxyScope,
+    ScopeContext,
     ScopeKey,
     build_scope,
     egress_hosts,
@@ -129,6 +133,21 @@ class PushContext:
     _proxy_scopes: dict[ScopeSelector, ProxyScope] = field(
         default_factory=dict, compare=False, repr=False
     )
+    _previous: Mapping[ScopeKey, ProxyScope] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    """The previous context's scopes, when its ScopeContext is this one's."""
+
+    @functools.cached_property
+    def scope_context(self) -> ScopeContext:
+        """What inputs interned in this context's scopes may read besides the scope."""
+        return ScopeContext(
+            self.mesh,
+            self.virtual_services,
+            self.sidecars,
+            self.gateways,
+            self.peer_authentications,
+        )
 
     def scope_key(self, proxy: ProxyIdentity) -> ScopeKey:
         return self._scope_key(ScopeSelector.of(proxy))
@@ -189,7 +208,7 @@ class PushContext:
             (e.config.key, e.config.namespace, e.hosts)
             for e in self.virtual_services.visible_to(namespace, reach)
         ]
-        return build_scope(
+        built = build_scope(
             key,
             self.services.services if reach is None else self.services.in_namespaces(reach),
             visible,
@@ -197,7 +216,10 @@ class PushContext:
             routes,
             gateways,
             egress,
+            self.scope_context,
         )
+        previous = self._previous.get(key)
+        return previous if previous is not None and previous == built else built
 
 
 def build_context(
@@ -280,6 +302,8 @@ def build_context(
             ),
         ),
     )
+    if previous is not None and previous.scope_context.same(context.scope_context):
+        object.__setattr__(context, "_previous", previous._scopes)
     context.stats.build_seconds = time.perf_counter() - start
     context.stats.rebuilt = tuple(rebuilt)
     context.stats.reused = tuple(reused)

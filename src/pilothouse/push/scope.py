@@ -15,8 +15,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.push.hostnames import host_matches
+from pilothouse.push.indexes import GatewayIndex, SidecarIndex, VirtualServiceIndex
+from pilothouse.push.peer_authentication import PeerAuthenticationIndex
 from pilothouse.push.proxy import ProxyIdentity, ProxyType
 from pilothouse.registry.model import SERVICE_KIND, Service, ServiceKey
 
@@ -97,15 +100,41 @@ class ScopeKey:
         return self._hash
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class ScopeContext:
+    """The parts of a PushContext that inputs interned in a scope may read besides the
+    scope itself (see :meth:`ProxyScope.interned`): the mesh settings and the
+    VirtualService, Sidecar, Gateway and PeerAuthentication indexes."""
+
+    mesh: MeshSettings
+    virtual_services: VirtualServiceIndex
+    sidecars: SidecarIndex
+    gateways: GatewayIndex
+    peer_authentications: PeerAuthenticationIndex
+
+    def same(self, other: ScopeContext) -> bool:
+        """Whether everything here is the same in ``other`` (the indexes by identity: a
+        context reuses the very index object when no config of its kinds changed)."""
+        return (
+            self.virtual_services is other.virtual_services
+            and self.sidecars is other.sidecars
+            and self.gateways is other.gateways
+            and self.peer_authentications is other.peer_authentications
+            and self.mesh == other.mesh
+        )
+
+
 @dataclass(frozen=True)
 class ProxyScope:
-    """The config visible to proxies of one :class:`ScopeKey`, in one PushContext.
+    """The config visible to proxies of one :class:`ScopeKey`.
 
-    :meth:`interned` keeps the inputs values generators gather from the scope and its
-    context, one per class, so that every proxy of the scope shares the very same
-    object (hashed once). What is built from them lives in the resource cache, keyed by
-    them; nothing built is kept here, and nothing here outlives the context: a later
-    context builds its own scopes.
+    :meth:`interned` keeps the inputs values generators gather from the scope and the
+    :class:`ScopeContext` it was built in, one per class, so that every proxy of the
+    scope shares the very same object (hashed once). What is built from them lives in
+    the resource cache, keyed by them; nothing built is kept here. A later PushContext
+    takes over a scope equal to one of the previous context's, interned inputs
+    included, only when its :class:`ScopeContext` is the same: the inputs were gathered
+    from nothing else, so they are what gathering again would give.
     """
 
     key: ScopeKey
@@ -118,23 +147,31 @@ class ProxyScope:
     service_keys: frozenset[ServiceKey] = frozenset()
     sources: frozenset[ConfigKey] = frozenset()
     rule_keys: frozenset[ConfigKey] = frozenset()
+    context: ScopeContext | None = field(default=None, compare=False, repr=False)
+    """What :meth:`interned` gatherers may read besides the scope (None: nothing)."""
     _interned: dict[type, object] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def namespace(self) -> str:
         return self.key.namespace
 
-    def interned(self, kind: type[Interned], gather: Callable[[], Interned]) -> Interned:
-        """The scope's one ``kind`` value, made by ``gather()`` on first use.
+    def interned(
+        self, kind: type[Interned], gather: Callable[[ProxyScope, ScopeContext], Interned]
+    ) -> Interned:
+        """The scope's one ``kind`` value, made by ``gather(scope, context)`` on first use.
 
-        For inputs values only (a frozen value of everything some builders read, gathered
-        from this scope and its own context): what is built from them goes into the
-        resource cache under them, so the key of a built value is always its inputs.
+        For inputs values only (a frozen value of everything some builders read): what is
+        built from them goes into the resource cache under them, so the key of a built
+        value is always its inputs. ``gather`` reads the scope and its
+        :class:`ScopeContext`, nothing else of a PushContext (that is what makes taking
+        the scope over, with what was interned, safe).
         """
         try:
             return self._interned[kind]  # type: ignore[return-value]
         except KeyError:
-            made = self._interned[kind] = gather()
+            if self.context is None:
+                raise LookupError("a scope built without a ScopeContext interns nothing") from None
+            made = self._interned[kind] = gather(self, self.context)
             return made
 
     @functools.cached_property
@@ -192,10 +229,11 @@ def build_scope(
     virtual_services: Iterable[tuple[ConfigKey, str, tuple[str, ...]]],
     gateways: tuple[Config, ...],
     egress: tuple[EgressHost, ...] | None,
+    context: ScopeContext | None = None,
 ) -> ProxyScope:
     """Assemble a scope. ``visible(service)`` applies exportTo; ``rule_for(service)`` picks
     the DestinationRule; ``virtual_services`` are (key, namespace, hosts) already exported
-    to the namespace."""
+    to the namespace; ``context`` is what inputs interned in it may read."""
     chosen: list[Service] = []
     by_hostname: dict[str, Service] = {}
     for service in services:
@@ -229,6 +267,7 @@ def build_scope(
         service_keys=frozenset(s.key for s in chosen),
         sources=frozenset(s.source for s in chosen),
         rule_keys=frozenset(r.key for r in rules.values() if r is not None),
+        context=context,
     )
 
 

@@ -6,7 +6,8 @@ a proxyless listener or route) is in the resource cache under a frozen value of
 everything it is built from. These tests check the two promises that follow: a value
 whose inputs moved without a new PushContext (endpoints) is built again, and a new
 PushContext after an edit finds everything the edit did not touch in the cache, built
-once.
+once. A scope interns the inputs values gathered from it; a new context takes an equal
+scope over with them only when what they were gathered from is the same.
 
 The mesh is loaded into a MemoryStore and a ServiceEntryRegistry, as the discovery
 server holds them (no process: generation is in-process code).
@@ -14,6 +15,7 @@ server holds them (no process: generation is in-process code).
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from typing import Any
 
@@ -28,6 +30,7 @@ from pilothouse.push.context import PushContext, build_context
 from pilothouse.push.proxy import ProxyIdentity, parse_node
 from pilothouse.push.request import PushRequest
 from pilothouse.registry.controller import ServiceEntryRegistry
+from pilothouse.security.identity import Caller, ProvedBy, SpiffeId
 from pilothouse.sources.memory import MemoryStore
 from pilothouse.xds.generators import eds, lds, rds
 from pilothouse.xds.generators.base import GenerationInput
@@ -227,3 +230,33 @@ def _namespace_of(inputs: Any) -> str:
         service, _rule = inputs.services.parts[0]  # type: ignore[misc]
         return str(service.namespace)
     return str(inputs.scope.namespace)
+
+
+def test_an_equal_scope_is_taken_over_only_when_what_its_inputs_read_is_the_same() -> None:
+    """A DestinationRule edit leaves ``bank``'s scope equal and the ScopeContext (mesh,
+    VirtualService, Sidecar, Gateway and PeerAuthentication indexes) the same: the new
+    context takes over the scope object with its interned inputs. A PeerAuthentication
+    edit changes what the interned cluster inputs read (the namespaces auto-mTLS applies
+    to), so no scope is taken over and a proved proxy's clusters follow the edit."""
+    server = Server(_mesh())
+    proxy = dataclasses.replace(
+        _proxy("bank"), caller=Caller((SpiffeId("cluster.local", "bank", "web"),), ProvedBy.JWT)
+    )
+    old = server.context.scope(proxy)
+    before = server.generate(proxy)
+    server.push(server.apply(_mesh(max_connections=11)))
+    assert server.context.scope(proxy) is old
+    disable = """\
+---
+apiVersion: security.istio.io/v1
+kind: PeerAuthentication
+metadata: {name: default, namespace: bank}
+spec: {mtls: {mode: DISABLE}}
+"""
+    server.push(server.apply(disable))
+    assert server.context.scope(proxy) is not old
+    after = server.generate(proxy)
+    cluster = "outbound|8080||web.bank.svc.cluster.local"
+    assert after[CDS][cluster] != before[CDS][cluster]  # no auto-mTLS to a DISABLE namespace
+    fresh = Server(_mesh(max_connections=11) + disable)
+    assert after == fresh.generate(proxy)

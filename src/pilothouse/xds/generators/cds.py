@@ -36,11 +36,10 @@ from typing import Any
 
 from pilothouse.protocol.type_urls import CDS
 from pilothouse.push.cache import Resource, ResourceCache, ResourceGroup
-from pilothouse.push.context import PushContext
 from pilothouse.push.inputs import ConfigRevision, EndpointsAt, InputKey
 from pilothouse.push.peer_authentication import MtlsMode
 from pilothouse.push.rule_reads import subsets_of
-from pilothouse.push.scope import ProxyScope
+from pilothouse.push.scope import ProxyScope, ScopeContext
 from pilothouse.registry.model import Location, Resolution, Service, ServiceKey
 from pilothouse.xds.builders.cluster import (
     ClusterInputs,
@@ -84,9 +83,9 @@ class ClusterGenerator:
 
     def _scope_clusters(self, given: GenerationInput) -> Mapping[str, Resource]:
         """The scope's clusters; all from one cache entry when none of their inputs moved."""
-        scope: ProxyScope = given.scope
         context = given.context
-        services = scope.interned(ScopeServices, lambda: scope_services(scope, context))
+        cache = given.cache
+        services = services_of(given)
         inputs = ScopeClusterInputs(
             services=services.parts,
             dns=tuple(EndpointsAt.of(s, given.endpoints) for s in services.dns),
@@ -95,11 +94,10 @@ class ClusterGenerator:
             # none for a proxy without a proved identity: SDS gives it no certificate
             auto_mtls=services.auto_mtls if given.proxy.caller is not None else (),
         )
-        cache = given.cache
         return cache.group(inputs, functools.partial(build_scope_clusters, cache)).named()
 
 
-def auto_mtls_namespaces(context: PushContext, scope: ProxyScope) -> tuple[str, ...]:
+def auto_mtls_namespaces(context: ScopeContext, scope: ProxyScope) -> tuple[str, ...]:
     """The namespaces of the scope's services whose clusters auto-mTLS applies to, for a
     proxy with a proved identity."""
     if not context.mesh.enable_auto_mtls:
@@ -122,7 +120,18 @@ class ScopeServices:
     auto_mtls: tuple[str, ...] = ()
 
 
-def scope_services(scope: ProxyScope, context: PushContext) -> ScopeServices:
+def services_of(given: GenerationInput) -> ScopeServices:
+    """The :class:`ScopeServices` of the proxy's scope: gathered once per scope, and
+    interned in the cache (keys holding it compare it by identity)."""
+    cache = given.cache
+
+    def gather(scope: ProxyScope, context: ScopeContext) -> ScopeServices:
+        return cache.intern(scope_services(scope, context))
+
+    return given.scope.interned(ScopeServices, gather)
+
+
+def scope_services(scope: ProxyScope, context: ScopeContext) -> ScopeServices:
     services = [scope.by_hostname[hostname] for hostname in sorted(scope.by_hostname)]
     parts = tuple((s, ConfigRevision.of(scope.destination_rule(s))) for s in services)
     dns = tuple(s.key for s in services if _DISCOVERY[s.resolution] in _DNS)

@@ -35,7 +35,7 @@ from pilothouse.xds.builders.auto_mtls import runs_sidecar
 from pilothouse.xds.builders.endpoint import LbEndpointInput, build_load_assignment
 from pilothouse.xds.builders.names import Direction, outbound_cluster_name, parse_cluster_name
 from pilothouse.xds.generators.base import GenerationInput, Resources
-from pilothouse.xds.generators.cds import encode, scope_services
+from pilothouse.xds.generators.cds import encode, services_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,11 +90,8 @@ class EndpointGenerator:
     type_url = EDS
 
     def generate(self, given: GenerationInput) -> Resources:
-        scope, context = given.scope, given.context
-        services = scope.interned(
-            ScopeServicesOf, lambda: ScopeServicesOf(scope_services(scope, context).parts)
-        ).services
         cache = given.cache
+        services = services_of(given).parts
         names = given.names
         if names is None:
             everything = AllNamesInputs(services)
@@ -118,15 +115,6 @@ class EndpointGenerator:
             PeerAuthenticationAt.of(given.context.peer_authentications),
         )
         return given.cache.resource(inputs, build_assignment)
-
-
-@dataclass(frozen=True, slots=True)
-class ScopeServicesOf:
-    """The services of a scope by hostname with their DestinationRules' revisions (the
-    CDS generator's :class:`~pilothouse.xds.generators.cds.ScopeServices` parts): all
-    that cluster names are read against. Interned per scope."""
-
-    services: InputKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,18 +154,22 @@ def watched_assignments(inputs: WatchInputs) -> Assignments:
     """The :class:`Assignments` of the names that mean something to the scope."""
     parts: tuple[tuple[Service, ConfigRevision | None], ...] = inputs.services.parts  # type: ignore[assignment]
     by_host = {service.hostname: (service, rule) for service, rule in parts}
+    read: dict[str, ServiceTargets] = {}  # each service read once, whatever names ask
     found: list[EdsTarget] = []
     for name in inputs.names:
         parsed = parse_cluster_name(name)
         if parsed is None or parsed.direction is not Direction.OUTBOUND:
             continue
-        held = by_host.get(parsed.host)
-        if held is None:
-            continue
-        service, rule = held
-        target = ServiceTargets(service.key, service, rule.config if rule else None).target(
-            name, parsed.port, parsed.subset
-        )
+        targets = read.get(parsed.host)
+        if targets is None:
+            held = by_host.get(parsed.host)
+            if held is None:
+                continue
+            service, rule = held
+            targets = read[parsed.host] = ServiceTargets(
+                service.key, service, rule.config if rule is not None else None
+            )
+        target = targets.target(name, parsed.port, parsed.subset)
         if target is not None:
             found.append(target)
     return Assignments(tuple(found))

@@ -13,8 +13,9 @@ lookups (services by hostname, ports, hash policies, delegates) are derived from
 fields on first use. Proxyless gRPC's listeners and routes (grpc_lds.py, grpc_rds.py)
 use the same fields and lookups.
 
-:func:`scope_inputs` gathers it once per scope and context (interned in the scope, so
-every proxy of the scope holds the same object, hashed once): configs as themselves (a
+:func:`scope_inputs` gathers it once per scope from the scope and its ``ScopeContext``
+(interned in the scope, so every proxy of the scope holds the same object, hashed once,
+and in the cache, so an equal one gathered later is that object): configs as themselves (a
 Config compares by content and resource version), DestinationRules only as their load
 balancer settings (read once per rule revision, kept in the resource cache under
 :class:`BalancerInputs`).
@@ -37,12 +38,11 @@ from typing import Any
 from pilothouse.config.mesh import OutboundPolicy
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.push.cache import ResourceCache
-from pilothouse.push.context import PushContext
 from pilothouse.push.indexes import RouteEntry
 from pilothouse.push.inputs import ConfigRevision, FrozenInputs
 from pilothouse.push.proxy import ProxyType
 from pilothouse.push.rule_reads import hash_policy_inputs
-from pilothouse.push.scope import ProxyScope
+from pilothouse.push.scope import ProxyScope, ScopeContext
 from pilothouse.registry.model import Service
 from pilothouse.xds.builders.route_action import HashPolicyLookup
 from pilothouse.xds.builders.route_delegate import DelegateLookup
@@ -127,13 +127,18 @@ class ScopeInputs(FrozenInputs):
 
 
 def scope_inputs(given: GenerationInput) -> ScopeInputs:
-    """The :class:`ScopeInputs` of the proxy's scope (gathered once per scope)."""
-    return given.scope.interned(
-        ScopeInputs, lambda: _gather(given.context, given.scope, given.cache)
-    )
+    """The :class:`ScopeInputs` of the proxy's scope: gathered once per scope, and
+    interned in the cache, so that the keys of every proxy's listeners and routes hold
+    the very object an equal scope of an earlier context had (compared by identity)."""
+    cache = given.cache
+
+    def gather(scope: ProxyScope, context: ScopeContext) -> ScopeInputs:
+        return cache.intern(_gather(context, scope, cache))
+
+    return given.scope.interned(ScopeInputs, gather)
 
 
-def _gather(context: PushContext, scope: ProxyScope, cache: ResourceCache) -> ScopeInputs:
+def _gather(context: ScopeContext, scope: ProxyScope, cache: ResourceCache) -> ScopeInputs:
     index = context.virtual_services
     routes = visible_routes(context, scope)
     bound = tuple((g, index.for_gateway(g.key)) for g in scope.gateways)
@@ -182,7 +187,7 @@ def balancer(cache: ResourceCache, rule: Config | None) -> bytes | None:
     return cache.value(inputs, lambda: hash_policy_inputs(inputs.rule.config))
 
 
-def visible_routes(context: PushContext, scope: ProxyScope) -> tuple[RouteEntry, ...]:
+def visible_routes(context: ScopeContext, scope: ProxyScope) -> tuple[RouteEntry, ...]:
     """The VirtualServices the scope sees, in a stable order (oldest first, then by key)."""
     return tuple(
         sorted(
