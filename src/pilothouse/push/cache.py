@@ -15,8 +15,11 @@ Most entries are single resources. A :class:`ResourceGroup` is an entry for reso
 that are only known together (a scope's outbound listeners: which ones exist is found
 out by building them), with the few facts about them its generator needs later.
 :meth:`ResourceCache.value` keeps anything else a builder derives from an inputs value
-alone (an inbound listener's address template), under the same rules, so that it
-outlives the PushContext it was first built for.
+alone (an inbound listener's address template, a workload's inbound ports, the answer to
+a set of watched EDS names), under the same rules, so that it outlives the PushContext
+it was first built for: generators keep no memo of their own. :meth:`ResourceCache.intern`
+gives the cached inputs value equal to a new one, so that keys holding it compare it by
+identity.
 """
 
 from __future__ import annotations

@@ -20,8 +20,9 @@ Auto-mTLS (MeshConfig ``enableAutoMtls``): a MESH_INTERNAL service's clusters wi
 DestinationRule TLS take mutual TLS to its sidecar endpoints and plaintext to the rest
 (see builders/auto_mtls.py), unless the PeerAuthentication of the service's namespace
 (mesh- and namespace-wide, as istiod infers a service's mode) is DISABLE. Which
-namespaces that holds for is part of the scope's inputs, computed per context, so a
-PeerAuthentication edit reaches the clusters it changes. Only a proxy whose stream proved
+namespaces that holds for is part of the scope's inputs (:class:`ScopeServices`, gathered
+with the PeerAuthentication index), so a PeerAuthentication edit reaches the clusters it
+changes. Only a proxy whose stream proved
 its identity gets it: SDS serves ``default`` to no other, and a cluster waiting for that
 secret would never warm.
 """

@@ -49,11 +49,14 @@ class EdsTarget:
 
 
 class Assignments:
-    """The assignments for one set of watched names in one scope (shared by its proxies).
+    """The assignments for one set of watched names, in scopes with the same services and
+    DestinationRules (kept in the ResourceCache under :class:`WatchInputs`, shared by
+    every proxy that asks the same).
 
-    Kept with the endpoint versions of the services they were loaded at: while those
-    versions hold, the same resources are the answer; when one moved, each assignment
-    is looked up again (in the ResourceCache, which builds only the changed ones).
+    Kept with the endpoint versions of the services they were loaded at (and the
+    PeerAuthentications' revision): while those hold, the same resources are the answer;
+    when one moved, each assignment is looked up again (in the ResourceCache, under its
+    :class:`AssignmentInputs`, which name the versions: only the changed ones are built).
     """
 
     __slots__ = ("_checked", "_services", "_versions", "resources", "targets")
