@@ -8,10 +8,11 @@ every proxy watching it. A
 watched name this proxy cannot resolve (unknown host, port or subset) gets no
 resource: in SotW that is what "does not exist" looks like.
 
-What names mean depends only on the scope's services and their DestinationRules, so the
-answer to one set of watched names (:class:`Assignments`) is kept in the ResourceCache
-under :class:`WatchInputs` (those services, the names), shared by every proxy that asks
-the same in a scope with the same services, in this context or a later one. It holds
+What names mean depends only on the scope's services and their DestinationRules' subsets
+(:class:`EndpointNames`), so the answer to one set of watched names
+(:class:`Assignments`) is kept in the ResourceCache under :class:`WatchInputs` (those,
+and the names), shared by every proxy that asks the same in a scope that reads the same,
+in this context or a later one. It holds
 the endpoint versions it was read at and checks them: a proxy whose scope-mates asked
 the same costs one comparison while the index did not move, a version check per service
 when it did.
@@ -24,18 +25,18 @@ from dataclasses import dataclass
 
 from pilothouse.config.model import Config
 from pilothouse.protocol.type_urls import EDS
-from pilothouse.push.cache import Resource
+from pilothouse.push.cache import Resource, ResourceCache
 from pilothouse.push.inputs import ConfigRevision, EndpointsAt, InputKey
 from pilothouse.push.peer_authentication import PeerAuthenticationAt
-from pilothouse.push.rule_reads import subsets_of
-from pilothouse.push.scope import ProxyScope
+from pilothouse.push.rule_reads import Subsets, subsets_of
+from pilothouse.push.scope import ProxyScope, ScopeContext
 from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.registry.model import Resolution, Service, ServiceKey
 from pilothouse.xds.builders.auto_mtls import runs_sidecar
 from pilothouse.xds.builders.endpoint import LbEndpointInput, build_load_assignment
 from pilothouse.xds.builders.names import Direction, outbound_cluster_name, parse_cluster_name
 from pilothouse.xds.generators.base import GenerationInput, Resources
-from pilothouse.xds.generators.cds import encode, services_of
+from pilothouse.xds.generators.cds import encode
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,8 +51,8 @@ class EdsTarget:
 
 class Assignments:
     """The assignments for one set of watched names, in scopes with the same services and
-    DestinationRules (kept in the ResourceCache under :class:`WatchInputs`, shared by
-    every proxy that asks the same).
+    subsets (kept in the ResourceCache under :class:`WatchInputs`, shared by every proxy
+    that asks the same).
 
     Kept with the endpoint versions of the services they were loaded at (and the
     PeerAuthentications' revision): while those hold, the same resources are the answer;
@@ -94,7 +95,7 @@ class EndpointGenerator:
 
     def generate(self, given: GenerationInput) -> Resources:
         cache = given.cache
-        services = services_of(given).parts
+        services = endpoint_names(given).services
         names = given.names
         if names is None:
             everything = AllNamesInputs(services)
@@ -121,8 +122,45 @@ class EndpointGenerator:
 
 
 @dataclass(frozen=True, slots=True)
+class EndpointNames:
+    """What cluster names mean to a scope: its services by hostname, each with the
+    subsets of its DestinationRule (all EDS reads of a rule: an edit elsewhere in the
+    rule leaves it equal). Gathered once per scope, interned in the cache."""
+
+    services: InputKey
+
+
+def endpoint_names(given: GenerationInput) -> EndpointNames:
+    """The :class:`EndpointNames` of the proxy's scope."""
+    cache = given.cache
+
+    def gather(scope: ProxyScope, _context: ScopeContext) -> EndpointNames:
+        services = [scope.by_hostname[hostname] for hostname in sorted(scope.by_hostname)]
+        parts = tuple((s, rule_subsets(cache, scope.destination_rule(s))) for s in services)
+        return cache.intern(EndpointNames(InputKey(parts)))
+
+    return given.scope.interned(EndpointNames, gather)
+
+
+@dataclass(frozen=True, slots=True)
+class SubsetsInputs:
+    """What ``rule_reads.subsets_of`` reads: one DestinationRule, by revision."""
+
+    rule: ConfigRevision
+
+
+def rule_subsets(cache: ResourceCache, rule: Config | None) -> Subsets:
+    """The subsets of ``rule``, read once per rule revision."""
+    if rule is None:
+        return ()
+    inputs = SubsetsInputs(ConfigRevision.of(rule))  # type: ignore[arg-type]
+    return cache.value(inputs, lambda: subsets_of(rule))
+
+
+@dataclass(frozen=True, slots=True)
 class AllNamesInputs:
-    """What a wildcard EDS watch's names are made from: the scope's services and rules."""
+    """What a wildcard EDS watch's names are made from: the scope's services and their
+    subsets."""
 
     services: InputKey
 
@@ -131,15 +169,14 @@ def all_names(inputs: AllNamesInputs) -> frozenset[str]:
     """Every EDS cluster of the scope (a wildcard EDS watch, as REST clients may send)."""
     names: list[str] = []
     service: Service
-    rule: ConfigRevision | None
-    for service, rule in inputs.services.parts:  # type: ignore[misc]
+    subsets: Subsets
+    for service, subsets in inputs.services.parts:  # type: ignore[misc]
         if service.resolution is not Resolution.STATIC:
             continue
-        subsets = ["", *(s for s, _ in subsets_of(rule.config if rule is not None else None))]
         names.extend(
             outbound_cluster_name(service.hostname, p.number, s)
             for p in service.ports
-            for s in subsets
+            for s in ("", *(name for name, _ in subsets))
         )
     return frozenset(names)
 
@@ -147,7 +184,7 @@ def all_names(inputs: AllNamesInputs) -> frozenset[str]:
 @dataclass(frozen=True, slots=True)
 class WatchInputs:
     """What the answer to one set of watched names is made from: the scope's services
-    and rules (which say what each name means) and the names."""
+    and their subsets (which say what each name means) and the names."""
 
     services: InputKey
     names: frozenset[str]
@@ -155,8 +192,8 @@ class WatchInputs:
 
 def watched_assignments(inputs: WatchInputs) -> Assignments:
     """The :class:`Assignments` of the names that mean something to the scope."""
-    parts: tuple[tuple[Service, ConfigRevision | None], ...] = inputs.services.parts  # type: ignore[assignment]
-    by_host = {service.hostname: (service, rule) for service, rule in parts}
+    parts: tuple[tuple[Service, Subsets], ...] = inputs.services.parts  # type: ignore[assignment]
+    by_host = {service.hostname: (service, subsets) for service, subsets in parts}
     read: dict[str, ServiceTargets] = {}  # each service read once, whatever names ask
     found: list[EdsTarget] = []
     for name in inputs.names:
@@ -168,10 +205,8 @@ def watched_assignments(inputs: WatchInputs) -> Assignments:
             held = by_host.get(parsed.host)
             if held is None:
                 continue
-            service, rule = held
-            targets = read[parsed.host] = ServiceTargets(
-                service.key, service, rule.config if rule is not None else None
-            )
+            service, subsets = held
+            targets = read[parsed.host] = ServiceTargets(service.key, service, subsets)
         target = targets.target(name, parsed.port, parsed.subset)
         if target is not None:
             found.append(target)
@@ -222,8 +257,8 @@ def resolve(scope: ProxyScope, name: str) -> EdsTarget | None:
     service = scope.service(parsed.host)
     if service is None:
         return None
-    targets = ServiceTargets(service.key, service, scope.destination_rule(service))
-    return targets.target(name, parsed.port, parsed.subset)
+    subsets = subsets_of(scope.destination_rule(service))
+    return ServiceTargets(service.key, service, subsets).target(name, parsed.port, parsed.subset)
 
 
 class ServiceTargets:
@@ -231,12 +266,12 @@ class ServiceTargets:
 
     __slots__ = ("key", "ports", "subsets")
 
-    def __init__(self, key: ServiceKey, service: Service, rule: Config | None) -> None:
+    def __init__(self, key: ServiceKey, service: Service, subsets: Subsets) -> None:
         self.key = key
         self.ports: dict[int, str] = {}
         for port in service.ports:
             self.ports.setdefault(port.number, port.name)  # the first port of a number
-        self.subsets = dict(subsets_of(rule))
+        self.subsets = dict(subsets)
 
     def target(self, name: str, port: int, subset: str) -> EdsTarget | None:
         """What cluster ``name`` (of ``port`` and ``subset``) means; None: nothing."""
