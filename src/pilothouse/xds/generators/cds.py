@@ -122,14 +122,10 @@ class ScopeServices:
 
 
 def services_of(given: GenerationInput) -> ScopeServices:
-    """The :class:`ScopeServices` of the proxy's scope: gathered once per scope, and
-    interned in the cache (keys holding it compare it by identity)."""
-    cache = given.cache
-
-    def gather(scope: ProxyScope, context: ScopeContext) -> ScopeServices:
-        return cache.intern(scope_services(scope, context))
-
-    return given.scope.interned(ScopeServices, gather)
+    """The :class:`ScopeServices` of the proxy's scope, gathered once per scope (not
+    interned in the cache: a proxy looks its clusters up once, so comparing the services
+    of an equal scope gathered in a later context costs less than registering them)."""
+    return given.scope.interned(ScopeServices, scope_services)
 
 
 def scope_services(scope: ProxyScope, context: ScopeContext) -> ScopeServices:

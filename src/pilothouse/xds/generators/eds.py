@@ -125,7 +125,7 @@ class EndpointGenerator:
 class EndpointNames:
     """What cluster names mean to a scope: its services by hostname, each with the
     subsets of its DestinationRule (all EDS reads of a rule: an edit elsewhere in the
-    rule leaves it equal). Gathered once per scope, interned in the cache."""
+    rule leaves it equal). Gathered once per scope."""
 
     services: InputKey
 
@@ -137,7 +137,7 @@ def endpoint_names(given: GenerationInput) -> EndpointNames:
     def gather(scope: ProxyScope, _context: ScopeContext) -> EndpointNames:
         services = [scope.by_hostname[hostname] for hostname in sorted(scope.by_hostname)]
         parts = tuple((s, rule_subsets(cache, scope.destination_rule(s))) for s in services)
-        return cache.intern(EndpointNames(InputKey(parts)))
+        return EndpointNames(InputKey(parts))
 
     return given.scope.interned(EndpointNames, gather)
 
