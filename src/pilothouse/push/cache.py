@@ -17,9 +17,7 @@ out by building them), with the few facts about them its generator needs later.
 :meth:`ResourceCache.value` keeps anything else a builder derives from an inputs value
 alone (an inbound listener's address template, a workload's inbound ports, the answer to
 a set of watched EDS names), under the same rules, so that it outlives the PushContext
-it was first built for: generators keep no memo of their own. :meth:`ResourceCache.intern`
-gives the cached inputs value equal to a new one, so that keys holding it compare it by
-identity.
+it was first built for: generators keep no memo of their own.
 """
 
 from __future__ import annotations
@@ -73,13 +71,6 @@ class ResourceGroup:
             found = {resource.name: resource for resource in self.resources}
             object.__setattr__(self, "_named", found)
         return found
-
-
-@dataclass(frozen=True, slots=True)
-class _Interned:
-    """The key of an interned inputs value (see :meth:`ResourceCache.intern`)."""
-
-    inputs: Hashable
 
 
 @dataclass(slots=True)
@@ -154,13 +145,6 @@ class ResourceCache:
         made = build()
         self._store(inputs, made, dependencies(inputs, self._compared))
         return made
-
-    def intern(self, inputs: Inputs) -> Inputs:
-        """The cached inputs value equal to ``inputs`` (``inputs`` itself, kept, if there
-        is none). Keys holding an interned value compare it by identity: a scope's inputs
-        gathered again in a new PushContext are compared in full once, here, and not by
-        every lookup of every proxy."""
-        return self.value(_Interned(inputs), lambda: inputs)
 
     def _lookup(self, key: Hashable) -> object:
         entry = self._entry(key)

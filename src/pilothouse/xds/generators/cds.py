@@ -122,9 +122,7 @@ class ScopeServices:
 
 
 def services_of(given: GenerationInput) -> ScopeServices:
-    """The :class:`ScopeServices` of the proxy's scope, gathered once per scope (not
-    interned in the cache: a proxy looks its clusters up once, so comparing the services
-    of an equal scope gathered in a later context costs less than registering them)."""
+    """The :class:`ScopeServices` of the proxy's scope, gathered once per scope."""
     return given.scope.interned(ScopeServices, scope_services)
 
 

@@ -14,8 +14,9 @@ fields on first use. Proxyless gRPC's listeners and routes (grpc_lds.py, grpc_rd
 use the same fields and lookups.
 
 :func:`scope_inputs` gathers it once per scope from the scope and its ``ScopeContext``
-(interned in the scope, so every proxy of the scope holds the same object, hashed once,
-and in the cache, so an equal one gathered later is that object): configs as themselves (a
+(interned in the scope, so every proxy of the scope holds the same object, hashed once;
+a later context takes the scope over with it when nothing it read changed): configs as
+themselves (a
 Config compares by content and resource version), DestinationRules only as their load
 balancer settings (read once per rule revision, kept in the resource cache under
 :class:`BalancerInputs`).
@@ -127,13 +128,11 @@ class ScopeInputs(FrozenInputs):
 
 
 def scope_inputs(given: GenerationInput) -> ScopeInputs:
-    """The :class:`ScopeInputs` of the proxy's scope: gathered once per scope, and
-    interned in the cache, so that the keys of every proxy's listeners and routes hold
-    the very object an equal scope of an earlier context had (compared by identity)."""
+    """The :class:`ScopeInputs` of the proxy's scope, gathered once per scope."""
     cache = given.cache
 
     def gather(scope: ProxyScope, context: ScopeContext) -> ScopeInputs:
-        return cache.intern(_gather(context, scope, cache))
+        return _gather(context, scope, cache)
 
     return given.scope.interned(ScopeInputs, gather)
 
