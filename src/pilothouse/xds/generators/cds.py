@@ -41,6 +41,7 @@ from pilothouse.push.inputs import ConfigRevision, EndpointsAt, InputKey
 from pilothouse.push.peer_authentication import MtlsMode
 from pilothouse.push.rule_reads import subsets_of
 from pilothouse.push.scope import ProxyScope, ScopeContext
+from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.registry.model import Location, Resolution, Service, ServiceKey
 from pilothouse.xds.builders.cluster import (
     ClusterInputs,
@@ -84,16 +85,9 @@ class ClusterGenerator:
 
     def _scope_clusters(self, given: GenerationInput) -> Mapping[str, Resource]:
         """The scope's clusters; all from one cache entry when none of their inputs moved."""
-        context = given.context
         cache = given.cache
-        services = services_of(given)
-        inputs = ScopeClusterInputs(
-            services=services.parts,
-            dns=tuple(EndpointsAt.of(s, given.endpoints) for s in services.dns),
-            connect_timeout=context.mesh.connect_timeout,
-            rest=given.rest,
-            # none for a proxy without a proved identity: SDS gives it no certificate
-            auto_mtls=services.auto_mtls if given.proxy.caller is not None else (),
+        inputs = services_of(given).cluster_inputs(
+            given.endpoints, given.rest, given.proxy.caller is not None
         )
         return cache.group(inputs, functools.partial(build_scope_clusters, cache)).named()
 
@@ -111,14 +105,45 @@ def auto_mtls_namespaces(context: ScopeContext, scope: ProxyScope) -> tuple[str,
 
 @dataclass(frozen=True, slots=True)
 class ScopeServices:
-    """What a scope's clusters are built from, save endpoints, the transport and the
-    connect timeout: its services (by hostname) with their DestinationRules' revisions,
-    which of them hold DNS endpoints, and the namespaces auto-mTLS applies to (for a
-    proxy with a proved identity). Gathered once per scope."""
+    """What a scope's clusters are built from, save endpoints and the transport: its
+    services (by hostname) with their DestinationRules' revisions, which of them hold DNS
+    endpoints, the namespaces auto-mTLS applies to (for a proxy with a proved identity)
+    and the connect timeout. Gathered once per scope."""
 
     parts: InputKey
     dns: tuple[ServiceKey, ...]
     auto_mtls: tuple[str, ...] = ()
+    connect_timeout: float = 0.0
+    _over_ads: tuple[ScopeClusterInputs, ScopeClusterInputs] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    """The cluster inputs of an ADS proxy without, and with, a proved identity, when
+    the scope has no DNS service (then nothing else of a proxy or the index is read)."""
+
+    def cluster_inputs(
+        self, endpoints: EndpointIndex, rest: RestPolling | None, proved: bool
+    ) -> ScopeClusterInputs:
+        """The :class:`ScopeClusterInputs` of a proxy of the scope (auto-mTLS only for
+        one with a proved identity: SDS gives no other a certificate)."""
+        if rest is None and not self.dns:
+            made = self._over_ads
+            if made is None:
+                made = (self._inputs((), None, False), self._inputs((), None, True))
+                object.__setattr__(self, "_over_ads", made)
+            return made[proved]
+        dns = tuple(EndpointsAt.of(s, endpoints) for s in self.dns)
+        return self._inputs(dns, rest, proved)
+
+    def _inputs(
+        self, dns: tuple[EndpointsAt, ...], rest: RestPolling | None, proved: bool
+    ) -> ScopeClusterInputs:
+        return ScopeClusterInputs(
+            services=self.parts,
+            dns=dns,
+            connect_timeout=self.connect_timeout,
+            rest=rest,
+            auto_mtls=self.auto_mtls if proved else (),
+        )
 
 
 def services_of(given: GenerationInput) -> ScopeServices:
@@ -130,7 +155,9 @@ def scope_services(scope: ProxyScope, context: ScopeContext) -> ScopeServices:
     services = [scope.by_hostname[hostname] for hostname in sorted(scope.by_hostname)]
     parts = tuple((s, ConfigRevision.of(scope.destination_rule(s))) for s in services)
     dns = tuple(s.key for s in services if _DISCOVERY[s.resolution] in _DNS)
-    return ScopeServices(InputKey(parts), dns, auto_mtls_namespaces(context, scope))
+    return ScopeServices(
+        InputKey(parts), dns, auto_mtls_namespaces(context, scope), context.mesh.connect_timeout
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,19 +284,42 @@ def inbound_clusters(given: GenerationInput) -> list[Resource]:
 
 
 def _inbound_cluster(given: GenerationInput, inbound: InboundPort) -> Resource:
-    timeout = timedelta(seconds=given.context.mesh.connect_timeout)
-    if inbound.target_host.startswith("unix://") or not inbound.target_port:
-        endpoint = LbEndpointInput(inbound.target_host)
-    else:
-        endpoint = LbEndpointInput(inbound.target_host, inbound.target_port)
-    inputs = ClusterInputs(
-        name=inbound_cluster_name(inbound.port),
-        discovery=Discovery.STATIC,
-        protocol=inbound.protocol,
-        endpoints=(endpoint,),
-        connect_timeout=timeout,
+    inputs = InboundClusterInputs(
+        inbound.port,
+        inbound.protocol,
+        inbound.target_host,
+        inbound.target_port,
+        given.context.mesh.connect_timeout,
     )
-    return given.cache.resource(inputs, encode_cluster)
+    return given.cache.resource(inputs, inbound_cluster)
+
+
+@dataclass(frozen=True, slots=True)
+class InboundClusterInputs:
+    """What an ``inbound|<port>||`` cluster is built from: the port, its protocol, where
+    the application listens and the connect timeout."""
+
+    port: int
+    protocol: str
+    target_host: str
+    target_port: int
+    connect_timeout: float
+
+
+def inbound_cluster(inputs: InboundClusterInputs) -> Resource:
+    if inputs.target_host.startswith("unix://") or not inputs.target_port:
+        endpoint = LbEndpointInput(inputs.target_host)
+    else:
+        endpoint = LbEndpointInput(inputs.target_host, inputs.target_port)
+    return encode_cluster(
+        ClusterInputs(
+            name=inbound_cluster_name(inputs.port),
+            discovery=Discovery.STATIC,
+            protocol=inputs.protocol,
+            endpoints=(endpoint,),
+            connect_timeout=timedelta(seconds=inputs.connect_timeout),
+        )
+    )
 
 
 def encode_cluster(inputs: ClusterInputs) -> Resource:
