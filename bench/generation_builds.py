@@ -5,7 +5,7 @@ resource through ``encode`` (pilothouse.xds.generators.cds), imported by name in
 each generator module. :class:`BuildCounter` swaps each module's ``encode`` for a
 counting wrapper while it is active and puts the original back afterwards, so a
 benchmark can tell how many returned resources were new work and how many came
-from the ResourceCache or the PushContext's memo. The generators are not changed.
+from the ResourceCache. The generators are not changed.
 """
 
 from __future__ import annotations

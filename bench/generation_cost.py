@@ -29,8 +29,8 @@ process, without gRPC:
 µs per resource is generator time over resources returned. Cache hits are read from the
 ResourceCache's own counters (``cache.stats``) before and after each pass;
 ``resources_built`` counts the resources actually encoded in a pass (see
-bench/generation_builds.py), since the cache's counters alone do not say it: LDS and RDS
-are found in their scope's memo before the ResourceCache is asked. The baseline,
+bench/generation_builds.py), since the cache's counters alone do not say it: they also
+count the values generators derive on the way (inbound ports, EDS watch answers). The baseline,
 measured in the same run, serialises the very resources that were returned (each decoded
 back into its message once, untimed, then ``SerializeToString(deterministic=True)``),
 weighted by how often each was returned; ``ratio_to_baseline`` is baseline µs ÷

@@ -29,6 +29,7 @@ KINDS = (
     "Gateway",
     "Sidecar",
     "PeerAuthentication",
+    "AuthorizationPolicy",
 )
 NAMES: dict[str, tuple[str, ...]] = {
     "ServiceEntry": SERVICES,
@@ -38,6 +39,7 @@ NAMES: dict[str, tuple[str, ...]] = {
     "Gateway": ("bookinfo-gateway", "g1"),
     "Sidecar": ("default", "productpage"),
     "PeerAuthentication": ("default",),
+    "AuthorizationPolicy": ("reviews-read-only", "p1"),
 }
 
 
@@ -226,6 +228,25 @@ def peer_authentications(draw: st.DrawFn, at: Slot | None = None) -> Config:
     )
 
 
+@st.composite
+def authorization_policies(draw: st.DrawFn, at: Slot | None = None) -> Config:
+    """A policy on a workload (or a gateway), namespace-wide or mesh-wide, with rules
+    on methods and ports (inbound listeners, a gateway's listeners)."""
+    namespace, name = at or draw(slots("AuthorizationPolicy"))
+    selected = draw(st.sampled_from((*APPS, "ingressgateway", None)))
+    key = "istio" if selected == "ingressgateway" else "app"
+    selector = "" if selected is None else f"selector: {{matchLabels: {{{key}: {selected}}}}}, "
+    action = draw(st.sampled_from(("ALLOW", "DENY")))
+    methods = draw(st.sampled_from(("[GET]", "[DELETE]", "[GET, HEAD]")))
+    port = draw(st.sampled_from(("", ', ports: ["9080"]')))
+    return load_one(
+        "apiVersion: security.istio.io/v1\nkind: AuthorizationPolicy\n"
+        f"metadata: {{name: {name}, namespace: {namespace}}}\n"
+        f"spec: {{{selector}action: {action}, "
+        f"rules: [{{to: [{{operation: {{methods: {methods}{port}}}}}]}}]}}\n"
+    )
+
+
 CONFIGS: dict[str, Callable[[Slot | None], st.SearchStrategy[Config]]] = {
     "ServiceEntry": service_entries,
     "WorkloadEntry": workload_entries,
@@ -234,6 +255,7 @@ CONFIGS: dict[str, Callable[[Slot | None], st.SearchStrategy[Config]]] = {
     "Gateway": gateways,
     "Sidecar": sidecars,
     "PeerAuthentication": peer_authentications,
+    "AuthorizationPolicy": authorization_policies,
 }
 
 

@@ -6,7 +6,8 @@ saw the history sends. Starting from the bookinfo example or from a generated me
 running :class:`DiscoveryServer` (debouncer, registry, PushContext reuse, cache
 eviction: its own push path) takes random edits of every kind (add, change, delete);
 after each one has been pushed, every proxy's resources are generated as a connection
-generates them, which fills the ResourceCache and the scope and context memos. At the
+generates them, which fills the ResourceCache (resources, and every value generators
+derive on the way: inbound ports, EDS watch answers, access filters...). At the
 end a fresh server is started on the same final configs, and every resource of every
 type URL, for every proxy (sidecars in three namespaces, one with a selecting Sidecar
 and one that captures traffic, an ingress gateway, a proxyless gRPC client), must be

@@ -15,15 +15,16 @@ Most entries are single resources. A :class:`ResourceGroup` is an entry for reso
 that are only known together (a scope's outbound listeners: which ones exist is found
 out by building them), with the few facts about them its generator needs later.
 :meth:`ResourceCache.value` keeps anything else a builder derives from an inputs value
-alone (an inbound listener's address template), under the same rules, so that it
-outlives the PushContext it was first built for.
+alone (an inbound listener's address template, a workload's inbound ports, the answer to
+a set of watched EDS names), under the same rules, so that it outlives the PushContext
+it was first built for: generators keep no memo of their own.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from pilothouse.config.model import ConfigKey
@@ -60,6 +61,16 @@ class ResourceGroup:
 
     resources: tuple[Resource, ...]
     notes: frozenset[Hashable] = frozenset()
+    _named: Mapping[str, Resource] | None = field(default=None, compare=False, repr=False)
+
+    def named(self) -> Mapping[str, Resource]:
+        """The resources by name (made once per group: every proxy that shares the group
+        shares the mapping; nobody may change it)."""
+        found = self._named
+        if found is None:
+            found = {resource.name: resource for resource in self.resources}
+            object.__setattr__(self, "_named", found)
+        return found
 
 
 @dataclass(slots=True)

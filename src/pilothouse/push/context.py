@@ -6,13 +6,14 @@ push did not touch, so a VirtualService edit does not re-index DestinationRules,
 a DestinationRule edit does not re-read services.
 
 Scopes (:class:`~pilothouse.push.scope.ProxyScope`) are computed lazily per scope key
-and memoised in the context, so proxies that see the same thing share one scope and
-everything generated from it. When the mesh settings and the VirtualService, Sidecar
-and Gateway indexes were reused, a scope that comes out equal to the previous
-context's is replaced by that very object, memo included (a DestinationRule edit
-leaves the listeners and routes of scopes that do not see it as they were); one that
-differs keeps the previous one as its predecessor, for generators that check what
-they take from it.
+and kept in the context, so proxies that see the same thing share one scope and the
+inputs values gathered from it. What generators build is not kept here: it is found
+again in the resource cache, whose keys are the builders' inputs (a DestinationRule
+edit leaves the listeners and routes of scopes that do not see it in the cache, under
+inputs that come out equal). When the :class:`~pilothouse.push.scope.ScopeContext` (the
+context parts interned inputs may read) is the same as the previous context's, a scope
+that comes out equal to the previous context's is replaced by that very object, with the
+inputs interned in it, so they are not gathered again.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import functools
 import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config
@@ -38,22 +39,22 @@ from pilothouse.push.indexes import (
     SidecarIndex,
     VirtualServiceIndex,
 )
+from pilothouse.push.inputs import InputKey
 from pilothouse.push.peer_authentication import PEER_AUTHENTICATION, PeerAuthenticationIndex
 from pilothouse.push.proxy import ProxyIdentity, ProxyType
 from pilothouse.push.request import PushRequest
 from pilothouse.push.scope import (
     ProxyScope,
+    ScopeContext,
     ScopeKey,
     build_scope,
     egress_hosts,
     egress_namespaces,
-    scope_key,
 )
 from pilothouse.registry.model import SERVICE_KIND, Labels, Service
 from pilothouse.sources.events import ConfigStore
 
 SERVICE_KINDS = frozenset({SERVICE_KIND, "ServiceEntry"})
-Derived = TypeVar("Derived")
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,11 @@ class ServiceIndex:
         return {namespace: tuple(services) for namespace, services in found.items()}
 
     @functools.cached_property
+    def namespace_inputs(self) -> Mapping[str, InputKey]:
+        """Each namespace's services (:attr:`by_namespace`) as one cache input, hashed once."""
+        return {namespace: InputKey(found) for namespace, found in self.by_namespace.items()}
+
+    @functools.cached_property
     def _positions(self) -> Mapping[str, tuple[int, ...]]:
         found: dict[str, list[int]] = {}
         for position, service in enumerate(self.services):
@@ -84,6 +90,20 @@ class ServiceIndex:
         positions = self._positions
         picked = sorted(p for n in namespaces for p in positions.get(n, ()))
         return tuple(self.services[p] for p in picked)
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeSelector:
+    """What of a proxy picks its scope: its type, namespace and labels (which select the
+    Sidecar or the Gateways)."""
+
+    type: ProxyType
+    namespace: str
+    labels: Labels
+
+    @classmethod
+    def of(cls, proxy: ProxyIdentity) -> ScopeSelector:
+        return cls(proxy.type, proxy.namespace, proxy.labels)
 
 
 @dataclass
@@ -110,54 +130,59 @@ class PushContext:
     authorizations: AuthorizationIndex
     stats: ContextStats = field(default_factory=ContextStats, compare=False)
     _scopes: dict[ScopeKey, ProxyScope] = field(default_factory=dict, compare=False, repr=False)
-    _derived: dict[type, object] = field(default_factory=dict, compare=False, repr=False)
-    _proxy_scopes: dict[tuple[ProxyType, str, Labels], ProxyScope] = field(
+    _proxy_scopes: dict[ScopeSelector, ProxyScope] = field(
         default_factory=dict, compare=False, repr=False
     )
-    _reusable: Mapping[ScopeKey, ProxyScope] = field(
+    _previous: Mapping[ScopeKey, ProxyScope] = field(
         default_factory=dict, compare=False, repr=False
     )
+    """The previous context's scopes, when its ScopeContext is this one's."""
+
+    @functools.cached_property
+    def scope_context(self) -> ScopeContext:
+        """What inputs interned in this context's scopes may read besides the scope."""
+        return ScopeContext(
+            self.mesh,
+            self.virtual_services,
+            self.sidecars,
+            self.gateways,
+            self.peer_authentications,
+        )
 
     def scope_key(self, proxy: ProxyIdentity) -> ScopeKey:
-        sidecar = (
-            self.sidecars.select(proxy.namespace, proxy.labels)
-            if proxy.type is ProxyType.SIDECAR
-            else None
+        return self._scope_key(ScopeSelector.of(proxy))
+
+    def _scope_key(self, selector: ScopeSelector) -> ScopeKey:
+        """The key of the scope of proxies ``selector`` describes (it reads nothing else
+        of them)."""
+        kind, namespace, labels = selector.type, selector.namespace, selector.labels
+        sidecar = self.sidecars.select(namespace, labels) if kind is ProxyType.SIDECAR else None
+        gateways = self.gateways.select(namespace, labels) if kind is ProxyType.ROUTER else ()
+        return ScopeKey(
+            kind,
+            namespace,
+            sidecar.key if sidecar is not None else None,
+            tuple(g.key for g in gateways),
+            (),
         )
-        gateways = (
-            self.gateways.select(proxy.namespace, proxy.labels)
-            if proxy.type is ProxyType.ROUTER
-            else ()
-        )
-        return scope_key(proxy, sidecar, gateways, ())
 
     def scope(self, proxy: ProxyIdentity) -> ProxyScope:
         """The proxy's scope, computed once per scope key in this context.
 
-        The key depends only on the proxy's type, namespace and labels, so the scope is
-        also remembered under those: the proxies of one workload find it in one lookup.
+        The key depends only on what :class:`ScopeSelector` holds of the proxy, so the
+        scope is also found under that: the proxies of one workload find it in one lookup.
         """
-        seen = (proxy.type, proxy.namespace, proxy.labels)
+        seen = ScopeSelector.of(proxy)
         found = self._proxy_scopes.get(seen)
         if found is not None:
             return found
-        key = self.scope_key(proxy)
+        key = self._scope_key(seen)
         found = self._scopes.get(key)
         if found is None:
             found = self._build_scope(key)
             self._scopes[key] = found
         self._proxy_scopes[seen] = found
         return found
-
-    def derived(self, kind: type[Derived]) -> Derived:
-        """The context's one ``kind`` object (made with ``kind()`` on first use): what
-        generators derive from this context, as typed fields of a class of theirs (push/
-        cannot name the generators' types, so the object is found by its class)."""
-        try:
-            return self._derived[kind]  # type: ignore[return-value]
-        except KeyError:
-            made = self._derived[kind] = kind()
-            return made
 
     def _build_scope(self, key: ScopeKey) -> ProxyScope:
         namespace = key.namespace
@@ -191,16 +216,10 @@ class PushContext:
             routes,
             gateways,
             egress,
+            self.scope_context,
         )
-        # The previous context's equal scope keeps what generators derived from it; a
-        # different one is kept as the new scope's predecessor.
-        previous = self._reusable.get(key)
-        if previous is None:
-            return built
-        if previous == built:
-            return previous
-        built.follow(previous)
-        return built
+        previous = self._previous.get(key)
+        return previous if previous is not None and previous == built else built
 
 
 def build_context(
@@ -283,24 +302,9 @@ def build_context(
             ),
         ),
     )
-    if previous is not None and _scopes_carry_over(previous, context):
-        object.__setattr__(context, "_reusable", previous._scopes)
+    if previous is not None and previous.scope_context.same(context.scope_context):
+        object.__setattr__(context, "_previous", previous._scopes)
     context.stats.build_seconds = time.perf_counter() - start
     context.stats.rebuilt = tuple(rebuilt)
     context.stats.reused = tuple(reused)
     return context
-
-
-def _scopes_carry_over(previous: PushContext, context: PushContext) -> bool:
-    """Whether ``context`` may take over ``previous``'s equal scopes with their memos.
-
-    A scope memo reads the scope and, besides it, only the mesh settings and the
-    VirtualService, Sidecar and Gateway indexes: when those are the same, an equal scope
-    derives the same things.
-    """
-    return (
-        previous.mesh == context.mesh
-        and previous.virtual_services is context.virtual_services
-        and previous.sidecars is context.sidecars
-        and previous.gateways is context.gateways
-    )

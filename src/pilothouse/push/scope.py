@@ -11,18 +11,21 @@ push reaches only the proxies a change is visible to.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.push.hostnames import host_matches
+from pilothouse.push.indexes import GatewayIndex, SidecarIndex, VirtualServiceIndex
+from pilothouse.push.peer_authentication import PeerAuthenticationIndex
 from pilothouse.push.proxy import ProxyIdentity, ProxyType
 from pilothouse.registry.model import SERVICE_KIND, Service, ServiceKey
 
 _NAMESPACE_WIDE = frozenset({"Sidecar"})
 
-Derived = TypeVar("Derived")
+Interned = TypeVar("Interned")
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,8 +81,8 @@ def egress_namespaces(egress: tuple[EgressHost, ...] | None) -> frozenset[str] |
 class ScopeKey:
     """Everything that makes two proxies see different config.
 
-    Its hash is computed once: generators key their per-context memos on it, and a
-    router's key holds every Gateway that selects it (hundreds of config keys).
+    Its hash is computed once: the context finds scopes by it, and a router's key holds
+    every Gateway that selects it (hundreds of config keys).
     """
 
     proxy_type: ProxyType
@@ -97,17 +100,41 @@ class ScopeKey:
         return self._hash
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class ScopeContext:
+    """The parts of a PushContext that inputs interned in a scope may read besides the
+    scope itself (see :meth:`ProxyScope.interned`): the mesh settings and the
+    VirtualService, Sidecar, Gateway and PeerAuthentication indexes."""
+
+    mesh: MeshSettings
+    virtual_services: VirtualServiceIndex
+    sidecars: SidecarIndex
+    gateways: GatewayIndex
+    peer_authentications: PeerAuthenticationIndex
+
+    def same(self, other: ScopeContext) -> bool:
+        """Whether everything here is the same in ``other`` (the indexes by identity: a
+        context reuses the very index object when no config of its kinds changed)."""
+        return (
+            self.virtual_services is other.virtual_services
+            and self.sidecars is other.sidecars
+            and self.gateways is other.gateways
+            and self.peer_authentications is other.peer_authentications
+            and self.mesh == other.mesh
+        )
+
+
 @dataclass(frozen=True)
 class ProxyScope:
     """The config visible to proxies of one :class:`ScopeKey`.
 
-    :meth:`derived` keeps what generators derive from the scope, as one object of a
-    class of theirs (typed fields, one per thing derived; push/ cannot name the
-    generators' types, so the object is found by its class). A new PushContext takes
-    over the previous context's scope object when the scope came out equal and the
-    context parts a scope memo may read besides the scope (mesh settings, the
-    VirtualService, Sidecar and Gateway indexes) are the very same, so what was derived
-    from it stays valid and comes along (see ``PushContext``).
+    :meth:`interned` keeps the inputs values generators gather from the scope and the
+    :class:`ScopeContext` it was built in, one per class, so that every proxy of the
+    scope shares the very same object (hashed once). What is built from them lives in
+    the resource cache, keyed by them; nothing built is kept here. A later PushContext
+    takes over a scope equal to one of the previous context's, interned inputs
+    included, only when its :class:`ScopeContext` is the same: the inputs were gathered
+    from nothing else, so they are what gathering again would give.
     """
 
     key: ScopeKey
@@ -120,42 +147,32 @@ class ProxyScope:
     service_keys: frozenset[ServiceKey] = frozenset()
     sources: frozenset[ConfigKey] = frozenset()
     rule_keys: frozenset[ConfigKey] = frozenset()
-    predecessor: ProxyScope | None = field(default=None, compare=False, repr=False)
-    """The previous context's scope of the same key, when it came out different.
-
-    Set only where an equal scope would have been taken over, so the context parts
-    besides the scope are the same; a generator may reuse from what was derived from it
-    what it checks is still valid (for instance what it derived from one service that
-    is the same object in both).
-    """
-    _derived: dict[type, object] = field(default_factory=dict, compare=False, repr=False)
+    context: ScopeContext | None = field(default=None, compare=False, repr=False)
+    """What :meth:`interned` gatherers may read besides the scope (None: nothing)."""
+    _interned: dict[type, object] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def namespace(self) -> str:
         return self.key.namespace
 
-    def follow(self, previous: ProxyScope) -> None:
-        """Make ``previous`` this scope's predecessor (and forget its own, so that
-        scopes do not chain across contexts)."""
-        object.__setattr__(previous, "predecessor", None)
-        object.__setattr__(self, "predecessor", previous)
+    def interned(
+        self, kind: type[Interned], gather: Callable[[ProxyScope, ScopeContext], Interned]
+    ) -> Interned:
+        """The scope's one ``kind`` value, made by ``gather(scope, context)`` on first use.
 
-    def derived(self, kind: type[Derived]) -> Derived:
-        """The scope's one ``kind`` object (made with ``kind()`` on first use): what
-        generators derive from this scope and the context parts that come with it.
-
-        Never for values that read anything else of a context (endpoints, services or
-        DestinationRules other than the scope's own): those belong in the context's memo.
+        For inputs values only (a frozen value of everything some builders read): what is
+        built from them goes into the resource cache under them, so the key of a built
+        value is always its inputs. ``gather`` reads the scope and its
+        :class:`ScopeContext`, nothing else of a PushContext (that is what makes taking
+        the scope over, with what was interned, safe).
         """
         try:
-            return self._derived[kind]  # type: ignore[return-value]
+            return self._interned[kind]  # type: ignore[return-value]
         except KeyError:
-            made = self._derived[kind] = kind()
+            if self.context is None:
+                raise LookupError("a scope built without a ScopeContext interns nothing") from None
+            made = self._interned[kind] = gather(self, self.context)
             return made
-
-    def held(self, kind: type[Derived]) -> Derived | None:
-        """The scope's ``kind`` object if one was made (nothing is made)."""
-        return self._derived.get(kind)  # type: ignore[return-value]
 
     @functools.cached_property
     def service_namespaces(self) -> frozenset[str]:
@@ -212,10 +229,11 @@ def build_scope(
     virtual_services: Iterable[tuple[ConfigKey, str, tuple[str, ...]]],
     gateways: tuple[Config, ...],
     egress: tuple[EgressHost, ...] | None,
+    context: ScopeContext | None = None,
 ) -> ProxyScope:
     """Assemble a scope. ``visible(service)`` applies exportTo; ``rule_for(service)`` picks
     the DestinationRule; ``virtual_services`` are (key, namespace, hosts) already exported
-    to the namespace."""
+    to the namespace; ``context`` is what inputs interned in it may read."""
     chosen: list[Service] = []
     by_hostname: dict[str, Service] = {}
     for service in services:
@@ -249,6 +267,7 @@ def build_scope(
         service_keys=frozenset(s.key for s in chosen),
         sources=frozenset(s.source for s in chosen),
         rule_keys=frozenset(r.key for r in rules.values() if r is not None),
+        context=context,
     )
 
 

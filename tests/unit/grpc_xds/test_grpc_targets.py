@@ -83,7 +83,7 @@ def test_targets_resolve_to_the_service_port(
 ) -> None:
     mesh = Mesh(GREETER + TWO_PORTS)
     scope = mesh.given(None, grpc_proxy(namespace)).scope
-    target = resolve_target(name, scope, "cluster.local")
+    target = resolve_target(name, scope.by_hostname, scope.namespace, "cluster.local")
     assert target is not None
     assert (target.name, target.service.hostname, target.port.number) == (name, host, port)
 
@@ -101,7 +101,7 @@ def test_targets_resolve_to_the_service_port(
 def test_targets_that_resolve_to_nothing(name: str, namespace: str) -> None:
     mesh = Mesh(GREETER + TWO_PORTS)
     scope = mesh.given(None, grpc_proxy(namespace)).scope
-    assert resolve_target(name, scope, "cluster.local") is None
+    assert resolve_target(name, scope.by_hostname, scope.namespace, "cluster.local") is None
 
 
 @pytest.mark.parametrize(

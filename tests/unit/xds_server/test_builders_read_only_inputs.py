@@ -45,7 +45,6 @@ from pilothouse.sources.memory import MemoryStore
 from pilothouse.xds.builders.names import inbound_cluster_name
 from pilothouse.xds.generators.base import GenerationInput
 from pilothouse.xds.generators.cds import encode
-from pilothouse.xds.generators.context_memo import ContextMemo
 from pilothouse.xds.generators.inbound import inbound_ports
 from pilothouse.xds.generators.lds import (
     CAPTURING,
@@ -66,7 +65,6 @@ from pilothouse.xds.generators.rds import (
 )
 from pilothouse.xds.generators.routing import label_key
 from pilothouse.xds.generators.scope_inputs import ScopeInputs, scope_inputs
-from pilothouse.xds.generators.scope_memo import ScopeMemo
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "bookinfo"
 
@@ -268,8 +266,6 @@ FORBIDDEN: tuple[type, ...] = (
     GenerationInput,
     ResourceCache,
     EndpointIndex,
-    ScopeMemo,
-    ContextMemo,
 )
 """What a builder could read beyond its inputs through them."""
 
@@ -292,18 +288,20 @@ class World:
         self.context = build_context(self.store, self.registry.services, MeshSettings(), "v1")
         self.cache = ResourceCache()
 
-    def generate(self, proxy: ProxyIdentity, generator: ListenerGenerator | RouteGenerator) -> Any:
-        given = GenerationInput(
+    def given(self, proxy: ProxyIdentity) -> GenerationInput:
+        return GenerationInput(
             proxy=proxy,
             scope=self.context.scope(proxy),
             context=self.context,
             endpoints=self.registry.endpoint_index,
             cache=self.cache,
         )
-        return generator.generate(given)
+
+    def generate(self, proxy: ProxyIdentity, generator: ListenerGenerator | RouteGenerator) -> Any:
+        return generator.generate(self.given(proxy))
 
     def inputs(self, proxy: ProxyIdentity) -> ScopeInputs:
-        return scope_inputs(self.context, self.context.scope(proxy))
+        return scope_inputs(self.given(proxy))
 
     def label_key(self, proxy: ProxyIdentity) -> Any:
         return label_key(self.context.virtual_services.source_selectors, proxy.labels)

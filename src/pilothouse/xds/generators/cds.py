@@ -6,22 +6,23 @@ DNS_ROUND_ROBIN → LOGICAL_DNS, NONE → ORIGINAL_DST (passthrough), DYNAMIC_DN
 STRICT_DNS (Envoy's dynamic forward proxy is not used). ``BlackHoleCluster`` and
 ``PassthroughCluster`` are always present, as istiod sends them.
 
-The cluster set of a scope is computed once per PushContext and shared by every
-proxy of that scope (and transport: a REST-polling proxy's EDS clusters point at
-REST, not ADS). The ResourceCache holds each service's clusters as one group under
-:class:`ServiceClusterInputs` and each scope's set as one group under
-:class:`ScopeClusterInputs` (each builder takes its inputs value and nothing else), so
-a push finds a scope's clusters in one lookup, and a scope that changed its other
-services' in one each.
-A proxy's ``inbound|<port>||`` clusters hold no address of its own: they are made
-once per context and port.
+The cluster set of a scope is shared by every proxy of that scope (and transport: a
+REST-polling proxy's EDS clusters point at REST, not ADS). The ResourceCache holds each
+service's clusters as one group under :class:`ServiceClusterInputs` and each scope's set
+as one group under :class:`ScopeClusterInputs` (each builder takes its inputs value and
+nothing else), so a proxy finds its scope's clusters in one lookup, and a scope that
+changed its other services' in one each. What those inputs hold besides endpoints and
+the transport is gathered once per scope (:class:`ScopeServices`).
+A proxy's ``inbound|<port>||`` clusters hold no address of its own: proxies of one
+workload share them, each under its :class:`ClusterInputs`.
 
 Auto-mTLS (MeshConfig ``enableAutoMtls``): a MESH_INTERNAL service's clusters without
 DestinationRule TLS take mutual TLS to its sidecar endpoints and plaintext to the rest
 (see builders/auto_mtls.py), unless the PeerAuthentication of the service's namespace
 (mesh- and namespace-wide, as istiod infers a service's mode) is DISABLE. Which
-namespaces that holds for is part of the scope's inputs, computed per context, so a
-PeerAuthentication edit reaches the clusters it changes. Only a proxy whose stream proved
+namespaces that holds for is part of the scope's inputs (:class:`ScopeServices`, gathered
+with the PeerAuthentication index), so a PeerAuthentication edit reaches the clusters it
+changes. Only a proxy whose stream proved
 its identity gets it: SDS serves ``default`` to no other, and a cluster waiting for that
 secret would never warm.
 """
@@ -29,6 +30,7 @@ secret would never warm.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -38,7 +40,8 @@ from pilothouse.push.cache import Resource, ResourceCache, ResourceGroup
 from pilothouse.push.inputs import ConfigRevision, EndpointsAt, InputKey
 from pilothouse.push.peer_authentication import MtlsMode
 from pilothouse.push.rule_reads import subsets_of
-from pilothouse.push.scope import ProxyScope
+from pilothouse.push.scope import ProxyScope, ScopeContext
+from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.registry.model import Location, Resolution, Service, ServiceKey
 from pilothouse.xds.builders.cluster import (
     ClusterInputs,
@@ -53,9 +56,7 @@ from pilothouse.xds.builders.endpoint import LbEndpointInput
 from pilothouse.xds.builders.names import inbound_cluster_name, outbound_cluster_name
 from pilothouse.xds.builders.traffic_policy import effective_policy
 from pilothouse.xds.generators.base import GenerationInput, Resources
-from pilothouse.xds.generators.context_memo import context_memo
 from pilothouse.xds.generators.inbound import InboundPort, inbound_ports
-from pilothouse.xds.generators.scope_memo import scope_memo
 
 _DISCOVERY = {
     Resolution.STATIC: Discovery.EDS,
@@ -75,43 +76,28 @@ class ClusterGenerator:
     type_url = CDS
 
     def generate(self, given: GenerationInput) -> Resources:
-        scope = given.scope
-        known = context_memo(given.context).scope_clusters
-        held = (scope.key, given.rest, given.proxy.caller is not None)
-        shared = known.get(held)
-        if shared is None:
-            shared = known[held] = self._scope_clusters(given)
+        shared = self._scope_clusters(given)
         inbound = inbound_clusters(given)
         everything = {**shared, **{r.name: r for r in inbound}} if inbound else shared
         if given.names is None:
             return everything
         return {n: everything[n] for n in given.names if n in everything}
 
-    def _scope_clusters(self, given: GenerationInput) -> dict[str, Resource]:
+    def _scope_clusters(self, given: GenerationInput) -> Mapping[str, Resource]:
         """The scope's clusters; all from one cache entry when none of their inputs moved."""
-        scope: ProxyScope = given.scope
-        memo = scope_memo(scope)
-        services = memo.cds_services
-        if services is None:
-            services = memo.cds_services = scope_services(scope)
-        inputs = ScopeClusterInputs(
-            services=services.parts,
-            dns=tuple(EndpointsAt.of(s, given.endpoints) for s in services.dns),
-            connect_timeout=given.context.mesh.connect_timeout,
-            rest=given.rest,
-            auto_mtls=auto_mtls_namespaces(given, scope),
-        )
         cache = given.cache
-        group = cache.group(inputs, functools.partial(build_scope_clusters, cache))
-        return {r.name: r for r in group.resources}
+        inputs = services_of(given).cluster_inputs(
+            given.endpoints, given.rest, given.proxy.caller is not None
+        )
+        return cache.group(inputs, functools.partial(build_scope_clusters, cache)).named()
 
 
-def auto_mtls_namespaces(given: GenerationInput, scope: ProxyScope) -> tuple[str, ...]:
-    """The namespaces of the scope's services whose clusters auto-mTLS applies to (none
-    for a proxy without a proved identity: SDS gives it no certificate to present)."""
-    if not given.context.mesh.enable_auto_mtls or given.proxy.caller is None:
+def auto_mtls_namespaces(context: ScopeContext, scope: ProxyScope) -> tuple[str, ...]:
+    """The namespaces of the scope's services whose clusters auto-mTLS applies to, for a
+    proxy with a proved identity."""
+    if not context.mesh.enable_auto_mtls:
         return ()
-    index = given.context.peer_authentications
+    index = context.peer_authentications
     return tuple(
         sorted(n for n in scope.service_namespaces if index.namespace_mode(n) != MtlsMode.DISABLE)
     )
@@ -119,18 +105,59 @@ def auto_mtls_namespaces(given: GenerationInput, scope: ProxyScope) -> tuple[str
 
 @dataclass(frozen=True, slots=True)
 class ScopeServices:
-    """What a scope's clusters are built from, save endpoints: its services (by hostname)
-    with their DestinationRules' revisions, and which of them hold DNS endpoints."""
+    """What a scope's clusters are built from, save endpoints and the transport: its
+    services (by hostname) with their DestinationRules' revisions, which of them hold DNS
+    endpoints, the namespaces auto-mTLS applies to (for a proxy with a proved identity)
+    and the connect timeout. Gathered once per scope."""
 
     parts: InputKey
     dns: tuple[ServiceKey, ...]
+    auto_mtls: tuple[str, ...] = ()
+    connect_timeout: float = 0.0
+    _over_ads: tuple[ScopeClusterInputs, ScopeClusterInputs] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    """The cluster inputs of an ADS proxy without, and with, a proved identity, when
+    the scope has no DNS service (then nothing else of a proxy or the index is read)."""
+
+    def cluster_inputs(
+        self, endpoints: EndpointIndex, rest: RestPolling | None, proved: bool
+    ) -> ScopeClusterInputs:
+        """The :class:`ScopeClusterInputs` of a proxy of the scope (auto-mTLS only for
+        one with a proved identity: SDS gives no other a certificate)."""
+        if rest is None and not self.dns:
+            made = self._over_ads
+            if made is None:
+                made = (self._inputs((), None, False), self._inputs((), None, True))
+                object.__setattr__(self, "_over_ads", made)
+            return made[proved]
+        dns = tuple(EndpointsAt.of(s, endpoints) for s in self.dns)
+        return self._inputs(dns, rest, proved)
+
+    def _inputs(
+        self, dns: tuple[EndpointsAt, ...], rest: RestPolling | None, proved: bool
+    ) -> ScopeClusterInputs:
+        return ScopeClusterInputs(
+            services=self.parts,
+            dns=dns,
+            connect_timeout=self.connect_timeout,
+            rest=rest,
+            auto_mtls=self.auto_mtls if proved else (),
+        )
 
 
-def scope_services(scope: ProxyScope) -> ScopeServices:
+def services_of(given: GenerationInput) -> ScopeServices:
+    """The :class:`ScopeServices` of the proxy's scope, gathered once per scope."""
+    return given.scope.interned(ScopeServices, scope_services)
+
+
+def scope_services(scope: ProxyScope, context: ScopeContext) -> ScopeServices:
     services = [scope.by_hostname[hostname] for hostname in sorted(scope.by_hostname)]
     parts = tuple((s, ConfigRevision.of(scope.destination_rule(s))) for s in services)
     dns = tuple(s.key for s in services if _DISCOVERY[s.resolution] in _DNS)
-    return ScopeServices(InputKey(parts), dns)
+    return ScopeServices(
+        InputKey(parts), dns, auto_mtls_namespaces(context, scope), context.mesh.connect_timeout
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,34 +277,49 @@ def build_service_clusters(inputs: ServiceClusterInputs) -> ResourceGroup:
 def inbound_clusters(given: GenerationInput) -> list[Resource]:
     """``inbound|<port>||`` for each inbound port of the proxy's workload (see inbound.py).
 
-    They hold no address of the proxy's own, so proxies of one workload share them:
-    each is looked up once per context.
+    They hold no address of the proxy's own, so proxies of one workload share them (the
+    cache holds each under its inputs).
     """
-    known = context_memo(given.context).inbound_clusters
-    out = []
-    for inbound in inbound_ports(given):
-        target = (inbound.port, inbound.protocol, inbound.target_host, inbound.target_port)
-        found = known.get(target)
-        if found is None:
-            found = known[target] = _inbound_cluster(given, inbound)
-        out.append(found)
-    return out
+    return [_inbound_cluster(given, inbound) for inbound in inbound_ports(given)]
 
 
 def _inbound_cluster(given: GenerationInput, inbound: InboundPort) -> Resource:
-    timeout = timedelta(seconds=given.context.mesh.connect_timeout)
-    if inbound.target_host.startswith("unix://") or not inbound.target_port:
-        endpoint = LbEndpointInput(inbound.target_host)
-    else:
-        endpoint = LbEndpointInput(inbound.target_host, inbound.target_port)
-    inputs = ClusterInputs(
-        name=inbound_cluster_name(inbound.port),
-        discovery=Discovery.STATIC,
-        protocol=inbound.protocol,
-        endpoints=(endpoint,),
-        connect_timeout=timeout,
+    inputs = InboundClusterInputs(
+        inbound.port,
+        inbound.protocol,
+        inbound.target_host,
+        inbound.target_port,
+        given.context.mesh.connect_timeout,
     )
-    return given.cache.resource(inputs, encode_cluster)
+    return given.cache.resource(inputs, inbound_cluster)
+
+
+@dataclass(frozen=True, slots=True)
+class InboundClusterInputs:
+    """What an ``inbound|<port>||`` cluster is built from: the port, its protocol, where
+    the application listens and the connect timeout."""
+
+    port: int
+    protocol: str
+    target_host: str
+    target_port: int
+    connect_timeout: float
+
+
+def inbound_cluster(inputs: InboundClusterInputs) -> Resource:
+    if inputs.target_host.startswith("unix://") or not inputs.target_port:
+        endpoint = LbEndpointInput(inputs.target_host)
+    else:
+        endpoint = LbEndpointInput(inputs.target_host, inputs.target_port)
+    return encode_cluster(
+        ClusterInputs(
+            name=inbound_cluster_name(inputs.port),
+            discovery=Discovery.STATIC,
+            protocol=inputs.protocol,
+            endpoints=(endpoint,),
+            connect_timeout=timedelta(seconds=inputs.connect_timeout),
+        )
+    )
 
 
 def encode_cluster(inputs: ClusterInputs) -> Resource:

@@ -8,24 +8,28 @@ every proxy watching it. A
 watched name this proxy cannot resolve (unknown host, port or subset) gets no
 resource: in SotW that is what "does not exist" looks like.
 
-What names mean is the same for every proxy of a scope, so it is worked out once per
-scope (a later context takes the scope over when it is unchanged), and so is the
-answer to one set of watched names, kept with the endpoint versions it was read at
-(:class:`Assignments`): a proxy whose scope-mates asked the same costs a version check
-per service.
+What names mean depends only on the scope's services and their DestinationRules' subsets
+(:class:`EndpointNames`), so the answer to one set of watched names
+(:class:`Assignments`) is kept in the ResourceCache under :class:`WatchInputs` (those,
+and the names), shared by every proxy that asks the same in a scope that reads the same,
+in this context or a later one. It holds
+the endpoint versions it was read at and checks them: a proxy whose scope-mates asked
+the same costs one comparison while the index did not move, a version check per service
+when it did.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from pilothouse.config.model import Config
 from pilothouse.protocol.type_urls import EDS
-from pilothouse.push.cache import Resource
-from pilothouse.push.inputs import EndpointsAt
+from pilothouse.push.cache import Resource, ResourceCache
+from pilothouse.push.inputs import ConfigRevision, EndpointsAt, InputKey
 from pilothouse.push.peer_authentication import PeerAuthenticationAt
-from pilothouse.push.rule_reads import subsets_of
-from pilothouse.push.scope import ProxyScope
+from pilothouse.push.rule_reads import Subsets, subsets_of
+from pilothouse.push.scope import ProxyScope, ScopeContext
 from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.registry.model import Resolution, Service, ServiceKey
 from pilothouse.xds.builders.auto_mtls import runs_sidecar
@@ -33,10 +37,6 @@ from pilothouse.xds.builders.endpoint import LbEndpointInput, build_load_assignm
 from pilothouse.xds.builders.names import Direction, outbound_cluster_name, parse_cluster_name
 from pilothouse.xds.generators.base import GenerationInput, Resources
 from pilothouse.xds.generators.cds import encode
-from pilothouse.xds.generators.scope_memo import predecessor_memo, scope_memo
-
-MAX_REMEMBERED = 64
-"""Distinct watch sets remembered per scope (a scope's proxies normally share one)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,11 +50,14 @@ class EdsTarget:
 
 
 class Assignments:
-    """The assignments for one set of watched names in one scope (shared by its proxies).
+    """The assignments for one set of watched names, in scopes with the same services and
+    subsets (kept in the ResourceCache under :class:`WatchInputs`, shared by every proxy
+    that asks the same).
 
-    Kept with the endpoint versions of the services they were loaded at: while those
-    versions hold, the same resources are the answer; when one moved, each assignment
-    is looked up again (in the ResourceCache, which builds only the changed ones).
+    Kept with the endpoint versions of the services they were loaded at (and the
+    PeerAuthentications' revision): while those hold, the same resources are the answer;
+    when one moved, each assignment is looked up again (in the ResourceCache, under its
+    :class:`AssignmentInputs`, which name the versions: only the changed ones are built).
     """
 
     __slots__ = ("_checked", "_services", "_versions", "resources", "targets")
@@ -91,38 +94,15 @@ class EndpointGenerator:
     type_url = EDS
 
     def generate(self, given: GenerationInput) -> Resources:
-        scope = given.scope
-        memo = scope_memo(scope)
+        cache = given.cache
+        services = endpoint_names(given).services
         names = given.names
         if names is None:
-            names = memo.eds_names
-            if names is None:
-                names = memo.eds_names = frozenset(self._all_names(given))
-        answers = memo.eds_answers
-        watched = answers.get(names)
-        if watched is None:
-            if len(answers) >= MAX_REMEMBERED:
-                answers.clear()  # watch sets come and go: keep only recent ones
-            targets = self._targets(given, names)
-            watched = _inherited(scope, names, targets) or Assignments(targets)
-            answers[names] = watched
+            everything = AllNamesInputs(services)
+            names = cache.value(everything, functools.partial(all_names, everything))
+        watch = WatchInputs(services, names)
+        watched = cache.value(watch, functools.partial(watched_assignments, watch))
         return watched.current(given)
-
-    @staticmethod
-    def _targets(given: GenerationInput, names: frozenset[str]) -> tuple[EdsTarget, ...]:
-        # Names resolve the same way for every proxy of the scope: once per scope.
-        known = scope_memo(given.scope).eds_targets
-        if len(known) >= MAX_REMEMBERED * 64:
-            known.clear()
-        found: list[EdsTarget] = []
-        for name in names:
-            try:
-                target = known[name]
-            except KeyError:
-                target = known[name] = resolve(given.scope, name)
-            if target is not None:
-                found.append(target)
-        return tuple(found)
 
     def assignment(self, given: GenerationInput, name: str) -> Resource | None:
         target = resolve(given.scope, name)
@@ -140,21 +120,97 @@ class EndpointGenerator:
         )
         return given.cache.resource(inputs, build_assignment)
 
-    @staticmethod
-    def _all_names(given: GenerationInput) -> list[str]:
-        """Every EDS cluster of the scope (a wildcard EDS watch, as REST clients may send)."""
-        names: list[str] = []
-        for service in given.scope.by_hostname.values():
-            if service.resolution is not Resolution.STATIC:
+
+@dataclass(frozen=True, slots=True)
+class EndpointNames:
+    """What cluster names mean to a scope: its services by hostname, each with the
+    subsets of its DestinationRule (all EDS reads of a rule: an edit elsewhere in the
+    rule leaves it equal). Gathered once per scope."""
+
+    services: InputKey
+
+
+def endpoint_names(given: GenerationInput) -> EndpointNames:
+    """The :class:`EndpointNames` of the proxy's scope."""
+    cache = given.cache
+
+    def gather(scope: ProxyScope, _context: ScopeContext) -> EndpointNames:
+        services = [scope.by_hostname[hostname] for hostname in sorted(scope.by_hostname)]
+        parts = tuple((s, rule_subsets(cache, scope.destination_rule(s))) for s in services)
+        return EndpointNames(InputKey(parts))
+
+    return given.scope.interned(EndpointNames, gather)
+
+
+@dataclass(frozen=True, slots=True)
+class SubsetsInputs:
+    """What ``rule_reads.subsets_of`` reads: one DestinationRule, by revision."""
+
+    rule: ConfigRevision
+
+
+def rule_subsets(cache: ResourceCache, rule: Config | None) -> Subsets:
+    """The subsets of ``rule``, read once per rule revision."""
+    if rule is None:
+        return ()
+    inputs = SubsetsInputs(ConfigRevision.of(rule))  # type: ignore[arg-type]
+    return cache.value(inputs, lambda: subsets_of(rule))
+
+
+@dataclass(frozen=True, slots=True)
+class AllNamesInputs:
+    """What a wildcard EDS watch's names are made from: the scope's services and their
+    subsets."""
+
+    services: InputKey
+
+
+def all_names(inputs: AllNamesInputs) -> frozenset[str]:
+    """Every EDS cluster of the scope (a wildcard EDS watch, as REST clients may send)."""
+    names: list[str] = []
+    service: Service
+    subsets: Subsets
+    for service, subsets in inputs.services.parts:  # type: ignore[misc]
+        if service.resolution is not Resolution.STATIC:
+            continue
+        names.extend(
+            outbound_cluster_name(service.hostname, p.number, s)
+            for p in service.ports
+            for s in ("", *(name for name, _ in subsets))
+        )
+    return frozenset(names)
+
+
+@dataclass(frozen=True, slots=True)
+class WatchInputs:
+    """What the answer to one set of watched names is made from: the scope's services
+    and their subsets (which say what each name means) and the names."""
+
+    services: InputKey
+    names: frozenset[str]
+
+
+def watched_assignments(inputs: WatchInputs) -> Assignments:
+    """The :class:`Assignments` of the names that mean something to the scope."""
+    parts: tuple[tuple[Service, Subsets], ...] = inputs.services.parts  # type: ignore[assignment]
+    by_host = {service.hostname: (service, subsets) for service, subsets in parts}
+    read: dict[str, ServiceTargets] = {}  # each service read once, whatever names ask
+    found: list[EdsTarget] = []
+    for name in inputs.names:
+        parsed = parse_cluster_name(name)
+        if parsed is None or parsed.direction is not Direction.OUTBOUND:
+            continue
+        targets = read.get(parsed.host)
+        if targets is None:
+            held = by_host.get(parsed.host)
+            if held is None:
                 continue
-            rule = given.scope.destination_rule(service)
-            subsets = ["", *(s for s, _ in subsets_of(rule))]
-            names.extend(
-                outbound_cluster_name(service.hostname, p.number, s)
-                for p in service.ports
-                for s in subsets
-            )
-        return names
+            service, subsets = held
+            targets = read[parsed.host] = ServiceTargets(service.key, service, subsets)
+        target = targets.target(name, parsed.port, parsed.subset)
+        if target is not None:
+            found.append(target)
+    return Assignments(tuple(found))
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,23 +254,11 @@ def resolve(scope: ProxyScope, name: str) -> EdsTarget | None:
     parsed = parse_cluster_name(name)
     if parsed is None or parsed.direction is not Direction.OUTBOUND:
         return None
-    known = scope_memo(scope).eds_services
-    try:
-        service = known[parsed.host]
-    except KeyError:
-        service = known[parsed.host] = _service_targets(scope, parsed.host)
+    service = scope.service(parsed.host)
     if service is None:
         return None
-    port_name = service.ports.get(parsed.port)
-    if port_name is None:
-        return None
-    labels: tuple[tuple[str, str], ...] = ()
-    if parsed.subset:
-        subset = service.subsets.get(parsed.subset)
-        if subset is None:
-            return None
-        labels = subset
-    return EdsTarget(name, service.key, port_name, labels)
+    subsets = subsets_of(scope.destination_rule(service))
+    return ServiceTargets(service.key, service, subsets).target(name, parsed.port, parsed.subset)
 
 
 class ServiceTargets:
@@ -222,38 +266,22 @@ class ServiceTargets:
 
     __slots__ = ("key", "ports", "subsets")
 
-    def __init__(self, key: ServiceKey, service: Service, rule: Config | None) -> None:
+    def __init__(self, key: ServiceKey, service: Service, subsets: Subsets) -> None:
         self.key = key
         self.ports: dict[int, str] = {}
         for port in service.ports:
             self.ports.setdefault(port.number, port.name)  # the first port of a number
-        self.subsets = dict(subsets_of(rule))
+        self.subsets = dict(subsets)
 
-
-def _service_targets(scope: ProxyScope, host: str) -> ServiceTargets | None:
-    """The host's service as cluster names read it; the predecessor scope's reading when
-    it had the very same service and DestinationRule."""
-    service = scope.service(host)
-    if service is None:
-        return None
-    rule = scope.destination_rule(service)
-    previous = scope.predecessor
-    if (
-        previous is not None
-        and previous.service(host) is service
-        and previous.destination_rule(service) is rule
-    ):
-        held = predecessor_memo(scope)
-        found = None if held is None else held.eds_services.get(host)
-        if found is not None:
-            return found
-    return ServiceTargets(service.key, service, rule)
-
-
-def _inherited(
-    scope: ProxyScope, names: frozenset[str], targets: tuple[EdsTarget, ...]
-) -> Assignments | None:
-    """The predecessor scope's assignments for these names, when they mean the same."""
-    held = predecessor_memo(scope)
-    found = None if held is None else held.eds_answers.get(names)
-    return found if found is not None and found.targets == targets else None
+    def target(self, name: str, port: int, subset: str) -> EdsTarget | None:
+        """What cluster ``name`` (of ``port`` and ``subset``) means; None: nothing."""
+        port_name = self.ports.get(port)
+        if port_name is None:
+            return None
+        labels: tuple[tuple[str, str], ...] = ()
+        if subset:
+            found = self.subsets.get(subset)
+            if found is None:
+                return None
+            labels = found
+        return EdsTarget(name, self.key, port_name, labels)

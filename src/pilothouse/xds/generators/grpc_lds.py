@@ -18,6 +18,8 @@ gRPC names every listener it wants, and gets exactly those it can use:
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
 from typing import Any
 
 from envoy.config.listener.v3 import listener_pb2  # type: ignore[import-untyped]
@@ -25,6 +27,7 @@ from envoy.extensions.filters.http.fault.v3 import fault_pb2  # type: ignore[imp
 
 from pilothouse.protocol.type_urls import LDS
 from pilothouse.push.cache import Resource
+from pilothouse.registry.model import Labels
 from pilothouse.xds.builders.http_connection_manager import (
     FAULT_FILTER,
     build_router_only_connection_manager,
@@ -39,12 +42,13 @@ from pilothouse.xds.builders.listener_grpc import (
 from pilothouse.xds.builders.names import inbound_cluster_name
 from pilothouse.xds.generators.base import GenerationInput, Resources
 from pilothouse.xds.generators.cds import encode
-from pilothouse.xds.generators.context_memo import context_memo
-from pilothouse.xds.generators.grpc_rds import grpc_route_configuration
-from pilothouse.xds.generators.grpc_targets import (
-    parse_server_listener_name,
-    resolve_target,
+from pilothouse.xds.generators.grpc_rds import (
+    GrpcRouteInputs,
+    grpc_route_configuration,
+    grpc_target,
 )
+from pilothouse.xds.generators.grpc_targets import parse_server_listener_name
+from pilothouse.xds.generators.scope_inputs import ScopeInputs, scope_inputs
 
 
 class GrpcListenerGenerator:
@@ -54,35 +58,47 @@ class GrpcListenerGenerator:
         self.inline_routes = inline_routes
 
     def generate(self, given: GenerationInput) -> Resources:
-        names = given.names if given.names is not None else frozenset(_all_names(given))
-        known = context_memo(given.context).grpc_listeners
+        scope = scope_inputs(given)
+        names = given.names if given.names is not None else frozenset(_all_names(scope))
+        labels = given.proxy.labels
+        cache = given.cache
         out: dict[str, Resource] = {}
         for name in names:
-            key = (given.scope.key, name, self.inline_routes, given.proxy.labels)
-            try:
-                resource = known[key]
-            except KeyError:
-                resource = known[key] = self._one(given, name)
+            inputs = GrpcListenerInputs(scope, name, self.inline_routes, labels)
+            resource = cache.value(inputs, functools.partial(build_grpc_listener, inputs))
             if resource is not None:
                 out[name] = resource
         return out
 
-    def _one(self, given: GenerationInput, name: str) -> Resource | None:
-        server = parse_server_listener_name(name)
-        if server is not None:
-            route_config = grpc_server_route_config(inbound_cluster_name(server.port))
-            listener = build_grpc_server_listener(name, server.address, server.port, route_config)
-            return encode(listener, name)
-        target = resolve_target(name, given.scope, given.context.mesh.domain_suffix)
-        if target is None:
-            return None
-        if self.inline_routes:
-            listener = grpc_client_listener(
-                name, route_config=grpc_route_configuration(given, target)
-            )
-        else:
-            listener = grpc_client_listener(name, rds_name=name)
+
+@dataclass(frozen=True, slots=True)
+class GrpcListenerInputs:
+    """What one proxyless listener is built from: the scope's inputs, its name, whether
+    it carries its routes inline, and the proxy's labels (read by inline routes)."""
+
+    scope: ScopeInputs
+    name: str
+    inline_routes: bool
+    labels: Labels
+
+
+def build_grpc_listener(inputs: GrpcListenerInputs) -> Resource | None:
+    """The listener ``inputs`` name, encoded (None: the name means nothing here)."""
+    name = inputs.name
+    server = parse_server_listener_name(name)
+    if server is not None:
+        route_config = grpc_server_route_config(inbound_cluster_name(server.port))
+        listener = build_grpc_server_listener(name, server.address, server.port, route_config)
         return encode(listener, name)
+    target = grpc_target(inputs.scope, name)
+    if target is None:
+        return None
+    if inputs.inline_routes:
+        routes = GrpcRouteInputs(inputs.scope, name, inputs.labels)
+        listener = grpc_client_listener(name, route_config=grpc_route_configuration(routes, target))
+    else:
+        listener = grpc_client_listener(name, rds_name=name)
+    return encode(listener, name)
 
 
 def grpc_client_listener(
@@ -100,9 +116,9 @@ def grpc_client_listener(
     return listener
 
 
-def _all_names(given: GenerationInput) -> list[str]:
+def _all_names(scope: ScopeInputs) -> list[str]:
     return [
         f"{service.hostname}:{port.number}"
-        for service in given.scope.by_hostname.values()
+        for service in scope.by_hostname.values()
         for port in service.ports
     ]

@@ -32,6 +32,8 @@ through unchanged.
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
 from typing import Any, Final
 
 from envoy.config.route.v3 import route_components_pb2 as rc_pb2  # type: ignore[import-untyped]
@@ -41,6 +43,7 @@ from google.protobuf import duration_pb2
 from pilothouse.protocol.type_urls import RDS
 from pilothouse.push.cache import Resource
 from pilothouse.push.hostnames import host_matches
+from pilothouse.registry.model import Labels
 from pilothouse.xds.builders.names import outbound_cluster_name
 from pilothouse.xds.builders.route import build_default_route, build_http_routes
 from pilothouse.xds.builders.route_fault import FAULT_FILTER
@@ -51,10 +54,9 @@ from pilothouse.xds.builders.route_virtual_host import (
 )
 from pilothouse.xds.generators.base import GenerationInput, Resources
 from pilothouse.xds.generators.cds import encode
-from pilothouse.xds.generators.context_memo import context_memo
 from pilothouse.xds.generators.grpc_targets import GrpcTarget, resolve_target
 from pilothouse.xds.generators.routing import resolver_for
-from pilothouse.xds.generators.scope_inputs import scope_inputs
+from pilothouse.xds.generators.scope_inputs import ScopeInputs, scope_inputs
 
 GRPC_CHANNEL_ID: Final = "io.grpc.channel_id"
 GRPC_ROUTE_FILTERS: Final = frozenset({FAULT_FILTER})
@@ -66,47 +68,62 @@ class GrpcRouteGenerator:
     type_url = RDS
 
     def generate(self, given: GenerationInput) -> Resources:
-        names = given.names if given.names is not None else frozenset(_all_names(given))
-        known = context_memo(given.context).grpc_routes
+        scope = scope_inputs(given)
+        names = given.names if given.names is not None else frozenset(_all_names(scope))
+        labels = given.proxy.labels
+        cache = given.cache
         out: dict[str, Resource] = {}
         for name in names:
-            key = (given.scope.key, name, given.proxy.labels)
-            try:
-                resource = known[key]
-            except KeyError:
-                resource = known[key] = _one(given, name)
+            inputs = GrpcRouteInputs(scope, name, labels)
+            resource = cache.value(inputs, functools.partial(build_grpc_route, inputs))
             if resource is not None:
                 out[name] = resource
         return out
 
 
-def _one(given: GenerationInput, name: str) -> Resource | None:
-    target = resolve_target(name, given.scope, given.context.mesh.domain_suffix)
+@dataclass(frozen=True, slots=True)
+class GrpcRouteInputs:
+    """What one proxyless route configuration is built from: the scope's inputs, its name
+    (the client listener's) and the proxy's labels (``sourceLabels`` matches)."""
+
+    scope: ScopeInputs
+    name: str
+    labels: Labels
+
+
+def build_grpc_route(inputs: GrpcRouteInputs) -> Resource | None:
+    """The route configuration ``inputs`` name, encoded (None: the name means nothing)."""
+    target = grpc_target(inputs.scope, inputs.name)
     if target is None:
         return None
-    return encode(grpc_route_configuration(given, target), name)
+    return encode(grpc_route_configuration(inputs, target), inputs.name)
 
 
-def _all_names(given: GenerationInput) -> list[str]:
+def grpc_target(scope: ScopeInputs, name: str) -> GrpcTarget | None:
+    """The service port the client listener ``name`` means to the scope's proxies."""
+    return resolve_target(name, scope.by_hostname, scope.namespace, scope.domain_suffix)
+
+
+def _all_names(scope: ScopeInputs) -> list[str]:
     return [
         f"{service.hostname}:{port.number}"
-        for service in given.scope.by_hostname.values()
+        for service in scope.by_hostname.values()
         for port in service.ports
     ]
 
 
 def grpc_route_configuration(
-    given: GenerationInput, target: GrpcTarget
+    inputs: GrpcRouteInputs, target: GrpcTarget
 ) -> route_pb2.RouteConfiguration:
     """The route configuration named ``target.name``, for one service port."""
-    inputs = scope_inputs(given.context, given.scope)
+    scope = inputs.scope
     host, port = target.service.hostname, target.port.number
-    routes = _virtual_service_routes(given, host, port)
+    routes = _virtual_service_routes(inputs, host, port)
     if not routes:
         cluster = outbound_cluster_name(host, port)
-        routes = [build_default_route(cluster, hash_policy=inputs.hash_policies(cluster))]
+        routes = [build_default_route(cluster, hash_policy=scope.hash_policies(cluster))]
     sidecar_domains = virtual_host_domains(
-        host, port, given.proxy.namespace, domain_suffix=inputs.domain_suffix
+        host, port, scope.namespace, domain_suffix=scope.domain_suffix
     )
     domains = dict.fromkeys([target.name, *sidecar_domains])
     virtual_host = build_virtual_host(
@@ -115,23 +132,23 @@ def grpc_route_configuration(
     return build_route_configuration(target.name, [virtual_host])
 
 
-def _virtual_service_routes(given: GenerationInput, host: str, port: int) -> list[Any]:
-    inputs = scope_inputs(given.context, given.scope)
-    for entry, _ in inputs.routes:
+def _virtual_service_routes(inputs: GrpcRouteInputs, host: str, port: int) -> list[Any]:
+    scope = inputs.scope
+    for entry, _ in scope.routes:
         if not entry.for_mesh or not any(host_matches(h, host) for h in entry.hosts):
             continue
         routes = build_http_routes(
             entry.config.spec,  # type: ignore[arg-type]
             entry.config.namespace,
-            resolver_for(inputs.ports_by_host, port),
+            resolver_for(scope.ports_by_host, port),
             port=port,
             gateway=None,
             vs_name=entry.config.name,
-            proxy_labels=given.proxy.labels,
-            proxy_namespace=given.proxy.namespace,
-            hash_policy_for=inputs.hash_policies,
-            lookup_delegate=inputs.delegate_lookup,
-            domain_suffix=inputs.domain_suffix,
+            proxy_labels=inputs.labels,
+            proxy_namespace=scope.namespace,
+            hash_policy_for=scope.hash_policies,
+            lookup_delegate=scope.delegate_lookup,
+            domain_suffix=scope.domain_suffix,
         )
         if routes:
             return routes

@@ -25,10 +25,10 @@ A server started with ``xds=True`` asks for its bootstrap's
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from pilothouse.push.scope import ProxyScope
 from pilothouse.registry.model import Service, ServicePort
 
 SERVER_LISTENER_PREFIXES: Final = (
@@ -78,13 +78,16 @@ def candidate_hosts(host: str, namespace: str, domain_suffix: str) -> list[str]:
     return candidates
 
 
-def resolve_target(name: str, scope: ProxyScope, domain_suffix: str) -> GrpcTarget | None:
-    """The service port a client listener ``name`` means for this scope, or None."""
+def resolve_target(
+    name: str, by_hostname: Mapping[str, Service], namespace: str, domain_suffix: str
+) -> GrpcTarget | None:
+    """The service port a client listener ``name`` means to a proxy of ``namespace`` that
+    sees the services ``by_hostname``, or None."""
     host, number = split_authority(name)
     if not host:
         return None
-    for hostname in candidate_hosts(host, scope.namespace, domain_suffix):
-        service = scope.service(hostname)
+    for hostname in candidate_hosts(host, namespace, domain_suffix):
+        service = by_hostname.get(hostname)
         if service is None:
             continue
         if number is None:

@@ -17,16 +17,18 @@ Both feed the CDS (``inbound|<port>||`` clusters) and LDS generators.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pilothouse.push.authorization import WorkloadAuthorization
+from pilothouse.push.cache import ResourceCache
+from pilothouse.push.inputs import ConfigRevision, InputKey
 from pilothouse.push.peer_authentication import MtlsMode
 from pilothouse.registry.endpoint_index import EndpointIndex
-from pilothouse.registry.model import Endpoint, Service
+from pilothouse.registry.model import Endpoint, Labels, Service
 from pilothouse.xds.generators.base import GenerationInput
-from pilothouse.xds.generators.context_memo import context_memo
 
 LOCALHOST = "127.0.0.1"
 
@@ -48,27 +50,39 @@ class InboundPort:
 
 
 def inbound_ports(given: GenerationInput) -> tuple[InboundPort, ...]:
-    """The inbound ports of the proxy's workload, once per context and proxy kind.
+    """The inbound ports of the proxy's workload, kept in the resource cache under their
+    inputs (:class:`IngressPortsInputs` or :class:`WorkloadPortsInputs`).
 
     Ports found through the workload's WorkloadEntry read the endpoint index, which
-    changes without a new PushContext (the EDS fast path): they are kept with the
-    index's revision and found again when it moved.
+    changes without a new PushContext (the EDS fast path): their inputs name the index's
+    revision, so they are found again when it moved.
     """
-    proxy = given.proxy
-    key = (given.scope.key, proxy.ip_addresses, proxy.labels)
-    known = context_memo(given.context).inbound_ports
-    revision = given.endpoints.revision
-    held = known.get(key)
-    if held is not None and held[0] == revision:
-        return held[1]
-    ports = _compute(given)
-    known[key] = (revision, ports)
-    return ports
+    proxy, context = given.proxy, given.context
+    if proxy.is_router:
+        return ()
+    sidecar = None
+    if given.scope.key.sidecar is not None:
+        sidecar = context.sidecars.by_key.get(given.scope.key.sidecar)
+    spec: Any = sidecar.spec if sidecar is not None else None
+    if spec is not None and spec.ingress:
+        ingress = IngressPortsInputs(ConfigRevision.of(sidecar), proxy.ip)  # type: ignore[arg-type]
+        return given.cache.value(ingress, functools.partial(ingress_ports, ingress))
+    if not proxy.labels or not proxy.ip_addresses:
+        return ()
+    index = given.endpoints
+    services = context.services.namespace_inputs.get(proxy.namespace)
+    if services is None:
+        return ()
+    workload = WorkloadPortsInputs(
+        proxy.ip, proxy.ip_addresses, proxy.labels, services, index.revision, index
+    )
+    cache = given.cache
+    return cache.value(workload, functools.partial(workload_ports, cache, workload))
 
 
 def inbound_mtls(given: GenerationInput, port: InboundPort) -> MtlsMode:
     """The mode the proxy's listener on ``port`` runs in: its workload's PeerAuthentication
-    mode for the port (the policy found once per context, namespace and labels).
+    mode for the port.
 
     Mutual TLS needs the workload certificate, which SDS gives only to a proxy whose
     stream proved its identity (``caller``). A PERMISSIVE port of a proxy without one
@@ -77,11 +91,7 @@ def inbound_mtls(given: GenerationInput, port: InboundPort) -> MtlsMode:
     proxy has a certificate, rather than fall back to plaintext.
     """
     proxy = given.proxy
-    key = (proxy.namespace, proxy.labels)
-    known = context_memo(given.context).mtls_policies
-    policy = known.get(key)
-    if policy is None:
-        policy = known[key] = given.context.peer_authentications.workload_policy(*key)
+    policy = given.context.peer_authentications.workload_policy(proxy.namespace, proxy.labels)
     mode = policy.for_port(port.workload_port or port.port)
     if mode is MtlsMode.PERMISSIVE and proxy.caller is None:
         return MtlsMode.DISABLE
@@ -94,37 +104,65 @@ def inbound_authorization(given: GenerationInput) -> WorkloadAuthorization:
     return given.context.authorizations.for_workload(proxy.namespace, proxy.labels)
 
 
-def _compute(given: GenerationInput) -> tuple[InboundPort, ...]:
-    proxy, context = given.proxy, given.context
-    if proxy.is_router:
-        return ()
-    sidecar = None
-    if given.scope.key.sidecar is not None:
-        sidecar = context.sidecars.by_key.get(given.scope.key.sidecar)
-    spec: Any = sidecar.spec if sidecar is not None else None
-    if spec is not None and spec.ingress:
-        ports = []
-        for ingress in spec.ingress:
-            port = int(ingress.port.number)
-            target = ingress.default_endpoint or f"{LOCALHOST}:{port}"
-            host, _, target_port = target.rpartition(":")
-            ports.append(
-                InboundPort(
-                    port=port,
-                    protocol=(ingress.port.protocol or "TCP").upper(),
-                    target_host=host or LOCALHOST,
-                    target_port=int(target_port) if target_port.isdigit() else 0,
-                    bind=True,
-                    address=ingress.bind or proxy.ip or "0.0.0.0",
-                    tls=ingress.tls if ingress.HasField("tls") else None,
-                    workload_port=port,
-                )
+@dataclass(frozen=True, slots=True)
+class IngressPortsInputs:
+    """What the inbound ports of a proxy selected by a Sidecar with ``ingress`` listeners
+    are built from: the Sidecar (by revision) and the proxy's IP address."""
+
+    sidecar: ConfigRevision
+    ip: str
+
+
+def ingress_ports(inputs: IngressPortsInputs) -> tuple[InboundPort, ...]:
+    """One bound port per ``ingress`` listener of the Sidecar."""
+    spec: Any = inputs.sidecar.config.spec
+    ports = []
+    for ingress in spec.ingress:
+        port = int(ingress.port.number)
+        target = ingress.default_endpoint or f"{LOCALHOST}:{port}"
+        host, _, target_port = target.rpartition(":")
+        ports.append(
+            InboundPort(
+                port=port,
+                protocol=(ingress.port.protocol or "TCP").upper(),
+                target_host=host or LOCALHOST,
+                target_port=int(target_port) if target_port.isdigit() else 0,
+                bind=True,
+                address=ingress.bind or inputs.ip or "0.0.0.0",
+                tls=ingress.tls if ingress.HasField("tls") else None,
+                workload_port=port,
             )
-        return tuple(ports)
-    if not proxy.labels or not proxy.ip_addresses:
-        return ()
-    by_address = _labelled_endpoints(given, proxy.namespace)
-    addresses = proxy.ip_addresses
+        )
+    return tuple(ports)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadPortsInputs:
+    """What the inbound ports of a proxy found through its WorkloadEntry are built from:
+    its addresses and labels, the services of its namespace, and the endpoint index at a
+    revision (compared; the index rides along for the builder to read)."""
+
+    ip: str
+    ip_addresses: tuple[str, ...]
+    labels: Labels
+    services: InputKey
+    """The services of the proxy's namespace, in the registry's order."""
+    revision: int
+    index: EndpointIndex = field(compare=False, repr=False)
+
+
+def workload_ports(cache: ResourceCache, inputs: WorkloadPortsInputs) -> tuple[InboundPort, ...]:
+    """One port per service port whose endpoint on one of the proxy's addresses has labels
+    the proxy carries (the first such endpoint of each port number, in service order)."""
+    index = inputs.index
+    if index.revision != inputs.revision:
+        raise RuntimeError(f"endpoint index moved past revision {inputs.revision}")
+    services: tuple[Service, ...] = inputs.services.parts  # type: ignore[assignment]
+    labelled = LabelledEndpointsInputs(
+        inputs.services, tuple(index.version(s.key) for s in services), index
+    )
+    by_address = cache.value(labelled, functools.partial(labelled_endpoints, labelled))
+    addresses = inputs.ip_addresses
     candidates: Iterable[Candidate]
     if len(addresses) == 1:
         candidates = by_address.get(addresses[0], ())  # already in position order
@@ -134,7 +172,7 @@ def _compute(given: GenerationInput) -> tuple[InboundPort, ...]:
         )
     found: dict[int, InboundPort] = {}
     for _, service, endpoint in candidates:
-        if not proxy.labels.matches(endpoint.labels):
+        if not inputs.labels.matches(endpoint.labels):
             continue
         service_port = service.port_by_name(endpoint.service_port_name)
         if service_port is None or service_port.number in found:
@@ -145,7 +183,7 @@ def _compute(given: GenerationInput) -> tuple[InboundPort, ...]:
             target_host=LOCALHOST,
             target_port=endpoint.port,
             bind=False,
-            address=proxy.ip,
+            address=inputs.ip,
             workload_port=endpoint.port or service_port.number,
         )
     return tuple(found[p] for p in sorted(found))
@@ -159,42 +197,28 @@ def _position(candidate: Candidate) -> int:
     return candidate[0]
 
 
-def _labelled_endpoints(given: GenerationInput, namespace: str) -> Mapping[str, list[Candidate]]:
-    """The labelled endpoints of the namespace's services by address.
-
-    Built once per context and namespace, and again only when the endpoints of one of
-    those services changed (endpoints change without a new context).
-    """
-    index = given.endpoints
-    known = context_memo(given.context).labelled_endpoints
-    held = known.get(namespace)
-    if held is not None and held.index is index and held.revision == index.revision:
-        return held.by_address  # nothing in the index moved since: no version can have
-    services = given.context.services.by_namespace.get(namespace, ())
-    versions = tuple(index.version(s.key) for s in services)
-    if held is None or held.versions != versions:
-        by_address: dict[str, list[Candidate]] = {}
-        position = 0
-        for service in services:
-            for endpoint in index.endpoints(service.key):
-                if endpoint.labels:
-                    by_address.setdefault(endpoint.address, []).append(
-                        (position, service, endpoint)
-                    )
-                position += 1
-        held = LabelledEndpoints(versions, by_address, index, index.revision)
-    else:
-        held = LabelledEndpoints(versions, held.by_address, index, index.revision)
-    known[namespace] = held
-    return held.by_address
-
-
 @dataclass(frozen=True, slots=True)
-class LabelledEndpoints:
-    """A namespace's labelled endpoints by address, and the versions they were read at."""
+class LabelledEndpointsInputs:
+    """What a namespace's labelled endpoints are read from: its services and the endpoint
+    versions of each (compared; the index rides along for the builder to read)."""
 
+    services: InputKey
     versions: tuple[int, ...]
-    by_address: Mapping[str, list[Candidate]]
-    index: EndpointIndex | None = None
-    revision: int = -1
-    """The index, and its revision, the versions were last found current at."""
+    index: EndpointIndex = field(compare=False, repr=False)
+
+
+def labelled_endpoints(inputs: LabelledEndpointsInputs) -> Mapping[str, list[Candidate]]:
+    """The labelled endpoints of the namespace's services, by address (shared by every
+    workload of the namespace until one of those services' endpoints changes)."""
+    index = inputs.index
+    services: tuple[Service, ...] = inputs.services.parts  # type: ignore[assignment]
+    if tuple(index.version(s.key) for s in services) != inputs.versions:
+        raise RuntimeError("endpoints moved past the versions asked for")
+    by_address: dict[str, list[Candidate]] = {}
+    position = 0
+    for service in services:
+        for endpoint in index.endpoints(service.key):
+            if endpoint.labels:
+                by_address.setdefault(endpoint.address, []).append((position, service, endpoint))
+            position += 1
+    return by_address

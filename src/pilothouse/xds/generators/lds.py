@@ -34,7 +34,7 @@ lds_inbound.py).
 from __future__ import annotations
 
 import logging
-from collections.abc import Hashable
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,7 +66,6 @@ from pilothouse.xds.generators.inbound import inbound_ports
 from pilothouse.xds.generators.lds_inbound import inbound_listener
 from pilothouse.xds.generators.routing import resolver_for
 from pilothouse.xds.generators.scope_inputs import ScopeInputs, scope_inputs
-from pilothouse.xds.generators.scope_memo import scope_memo
 
 log = logging.getLogger("pilothouse.xds")
 
@@ -84,47 +83,34 @@ class ListenerGenerator:
             return everything
         return {n: everything[n] for n in given.names if n in everything}
 
-    def _everything(self, given: GenerationInput) -> dict[str, Resource]:
-        """The scope's outbound listeners (once per scope), then the proxy's inbound ones.
+    def _everything(self, given: GenerationInput) -> Mapping[str, Resource]:
+        """The scope's outbound listeners (one cache lookup), then the proxy's inbound ones.
 
         Only inbound listeners carry the proxy's own address; everything else depends on
         the scope, the transport and whether the proxy captures traffic.
         """
         proxy = given.proxy
         capturing = (proxy.metadata or {}).get("INTERCEPTION_MODE", "") in CAPTURING
-        known = scope_memo(given.scope).listeners
         authorization = (
             given.context.authorizations.for_workload(proxy.namespace, proxy.labels)
             if proxy.is_router
             else NO_AUTHORIZATION
         )
-        outbound = known.get((capturing, given.rest, authorization))
-        if outbound is None:
-            outbound = known[capturing, given.rest, authorization] = self._outbound(
-                given, capturing, authorization
-            )
+        inputs = ListenerInputs(scope_inputs(given), capturing, given.rest, authorization)
+        outbound = given.cache.group(inputs, build_listeners)
         if proxy.is_router:
-            return outbound.resources
+            return outbound.named()
         inbound = inbound_ports(given)
         if not inbound:
-            return outbound.resources
-        everything = dict(outbound.resources)
+            return outbound.named()
+        everything = dict(outbound.named())
+        taken = outbound.notes
         for port in inbound:
-            if not port.bind and (port.address, port.port) in outbound.taken:
+            if not port.bind and (port.address, port.port) in taken:
                 continue  # the egress listener owns that address; the cluster still exists
             resource = inbound_listener(given, port)
             everything[resource.name] = resource
         return everything
-
-    def _outbound(
-        self, given: GenerationInput, capturing: bool, authorization: WorkloadAuthorization
-    ) -> ScopeListeners:
-        """The scope's listeners, from the cache when the scope's inputs were seen before."""
-        inputs = ListenerInputs(
-            scope_inputs(given.context, given.scope), capturing, given.rest, authorization
-        )
-        group = given.cache.group(inputs, build_listeners)
-        return ScopeListeners({r.name: r for r in group.resources}, group.notes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,15 +142,6 @@ def build_listeners(inputs: ListenerInputs) -> ResourceGroup:
     )
     resources = {listener.name: encode(listener, listener.name) for listener in listeners}
     return ResourceGroup(tuple(resources.values()), taken)
-
-
-@dataclass(frozen=True, slots=True)
-class ScopeListeners:
-    """The encoded listeners every proxy of a scope shares, and the sockets they take."""
-
-    resources: dict[str, Resource]
-    taken: frozenset[Hashable]
-    """(address, port) of every listener."""
 
 
 def router_listeners(scope: ScopeInputs) -> list[Any]:

@@ -29,7 +29,6 @@ from pilothouse.xds.builders.listener_sidecar import build_inbound_listener
 from pilothouse.xds.builders.names import inbound_cluster_name
 from pilothouse.xds.generators.base import GenerationInput
 from pilothouse.xds.generators.cds import encode
-from pilothouse.xds.generators.context_memo import context_memo
 from pilothouse.xds.generators.inbound import InboundPort, inbound_authorization, inbound_mtls
 
 
@@ -49,7 +48,7 @@ class InboundListenerInputs:
     tls: Any = field(default=None, compare=False, repr=False)
     """The TLS settings ``tls_bytes`` serialise, for the builder to read."""
     access: AccessFilters | None = field(default=None, compare=False, repr=False)
-    """The filters ``authorization`` becomes, built once per context and policies."""
+    """The filters ``authorization`` becomes, built once per distinct policies."""
 
     @classmethod
     def of(cls, given: GenerationInput, port: InboundPort) -> InboundListenerInputs:
@@ -68,7 +67,7 @@ class InboundListenerInputs:
 
     def guarded(self, given: GenerationInput) -> InboundListenerInputs:
         """The same inputs carrying their access-control filters, as built once for the
-        context (``access`` is not compared: the policies in ``authorization`` are)."""
+        policies (``access`` is not compared: the policies in ``authorization`` are)."""
         if self.authorization.empty:
             return self
         return dataclasses.replace(self, access=access_filters(given, self.authorization))
@@ -110,14 +109,19 @@ class InboundTemplateKey:
     address_length: int
 
 
+@dataclass(frozen=True, slots=True)
+class AccessFilterInputs:
+    """What a workload's access-control filters are built from: its policies."""
+
+    authorization: WorkloadAuthorization
+
+
 def access_filters(given: GenerationInput, authorization: WorkloadAuthorization) -> AccessFilters:
-    """The filters of ``authorization``, built once per context (shared by every port of
-    every workload the same policies select)."""
-    known = context_memo(given.context).access_filters
-    found = known.get(authorization)
-    if found is None:
-        found = known[authorization] = AccessFilters.of(authorization)
-    return found
+    """The filters of ``authorization``, built once per distinct policies (shared by every
+    port of every workload the same policies select)."""
+    return given.cache.value(
+        AccessFilterInputs(authorization), lambda: AccessFilters.of(authorization)
+    )
 
 
 def _inbound_name(inputs: InboundListenerInputs, address: str) -> str:

@@ -10,13 +10,16 @@ VirtualServices bound to it, and the delegate VirtualServices their routes name.
 builders take it (inside ``ListenerInputs`` or ``RouteInputs``, with the few proxy facts
 they read) and nothing else: no PushContext, scope or proxy is reachable from it. Its
 lookups (services by hostname, ports, hash policies, delegates) are derived from its
-fields on first use. Proxyless gRPC's routes (grpc_rds.py, remembered per context, not
-cached under inputs) use the same fields and lookups.
+fields on first use. Proxyless gRPC's listeners and routes (grpc_lds.py, grpc_rds.py)
+use the same fields and lookups.
 
-:func:`scope_inputs` gathers it once per scope (kept in the scope's memo, so it moves
-with the scope when a later context takes the scope over): configs as themselves (a
+:func:`scope_inputs` gathers it once per scope from the scope and its ``ScopeContext``
+(interned in the scope, so every proxy of the scope holds the same object, hashed once;
+a later context takes the scope over with it when nothing it read changed): configs as
+themselves (a
 Config compares by content and resource version), DestinationRules only as their load
-balancer settings.
+balancer settings (read once per rule revision, kept in the resource cache under
+:class:`BalancerInputs`).
 
 Two scopes with equal inputs, in any two contexts, get equal listeners and routes, so
 those are cached in the ResourceCache under their inputs and outlive pushes that did
@@ -29,24 +32,23 @@ other edits must not evict them.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pilothouse.config.mesh import OutboundPolicy
 from pilothouse.config.model import Config, ConfigKey
-from pilothouse.push.context import PushContext
+from pilothouse.push.cache import ResourceCache
 from pilothouse.push.indexes import RouteEntry
-from pilothouse.push.inputs import FrozenInputs
+from pilothouse.push.inputs import ConfigRevision, FrozenInputs
 from pilothouse.push.proxy import ProxyType
 from pilothouse.push.rule_reads import hash_policy_inputs
-from pilothouse.push.scope import ProxyScope
+from pilothouse.push.scope import ProxyScope, ScopeContext
 from pilothouse.registry.model import Service
 from pilothouse.xds.builders.route_action import HashPolicyLookup
 from pilothouse.xds.builders.route_delegate import DelegateLookup
-from pilothouse.xds.generators.context_memo import context_memo
+from pilothouse.xds.generators.base import GenerationInput
 from pilothouse.xds.generators.routing import delegate_lookup, hash_policy_lookup
-from pilothouse.xds.generators.scope_memo import predecessor_memo, scope_memo
 
 DatedRoute = tuple[RouteEntry, datetime.datetime | None]
 """A VirtualService the scope sees, with its creation time."""
@@ -125,16 +127,17 @@ class ScopeInputs(FrozenInputs):
         return found
 
 
-def scope_inputs(context: PushContext, scope: ProxyScope) -> ScopeInputs:
-    """The scope's :class:`ScopeInputs` (made once per scope: see ``ScopeMemo``)."""
-    memo = scope_memo(scope)
-    found = memo.inputs
-    if found is None:
-        found = memo.inputs = _gather(context, scope)
-    return found
+def scope_inputs(given: GenerationInput) -> ScopeInputs:
+    """The :class:`ScopeInputs` of the proxy's scope, gathered once per scope."""
+    cache = given.cache
+
+    def gather(scope: ProxyScope, context: ScopeContext) -> ScopeInputs:
+        return _gather(context, scope, cache)
+
+    return given.scope.interned(ScopeInputs, gather)
 
 
-def _gather(context: PushContext, scope: ProxyScope) -> ScopeInputs:
+def _gather(context: ScopeContext, scope: ProxyScope, cache: ResourceCache) -> ScopeInputs:
     index = context.virtual_services
     routes = visible_routes(context, scope)
     bound = tuple((g, index.for_gateway(g.key)) for g in scope.gateways)
@@ -148,9 +151,8 @@ def _gather(context: PushContext, scope: ProxyScope) -> ScopeInputs:
         sidecar = context.sidecars.by_key.get(scope.key.sidecar)
     # Services are read by hostname only, and their DestinationRules only for hash
     # policies: a rule edit that leaves load balancing alone changes no listener or route.
-    balancer = _balancer_reader(context, scope)
     services = tuple(
-        (service, balancer(scope.destination_rule(service)))
+        (service, balancer(cache, scope.destination_rule(service)))
         for service in scope.by_hostname.values()
     )
     mesh = context.mesh
@@ -168,51 +170,24 @@ def _gather(context: PushContext, scope: ProxyScope) -> ScopeInputs:
     )
 
 
-def _balancer_reader(
-    context: PushContext, scope: ProxyScope
-) -> Callable[[Config | None], bytes | None]:
-    """``hash_policy_inputs`` of a rule, remembered per scope; taken from the predecessor
-    scope for the very same rule object (a rule edit changes one rule, not hundreds)."""
-    known = scope_memo(scope).balancers
-    previous = predecessor_memo(scope)
-    held = previous.balancers if previous is not None else {}
-    across = context_memo(context).hash_policy_inputs
+@dataclass(frozen=True, slots=True)
+class BalancerInputs:
+    """What ``rule_reads.hash_policy_inputs`` reads: one DestinationRule, by revision."""
 
-    def read(rule: Config | None) -> bytes | None:
-        if rule is None:
-            return None
-        entry = known.get(rule.key)
-        if entry is None or entry[0] is not rule:
-            entry = held.get(rule.key)
-            if entry is None or entry[0] is not rule:
-                try:
-                    found = across[rule]
-                except KeyError:
-                    found = across[rule] = hash_policy_inputs(rule)
-                entry = (rule, found)
-            known[rule.key] = entry
-        return entry[1]
-
-    return read
+    rule: ConfigRevision
 
 
-def visible_routes(context: PushContext, scope: ProxyScope) -> tuple[RouteEntry, ...]:
+def balancer(cache: ResourceCache, rule: Config | None) -> bytes | None:
+    """``hash_policy_inputs`` of ``rule``, made once per rule revision (a rule edit
+    serialises one rule's load balancers again, not hundreds)."""
+    if rule is None:
+        return None
+    inputs = BalancerInputs(ConfigRevision.of(rule))  # type: ignore[arg-type]
+    return cache.value(inputs, lambda: hash_policy_inputs(inputs.rule.config))
+
+
+def visible_routes(context: ScopeContext, scope: ProxyScope) -> tuple[RouteEntry, ...]:
     """The VirtualServices the scope sees, in a stable order (oldest first, then by key)."""
-    memo = scope_memo(scope)
-    entries = memo.visible_routes
-    if entries is None:
-        entries = memo.visible_routes = _visible_routes(context, scope)
-    return entries
-
-
-def _visible_routes(context: PushContext, scope: ProxyScope) -> tuple[RouteEntry, ...]:
-    previous = scope.predecessor
-    if previous is not None and previous.virtual_services == scope.virtual_services:
-        # same VirtualService index (see ProxyScope.predecessor), same keys: same entries
-        held = predecessor_memo(scope)
-        known = held.visible_routes if held is not None else None
-        if known is not None:
-            return known
     return tuple(
         sorted(
             (

@@ -1,0 +1,262 @@
+"""What generators keep between calls is keyed by its inputs, so it is never stale.
+
+The generators keep nothing of their own: every value they reuse (a scope's clusters,
+listeners and routes, a proxy's inbound ports, the answer to a set of watched EDS names,
+a proxyless listener or route) is in the resource cache under a frozen value of
+everything it is built from. These tests check the two promises that follow: a value
+whose inputs moved without a new PushContext (endpoints) is built again, and a new
+PushContext after an edit finds everything the edit did not touch in the cache, built
+once. A scope interns the inputs values gathered from it; a new context takes an equal
+scope over with them only when what they were gathered from is the same.
+
+The mesh is loaded into a MemoryStore and a ServiceEntryRegistry, as the discovery
+server holds them (no process: generation is in-process code).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from pilothouse.config.load import Loader
+from pilothouse.config.mesh import MeshSettings
+from pilothouse.config.model import ConfigKey
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
+from pilothouse.push.cache import ResourceCache
+from pilothouse.push.context import PushContext, build_context
+from pilothouse.push.proxy import ProxyIdentity, parse_node
+from pilothouse.push.request import PushRequest
+from pilothouse.registry.controller import ServiceEntryRegistry
+from pilothouse.security.identity import Caller, ProvedBy, SpiffeId
+from pilothouse.sources.memory import MemoryStore
+from pilothouse.xds.generators import eds, lds, rds
+from pilothouse.xds.generators.base import GenerationInput
+from pilothouse.xds.generators.cds import ClusterGenerator
+from pilothouse.xds.generators.eds import EndpointGenerator
+from pilothouse.xds.generators.lds import ListenerGenerator
+from pilothouse.xds.generators.rds import RouteGenerator
+
+NAMESPACES = ("shop", "bank")
+
+
+def _namespace(ns: str, *, max_connections: int = 10, db_address: str = "10.9.0.1") -> str:
+    return f"""\
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {{name: web, namespace: {ns}}}
+spec:
+  hosts: [web.{ns}.svc.cluster.local]
+  location: MESH_INTERNAL
+  resolution: STATIC
+  ports: [{{name: http, number: 8080, protocol: HTTP}}]
+  workloadSelector: {{labels: {{app: web}}}}
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {{name: db, namespace: {ns}}}
+spec:
+  hosts: [db.{ns}.svc.cluster.local]
+  location: MESH_INTERNAL
+  resolution: DNS
+  ports: [{{name: tcp, number: 5432, protocol: TCP}}]
+  workloadSelector: {{labels: {{app: db}}}}
+---
+apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: {{name: web-1, namespace: {ns}}}
+spec: {{address: 10.{NAMESPACES.index(ns)}.0.1, labels: {{app: web, version: v1}}}}
+---
+apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: {{name: db-1, namespace: {ns}}}
+spec: {{address: {db_address}, labels: {{app: db}}}}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {{name: web, namespace: {ns}}}
+spec:
+  host: web.{ns}.svc.cluster.local
+  trafficPolicy:
+    connectionPool: {{tcp: {{maxConnections: {max_connections}}}}}
+  subsets:
+  - {{name: v1, labels: {{version: v1}}}}
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {{name: web, namespace: {ns}}}
+spec:
+  hosts: [web.{ns}.svc.cluster.local]
+  http:
+  - route:
+    - destination: {{host: web.{ns}.svc.cluster.local, subset: v1}}
+---
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {{name: default, namespace: {ns}}}
+spec:
+  egress:
+  - hosts: ["./*"]
+"""
+
+
+def _mesh(**shop: Any) -> str:
+    return "".join(_namespace(ns, **(shop if ns == "shop" else {})) for ns in NAMESPACES)
+
+
+def _proxy(ns: str) -> ProxyIdentity:
+    address = f"10.{NAMESPACES.index(ns)}.0.1"
+    return parse_node(
+        f"sidecar~{address}~web-1.{ns}~{ns}.svc.cluster.local",
+        {"NAMESPACE": ns, "LABELS": {"app": "web", "version": "v1"}},
+    )
+
+
+class Server:
+    """The store, registry, context and cache a discovery server would hold."""
+
+    def __init__(self, text: str) -> None:
+        self.store = MemoryStore("test")
+        self.registry = ServiceEntryRegistry(self.store, lambda update: None)
+        self.cache = ResourceCache()
+        self.apply(text)
+        self.store.mark_synced()
+        self.registry.initial_load()
+        self.context: PushContext = build_context(
+            self.store, self.registry.services, MeshSettings(), "v1"
+        )
+
+    def apply(self, text: str) -> list[ConfigKey]:
+        return [
+            config.key
+            for config in Loader(source="test").load_strict(text, "mesh.yaml")
+            if self.store.apply(config) is not None
+        ]
+
+    def push(self, changed: list[ConfigKey]) -> None:
+        self.cache.invalidate(changed)
+        self.context = build_context(
+            self.store,
+            self.registry.services,
+            MeshSettings(),
+            "v2",
+            self.context,
+            PushRequest.for_configs(changed),
+        )
+
+    def generate(self, proxy: ProxyIdentity) -> dict[str, dict[str, bytes]]:
+        """``{type: {name: body}}``: CDS, LDS and RDS by wildcard, EDS for the clusters."""
+        out: dict[str, dict[str, bytes]] = {}
+        names: dict[str, frozenset[str] | None] = {}
+        for type_url, generator in (
+            (CDS, ClusterGenerator()),
+            (EDS, EndpointGenerator()),
+            (LDS, ListenerGenerator()),
+            (RDS, RouteGenerator()),
+        ):
+            made = generator.generate(
+                GenerationInput(
+                    proxy=proxy,
+                    scope=self.context.scope(proxy),
+                    context=self.context,
+                    endpoints=self.registry.endpoint_index,
+                    cache=self.cache,
+                    names=names.get(type_url),
+                )
+            )
+            out[type_url] = {name: r.body for name, r in made.items()}
+            if type_url == CDS:
+                names[EDS] = frozenset(n for n in made if n.startswith("outbound|"))
+        return out
+
+
+def test_dns_clusters_follow_an_endpoint_change_within_one_context() -> None:
+    """A DNS service's clusters hold its endpoints, which move by the EDS fast path
+    without a new PushContext: a proxy generated after the move gets the new address
+    (the scope's clusters were once kept per context, keyed without the endpoints)."""
+    server = Server(_mesh())
+    proxy = _proxy("shop")
+    cluster = "outbound|5432||db.shop.svc.cluster.local"
+    before = server.generate(proxy)
+    assert b"10.9.0.1" in before[CDS][cluster]
+    context = server.context
+    server.apply(_mesh(db_address="10.9.0.2"))
+    assert server.context is context  # no push: the endpoints moved in place
+    after = server.generate(proxy)
+    assert b"10.9.0.2" in after[CDS][cluster] and b"10.9.0.1" not in after[CDS][cluster]
+    assert after == Server(_mesh(db_address="10.9.0.2")).generate(proxy)
+
+
+def test_an_edit_rebuilds_only_what_reads_it_and_the_rest_comes_from_the_cache(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After a DestinationRule edit in ``shop`` and a new PushContext, ``bank``'s
+    listeners, routes and EDS answers are found in the cache, and so are ``shop``'s,
+    whose inputs the connection-pool limit is not part of; ``shop``'s clusters are built
+    again, and every resource is what a fresh server gives."""
+    built: Counter[tuple[str, str]] = Counter()
+
+    def counting(kind: str, module: Any, name: str) -> None:
+        original = getattr(module, name)
+
+        def wrapped(inputs: Any, *rest: Any) -> Any:
+            built[kind, _namespace_of(inputs)] += 1
+            return original(inputs, *rest)
+
+        monkeypatch.setattr(module, name, wrapped)
+
+    counting(LDS, lds, "build_listeners")
+    counting(RDS, rds, "build_route")
+    counting(EDS, eds, "watched_assignments")
+    server = Server(_mesh())
+    before = {ns: server.generate(_proxy(ns)) for ns in NAMESPACES}
+    assert built == {(t, ns): 1 for t in (LDS, RDS, EDS) for ns in NAMESPACES}
+    built.clear()
+    server.push(server.apply(_mesh(max_connections=11)))
+    after = {ns: server.generate(_proxy(ns)) for ns in NAMESPACES}
+    assert built == {}  # EDS reads a rule's subsets only, and they did not change
+    assert after["bank"] == before["bank"]
+    assert after["shop"][CDS] != before["shop"][CDS]
+    assert after["shop"][LDS] == before["shop"][LDS] and after["shop"][RDS] == before["shop"][RDS]
+    fresh = Server(_mesh(max_connections=11))
+    assert after == {ns: fresh.generate(_proxy(ns)) for ns in NAMESPACES}
+
+
+def _namespace_of(inputs: Any) -> str:
+    if isinstance(inputs, eds.WatchInputs):
+        service, _rule = inputs.services.parts[0]  # type: ignore[misc]
+        return str(service.namespace)
+    return str(inputs.scope.namespace)
+
+
+def test_an_equal_scope_is_taken_over_only_when_what_its_inputs_read_is_the_same() -> None:
+    """A DestinationRule edit leaves ``bank``'s scope equal and the ScopeContext (mesh,
+    VirtualService, Sidecar, Gateway and PeerAuthentication indexes) the same: the new
+    context takes over the scope object with its interned inputs. A PeerAuthentication
+    edit changes what the interned cluster inputs read (the namespaces auto-mTLS applies
+    to), so no scope is taken over and a proved proxy's clusters follow the edit."""
+    server = Server(_mesh())
+    proxy = dataclasses.replace(
+        _proxy("bank"), caller=Caller((SpiffeId("cluster.local", "bank", "web"),), ProvedBy.JWT)
+    )
+    old = server.context.scope(proxy)
+    before = server.generate(proxy)
+    server.push(server.apply(_mesh(max_connections=11)))
+    assert server.context.scope(proxy) is old
+    disable = """\
+---
+apiVersion: security.istio.io/v1
+kind: PeerAuthentication
+metadata: {name: default, namespace: bank}
+spec: {mtls: {mode: DISABLE}}
+"""
+    server.push(server.apply(disable))
+    assert server.context.scope(proxy) is not old
+    after = server.generate(proxy)
+    cluster = "outbound|8080||web.bank.svc.cluster.local"
+    assert after[CDS][cluster] != before[CDS][cluster]  # no auto-mTLS to a DISABLE namespace
+    fresh = Server(_mesh(max_connections=11) + disable)
+    assert after == fresh.generate(proxy)
