@@ -160,6 +160,18 @@ class Mesh:
         return len(plan.pushes), time.perf_counter() - start
 
 
+
+_RSA_2048_N = (
+    "xYbUqhzUbFFMSoyrO5TrOufj2GW9H-NnI715HQkyyOtoJf8Fhr0Bi3yc0ZG2YUeXtbmNVjzhbSP_r4Bw"
+    "EmDT4ZkUjOl2A4i9fylW5NQEsQ9qNbg2hcDJGZuSw4qvPP8KeP_evpTS398w0z3tuoqHDmHjiypDICV3"
+    "Rb2qmsinyVljmPkVzEKpNtQjfbWGo-r6JoC4xZ4KZewm31BJR2hneYCjilNlejXFoyr-n9vaXNQ3FamZ"
+    "JqQTmv2AcgSpqQ2NCQEbSePVUhLp5f7PpVVpljMYOhQuxm8MmTY86DqlrbOYZttwJlB222ZFCJRsiSH6"
+    "FVLkzVyGvl7oe_tdrvkLUw"
+)
+"""The modulus of a real RSA 2048 public key (its private half was thrown away): an
+inline key set's keys must pass the key checks to be relayed."""
+_JWKS = json.dumps({"keys": [{"kty": "RSA", "n": _RSA_2048_N, "e": "AQAB"}]})
+
 def guarded_authorization(policies: int, rules: int) -> WorkloadAuthorization:
     rule = (
         "  - from: [{source: {principals: [cluster.local/ns/a/sa/b], namespaces: [x]}}]\n"
@@ -174,7 +186,7 @@ def guarded_authorization(policies: int, rules: int) -> WorkloadAuthorization:
     text += (
         "---\napiVersion: security.istio.io/v1\nkind: RequestAuthentication\n"
         "metadata: {name: jwt, namespace: a}\nspec:\n  jwtRules:\n  - issuer: https://i\n"
-        '    jwks: \'{"keys": [{"kty": "RSA", "n": "sXch", "e": "AQAB"}]}\'\n'
+        f"    jwks: '{_JWKS}'\n"
     )
     revisions: list[Any] = [ConfigRevision.of(c) for c in Loader().load_strict(text, "p.yaml")]
     return WorkloadAuthorization(
