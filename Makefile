@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install browser run demo test lint unit protos bench fuzz clean
+.PHONY: install browser run demo check test lint unit protos bench fuzz clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -44,9 +44,15 @@ lint: install
 	$(BIN)/ruff check src tests bench proto demo
 	$(BIN)/mypy --strict src
 
-## test: install, lint, then the whole test suite
+## check: the unit tier and the golden files (no process started), the inner loop
+## test: install, lint, then the whole test suite, in parallel: each worker takes whole
+## files (--dist loadfile), so a module's Envoy or etcd fixture is started once
+WORKERS ?= auto
+check: install
+	$(BIN)/pytest -q -n $(WORKERS) tests/unit tests/golden
+
 test: lint browser
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(WORKERS) --dist loadfile
 
 ## fuzz: the fuzz suite with thousands of cases per test (before a release)
 FUZZ_EXAMPLES ?= 3000
