@@ -47,12 +47,16 @@ lint: install
 ## check: the unit tier and the golden files (no process started), the inner loop
 ## test: install, lint, then the whole test suite, in parallel: each worker takes whole
 ## files (--dist loadfile), so a module's Envoy or etcd fixture is started once
+## Both keep compiled modules in __pycache__ (git-ignored) even where the environment says
+## PYTHONDONTWRITEBYTECODE: without them every worker rewrites the asserts of every test
+## module again (about 6 s each) and every process a test starts compiles pilothouse.
 WORKERS ?= auto
+PYTEST  := PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -q -n $(WORKERS)
 check: install
-	$(BIN)/pytest -q -n $(WORKERS) tests/unit tests/golden
+	$(PYTEST) tests/unit tests/golden
 
 test: lint browser
-	$(BIN)/pytest -q -n $(WORKERS) --dist loadfile
+	$(PYTEST) --dist loadfile --no-loadscope-reorder
 
 ## fuzz: the fuzz suite with thousands of cases per test (before a release)
 FUZZ_EXAMPLES ?= 3000
