@@ -7,6 +7,9 @@ Test processes inherit this environment (the harnesses pass ``os.environ`` down)
 in-process ``settings_from`` reads it too. The CA's root is made here, once, before any
 test runs: RSA key generation is slow, and two servers started at the same moment
 must not both create a root in the same directory.
+
+Each collected test is also given its tier markers (``e2e``, ``envoy``, ``etcd``, ``kube``,
+``browser``, ``slow``) from where it lives and what it reaches: see ``tests/tiers.py``.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import pytest
 
 from pilothouse.security.ca import CertificateAuthority
 from pilothouse.settings import CaSettings
+from tests.tiers import fixture_tiers, module_tiers
 
 TLS_ADDRESS = "PILOTHOUSE_XDS_TLS_ADDRESS"
 CA_DIR = "PILOTHOUSE_CA_DIR"
@@ -39,6 +43,18 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     scratch = config.stash.get(_SCRATCH, None)
     if scratch is not None:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test with its tiers (see ``tests/tiers.py``)."""
+    tests_root = Path(__file__).parent
+    by_file: dict[Path, set[str]] = {}
+    for item in items:
+        if item.path not in by_file:
+            by_file[item.path] = module_tiers(item.path, tests_root, getattr(item, "module", None))
+        fixtures = getattr(item, "fixturenames", ())
+        for marker in sorted(by_file[item.path] | fixture_tiers(fixtures)):
+            item.add_marker(marker)
 
 
 _SCRATCH = pytest.StashKey[Path]()

@@ -97,11 +97,16 @@ async def test_switching_routes_to_new_subsets_loses_no_request(
                 errors.extend(report.errors)
 
         traffic = asyncio.create_task(load())
-        for index in range(SWITCHES):
-            plane.apply_yaml(mesh(gateway_port, upstream.port, f"v{index}"))
-            await asyncio.sleep(0.15)
-            plane.apply_yaml(mesh(gateway_port, upstream.port, "base"))
-            await asyncio.sleep(0.15)
+        # At least SWITCHES switches, and on until the traffic has reached the count the
+        # check below asks for (a busy machine sends fewer requests per switch).
+        index = 0
+        async with asyncio.timeout(60):
+            while index < SWITCHES or sum(statuses.values()) < 2000:
+                plane.apply_yaml(mesh(gateway_port, upstream.port, f"v{index}"))
+                await asyncio.sleep(0.15)
+                plane.apply_yaml(mesh(gateway_port, upstream.port, "base"))
+                await asyncio.sleep(0.15)
+                index += 1
         await asyncio.sleep(0.3)
         stop.set()
         await traffic

@@ -67,9 +67,13 @@ async def test_sink_client_nacks_the_message_and_keeps_stream_and_store(
             upstream.apply(service_entry(CURSED, "web"))
             await eventually(lambda: client.sink.totals.nacks == 1, what="the NACK")
             assert client.store.keys() == [GOOD] and client.store.get(GOOD) is held
+            # The client counts its NACK when it sends it; the source records it on receipt.
+            # streams() describes the streams as they are when called: ask again each time.
+            await eventually(
+                lambda: [SE in stream.errors for stream in source.streams()] == [True],
+                what="the source saw the NACK",
+            )
             [stream] = source.streams()
-            # the client counts its NACK when it sends it; the source records it on receipt
-            await eventually(lambda: SE in stream.errors, what="the source saw the NACK")
             error = stream.errors[SE]
             assert error.code == Code.INTERNAL
             assert "failed to apply 2 resource(s)" in error.message
@@ -100,9 +104,14 @@ async def test_sink_server_nacks_the_message_and_keeps_stream_and_store(
             await eventually(sink.has_synced, what="sink synced")
             upstream.apply(service_entry(CURSED, "web"))
             await eventually(lambda: sink.sink.totals.nacks == 1, what="the NACK")
+            # The sink counts its NACK when it sends it; the source records it on receipt.
+            # stream() describes the stream as it is when called: ask again each time.
+            await eventually(
+                lambda: (live := source.stream()) is not None and SE in live.errors,
+                what="the source records it",
+            )
             stream = source.stream()
             assert stream is not None
-            await eventually(lambda: SE in stream.errors, what="the source records it")
             assert stream.errors[SE].code == Code.INTERNAL
             assert sink.store.keys() == [GOOD]
 

@@ -60,6 +60,9 @@ async def test_refusals_grow_the_wait_and_a_served_stream_resets_it() -> None:
         admission.configure(rate=0, max_connections=1)  # now the connection limit refuses
         seen = refused.streams_opened
         await until(lambda: refused.streams_opened >= seen + 3)
+        # the proxy counts a stream when it opens it; the last one may not have reached
+        # admission yet, and must be refused before the limit is lifted below
+        await until(lambda: admission.snapshot().rejected["max_connections"] >= 3)
         assert refused.stream_errors[-1].startswith("UNAVAILABLE")
         assert "circuit breaker" in refused.stream_errors[-1]
         failures = [count for count, _ in refused.retries]

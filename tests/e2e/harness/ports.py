@@ -7,14 +7,22 @@ picked inside it can be taken by one of them in the moment between picking and b
 (CI once saw a gateway's listener port go to an upstream that bound port 0 next).  The
 picker checks each candidate by binding it, and never hands out the same port twice in a
 process.  Nothing assumes a fixed port.
+
+Under pytest-xdist several worker processes pick at once, and a check by binding cannot
+see a port another worker picked a moment ago and has not bound yet.  So each worker
+draws from its own share of the range (the ports whose number modulo the worker count is
+its index, from ``PYTEST_XDIST_WORKER`` and ``PYTEST_XDIST_WORKER_COUNT``): no two workers
+ever hand out the same port.  A process a test starts inherits its worker's share.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import socket
 import time
+from collections.abc import Mapping
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -25,7 +33,8 @@ LOWEST = 10000
 
 
 class PortPicker:
-    """Hands out ports outside the ephemeral range, each at most once per process."""
+    """Hands out ports outside the ephemeral range, each at most once per process, and
+    only from its ``share`` (index, count): the ports ``p`` with ``p % count == index``."""
 
     def __init__(
         self,
@@ -34,10 +43,15 @@ class PortPicker:
         given: set[int] | None = None,
         lowest: int = LOWEST,
         room: int = 2000,
+        share: tuple[int, int] = (0, 1),
     ) -> None:
+        index, count = share
+        if not 0 <= index < count:
+            raise ValueError(f"share {index} of {count} does not exist")
         self._ephemeral = ephemeral
         self._lowest = lowest
         self._room = room
+        self._share = share
         self._given: set[int] = set() if given is None else set(given)
         self._random = random.Random(seed)
 
@@ -47,10 +61,14 @@ class PortPicker:
             return range(0)
         low, high = self._ephemeral
         if low - self._lowest >= self._room:
-            return range(self._lowest, low)
+            return self._shared(range(self._lowest, low))
         if 65535 - high >= self._room:
-            return range(high + 1, 65536)
+            return self._shared(range(high + 1, 65536))
         return range(0)
+
+    def _shared(self, ports: range) -> range:
+        index, count = self._share
+        return range(ports.start + (index - ports.start) % count, ports.stop, count)
 
     def pick(self, count: int, host: str) -> list[int]:
         """``count`` distinct ports that were free on ``host`` a moment ago."""
@@ -86,7 +104,19 @@ def ephemeral_range() -> tuple[int, int] | None:
         return None
 
 
-_PICKER = PortPicker(ephemeral_range())
+def worker_share(environ: Mapping[str, str] = os.environ) -> tuple[int, int]:
+    """This pytest-xdist worker's (index, count) from its environment; (0, 1) outside xdist
+    or where the variables do not make sense."""
+    name = environ.get("PYTEST_XDIST_WORKER", "")
+    try:
+        index = int(name.removeprefix("gw"))
+        count = int(environ.get("PYTEST_XDIST_WORKER_COUNT", ""))
+    except ValueError:
+        return (0, 1)
+    return (index, count) if name.startswith("gw") and 0 <= index < count else (0, 1)
+
+
+_PICKER = PortPicker(ephemeral_range(), share=worker_share())
 
 
 def free_port(host: str = LOOPBACK) -> int:

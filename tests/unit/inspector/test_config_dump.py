@@ -20,7 +20,7 @@ from pilothouse.inspector.digest import bytes_digest
 from pilothouse.inspector.message_types import MessageTypes
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.xds.builders.encode import to_any_bytes
-from tests.unit.inspector.test_digest import as_envoy_dumps
+from tests.integration.test_digest import as_envoy_dumps
 
 ADMIN = "type.googleapis.com/envoy.admin.v3."
 NODE = "sidecar~127.0.0.1~app-1.shop~shop.svc.cluster.local"

@@ -55,13 +55,17 @@ async def handshake(
             client_context.verify_mode = ssl.CERT_NONE
         if client is not None:
             client_context.load_cert_chain(*client)
-        _, writer = await asyncio.open_connection(
+        reader, writer = await asyncio.open_connection(
             "127.0.0.1", port, ssl=client_context, server_hostname=name
         )
         der = writer.get_extra_info("ssl_object").getpeercert(binary_form=True)
         assert writer.get_extra_info("ssl_object").selected_alpn_protocol() == "h2"
         async with asyncio.timeout(5):
             while not seen:
+                # With TLS 1.3 the client is done before the server has checked its
+                # certificate: a refusal arrives afterwards, as an alert that ends the stream.
+                if reader.exception() is not None or reader.at_eof():
+                    raise ConnectionError(f"the server refused the handshake: {reader.exception()}")
                 await asyncio.sleep(0.01)
         writer.close()
         return x509.load_der_x509_certificate(der), seen[0]

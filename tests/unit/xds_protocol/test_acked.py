@@ -13,7 +13,7 @@ from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.cache import Resource
 from pilothouse.xds.protocol.acked import MAX_WAITING, AckedResources
 from pilothouse.xds.protocol.stream_engine import StreamEngine
-from tests.unit.xds_protocol.test_stream_engine import (
+from tests.integration.test_stream_engine import (
     LISTENER,
     ROUTE,
     A,

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pilothouse.protocol.type_urls import SDS
 from pilothouse.push.cache import Resource
 from pilothouse.xds.protocol.withheld import WITHHELD
-from tests.unit.xds_protocol.test_stream_engine import PROTOCOLS, Client, Sent, Source
+from tests.integration.test_stream_engine import PROTOCOLS, Client, Sent, Source
 
 
 class SecretSource(Source):

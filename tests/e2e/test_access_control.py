@@ -17,8 +17,8 @@ from pilothouse.push.peer_authentication import MtlsMode
 from pilothouse.xds.builders.jwt_authn import inline_keys
 from pilothouse.xds.builders.listener_sidecar import build_inbound_listener
 from pilothouse.xds.builders.rbac_rules import RuleContext, build_policy
+from tests.e2e.test_listener_envoy_validate import envoy_validate, write_bootstrap
 from tests.unit.security.sample_keys import RSA_2048
-from tests.unit.xds_builders.test_listener_envoy_validate import envoy_validate, write_bootstrap
 
 ISSUER = "https://issuer.test"
 HTTP_ALLOW = RuleContext(tcp=False, allow=True, issuers=(ISSUER,))

@@ -12,7 +12,7 @@ from bench.memory_slope import Point, slope_kib
 from bench.memory_slope import report as memory_report
 
 # fanout_curve imports its neighbours by bare name, as it does when run from bench/
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 from fanout_curve import cpu_ratios, cpu_verdict, fanout_point, fleet_point, report, spread_rows
 

@@ -35,7 +35,7 @@ from pilothouse.loadtest.identity import ProxyFlavour
 from pilothouse.protocol.type_urls import CDS, EDS, LDS
 from pilothouse.xds.server.ads import new_grpc_server
 
-BENCH = Path(__file__).resolve().parents[3] / "bench"
+BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
 def cluster(name: str, timeout: int = 1) -> Any:

@@ -12,7 +12,7 @@ from typing import Any
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 
 # the script imports its neighbours by bare name, as it does when run from bench/
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 from fanout_side import Recording
 from fleet10k import CHANGES, _replay

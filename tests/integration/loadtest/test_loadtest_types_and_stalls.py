@@ -23,10 +23,9 @@ from pilothouse.loadtest.report import build_report, render_text
 from pilothouse.loadtest.spec import LoadSpec, Scenario, Trigger
 from pilothouse.loadtest.stalls import StreamStall, TypeStall
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
-
-from .fake_ads import FakeAds, FakeAdsServer
-from .mesh_fixtures import EDS_CLUSTERS, REVIEWS, sidecar_mesh
-from .test_loadtest_cli_report import push_record
+from tests.unit.loadtest.fake_ads import FakeAds, FakeAdsServer
+from tests.unit.loadtest.mesh_fixtures import EDS_CLUSTERS, REVIEWS, sidecar_mesh
+from tests.unit.loadtest.test_loadtest_cli_report import push_record
 
 
 class CdsAndEdsOnly(FakeAds):

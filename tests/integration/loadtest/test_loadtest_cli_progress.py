@@ -234,7 +234,12 @@ class StubProbe:
         return ServerSample(self.samples * 2**20, self.samples * 0.25)
 
 
-async def test_follow_samples_the_server_and_shows_the_run() -> None:
+async def test_follow_samples_the_server_and_shows_the_run(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The line is cut to the terminal's width: wide enough here, whatever runs the test
+    # (pytest-xdist's workers say 80 columns).
+    monkeypatch.setenv("COLUMNS", "200")
     share = StandInShare(4)
     await share.start(0.0)
     load = LoadRun(LoadSpec(server="127.0.0.1:1", proxies=4), [share], asyncio.Event())
@@ -243,7 +248,9 @@ async def test_follow_samples_the_server_and_shows_the_run() -> None:
     record = ServerRecord("stub")
     probe = StubProbe()
     task = asyncio.create_task(follow(load, probe, record, ProgressDisplay(stream, terminal=True)))
-    await asyncio.sleep(1.2)
+    async with asyncio.timeout(10):  # two samples, 0.5 s apart (later on a busy machine)
+        while probe.samples < 2:
+            await asyncio.sleep(0.01)
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task

@@ -29,8 +29,7 @@ from pilothouse.loadtest.server_process import ServerRecord, ServerSample
 from pilothouse.loadtest.spec import FleetSlice, LoadSpec, Scenario, Trigger
 from pilothouse.loadtest.triggers import CHANGE_VARIABLE, fire
 from pilothouse.loadtest.workers import WorkerError, WorkerShare
-
-from .fake_ads import FakeAdsServer
+from tests.unit.loadtest.fake_ads import FakeAdsServer
 
 
 class StandInShare:

@@ -14,7 +14,7 @@ import pytest
 from pilothouse.cli.main import main
 from pilothouse.config.load import Loader, LoadResult
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 BAD = """\
 apiVersion: networking.istio.io/v1
 kind: VirtualService

@@ -12,7 +12,7 @@ from bench.transport_floor import FloorService, add_floor_services
 from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
 from pilothouse.protocol.type_urls import CDS, EDS
 from pilothouse.xds.server.ads import new_grpc_server
-from tests.unit.bench.test_bench_floor import loaded_floor
+from tests.bench.test_bench_floor import loaded_floor
 
 
 class FakeServer:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 # the scripts import their neighbours by bare name, as they do when run from bench/
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 from fanout_report import figure_groups, spread_verdict
 from fanout_runs import PushRun, PushSummary, summarize_runs

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from bench.run_all import SCRIPTS
 
-SCRIPT = Path(__file__).resolve().parents[3] / "bench" / "fanout_curve.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "fanout_curve.py"
 FIGURES = [
     f"{side}_{figure}"
     for side in ("pilothouse", "floor")

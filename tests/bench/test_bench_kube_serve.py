@@ -12,7 +12,7 @@ from pathlib import Path
 
 from bench.run_all import SCRIPTS
 
-SCRIPT = Path(__file__).resolve().parents[3] / "bench" / "kube_serve.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "kube_serve.py"
 
 
 def test_it_prints_both_figures_with_eds_only_flips() -> None:
