@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 GAP = "   "
 
@@ -29,3 +31,14 @@ def age(seconds: float) -> str:
     if seconds < 48 * 3600:
         return f"{int(seconds // 3600)}h"
     return f"{int(seconds // 86400)}d"
+
+
+def timestamp(text: Any) -> float | None:
+    """An ISO 8601 time from a JSON answer as POSIX seconds (for :func:`age`), or None
+    when it is missing or not a time."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return datetime.datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        return None

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime
 import json
 import sys
 import time
@@ -45,7 +44,7 @@ from pilothouse.cli.admin_client import (
     ask_all,
     default_admin_url,
 )
-from pilothouse.cli.columns import age, table
+from pilothouse.cli.columns import age, table, timestamp
 from pilothouse.cli.refusal_report import PATH as REFUSALS_PATH
 from pilothouse.cli.refusal_report import ReasonRow, footer, reason_rows, reasons_table
 from pilothouse.environment import SettingsError
@@ -191,20 +190,12 @@ def type_state(
         except (KeyError, ValueError):
             nack = NackError(0, error) if error else None
             status = sync_status(str(found.get("sent", "")), str(found.get("acked", "")), nack)
-        return status, _when(found.get("sentTime")), error
+        return status, timestamp(found.get("sentTime")), error
     if prefix:
         sent, acked = str(entry.get(f"{prefix}_sent", "")), str(entry.get(f"{prefix}_acked", ""))
         return sync_status(sent, acked, None), None, ""
     return SyncStatus.NOT_SENT, None, ""
 
-
-def _when(text: Any) -> float | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return datetime.datetime.fromisoformat(text).timestamp()
-    except ValueError:
-        return None
 
 
 def cell(status: SyncStatus, sent_at: float | None, now: float) -> str:

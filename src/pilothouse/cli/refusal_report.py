@@ -9,14 +9,13 @@ a reason for ``proxy-status`` to fail.
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlsplit
 
 from pilothouse.cli.admin_client import ReplicaAnswer
-from pilothouse.cli.columns import age, table
+from pilothouse.cli.columns import age, table, timestamp
 
 PATH: Final = "/debug/refusals"
 
@@ -51,7 +50,7 @@ def reason_rows(answers: Sequence[ReplicaAnswer]) -> list[ReasonRow]:
                     replica,
                     str(reason),
                     _int(seen.get("count")),
-                    _when(seen.get("lastTime")),
+                    timestamp(seen.get("lastTime")),
                     str(seen.get("lastPeer") or "-"),
                     str(seen.get("lastNodeId") or "-"),
                     str(seen.get("lastMessage") or ""),
@@ -100,11 +99,3 @@ def _ago(at: float | None, now: float) -> str:
 def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
-
-def _when(text: Any) -> float | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return datetime.datetime.fromisoformat(text).timestamp()
-    except ValueError:
-        return None
