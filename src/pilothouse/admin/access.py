@@ -29,7 +29,7 @@ from aiohttp.typedefs import Middleware
 from yarl import URL
 
 from pilothouse.boundary.contain import ErrorRenderer
-from pilothouse.boundary.host_names import ServerNames
+from pilothouse.boundary.host_names import ServerNames, refusing
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 OPEN_HINT = "set PILOTHOUSE_ADMIN_ALLOW_REMOTE=true to allow it"
@@ -111,12 +111,4 @@ class AccessPolicy:
 
     def middleware(self, render: ErrorRenderer) -> Middleware:
         """The same check for every request of an application."""
-
-        @web.middleware
-        async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
-            refused = self.refusal(request)
-            if refused is not None:
-                return render(403, refused)
-            return await handler(request)
-
-        return check
+        return refusing(self.refusal, render)

@@ -125,15 +125,23 @@ class ServerNames:
 
     def middleware(self, render: ErrorRenderer) -> Middleware:
         """The check for every request of an application: 403 with ``render``."""
+        return refusing(self.refusal, render)
 
-        @web.middleware
-        async def check_host(request: web.Request, handler: Handler) -> web.StreamResponse:
-            refused = self.refusal(request)
-            if refused is not None:
-                return render(403, refused)
-            return await handler(request)
 
-        return check_host
+def refusing(
+    refusal: Callable[[web.Request], str | None], render: ErrorRenderer
+) -> Middleware:
+    """A middleware answering 403 (with ``render``) to each request ``refusal`` gives a
+    reason for, and passing the others on."""
+
+    @web.middleware
+    async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
+        refused = refusal(request)
+        if refused is not None:
+            return render(403, refused)
+        return await handler(request)
+
+    return check
 
 
 def _local_address(request: web.Request) -> str | None:
