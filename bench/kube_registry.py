@@ -39,11 +39,11 @@ if __package__ in (None, ""):
 
 from pilothouse.config.load import Loader
 from pilothouse.config.model import Config
-from pilothouse.kube.events import KubeEvent, KubeHandler, WatchEventType
-from pilothouse.kube.registry import KubeFeeds, KubeRegistry
 from pilothouse.registry.controller import ServiceEntryRegistry
 from pilothouse.registry.endpoint_index import EndpointIndex
+from pilothouse.registry.kubernetes.registry import KubeFeeds, KubeRegistry
 from pilothouse.registry.update import RegistryUpdate
+from pilothouse.sources.kubernetes.events import KubeEvent, KubeHandler, WatchEventType
 from pilothouse.sources.memory import MemoryStore
 
 NAMESPACES = 20

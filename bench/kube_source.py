@@ -32,11 +32,11 @@ import yaml
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pilothouse.kube.config_source import KubeConfigSource
 from pilothouse.settings import KubeSettings
 from pilothouse.sources.addresses import build_source
 from pilothouse.sources.events import ConfigStore
 from pilothouse.sources.fs import FileSource
+from pilothouse.sources.kubernetes.config_source import KubeConfigSource
 from pilothouse.xds.server.discovery import DiscoveryServer
 
 NAMESPACES = 20

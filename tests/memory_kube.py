@@ -12,8 +12,8 @@ import copy
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pilothouse.kube.events import KubeEvent, KubeHandler, WatchEventType
-from pilothouse.kube.registry import KubeFeeds
+from pilothouse.registry.kubernetes.registry import KubeFeeds
+from pilothouse.sources.kubernetes.events import KubeEvent, KubeHandler, WatchEventType
 
 
 class MemoryFeed:

@@ -35,9 +35,9 @@ from hypothesis import strategies as st
 from kubernetes_asyncio.client import ApiClient
 
 from pilothouse.backoff import Backoff
-from pilothouse.kube.client import ResourceRef, new_api_client
-from pilothouse.kube.events import KubeEvent
-from pilothouse.kube.informer import Informer
+from pilothouse.sources.kubernetes.client import ResourceRef, new_api_client
+from pilothouse.sources.kubernetes.events import KubeEvent
+from pilothouse.sources.kubernetes.informer import Informer
 from tests.fuzz.budget import fuzz_settings
 from tests.fuzz.live_server import LoopThread
 from tests.kube.fake_apiserver import FakeApiServer

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pilothouse.kube.config_source import KubeConfigSource
 from pilothouse.settings import KubeSettings
 from pilothouse.sources.addresses import build_source
+from pilothouse.sources.kubernetes.config_source import KubeConfigSource
 from tests.golden.test_golden_examples import EXAMPLES, PROXIES
 from tests.golden.xds_snapshot import TYPES, ProxySnapshot, dump, snapshot, snapshot_store
 from tests.kube.fake_apiserver import FakeApiServer

@@ -21,9 +21,9 @@ import pytest
 from pilothouse.admin.debug_views import sources_view
 from pilothouse.backoff import Backoff
 from pilothouse.config.model import ConfigKey
-from pilothouse.kube.config_source import KubeConfigSource
 from pilothouse.settings import KubeSettings
 from pilothouse.sources.addresses import AddressError, build_source, parse_address
+from pilothouse.sources.kubernetes.config_source import KubeConfigSource
 from tests.kube.fake_apiserver import FakeApiServer
 
 VS = "virtualservices.networking.istio.io"

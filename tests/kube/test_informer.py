@@ -18,9 +18,9 @@ import pytest
 from kubernetes_asyncio.client import ApiClient
 
 from pilothouse.backoff import Backoff
-from pilothouse.kube.client import ResourceRef, new_api_client
-from pilothouse.kube.events import KubeEvent
-from pilothouse.kube.informer import Informer
+from pilothouse.sources.kubernetes.client import ResourceRef, new_api_client
+from pilothouse.sources.kubernetes.events import KubeEvent
+from pilothouse.sources.kubernetes.informer import Informer
 from tests.kube.fake_apiserver import FakeApiServer
 
 VS = ResourceRef("networking.istio.io", "v1", "virtualservices")
@@ -263,7 +263,7 @@ async def test_a_long_list_is_read_page_by_page(
     api: tuple[FakeApiServer, ApiClient], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server, client = api
-    monkeypatch.setattr("pilothouse.kube.informer.PAGE_SIZE", 2)
+    monkeypatch.setattr("pilothouse.sources.kubernetes.informer.PAGE_SIZE", 2)
     for index in range(5):
         server.create(virtual_service(f"vs-{index}"))
     informer = Informer(client, VS, backoff=FAST)

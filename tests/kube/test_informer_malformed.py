@@ -30,12 +30,12 @@ from kubernetes_asyncio.client import ApiClient
 
 from pilothouse.backoff import Backoff
 from pilothouse.config.model import ConfigKey
-from pilothouse.kube.client import new_api_client
-from pilothouse.kube.config_source import KubeConfigSource
-from pilothouse.kube.informer import Informer
-from pilothouse.kube.mesh_config import KubeMeshConfig
 from pilothouse.settings import KubeSettings
 from pilothouse.sources.addresses import build_source
+from pilothouse.sources.kubernetes.client import new_api_client
+from pilothouse.sources.kubernetes.config_source import KubeConfigSource
+from pilothouse.sources.kubernetes.informer import Informer
+from pilothouse.sources.kubernetes.mesh_config import KubeMeshConfig
 from tests.kube.fake_apiserver import FakeApiServer
 from tests.kube.test_config_source import vs
 from tests.kube.test_informer import VS, VS_NAME, Recorder, running, stop, until, virtual_service

@@ -15,12 +15,12 @@ from typing import Any
 import yaml
 
 from pilothouse.config.schema import SchemaSet
-from pilothouse.kube.client import new_api_client
-from pilothouse.kube.config_source import KubeConfigSource
-from pilothouse.kube.feeds import registry_informers
-from pilothouse.kube.mesh_config import KubeMeshConfig
+from pilothouse.registry.kubernetes.feeds import registry_informers
 from pilothouse.settings import KubeSettings
 from pilothouse.sources.addresses import build_source
+from pilothouse.sources.kubernetes.client import new_api_client
+from pilothouse.sources.kubernetes.config_source import KubeConfigSource
+from pilothouse.sources.kubernetes.mesh_config import KubeMeshConfig
 from tests.kube.fake_apiserver import FakeApiServer
 
 RBAC = Path(__file__).resolve().parents[2] / "deploy" / "kubernetes" / "clusterrole.yaml"

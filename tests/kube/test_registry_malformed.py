@@ -13,7 +13,7 @@ import logging
 
 import pytest
 
-from pilothouse.kube.events import KubeEvent, WatchEventType
+from pilothouse.sources.kubernetes.events import KubeEvent, WatchEventType
 from tests.unit.registry.test_kube_registry import NS, REVIEWS, Harness, reviews_mesh
 
 

@@ -25,15 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from pilothouse.config.schema import SchemaSet
-from pilothouse.kube.client import KubeConfigError, check_config
-from pilothouse.kube.mesh_config import KubeMeshConfig
-from pilothouse.kube.registry_feeds import RegistryFeeds
 from pilothouse.mcp.collection_table import ISTIO_PILOT_COLLECTIONS, SYNTHETIC_SERVICE_ENTRIES
 from pilothouse.mcp.dialout import McpDialOutSource, parse_sink_meta
 from pilothouse.mcp.publisher import McpSourceOptions, SnapshotPublisher
 from pilothouse.mcp.sink_client import McpSinkClient
 from pilothouse.mcp.sink_server import McpSinkServer
 from pilothouse.mcp.source_server import McpSourceServer
+from pilothouse.registry.kubernetes.registry_feeds import RegistryFeeds
 from pilothouse.settings import Settings
 from pilothouse.sources.addresses import (
     AddressError,
@@ -43,6 +41,8 @@ from pilothouse.sources.addresses import (
     parse_address,
 )
 from pilothouse.sources.events import ConfigStore
+from pilothouse.sources.kubernetes.client import KubeConfigError, check_config
+from pilothouse.sources.kubernetes.mesh_config import KubeMeshConfig
 from pilothouse.xds.server.admission import Admission
 
 

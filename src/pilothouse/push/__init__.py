@@ -7,7 +7,9 @@ out), ``changes`` (config events and registry updates into requests), ``request`
 (PushRequest, ConfigKey, TriggerReason and merge), ``debounce`` (the
 debounce rules and their asyncio driver), ``queue`` (the per-connection push queue), ``workers``
 (the throttled consumer of that queue), ``own_sidecars`` (istiod's ProxyUpdate: the
-connected sidecars a changed Pod or WorkloadEntry is, pushed in full), ``clock`` (the loop
+connected sidecars a changed Pod or WorkloadEntry is, pushed in full), ``pods_proxy`` and
+``pod_sidecars`` (a sidecar completed from its Kubernetes Pod, and completed again when the
+Pod changes), ``clock`` (the loop
 clock and a manual clock for tests). Push versions and nonces are the protocol's
 (:mod:`pilothouse.xds.protocol.versions`).
 """

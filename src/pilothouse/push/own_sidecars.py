@@ -13,7 +13,7 @@ other proxy still gets EDS only.
 ways a proxy is matched to its workload:
 
 - by proxy id (``<pod>.<namespace>``): the sidecars of a Pod
-  (:mod:`pilothouse.kube.pod_sidecars`);
+  (:mod:`pilothouse.push.pod_sidecars`);
 - by the rule inbound.py reads the endpoints with: the sidecars of a WorkloadEntry,
   from whatever source it came (directory, etcd, MCP), are those in its namespace, with
   its address among their IPs, carrying all its (non-empty) labels. A changed entry is

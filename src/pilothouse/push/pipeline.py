@@ -33,7 +33,7 @@ A full registry update (a ServiceEntry changed) names the entries it selects; th
 push planned for it reaches their sidecars even where their scope does not see the
 ServiceEntry. The pipeline files every connection in
 :attr:`PushPipeline.own_sidecars`, which the Pods' ProxyUpdate
-(:mod:`pilothouse.kube.pod_sidecars`) reads too.
+(:mod:`pilothouse.push.pod_sidecars`) reads too.
 
 Faults stop at the connection: an exception while choosing one connection is logged
 and that connection is reported in :attr:`PushPlan.failed`; every other connection is

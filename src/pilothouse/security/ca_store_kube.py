@@ -18,8 +18,13 @@ from typing import Any, Final
 import aiohttp
 from kubernetes_asyncio.client import ApiClient
 
-from pilothouse.kube.client import KubeApiError, KubeConfigError, new_api_client, request
 from pilothouse.security.ca_store import CaStoreError, CaStoreUnavailable, StoredRoot
+from pilothouse.sources.kubernetes.client import (
+    KubeApiError,
+    KubeConfigError,
+    new_api_client,
+    request,
+)
 
 SECRET: Final = "istio-ca-secret"
 SECRET_TYPE: Final = "istio.io/ca-root"

@@ -29,11 +29,11 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from pilothouse.config.load import Loader
 from pilothouse.config.schema import SchemaSet
-from pilothouse.kube.client import KubeConfigError, check_config
-from pilothouse.kube.config_source import KubeConfigSource
 from pilothouse.settings import EtcdSettings, KubeSettings, Settings
 from pilothouse.sources.etcd import EtcdSource
 from pilothouse.sources.fs import FileSource
+from pilothouse.sources.kubernetes.client import KubeConfigError, check_config
+from pilothouse.sources.kubernetes.config_source import KubeConfigSource
 from pilothouse.sources.memory import MemoryStore
 from pilothouse.sources.xds_upstream import UpstreamSettings, XdsUpstreamSource
 

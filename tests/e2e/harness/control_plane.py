@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 from pilothouse.config.load import Loader
 from pilothouse.config.model import ConfigKey
-from pilothouse.kube.registry import KubeFeeds
 from pilothouse.push.debounce import DebounceSettings
+from pilothouse.registry.kubernetes.registry import KubeFeeds
 from pilothouse.sources.memory import MemoryStore
 from pilothouse.xds.server.ads import add_discovery_services, new_grpc_server
 from pilothouse.xds.server.connection import Connection

@@ -10,10 +10,10 @@ import asyncio
 
 import pytest
 
-from pilothouse.kube.registry import KubeRegistry
 from pilothouse.registry.aggregate import AggregateRegistry
 from pilothouse.registry.controller import ServiceEntryRegistry
 from pilothouse.registry.endpoint_index import EndpointIndex
+from pilothouse.registry.kubernetes.registry import KubeRegistry
 from pilothouse.registry.model import Resolution, ServiceKey
 from pilothouse.registry.update import RegistryUpdate
 from pilothouse.sources.memory import MemoryStore

@@ -6,14 +6,14 @@ which cannot run here; they deliver the API server's JSON objects as watch event
 
 from __future__ import annotations
 
-from pilothouse.kube.events import KubeEvent, WatchEventType
-from pilothouse.kube.pods_proxy import proxy_with_pod
-from pilothouse.kube.registry import KubeFeeds, KubeRegistry
-from pilothouse.kube.services import port_protocol
+from pilothouse.push.pods_proxy import proxy_with_pod
 from pilothouse.push.proxy import parse_node
 from pilothouse.registry.endpoint_index import EndpointIndex
+from pilothouse.registry.kubernetes.registry import KubeFeeds, KubeRegistry
+from pilothouse.registry.kubernetes.services import port_protocol
 from pilothouse.registry.model import Location, Resolution, ServiceKey
 from pilothouse.registry.update import RegistryUpdate
+from pilothouse.sources.kubernetes.events import KubeEvent, WatchEventType
 from tests.memory_kube import (
     MemoryCluster,
     endpoint_slice,

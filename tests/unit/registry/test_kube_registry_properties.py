@@ -13,8 +13,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pilothouse.kube.registry import KubeRegistry
 from pilothouse.registry.endpoint_index import EndpointIndex
+from pilothouse.registry.kubernetes.registry import KubeRegistry
 from pilothouse.registry.update import RegistryUpdate
 from tests.memory_kube import MemoryCluster, MemoryFeed, endpoint_slice, node, pod, service
 

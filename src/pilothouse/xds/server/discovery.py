@@ -23,19 +23,19 @@ from dataclasses import replace
 
 from pilothouse.addresses import AddressError, parse_host_port
 from pilothouse.config.mesh import MeshSettings
-from pilothouse.kube.pod_sidecars import PodSidecars
-from pilothouse.kube.registry import KubeFeeds, KubeRegistry
 from pilothouse.metrics.push import PushMetrics, metric_type
 from pilothouse.push.cache import ResourceCache
 from pilothouse.push.context import PushContext
 from pilothouse.push.debounce import DebounceSettings
 from pilothouse.push.pipeline import PushPipeline
+from pilothouse.push.pod_sidecars import PodSidecars
 from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.push.request import PushRequest, TriggerReason
 from pilothouse.push.workers import PushWorkerStats
 from pilothouse.registry.aggregate import AggregateRegistry, ServiceRegistry
 from pilothouse.registry.controller import ServiceEntryRegistry
 from pilothouse.registry.endpoint_index import EndpointIndex
+from pilothouse.registry.kubernetes.registry import KubeFeeds, KubeRegistry
 from pilothouse.security.jwks import JwksResolver
 from pilothouse.security.jwks_addresses import JwksAddressPolicy
 from pilothouse.settings import XdsSettings as XdsSettings

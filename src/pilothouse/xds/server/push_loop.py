@@ -27,11 +27,11 @@ import time
 from collections.abc import Iterable
 
 from pilothouse.config.model import ConfigKey
-from pilothouse.kube.pod_sidecars import PodSidecars
 from pilothouse.metrics.push import PushMetrics
 from pilothouse.push.authorization import REQUEST_AUTHENTICATION
 from pilothouse.push.debounce import Debouncer
 from pilothouse.push.pipeline import PushPipeline
+from pilothouse.push.pod_sidecars import PodSidecars
 from pilothouse.push.queue import PushQueue
 from pilothouse.push.request import PushRequest
 from pilothouse.push.secrets import has_secrets, secret_keys

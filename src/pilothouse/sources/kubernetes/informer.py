@@ -17,11 +17,11 @@ The protocol is client-go's reflector without a watch cache of its own:
   nothing and counts as synced, and it looks again every ``absent_retry`` seconds, so a
   CRD installed later is picked up.
 
-- **Malformed answers** (see :mod:`~pilothouse.kube.object_shape`) stop at their unit. A
-  list item or watch event of the wrong shape (not an object, metadata not an object,
+- **Malformed answers** (see :mod:`~pilothouse.sources.kubernetes.object_shape`) stop at their
+  unit. A list item or watch event of the wrong shape (not an object, metadata not an object,
   name/namespace/resourceVersion not strings, spec not an object, an unknown event type,
   no object, a line that is not a JSON object) is skipped and logged once per distinct
-  problem (:class:`~pilothouse.kube.skipped.SkippedObjects`); the good ones around it
+  problem (:class:`~pilothouse.sources.kubernetes.skipped.SkippedObjects`); the good ones around it
   are delivered, and an object held before keeps its last good version. A list answer
   that is not a well-formed list (no ``items``, ``items`` not an array, no
   ``resourceVersion``, not a list kind, not JSON) fails the whole list: nothing held
@@ -30,8 +30,8 @@ The protocol is client-go's reflector without a watch cache of its own:
   list), :attr:`Informer.problem` says why (logged when it starts or changes, and when it
   clears); what is held stays held.
 
-Handlers (the :class:`~pilothouse.kube.events.KubeFeed` protocol) run on the event loop,
-one event at a time; a handler that raises is logged and the informer goes on.
+Handlers (the :class:`~pilothouse.sources.kubernetes.events.KubeFeed` protocol) run on the event
+loop, one event at a time; a handler that raises is logged and the informer goes on.
 """
 
 from __future__ import annotations
@@ -48,9 +48,9 @@ import aiohttp
 from kubernetes_asyncio.client import ApiClient
 
 from pilothouse.backoff import Backoff
-from pilothouse.kube.client import KubeApiError, ResourceRef, open_stream, request
-from pilothouse.kube.events import KubeEvent, KubeHandler, WatchEventType
-from pilothouse.kube.object_shape import (
+from pilothouse.sources.kubernetes.client import KubeApiError, ResourceRef, open_stream, request
+from pilothouse.sources.kubernetes.events import KubeEvent, KubeHandler, WatchEventType
+from pilothouse.sources.kubernetes.object_shape import (
     MalformedList,
     ObjectKey,
     json_type,
@@ -59,7 +59,7 @@ from pilothouse.kube.object_shape import (
     object_problem,
     readable_key,
 )
-from pilothouse.kube.skipped import SkippedObjects
+from pilothouse.sources.kubernetes.skipped import SkippedObjects
 
 log = logging.getLogger("pilothouse.kube")
 
@@ -110,7 +110,8 @@ def _version(obj: Obj) -> str:
 
 
 class Informer:
-    """List-then-watch of one resource; a :class:`~pilothouse.kube.events.KubeFeed`."""
+    """List-then-watch of one resource; a
+    :class:`~pilothouse.sources.kubernetes.events.KubeFeed`."""
 
     def __init__(
         self,
@@ -553,7 +554,8 @@ def _strip(obj: Obj) -> None:
 
 
 def _key(obj: Obj, namespaced: bool) -> ObjectKey:
-    """The key of a checked object (see :func:`~pilothouse.kube.object_shape.key_problem`)."""
+    """The key of a checked object (see
+    :func:`~pilothouse.sources.kubernetes.object_shape.key_problem`)."""
     key = readable_key(obj, namespaced=namespaced)
     assert key is not None
     return key

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from pilothouse.kube.registry import KubeRegistry
 from pilothouse.push.proxy import BadNode, ProxyIdentity, ProxyType, metadata_labels
+from pilothouse.registry.kubernetes.registry import KubeRegistry
 from pilothouse.registry.model import Labels
 
 SERVICE_ACCOUNT = "SERVICE_ACCOUNT"

@@ -7,8 +7,9 @@ own :attr:`ServiceKey.config_key`: the endpoints of its slices (each slice's kep
 change re-reads one slice), each (address, port, port name) once. Every
 change is sorted as the ServiceEntry registry does:
 
-- **full**: a Service's converted form changed (:mod:`pilothouse.kube.services`), or it
-  was added or deleted; its slices' shards follow it (a deleted Service's are removed);
+- **full**: a Service's converted form changed
+  (:mod:`pilothouse.registry.kubernetes.services`), or it was added or deleted; its
+  slices' shards follow it (a deleted Service's are removed);
 - **EDS only**: an EndpointSlice changed, or a Pod (labels, service account, readiness
   through its slice), or a Node's topology labels: only the slices that name them are
   read again (reverse indexes pod → slices, node → pods), and their services' shards
@@ -33,19 +34,26 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pilothouse.kube.endpoints import Slice, slice_endpoints, slice_of
-from pilothouse.kube.events import KubeEvent, KubeFeed, WatchEventType
-from pilothouse.kube.pods import NO_TOPOLOGY, NodeTopology, Pod, PodKey, node_topology, pod_of
-from pilothouse.kube.services import (
+from pilothouse.registry.endpoint_index import EndpointIndex
+from pilothouse.registry.kubernetes.endpoints import Slice, slice_endpoints, slice_of
+from pilothouse.registry.kubernetes.pods import (
+    NO_TOPOLOGY,
+    NodeTopology,
+    Pod,
+    PodKey,
+    node_topology,
+    pod_of,
+)
+from pilothouse.registry.kubernetes.services import (
     external_name_endpoints,
     is_external_name,
     service_key,
     service_of,
 )
-from pilothouse.kube.skipped import SkippedObjects
-from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.registry.model import NO_LABELS, Endpoint, Labels, Service, ServiceKey
 from pilothouse.registry.update import RegistryUpdate
+from pilothouse.sources.kubernetes.events import KubeEvent, KubeFeed, WatchEventType
+from pilothouse.sources.kubernetes.skipped import SkippedObjects
 
 log = logging.getLogger("pilothouse.kube")
 

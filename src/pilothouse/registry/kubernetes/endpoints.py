@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pilothouse.config.model import ConfigKey
-from pilothouse.kube.pods import Pod, PodKey
+from pilothouse.registry.kubernetes.pods import Pod, PodKey
 from pilothouse.registry.model import NO_LABELS, Endpoint, Labels
 
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"

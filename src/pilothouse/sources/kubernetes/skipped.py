@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from pilothouse.kube.object_shape import ObjectKey
+from pilothouse.sources.kubernetes.object_shape import ObjectKey
 
 
 class SkippedObjects:

@@ -21,11 +21,11 @@ import time
 
 from kubernetes_asyncio.client import ApiClient, Configuration
 
-from pilothouse.kube.client import load_configuration
-from pilothouse.kube.feeds import registry_informers
-from pilothouse.kube.informer import Informer
-from pilothouse.kube.registry import KubeFeeds
+from pilothouse.registry.kubernetes.feeds import registry_informers
+from pilothouse.registry.kubernetes.registry import KubeFeeds
 from pilothouse.sources.availability import Availability
+from pilothouse.sources.kubernetes.client import load_configuration
+from pilothouse.sources.kubernetes.informer import Informer
 
 NAME = "k8s:// service registry"
 
@@ -64,7 +64,7 @@ class RegistryFeeds:
     @classmethod
     async def open(cls, kubeconfig: str | None) -> RegistryFeeds:
         """Informers for the cluster ``kubeconfig`` names (in-cluster when None); raises
-        :class:`~pilothouse.kube.client.KubeConfigError` when it cannot be used."""
+        :class:`~pilothouse.sources.kubernetes.client.KubeConfigError` when it cannot be used."""
         return cls(await load_configuration(kubeconfig), registry_informers(None))
 
     async def run(self) -> None:

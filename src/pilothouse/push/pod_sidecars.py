@@ -1,6 +1,6 @@
 """The connected sidecars of each Pod, so that a Pod change reaches them (istiod's ProxyUpdate).
 
-A sidecar matched to its Pod (:mod:`pilothouse.kube.pods_proxy`) takes its labels,
+A sidecar matched to its Pod (:mod:`pilothouse.push.pods_proxy`) takes its labels,
 service account and locality from it. When the Pod changes (labels, node, readiness),
 :meth:`PodSidecars.changed` completes each of its connections again and returns them with
 the push each gets (:func:`~pilothouse.push.own_sidecars.proxy_update`), for the
@@ -17,11 +17,11 @@ from collections.abc import Iterable
 from typing import Generic, Protocol, TypeVar
 
 from pilothouse.config.model import ConfigKey
-from pilothouse.kube.pods_proxy import proxy_with_pod
-from pilothouse.kube.registry import KubeRegistry
 from pilothouse.push.own_sidecars import OwnSidecars, proxy_update
+from pilothouse.push.pods_proxy import proxy_with_pod
 from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.push.request import PushRequest
+from pilothouse.registry.kubernetes.registry import KubeRegistry
 
 
 class Sidecar(Protocol):

@@ -1,5 +1,6 @@
-# src/pilothouse/kube/events.py  (written by the kube-registry helper, copied verbatim by
-# the kube-source helper so both branches have the same file; whoever merges keeps one)
+"""One Kubernetes watch event and the feed an informer offers: shared by the ``k8s://``
+source, the mesh config reader and the Kubernetes service registry."""
+
 from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass

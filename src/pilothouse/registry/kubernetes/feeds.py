@@ -1,7 +1,8 @@
 """The five Kubernetes resources the service registry reads, as informers.
 
 ``serve`` (once the registry is wired in) builds these from one API client and hands them
-to the registry as :class:`~pilothouse.kube.events.KubeFeed`\\ s, keyed by resource name.
+to the registry as :class:`~pilothouse.sources.kubernetes.events.KubeFeed`\\ s, keyed by
+resource name.
 """
 
 from __future__ import annotations
@@ -9,8 +10,8 @@ from __future__ import annotations
 from kubernetes_asyncio.client import ApiClient
 
 from pilothouse.backoff import Backoff
-from pilothouse.kube.client import ResourceRef
-from pilothouse.kube.informer import Informer
+from pilothouse.sources.kubernetes.client import ResourceRef
+from pilothouse.sources.kubernetes.informer import Informer
 
 SERVICES = ResourceRef("", "v1", "services")
 ENDPOINT_SLICES = ResourceRef("discovery.k8s.io", "v1", "endpointslices")

@@ -1,6 +1,6 @@
 """The ``k8s://`` config source: Istio custom resources read from a Kubernetes API server.
 
-One :class:`~pilothouse.kube.informer.Informer` per kind of the schema table, at the
+One :class:`~pilothouse.sources.kubernetes.informer.Informer` per kind of the schema table, at the
 version istiod watches (``v1``; older versions a cluster may serve instead are tried when
 ``v1`` is not served). The API server serves every version of a kind from one stored
 object, so objects written as ``v1beta1`` or ``v1alpha3`` arrive too.
@@ -41,16 +41,16 @@ from pilothouse.config.load import Loader, Problem
 from pilothouse.config.model import Config, ConfigKey, Origin
 from pilothouse.config.schema import Schema
 from pilothouse.config.validation.report import Severity
-from pilothouse.kube.client import (
+from pilothouse.sources.availability import Availability
+from pilothouse.sources.kubernetes.client import (
     KubeApiError,
     KubeConfigError,
     ResourceRef,
     new_api_client,
     request,
 )
-from pilothouse.kube.events import KubeEvent, WatchEventType
-from pilothouse.kube.informer import Informer
-from pilothouse.sources.availability import Availability
+from pilothouse.sources.kubernetes.events import KubeEvent, WatchEventType
+from pilothouse.sources.kubernetes.informer import Informer
 from pilothouse.sources.memory import MemoryStore
 
 log = logging.getLogger("pilothouse.kube")

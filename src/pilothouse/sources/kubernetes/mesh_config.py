@@ -27,9 +27,9 @@ from kubernetes_asyncio.client import ApiClient
 
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.meshconfig import MeshConfigError, MeshFile, load_mesh_config
-from pilothouse.kube.client import KubeConfigError, ResourceRef, new_api_client
-from pilothouse.kube.events import KubeEvent, WatchEventType
-from pilothouse.kube.informer import Informer
+from pilothouse.sources.kubernetes.client import KubeConfigError, ResourceRef, new_api_client
+from pilothouse.sources.kubernetes.events import KubeEvent, WatchEventType
+from pilothouse.sources.kubernetes.informer import Informer
 
 log = logging.getLogger("pilothouse.kube")
 
