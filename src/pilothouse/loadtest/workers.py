@@ -40,6 +40,8 @@ STATUS_INTERVAL: Final = 0.1
 READY_TIMEOUT: Final = 60.0
 RESULT_TIMEOUT: Final = 60.0
 STOP_GRACE: Final = 5.0
+GONE_GRACE: Final = 2.0
+"""Seconds to wait, once a worker's stdin is gone, for its exit status and stderr."""
 LINE_LIMIT: Final = 64 * 1024 * 1024
 """A worker's result is one line; it may be large (histograms of many changes)."""
 
@@ -161,13 +163,24 @@ class WorkerShare:
         process = self._process
         if self._problem is not None:
             raise WorkerError(self._problem)
-        if process is None or process.stdin is None or process.stdin.is_closing():
+        if process is None:
             raise WorkerError(f"{self.name} is not running")
+        if process.stdin is None or process.stdin.is_closing():
+            raise WorkerError(await self._why_gone("is not running"))
         process.stdin.write((json.dumps(message) + "\n").encode())
         try:
             await process.stdin.drain()
         except (BrokenPipeError, ConnectionResetError) as problem:
-            raise WorkerError(f"{self.name} went away: {problem}") from None
+            raise WorkerError(await self._why_gone(f"went away: {problem}")) from None
+
+    async def _why_gone(self, otherwise: str) -> str:
+        """Why a worker's stdin is gone: its exit status and stderr once its output is
+        read (a process that dies at once closes its stdin before that), else
+        ``otherwise``."""
+        if self._tasks:
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(asyncio.gather(*self._tasks)), GONE_GRACE)
+        return self._problem or f"{self.name} {otherwise}"
 
     def _fail(self, message: str) -> None:
         if self._problem is None:
@@ -200,6 +213,9 @@ class WorkerShare:
             elif kind == "error":
                 self._fail(f"{self.name}: {message.get('message', 'failed')}")
         code = await process.wait()
+        readers = [t for t in self._tasks if t is not asyncio.current_task()]
+        with contextlib.suppress(TimeoutError):  # stderr's last lines go in the message
+            await asyncio.wait_for(asyncio.shield(asyncio.gather(*readers)), GONE_GRACE)
         if self._result is None or not self._result.done():
             tail = "\n".join(self._stderr)
             self._fail(f"{self.name} exited with status {code}" + (f":\n{tail}" if tail else ""))
