@@ -26,12 +26,11 @@ import gc
 import logging
 import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from pilothouse import logfmt
-from pilothouse.addresses import join_host_port
 from pilothouse.admin.access import AccessPolicy
 from pilothouse.admin.api import AdminApi
 from pilothouse.admin.app import build_admin_app
@@ -56,7 +55,16 @@ from pilothouse.cli.config_sources import (
 )
 from pilothouse.cli.serve_args import add_arguments, settings_from
 from pilothouse.cli.serve_listen import listen_address, server_names
-from pilothouse.cli.serve_security import RootWait, Security, create_ca, start_security
+from pilothouse.cli.serve_listeners import (
+    AdminListener,
+    ControlZListener,
+    Listener,
+    Listeners,
+    TlsListener,
+    WebhookListener,
+    XdsListener,
+)
+from pilothouse.cli.serve_security import RootWait, Security, create_ca, wire_security
 from pilothouse.cli.supervisor import supervise
 from pilothouse.cli.worker import WorkerRole
 from pilothouse.config.encoding import EncodingProblem, decode_config
@@ -203,29 +211,9 @@ async def serve(
     if reverse is not None:
         roles.sink_server = reverse
         roles.runners.append(reverse)
-    # Every port opens at once (streams are refused until the sources have synced); only
-    # the TLS port waits for the CA's root, which may live in a store not reachable yet.
-    http_stops: list[Callable[[], Awaitable[None]]] = []  # admin, webhook, ControlZ
-
-    async def stop_http() -> None:
-        for stop_one in reversed(http_stops):
-            await stop_one()
-
     grpc_server = new_grpc_server(settings.xds, reuse_port=shared)
     add_discovery_services(grpc_server, discovery)
     roles.add_to(grpc_server)
-    try:
-        port = grpc_server.add_insecure_port(str(xds_address))
-    except RuntimeError as problem:
-        raise SystemExit(
-            f"pilothouse: cannot listen on {settings.xds.address}: {problem}"
-        ) from None
-    if port == 0:
-        raise SystemExit(f"pilothouse: cannot listen on {settings.xds.address}")
-    discovery.identify(port)
-    await grpc_server.start()
-    xds_bound = join_host_port(xds_address.host, port)
-    log.info("xDS listening on %s", xds_bound, extra={"address": xds_bound})
 
     def source_states() -> list[Availability]:
         shown = [*sources, *([kube_registry] if kube_registry is not None else [])]
@@ -264,45 +252,24 @@ async def serve(
             ],
         )
     )
-    try:
-        admin_port = await admin.start(admin_address.host, admin_address.port, reuse_port=shared)
-    except OSError as problem:
-        await grpc_server.stop(0)
-        raise SystemExit(
-            f"pilothouse: cannot listen on {settings.admin.address}: {problem}"
-        ) from None
-    http_stops.append(admin.stop)
-    admin_bound = join_host_port(admin_address.host, admin_port)
-    log.info(
-        "admin (/ready, /metrics, /debug, REST xDS, /admin) listening on %s",
-        admin_bound,
-        extra={"address": admin_bound},
-    )
-    webhook_port = 0
+    # Every port opens at once (streams are refused until the sources have synced); only
+    # the TLS port waits for the CA's root, which may live in a store not reachable yet.
+    opening: list[Listener] = [
+        XdsListener(grpc_server, xds_address, settings.xds.address, discovery),
+        AdminListener(admin, admin_address, settings.admin.address, shared=shared),
+    ]
     if webhook_on:
         webhook = WebhookServer(
             settings.webhook.cert,
             settings.webhook.key,
             read_timeout=settings.webhook.read_timeout,
         )
-        try:
-            webhook_port = await webhook.start(
-                webhook_address.host, webhook_address.port, reuse_port=shared
-            )
-        except OSError as problem:
-            await grpc_server.stop(0)
-            await stop_http()
-            raise SystemExit(
-                f"pilothouse: cannot serve the webhook on {settings.webhook.address}: {problem}"
-            ) from None
-        http_stops.append(webhook.stop)
-        log.info(
-            "validation webhook (HTTPS) listening",
-            extra={"address": str(webhook_address.with_port(webhook_port))},
+        opening.append(
+            WebhookListener(webhook, webhook_address, settings.webhook.address, shared=shared)
         )
-    ctrlz = ControlZ(settings.ctrlz, knobs, access)
-    ctrlz_port = await ctrlz.start()  # logs and stays off if it cannot listen, as istiod
-    http_stops.append(ctrlz.stop)
+    opening.append(ControlZListener(ControlZ(settings.ctrlz, knobs, access)))
+    listeners = Listeners()
+    ports = await listeners.start(*opening)
 
     # The CA (an Authority) for the certificate service, SDS and the TLS port is opened
     # inside the task group, so that the sources run while its shared store is asked
@@ -325,12 +292,21 @@ async def serve(
             # collector's full scans (pilothouse/heap.py)
             keeper = HeapKeeper(busy=lambda: discovery.pushes.pending() > 0)
             endless: list[asyncio.Task[None]] = [tasks.create_task(keeper.run()), loaded]
+            tls_port = 0
             try:  # a SystemExit raised in a task group's body would leave it as a group
                 authority = await root.open(stop)
                 if not stop.is_set():
-                    security = await start_security(
-                        settings, mesh, discovery, roles, authority, tls_address, shared=shared
-                    )
+                    wired = wire_security(settings, mesh, discovery, roles, authority)
+                    if wired.tls is not None and tls_address is not None:
+                        tls_listener = TlsListener(
+                            wired.tls,
+                            tls_address,
+                            settings.xds.tls_address,
+                            settings.ca.dir,
+                            shared=shared,
+                        )
+                        tls_port = (await listeners.start(tls_listener))[tls_listener.name]
+                    security = wired
             except SystemExit as problem:
                 fatal = problem
             if security is not None:
@@ -351,11 +327,11 @@ async def serve(
                 if on_bound is not None:
                     on_bound(
                         Bound(
-                            xds_port=port,
-                            admin_port=admin_port,
-                            webhook_port=webhook_port,
-                            ctrlz_port=ctrlz_port,
-                            xds_tls_port=security.tls_port,
+                            xds_port=ports["xds"],
+                            admin_port=ports["admin"],
+                            webhook_port=ports.get("webhook", 0),
+                            ctrlz_port=ports["ctrlz"],
+                            xds_tls_port=tls_port,
                         )
                     )
                 await stop.wait()
@@ -374,11 +350,7 @@ async def serve(
                 task.cancel()
     finally:
         # the xDS ports drain together (streams get drain_seconds), then the rest stop
-        draining = [grpc_server.stop(settings.drain_seconds)]
-        if security is not None and security.tls is not None:
-            draining.append(security.tls.stop(settings.drain_seconds))
-        await asyncio.gather(*draining)
-        await stop_http()
+        await listeners.stop(settings.drain_seconds)
         log.info("stopped")
     if fatal is not None:
         raise fatal

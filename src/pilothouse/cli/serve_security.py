@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pilothouse.addresses import HostPort, join_host_port
 from pilothouse.backoff import Backoff
 from pilothouse.cli.config_sources import rejoin_etcd_endpoints
 from pilothouse.config.mesh import MeshSettings
@@ -205,43 +204,25 @@ def open_tls_port(
 
 @dataclass(frozen=True, slots=True)
 class Security:
-    """What ``serve`` started of the security stage."""
+    """What ``serve`` wired of the security stage."""
 
     secrets: SecretDelivery
     tls: TlsPort | None
-    tls_port: int
-    """The TLS port's bound port (0: off)."""
+    """The TLS port, not listening yet (``serve`` starts it with its other listeners);
+    None when it is off."""
 
 
-async def start_security(
+def wire_security(
     settings: Settings,
     mesh: MeshSettings,
     discovery: DiscoveryServer,
     roles: Any,
     authority: CertificateAuthority | None,
-    tls_address: HostPort | None,
-    *,
-    shared: bool,
 ) -> Security:
     """SDS wired into ``discovery`` (before it serves a stream: gateways get the secrets
-    directory's credentials at once) and the TLS port listening, when it is on."""
+    directory's credentials at once) and the TLS port built, when it is on."""
     tls = open_tls_port(settings, mesh, discovery, authority, roles)
     secrets = secret_delivery(settings, discovery, authority)
     if secrets.credentials is not None:
         secrets.credentials.load()
-    if tls is None or tls_address is None:
-        return Security(secrets, None, 0)
-    try:
-        port = await tls.start(tls_address.host, tls_address.port, reuse_port=shared)
-    except OSError as problem:
-        await tls.stop(0)
-        raise SystemExit(
-            f"pilothouse: cannot listen on {settings.xds.tls_address}: {problem}"
-        ) from None
-    bound = join_host_port(tls_address.host, port)
-    log.info(
-        "xDS (TLS) and certificate service listening on %s",
-        bound,
-        extra={"address": bound, "ca_dir": settings.ca.dir},
-    )
-    return Security(secrets, tls, port)
+    return Security(secrets, tls)
