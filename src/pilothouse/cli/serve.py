@@ -4,8 +4,10 @@ Start-up: file sources load (xDS streams get UNAVAILABLE until they have), the
 discovery server builds its first PushContext, and the gRPC server accepts proxies.
 The admin HTTP server carries the admin API, whose runtime knobs each part registers
 here; ControlZ serves the same knobs and the process's figures on its own port.
-SIGTERM or SIGINT drains: every stream is closed (proxies reconnect elsewhere), the
-server waits up to ``drain_seconds`` for them to finish, and the process exits 0.
+Each port is a listener (:mod:`pilothouse.cli.serve_listeners`), opened in order and
+closed on one path. SIGTERM or SIGINT drains: every stream is closed (proxies reconnect
+elsewhere), the xDS ports wait up to ``drain_seconds`` for them to finish, the other
+ports close, and the process exits 0.
 
 With the TLS port on, proxies that authenticate there get SDS secrets over their ADS
 stream (:class:`~pilothouse.xds.server.secret_delivery.SecretDelivery`): their workload
@@ -31,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pilothouse import logfmt
+from pilothouse.addresses import HostPort
 from pilothouse.admin.access import AccessPolicy
 from pilothouse.admin.api import AdminApi
 from pilothouse.admin.app import build_admin_app
@@ -60,7 +63,6 @@ from pilothouse.cli.serve_listeners import (
     ControlZListener,
     Listener,
     Listeners,
-    TlsListener,
     WebhookListener,
     XdsListener,
 )
@@ -128,6 +130,53 @@ def load_mesh(settings: Settings) -> tuple[MeshSettings, tuple[str, ...]]:
     return mesh, mesh_sources
 
 
+class ConfigLog:
+    """What ``serve`` logs of the config: the initial load (maybe 100,000 objects) summed
+    up in one line once discovery is ready, every change after that in its own line."""
+
+    def __init__(self, discovery: DiscoveryServer) -> None:
+        self._discovery = discovery
+        self._initial = 0
+
+    def on_event(self, event: ConfigEvent) -> None:
+        level = logging.INFO
+        if not self._discovery.ready():
+            level = logging.DEBUG
+            self._initial += 1
+        if log.isEnabledFor(level):
+            log.log(
+                level,
+                "config %s",
+                event.type,
+                extra={"key": str(event.key), "origin": str(event.config.origin)},
+            )
+
+    async def report_loaded(self) -> None:
+        await self._discovery.wait_ready()
+        # What the initial load built lives as long as the process: move it out of the
+        # cyclic collector's sight so that later collections do not rescan all of it.
+        gc.freeze()
+        log.info("config loaded", extra={"events": self._initial})
+
+
+def runtime_knobs(discovery: DiscoveryServer) -> KnobRegistry:
+    """The admin API's and ControlZ's runtime knobs: each part registers its own here,
+    where the parts are wired."""
+    knobs = KnobRegistry()
+    register_push_knobs(knobs, discovery)
+    register_admission_knobs(knobs, discovery.admission, settings_prefix="xds.admission")
+    register_log_knobs(knobs)
+    return knobs
+
+
+def webhook_listener(settings: Settings, address: HostPort, *, shared: bool) -> WebhookListener:
+    """The validation webhook's port (on when a certificate and key are given)."""
+    server = WebhookServer(
+        settings.webhook.cert, settings.webhook.key, read_timeout=settings.webhook.read_timeout
+    )
+    return WebhookListener(server, address, settings.webhook.address, shared=shared)
+
+
 async def serve(
     settings: Settings,
     stop: asyncio.Event,
@@ -170,31 +219,6 @@ async def serve(
         stores.append(reverse.store)
     store = AggregateStore(stores)
 
-    initial: list[int] = [0]
-
-    def on_event(event: ConfigEvent) -> None:
-        # The initial load (maybe 100,000 objects) is summed up in one line at ready;
-        # every change after that gets its own line.
-        level = logging.INFO
-        if not discovery.ready():
-            level = logging.DEBUG
-            initial[0] += 1
-        if log.isEnabledFor(level):
-            log.log(
-                level,
-                "config %s",
-                event.type,
-                extra={"key": str(event.key), "origin": str(event.config.origin)},
-            )
-
-    async def report_loaded() -> None:
-        await discovery.wait_ready()
-        # What the initial load built lives as long as the process: move it out of the
-        # cyclic collector's sight so that later collections do not rescan all of it.
-        gc.freeze()
-        log.info("config loaded", extra={"events": initial[0]})
-
-    store.subscribe(on_event)
     discovery = DiscoveryServer(
         store,
         mesh,
@@ -202,6 +226,8 @@ async def serve(
         envoy_generators=settings.role == "all",
         kube=kube_registry.feeds if kube_registry is not None else None,
     )
+    config_log = ConfigLog(discovery)
+    store.subscribe(config_log.on_event)
     if kube_mesh is not None:
         kube_mesh.on_change = discovery.set_mesh
     try:
@@ -221,17 +247,13 @@ async def serve(
 
     root = RootWait(settings, mesh, mesh_sources)
     metrics = server_metrics(discovery, sources)
-    # Runtime knobs: each part registers its own here, where the parts are wired.
-    knobs = KnobRegistry()
-    register_push_knobs(knobs, discovery)
-    register_admission_knobs(knobs, discovery.admission, settings_prefix="xds.admission")
-    register_log_knobs(knobs)
     webhook_on = bool(settings.webhook.cert and settings.webhook.key)
     names = server_names(
         settings,
         (xds_address, admin_address, tls_address, webhook_address if webhook_on else None),
     )
     access = AccessPolicy(allow_remote=settings.admin.allow_remote, names=names)
+    knobs = runtime_knobs(discovery)
     admin = AdminServer(
         build_admin_app(
             discovery,
@@ -259,14 +281,7 @@ async def serve(
         AdminListener(admin, admin_address, settings.admin.address, shared=shared),
     ]
     if webhook_on:
-        webhook = WebhookServer(
-            settings.webhook.cert,
-            settings.webhook.key,
-            read_timeout=settings.webhook.read_timeout,
-        )
-        opening.append(
-            WebhookListener(webhook, webhook_address, settings.webhook.address, shared=shared)
-        )
+        opening.append(webhook_listener(settings, webhook_address, shared=shared))
     opening.append(ControlZListener(ControlZ(settings.ctrlz, knobs, access)))
     listeners = Listeners()
     ports = await listeners.start(*opening)
@@ -279,7 +294,7 @@ async def serve(
     try:
         async with asyncio.TaskGroup() as tasks:
             # waits for the first PushContext, which never comes if a source never syncs
-            loaded = tasks.create_task(report_loaded())
+            loaded = tasks.create_task(config_log.report_loaded())
             for source in sources:
                 tasks.create_task(source.run())
             if kube_mesh is not None:
@@ -292,20 +307,14 @@ async def serve(
             # collector's full scans (pilothouse/heap.py)
             keeper = HeapKeeper(busy=lambda: discovery.pushes.pending() > 0)
             endless: list[asyncio.Task[None]] = [tasks.create_task(keeper.run()), loaded]
-            tls_port = 0
             try:  # a SystemExit raised in a task group's body would leave it as a group
                 authority = await root.open(stop)
                 if not stop.is_set():
-                    wired = wire_security(settings, mesh, discovery, roles, authority)
-                    if wired.tls is not None and tls_address is not None:
-                        tls_listener = TlsListener(
-                            wired.tls,
-                            tls_address,
-                            settings.xds.tls_address,
-                            settings.ca.dir,
-                            shared=shared,
-                        )
-                        tls_port = (await listeners.start(tls_listener))[tls_listener.name]
+                    wired = wire_security(
+                        settings, mesh, discovery, roles, authority, tls_address, shared=shared
+                    )
+                    if wired.listener is not None:
+                        ports |= await listeners.start(wired.listener)
                     security = wired
             except SystemExit as problem:
                 fatal = problem
@@ -331,7 +340,7 @@ async def serve(
                             admin_port=ports["admin"],
                             webhook_port=ports.get("webhook", 0),
                             ctrlz_port=ports["ctrlz"],
-                            xds_tls_port=tls_port,
+                            xds_tls_port=ports.get("xds-tls", 0),
                         )
                     )
                 await stop.wait()

@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pilothouse.addresses import HostPort
 from pilothouse.backoff import Backoff
 from pilothouse.cli.config_sources import rejoin_etcd_endpoints
+from pilothouse.cli.serve_listeners import TlsListener
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.security.authn import Authenticator
 from pilothouse.security.ca import CertificateAuthority
@@ -208,8 +210,9 @@ class Security:
 
     secrets: SecretDelivery
     tls: TlsPort | None
-    """The TLS port, not listening yet (``serve`` starts it with its other listeners);
-    None when it is off."""
+    """The TLS port (None: off)."""
+    listener: TlsListener | None
+    """The TLS port's listener, not started yet: ``serve`` starts it with its others."""
 
 
 def wire_security(
@@ -218,6 +221,9 @@ def wire_security(
     discovery: DiscoveryServer,
     roles: Any,
     authority: CertificateAuthority | None,
+    tls_address: HostPort | None,
+    *,
+    shared: bool,
 ) -> Security:
     """SDS wired into ``discovery`` (before it serves a stream: gateways get the secrets
     directory's credentials at once) and the TLS port built, when it is on."""
@@ -225,4 +231,9 @@ def wire_security(
     secrets = secret_delivery(settings, discovery, authority)
     if secrets.credentials is not None:
         secrets.credentials.load()
-    return Security(secrets, tls)
+    if tls is None or tls_address is None:
+        return Security(secrets, None, None)
+    listener = TlsListener(
+        tls, tls_address, settings.xds.tls_address, settings.ca.dir, shared=shared
+    )
+    return Security(secrets, tls, listener)
