@@ -28,7 +28,7 @@ import gc
 import logging
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +40,8 @@ from pilothouse.admin.app import build_admin_app
 from pilothouse.admin.controlz.app import ControlZ
 from pilothouse.admin.debug_routes import debug_routes
 from pilothouse.admin.knobs import KnobRegistry
-from pilothouse.admin.metrics import metrics_routes, server_metrics
+from pilothouse.admin.metrics import ServerMetrics, metrics_routes, server_metrics
+from pilothouse.admin.readiness import ReadinessCheck
 from pilothouse.admin.server import AdminServer
 from pilothouse.admin.server_knobs import (
     register_admission_knobs,
@@ -80,6 +81,7 @@ from pilothouse.security.ca_metrics import CaCollector
 from pilothouse.settings import (
     Settings,
 )
+from pilothouse.sources.addresses import ConfigSource
 from pilothouse.sources.aggregate import AggregateStore
 from pilothouse.sources.availability import Availability, ReportsAvailability
 from pilothouse.sources.events import ConfigEvent, ConfigStore
@@ -177,6 +179,42 @@ def webhook_listener(settings: Settings, address: HostPort, *, shared: bool) -> 
     return WebhookListener(server, address, settings.webhook.address, shared=shared)
 
 
+def admin_server(
+    settings: Settings,
+    discovery: DiscoveryServer,
+    sources: Sequence[ConfigSource],
+    source_states: Callable[[], list[Availability]],
+    *,
+    metrics: ServerMetrics,
+    knobs: KnobRegistry,
+    access: AccessPolicy,
+    readiness: Sequence[ReadinessCheck],
+    worker: WorkerRole | None,
+) -> AdminServer:
+    """The admin HTTP server: ``/ready`` (with the ``readiness`` checks), ``/metrics``,
+    ``/debug``, REST xDS, the admin API and, as a worker, the workers' pages."""
+    return AdminServer(
+        build_admin_app(
+            discovery,
+            readiness,
+            rest=settings.rest,
+            source_states=source_states,
+            names=access.names,
+            sources=lambda: sources,
+            routes=[
+                *metrics_routes(metrics.registry),
+                *debug_routes(discovery, sources),
+                *AdminApi(knobs, discovery, access).routes(),
+                *(
+                    worker.routes(allow_remote=settings.xds.debug_allow_remote)
+                    if worker is not None
+                    else ()
+                ),
+            ],
+        )
+    )
+
+
 async def serve(
     settings: Settings,
     stop: asyncio.Event,
@@ -254,25 +292,16 @@ async def serve(
     )
     access = AccessPolicy(allow_remote=settings.admin.allow_remote, names=names)
     knobs = runtime_knobs(discovery)
-    admin = AdminServer(
-        build_admin_app(
-            discovery,
-            (root.pending, *((worker.board.not_ready,) if worker is not None else ())),
-            rest=settings.rest,
-            source_states=source_states,
-            names=names,
-            sources=lambda: sources,
-            routes=[
-                *metrics_routes(metrics.registry),
-                *debug_routes(discovery, sources),
-                *AdminApi(knobs, discovery, access).routes(),
-                *(
-                    worker.routes(allow_remote=settings.xds.debug_allow_remote)
-                    if worker is not None
-                    else ()
-                ),
-            ],
-        )
+    admin = admin_server(
+        settings,
+        discovery,
+        sources,
+        source_states,
+        metrics=metrics,
+        knobs=knobs,
+        access=access,
+        readiness=(root.pending, *((worker.board.not_ready,) if worker is not None else ())),
+        worker=worker,
     )
     # Every port opens at once (streams are refused until the sources have synced); only
     # the TLS port waits for the CA's root, which may live in a store not reachable yet.
