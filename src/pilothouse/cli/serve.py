@@ -4,8 +4,10 @@ Start-up: file sources load (xDS streams get UNAVAILABLE until they have), the
 discovery server builds its first PushContext, and the gRPC server accepts proxies.
 The admin HTTP server carries the admin API, whose runtime knobs each part registers
 here; ControlZ serves the same knobs and the process's figures on its own port.
-SIGTERM or SIGINT drains: every stream is closed (proxies reconnect elsewhere), the
-server waits up to ``drain_seconds`` for them to finish, and the process exits 0.
+Each port is a listener (:mod:`pilothouse.cli.serve_listeners`), opened in order and
+closed on one path. SIGTERM or SIGINT drains: every stream is closed (proxies reconnect
+elsewhere), the xDS ports wait up to ``drain_seconds`` for them to finish, the other
+ports close, and the process exits 0.
 
 With the TLS port on, proxies that authenticate there get SDS secrets over their ADS
 stream (:class:`~pilothouse.xds.server.secret_delivery.SecretDelivery`): their workload
@@ -26,19 +28,20 @@ import gc
 import logging
 import signal
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from pilothouse import logfmt
-from pilothouse.addresses import join_host_port
+from pilothouse.addresses import HostPort
 from pilothouse.admin.access import AccessPolicy
 from pilothouse.admin.api import AdminApi
 from pilothouse.admin.app import build_admin_app
 from pilothouse.admin.controlz.app import ControlZ
 from pilothouse.admin.debug_routes import debug_routes
 from pilothouse.admin.knobs import KnobRegistry
-from pilothouse.admin.metrics import metrics_routes, server_metrics
+from pilothouse.admin.metrics import ServerMetrics, metrics_routes, server_metrics
+from pilothouse.admin.readiness import ReadinessCheck
 from pilothouse.admin.server import AdminServer
 from pilothouse.admin.server_knobs import (
     register_admission_knobs,
@@ -56,7 +59,15 @@ from pilothouse.cli.config_sources import (
 )
 from pilothouse.cli.serve_args import add_arguments, settings_from
 from pilothouse.cli.serve_listen import listen_address, server_names
-from pilothouse.cli.serve_security import RootWait, Security, create_ca, start_security
+from pilothouse.cli.serve_listeners import (
+    AdminListener,
+    ControlZListener,
+    Listener,
+    Listeners,
+    WebhookListener,
+    XdsListener,
+)
+from pilothouse.cli.serve_security import RootWait, Security, create_ca, wire_security
 from pilothouse.cli.supervisor import supervise
 from pilothouse.cli.worker import WorkerRole
 from pilothouse.config.encoding import EncodingProblem, decode_config
@@ -70,6 +81,7 @@ from pilothouse.security.ca_metrics import CaCollector
 from pilothouse.settings import (
     Settings,
 )
+from pilothouse.sources.addresses import ConfigSource
 from pilothouse.sources.aggregate import AggregateStore
 from pilothouse.sources.availability import Availability, ReportsAvailability
 from pilothouse.sources.events import ConfigEvent, ConfigStore
@@ -120,6 +132,89 @@ def load_mesh(settings: Settings) -> tuple[MeshSettings, tuple[str, ...]]:
     return mesh, mesh_sources
 
 
+class ConfigLog:
+    """What ``serve`` logs of the config: the initial load (maybe 100,000 objects) summed
+    up in one line once discovery is ready, every change after that in its own line."""
+
+    def __init__(self, discovery: DiscoveryServer) -> None:
+        self._discovery = discovery
+        self._initial = 0
+
+    def on_event(self, event: ConfigEvent) -> None:
+        level = logging.INFO
+        if not self._discovery.ready():
+            level = logging.DEBUG
+            self._initial += 1
+        if log.isEnabledFor(level):
+            log.log(
+                level,
+                "config %s",
+                event.type,
+                extra={"key": str(event.key), "origin": str(event.config.origin)},
+            )
+
+    async def report_loaded(self) -> None:
+        await self._discovery.wait_ready()
+        # What the initial load built lives as long as the process: move it out of the
+        # cyclic collector's sight so that later collections do not rescan all of it.
+        gc.freeze()
+        log.info("config loaded", extra={"events": self._initial})
+
+
+def runtime_knobs(discovery: DiscoveryServer) -> KnobRegistry:
+    """The admin API's and ControlZ's runtime knobs: each part registers its own here,
+    where the parts are wired."""
+    knobs = KnobRegistry()
+    register_push_knobs(knobs, discovery)
+    register_admission_knobs(knobs, discovery.admission, settings_prefix="xds.admission")
+    register_log_knobs(knobs)
+    return knobs
+
+
+def webhook_listener(settings: Settings, address: HostPort, *, shared: bool) -> WebhookListener:
+    """The validation webhook's port (on when a certificate and key are given)."""
+    server = WebhookServer(
+        settings.webhook.cert, settings.webhook.key, read_timeout=settings.webhook.read_timeout
+    )
+    return WebhookListener(server, address, settings.webhook.address, shared=shared)
+
+
+def admin_server(
+    settings: Settings,
+    discovery: DiscoveryServer,
+    sources: Sequence[ConfigSource],
+    source_states: Callable[[], list[Availability]],
+    *,
+    metrics: ServerMetrics,
+    knobs: KnobRegistry,
+    access: AccessPolicy,
+    readiness: Sequence[ReadinessCheck],
+    worker: WorkerRole | None,
+) -> AdminServer:
+    """The admin HTTP server: ``/ready`` (with the ``readiness`` checks), ``/metrics``,
+    ``/debug``, REST xDS, the admin API and, as a worker, the workers' pages."""
+    return AdminServer(
+        build_admin_app(
+            discovery,
+            readiness,
+            rest=settings.rest,
+            source_states=source_states,
+            names=access.names,
+            sources=lambda: sources,
+            routes=[
+                *metrics_routes(metrics.registry),
+                *debug_routes(discovery, sources),
+                *AdminApi(knobs, discovery, access).routes(),
+                *(
+                    worker.routes(allow_remote=settings.xds.debug_allow_remote)
+                    if worker is not None
+                    else ()
+                ),
+            ],
+        )
+    )
+
+
 async def serve(
     settings: Settings,
     stop: asyncio.Event,
@@ -162,31 +257,6 @@ async def serve(
         stores.append(reverse.store)
     store = AggregateStore(stores)
 
-    initial: list[int] = [0]
-
-    def on_event(event: ConfigEvent) -> None:
-        # The initial load (maybe 100,000 objects) is summed up in one line at ready;
-        # every change after that gets its own line.
-        level = logging.INFO
-        if not discovery.ready():
-            level = logging.DEBUG
-            initial[0] += 1
-        if log.isEnabledFor(level):
-            log.log(
-                level,
-                "config %s",
-                event.type,
-                extra={"key": str(event.key), "origin": str(event.config.origin)},
-            )
-
-    async def report_loaded() -> None:
-        await discovery.wait_ready()
-        # What the initial load built lives as long as the process: move it out of the
-        # cyclic collector's sight so that later collections do not rescan all of it.
-        gc.freeze()
-        log.info("config loaded", extra={"events": initial[0]})
-
-    store.subscribe(on_event)
     discovery = DiscoveryServer(
         store,
         mesh,
@@ -194,6 +264,8 @@ async def serve(
         envoy_generators=settings.role == "all",
         kube=kube_registry.feeds if kube_registry is not None else None,
     )
+    config_log = ConfigLog(discovery)
+    store.subscribe(config_log.on_event)
     if kube_mesh is not None:
         kube_mesh.on_change = discovery.set_mesh
     try:
@@ -203,29 +275,9 @@ async def serve(
     if reverse is not None:
         roles.sink_server = reverse
         roles.runners.append(reverse)
-    # Every port opens at once (streams are refused until the sources have synced); only
-    # the TLS port waits for the CA's root, which may live in a store not reachable yet.
-    http_stops: list[Callable[[], Awaitable[None]]] = []  # admin, webhook, ControlZ
-
-    async def stop_http() -> None:
-        for stop_one in reversed(http_stops):
-            await stop_one()
-
     grpc_server = new_grpc_server(settings.xds, reuse_port=shared)
     add_discovery_services(grpc_server, discovery)
     roles.add_to(grpc_server)
-    try:
-        port = grpc_server.add_insecure_port(str(xds_address))
-    except RuntimeError as problem:
-        raise SystemExit(
-            f"pilothouse: cannot listen on {settings.xds.address}: {problem}"
-        ) from None
-    if port == 0:
-        raise SystemExit(f"pilothouse: cannot listen on {settings.xds.address}")
-    discovery.identify(port)
-    await grpc_server.start()
-    xds_bound = join_host_port(xds_address.host, port)
-    log.info("xDS listening on %s", xds_bound, extra={"address": xds_bound})
 
     def source_states() -> list[Availability]:
         shown = [*sources, *([kube_registry] if kube_registry is not None else [])]
@@ -233,76 +285,35 @@ async def serve(
 
     root = RootWait(settings, mesh, mesh_sources)
     metrics = server_metrics(discovery, sources)
-    # Runtime knobs: each part registers its own here, where the parts are wired.
-    knobs = KnobRegistry()
-    register_push_knobs(knobs, discovery)
-    register_admission_knobs(knobs, discovery.admission, settings_prefix="xds.admission")
-    register_log_knobs(knobs)
     webhook_on = bool(settings.webhook.cert and settings.webhook.key)
     names = server_names(
         settings,
         (xds_address, admin_address, tls_address, webhook_address if webhook_on else None),
     )
     access = AccessPolicy(allow_remote=settings.admin.allow_remote, names=names)
-    admin = AdminServer(
-        build_admin_app(
-            discovery,
-            (root.pending, *((worker.board.not_ready,) if worker is not None else ())),
-            rest=settings.rest,
-            source_states=source_states,
-            names=names,
-            sources=lambda: sources,
-            routes=[
-                *metrics_routes(metrics.registry),
-                *debug_routes(discovery, sources),
-                *AdminApi(knobs, discovery, access).routes(),
-                *(
-                    worker.routes(allow_remote=settings.xds.debug_allow_remote)
-                    if worker is not None
-                    else ()
-                ),
-            ],
-        )
+    knobs = runtime_knobs(discovery)
+    admin = admin_server(
+        settings,
+        discovery,
+        sources,
+        source_states,
+        metrics=metrics,
+        knobs=knobs,
+        access=access,
+        readiness=(root.pending, *((worker.board.not_ready,) if worker is not None else ())),
+        worker=worker,
     )
-    try:
-        admin_port = await admin.start(admin_address.host, admin_address.port, reuse_port=shared)
-    except OSError as problem:
-        await grpc_server.stop(0)
-        raise SystemExit(
-            f"pilothouse: cannot listen on {settings.admin.address}: {problem}"
-        ) from None
-    http_stops.append(admin.stop)
-    admin_bound = join_host_port(admin_address.host, admin_port)
-    log.info(
-        "admin (/ready, /metrics, /debug, REST xDS, /admin) listening on %s",
-        admin_bound,
-        extra={"address": admin_bound},
-    )
-    webhook_port = 0
+    # Every port opens at once (streams are refused until the sources have synced); only
+    # the TLS port waits for the CA's root, which may live in a store not reachable yet.
+    opening: list[Listener] = [
+        XdsListener(grpc_server, xds_address, settings.xds.address, discovery),
+        AdminListener(admin, admin_address, settings.admin.address, shared=shared),
+    ]
     if webhook_on:
-        webhook = WebhookServer(
-            settings.webhook.cert,
-            settings.webhook.key,
-            read_timeout=settings.webhook.read_timeout,
-        )
-        try:
-            webhook_port = await webhook.start(
-                webhook_address.host, webhook_address.port, reuse_port=shared
-            )
-        except OSError as problem:
-            await grpc_server.stop(0)
-            await stop_http()
-            raise SystemExit(
-                f"pilothouse: cannot serve the webhook on {settings.webhook.address}: {problem}"
-            ) from None
-        http_stops.append(webhook.stop)
-        log.info(
-            "validation webhook (HTTPS) listening",
-            extra={"address": str(webhook_address.with_port(webhook_port))},
-        )
-    ctrlz = ControlZ(settings.ctrlz, knobs, access)
-    ctrlz_port = await ctrlz.start()  # logs and stays off if it cannot listen, as istiod
-    http_stops.append(ctrlz.stop)
+        opening.append(webhook_listener(settings, webhook_address, shared=shared))
+    opening.append(ControlZListener(ControlZ(settings.ctrlz, knobs, access)))
+    listeners = Listeners()
+    ports = await listeners.start(*opening)
 
     # The CA (an Authority) for the certificate service, SDS and the TLS port is opened
     # inside the task group, so that the sources run while its shared store is asked
@@ -312,7 +323,7 @@ async def serve(
     try:
         async with asyncio.TaskGroup() as tasks:
             # waits for the first PushContext, which never comes if a source never syncs
-            loaded = tasks.create_task(report_loaded())
+            loaded = tasks.create_task(config_log.report_loaded())
             for source in sources:
                 tasks.create_task(source.run())
             if kube_mesh is not None:
@@ -328,9 +339,12 @@ async def serve(
             try:  # a SystemExit raised in a task group's body would leave it as a group
                 authority = await root.open(stop)
                 if not stop.is_set():
-                    security = await start_security(
+                    wired = wire_security(
                         settings, mesh, discovery, roles, authority, tls_address, shared=shared
                     )
+                    if wired.listener is not None:
+                        ports |= await listeners.start(wired.listener)
+                    security = wired
             except SystemExit as problem:
                 fatal = problem
             if security is not None:
@@ -351,11 +365,11 @@ async def serve(
                 if on_bound is not None:
                     on_bound(
                         Bound(
-                            xds_port=port,
-                            admin_port=admin_port,
-                            webhook_port=webhook_port,
-                            ctrlz_port=ctrlz_port,
-                            xds_tls_port=security.tls_port,
+                            xds_port=ports["xds"],
+                            admin_port=ports["admin"],
+                            webhook_port=ports.get("webhook", 0),
+                            ctrlz_port=ports["ctrlz"],
+                            xds_tls_port=ports.get("xds-tls", 0),
                         )
                     )
                 await stop.wait()
@@ -374,11 +388,7 @@ async def serve(
                 task.cancel()
     finally:
         # the xDS ports drain together (streams get drain_seconds), then the rest stop
-        draining = [grpc_server.stop(settings.drain_seconds)]
-        if security is not None and security.tls is not None:
-            draining.append(security.tls.stop(settings.drain_seconds))
-        await asyncio.gather(*draining)
-        await stop_http()
+        await listeners.stop(settings.drain_seconds)
         log.info("stopped")
     if fatal is not None:
         raise fatal

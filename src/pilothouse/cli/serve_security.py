@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pilothouse.addresses import HostPort, join_host_port
+from pilothouse.addresses import HostPort
 from pilothouse.backoff import Backoff
 from pilothouse.cli.config_sources import rejoin_etcd_endpoints
+from pilothouse.cli.serve_listeners import TlsListener
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.security.authn import Authenticator
 from pilothouse.security.ca import CertificateAuthority
@@ -205,15 +206,16 @@ def open_tls_port(
 
 @dataclass(frozen=True, slots=True)
 class Security:
-    """What ``serve`` started of the security stage."""
+    """What ``serve`` wired of the security stage."""
 
     secrets: SecretDelivery
     tls: TlsPort | None
-    tls_port: int
-    """The TLS port's bound port (0: off)."""
+    """The TLS port (None: off)."""
+    listener: TlsListener | None
+    """The TLS port's listener, not started yet: ``serve`` starts it with its others."""
 
 
-async def start_security(
+def wire_security(
     settings: Settings,
     mesh: MeshSettings,
     discovery: DiscoveryServer,
@@ -224,24 +226,14 @@ async def start_security(
     shared: bool,
 ) -> Security:
     """SDS wired into ``discovery`` (before it serves a stream: gateways get the secrets
-    directory's credentials at once) and the TLS port listening, when it is on."""
+    directory's credentials at once) and the TLS port built, when it is on."""
     tls = open_tls_port(settings, mesh, discovery, authority, roles)
     secrets = secret_delivery(settings, discovery, authority)
     if secrets.credentials is not None:
         secrets.credentials.load()
     if tls is None or tls_address is None:
-        return Security(secrets, None, 0)
-    try:
-        port = await tls.start(tls_address.host, tls_address.port, reuse_port=shared)
-    except OSError as problem:
-        await tls.stop(0)
-        raise SystemExit(
-            f"pilothouse: cannot listen on {settings.xds.tls_address}: {problem}"
-        ) from None
-    bound = join_host_port(tls_address.host, port)
-    log.info(
-        "xDS (TLS) and certificate service listening on %s",
-        bound,
-        extra={"address": bound, "ca_dir": settings.ca.dir},
+        return Security(secrets, None, None)
+    listener = TlsListener(
+        tls, tls_address, settings.xds.tls_address, settings.ca.dir, shared=shared
     )
-    return Security(secrets, tls, port)
+    return Security(secrets, tls, listener)
