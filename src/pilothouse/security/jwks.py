@@ -21,7 +21,7 @@ component with ``run()`` / ``close()``:
   naming the RequestAuthentications that use it;
 - what is kept is a key set, never whatever the URL answered: the body must be JSON with
   a ``keys`` list (at most :data:`MAX_BYTES`), and every key is checked as a key
-  (:mod:`pilothouse.security.json_web_key`): a bad one is dropped and logged once, the
+  (:mod:`pilothouse.config.json_web_key`): a bad one is dropped and logged once, the
   good ones of the same set are kept, and only their public members are relayed. So
   neither an internal page reached through a crafted ``jwksUri`` (CVE-2026-41413), nor
   a private key (CVE-2026-31837), nor a key Envoy cannot read (which would make it
@@ -44,7 +44,7 @@ import aiohttp
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from pilothouse.backoff import Backoff
-from pilothouse.security.json_web_key import BadKey, CheckedKeySet, relayable_key_set
+from pilothouse.config.json_web_key import BadKey, CheckedKeySet, relayable_key_set
 from pilothouse.security.jwks_addresses import JwksAddressPolicy, UriRefused
 from pilothouse.security.jwks_fetch import FetchFailed, fetch_jwks
 

@@ -18,7 +18,7 @@ from pilothouse.backoff import Backoff
 from pilothouse.security.jwks import JwksError, JwksResolver, checked_key_set
 from pilothouse.security.jwks_addresses import JwksAddressPolicy
 from pilothouse.security.jwks_fetch import FetchFailed, fetch_jwks
-from tests.unit.security.test_json_web_key import rsa_key
+from tests.unit.config.test_json_web_key import rsa_key
 
 RSA_PUBLIC = rsa_key(kid="one")
 RSA_PRIVATE = {**rsa_key(kid="two"), "d": "secret", "p": "x", "q": "y"}

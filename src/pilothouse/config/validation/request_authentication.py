@@ -10,10 +10,10 @@ from pilothouse.api.istio.security.v1beta1.request_authentication_pb2 import (
     JWTRule,
     RequestAuthentication,
 )
+from pilothouse.config.json_web_key import relayable_key_set
 from pilothouse.config.validation.headers import header_name_problem
 from pilothouse.config.validation.policy_target import check_policy_target
 from pilothouse.config.validation.report import Report
-from pilothouse.security.json_web_key import relayable_key_set
 
 # RFC 9110 token characters: what an HTTP header name may hold.
 _HEADER_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
@@ -55,7 +55,7 @@ def jwks_uri_problem(uri: str) -> str | None:
 
 def jwks_problems(text: str) -> list[str]:
     """What is wrong with an inline JSON Web Key Set: the document, or each key that would
-    not be relayed (:mod:`pilothouse.security.json_web_key`); empty when nothing is."""
+    not be relayed (:mod:`pilothouse.config.json_web_key`); empty when nothing is."""
     try:
         document = json.loads(text)
     except ValueError as error:

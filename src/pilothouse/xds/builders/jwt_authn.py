@@ -29,8 +29,8 @@ from envoy.extensions.filters.network.http_connection_manager.v3 import (  # typ
     http_connection_manager_pb2 as hcm_pb2,
 )
 
+from pilothouse.config.json_web_key import BadKey, relayable_key_set
 from pilothouse.push.inputs import ConfigRevision
-from pilothouse.security.json_web_key import BadKey, relayable_key_set
 from pilothouse.xds.builders.listener import typed
 
 JWT_AUTHN_FILTER: Final = "envoy.filters.http.jwt_authn"
@@ -75,7 +75,7 @@ def build_jwt_authn(
 
 def inline_keys(text: str) -> str | None:
     """An inline ``jwks`` as it is relayed: its keys that pass the checks of
-    :mod:`pilothouse.security.json_web_key` (validation refuses a rule with any other),
+    :mod:`pilothouse.config.json_web_key` (validation refuses a rule with any other),
     public members only; None when none does."""
     try:
         checked = relayable_key_set(json.loads(text))

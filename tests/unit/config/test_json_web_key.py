@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
-from pilothouse.security.json_web_key import (
+from pilothouse.config.json_web_key import (
     BadKey,
     relayable_key,
     relayable_key_set,
