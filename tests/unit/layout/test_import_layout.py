@@ -7,6 +7,8 @@ to its Pod is completed in push/, beside WorkloadEntries' sidecars. The import g
 no module may import from a later stage (config → sources → registry → push → xds), so no
 import cycle can form between the stage packages (the old ``kube`` package was a source, a
 registry and a push participant at once: ``sources`` ↔ ``kube``, ``kube`` → ``push``).
+Beyond the stages, no two of pilothouse's packages may import each other through any
+path.
 """
 
 from __future__ import annotations
