@@ -20,8 +20,6 @@ import grpc
 
 from pilothouse.addresses import HostPort, join_host_port
 from pilothouse.admin.controlz.app import ControlZ
-from pilothouse.admin.server import AdminServer
-from pilothouse.webhook.server import WebhookServer
 from pilothouse.xds.server.discovery import DiscoveryServer
 from pilothouse.xds.server.tls_port import TlsPort
 
@@ -133,14 +131,24 @@ class XdsListener:
         await self._server.stop(grace)
 
 
-class AdminListener:
-    """The admin HTTP port (/ready, /metrics, /debug, REST xDS, /admin)."""
+class HttpServer(Protocol):
+    """An aiohttp-based server ``serve`` runs: the admin app or the webhook."""
 
-    name = "admin"
+    async def start(self, host: str, port: int, *, reuse_port: bool = False) -> int: ...
+
+    async def stop(self) -> None: ...
+
+
+class HttpListener:
+    """An HTTP(S) port of ``serve``; subclasses say how it is named and announced."""
+
+    name = ""
     drains = False
+    cannot = "cannot listen on"
+    """How a failure to listen begins, after ``pilothouse: ``."""
 
     def __init__(
-        self, server: AdminServer, address: HostPort, configured: str, *, shared: bool
+        self, server: HttpServer, address: HostPort, configured: str, *, shared: bool
     ) -> None:
         self._server = server
         self._address = address
@@ -154,51 +162,44 @@ class AdminListener:
             )
         except OSError as problem:
             raise CannotListen(
-                f"pilothouse: cannot listen on {self._configured}: {problem}"
+                f"pilothouse: {self.cannot} {self._configured}: {problem}"
             ) from None
+        self.announce(port)
+        return port
+
+    def announce(self, port: int) -> None:
+        """Log that it listens on ``port`` (each port in its own words)."""
+        raise NotImplementedError
+
+    async def stop(self, grace: float) -> None:
+        await self._server.stop()
+
+
+class AdminListener(HttpListener):
+    """The admin HTTP port (/ready, /metrics, /debug, REST xDS, /admin)."""
+
+    name = "admin"
+
+    def announce(self, port: int) -> None:
         bound = join_host_port(self._address.host, port)
         log.info(
             "admin (/ready, /metrics, /debug, REST xDS, /admin) listening on %s",
             bound,
             extra={"address": bound},
         )
-        return port
-
-    async def stop(self, grace: float) -> None:
-        await self._server.stop()
 
 
-class WebhookListener:
+class WebhookListener(HttpListener):
     """The validation webhook's HTTPS port (its certificate is loaded at start)."""
 
     name = "webhook"
-    drains = False
+    cannot = "cannot serve the webhook on"
 
-    def __init__(
-        self, server: WebhookServer, address: HostPort, configured: str, *, shared: bool
-    ) -> None:
-        self._server = server
-        self._address = address
-        self._configured = configured
-        self._shared = shared
-
-    async def start(self) -> int:
-        try:
-            port = await self._server.start(
-                self._address.host, self._address.port, reuse_port=self._shared
-            )
-        except OSError as problem:
-            raise CannotListen(
-                f"pilothouse: cannot serve the webhook on {self._configured}: {problem}"
-            ) from None
+    def announce(self, port: int) -> None:
         log.info(
             "validation webhook (HTTPS) listening",
             extra={"address": str(self._address.with_port(port))},
         )
-        return port
-
-    async def stop(self, grace: float) -> None:
-        await self._server.stop()
 
 
 class ControlZListener:
