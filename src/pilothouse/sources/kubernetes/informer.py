@@ -38,10 +38,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import random
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
@@ -53,13 +52,13 @@ from pilothouse.sources.kubernetes.events import KubeEvent, KubeHandler, WatchEv
 from pilothouse.sources.kubernetes.object_shape import (
     MalformedList,
     ObjectKey,
-    json_type,
     key_problem,
     list_problem,
     object_problem,
     readable_key,
 )
 from pilothouse.sources.kubernetes.skipped import SkippedObjects
+from pilothouse.sources.kubernetes.watch_lines import decode_event, watch_lines
 
 log = logging.getLogger("pilothouse.kube")
 
@@ -90,7 +89,6 @@ class _Absent(Exception):
         self.problem = problem
 
 
-_EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"})
 _FAILURES = (
     KubeApiError,
     aiohttp.ClientError,
@@ -440,7 +438,7 @@ class Informer:
             raise
         self._recovered()
         try:
-            async for line in _lines(response, self._max_line):
+            async for line in watch_lines(response, self._max_line):
                 if self._stop.is_set():
                     return
                 self._on_line(line)
@@ -453,27 +451,11 @@ class Informer:
         """One watch line: applied, or skipped and logged when it is malformed (None: one
         too long to read). An ``ERROR`` event ends the watch (410 relists, 403/404 goes
         absent)."""
-        if line is None:
-            too_long = f"a watch line longer than {self._max_line} bytes"
-            self.skipped.skip("watch event", None, too_long)
+        decoded = decode_event(line, self._max_line)
+        if isinstance(decoded, str):
+            self.skipped.skip("watch event", None, decoded)
             return
-        try:
-            event = json.loads(line)
-        except (ValueError, RecursionError):
-            self.skipped.skip("watch event", None, "a watch line that is not JSON")
-            return
-        if not isinstance(event, dict):
-            self.skipped.skip("watch event", None, f"a watch line that is {json_type(event)}")
-            return
-        kind, obj = event.get("type"), event.get("object")
-        if kind not in _EVENT_TYPES:
-            shown = repr(kind)[:60] if isinstance(kind, str) else json_type(kind)
-            self.skipped.skip("watch event", None, f"unknown watch event type {shown}")
-            return
-        if not isinstance(obj, dict):
-            what = f"a {kind} event whose object is {json_type(obj)}"
-            self.skipped.skip("watch event", None, what)
-            return
+        kind, obj = decoded
         if kind == "ERROR":
             raise _status_error(obj)
         version = _version(obj)
@@ -514,35 +496,6 @@ class Informer:
                 log.exception(
                     "a handler of %s failed", self.resource, extra={"resource": self.resource}
                 )
-
-
-async def _lines(response: aiohttp.ClientResponse, limit: int) -> AsyncIterator[bytes | None]:
-    """The JSON lines of a watch body, however the chunks fall; None in place of a line
-    longer than ``limit`` bytes, whose bytes are dropped as they come."""
-    parts: list[bytes] = []
-    size = 0
-    dropping = False
-    async for chunk in response.content.iter_any():
-        *complete, rest = chunk.split(b"\n")
-        for piece in complete:
-            line = b"".join((*parts, piece)) if parts else piece
-            parts, size = [], 0
-            if dropping:
-                dropping = False  # the end of the line too long to read
-            elif len(line) > limit:
-                yield None
-            elif line.strip():
-                yield line
-        if rest and not dropping:
-            parts.append(rest)
-            size += len(rest)
-            if size > limit:
-                parts, size, dropping = [], 0, True
-                yield None
-    if parts and not dropping:
-        line = b"".join(parts)
-        if line.strip():
-            yield line
 
 
 def _strip(obj: Obj) -> None:
