@@ -20,37 +20,20 @@ import pytest
 from tests.e2e.harness.client import fetch
 from tests.e2e.harness.fleet import EnvoyFleet
 from tests.e2e.harness.serve_process import ServeProcess
+from tests.e2e.harness.token_served import served_with_issuer
 from tests.e2e.test_tls_xds_envoy import NODE, bootstrap, root_file
 from tests.unit.security.tokens import Issuer
 
 pytestmark = pytest.mark.timeout(120)
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 LINE = re.compile(r"info xds\.refusals xds connection refused: (.*)$", re.MULTILINE)
 
 
 @pytest.fixture
 async def served(tmp_path: Path) -> AsyncIterator[ServeProcess]:
-    trusted = Issuer()
-    jwks = trusted.write_jwks(tmp_path / "jwks.json")
-    process = ServeProcess(
-        [EXAMPLES],
-        xds_port=0,
-        admin_port=0,
-        log_path=tmp_path / "serve.log",
-        log_level="info",
-        environment={
-            "PILOTHOUSE_AUTH_JWT_ISSUERS": f"{trusted.name}={jwks}",
-            "PILOTHOUSE_XDS_REFUSAL_LOG_INTERVAL": "60",
-        },
-    )
-    process.start()
-    try:
-        await process.wait_listening()
-        await process.wait_ready()
+    environment = {"PILOTHOUSE_XDS_REFUSAL_LOG_INTERVAL": "60"}
+    async with served_with_issuer(tmp_path, environment) as (process, _trusted):
         yield process
-    finally:
-        await process.stop()
 
 
 async def refusals(process: ServeProcess) -> dict[str, object]:

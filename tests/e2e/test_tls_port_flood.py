@@ -34,6 +34,7 @@ import pytest
 from pilothouse.api.istio.security.v1alpha1 import ca_pb2, ca_pb2_grpc
 from tests.e2e.harness.client import fetch
 from tests.e2e.harness.serve_process import ServeProcess
+from tests.e2e.harness.token_served import served_with_issuer
 from tests.e2e.test_tls_xds_envoy import root_file
 from tests.integration.tls_served import CDS, first_answer, node_request
 from tests.unit.security.certs import csr_pem, ec_key
@@ -41,7 +42,6 @@ from tests.unit.security.tokens import Issuer
 
 pytestmark = pytest.mark.timeout(180)
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 NODE = "sidecar~127.0.0.1~productpage-v1.bookinfo~bookinfo.svc.cluster.local"
 DEADLINE = 2.0
 """The front's handshake and authentication timeouts in these tests, seconds."""
@@ -52,30 +52,16 @@ IDLE_TLS = 600
 async def serve_with_fd_limit(
     tmp_path: Path, files: int, environment: Mapping[str, str]
 ) -> AsyncIterator[tuple[ServeProcess, Issuer]]:
-    issuer = Issuer()
-    jwks = issuer.write_jwks(tmp_path / "jwks.json")
-    process = ServeProcess(
-        [EXAMPLES],
-        xds_port=0,
-        admin_port=0,
-        log_path=tmp_path / "serve.log",
-        log_level="info",
-        environment={
-            "PILOTHOUSE_AUTH_JWT_ISSUERS": f"{issuer.name}={jwks}",
-            "PILOTHOUSE_XDS_TLS_HANDSHAKE_TIMEOUT": str(DEADLINE),
-            "PILOTHOUSE_XDS_TLS_AUTH_TIMEOUT": str(DEADLINE),
-            **environment,
-        },
-    )
-    process.start()
-    try:
+    deadlines = {
+        "PILOTHOUSE_XDS_TLS_HANDSHAKE_TIMEOUT": str(DEADLINE),
+        "PILOTHOUSE_XDS_TLS_AUTH_TIMEOUT": str(DEADLINE),
+    }
+
+    def limit(process: ServeProcess) -> None:
         resource.prlimit(process.pid, resource.RLIMIT_NOFILE, (files, files))
-        await process.wait_listening()
-        await process.wait_ready()
-        assert process.xds_tls_port, process.log_tail()
-        yield process, issuer
-    finally:
-        await process.stop()
+
+    async with served_with_issuer(tmp_path, {**deadlines, **environment}, started=limit) as s:
+        yield s
 
 
 class Attacker:

@@ -17,36 +17,20 @@ import pytest
 
 from tests.e2e.harness.fleet import EnvoyFleet
 from tests.e2e.harness.serve_process import ServeProcess
+from tests.e2e.harness.token_served import served_with_issuer
 from tests.unit.security.certs import csr_pem, ec_key, key_pem
 from tests.unit.security.tokens import Issuer
 
 pytestmark = pytest.mark.timeout(120)
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 NODE = "sidecar~127.0.0.1~productpage-v1.bookinfo~bookinfo.svc.cluster.local"
 REVIEWS = "outbound|9080||reviews.bookinfo.svc.cluster.local"
 
 
 @pytest.fixture
 async def served(tmp_path: Path) -> AsyncIterator[tuple[ServeProcess, Issuer]]:
-    issuer = Issuer()
-    jwks = issuer.write_jwks(tmp_path / "jwks.json")
-    process = ServeProcess(
-        [EXAMPLES],
-        xds_port=0,
-        admin_port=0,
-        log_path=tmp_path / "serve.log",
-        log_level="info",
-        environment={"PILOTHOUSE_AUTH_JWT_ISSUERS": f"{issuer.name}={jwks}"},
-    )
-    process.start()
-    try:
-        await process.wait_listening()
-        await process.wait_ready()
-        assert process.xds_tls_port, process.log_tail()
-        yield process, issuer
-    finally:
-        await process.stop()
+    async with served_with_issuer(tmp_path) as served:
+        yield served
 
 
 def bootstrap(*args: str) -> dict[str, object]:
