@@ -1,8 +1,8 @@
 """WorkloadGroup: the template of the WorkloadEntries a group of workloads registers.
 
-Served (validated, stored, sent over MCP) but read by no builder beyond the workloads'
-own namespace: it concerns only proxies of its namespace, like a WorkloadEntry, and
-moves no endpoint itself.
+Served (validated, stored, sent over MCP and MCP-over-xDS) but read by no builder yet:
+a change concerns only proxies of its namespace (the rule a WorkloadEntry follows) and
+moves no endpoint.
 """
 
 from __future__ import annotations

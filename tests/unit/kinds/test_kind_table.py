@@ -9,10 +9,12 @@ table is covered by adding its module).
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import importlib
 import inspect
 import pkgutil
+from pathlib import Path
 
 from google.protobuf.message import Message
 
@@ -131,3 +133,18 @@ def test_the_table_module_lists_every_kind_module() -> None:
         declared.extend([module.KIND] if hasattr(module, "KIND") else [])
         declared.extend(getattr(module, "KINDS", ()) if module is not table else ())
     assert sorted(k.name for k in declared) == sorted(k.name for k in KINDS)
+
+
+def test_push_xds_and_cli_spell_no_served_kind_s_name() -> None:
+    """They read the table (or a kind module's ``KIND``); a string literal naming a served
+    kind there is a rule kept outside its kind's module."""
+    src = Path(pilothouse.kinds.__file__).resolve().parents[1]
+    names = {k.name for k in served()}
+    found = [
+        f"{path.relative_to(src)}:{node.lineno}: {node.value}"
+        for package in ("push", "xds", "cli")
+        for path in sorted((src / package).rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.Constant) and node.value in names
+    ]
+    assert found == []
