@@ -34,6 +34,7 @@ if __package__ in (None, ""):
 from bench.config_load import best_of
 from pilothouse.config.load import Loader
 from pilothouse.config.mesh import MeshSettings
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.push.authorization import WorkloadAuthorization
 from pilothouse.push.cache import ResourceCache
 from pilothouse.push.inputs import ConfigRevision
@@ -102,7 +103,7 @@ class Mesh:
             WORKLOAD.format(n=n, w=w) for n in range(namespaces) for w in range(workloads)
         )
         self.store = MemoryStore()
-        for config in Loader().load_strict(text, "mesh.yaml"):
+        for config in Loader(SCHEMAS).load_strict(text, "mesh.yaml"):
             self.store.apply(config)
         self.store.mark_synced()
         self.registry = ServiceEntryRegistry(self.store, lambda _update: None)
@@ -148,7 +149,7 @@ class Mesh:
 
     def edit(self, kind: str, body: str) -> tuple[int, float]:
         """Apply the policy, plan its push, generate the pushed proxies' listeners."""
-        (config,) = Loader().load_strict(POLICY.format(kind=kind, body=body), "edit.yaml")
+        (config,) = Loader(SCHEMAS).load_strict(POLICY.format(kind=kind, body=body), "edit.yaml")
         start = time.perf_counter()
         self.store.apply(config)
         request = self.pipeline.config_changed(config.key, start=start)
@@ -188,7 +189,8 @@ def guarded_authorization(policies: int, rules: int) -> WorkloadAuthorization:
         "metadata: {name: jwt, namespace: a}\nspec:\n  jwtRules:\n  - issuer: https://i\n"
         f"    jwks: '{_JWKS}'\n"
     )
-    revisions: list[Any] = [ConfigRevision.of(c) for c in Loader().load_strict(text, "p.yaml")]
+    loaded = Loader(SCHEMAS).load_strict(text, "p.yaml")
+    revisions: list[Any] = [ConfigRevision.of(c) for c in loaded]
     return WorkloadAuthorization(
         tuple(r for r in revisions if r.key.kind == "AuthorizationPolicy"),
         tuple(r for r in revisions if r.key.kind == "RequestAuthentication"),

@@ -19,6 +19,7 @@ import time
 import yaml
 
 from pilothouse.config.load import Loader
+from pilothouse.kinds.table import SCHEMAS
 
 SERVICE = """\
 apiVersion: networking.istio.io/v1
@@ -77,7 +78,7 @@ def main() -> None:
     args = parser.parse_args()
     text = mesh_text(args.services)
     objects = args.services * 2
-    loader = Loader()
+    loader = Loader(SCHEMAS)
     result = loader.load_text(text, "bench.yaml")
     assert result.ok and len(result.configs) == objects, result.errors[:3]
     baseline = best_of(args.runs, lambda: list(yaml.load_all(text, Loader=_YAML_LOADER)))

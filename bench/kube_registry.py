@@ -39,6 +39,7 @@ if __package__ in (None, ""):
 
 from pilothouse.config.load import Loader
 from pilothouse.config.model import Config
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.registry.controller import ServiceEntryRegistry
 from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.registry.kubernetes.registry import KubeFeeds, KubeRegistry
@@ -283,7 +284,7 @@ def main() -> None:
     parser.add_argument("--flips", type=int, default=500)
     args = parser.parse_args()
     objects = kube_objects(args.services, args.pods)
-    result = Loader().load_text(service_entry_yaml(args.services, args.pods), "bench.yaml")
+    result = Loader(SCHEMAS).load_text(service_entry_yaml(args.services, args.pods), "bench.yaml")
     assert result.ok, result.errors[:3]
     configs = list(result.configs)
     workloads = args.services * args.pods

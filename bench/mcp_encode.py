@@ -33,6 +33,7 @@ from pilothouse.api.istio.mcp.v1alpha1 import metadata_pb2, resource_pb2
 from pilothouse.config.load import Loader
 from pilothouse.config.mcp_resource import encode_resource, resource_name
 from pilothouse.config.model import Config
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.protowire import varint
 
 SERVICE = """\
@@ -52,7 +53,7 @@ VARINT_VALUES = range(1 << 14)
 
 def service_entries(count: int) -> list[Config]:
     text = "---\n".join(SERVICE.format(i=i, ns=i % 20, a=i // 250, b=i % 250) for i in range(count))
-    return list(Loader().load_strict(text, "bench.yaml"))
+    return list(Loader(SCHEMAS).load_strict(text, "bench.yaml"))
 
 
 def protobuf_way(config: Config, version: str, first_seen: datetime.datetime) -> bytes:

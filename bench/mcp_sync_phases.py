@@ -49,7 +49,7 @@ from bench.mcp_sync_mesh import service_entries
 from pilothouse.config.documents import RawObject
 from pilothouse.config.load import Loader
 from pilothouse.config.mesh import MeshSettings
-from pilothouse.config.schema import SchemaSet
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.push.cache import ResourceCache
 from pilothouse.push.context import build_context
 from pilothouse.push.proxy import parse_node
@@ -97,7 +97,7 @@ class GcClock:
 
 def source_store(count: int) -> MemoryStore:
     """What the source pilothouse holds after loading the files (built without YAML)."""
-    loader = Loader(source="fs:///bench/mesh")
+    loader = Loader(SCHEMAS, source="fs:///bench/mesh")
     store = MemoryStore(loader.source)
     for entry in service_entries(count):
         config, problems, _key = loader.load_object(RawObject(entry, "bench.yaml", 0, {}))
@@ -148,7 +148,7 @@ class _Phases:
         self._emit(phase="response", bytes=len(body))
         response = self.timed("parse", lambda: discovery_pb2.DiscoveryResponse.FromString(body))
         if separate_decode:  # decode alone, on a decoder of its own
-            schema = SchemaSet().by_kind("ServiceEntry")
+            schema = SCHEMAS.by_kind("ServiceEntry")
             assert schema is not None
             decoder = KindDecoder(schema, "xds://bench")
             decoded = self.timed("decode", lambda: decoder.decode(response.resources))

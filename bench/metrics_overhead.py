@@ -152,7 +152,9 @@ class Side:
         self.expected: dict[str, int] = {}
 
     def apply(self, text: str) -> None:
-        loader = self._module("config.load").Loader(source="bench")
+        loader = self._module("config.load").Loader(
+            self._module("kinds.table").SCHEMAS, source="bench"
+        )
         for config in loader.load_strict(text, "bench.yaml"):
             self.store.apply(config)
 

@@ -59,6 +59,7 @@ from envoy.service.discovery.v3 import discovery_pb2
 
 from bench.metrics_overhead import NAMESPACE, endpoint_yaml, mesh_yaml, rule_yaml
 from bench.transport_floor import Floor, FloorStream
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.loadtest.fleet import fleet_identities
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.affected_types import inert_for_scope as COMPARED
@@ -225,7 +226,7 @@ class Pilothouse(Side):
     def apply(self, text: str) -> None:
         from pilothouse.config.load import Loader
 
-        for config in Loader(source="bench").load_strict(text, "bench.yaml"):
+        for config in Loader(SCHEMAS, source="bench").load_strict(text, "bench.yaml"):
             self.store.apply(config)
 
     async def start(self, services: int, proxies: int, debounce: float) -> dict[str, list[str]]:

@@ -40,6 +40,7 @@ from bench.churn_runs import ChurnPlan, ChurnRun, by_quarter, make_events, perce
 from bench.churn_watchlog import config_updates, watch_latencies
 from bench.fanout_mesh import FanoutMesh, endpoint_address
 from pilothouse.config.load import Loader
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.loadtest.holdings import HeldResource, XdsEvent
 from pilothouse.loadtest.stats import percentile
 from pilothouse.protocol.type_urls import CDS, EDS
@@ -110,7 +111,7 @@ def test_writing_an_event_moves_the_workload_entry(tmp_path: Path) -> None:
     path = workload_entry_path(mesh, 5)
     assert endpoint_address(5, 0, 0) in path.read_text(encoding="utf-8")
     write_event(mesh, event(17, 5, 0.0))
-    result = Loader().load_text(path.read_text(encoding="utf-8"), str(path))
+    result = Loader(SCHEMAS).load_text(path.read_text(encoding="utf-8"), str(path))
     assert result.ok, result.errors
     (config,) = result.configs
     assert config.key.name == "svc-5-0"

@@ -27,6 +27,7 @@ from bench.generation_mesh import (
 )
 from bench.generation_watches import Subscriptions, message_of
 from pilothouse.config.load import Loader
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.protocol.type_urls import CDS, EDS, LDS
 from pilothouse.push.cache import CacheStats, Resource
 from pilothouse.push.proxy import ProxyType
@@ -36,7 +37,7 @@ from pilothouse.xds.generators.cds import encode
 
 def load(root: Path) -> dict[str, str]:
     """Every object under ``root``: ``kind ns/name`` → its spec as text (all must be valid)."""
-    loader = Loader()
+    loader = Loader(SCHEMAS)
     objects: dict[str, str] = {}
     for path in sorted(root.rglob("*.yaml")):
         result = loader.load_text(path.read_text(encoding="utf-8"), str(path))

@@ -20,11 +20,12 @@ from bench.mcp_sync_report import SinkRun, cpu_text
 from pilothouse.api.istio.networking.v1alpha3 import service_entry_pb2
 from pilothouse.config.documents import RawObject
 from pilothouse.config.load import Loader
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.logfmt import LineFormatter
 
 
 def test_text_and_dict_forms_are_the_same_valid_objects() -> None:
-    loader = Loader()
+    loader = Loader(SCHEMAS)
     text = loader.load_text("---\n".join(service_entry_text(i) for i in range(30)), "x.yaml")
     assert text.ok, text.errors
     for i, from_text in enumerate(text.configs):
@@ -40,7 +41,7 @@ def test_text_and_dict_forms_are_the_same_valid_objects() -> None:
 def test_write_mesh_spreads_every_object_over_the_files(tmp_path: Path) -> None:
     files = write_mesh(tmp_path, 250, files=100)
     assert len(files) == 100
-    loader = Loader()
+    loader = Loader(SCHEMAS)
     names = [
         c.name for f in files for c in loader.load_strict(f.read_text(encoding="utf-8"), str(f))
     ]
@@ -52,7 +53,7 @@ def test_the_floor_sends_the_same_specs_the_mesh_holds() -> None:
     response = discovery_pb2.DiscoveryResponse.FromString(encode(messages, "7"))
     assert response.version_info == "7"
     assert len(response.resources) == 20
-    loader = Loader()
+    loader = Loader(SCHEMAS)
     for i, entry in enumerate(response.resources):
         parsed = service_entry_pb2.ServiceEntry.FromString(entry.value)
         config, _problems, _key = loader.load_object(RawObject(service_entry(i), "x", 0, {}))

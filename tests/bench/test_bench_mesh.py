@@ -7,11 +7,12 @@ from pathlib import Path
 
 from bench.fanout_mesh import FanoutMesh
 from pilothouse.config.load import Loader
+from pilothouse.kinds.table import SCHEMAS
 
 
 def load(root: Path) -> dict[str, str]:
     """Every object in the tree: ``kind ns/name`` → its spec as text."""
-    loader = Loader()
+    loader = Loader(SCHEMAS)
     objects: dict[str, str] = {}
     for path in sorted(root.rglob("*.yaml")):
         result = loader.load_text(path.read_text(encoding="utf-8"), str(path))

@@ -25,6 +25,7 @@ from bench.rest_report import Setup, percentile, report, summarise, verdict
 from bench.sovereign_side import sovereign_config, write_config
 from bench.sovereign_venv import installed_version
 from pilothouse.config.load import Loader
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.push.proxy import parse_node
 
 
@@ -51,7 +52,7 @@ def response(names: list[str], indent: int | None = None) -> bytes:
 
 def test_write_services_gives_one_outbound_cluster_per_entry(tmp_path: Path) -> None:
     path = write_services(tmp_path, 25)
-    configs = Loader().load_strict(path.read_text(encoding="utf-8"), str(path))
+    configs = Loader(SCHEMAS).load_strict(path.read_text(encoding="utf-8"), str(path))
     assert len(configs) == 25
     specs: list[Any] = [config.spec for config in configs]
     assert len({spec.hosts[0] for spec in specs}) == 25

@@ -11,6 +11,7 @@ from google.protobuf.json_format import ParseDict
 
 from pilothouse.api.istio.security.v1beta1.authorization_policy_pb2 import Rule
 from pilothouse.config.load import Loader
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.push.authorization import WorkloadAuthorization
 from pilothouse.push.inputs import ConfigRevision
 from pilothouse.push.peer_authentication import MtlsMode
@@ -191,7 +192,7 @@ spec:
 
 
 def test_envoy_accepts_the_access_control_filters(tmp_path: Path) -> None:
-    configs = Loader().load_strict(POLICIES, "policies.yaml")
+    configs = Loader(SCHEMAS).load_strict(POLICIES, "policies.yaml")
     revisions = [ConfigRevision.of(c) for c in configs]
     authorization = WorkloadAuthorization(
         tuple(r for r in revisions if r is not None and r.key.kind == "AuthorizationPolicy"),

@@ -24,6 +24,7 @@ from pilothouse.bootstrap.envoy import (
     envoy_bootstrap,
 )
 from pilothouse.config.load import Loader
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.push.debounce import DebounceSettings
 from pilothouse.sources.memory import MemoryStore
 from pilothouse.xds.server.discovery import DiscoveryServer, XdsSettings
@@ -61,7 +62,7 @@ spec:
 
 
 def apply(store: MemoryStore, text: str) -> None:
-    for config in Loader(source="test").load_strict(text, "x.yaml"):
+    for config in Loader(SCHEMAS, source="test").load_strict(text, "x.yaml"):
         store.apply(config)
 
 

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from pilothouse.config.load import Loader
 from pilothouse.config.model import Config, ConfigKey
+from pilothouse.kinds.table import SCHEMAS
 
 NAMESPACES = ("bookinfo", "shop", "bank")
 SERVICES = ("reviews", "ratings", "productpage", "a", "b")
@@ -62,7 +63,7 @@ Slot = tuple[str, str]
 
 
 def load_one(text: str) -> Config:
-    (config,) = Loader(source="fuzz").load_strict(text, "edit.yaml")
+    (config,) = Loader(SCHEMAS, source="fuzz").load_strict(text, "edit.yaml")
     return config
 
 

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from pilothouse.cli.main import main
 from pilothouse.config.load import Loader
 from pilothouse.config.validation.report import Severity
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.sources.fs import FileSource
 from tests.fuzz.budget import fuzz_settings
 from tests.fuzz.mesh_mutations import (
@@ -31,7 +32,7 @@ from tests.fuzz.mesh_mutations import (
     mutated_file,
 )
 
-LOADER = Loader()
+LOADER = Loader(SCHEMAS)
 
 
 @fuzz_settings(1.0)

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from pilothouse.config.load import Loader
 from pilothouse.config.model import Config
-from pilothouse.config.schema import SchemaSet
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.debounce import DebounceSettings
 from pilothouse.push.proxy import ProxyIdentity, parse_node
@@ -101,11 +101,11 @@ PROXIES = (
         "a",
     ),
 )
-API_TYPES = (*(schema.gvks[0] for schema in SchemaSet()), MESH_CONFIG_GVK)
+API_TYPES = (*(schema.gvks[0] for schema in SCHEMAS), MESH_CONFIG_GVK)
 
 
 def example_mesh() -> tuple[Config, ...]:
-    loader = Loader(source="fuzz")
+    loader = Loader(SCHEMAS, source="fuzz")
     found: list[Config] = []
     for path in sorted(EXAMPLE.glob("*.yaml")):
         found.extend(loader.load_strict(path.read_text(), path.name))

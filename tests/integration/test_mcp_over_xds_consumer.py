@@ -15,7 +15,7 @@ import pytest
 from pilothouse.api.istio.networking.v1alpha3 import service_entry_pb2
 from pilothouse.backoff import Backoff
 from pilothouse.config.model import Config, ConfigKey, Origin
-from pilothouse.config.schema import SchemaSet
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.sources.memory import MemoryStore
 from pilothouse.sources.xds_upstream import UpstreamSettings, XdsUpstreamSource
 from tests.e2e.harness.control_plane import ControlPlane
@@ -49,7 +49,7 @@ metadata: {name: default, namespace: istio-system}
 spec: {mtls: {mode: STRICT}}
 """
 FAST = UpstreamSettings(backoff=Backoff(initial=0.05, maximum=0.3))
-KINDS = SchemaSet().kinds
+KINDS = SCHEMAS.kinds
 SE_TYPE = "networking.istio.io/v1/ServiceEntry"
 
 

@@ -22,6 +22,7 @@ import aiohttp
 import pytest
 
 from pilothouse.config.load import Loader
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.loadtest.fleet import ProxyFleet
 from pilothouse.loadtest.holdings import ReceivedResource
 from pilothouse.loadtest.identity import ProxyFlavour, mesh_identity
@@ -203,7 +204,7 @@ def test_types_and_labels_are_istiods(exposition: Scrape) -> None:
 
 
 def test_services_and_virtual_services_are_the_example_meshs(exposition: Scrape) -> None:
-    loader = Loader()
+    loader = Loader(SCHEMAS)
     configs = [
         config
         for path in sorted(EXAMPLES.rglob("*.yaml"))

@@ -23,6 +23,7 @@ from google.protobuf import any_pb2, json_format
 from pilothouse.admin.app import REST, build_admin_app
 from pilothouse.admin.server import AdminServer
 from pilothouse.config.load import Loader
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.protocol.type_urls import CDS, EDS
 from pilothouse.push.debounce import DebounceSettings
 from pilothouse.sources.memory import MemoryStore
@@ -70,7 +71,7 @@ spec:
 
 
 def apply(store: MemoryStore, text: str) -> None:
-    for config in Loader(source="test").load_strict(text, "x.yaml"):
+    for config in Loader(SCHEMAS, source="test").load_strict(text, "x.yaml"):
         store.apply(config)
 
 

@@ -3,7 +3,8 @@
 The fake API server (:mod:`tests.kube.fake_apiserver`; a fake because no real API server
 can run here) authorizes every request by the file's ClusterRole and Role: the
 ``k8s://`` source (with ``--write-status``), the mesh config and the registry's
-informers all work under it, and the Istio rules name exactly the schema table's kinds.
+informers all work under it, and the Istio rules are exactly the ones the kind table gives
+(:func:`pilothouse.kinds.rbac.istio_rules`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from typing import Any
 
 import yaml
 
-from pilothouse.config.schema import SchemaSet
+from pilothouse.kinds.rbac import istio_rules
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.registry.kubernetes.feeds import registry_informers
 from pilothouse.settings import KubeSettings
 from pilothouse.sources.addresses import build_source
@@ -38,12 +40,13 @@ def test_the_istio_rules_name_exactly_the_kinds_pilothouse_reads() -> None:
             for resource in rule["resources"]:
                 for verb in rule["verbs"]:
                     granted.setdefault(verb, set()).add((group, resource))
-    schemas = {(s.group, s.plural) for s in SchemaSet()}
+    schemas = {(s.group, s.plural) for s in SCHEMAS}
     istio = {g for g, _ in schemas}
     assert {r for r in granted["list"] if r[0] in istio} == schemas
     assert granted["list"] == granted["watch"]
     assert granted["patch"] == {(g, f"{p}/status") for g, p in schemas}
     assert set(granted) == {"list", "watch", "patch"}, "nothing pilothouse does not do"
+    assert [r for r in role["rules"] if set(r["apiGroups"]) <= istio] == istio_rules()
 
 
 async def test_everything_pilothouse_does_is_allowed(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ from google.protobuf import json_format
 
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.config.problems import Problem
-from pilothouse.config.schema import SchemaSet
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.protocol.type_urls import short_name
 from pilothouse.registry.model import Service
 from pilothouse.sources.availability import ReportsAvailability
@@ -78,7 +78,7 @@ def configz(
     configs: Iterable[Config], *, namespace: str = "", kind: str = ""
 ) -> list[dict[str, Any]]:
     """Every object (of ``kind``, in ``namespace``, when given), sorted by key."""
-    schemas = SchemaSet()
+    schemas = SCHEMAS
     out: list[dict[str, Any]] = []
     for config in sorted(configs, key=lambda c: c.key):
         if (namespace and config.namespace != namespace) or (kind and config.kind != kind):

@@ -40,7 +40,7 @@ from pilothouse.cli.store_session import (
     store_of,
 )
 from pilothouse.config.load import Loader
-from pilothouse.config.schema import SchemaSet
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.settings import Settings
 from pilothouse.sources.etcd_client import EtcdUnavailable, current_revision, get_at, reason
 from pilothouse.sources.etcd_layout import stored_value
@@ -81,7 +81,7 @@ class Outcome:
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
-    schemas = SchemaSet()
+    schemas = SCHEMAS
     try:
         store = store_of(args.store, schemas, etcd_settings(args))
     except ValueError as unusable:

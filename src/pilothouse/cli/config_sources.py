@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pilothouse.config.schema import SchemaSet
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.mcp.collection_table import ISTIO_PILOT_COLLECTIONS, SYNTHETIC_SERVICE_ENTRIES
 from pilothouse.mcp.dialout import McpDialOutSource, parse_sink_meta
 from pilothouse.mcp.publisher import McpSourceOptions, SnapshotPublisher
@@ -218,7 +218,7 @@ def mcp_roles(
     (``--mcp-sink-address``). The ResourceSink server of reverse mode is a config source,
     so ``serve`` creates it with the other sources and adds it here. ``admission`` is the
     xDS port's, which ResourceSource streams pass as xDS streams do."""
-    served = {schema.collection for schema in SchemaSet()}
+    served = {schema.collection for schema in SCHEMAS}
     options = McpSourceOptions(
         # Pilot 1.4-1.6 asks for collections pilothouse has no schema for: answer them
         # empty instead of ending its stream.

@@ -31,7 +31,7 @@ from pilothouse.cli.store_session import (
 )
 from pilothouse.config.load import Loader
 from pilothouse.config.model import ConfigKey
-from pilothouse.config.schema import SchemaSet
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.settings import Settings
 from pilothouse.sources.etcd_client import EtcdUnavailable, reason
 
@@ -52,7 +52,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
-    schemas = SchemaSet()
+    schemas = SCHEMAS
     failed = False
     if args.filename:
         if args.kind:

@@ -39,7 +39,8 @@ from pilothouse.cli.store_session import (
 )
 from pilothouse.config.load import Loader
 from pilothouse.config.model import ConfigKey
-from pilothouse.config.schema import Schema, SchemaSet
+from pilothouse.config.schema import Schema
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.settings import Settings
 from pilothouse.sources.etcd_client import EtcdUnavailable, list_prefix, reason
 
@@ -62,7 +63,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
-    schemas = SchemaSet()
+    schemas = SCHEMAS
     schema = resolve_kind(args.kind, schemas)
     if schema is None:
         print(f'error: the server doesn\'t have a resource type "{args.kind}"', file=err)

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from pilothouse.config.documents import MAX_BYTES, read_documents
@@ -19,20 +20,13 @@ from pilothouse.config.load import Loader, Problem
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.config.schema import Schema, SchemaSet
 from pilothouse.config.validation.report import Severity
+from pilothouse.kinds.table import KINDS
 from pilothouse.sources.fs_tree import RootUnavailable, reason_of, scan_tree
 
-SHORT_NAMES: Mapping[str, str] = {
-    "vs": "VirtualService",
-    "dr": "DestinationRule",
-    "gw": "Gateway",
-    "se": "ServiceEntry",
-    "we": "WorkloadEntry",
-    "wg": "WorkloadGroup",
-    "pa": "PeerAuthentication",
-    "ra": "RequestAuthentication",
-    "ap": "AuthorizationPolicy",
-}
-"""Istio's CRD short names (``kubectl get vs``)."""
+SHORT_NAMES: Mapping[str, str] = MappingProxyType(
+    {short: kind.name for kind in KINDS if kind.served for short in kind.short_names}
+)
+"""Istio's CRD short names (``kubectl get vs``), as each kind declares them."""
 
 
 @dataclass(frozen=True, slots=True)

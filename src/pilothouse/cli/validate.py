@@ -20,6 +20,7 @@ from pilothouse.config.load import Loader, LoadResult, Problem, printable
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.config.validation.proxyless_grpc import analyze_proxyless_grpc
 from pilothouse.config.validation.report import Severity
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.settings import Settings
 from pilothouse.sources.fs_tree import RootUnavailable, reason_of, scan_tree
 
@@ -109,7 +110,7 @@ def _failed(file: str, message: str) -> LoadResult:
 
 def validate_paths(paths: list[str], namespace: str, stdin: TextIO) -> tuple[int, list[Problem]]:
     """Load every file; returns (number of valid objects, problems)."""
-    loader = Loader(default_namespace=namespace, source="validate")
+    loader = Loader(SCHEMAS, default_namespace=namespace, source="validate", skip_plain=True)
     seen: dict[ConfigKey, str] = {}
     loaded: dict[ConfigKey, Config] = {}
     valid = 0

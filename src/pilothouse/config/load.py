@@ -17,7 +17,7 @@ import functools
 import logging
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, Protocol
 
@@ -51,11 +51,16 @@ class _Pin(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Loader:
-    """Loads text into Configs with one schema set and one default namespace."""
+    """Loads text into Configs with one schema set and one default namespace.
 
-    schemas: SchemaSet = field(default_factory=SchemaSet)
+    With ``skip_plain``, an object of a plain Kubernetes kind the schema set knows (a
+    Service, a Deployment) is skipped with a warning instead of being an unknown kind.
+    """
+
+    schemas: SchemaSet
     default_namespace: str = DEFAULT_NAMESPACE
     source: str = "file"
+    skip_plain: bool = False
 
     def load_bytes(self, data: bytes, file: str) -> LoadResult:
         """Every object in the bytes of a file (UTF-8, or UTF-16/32 with a byte order
@@ -122,6 +127,8 @@ class Loader:
             return [_field_problem(raw, p, key) for p in raw.problems]
 
         schema, early = self._schema_of(data, problem)
+        if schema is None and early and all(p.severity is Severity.WARNING for p in early):
+            return None, early, None  # a plain Kubernetes object, skipped
         if schema is None:
             return None, unreadable(None) + early, None
         metadata = data.get("metadata")
@@ -254,6 +261,10 @@ class Loader:
         if not isinstance(kind, str) or not kind:
             return None, [problem("kind", "kind is required")]
         schema = self.schemas.by_kind(kind)
+        plain = self.schemas.plain_kind(kind) if self.skip_plain else None
+        if schema is None and plain is not None and api_version in plain.api_versions:
+            note = f"{kind} ({api_version}) is a Kubernetes kind, not Istio config: skipped"
+            return None, [replace(problem("kind", note), severity=Severity.WARNING)]
         if schema is None:
             supported = ", ".join(sorted(self.schemas.kinds))
             return None, [problem("kind", f"unknown kind {kind!r}; supported kinds: {supported}")]

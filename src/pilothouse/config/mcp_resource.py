@@ -31,7 +31,7 @@ from google.protobuf.message import DecodeError
 from pilothouse.api.istio.mcp.v1alpha1 import resource_pb2
 from pilothouse.config.load import Loader
 from pilothouse.config.model import EMPTY, Config, ConfigKey, Origin
-from pilothouse.config.schema import Schema
+from pilothouse.config.schema import Schema, SchemaSet
 from pilothouse.config.validation.report import Severity
 
 MCP_RESOURCE_TYPE_URL: Final = "type.googleapis.com/istio.mcp.v1alpha1.Resource"
@@ -145,7 +145,7 @@ class ResourceDecoder:
     def __init__(self, schema: Schema, source: str, loader: Loader | None = None) -> None:
         self.schema = schema
         self.source = source
-        self._loader = loader if loader is not None else Loader(source=source)
+        self._loader = loader if loader is not None else Loader(SchemaSet((schema,)), source=source)
         self._origin = Origin(source)
         self._body_type_url = schema.body_type_url
         self._message = schema.message

@@ -1,9 +1,11 @@
-"""The schema table: every config kind pilothouse understands, and how it is named on each wire.
+"""A schema row (how one served kind is named on each wire) and lookups over a set of rows.
 
-One row per kind says its API group, the versions accepted in YAML, the protobuf message
-that holds its spec, its plural, its legacy MCP collection, the MCP-over-xDS type URLs
-istiod asks for, whether it is namespaced, and the validator that checks it. Everything
-that needs to know about kinds (the loader, sources, MCP, the webhook) reads this table.
+One row says a kind's API group, the versions accepted in YAML, the protobuf message that
+holds its spec, its plural, its legacy MCP collection, the MCP-over-xDS type URLs istiod
+asks for, whether it is namespaced, and the validator that checks it. The rows themselves
+are declared by the kind modules and gathered in :data:`pilothouse.kinds.table.SCHEMAS`,
+which everything that needs to know about kinds (the loader, sources, MCP, the webhook,
+the CLI) is given or reads.
 """
 
 from __future__ import annotations
@@ -15,34 +17,14 @@ from typing import Any
 
 from google.protobuf.message import Message
 
-from pilothouse.api.istio.networking.v1alpha3 import (
-    destination_rule_pb2,
-    gateway_pb2,
-    service_entry_pb2,
-    sidecar_pb2,
-    virtual_service_pb2,
-    workload_entry_pb2,
-    workload_group_pb2,
-)
-from pilothouse.api.istio.security.v1beta1 import (
-    authorization_policy_pb2,
-    peer_authentication_pb2,
-    request_authentication_pb2,
-)
-from pilothouse.config import validation
 from pilothouse.config.validation.report import Report
 
 Validator = Callable[[Any, Report], None]
 
-NETWORKING = "networking.istio.io"
-SECURITY = "security.istio.io"
-NETWORKING_VERSIONS = ("v1", "v1beta1", "v1alpha3")
-SECURITY_VERSIONS = ("v1", "v1beta1")
-
 
 @dataclass(frozen=True, slots=True)
 class Schema:
-    """Everything pilothouse knows about one kind."""
+    """How one served kind is named on each wire, and its validator."""
 
     kind: str
     group: str
@@ -77,91 +59,22 @@ class Schema:
         return self.message()
 
 
-def _networking(kind: str, message: type[Message], plural: str, check: Validator) -> Schema:
-    return Schema(
-        kind=kind,
-        group=NETWORKING,
-        versions=NETWORKING_VERSIONS,
-        message=message,
-        plural=plural,
-        collection=f"istio/networking/v1alpha3/{plural}",
-        namespaced=True,
-        validator=check,
-    )
+@dataclass(frozen=True, slots=True)
+class PlainKind:
+    """A Kubernetes kind pilothouse does not serve (Service, Deployment, ConfigMap, …):
+    found in a manifest beside Istio config, it is skipped with a note, not an error."""
 
-
-def _security(kind: str, message: type[Message], plural: str, check: Validator) -> Schema:
-    return Schema(
-        kind=kind,
-        group=SECURITY,
-        versions=SECURITY_VERSIONS,
-        message=message,
-        plural=plural,
-        collection=f"istio/security/v1beta1/{plural}",
-        namespaced=True,
-        validator=check,
-    )
-
-
-SCHEMAS: tuple[Schema, ...] = (
-    _networking(
-        "ServiceEntry",
-        service_entry_pb2.ServiceEntry,
-        "serviceentries",
-        validation.validate_service_entry,
-    ),
-    _networking(
-        "WorkloadEntry",
-        workload_entry_pb2.WorkloadEntry,
-        "workloadentries",
-        validation.validate_workload_entry,
-    ),
-    _networking(
-        "WorkloadGroup",
-        workload_group_pb2.WorkloadGroup,
-        "workloadgroups",
-        validation.validate_workload_group,
-    ),
-    _networking(
-        "VirtualService",
-        virtual_service_pb2.VirtualService,
-        "virtualservices",
-        validation.validate_virtual_service,
-    ),
-    _networking(
-        "DestinationRule",
-        destination_rule_pb2.DestinationRule,
-        "destinationrules",
-        validation.validate_destination_rule,
-    ),
-    _networking("Gateway", gateway_pb2.Gateway, "gateways", validation.validate_gateway),
-    _networking("Sidecar", sidecar_pb2.Sidecar, "sidecars", validation.validate_sidecar),
-    _security(
-        "PeerAuthentication",
-        peer_authentication_pb2.PeerAuthentication,
-        "peerauthentications",
-        validation.validate_peer_authentication,
-    ),
-    _security(
-        "AuthorizationPolicy",
-        authorization_policy_pb2.AuthorizationPolicy,
-        "authorizationpolicies",
-        validation.validate_authorization_policy,
-    ),
-    _security(
-        "RequestAuthentication",
-        request_authentication_pb2.RequestAuthentication,
-        "requestauthentications",
-        validation.validate_request_authentication,
-    ),
-)
+    kind: str
+    api_versions: tuple[str, ...]
 
 
 class SchemaSet:
-    """Lookups over a set of schemas: by kind, by apiVersion, by GVK, by collection."""
+    """Lookups over a set of schemas: by kind, by apiVersion, by GVK, by collection; and
+    the plain Kubernetes kinds that are known but not served (:meth:`plain_kind`)."""
 
-    def __init__(self, schemas: Iterable[Schema] = SCHEMAS) -> None:
+    def __init__(self, schemas: Iterable[Schema], plain: Iterable[PlainKind] = ()) -> None:
         self._schemas = tuple(schemas)
+        self._plain = MappingProxyType({p.kind: p for p in plain})
         self._by_kind = MappingProxyType({s.kind: s for s in self._schemas})
         self._by_gvk = MappingProxyType({g: s for s in self._schemas for g in s.gvks})
         self._by_collection = MappingProxyType({s.collection: s for s in self._schemas})
@@ -188,3 +101,7 @@ class SchemaSet:
 
     def by_proto_name(self, name: str) -> Schema | None:
         return self._by_proto.get(name)
+
+    def plain_kind(self, kind: str) -> PlainKind | None:
+        """The plain Kubernetes kind ``kind`` names, if it is one (never a served kind)."""
+        return self._plain.get(kind)

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pilothouse.config.schema import Schema, SchemaSet
+from pilothouse.kinds.table import SCHEMAS
 
 SYNTHETIC_SERVICE_ENTRIES = "istio/networking/v1alpha3/synthetic/serviceentries"
 """Galley's synthetic service entries (from k8s Services); pilothouse has none to serve."""
@@ -54,7 +55,7 @@ class CollectionTable:
 
     @classmethod
     def of(cls, schemas: SchemaSet | None = None, empty: Iterable[str] = ()) -> CollectionTable:
-        table = schemas if schemas is not None else SchemaSet()
+        table = schemas if schemas is not None else SCHEMAS
         known = {s.collection for s in table}
         return cls(table, frozenset(c for c in empty if c not in known))
 

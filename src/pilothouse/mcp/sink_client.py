@@ -21,6 +21,7 @@ import grpc
 
 from pilothouse.api.istio.mcp.v1alpha1 import mcp_pb2
 from pilothouse.config.schema import SchemaSet
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.mcp.messages import EMPTY, ReceivedResources, SinkRequest, received_from_proto
 from pilothouse.mcp.messages import request_to_proto as _to_proto
 from pilothouse.mcp.sink_session import SinkOptions
@@ -58,7 +59,7 @@ class McpSinkClient:
         name: str | None = None,
     ) -> None:
         self.address = address
-        table = schemas if schemas is not None else SchemaSet()
+        table = schemas if schemas is not None else SCHEMAS
         wanted = collections if collections is not None else tuple(s.collection for s in table)
         label = name if name is not None else f"mcp://{address}"
         options = SinkOptions(

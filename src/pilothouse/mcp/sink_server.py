@@ -30,6 +30,7 @@ import grpc
 
 from pilothouse.api.istio.mcp.v1alpha1 import mcp_pb2
 from pilothouse.config.schema import SchemaSet
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.mcp.messages import (
     EMPTY,
     ReceivedResources,
@@ -86,7 +87,7 @@ class McpSinkServer:
         sink_id: str = "",
         name: str = "mcp-sink",
     ) -> None:
-        table = schemas if schemas is not None else SchemaSet()
+        table = schemas if schemas is not None else SCHEMAS
         wanted = collections if collections is not None else tuple(s.collection for s in table)
         options = SinkOptions(
             collections=wanted,

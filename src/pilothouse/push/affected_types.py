@@ -4,23 +4,16 @@ istiod asks each generator whether a push concerns it (``cdsNeedsPush``, ``ldsNe
 ``rdsNeedsPush``: a push whose every changed kind is in the generator's skipped set does
 not regenerate that type). Here the same question is answered from what pilothouse's own
 builders read, so a type is left out of a full push only when no changed kind is among
-its inputs:
-
-- CDS reads services, endpoints (DNS clusters), DestinationRules, PeerAuthentications
-  (auto-mTLS), Sidecars and the mesh settings; never VirtualServices, Gateways,
-  AuthorizationPolicies or RequestAuthentications. (istiod skips the last three too;
-  it pushes CDS on VirtualService changes where its Sidecar scoping or its gateway
-  cluster filtering reads them, neither of which pilothouse's scopes do.)
-- LDS reads services, Sidecars, Gateways, VirtualServices (TCP/TLS routes),
-  PeerAuthentications, AuthorizationPolicies, RequestAuthentications, endpoints (inbound)
-  and the mesh; never a DestinationRule. (istiod's LDS does read them: AUTO_PASSTHROUGH
-  gateway servers get a filter chain per DestinationRule subset. pilothouse leaves such
-  servers out; the row must lose DestinationRule when they are built.)
-- RDS reads services, VirtualServices, Gateways, Sidecars and DestinationRules (route hash
-  policies); never a PeerAuthentication, AuthorizationPolicy or RequestAuthentication.
+its inputs. Each kind declares the types it can never change in its own module
+(:attr:`~pilothouse.kinds.kind.Kind.unread_by`, with the reasoning beside it, including
+where istiod differs), and :data:`UNAFFECTED_BY` gathers them by type: today CDS never
+reads VirtualServices, Gateways, AuthorizationPolicies or RequestAuthentications, LDS
+never a DestinationRule, RDS never a PeerAuthentication, AuthorizationPolicy or
+RequestAuthentication.
 
 Other types (SDS, the MCP-over-xDS kinds) are never skipped here; EDS is pushed in full
-only when :func:`moves_endpoints` (an endpoint kind changed: services, workloads,
+only when :func:`moves_endpoints` (a kind that declares
+:attr:`~pilothouse.kinds.kind.Kind.moves_endpoints` changed: services, workloads,
 DestinationRule subsets, PeerAuthentications), else only for the clusters CDS changed. A
 request that changes everything (a mesh config change, the admin API's full push,
 ``PushRequest.everything``) or is forced skips nothing. Endpoints are read too (inbound
@@ -57,36 +50,36 @@ from types import MappingProxyType
 from typing import Final
 
 from pilothouse.config.model import ConfigKey
-from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
+from pilothouse.kinds import destination_rule, virtual_service
+from pilothouse.kinds.table import KINDS
+from pilothouse.protocol.type_urls import EDS, LDS, RDS
 from pilothouse.push.authorization import AUTHORIZATION_POLICY, REQUEST_AUTHENTICATION
-from pilothouse.push.peer_authentication import PEER_AUTHENTICATION
 from pilothouse.push.proxy import ProxyType
 from pilothouse.push.request import PushRequest
 from pilothouse.push.rule_reads import RuleReads, endpoints_read_alike, routes_read_alike
 from pilothouse.push.scope import ProxyScope
-from pilothouse.registry.model import SERVICE_KIND
 
 ScopesAlike = Callable[[ProxyScope, ProxyScope, RuleReads], bool]
 
 UNAFFECTED_BY: Final[Mapping[str, frozenset[str]]] = MappingProxyType(
     {
-        CDS: frozenset({"VirtualService", "Gateway", AUTHORIZATION_POLICY, REQUEST_AUTHENTICATION}),
-        LDS: frozenset({"DestinationRule"}),
-        RDS: frozenset({PEER_AUTHENTICATION, AUTHORIZATION_POLICY, REQUEST_AUTHENTICATION}),
+        type_url: frozenset(k.name for k in KINDS if type_url in k.unread_by)
+        for type_url in dict.fromkeys(t for k in KINDS for t in sorted(k.unread_by))
     }
 )
-"""Type URL → the config kinds whose changes cannot change that type's resources."""
+"""Type URL → the config kinds whose changes cannot change that type's resources (each
+kind's :attr:`~pilothouse.kinds.kind.Kind.unread_by`)."""
 
 _NOTHING: Final[frozenset[str]] = frozenset()
 
 
-DESTINATION_RULE: Final = "DestinationRule"
-ENDPOINT_KINDS: Final = frozenset(
-    {SERVICE_KIND, "ServiceEntry", "WorkloadEntry", DESTINATION_RULE, PEER_AUTHENTICATION}
-)
-"""Kinds whose change can alter a ClusterLoadAssignment (DestinationRules define subsets;
-a workload's PeerAuthentication DISABLE takes its endpoints out of auto-mTLS)."""
-VIRTUAL_SERVICE: Final = "VirtualService"
+DESTINATION_RULE: Final = destination_rule.KIND.name
+ENDPOINT_KINDS: Final = frozenset(k.name for k in KINDS if k.moves_endpoints)
+"""Kinds whose change can alter a ClusterLoadAssignment (each kind's
+:attr:`~pilothouse.kinds.kind.Kind.moves_endpoints`: services and workloads, the subsets
+DestinationRules define, a workload's PeerAuthentication DISABLE taking its endpoints out
+of auto-mTLS)."""
+VIRTUAL_SERVICE: Final = virtual_service.KIND.name
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,11 +24,12 @@ from typing import Any
 
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config, ConfigKey
+from pilothouse.kinds import authorization_policy, request_authentication
 from pilothouse.push.inputs import ConfigRevision
 from pilothouse.registry.model import Labels
 
-AUTHORIZATION_POLICY = "AuthorizationPolicy"
-REQUEST_AUTHENTICATION = "RequestAuthentication"
+AUTHORIZATION_POLICY = authorization_policy.KIND.name
+REQUEST_AUTHENTICATION = request_authentication.KIND.name
 AUTHORIZATION_KINDS = frozenset({AUTHORIZATION_POLICY, REQUEST_AUTHENTICATION})
 
 JwksLookup = Callable[[str], str | None]

@@ -9,17 +9,19 @@ from __future__ import annotations
 import math
 
 from pilothouse.config.model import ConfigKey
+from pilothouse.kinds.table import KINDS
 from pilothouse.push.request import PushRequest, TriggerReason
 from pilothouse.registry.update import RegistryUpdate
 
-REGISTRY_KINDS = frozenset({"ServiceEntry", "WorkloadEntry"})
-"""Kinds the registry turns into service and endpoint updates."""
+REGISTRY_KINDS = frozenset(k.name for k in KINDS if k.in_registry)
+"""Kinds the registry turns into service and endpoint updates (each kind's
+:attr:`~pilothouse.kinds.kind.Kind.in_registry`: ServiceEntry, WorkloadEntry)."""
 
 
 def config_request(key: ConfigKey, start: float = math.inf) -> PushRequest:
     """The push a changed config asks for: full, naming the key, reason ``config``.
 
-    ServiceEntry and WorkloadEntry changes reach proxies through the registry instead
+    Changes of :data:`REGISTRY_KINDS` reach proxies through the registry instead
     (:func:`registry_request`); for them see :meth:`PushPipeline.config_changed`.
     """
     return PushRequest.for_configs([key], TriggerReason.CONFIG, start=start)

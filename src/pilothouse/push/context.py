@@ -3,7 +3,8 @@
 A full push builds a new context; an endpoint-only push never does (the EDS fast path
 reads the live endpoint index). Building reuses every index whose input kinds the
 push did not touch, so a VirtualService edit does not re-index DestinationRules, and
-a DestinationRule edit does not re-read services.
+a DestinationRule edit does not re-read services; which kinds each index is built from
+is declared by the kinds (:data:`INDEXED_KINDS`).
 
 Scopes (:class:`~pilothouse.push.scope.ProxyScope`) are computed lazily per scope key
 and kept in the context, so proxies that see the same thing share one scope and the
@@ -22,12 +23,14 @@ import functools
 import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Final
 
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config
+from pilothouse.kinds import destination_rule, gateway, sidecar, virtual_service
+from pilothouse.kinds.table import KINDS
 from pilothouse.push.authorization import (
-    AUTHORIZATION_KINDS,
     AUTHORIZATION_POLICY,
     REQUEST_AUTHENTICATION,
     AuthorizationIndex,
@@ -51,10 +54,18 @@ from pilothouse.push.scope import (
     egress_hosts,
     egress_namespaces,
 )
-from pilothouse.registry.model import SERVICE_KIND, Labels, Service
+from pilothouse.registry.model import Labels, Service
 from pilothouse.sources.events import ConfigStore
 
-SERVICE_KINDS = frozenset({SERVICE_KIND, "ServiceEntry"})
+INDEXED_KINDS: Final[Mapping[str, frozenset[str]]] = MappingProxyType(
+    {
+        index: frozenset(k.name for k in KINDS if k.index == index)
+        for index in dict.fromkeys(k.index for k in KINDS if k.index is not None)
+    }
+)
+"""PushContext field → the kinds it is built from (each kind's
+:attr:`~pilothouse.kinds.kind.Kind.index`): a context reuses a field's index when the
+request changed none of them."""
 
 
 @dataclass(frozen=True)
@@ -259,43 +270,43 @@ def build_context(
         mesh=mesh,
         services=pick(
             "services",
-            SERVICE_KINDS,
+            INDEXED_KINDS["services"],
             previous.services if previous else None,
             lambda: ServiceIndex(services()),
         ),
         destination_rules=pick(
             "destination_rules",
-            frozenset({"DestinationRule"}),
+            INDEXED_KINDS["destination_rules"],
             previous.destination_rules if previous else None,
-            lambda: DestinationRuleIndex(configs("DestinationRule"), mesh),
+            lambda: DestinationRuleIndex(configs(destination_rule.KIND.name), mesh),
         ),
         virtual_services=pick(
             "virtual_services",
-            frozenset({"VirtualService"}),
+            INDEXED_KINDS["virtual_services"],
             previous.virtual_services if previous else None,
-            lambda: VirtualServiceIndex(configs("VirtualService"), mesh),
+            lambda: VirtualServiceIndex(configs(virtual_service.KIND.name), mesh),
         ),
         sidecars=pick(
             "sidecars",
-            frozenset({"Sidecar"}),
+            INDEXED_KINDS["sidecars"],
             previous.sidecars if previous else None,
-            lambda: SidecarIndex(configs("Sidecar"), mesh),
+            lambda: SidecarIndex(configs(sidecar.KIND.name), mesh),
         ),
         gateways=pick(
             "gateways",
-            frozenset({"Gateway"}),
+            INDEXED_KINDS["gateways"],
             previous.gateways if previous else None,
-            lambda: GatewayIndex(configs("Gateway")),
+            lambda: GatewayIndex(configs(gateway.KIND.name)),
         ),
         peer_authentications=pick(
             "peer_authentications",
-            frozenset({PEER_AUTHENTICATION}),
+            INDEXED_KINDS["peer_authentications"],
             previous.peer_authentications if previous else None,
             lambda: PeerAuthenticationIndex(configs(PEER_AUTHENTICATION), mesh),
         ),
         authorizations=pick(
             "authorizations",
-            AUTHORIZATION_KINDS,
+            INDEXED_KINDS["authorizations"],
             previous.authorizations if previous else None,
             lambda: AuthorizationIndex(
                 configs(AUTHORIZATION_POLICY), configs(REQUEST_AUTHENTICATION), mesh, jwks

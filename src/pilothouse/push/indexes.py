@@ -14,6 +14,7 @@ from typing import Any
 
 from pilothouse.config.mesh import MeshSettings, exported_to
 from pilothouse.config.model import Config, ConfigKey
+from pilothouse.kinds import virtual_service
 from pilothouse.push.hostnames import host_matches, resolve_host, specificity
 from pilothouse.registry.model import Labels, Service
 
@@ -171,7 +172,7 @@ def _delegate_keys(config: Config) -> tuple[ConfigKey, ...]:
     for http in _spec(config).http:
         if http.HasField("delegate"):
             namespace = http.delegate.namespace or config.namespace
-            found[ConfigKey("VirtualService", namespace, http.delegate.name)] = None
+            found[ConfigKey(virtual_service.KIND.name, namespace, http.delegate.name)] = None
     return tuple(found)
 
 

@@ -32,9 +32,10 @@ from typing import Any
 from pilothouse.api.istio.security.v1beta1 import peer_authentication_pb2 as pa_pb2
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config, ConfigKey
+from pilothouse.kinds import peer_authentication
 from pilothouse.registry.model import Labels
 
-PEER_AUTHENTICATION = "PeerAuthentication"
+PEER_AUTHENTICATION = peer_authentication.KIND.name
 _UNSET = pa_pb2.PeerAuthentication.MutualTLS.UNSET
 
 

@@ -5,7 +5,9 @@ Gateways, label-selected DestinationRules) within a PushContext, and every proxy
 that key shares it, together with everything generated from it. It answers two
 questions: which services, DestinationRules and VirtualServices the proxy uses, and
 (:meth:`ProxyScope.sees`) whether a changed config key concerns it, which is how a
-push reaches only the proxies a change is visible to.
+push reaches only the proxies a change is visible to. That second answer follows the
+audience each kind declares in its module (:class:`~pilothouse.kinds.kind.Audience`);
+:data:`AUDIENCE_RULES` reads each one over a scope.
 """
 
 from __future__ import annotations
@@ -13,17 +15,18 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from types import MappingProxyType
+from typing import Any, Final, TypeVar
 
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config, ConfigKey
+from pilothouse.kinds.kind import Audience
+from pilothouse.kinds.table import KINDS
 from pilothouse.push.hostnames import host_matches
 from pilothouse.push.indexes import GatewayIndex, SidecarIndex, VirtualServiceIndex
 from pilothouse.push.peer_authentication import PeerAuthenticationIndex
 from pilothouse.push.proxy import ProxyIdentity, ProxyType
-from pilothouse.registry.model import SERVICE_KIND, Service, ServiceKey
-
-_NAMESPACE_WIDE = frozenset({"Sidecar"})
+from pilothouse.registry.model import Service, ServiceKey
 
 Interned = TypeVar("Interned")
 
@@ -186,39 +189,78 @@ class ProxyScope:
         return self.destination_rules.get(service.key)
 
     def sees(self, key: ConfigKey, root_namespace: str) -> bool:
-        """Whether a change to ``key`` can change what proxies of this scope receive."""
-        kind = key.kind
-        if kind == SERVICE_KIND:
-            return ServiceKey(key.name, key.namespace) in self.service_keys
-        if kind == "ServiceEntry":
-            return key in self.sources
-        if kind == "DestinationRule":
-            return key in self.rule_keys
-        if kind == "VirtualService":
-            return key in self.virtual_services
-        if kind == "Gateway":
-            return any(g.key == key for g in self.gateways)
-        if kind in _NAMESPACE_WIDE:
-            return key.namespace in (self.key.namespace, root_namespace)
-        if kind == "PeerAuthentication":
-            # The proxy's own inbound mode (its namespace, the mesh-wide root), and the
-            # mode auto-mTLS infers for the services it calls (their namespaces).
-            return (
-                key.namespace
-                in (
-                    self.key.namespace,
-                    root_namespace,
-                )
-                or key.namespace in self.service_namespaces
-            )
-        if kind in ("AuthorizationPolicy", "RequestAuthentication"):
-            # per workload, by selector: the pipeline asks each proxy (push/authorization.py)
-            return False
-        if kind in ("WorkloadEntry", "WorkloadGroup"):
-            # Endpoints reach proxies through the registry's service keys (EDS);
-            # a proxy's own workload matters only to its namespace.
-            return key.namespace == self.key.namespace
-        return True
+        """Whether a change to ``key`` can change what proxies of this scope receive: the
+        rule its kind declares (:attr:`~pilothouse.kinds.kind.Kind.audience`; every proxy
+        for a kind the table does not know)."""
+        audience = _AUDIENCES.get(key.kind, Audience.EVERY_PROXY)
+        return AUDIENCE_RULES[audience](self, key, root_namespace)
+
+
+SeesRule = Callable[[ProxyScope, ConfigKey, str], bool]
+
+
+def _scope_services(scope: ProxyScope, key: ConfigKey, root_namespace: str) -> bool:
+    return ServiceKey(key.name, key.namespace) in scope.service_keys
+
+
+def _service_sources(scope: ProxyScope, key: ConfigKey, root_namespace: str) -> bool:
+    return key in scope.sources
+
+
+def _selected_rules(scope: ProxyScope, key: ConfigKey, root_namespace: str) -> bool:
+    return key in scope.rule_keys
+
+
+def _exported_routes(scope: ProxyScope, key: ConfigKey, root_namespace: str) -> bool:
+    return key in scope.virtual_services
+
+
+def _selected_gateways(scope: ProxyScope, key: ConfigKey, root_namespace: str) -> bool:
+    return any(g.key == key for g in scope.gateways)
+
+
+def _namespace_or_root(scope: ProxyScope, key: ConfigKey, root_namespace: str) -> bool:
+    return key.namespace in (scope.key.namespace, root_namespace)
+
+
+def _namespace_root_or_services(scope: ProxyScope, key: ConfigKey, root_namespace: str) -> bool:
+    # The proxy's own inbound mode (its namespace, the mesh-wide root), and the mode
+    # auto-mTLS infers for the services it calls (their namespaces).
+    return (
+        key.namespace in (scope.key.namespace, root_namespace)
+        or key.namespace in scope.service_namespaces
+    )
+
+
+def _own_namespace(scope: ProxyScope, key: ConfigKey, root_namespace: str) -> bool:
+    return key.namespace == scope.key.namespace
+
+
+def _per_workload(scope: ProxyScope, key: ConfigKey, root_namespace: str) -> bool:
+    return False  # per workload, by selector: the pipeline asks each proxy
+
+
+def _every_proxy(scope: ProxyScope, key: ConfigKey, root_namespace: str) -> bool:
+    return True
+
+
+AUDIENCE_RULES: Final[Mapping[Audience, SeesRule]] = MappingProxyType(
+    {
+        Audience.EVERY_PROXY: _every_proxy,
+        Audience.SCOPE_SERVICES: _scope_services,
+        Audience.SERVICE_SOURCES: _service_sources,
+        Audience.SELECTED_RULES: _selected_rules,
+        Audience.EXPORTED_ROUTES: _exported_routes,
+        Audience.SELECTED_GATEWAYS: _selected_gateways,
+        Audience.NAMESPACE_OR_ROOT: _namespace_or_root,
+        Audience.NAMESPACE_ROOT_OR_SERVICES: _namespace_root_or_services,
+        Audience.OWN_NAMESPACE: _own_namespace,
+        Audience.PER_WORKLOAD: _per_workload,
+    }
+)
+"""How :meth:`ProxyScope.sees` reads each audience a kind can declare."""
+
+_AUDIENCES: Final[Mapping[str, Audience]] = MappingProxyType({k.name: k.audience for k in KINDS})
 
 
 def build_scope(

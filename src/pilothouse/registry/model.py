@@ -16,8 +16,9 @@ from enum import StrEnum
 from typing import Any, NamedTuple
 
 from pilothouse.config.model import ConfigKey
+from pilothouse.kinds import service as service_kind
 
-SERVICE_KIND = "Service"
+SERVICE_KIND = service_kind.KIND.name
 """The kind of the :class:`ConfigKey` that names a registry service in a PushRequest.
 
 A ServiceKey travels in ``PushRequest.configs_updated`` as

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from pilothouse.api.istio.networking.v1alpha3.service_entry_pb2 import ServiceEntry
 from pilothouse.api.istio.networking.v1alpha3.workload_entry_pb2 import WorkloadEntry
 from pilothouse.config.model import Config, ConfigKey
+from pilothouse.kinds import service_entry, workload_entry
 from pilothouse.registry.endpoint_index import DeferredShard
 from pilothouse.registry.model import (
     NO_LABELS,
@@ -38,8 +39,8 @@ from pilothouse.registry.model import (
     Workload,
 )
 
-SERVICE_ENTRY = "ServiceEntry"
-WORKLOAD_ENTRY = "WorkloadEntry"
+SERVICE_ENTRY = service_entry.KIND.name
+WORKLOAD_ENTRY = workload_entry.KIND.name
 UNIX_PREFIX = "unix://"
 
 _RESOLUTIONS = {

@@ -29,6 +29,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from pilothouse.config.load import Loader
 from pilothouse.config.schema import SchemaSet
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.settings import EtcdSettings, KubeSettings, Settings
 from pilothouse.sources.etcd import EtcdSource
 from pilothouse.sources.fs import FileSource
@@ -257,7 +258,7 @@ def build_source(
     if parsed.scheme is Scheme.FS:
         directory = Path(parsed.path)
         loader = Loader(
-            schemas=schemas if schemas is not None else SchemaSet(),
+            schemas=schemas if schemas is not None else SCHEMAS,
             default_namespace=default_namespace,
             source=f"fs://{directory.resolve()}",
         )
@@ -270,7 +271,7 @@ def build_source(
             parsed.endpoints,
             parsed.path,
             loader=Loader(
-                schemas=schemas if schemas is not None else SchemaSet(),
+                schemas=schemas if schemas is not None else SCHEMAS,
                 default_namespace=default_namespace,
                 source=str(parsed),
             ),
@@ -285,7 +286,7 @@ def build_source(
         return KubeConfigSource(
             str(parsed),
             Loader(
-                schemas=schemas if schemas is not None else SchemaSet(),
+                schemas=schemas if schemas is not None else SCHEMAS,
                 default_namespace=default_namespace,
                 source=str(parsed),
             ),

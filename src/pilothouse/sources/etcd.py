@@ -39,6 +39,7 @@ import grpc
 from pilothouse.backoff import Backoff
 from pilothouse.config.load import Loader
 from pilothouse.config.model import Config, ConfigKey
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.settings import EtcdSettings
 from pilothouse.sources.availability import Availability
 from pilothouse.sources.etcd_client import (
@@ -84,7 +85,7 @@ class EtcdSource:
         self.layout = EtcdLayout(prefix, loader.schemas if loader is not None else None)
         hosts = ",".join(f"{h}:{p}" for h, p in self.endpoints)
         name = f"etcd://{hosts}{self.layout.prefix or '/'}"
-        self.loader = loader if loader is not None else Loader(source=name)
+        self.loader = loader if loader is not None else Loader(SCHEMAS, source=name)
         self.store = MemoryStore(name=name)
         self._backoff = backoff if backoff is not None else Backoff(0.25, 10.0)
         self._timeout = request_timeout

@@ -27,6 +27,7 @@ from pilothouse.config.load import Loader, Problem
 from pilothouse.config.model import Config, ConfigKey, Origin
 from pilothouse.config.schema import Schema, SchemaSet
 from pilothouse.config.validation.report import Severity
+from pilothouse.kinds.table import SCHEMAS
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +44,7 @@ class EtcdLayout:
 
     def __init__(self, prefix: str, schemas: SchemaSet | None = None) -> None:
         self.prefix = prefix.rstrip("/")
-        self.schemas = schemas if schemas is not None else SchemaSet()
+        self.schemas = schemas if schemas is not None else SCHEMAS
 
     @property
     def root(self) -> bytes:

@@ -41,6 +41,7 @@ from pilothouse.config.documents import MAX_BYTES, internal_error
 from pilothouse.config.load import Loader, Problem
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.config.validation.report import Severity
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.settings import Settings
 from pilothouse.sources.availability import Availability
 from pilothouse.sources.fs_health import RootHealth
@@ -89,7 +90,7 @@ class FileSource:
         root_poll: float = Settings.file_root_poll,
     ) -> None:
         self.root = root.resolve()
-        self.loader = loader if loader is not None else Loader(source=f"fs://{self.root}")
+        self.loader = loader if loader is not None else Loader(SCHEMAS, source=f"fs://{self.root}")
         self.store = MemoryStore(name=f"fs://{self.root}")
         self._debounce = debounce
         self._force_polling = force_polling

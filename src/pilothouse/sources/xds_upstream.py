@@ -47,6 +47,7 @@ from pilothouse.config.load import Loader
 from pilothouse.config.mcp_resource import Rejection, split_name
 from pilothouse.config.model import ConfigKey
 from pilothouse.config.schema import Schema, SchemaSet
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.protocol.client import Delivery
 from pilothouse.protocol.client_policy import StaticSubscriptions
 from pilothouse.protocol.client_requests import ClientRequest
@@ -143,10 +144,10 @@ class XdsUpstreamSource:
         self.store = MemoryStore(name=f"xds://{host}:{port}")
         self._target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         self._rng = rng if rng is not None else random.Random()
-        loader = Loader(source=self.store.name)
+        loader = Loader(SCHEMAS, source=self.store.name)
         self._decoders = {
             subscribed_type(schema): KindDecoder(schema, self.store.name, loader)
-            for schema in (schemas if schemas is not None else SchemaSet())
+            for schema in (schemas if schemas is not None else SCHEMAS)
         }
         self._engine = SotwClientEngine(
             StaticSubscriptions((MESH_CONFIG_GVK, *self._decoders)), self.settings.node()

@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
@@ -44,6 +44,7 @@ from pilothouse.config.documents import MAX_DEPTH, RawObject
 from pilothouse.config.load import DEFAULT_NAMESPACE, Loader
 from pilothouse.config.schema import SchemaSet
 from pilothouse.config.validation.report import Severity
+from pilothouse.kinds.table import SCHEMAS
 
 MAX_BODY_BYTES: Final = 6 * 1024 * 1024
 """istiod's ``MaxRequestBodyBytes``: larger bodies are refused with HTTP 413."""
@@ -128,7 +129,7 @@ def is_json_content_type(content_type: str | None) -> bool:
 class AdmissionReviewer:
     """Reviews AdmissionReview bodies against one schema set; holds no state."""
 
-    schemas: SchemaSet = field(default_factory=SchemaSet)
+    schemas: SchemaSet = SCHEMAS
     max_body_bytes: int = MAX_BODY_BYTES
 
     def review(self, body: bytes, content_type: str | None) -> ReviewResult:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from pilothouse.config.load import Loader
 from pilothouse.config.model import ConfigKey
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.push.debounce import DebounceSettings
 from pilothouse.registry.kubernetes.registry import KubeFeeds
 from pilothouse.sources.memory import MemoryStore
@@ -36,7 +37,7 @@ class ControlPlane:
     _task: asyncio.Task[None] | None = None
 
     def apply_yaml(self, text: str) -> None:
-        for config in Loader(source="test").load_strict(text, "test.yaml"):
+        for config in Loader(SCHEMAS, source="test").load_strict(text, "test.yaml"):
             self.store.apply(config)
 
     def delete(self, kind: str, namespace: str, name: str) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pilothouse.api.istio.networking.v1alpha3 import destination_rule_pb2 as dr_pb2
 from pilothouse.config.load import Loader
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.xds.builders.cluster import ClusterInputs, build_cluster
 
 NET = "istio.networking.v1alpha3"
@@ -33,7 +34,7 @@ spec:
 
 
 def loaded_rule() -> dr_pb2.DestinationRule:
-    (config,) = Loader(source="test").load_strict(DESTINATION_RULE, "rule.yaml")
+    (config,) = Loader(SCHEMAS, source="test").load_strict(DESTINATION_RULE, "rule.yaml")
     assert isinstance(config.spec, dr_pb2.DestinationRule)
     return config.spec
 

@@ -13,6 +13,7 @@ import pilothouse.config.documents as documents
 import pilothouse.config.load as load
 from pilothouse.config.load import Loader, LoadResult
 from pilothouse.config.model import ConfigKey
+from pilothouse.kinds.table import SCHEMAS
 
 SIDECAR = """\
 apiVersion: networking.istio.io/v1
@@ -43,7 +44,7 @@ INTERNALS = ("set_int_max_str_digits", "Exceeds the limit", "Traceback", "codec 
 
 def two_objects(sidecar: str) -> LoadResult:
     """The edited Sidecar first (lines 1-8), then a good Gateway (from line 10)."""
-    return Loader().load_text(sidecar + "---\n" + GATEWAY, "mesh.yaml")
+    return Loader(SCHEMAS).load_text(sidecar + "---\n" + GATEWAY, "mesh.yaml")
 
 
 def only_error(result: LoadResult) -> load.Problem:
@@ -123,12 +124,13 @@ def test_written_tags_that_fit_and_look_alike_values_still_load() -> None:
     text = GATEWAY.replace("number: 8080", 'number: !!int "8080"').replace(
         "name: gw", "name: !!str gw"
     )
-    (config,) = Loader().load_strict(text, "g.yaml")
+    (config,) = Loader(SCHEMAS).load_strict(text, "g.yaml")
     assert config.key == GATEWAY_KEY
     assert config.spec.servers[0].port.number == 8080  # type: ignore[attr-defined]
     # values that only look like a date or a number stay text, as in Kubernetes
     labels = "  labels: {release: 2024-13-45, odd: 0b_, eq: =}\n"
-    (config,) = Loader().load_strict(GATEWAY.replace("  namespace", labels + "  namespace"), "g")
+    text = GATEWAY.replace("  namespace", labels + "  namespace")
+    (config,) = Loader(SCHEMAS).load_strict(text, "g")
     assert dict(config.labels) == {"release": "2024-13-45", "odd": "0b_", "eq": "="}
 
 
@@ -141,7 +143,7 @@ def test_a_tag_in_a_list_item_rejects_that_item_only() -> None:
                   for i, line in enumerate(SIDECAR.replace("kind: Sidecar", "kind: !foo Sidecar")
                                            .splitlines()))
     )  # fmt: skip
-    result = Loader().load_text(text, "mesh.yaml")
+    result = Loader(SCHEMAS).load_text(text, "mesh.yaml")
     assert [c.key for c in result.configs] == [GATEWAY_KEY]
     assert result.rejected == (SIDECAR_KEY,)
     problem = only_error(result)
@@ -159,22 +161,22 @@ def test_a_tag_in_a_list_item_rejects_that_item_only() -> None:
     ids=["utf-8-bom", "utf-16-le", "utf-16-be", "utf-32-le"],
 )
 def test_encodings_yaml_allows_load(encoded: bytes) -> None:
-    result = Loader().load_bytes(encoded, "g.yaml")
+    result = Loader(SCHEMAS).load_bytes(encoded, "g.yaml")
     assert result.ok and [c.key for c in result.configs] == [GATEWAY_KEY]
 
 
 def test_invalid_utf8_is_a_file_error_with_its_line() -> None:
     data = GATEWAY.replace("name: http", "name: h\udcfftp").encode("utf-8", "surrogateescape")
-    result = Loader().load_bytes(data, "mesh.yaml")
+    result = Loader(SCHEMAS).load_bytes(data, "mesh.yaml")
     assert result.unreadable and not result.configs
     problem = only_error(result)
     assert problem.line == 9 and "not valid UTF-8" in problem.message and "0xff" in problem.message
-    odd = Loader().load_bytes(codecs.BOM_UTF16_LE + b"k\x00i", "mesh.yaml")
+    odd = Loader(SCHEMAS).load_bytes(codecs.BOM_UTF16_LE + b"k\x00i", "mesh.yaml")
     assert odd.unreadable and "not valid UTF-16" in odd.errors[0].message
 
 
 def test_text_with_lone_surrogates_is_an_error_not_a_crash() -> None:
-    result = Loader().load_text(GATEWAY.replace("gw", "g\udcffw"), "mesh.yaml")
+    result = Loader(SCHEMAS).load_text(GATEWAY.replace("gw", "g\udcffw"), "mesh.yaml")
     assert only_error(result).line == 4
 
 
@@ -222,7 +224,7 @@ def test_any_failure_while_reading_a_text_is_that_texts_error(
         raise MemoryError if file == "never" else RuntimeError("a bug")
 
     monkeypatch.setattr(load, "read_documents", broken)
-    result = Loader().load_bytes(GATEWAY.encode(), "mesh.yaml")
+    result = Loader(SCHEMAS).load_bytes(GATEWAY.encode(), "mesh.yaml")
     assert result.unreadable and not result.configs
     (problem,) = result.errors
     assert problem.file == "mesh.yaml" and "RuntimeError" in problem.message

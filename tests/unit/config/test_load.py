@@ -7,8 +7,8 @@ import pytest
 from pilothouse.api.istio.networking.v1alpha3.service_entry_pb2 import ServiceEntry
 from pilothouse.config.load import ConfigError, Loader
 from pilothouse.config.model import ConfigKey
-from pilothouse.config.schema import SchemaSet
 from pilothouse.config.validation.report import Severity
+from pilothouse.kinds.table import SCHEMAS
 
 GOOD = """\
 apiVersion: networking.istio.io/v1beta1
@@ -30,7 +30,7 @@ spec:
 
 
 def test_good_object_loads_with_metadata_and_origin() -> None:
-    (config,) = Loader(source="test").load_strict(GOOD, "se.yaml")
+    (config,) = Loader(SCHEMAS, source="test").load_strict(GOOD, "se.yaml")
     assert config.key == ConfigKey("ServiceEntry", "web", "httpbin")
     assert dict(config.labels) == {"app": "httpbin"}
     assert dict(config.annotations) == {"owner": "team-a"}
@@ -43,20 +43,20 @@ def test_good_object_loads_with_metadata_and_origin() -> None:
 
 def test_namespace_defaults_and_is_settable() -> None:
     text = GOOD.replace("  namespace: web\n", "")
-    (config,) = Loader().load_strict(text, "se.yaml")
+    (config,) = Loader(SCHEMAS).load_strict(text, "se.yaml")
     assert config.namespace == "default"
-    (config,) = Loader(default_namespace="team-b").load_strict(text, "se.yaml")
+    (config,) = Loader(SCHEMAS, default_namespace="team-b").load_strict(text, "se.yaml")
     assert config.namespace == "team-b"
 
 
 @pytest.mark.parametrize("version", ["v1", "v1beta1", "v1alpha3"])
 def test_every_networking_version_is_accepted(version: str) -> None:
     text = GOOD.replace("networking.istio.io/v1beta1", f"networking.istio.io/{version}")
-    assert Loader().load_text(text, "se.yaml").ok
+    assert Loader(SCHEMAS).load_text(text, "se.yaml").ok
 
 
 def _error(text: str) -> str:
-    result = Loader().load_text(text, "x.yaml")
+    result = Loader(SCHEMAS).load_text(text, "x.yaml")
     assert not result.ok
     return str(result.errors[0])
 
@@ -66,7 +66,7 @@ def test_unknown_kind_names_supported_kinds() -> None:
         "apiVersion: networking.istio.io/v1\nkind: VirtualServce\nmetadata: {name: a}\n"
     )
     assert message.startswith("x.yaml:2: unknown kind 'VirtualServce'; supported kinds: ")
-    for kind in SchemaSet().kinds:
+    for kind in SCHEMAS.kinds:
         assert kind in message
 
 
@@ -89,7 +89,7 @@ def test_missing_metadata() -> None:
 
 
 def test_bad_name_and_namespace() -> None:
-    result = Loader().load_text(
+    result = Loader(SCHEMAS).load_text(
         "apiVersion: networking.istio.io/v1\nkind: Gateway\nmetadata:\n  name: Bad_Name\n"
         "  namespace: Team\n",
         "x.yaml",
@@ -111,14 +111,15 @@ def test_bad_name_and_namespace() -> None:
 def test_decoded_objects_get_the_same_name_checks(namespace: str, name: str, field: str) -> None:
     """Objects that arrive decoded (MCP, MCP over xDS) are named by their sender: the
     loader checks those names exactly as it checks names read from YAML."""
-    schema = SchemaSet().by_kind("ServiceEntry")
+    schema = SCHEMAS.by_kind("ServiceEntry")
     assert schema is not None
     spec = ServiceEntry(hosts=["httpbin.example.com"], resolution=ServiceEntry.DNS)
-    config, problems = Loader(source="xds://upstream").load_message(schema, namespace, name, spec)
+    loader = Loader(SCHEMAS, source="xds://upstream")
+    config, problems = loader.load_message(schema, namespace, name, spec)
     assert config is None
     assert [p.severity for p in problems] == [Severity.ERROR]
     assert f"{field} {(namespace if field.endswith('namespace') else name)!r}" in str(problems[0])
-    ok, found = Loader().load_message(schema, "web", "httpbin", spec)
+    ok, found = Loader(SCHEMAS).load_message(schema, "web", "httpbin", spec)
     assert ok is not None and ok.key == ConfigKey("ServiceEntry", "web", "httpbin") and not found
 
 
@@ -169,7 +170,7 @@ def test_semantic_error_points_at_the_field_line() -> None:
 
 def test_invalid_object_skipped_valid_sibling_loads() -> None:
     bad = GOOD.replace("name: httpbin", "name: broken").replace("protocol: HTTP", "protocol: NOPE")
-    result = Loader().load_text(GOOD + "---\n" + bad, "x.yaml")
+    result = Loader(SCHEMAS).load_text(GOOD + "---\n" + bad, "x.yaml")
     assert [c.name for c in result.configs] == ["httpbin"]
     assert result.rejected == (ConfigKey("ServiceEntry", "web", "broken"),)
     assert len(result.errors) == 1 and "web/broken" in str(result.errors[0])
@@ -177,7 +178,7 @@ def test_invalid_object_skipped_valid_sibling_loads() -> None:
 
 def test_strict_loader_raises_config_error() -> None:
     with pytest.raises(ConfigError) as caught:
-        Loader().load_strict("kind: [", "x.yaml")
+        Loader(SCHEMAS).load_strict("kind: [", "x.yaml")
     assert caught.value.problems[0].file == "x.yaml"
 
 
@@ -194,6 +195,6 @@ spec:
     mirror: {host: shadow}
     mirrorPercent: 50
 """
-    result = Loader().load_text(text, "x.yaml")
+    result = Loader(SCHEMAS).load_text(text, "x.yaml")
     assert result.ok and len(result.configs) == 1
     assert any(p.severity is Severity.WARNING for p in result.problems)

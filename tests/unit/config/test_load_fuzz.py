@@ -11,8 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pilothouse.config.load import ConfigError, Loader
+from pilothouse.kinds.table import SCHEMAS
 
-LOADER = Loader()
+LOADER = Loader(SCHEMAS)
 KINDS = [
     "ServiceEntry",
     "VirtualService",

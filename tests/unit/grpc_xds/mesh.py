@@ -13,6 +13,7 @@ from google.protobuf import any_pb2
 
 from pilothouse.config.load import Loader
 from pilothouse.config.mesh import MeshSettings
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.push.cache import ResourceCache
 from pilothouse.push.context import build_context
 from pilothouse.push.proxy import ProxyIdentity, parse_node
@@ -66,7 +67,7 @@ class Mesh:
 
     def __init__(self, text: str, mesh: MeshSettings | None = None) -> None:
         self.store = MemoryStore("test")
-        for config in Loader(source="test").load_strict(text, "mesh.yaml"):
+        for config in Loader(SCHEMAS, source="test").load_strict(text, "mesh.yaml"):
             self.store.apply(config)
         self.store.mark_synced()
         self.registry = ServiceEntryRegistry(self.store, lambda update: None)

@@ -12,6 +12,7 @@ from pilothouse.config.validation.proxyless_grpc import (
     is_grpc_port,
 )
 from pilothouse.config.validation.report import Severity
+from pilothouse.kinds.table import SCHEMAS
 
 GRPC_SERVICE = """\
 apiVersion: networking.istio.io/v1
@@ -37,7 +38,7 @@ spec:
 
 
 def load(text: str) -> list[Config]:
-    return Loader(source="test").load_strict(text, "mesh.yaml")
+    return Loader(SCHEMAS, source="test").load_strict(text, "mesh.yaml")
 
 
 def warnings_for(text: str) -> dict[str, str]:

@@ -4,9 +4,10 @@ The API client, informers, the ``k8s://`` source and the mesh ConfigMap reader a
 source; Services, EndpointSlices, Pods and their feeds are the registry; a sidecar matched
 to its Pod is completed in push/, beside WorkloadEntries' sidecars. The import graph of
 ``src/pilothouse`` is read from the source files with :mod:`ast` (nothing is imported), and
-no module may import from a later stage (config → sources → registry → push → xds), so no
-import cycle can form between the stage packages (the old ``kube`` package was a source, a
-registry and a push participant at once: ``sources`` ↔ ``kube``, ``kube`` → ``push``).
+no module may import from a later stage (config → kinds → sources → registry → push →
+xds), so no import cycle can form between the stage packages (the old ``kube`` package
+was a source, a registry and a push participant at once: ``sources`` ↔ ``kube``, ``kube``
+→ ``push``).
 Beyond the stages, no two of pilothouse's packages may import each other through any
 path.
 """
@@ -22,8 +23,10 @@ import pytest
 SRC = Path(__file__).resolve().parents[3] / "src"
 PACKAGE = "pilothouse"
 
-STAGES = ("config", "sources", "registry", "push", "xds")
-"""The pipeline's stage packages, in order: a stage imports only from itself and earlier."""
+STAGES = ("config", "kinds", "sources", "registry", "push", "xds")
+"""The pipeline's stage packages, in order: a stage imports only from itself and earlier.
+``kinds`` (one module per config kind, and their table) reads config's schema row and
+validators, and later stages read the table."""
 
 KUBERNETES_MODULES: Mapping[str, str] = {
     "pilothouse.sources.kubernetes.client": "sources",

@@ -8,7 +8,8 @@ from collections.abc import Iterable
 from pilothouse.api.istio.mcp.v1alpha1 import mcp_pb2
 from pilothouse.api.istio.networking.v1alpha3 import service_entry_pb2
 from pilothouse.config.model import Config, Origin
-from pilothouse.config.schema import Schema, SchemaSet
+from pilothouse.config.schema import Schema
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.mcp.messages import (
     EncodedResource,
     Push,
@@ -19,7 +20,6 @@ from pilothouse.mcp.messages import (
 from pilothouse.mcp.publisher import encode_config
 from pilothouse.mcp.snapshot import CollectionSnapshot
 
-SCHEMAS = SchemaSet()
 SE = "istio/networking/v1alpha3/serviceentries"
 VS = "istio/networking/v1alpha3/virtualservices"
 FIRST_SEEN = datetime.datetime(2025, 6, 1, 12, 0, tzinfo=datetime.UTC)

@@ -13,6 +13,7 @@ from pilothouse.api.istio.networking.v1alpha3 import service_entry_pb2
 from pilothouse.config.load import Loader
 from pilothouse.config.mcp_resource import MCP_RESOURCE_TYPE_URL
 from pilothouse.config.model import Config
+from pilothouse.kinds.table import SCHEMAS
 
 SERVICE_ENTRY = """\
 apiVersion: networking.istio.io/v1
@@ -85,7 +86,7 @@ spec:
 
 def load(text: str, resource_version: str = "7", source: str = "fs:///mesh") -> Config:
     """One object from YAML, with a resource version as a store would give it."""
-    (config,) = Loader(source=source).load_strict(text, "test.yaml")
+    (config,) = Loader(SCHEMAS, source=source).load_strict(text, "test.yaml")
     return dataclasses.replace(config, resource_version=resource_version)
 
 

@@ -13,7 +13,7 @@ from pilothouse.config.mcp_resource import MCP_RESOURCE_TYPE_URL, Rejection
 from pilothouse.config.mesh import MeshSettings, OutboundPolicy
 from pilothouse.config.meshconfig import mesh_settings
 from pilothouse.config.model import Config, Origin
-from pilothouse.config.schema import SchemaSet
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.sources.upstream_resources import (
     MESH_CONFIG_TYPE_URL,
     KindDecoder,
@@ -29,7 +29,6 @@ from tests.unit.mcp_xds.mesh_objects import (
     load,
 )
 
-SCHEMAS = SchemaSet()
 FIRST_SEEN = datetime.datetime(2025, 7, 1, 9, 30, tzinfo=datetime.UTC)
 
 

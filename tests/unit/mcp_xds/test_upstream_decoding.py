@@ -11,12 +11,10 @@ from pilothouse.api.istio.mcp.v1alpha1 import resource_pb2
 from pilothouse.api.istio.networking.v1alpha3 import virtual_service_pb2
 from pilothouse.config.mcp_resource import MCP_RESOURCE_TYPE_URL, Rejection, split_name
 from pilothouse.config.model import ConfigKey
-from pilothouse.config.schema import SchemaSet
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.sources.upstream_resources import KindDecoder
 from tests.unit.mcp_xds.mesh_objects import dns_service_entry as service_entry
 from tests.unit.mcp_xds.mesh_objects import packed_resource
-
-SCHEMAS = SchemaSet()
 
 
 def decoder() -> KindDecoder:

@@ -15,6 +15,7 @@ import math
 from pilothouse.config.load import Loader
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config, ConfigKey
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.push.cache import ResourceCache
 from pilothouse.push.own_sidecars import OwnSidecars, proxy_update
 from pilothouse.push.pipeline import PushPipeline
@@ -144,7 +145,7 @@ class Stage:
 
 
 def one(text: str) -> Config:
-    (config,) = Loader().load_strict(text, "test.yaml")
+    (config,) = Loader(SCHEMAS).load_strict(text, "test.yaml")
     return config
 
 

@@ -9,6 +9,7 @@ import pytest
 from pilothouse.config.load import Loader
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.push.peer_authentication import MtlsMode, MtlsPolicy, PeerAuthenticationIndex
 from pilothouse.registry.model import Labels
 
@@ -40,7 +41,7 @@ def policy(
         lines.extend(f"    {port}: {{mode: {value}}}" for port, value in ports.items())
     if len(lines) == 4:
         lines[-1] = "spec: {}"
-    (config,) = Loader().load_strict("\n".join(lines) + "\n", "pa.yaml")
+    (config,) = Loader(SCHEMAS).load_strict("\n".join(lines) + "\n", "pa.yaml")
     if created is not None:
         stamp = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC) + datetime.timedelta(
             minutes=created

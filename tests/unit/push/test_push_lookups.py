@@ -8,6 +8,7 @@ import pytest
 from pilothouse.config.load import Loader
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config, ConfigKey
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.push.cache import InputKey, Resource, ResourceCache, ResourceGroup
 from pilothouse.push.context import ServiceIndex
 from pilothouse.push.indexes import SidecarIndex, VirtualServiceIndex
@@ -46,7 +47,8 @@ spec:
 
 
 def _configs(kind: str) -> list[Config]:
-    return [c for c in Loader(source="test").load_strict(ROUTES, "r.yaml") if c.kind == kind]
+    loaded = Loader(SCHEMAS, source="test").load_strict(ROUTES, "r.yaml")
+    return [c for c in loaded if c.kind == kind]
 
 
 def test_virtual_services_by_gateway_keep_key_order_and_appear_once() -> None:

@@ -14,6 +14,7 @@ import pilothouse.push.pipeline as pipeline_module
 from pilothouse.config.load import Loader
 from pilothouse.config.mesh import MeshSettings, OutboundPolicy
 from pilothouse.config.model import Config, ConfigKey
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.protocol.type_urls import LDS, RDS
 from pilothouse.push.cache import ResourceCache
 from pilothouse.push.context import PushContext
@@ -108,7 +109,7 @@ class FakeConnection:
 
 
 def one(text: str) -> Config:
-    (config,) = Loader().load_strict(text, "test.yaml")
+    (config,) = Loader(SCHEMAS).load_strict(text, "test.yaml")
     return config
 
 
@@ -129,7 +130,7 @@ class Stage:
 
     def __init__(self, *connections: FakeConnection) -> None:
         self.store = MemoryStore()
-        for config in Loader().load_strict(MESH, "mesh.yaml"):
+        for config in Loader(SCHEMAS).load_strict(MESH, "mesh.yaml"):
             self.store.apply(config)
         self.store.mark_synced()
         self.registry = ServiceEntryRegistry(self.store, lambda _update: None)

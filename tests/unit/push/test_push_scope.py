@@ -6,6 +6,7 @@ from __future__ import annotations
 from pilothouse.config.load import Loader
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import ConfigKey
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.push.context import build_context
 from pilothouse.push.proxy import parse_node
 from pilothouse.push.request import PushRequest
@@ -84,7 +85,7 @@ spec:
 
 def setup() -> tuple[MemoryStore, ServiceEntryRegistry]:
     store = MemoryStore()
-    for config in Loader().load_strict(MESH, "mesh.yaml"):
+    for config in Loader(SCHEMAS).load_strict(MESH, "mesh.yaml"):
         store.apply(config)
     store.mark_synced()
     registry = ServiceEntryRegistry(store, lambda _u: None)

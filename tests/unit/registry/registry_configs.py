@@ -6,11 +6,12 @@ from collections.abc import Callable
 
 from pilothouse.config.load import Loader
 from pilothouse.config.model import Config
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.registry.controller import ServiceEntryRegistry
 from pilothouse.registry.update import RegistryUpdate
 from pilothouse.sources.memory import MemoryStore
 
-_LOADER = Loader()
+_LOADER = Loader(SCHEMAS)
 
 
 def load(text: str) -> tuple[Config, ...]:

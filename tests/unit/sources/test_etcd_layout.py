@@ -6,6 +6,7 @@ import json
 
 from pilothouse.config.load import Loader
 from pilothouse.config.model import ConfigKey
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.sources.etcd_layout import EtcdLayout, stored_value
 
 GATEWAY = {
@@ -40,11 +41,12 @@ def test_stored_value_fills_the_namespace_and_drops_the_version() -> None:
 def test_decode_takes_the_mod_revision_and_checks_the_key() -> None:
     layout = EtcdLayout("/mesh")
     value = stored_value(GATEWAY, "ns", "2026-01-01T00:00:00Z")
-    good = layout.decode(Loader(), b"/mesh/networking.istio.io/Gateway/ns/edge", value, 42)
+    good = layout.decode(Loader(SCHEMAS), b"/mesh/networking.istio.io/Gateway/ns/edge", value, 42)
     assert good.config is not None and good.config.resource_version == "42"
     assert good.config.origin.file == "/mesh/networking.istio.io/Gateway/ns/edge"
-    elsewhere = layout.decode(Loader(), b"/mesh/networking.istio.io/Gateway/ns/other", value, 4)
+    other = b"/mesh/networking.istio.io/Gateway/ns/other"
+    elsewhere = layout.decode(Loader(SCHEMAS), other, value, 4)
     assert elsewhere.config is None
     assert "not the Gateway ns/other its key names" in elsewhere.problems[0].message
-    broken = layout.decode(Loader(), b"/mesh/networking.istio.io/Gateway/ns/x", b"{", 5)
+    broken = layout.decode(Loader(SCHEMAS), b"/mesh/networking.istio.io/Gateway/ns/x", b"{", 5)
     assert broken.config is None and "not JSON" in broken.problems[0].message

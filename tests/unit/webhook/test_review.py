@@ -11,6 +11,7 @@ import yaml
 
 from pilothouse.config.load import Loader
 from pilothouse.config.validation.report import Severity
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.webhook.review import (
     DENIAL_CODE,
     MAX_BODY_BYTES,
@@ -381,7 +382,7 @@ SAME_AS_VALIDATE = [
 
 @pytest.mark.parametrize("obj", SAME_AS_VALIDATE)
 def test_verdict_matches_the_file_loader(obj: dict[str, Any]) -> None:
-    loaded = Loader().load_text(yaml.safe_dump(obj), "object.yaml")
+    loaded = Loader(SCHEMAS).load_text(yaml.safe_dump(obj), "object.yaml")
     errors = [p.message for p in loaded.problems if p.severity is Severity.ERROR]
     warnings = [p.message for p in loaded.problems if p.severity is Severity.WARNING]
     response = response_of(review(admission_review(obj), JSON))

@@ -31,6 +31,7 @@ from google.protobuf.message import Message
 from pilothouse.config.load import Loader
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import ConfigKey
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.push.authorization import NO_AUTHORIZATION, WorkloadAuthorization
 from pilothouse.push.cache import ResourceCache
 from pilothouse.push.context import PushContext, build_context
@@ -275,7 +276,7 @@ class World:
 
     def __init__(self, *texts: str) -> None:
         self.store = MemoryStore("test")
-        loader = Loader(source="test")
+        loader = Loader(SCHEMAS, source="test")
         for path in sorted(EXAMPLE.glob("*.yaml")):
             for config in loader.load_strict(path.read_text(), path.name):
                 self.store.apply(config)

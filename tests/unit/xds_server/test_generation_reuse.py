@@ -17,6 +17,7 @@ from google.protobuf import any_pb2
 from pilothouse.config.load import Loader
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import ConfigKey
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.cache import ResourceCache
 from pilothouse.push.context import PushContext, build_context
@@ -110,7 +111,7 @@ class Server:
 
     def apply(self, text: str) -> list[ConfigKey]:
         keys = []
-        for config in Loader(source="test").load_strict(text, "mesh.yaml"):
+        for config in Loader(SCHEMAS, source="test").load_strict(text, "mesh.yaml"):
             if self.store.apply(config) is not None:
                 keys.append(config.key)
         return keys

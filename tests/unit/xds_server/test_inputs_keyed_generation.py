@@ -24,6 +24,7 @@ import pytest
 from pilothouse.config.load import Loader
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import ConfigKey
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.cache import ResourceCache
 from pilothouse.push.context import PushContext, build_context
@@ -132,7 +133,7 @@ class Server:
     def apply(self, text: str) -> list[ConfigKey]:
         return [
             config.key
-            for config in Loader(source="test").load_strict(text, "mesh.yaml")
+            for config in Loader(SCHEMAS, source="test").load_strict(text, "mesh.yaml")
             if self.store.apply(config) is not None
         ]
 

@@ -17,6 +17,7 @@ from google.protobuf import any_pb2
 
 from pilothouse.config.load import Loader
 from pilothouse.config.mesh import MeshSettings
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.push.cache import ResourceCache
 from pilothouse.push.pipeline import PushPipeline
 from pilothouse.push.proxy import ProxyIdentity, parse_node
@@ -144,7 +145,7 @@ TOOL = Connection("tool", proxy("tool-1", "other", "10.0.0.3", app="tool"))
 class Stage:
     def __init__(self, extra: str = "", mesh: MeshSettings | None = None) -> None:
         self.store = MemoryStore()
-        for config in Loader().load_strict(MESH + extra, "mesh.yaml"):
+        for config in Loader(SCHEMAS).load_strict(MESH + extra, "mesh.yaml"):
             self.store.apply(config)
         self.store.mark_synced()
         self.registry = ServiceEntryRegistry(self.store, lambda _update: None)
@@ -165,7 +166,7 @@ class Stage:
 
     def apply(self, text: str) -> list[str]:
         """Apply one config and plan its push: the ids of the connections pushed."""
-        (config,) = Loader().load_strict(text, "edit.yaml")
+        (config,) = Loader(SCHEMAS).load_strict(text, "edit.yaml")
         self.store.apply(config)
         request = self.pipeline.config_changed(config.key, start=1.0)
         assert request is not None and request.full

@@ -35,6 +35,7 @@ from typing import NamedTuple
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.config.schema import Schema, SchemaSet
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.push.cache import Resource
 from pilothouse.sources.events import ConfigStore
 from pilothouse.xds.builders.encode import content_hash
@@ -67,7 +68,7 @@ class ApiGenerator:
         clock: Callable[[], datetime.datetime] | None = None,
     ) -> None:
         self._store = store
-        self._schemas = schemas if schemas is not None else SchemaSet()
+        self._schemas = schemas if schemas is not None else SCHEMAS
         self._clock = clock if clock is not None else wall_clock_now
         self._by_type: dict[str, Generator] = {}
         self._memos: dict[str, KindMemo] = {}

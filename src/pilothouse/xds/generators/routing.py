@@ -23,6 +23,7 @@ from envoy.config.route.v3 import route_components_pb2 as rc_pb2  # type: ignore
 from pilothouse.api.istio.networking.v1alpha3 import destination_rule_pb2 as dr_pb2
 from pilothouse.api.istio.networking.v1alpha3 import virtual_service_pb2 as vs_pb2
 from pilothouse.config.model import Config, ConfigKey
+from pilothouse.kinds import virtual_service
 from pilothouse.xds.builders.load_balancer import hash_policy
 from pilothouse.xds.builders.names import parse_cluster_name
 from pilothouse.xds.builders.route_action import HashPolicyLookup
@@ -83,7 +84,7 @@ def delegate_lookup(delegates: Sequence[tuple[ConfigKey, Config | None]]) -> Del
     by_key = {key: config for key, config in delegates if config is not None}
 
     def lookup(name: str, namespace: str) -> vs_pb2.VirtualService | None:
-        config = by_key.get(ConfigKey("VirtualService", namespace, name))
+        config = by_key.get(ConfigKey(virtual_service.KIND.name, namespace, name))
         return None if config is None else config.spec  # type: ignore[return-value]
 
     return lookup

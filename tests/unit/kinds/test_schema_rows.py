@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from pilothouse.config.schema import SchemaSet
-
-SCHEMAS = SchemaSet()
+from pilothouse.kinds.table import SCHEMAS
 
 
 def test_kinds() -> None:

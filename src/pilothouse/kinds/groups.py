@@ -1,0 +1,48 @@
+"""The two Istio API groups pilothouse serves, and the schema row each gives a kind.
+
+A networking kind is accepted as ``networking.istio.io`` ``v1``, ``v1beta1`` and
+``v1alpha3`` and travels over legacy MCP in ``istio/networking/v1alpha3/<plural>``; a
+security kind as ``security.istio.io`` ``v1`` and ``v1beta1``, in
+``istio/security/v1beta1/<plural>``. Every one is namespaced.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from google.protobuf.message import Message
+
+from pilothouse.config.schema import Schema, Validator
+
+NETWORKING: Final = "networking.istio.io"
+SECURITY: Final = "security.istio.io"
+NETWORKING_VERSIONS: Final = ("v1", "v1beta1", "v1alpha3")
+SECURITY_VERSIONS: Final = ("v1", "v1beta1")
+
+
+def networking(kind: str, message: type[Message], plural: str, check: Validator) -> Schema:
+    """The schema row of a ``networking.istio.io`` kind."""
+    return Schema(
+        kind=kind,
+        group=NETWORKING,
+        versions=NETWORKING_VERSIONS,
+        message=message,
+        plural=plural,
+        collection=f"istio/networking/v1alpha3/{plural}",
+        namespaced=True,
+        validator=check,
+    )
+
+
+def security(kind: str, message: type[Message], plural: str, check: Validator) -> Schema:
+    """The schema row of a ``security.istio.io`` kind."""
+    return Schema(
+        kind=kind,
+        group=SECURITY,
+        versions=SECURITY_VERSIONS,
+        message=message,
+        plural=plural,
+        collection=f"istio/security/v1beta1/{plural}",
+        namespaced=True,
+        validator=check,
+    )
