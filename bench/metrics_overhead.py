@@ -284,7 +284,7 @@ def _answered(connection: Any) -> bool:
 class MetricWork:
     """The metric work one response and its push do on the push path, for one server:
     what ``ProxyResources.generate``, ``Connection._send``, the writer, the push workers
-    and ``PushLoop._push_connection`` add for metrics."""
+    and ``PushService._push_target`` add for metrics."""
 
     def __init__(self, recording: bool) -> None:
         from pilothouse.metrics.push import PushMetrics
@@ -311,7 +311,7 @@ class MetricWork:
             done = clock()
             record_written(EDS, generation + done - queued_at, done - write_started)
             queue_time(0.001)  # the push workers
-            convergence(0.2)  # _push_connection
+            convergence(0.2)  # PushService._push_target
         self.best = min(self.best, (time.perf_counter() - started) / repetitions * 1e6)
 
 

@@ -11,11 +11,12 @@ per-scope requests, the push queue's merging) takes random edits of every kind, 
 around each edit every proxy's resources of every type are generated as a connection
 generates them. Each proxy (sidecars in three namespaces, one with a selecting Sidecar,
 one that captures traffic, an ingress gateway, a proxyless gRPC client, proxies with a
-proved identity) is connected to the pipeline through a :class:`Recorder`, a stand-in
-for its connection that keeps the requests the server hands it (the server's own
-Connection needs a stream, and would only apply :func:`unaffected_types` to the same
-requests). For each type that the full pushes a proxy was handed all skip, what the
-proxy is given after the edit must be byte for byte what it was given before.
+proved identity) is connected to the push service through a :class:`Recorder`, a
+stand-in for its connection that keeps the requests of the pushes it is handed (the
+server's own Connection needs a stream; the service's rules apply
+:func:`unaffected_types` to the same requests). For each type that the full pushes a
+proxy was handed all skip, what the proxy is given after the edit must be byte for byte
+what it was given before.
 
 The edits come from the warm-equals-cold fuzz's strategies, plus AuthorizationPolicy
 changes (the strategies only delete those) and DestinationRule edits around consistent
@@ -36,6 +37,7 @@ from pilothouse.config.model import Config, ConfigKey
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.affected_types import UNAFFECTED_BY, moves_endpoints, unaffected_types
 from pilothouse.push.proxy import ProxyIdentity
+from pilothouse.push.proxy_push import ProxyPush
 from pilothouse.push.request import PushRequest
 from tests.fuzz.mesh_edits import APPS, NAMESPACES, Apply, Delete, Edit, configs, edits, load_one
 from tests.fuzz.test_warm_equals_cold import (
@@ -150,11 +152,20 @@ class Recorder:
     def watches_secrets(self, names: frozenset[str]) -> bool:
         return False
 
-    def push(self, request: PushRequest, now: float) -> None:
-        self.handed.append(request)
+    def watches_hosts(self, hostnames: frozenset[str]) -> frozenset[str]:
+        return frozenset()
 
-    async def written(self, timeout: float) -> None:
-        await asyncio.sleep(0)
+    def reidentify(self, proxy: ProxyIdentity) -> None:
+        self.proxy = proxy
+
+    def push(self, planned: ProxyPush, now: float) -> None:
+        self.handed.append(planned.request)
+
+    def fail(self) -> None:
+        self.failure = "failed"
+
+    def when_written(self) -> None:
+        return None
 
     def close(self) -> None:
         pass
@@ -215,7 +226,7 @@ async def _check(
     try:
         await asyncio.wait_for(server.wait_ready(), SETTLE_TIMEOUT)
         for recorder in recorders:
-            server._pipeline.connect(recorder)  # the test's look inside: no stream needed
+            server.pushes.connect(recorder)  # the test's look inside: no stream needed
         await settled(server)
         for _ in range(count):
             before = generate(server)

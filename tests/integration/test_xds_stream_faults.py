@@ -233,7 +233,7 @@ async def test_generator_raising_in_a_push_ends_only_that_stream(
 ) -> None:
     """Both proxies connect cleanly; then a config change makes the generator raise while
     the push workers generate the doomed proxy's push. The other proxy gets the push, the
-    doomed stream ends with INTERNAL, the push loop keeps running (a second change is
+    doomed stream ends with INTERNAL, the push service keeps running (a second change is
     pushed too) and the failure is counted."""
     request = delta_request if delta else sotw_request
     streams = [await open_ads(plane.port, delta=delta) for _ in range(2)]

@@ -4,7 +4,8 @@ This is where the push stage decides (DESIGN §1, push/ *drives* the push):
 
 1. A change becomes a request: :meth:`PushPipeline.config_changed` for a store event,
    :meth:`PushPipeline.registry_changed` for a registry update (via
-   :mod:`pilothouse.push.changes`). The server feeds those requests to the debouncer.
+   :mod:`pilothouse.push.changes`). The push service feeds those requests to its
+   debouncer.
 2. A released (debounced) request is planned by :meth:`PushPipeline.plan`: the cache
    entries of the changed keys are evicted; a full request builds a new PushContext
    (reusing untouched indexes); an endpoint-only request takes the EDS fast path (no new
@@ -21,8 +22,9 @@ This is where the push stage decides (DESIGN §1, push/ *drives* the push):
    (``GENERATOR=api``) are chosen for every change of a kind they watch, whatever their
    scope (on the fast path with the request made full: the ``api`` generator answers
    from the store).
-3. The :class:`PushPlan` names the pairs; the server only carries them out (queues
-   them for its push workers) and ends the streams of the connections reported failed.
+3. The :class:`PushPlan` names the pairs; the push service
+   (:mod:`pilothouse.push.service`) queues them for its push workers and ends the
+   streams of the connections reported failed.
 
 A workload's own sidecars get a full push of their own (istiod's ProxyUpdate,
 :mod:`pilothouse.push.own_sidecars`): their inbound clusters and listeners read the
@@ -40,17 +42,17 @@ and that connection is reported in :attr:`PushPlan.failed`; every other connecti
 still chosen. A plan that raises as a whole (a failed PushContext build) keeps its
 request, which is merged into the next one, so no change is lost.
 
-The pipeline knows connections only through :class:`PushTarget`, so push/ never imports
-the server.
+The pipeline knows connections only through
+:class:`~pilothouse.push.target.ProxyWatches`, so push/ never imports the server.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, TypeVar
 
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import ConfigKey
@@ -64,6 +66,7 @@ from pilothouse.push.proxy import GeneratorFamily, ProxyIdentity
 from pilothouse.push.request import PushRequest, TriggerReason
 from pilothouse.push.rule_reads import RuleReads, moved_rules
 from pilothouse.push.secrets import has_secrets, secret_names
+from pilothouse.push.target import ProxyWatches
 from pilothouse.registry.model import Service, Workload, service_hosts
 from pilothouse.registry.update import RegistryUpdate
 from pilothouse.sources.events import ConfigStore
@@ -71,29 +74,7 @@ from pilothouse.sources.events import ConfigStore
 log = logging.getLogger("pilothouse.push")
 
 
-class PushTarget(Hashable, Protocol):
-    """What the pipeline needs from a connection (the server's ``Connection`` is one)."""
-
-    @property
-    def id(self) -> str: ...
-
-    @property
-    def proxy(self) -> ProxyIdentity: ...
-
-    def watched_types(self) -> list[str]:
-        """The type URLs (or MCP-over-xDS type names) the connection watches."""
-        ...
-
-    def watches_any_host(self, hostnames: frozenset[str]) -> bool:
-        """Whether any watched EDS cluster has its host among ``hostnames``."""
-        ...
-
-    def watches_secrets(self, names: frozenset[str]) -> bool:
-        """Whether the connection watches any of the SDS secrets ``names``."""
-        ...
-
-
-C = TypeVar("C", bound=PushTarget)
+C = TypeVar("C", bound=ProxyWatches)
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@ A sidecar matched to its Pod (:mod:`pilothouse.push.pods_proxy`) takes its label
 service account and locality from it. When the Pod changes (labels, node, readiness),
 :meth:`PodSidecars.changed` completes each of its connections again and returns them with
 the push each gets (:func:`~pilothouse.push.own_sidecars.proxy_update`), for the
-discovery server to queue at once: their own listeners (inbound ports follow the Pod's
+push service to queue at once: their own listeners (inbound ports follow the Pod's
 endpoints) may have moved while only EDS went to everyone else. The connections are
 found by proxy id (``<pod>.<namespace>``) in :class:`~pilothouse.push.own_sidecars.OwnSidecars`,
 the index WorkloadEntries' sidecars are found in too (by namespace and IP), so a Pod

@@ -1,7 +1,7 @@
 """istiod's ProxyUpdate for WorkloadEntries: a changed entry's own sidecars get a full push.
 
 The store, the ServiceEntry registry and the push pipeline are real; the connections are
-fakes of :class:`~pilothouse.push.pipeline.PushTarget` (the pipeline only asks them who
+fakes of :class:`~pilothouse.push.target.ProxyWatches` (the pipeline only asks them who
 they are and what they watch). Each step does what the discovery server does with a
 registry update: the debounced request is planned (EDS to the watchers of the service),
 and :meth:`PushPipeline.workloads_changed` names the sidecars pushed at once.

@@ -1,6 +1,6 @@
 """The push pipeline in isolation: changes in, ``(connection, PushRequest)`` pairs out.
 
-Fake connections implement :class:`~pilothouse.push.pipeline.PushTarget`; the store,
+Fake connections implement :class:`~pilothouse.push.target.ProxyWatches`; the store,
 the registry and the PushContext are real.
 """
 

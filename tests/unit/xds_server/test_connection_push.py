@@ -1,4 +1,8 @@
-"""A SotW connection's full push: what is generated, what is sent, what is recorded."""
+"""A SotW connection's full push: what is generated, what is sent, what is recorded.
+
+Each push is planned as the push service plans it (:class:`ProxyPushRules`, one per
+generation, as one per server) and handed to the connection, which carries it out.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from pilothouse.config.model import ConfigKey
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.cache import Resource
 from pilothouse.push.proxy import parse_node
+from pilothouse.push.proxy_push import ProxyPushRules
 from pilothouse.push.request import PushRequest
 from pilothouse.xds.generators.base import GenerationInput
 from pilothouse.xds.protocol.wire import FanOutResponses
@@ -63,12 +68,24 @@ class FakeGeneration:
     context: Any = field(default_factory=FakeContext)
     endpoints: Any = field(default_factory=lambda: Endpoints())
     cache: Any = None
+    rules: ProxyPushRules[Connection] = field(init=False)
+    """What the push service decides for each connection's push."""
+
+    def __post_init__(self) -> None:
+        self.rules = ProxyPushRules(lambda: self.endpoints.revision)
 
     def generator(self, type_url: str) -> CountingGenerator | None:
         return self.generators.get(type_url)
 
     def observe_send(self, connection: Connection, type_url: str, size: int) -> None:
         pass
+
+
+def push(
+    generation: FakeGeneration, connection: Connection, pushed: PushRequest, now: float
+) -> None:
+    """Hand ``connection`` the push its server's rules plan for ``pushed``."""
+    connection.push(generation.rules.plan(connection, pushed), now)
 
 
 def resources(type_url: str, *names: str) -> CountingGenerator:
@@ -118,7 +135,7 @@ def converged(
         connection.on_request(request(type_url, names, answer.nonce), 2.0)
         assert not responses(connection)
     # a first full push (nothing changed): from here on a push may leave types out
-    connection.push(PushRequest.everything(), 2.5)
+    push(generation, connection, PushRequest.everything(), 2.5)
     assert not responses(connection)
     return connection, generation
 
@@ -127,7 +144,7 @@ def test_cluster_change_generates_clusters_once_and_sends_them_and_their_assignm
     connection, generation = converged()
     generation.generators[CDS].set(CLUSTERS[0], "2")
     before = {t: g.calls for t, g in generation.generators.items()}
-    connection.push(PushRequest.for_configs([RULE]), 3.0)
+    push(generation, connection, PushRequest.for_configs([RULE]), 3.0)
     calls = {t: g.calls - before[t] for t, g in generation.generators.items()}
     # EDS twice: to find what changed, then to send the changed cluster's assignment;
     # listeners read no DestinationRule, so they are not generated at all
@@ -160,7 +177,7 @@ def test_streams_sent_the_same_content_share_one_response_and_no_stream_sees_a_n
     generation.generators[CDS].set(CLUSTERS[0], "2")
     queued = []
     for connection in (first, second):
-        connection.push(PushRequest.for_configs([RULE]), 3.0)
+        push(generation, connection, PushRequest.for_configs([RULE]), 3.0)
         bodies = []
         while not connection.outbound.empty():
             item = connection.outbound.get_nowait()
@@ -172,7 +189,7 @@ def test_streams_sent_the_same_content_share_one_response_and_no_stream_sees_a_n
     seen: dict[str, set[str]] = {CDS: set(), EDS: set(), LDS: set(), RDS: set()}
     names: dict[str, tuple[str, ...]] = {CDS: (), EDS: CLUSTERS, LDS: (), RDS: ("80",)}
     for round_ in range(3):
-        first.push(PushRequest.everything(forced=True), 4.0 + round_)
+        push(generation, first, PushRequest.everything(forced=True), 4.0 + round_)
         for sent in responses(first):
             assert sent.nonce not in seen[sent.type_url]
             seen[sent.type_url].add(sent.nonce)
@@ -186,17 +203,17 @@ def test_streams_sent_the_same_content_share_one_response_and_no_stream_sees_a_n
 def test_endpoint_change_in_a_full_push_sends_only_the_changed_assignment() -> None:
     connection, generation = converged()
     generation.generators[EDS].set(CLUSTERS[1], "2")
-    connection.push(PushRequest.for_configs([RULE]), 3.0)
+    push(generation, connection, PushRequest.for_configs([RULE]), 3.0)
     (sent,) = responses(connection)
     assert sent.type_url == EDS and len(sent.resources) == 1
     assert sent.resources[0].value == f"{CLUSTERS[1]}@2".encode()
 
 
 def test_a_forced_push_resends_every_watched_type_though_nothing_changed() -> None:
-    connection, _ = converged()
-    connection.push(PushRequest.everything(), 3.0)
+    connection, generation = converged()
+    push(generation, connection, PushRequest.everything(), 3.0)
     assert responses(connection) == [], "an unforced push of unchanged content sends nothing"
-    connection.push(PushRequest.everything(forced=True), 4.0)
+    push(generation, connection, PushRequest.everything(forced=True), 4.0)
     sent = responses(connection)
     assert [r.type_url for r in sent] == [CDS, EDS, LDS, RDS]
     assert [len(r.resources) for r in sent] == [2, 2, 1, 1]
@@ -221,9 +238,9 @@ def test_a_forced_push_resends_everything_on_a_delta_stream() -> None:
         ack = discovery_pb2.DeltaDiscoveryRequest(type_url=type_url, response_nonce=answer.nonce)
         connection.on_request(ack, 2.0)
         assert not delta_responses()
-    connection.push(PushRequest.everything(), 3.0)
+    push(generation, connection, PushRequest.everything(), 3.0)
     assert delta_responses() == []
-    connection.push(PushRequest.everything(forced=True), 4.0)
+    push(generation, connection, PushRequest.everything(forced=True), 4.0)
     sent = delta_responses()
     assert [(r.type_url, len(r.resources)) for r in sent] == [(CDS, 2), (LDS, 1)]
 
@@ -236,31 +253,37 @@ def _calls(generation: FakeGeneration, push: Any) -> dict[str, int]:
 
 def test_a_push_generates_only_the_types_its_changed_kinds_can_change() -> None:
     connection, generation = converged()
-    policy = _calls(generation, lambda: connection.push(PushRequest.for_configs([POLICY]), 3.0))
+    policy = _calls(
+        generation, lambda: push(generation, connection, PushRequest.for_configs([POLICY]), 3.0)
+    )
     assert policy == {CDS: 0, EDS: 0, LDS: 1, RDS: 0}
-    route = _calls(generation, lambda: connection.push(PushRequest.for_configs([ROUTE]), 4.0))
+    route = _calls(
+        generation, lambda: push(generation, connection, PushRequest.for_configs([ROUTE]), 4.0)
+    )
     assert route == {CDS: 0, EDS: 0, LDS: 1, RDS: 1}
     both = PushRequest.for_configs([POLICY]).merge(PushRequest.for_configs([RULE]))
-    merged = _calls(generation, lambda: connection.push(both, 5.0))
+    merged = _calls(generation, lambda: push(generation, connection, both, 5.0))
     assert merged == {CDS: 1, EDS: 1, LDS: 1, RDS: 1}, "only what every changed kind skips"
 
 
 def test_a_skipped_type_still_goes_out_when_it_changed_in_a_push_that_can_change_it() -> None:
     connection, generation = converged()
     generation.generators[LDS].set("virtualOutbound", "2")
-    connection.push(PushRequest.for_configs([RULE]), 3.0)
+    push(generation, connection, PushRequest.for_configs([RULE]), 3.0)
     assert responses(connection) == [], "a DestinationRule push leaves listeners alone"
-    connection.push(PushRequest.for_configs([POLICY]), 4.0)
+    push(generation, connection, PushRequest.for_configs([POLICY]), 4.0)
     (sent,) = responses(connection)
     assert sent.type_url == LDS and sent.resources[0].value == b"virtualOutbound@2"
 
 
 def test_everything_and_forced_pushes_generate_every_watched_type() -> None:
     connection, generation = converged()
-    everything = _calls(generation, lambda: connection.push(PushRequest.everything(), 3.0))
+    everything = _calls(
+        generation, lambda: push(generation, connection, PushRequest.everything(), 3.0)
+    )
     assert everything == {CDS: 1, EDS: 1, LDS: 1, RDS: 1}
     forced = dataclasses.replace(PushRequest.for_configs([POLICY]), forced=True)
-    calls = _calls(generation, lambda: connection.push(forced, 4.0))
+    calls = _calls(generation, lambda: push(generation, connection, forced, 4.0))
     # (EDS in a full push follows whether endpoints can have moved, forced or not)
     assert {t: calls[t] for t in (CDS, LDS, RDS)} == {CDS: 1, LDS: 1, RDS: 1}
     assert [r.type_url for r in responses(connection)] == [CDS, LDS, RDS]
@@ -277,10 +300,12 @@ def test_a_delta_stream_skips_the_types_a_push_cannot_change() -> None:
         answer = discovery_pb2.DeltaDiscoveryResponse.FromString(queued.body)
         ack = discovery_pb2.DeltaDiscoveryRequest(type_url=type_url, response_nonce=answer.nonce)
         connection.on_request(ack, 2.0)
-    connection.push(PushRequest.everything(), 2.5)
+    push(generation, connection, PushRequest.everything(), 2.5)
     generation.generators[LDS].set("l", "2")
     generation.generators[CDS].set(CLUSTERS[0], "2")
-    calls = _calls(generation, lambda: connection.push(PushRequest.for_configs([POLICY]), 3.0))
+    calls = _calls(
+        generation, lambda: push(generation, connection, PushRequest.for_configs([POLICY]), 3.0)
+    )
     assert calls == {CDS: 0, LDS: 1}
     queued = connection.outbound.get_nowait()
     assert queued is not None and queued.type_url == LDS and connection.outbound.empty()
@@ -291,7 +316,11 @@ def test_a_push_after_the_endpoints_moved_leaves_no_type_out() -> None:
     EDS push does not regenerate: the first full push after they moved generates all."""
     connection, generation = converged()
     generation.endpoints.revision += 1
-    moved = _calls(generation, lambda: connection.push(PushRequest.for_configs([POLICY]), 3.0))
+    moved = _calls(
+        generation, lambda: push(generation, connection, PushRequest.for_configs([POLICY]), 3.0)
+    )
     assert moved == {CDS: 1, EDS: 0, LDS: 1, RDS: 1}
-    again = _calls(generation, lambda: connection.push(PushRequest.for_configs([POLICY]), 4.0))
+    again = _calls(
+        generation, lambda: push(generation, connection, PushRequest.for_configs([POLICY]), 4.0)
+    )
     assert again == {CDS: 0, EDS: 0, LDS: 1, RDS: 0}

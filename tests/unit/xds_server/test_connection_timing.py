@@ -18,6 +18,7 @@ from tests.unit.xds_server.test_connection_push import (
     RULE,
     CountingGenerator,
     FakeGeneration,
+    push,
     request,
     resources,
 )
@@ -83,7 +84,7 @@ def test_generation_time_is_per_type_and_sizes_are_reported() -> None:
     inner[LDS].set("virtualOutbound", "2")
     # a DestinationRule and a Sidecar: a change that can alter every type
     sidecar = ConfigKey("Sidecar", "ns", "default")
-    connection.push(PushRequest.for_configs([RULE, sidecar]), 3.0)
+    push(generation, connection, PushRequest.for_configs([RULE, sidecar]), 3.0)
     pushed = {queued.type_url: queued.generation for queued in drain(connection)}
     # every type is generated once; RDS did not change and is not sent, and its
     # generation time is not carried over to the next response of its type; EDS did not
@@ -91,6 +92,6 @@ def test_generation_time_is_per_type_and_sizes_are_reported() -> None:
     # only on a fresh one), generated twice: to find what changed, then to send it
     assert pushed == {CDS: 1.0, EDS: 4.0, LDS: 4.0}
     inner[EDS].set(CLUSTERS[1], "2")
-    connection.push(PushRequest.for_configs([RULE]), 4.0)
+    push(generation, connection, PushRequest.for_configs([RULE]), 4.0)
     # EDS is generated twice for this response: to find what changed, then to send it
     assert {q.type_url: q.generation for q in drain(connection)} == {EDS: 4.0}

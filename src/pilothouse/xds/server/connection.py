@@ -2,7 +2,8 @@
 
 A connection is driven from two sides, both on the event loop and never concurrently
 within a step: the stream's reader hands it requests (:meth:`Connection.on_request`),
-and the push workers hand it pushes (:meth:`Connection.push`). Either may produce
+and the push service's workers hand it pushes they planned (:meth:`Connection.push`: it
+is push/'s :class:`~pilothouse.push.target.PushTarget`). Either may produce
 responses, which are appended in order to the connection's outbound queue; the
 stream's writer loop sends them. Generation is synchronous and reads one
 PushContext, so a response never mixes two snapshots.
@@ -27,11 +28,8 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
 from pilothouse.protocol.messages import DeltaRequest, SotwRequest
-from pilothouse.push.affected_types import moves_endpoints, unaffected_types
 from pilothouse.push.proxy import ProxyIdentity
-from pilothouse.push.request import PushRequest
-from pilothouse.push.secrets import secret_names
-from pilothouse.registry.model import service_hosts
+from pilothouse.push.proxy_push import EndpointPush, ProxyPush
 from pilothouse.settings import XdsSettings
 from pilothouse.xds.protocol.delta import DeltaSession
 from pilothouse.xds.protocol.sotw import SotwSession
@@ -123,11 +121,6 @@ class Connection:
         self.denied: str | None = None
         """Why the stream must end with PERMISSION_DENIED (a debug type it may not read)."""
         self._generation = generation
-        self._pushed_at: int | None = None
-        """The endpoints' revision at the last full push (None before the first): the
-        listeners and clusters also read endpoints (inbound ports, DNS clusters), which
-        an EDS push does not regenerate, so a full push leaves no type out once the
-        endpoints moved since the last one."""
 
     def __repr__(self) -> str:
         return f"Connection({self.id}, {self.proxy.node_id})"
@@ -186,29 +179,22 @@ class Connection:
         names (:func:`pilothouse.xds.server.request_bytes.names_fingerprint`)."""
         self._write(self.engine.receive(request, now, names))
 
-    def push(self, request: PushRequest, now: float) -> None:
-        """Send what ``request`` changed for this proxy, types in make-before-break order."""
+    def push(self, planned: ProxyPush, now: float) -> None:
+        """Send what push/ planned for this proxy (:mod:`pilothouse.push.proxy_push`),
+        types in make-before-break order."""
         self.stats.pushes += 1
-        if not request.full:
-            keys = request.configs_updated
-            changed = self.engine.watches_hosts(service_hosts(keys))
-            if changed:
-                self._write(self.engine.push_endpoints(changed, now))
-            secrets = secret_names(keys, self.proxy)
-            if secrets:
-                self._write(self.engine.push_secrets(secrets, now))
+        if isinstance(planned, EndpointPush):
+            if planned.clusters:
+                self._write(self.engine.push_endpoints(planned.clusters, now))
+            if planned.secrets:
+                self._write(self.engine.push_secrets(planned.secrets, now))
             return
-        # EDS only if the change can move endpoints, CDS, LDS and RDS only if it can
-        # change them; a forced push resends everything
-        index = self._generation.endpoints
-        revision = index.revision if index is not None else 0
-        settled = revision == self._pushed_at
-        endpoints = moves_endpoints(request, trust_inert=settled)
-        unchanged = unaffected_types(request) if settled else frozenset()
-        self._pushed_at = revision
         self._write(
             self.engine.push_full(
-                now, endpoints=endpoints, resend=request.forced, unchanged=unchanged
+                now,
+                endpoints=planned.endpoints,
+                resend=planned.resend,
+                unchanged=planned.unchanged,
             )
         )
 
@@ -271,7 +257,7 @@ class Connection:
             if not waiter.done():
                 waiter.set_result(None)
 
-    def fail(self, reason: str) -> None:
+    def fail(self, reason: str = INTERNAL_ERROR) -> None:
         """End this stream with INTERNAL and ``reason`` (the first reason given stays):
         after an exception mid-response its protocol state can no longer be trusted, and
         the proxy reconnects to a fresh one."""

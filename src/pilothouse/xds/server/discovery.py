@@ -1,12 +1,13 @@
-"""The discovery server: wires the stages together and serves what streams ask of it.
+"""The discovery server: holds the wired stages and serves what streams ask of it.
 
-It builds the registry (ServiceEntries, and Kubernetes when configured), the push
-pipeline (:class:`~pilothouse.push.pipeline.PushPipeline`), the resource cache and the
-generators, and hands every change to its push loop
-(:mod:`pilothouse.xds.server.push_loop`: debounce, plan, queue, push). The stream side
-reads it: the current PushContext and version, the generator of each type URL, who is
-connected; and streams report to it what they sent, wrote, NACKed and failed, counted
-for ``/metrics``. MCP-over-xDS clients (``GENERATOR=api``) are answered by the ``api``
+Its parts are built in :mod:`pilothouse.xds.server.wiring`: the registry (ServiceEntries,
+and Kubernetes when configured), the resource cache, the generators, and the push
+service (:class:`~pilothouse.push.service.PushService`), which takes every change and
+pushes the connections it concerns; the server hands it each connection as it comes and
+goes, and delegates to it what admin and MCP ask of the push. The stream side reads it:
+the current PushContext and version, the generator of each type URL, who is connected;
+and streams report to it what they sent, wrote, NACKed and failed, counted for
+``/metrics``. MCP-over-xDS clients (``GENERATOR=api``) are answered by the ``api``
 generator, the fallback for every Istio GVK type. Proxyless gRPC clients
 (``GENERATOR=grpc``, or a gRPC user agent) get the gRPC flavour of CDS, LDS and RDS
 (:mod:`pilothouse.xds.generators.grpc_flavour`).
@@ -24,48 +25,31 @@ from dataclasses import replace
 from pilothouse.addresses import AddressError, parse_host_port
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.metrics.push import PushMetrics, metric_type
-from pilothouse.push.cache import ResourceCache
 from pilothouse.push.context import PushContext
 from pilothouse.push.debounce import DebounceSettings
-from pilothouse.push.pipeline import PushPipeline
-from pilothouse.push.pod_sidecars import PodSidecars
 from pilothouse.push.proxy import ProxyIdentity
-from pilothouse.push.request import PushRequest, TriggerReason
+from pilothouse.push.request import PushRequest
 from pilothouse.push.workers import PushWorkerStats
-from pilothouse.registry.aggregate import AggregateRegistry, ServiceRegistry
-from pilothouse.registry.controller import ServiceEntryRegistry
 from pilothouse.registry.endpoint_index import EndpointIndex
-from pilothouse.registry.kubernetes.registry import KubeFeeds, KubeRegistry
-from pilothouse.security.jwks import JwksResolver
-from pilothouse.security.jwks_addresses import JwksAddressPolicy
+from pilothouse.registry.kubernetes.registry import KubeFeeds
 from pilothouse.settings import XdsSettings as XdsSettings
 from pilothouse.sources.events import ConfigStore
 from pilothouse.sources.gc_pause import collector_paused
-from pilothouse.xds.generators.api import ApiGenerator, watched_kinds
 from pilothouse.xds.generators.base import Generator
-from pilothouse.xds.generators.cds import ClusterGenerator
-from pilothouse.xds.generators.eds import EndpointGenerator
-from pilothouse.xds.generators.grpc_cds import GrpcClusterGenerator
-from pilothouse.xds.generators.grpc_flavour import ByFlavour
-from pilothouse.xds.generators.grpc_lds import GrpcListenerGenerator
-from pilothouse.xds.generators.grpc_rds import GrpcRouteGenerator
-from pilothouse.xds.generators.lds import ListenerGenerator
-from pilothouse.xds.generators.rds import RouteGenerator
-from pilothouse.xds.protocol.versions import PushVersions
 from pilothouse.xds.protocol.wire import FanOutResponses
 from pilothouse.xds.server.admission import Admission
 from pilothouse.xds.server.connection import Connection
 from pilothouse.xds.server.control_plane import ControlPlaneIdentity, replica_name
-from pilothouse.xds.server.push_loop import PushLoop
 from pilothouse.xds.server.refusals import RefusalLog
 from pilothouse.xds.server.stats import XdsStats, count_by_type
+from pilothouse.xds.server.wiring import wire
 
 log = logging.getLogger("pilothouse.xds")
 
 
 class DiscoveryServer:
-    """Wires the registry, the push pipeline, the cache and the generators; its push
-    loop (``pushes``) carries out the pipeline's pushes on its connections."""
+    """Holds the registry, the cache, the generators and the push service (``pushes``),
+    and serves the streams from them."""
 
     def __init__(
         self,
@@ -89,7 +73,25 @@ class DiscoveryServer:
         self.store = store
         self.mesh = mesh if mesh is not None else MeshSettings()
         self.settings = settings if settings is not None else XdsSettings()
-        self.cache = ResourceCache(self.settings.cache_size)
+        self.stats = XdsStats()
+        self.metrics = metrics if metrics is not None else PushMetrics()
+        wired = wire(
+            store,
+            self.mesh,
+            self.settings,
+            self.stats,
+            self.metrics,
+            kube=kube,
+            envoy_generators=envoy_generators,
+            api_clock=api_clock,
+        )
+        self.cache, self.registry, self.kube = wired.cache, wired.registry, wired.kube
+        self.jwks = wired.jwks
+        """The key sets of RequestAuthentication jwksUris, fetched and inlined."""
+        self.pushes = wired.pushes
+        """The push service: debounces every change and pushes the connections it concerns."""
+        self._generators, self._api = wired.generators, wired.api
+        self._config_server = not envoy_generators
         self.admission = Admission(
             self.settings.admission,
             refusals=RefusalLog(
@@ -98,74 +100,10 @@ class DiscoveryServer:
         )
         """Who may open a stream (every gRPC stream on the xDS port passes it); its
         knobs can be changed at run time."""
-        self.stats = XdsStats()
-        self.metrics = metrics if metrics is not None else PushMetrics()
-        # changes go to the push loop, made below once the pipeline it plans with exists
-        service_entries = ServiceEntryRegistry(
-            store, lambda update: self.pushes.registry_changed(update)
-        )
-        self.kube: KubeRegistry | None = None
-        self.registry: ServiceRegistry = service_entries
-        if kube is not None:
-            self.kube = KubeRegistry(
-                kube,
-                service_entries.endpoint_index,
-                lambda update: self.pushes.registry_changed(update),
-                domain_suffix=self.mesh.domain_suffix,
-                trust_domain=self.mesh.trust_domain,
-                on_pods=lambda pods: self.pushes.pods_changed(pods),
-            )
-            self.registry = AggregateRegistry(service_entries, self.kube)
-        self._versions = PushVersions()
-        self.jwks = JwksResolver(
-            lambda uri: self.pushes.jwks_changed(uri),
-            fetch=self.settings.jwks_fetch,
-            policy=JwksAddressPolicy(self.settings.jwks_allowed_hosts),
-            named_by=lambda uri: [str(key) for key in self.pushes.jwks_users(uri)],
-        )
-        """The key sets of RequestAuthentication jwksUris, fetched and inlined."""
-        self._pipeline: PushPipeline[Connection] = PushPipeline(
-            store,
-            self.registry.services,
-            self.mesh,
-            self.cache,
-            next_version=self._versions.next,
-            api_kinds=watched_kinds,
-            jwks=self.jwks,
-        )
-        self._pod_sidecars: PodSidecars[Connection] | None = (
-            PodSidecars(self.kube, self._pipeline.own_sidecars) if self.kube is not None else None
-        )
-        """Sidecars matched to their Pods, with Kubernetes only."""
-        self.pushes = PushLoop(
-            self._pipeline,
-            store,
-            self.registry,
-            self.settings,
-            self.stats,
-            self.metrics,
-            self._pod_sidecars,
-        )
-        """Debounces every change and carries out the pipeline's pushes."""
-        self._unsubscribe = store.subscribe(self.pushes.config_changed)
-        self._generators: dict[str, Generator] = {}
-        envoy: tuple[Generator, ...] = (
-            ByFlavour(ClusterGenerator(), GrpcClusterGenerator()),
-            EndpointGenerator(),
-            ByFlavour(ListenerGenerator(), GrpcListenerGenerator()),
-            ByFlavour(RouteGenerator(), GrpcRouteGenerator()),
-        )
-        for generator in envoy if envoy_generators else ():
-            self._generators[generator.type_url] = generator
-        self._api = ApiGenerator(store, clock=api_clock)
-        self._config_server = not envoy_generators
         self._ids = itertools.count(1)
         self._closed = asyncio.Event()
         self._ready = asyncio.Event()
-        try:
-            port = parse_host_port(self.settings.address, "xds.address").port
-        except AddressError:
-            port = 0  # serve refuses such an address before it builds this server
+        port = _xds_port(self.settings)
         self.identity = ControlPlaneIdentity(replica_name(self.settings.replica_id, port))
         """Who this replica is, on every response (``control_plane.identifier``)."""
         self.responses = FanOutResponses()
@@ -181,7 +119,7 @@ class DiscoveryServer:
 
     @property
     def context(self) -> PushContext:
-        context = self._pipeline.context
+        context = self.pushes.context
         if context is None:
             raise RuntimeError("no PushContext yet: the server is not ready")
         return context
@@ -189,7 +127,7 @@ class DiscoveryServer:
     @property
     def connections(self) -> Mapping[str, Connection]:
         """The connected streams, by connection id."""
-        return self._pipeline.connections
+        return self.pushes.connections
 
     @property
     def endpoints(self) -> EndpointIndex:
@@ -197,14 +135,12 @@ class DiscoveryServer:
 
     @property
     def version(self) -> str:
-        return self._pipeline.version
+        return self.pushes.version
 
     def complete_proxy(self, proxy: ProxyIdentity) -> ProxyIdentity:
         """``proxy`` with what the registry knows of it: a sidecar's labels, service
         account and locality from its Pod when Kubernetes is configured."""
-        if self._pod_sidecars is None:
-            return proxy
-        return self._pod_sidecars.complete(proxy)
+        return self.pushes.complete(proxy)
 
     def generator(self, type_url: str) -> Generator | None:
         """The generator registered for ``type_url``; Istio GVKs fall back to ``api``."""
@@ -270,12 +206,11 @@ class DiscoveryServer:
     # -- connections ------------------------------------------------------------------
 
     def connect(self, connection: Connection) -> None:
-        self._pipeline.connect(connection)
+        self.pushes.connect(connection)
         log.debug("proxy connected", extra={"id": connection.id, "peer": connection.peer})
 
     def disconnect(self, connection: Connection) -> None:
-        self._pipeline.disconnect(connection)
-        self.pushes.forget(connection)
+        self.pushes.disconnect(connection)
         session = connection.engine.session
         count_by_type(self.stats.rejects, session.rejects)
         count_by_type(self.stats.expired_nonces, session.expired_nonces)
@@ -285,26 +220,23 @@ class DiscoveryServer:
 
     async def run(self) -> None:
         """Wait for the sources, build the first context, then serve pushes until closed."""
-        while not (self.store.has_synced() and self.registry.has_synced()):
+        while not self.pushes.has_synced():
             if self._closed.is_set():
                 return
             await asyncio.sleep(0.01)
         with collector_paused():  # a bulk load: nothing built here is garbage
-            if not self._config_server:  # services and endpoints are for Envoy config only
-                self.registry.initial_load()
-            context = self._pipeline.start()
+            # services and endpoints are for Envoy config only
+            self.pushes.start(load_registry=not self._config_server)
             if self._config_server:
                 encoded = self._api.warm()  # sinks are what this role is for: be ready
                 log.debug("encoded %d objects for MCP-over-xDS", encoded)
-        self.stats.context_builds += 1
-        self.metrics.context_init.observe(context.stats.build_seconds)
         self._ready.set()
         log.info(
             "xds ready",
             extra={"services": len(self.registry.services()), "version": self.version},
         )
         async with asyncio.TaskGroup() as tasks:
-            self.pushes.start(tasks)
+            self.pushes.run(tasks)
             if not self._config_server:
                 tasks.create_task(self.jwks.run())
             await self._closed.wait()
@@ -317,7 +249,6 @@ class DiscoveryServer:
         self.pushes.close()
         for connection in list(self.connections.values()):
             connection.close()
-        self._unsubscribe()
         self.registry.close()
 
     def request_push(self, request: PushRequest) -> None:
@@ -330,31 +261,37 @@ class DiscoveryServer:
         if mesh == self.mesh:
             return False
         self.mesh = mesh
-        self._pipeline.set_mesh(mesh)
-        self.cache.clear()
-        self.pushes.request_push(PushRequest.everything(TriggerReason.GLOBAL))
+        self.pushes.set_mesh(mesh)
         return True
 
     # -- knobs changed while running (the admin API) ------------------------------------
 
     def set_debounce(self, debounce: DebounceSettings) -> None:
         """Debounce by ``debounce`` from the next decision on; ``settings`` follows."""
-        self.pushes.debouncer.reconfigure(debounce)
+        self.pushes.set_debounce(debounce)
         self.settings = replace(self.settings, debounce=debounce)
 
     @property
     def push_throttle(self) -> int:
         """Concurrent pushes allowed now (the automatic default resolved)."""
-        return self.pushes.workers.throttle
+        return self.pushes.throttle
 
     def set_push_throttle(self, configured: int) -> int:
         """Allow ``configured`` concurrent pushes (0: the automatic default) from the next
         push taken off the queue on; returns the throttle now in force."""
-        throttle = self.pushes.workers.set_throttle(configured)
+        throttle = self.pushes.set_throttle(configured)
         self.settings = replace(self.settings, push_throttle=configured)
         return throttle
 
     @property
     def worker_stats(self) -> PushWorkerStats:
         """The push workers' counters (pushes, failures, queue time, most at once)."""
-        return self.pushes.workers.stats
+        return self.pushes.worker_stats
+
+
+def _xds_port(settings: XdsSettings) -> int:
+    """The port of the configured xDS address (0 when it is not one)."""
+    try:
+        return parse_host_port(settings.address, "xds.address").port
+    except AddressError:
+        return 0  # serve refuses such an address before it builds this server

@@ -1,9 +1,9 @@
 """The discovery server's plain counters, read by ``/metrics`` when it is scraped.
 
-The push loop (:mod:`pilothouse.xds.server.push_loop`) counts triggers, updates and
-pushes into them; the discovery server counts what its streams report (responses
-written, send errors, NACKs and expired nonces of closed streams), by istiod's ``type``
-label (:func:`count_by_type`).
+The push service counts triggers, updates and pushes into the part it owns
+(:class:`~pilothouse.push.counters.PushCounters`); the discovery server counts what its
+streams report (responses written, send errors, NACKs and expired nonces of closed
+streams), by istiod's ``type`` label (:func:`count_by_type`).
 """
 
 from __future__ import annotations
@@ -13,14 +13,16 @@ from dataclasses import dataclass, field
 
 from pilothouse.metrics.push import metric_type
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
+from pilothouse.push.counters import PushCounters
 
 SEND_ERROR_TYPES = frozenset({CDS, EDS, LDS, RDS})
 """The types whose failed writes istiod counts as ``pilot_xds_pushes{type="<type>_senderr"}``."""
 
 
 @dataclass
-class XdsStats:
-    """Plain counters, read by ``/metrics`` when scraped (istiod metric names in comments).
+class XdsStats(PushCounters):
+    """The push service's counters and the streams', read by ``/metrics`` when scraped
+    (istiod metric names in comments).
 
     Per-type keys are istiod's ``type`` label values
     (:func:`~pilothouse.metrics.push.metric_type`).
@@ -28,8 +30,6 @@ class XdsStats:
 
     pushes: dict[str, int] = field(default_factory=dict)
     """pilot_xds_pushes{type}: responses written, and ``<type>_senderr`` writes that failed."""
-    push_triggers: dict[str, int] = field(default_factory=dict)  # pilot_push_triggers{type}
-    inbound_updates: dict[str, int] = field(default_factory=dict)  # pilot_inbound_updates{type}
     rejects: dict[str, int] = field(default_factory=dict)
     """NACKs of closed streams (pilot_total_xds_rejects{type} adds the open ones')."""
     expired_nonces: dict[str, int] = field(default_factory=dict)
@@ -39,15 +39,6 @@ class XdsStats:
     """Streams ended with INTERNAL (pilot_total_xds_internal_errors)."""
     send_errors: int = 0
     """Responses whose write to the stream failed, of any type."""
-    full_pushes: int = 0
-    eds_pushes: int = 0
-    """Pushes without a new PushContext that carried endpoint changes."""
-    secret_pushes: int = 0
-    """Pushes without a new PushContext that carried SDS secret changes."""
-    connections_queued: int = 0
-    context_builds: int = 0
-    push_failures: int = 0
-    """Connections closed with INTERNAL because generating or scoping their push raised."""
     sds_certificate_errors: int = 0
     """pilot_sds_certificate_errors_total: SDS secrets refused (once per stream and name)
     and workload certificates that failed to issue."""
