@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 
 from pilothouse.config.load import Loader
 from pilothouse.config.mesh import MeshSettings
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.metrics.push import PushMetrics
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.affected_types import unaffected_types
@@ -95,7 +96,7 @@ class Service:
 
     def __init__(self, throttle: int = 0) -> None:
         self.store = MemoryStore()
-        for config in Loader().load_strict(MESH, "mesh.yaml"):
+        for config in Loader(SCHEMAS).load_strict(MESH, "mesh.yaml"):
             self.store.apply(config)
         self.store.mark_synced()
         self.counters = PushCounters()
