@@ -87,7 +87,10 @@ from pilothouse.sources.availability import Availability, ReportsAvailability
 from pilothouse.sources.events import ConfigEvent, ConfigStore
 from pilothouse.webhook.server import WebhookServer
 from pilothouse.xds.server.ads import add_discovery_services, new_grpc_server
+from pilothouse.xds.server.debug_view import DebugView
 from pilothouse.xds.server.discovery import DiscoveryServer
+from pilothouse.xds.server.discovery_debug import DiscoveryDebugView
+from pilothouse.xds.server.rest import RestDiscovery
 
 log = logging.getLogger("pilothouse.serve")
 
@@ -161,11 +164,11 @@ class ConfigLog:
         log.info("config loaded", extra={"events": self._initial})
 
 
-def runtime_knobs(discovery: DiscoveryServer) -> KnobRegistry:
+def runtime_knobs(discovery: DiscoveryServer, view: DebugView) -> KnobRegistry:
     """The admin API's and ControlZ's runtime knobs: each part registers its own here,
-    where the parts are wired."""
+    where the parts are wired (the push knobs through ``discovery``'s debug ``view``)."""
     knobs = KnobRegistry()
-    register_push_knobs(knobs, discovery)
+    register_push_knobs(knobs, view)
     register_admission_knobs(knobs, discovery.admission, settings_prefix="xds.admission")
     register_log_knobs(knobs)
     return knobs
@@ -181,7 +184,8 @@ def webhook_listener(settings: Settings, address: HostPort, *, shared: bool) -> 
 
 def admin_server(
     settings: Settings,
-    discovery: DiscoveryServer,
+    view: DebugView,
+    rest: RestDiscovery,
     sources: Sequence[ConfigSource],
     source_states: Callable[[], list[Availability]],
     *,
@@ -192,19 +196,20 @@ def admin_server(
     worker: WorkerRole | None,
 ) -> AdminServer:
     """The admin HTTP server: ``/ready`` (with the ``readiness`` checks), ``/metrics``,
-    ``/debug``, REST xDS, the admin API and, as a worker, the workers' pages."""
+    ``/debug`` (all three reading the discovery server's debug ``view``), REST xDS, the
+    admin API and, as a worker, the workers' pages."""
     return AdminServer(
         build_admin_app(
-            discovery,
+            view,
             readiness,
-            rest=settings.rest,
+            rest=rest,
             source_states=source_states,
             names=access.names,
             sources=lambda: sources,
             routes=[
                 *metrics_routes(metrics.registry),
-                *debug_routes(discovery, sources),
-                *AdminApi(knobs, discovery, access).routes(),
+                *debug_routes(view, sources),
+                *AdminApi(knobs, view, access).routes(),
                 *(
                     worker.routes(allow_remote=settings.xds.debug_allow_remote)
                     if worker is not None
@@ -284,17 +289,20 @@ async def serve(
         return [s.availability() for s in shown if isinstance(s, ReportsAvailability)]
 
     root = RootWait(settings, mesh, mesh_sources)
-    metrics = server_metrics(discovery, sources)
+    rest = RestDiscovery(discovery, settings.rest)
+    view = DiscoveryDebugView(discovery, rest.json.render)
+    metrics = server_metrics(view, sources)
     webhook_on = bool(settings.webhook.cert and settings.webhook.key)
     names = server_names(
         settings,
         (xds_address, admin_address, tls_address, webhook_address if webhook_on else None),
     )
     access = AccessPolicy(allow_remote=settings.admin.allow_remote, names=names)
-    knobs = runtime_knobs(discovery)
+    knobs = runtime_knobs(discovery, view)
     admin = admin_server(
         settings,
-        discovery,
+        view,
+        rest,
         sources,
         source_states,
         metrics=metrics,

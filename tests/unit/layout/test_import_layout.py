@@ -9,7 +9,8 @@ import cycle can form between the stage packages (the old ``kube`` package was a
 registry and a push participant at once: ``sources`` ↔ ``kube``, ``kube`` → ``push``).
 Beyond the stages, no two of pilothouse's packages may import each other through any
 path. The MCP server roles import nothing of ``xds/server`` (they reach the stream engine
-through :mod:`pilothouse.protocol`).
+through :mod:`pilothouse.protocol`), and admin/ imports from it only the debug interface
+(:mod:`pilothouse.xds.server.debug_view`).
 """
 
 from __future__ import annotations
@@ -206,11 +207,32 @@ def test_mcp_roles_reach_the_stream_engine_through_protocol(
     assert "pilothouse.protocol.request_bytes" in graph["pilothouse.mcp.source_server"]
 
 
+DEBUG_INTERFACE = frozenset({"pilothouse.xds.server.debug_view"})
+"""What admin/ (with ControlZ) and the inspector may import from ``xds/server``: the debug
+view the discovery server is read through, and nothing that serves."""
+
+
+def test_admin_reads_the_xds_server_through_one_debug_interface(
+    graph: Mapping[str, set[str]],
+) -> None:
+    for package_name in ("pilothouse.admin", "pilothouse.inspector"):
+        reached = {
+            witness.split(" → ")[1]
+            for witness in imports_into(graph, package_name, "pilothouse.xds.server")
+        }
+        assert reached <= DEBUG_INTERFACE, (package_name, sorted(reached - DEBUG_INTERFACE))
+    assert "pilothouse.xds.server.debug_view" in graph["pilothouse.admin.debug_routes"]
+    interface_reaches = imports_into(
+        graph, "pilothouse.xds.server.debug_view", "pilothouse.xds.server"
+    )
+    assert interface_reaches == ["pilothouse.xds.server.debug_view → pilothouse.xds.server.stats"]
+
+
 def test_the_checks_see_the_old_layout_s_faults() -> None:
     """The checks are not vacuous: Pod→proxy completion kept in the registry (importing
     push/), a source importing the registry (the registry reading the source's
-    informers), and an MCP role importing the xDS server are each reported (and a
-    package whose name merely starts alike is not)."""
+    informers), and an MCP role or admin module importing the xDS server are each
+    reported (and a package whose name merely starts alike is not)."""
     completion_in_registry = {
         "pilothouse.registry.kubernetes.pods_proxy": {"pilothouse.push.proxy"},
         "pilothouse.push.proxy": set(),
@@ -229,10 +251,15 @@ def test_the_checks_see_the_old_layout_s_faults() -> None:
     ]
     old_roles = {
         "pilothouse.mcp.source_server": {"pilothouse.xds.server.admission"},
+        "pilothouse.admin.api": {"pilothouse.xds.server.discovery", "pilothouse.admin.knobs"},
         "pilothouse.mcpx": {"pilothouse.xds.server.connection"},
+        "pilothouse.administration": {"pilothouse.xds.server.connection"},
     }
     assert imports_into(old_roles, "pilothouse.mcp", "pilothouse.xds.server") == [
         "pilothouse.mcp.source_server → pilothouse.xds.server.admission"
+    ]
+    assert imports_into(old_roles, "pilothouse.admin", "pilothouse.xds.server") == [
+        "pilothouse.admin.api → pilothouse.xds.server.discovery"
     ]
 
 
