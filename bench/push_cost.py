@@ -230,11 +230,11 @@ class Pilothouse(Side):
             self.store.apply(config)
 
     async def start(self, services: int, proxies: int, debounce: float) -> dict[str, list[str]]:
+        from pilothouse.protocol.request_bytes import discovery_request_parser
         from pilothouse.settings import DebounceSettings, XdsSettings
         from pilothouse.sources.memory import MemoryStore
         from pilothouse.xds.server.ads import StreamHandler
         from pilothouse.xds.server.discovery import DiscoveryServer
-        from pilothouse.xds.server.request_bytes import discovery_request_parser
         from pilothouse.xds.server.writer import write_responses
 
         settings = XdsSettings(debounce=DebounceSettings(debounce_after=debounce))

@@ -6,7 +6,8 @@ A line looks like::
 
 The scope is the logger name below ``pilothouse`` (``pilothouse.xds`` → ``xds``).
 Levels are set as istiod's ``--log_output_level`` does: ``info`` for everything, or
-``default:info,xds:debug`` for a default plus per-scope levels.
+``default:info,xds:debug`` for a default plus per-scope levels. A scope name of an older
+layout (:data:`SCOPE_ALIASES`) sets the scopes that took its place.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Final
 
 ROOT = "pilothouse"
 LEVELS = {
@@ -25,6 +27,12 @@ LEVELS = {
     "error": logging.ERROR,
     "none": logging.CRITICAL + 10,
 }
+SCOPE_ALIASES: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
+    {"kube": ("sources.kubernetes", "registry.kubernetes")}
+)
+"""Scope names kept working after their loggers moved: ``kube`` was the Kubernetes API
+client, informers, custom-resource source, mesh ConfigMap and registry, one package
+before it was split by stage."""
 # Attributes every LogRecord has; anything else was passed in ``extra`` and is printed.
 _STANDARD = frozenset(logging.LogRecord("x", 0, "x", 0, "x", None, None).__dict__) | {
     "message",
@@ -97,4 +105,5 @@ def configure(spec: str, stream: Any = None) -> None:
     root.setLevel(default)
     root.propagate = False
     for scope, level in scopes.items():
-        logging.getLogger(f"{ROOT}.{scope}").setLevel(level)
+        for name in SCOPE_ALIASES.get(scope, (scope,)):
+            logging.getLogger(f"{ROOT}.{name}").setLevel(level)

@@ -28,7 +28,8 @@ from pilothouse.kinds.table import SCHEMAS
 from pilothouse.push.debounce import DebounceSettings
 from pilothouse.sources.memory import MemoryStore
 from pilothouse.xds.server.discovery import DiscoveryServer, XdsSettings
-from pilothouse.xds.server.rest import RestSettings
+from pilothouse.xds.server.discovery_debug import DiscoveryDebugView
+from pilothouse.xds.server.rest import RestDiscovery, RestSettings
 from tests.e2e.harness.envoy import EnvoyProcess
 from tests.e2e.harness.fleet import EnvoyFleet
 
@@ -74,7 +75,8 @@ async def served() -> AsyncIterator[tuple[MemoryStore, DiscoveryServer, AdminSer
     discovery = DiscoveryServer(
         store, settings=XdsSettings(debounce=DebounceSettings(debounce_after=0.01))
     )
-    admin = AdminServer(build_admin_app(discovery, rest=RestSettings(refresh_delay=REFRESH)))
+    rest = RestDiscovery(discovery, RestSettings(refresh_delay=REFRESH))
+    admin = AdminServer(build_admin_app(DiscoveryDebugView(discovery), rest=rest))
     await admin.start("127.0.0.1", 0)
     task = asyncio.create_task(discovery.run())
     try:

@@ -25,6 +25,8 @@ from pilothouse.admin.server import AdminServer
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.sources.fs import FileSource
 from pilothouse.xds.server.discovery import DiscoveryServer
+from pilothouse.xds.server.discovery_debug import DiscoveryDebugView
+from pilothouse.xds.server.rest import RestDiscovery
 from tests.fuzz.answers import internals_in
 from tests.fuzz.budget import fuzz_settings
 from tests.fuzz.live_server import HttpPeer, LoopThread
@@ -60,7 +62,10 @@ def live() -> Iterator[LiveAdmin]:
         discovery = DiscoveryServer(source.store)
         task = asyncio.create_task(discovery.run())
         await asyncio.wait_for(discovery.wait_ready(), 20)
-        admin = AdminServer(build_admin_app(discovery), shutdown_timeout=0.5)
+        admin = AdminServer(
+            build_admin_app(DiscoveryDebugView(discovery), rest=RestDiscovery(discovery)),
+            shutdown_timeout=0.5,
+        )
         await admin.start("127.0.0.1", 0)
         return admin, discovery, task
 

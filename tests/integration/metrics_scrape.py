@@ -16,6 +16,7 @@ from pilothouse.admin.app import build_admin_app
 from pilothouse.admin.metrics import ServerMetrics, metrics_routes, server_metrics
 from pilothouse.admin.server import AdminServer
 from pilothouse.xds.server.discovery import DiscoveryServer
+from pilothouse.xds.server.discovery_debug import DiscoveryDebugView
 from tests.e2e.harness.control_plane import ControlPlane
 
 
@@ -82,9 +83,10 @@ class MetricsPlane:
 
     async def start(self) -> None:
         await self.plane.start()
-        self.metrics = server_metrics(self.discovery)
+        view = DiscoveryDebugView(self.discovery)
+        self.metrics = server_metrics(view)
         self.admin = AdminServer(
-            build_admin_app(self.discovery, routes=metrics_routes(self.metrics.registry))
+            build_admin_app(view, routes=metrics_routes(self.metrics.registry))
         )
         self.admin_port = await self.admin.start("127.0.0.1", 0)
 

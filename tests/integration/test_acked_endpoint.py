@@ -22,6 +22,7 @@ from pilothouse.inspector.admin_address import ENVOY_ADMIN_ADDRESS
 from pilothouse.inspector.digest import bytes_digest
 from pilothouse.inspector.message_types import MessageTypes
 from pilothouse.protocol.type_urls import CDS, EDS
+from pilothouse.xds.server.discovery_debug import DiscoveryDebugView
 from tests.e2e.harness.control_plane import ControlPlane
 from tests.integration.ads_stream import AdsStream, delta_request, open_ads
 
@@ -46,8 +47,9 @@ async def plane() -> AsyncIterator[tuple[ControlPlane, str]]:
     control_plane.apply_yaml(MESH)
     await control_plane.start()
     assert control_plane.discovery is not None
+    view = DiscoveryDebugView(control_plane.discovery)
     admin = AdminServer(
-        build_admin_app(control_plane.discovery, routes=debug_routes(control_plane.discovery)),
+        build_admin_app(view, routes=debug_routes(view)),
         shutdown_timeout=0.25,
     )
     port = await admin.start("127.0.0.1", 0)

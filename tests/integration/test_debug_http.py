@@ -23,6 +23,7 @@ from pilothouse.push.debounce import DebounceSettings
 from pilothouse.sources.fs import FileSource
 from pilothouse.xds.server.ads import add_discovery_services, new_grpc_server
 from pilothouse.xds.server.discovery import DiscoveryServer, XdsSettings
+from pilothouse.xds.server.discovery_debug import DiscoveryDebugView
 from tests.e2e.harness.remote_peer import RemoteRelay, non_loopback_address
 from tests.integration.ads_stream import AdsStream, open_ads, sotw_request
 
@@ -78,7 +79,8 @@ async def serving(mesh: Path, settings: XdsSettings) -> AsyncIterator[Running]:
     xds_port = grpc_server.add_insecure_port("127.0.0.1:0")
     discovery.identify(xds_port)
     await grpc_server.start()
-    admin = AdminServer(build_admin_app(discovery, routes=debug_routes(discovery, [source])))
+    view = DiscoveryDebugView(discovery)
+    admin = AdminServer(build_admin_app(view, routes=debug_routes(view, [source])))
     admin_port = await admin.start("127.0.0.1", 0)
     task = asyncio.create_task(discovery.run())
     try:

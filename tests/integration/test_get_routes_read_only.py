@@ -41,6 +41,8 @@ from pilothouse.admin.server_knobs import (
 from pilothouse.push.request import PushRequest
 from pilothouse.webhook.server import WebhookServer
 from pilothouse.xds.server.discovery import XdsSettings
+from pilothouse.xds.server.discovery_debug import DiscoveryDebugView
+from pilothouse.xds.server.rest import RestDiscovery
 from tests.integration.test_debug_http import APP, FAST, MESH, serving, subscribe
 
 QUERY = {
@@ -76,7 +78,7 @@ def get_paths(app: web.Application) -> Iterator[str]:
 
 def state(running: Any, knobs: KnobRegistry) -> dict[str, Any]:
     discovery = running.discovery
-    status = push_status(discovery)
+    status = push_status(DiscoveryDebugView(discovery))
     store = discovery.store
     return {
         "pushes": copy.deepcopy(status["pushes"]),
@@ -105,17 +107,19 @@ async def test_no_get_route_acts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     (mesh / "db.yaml").write_text(MESH)
     async with serving(mesh, XdsSettings(debounce=FAST, replica_id="replica-a")) as running:
         discovery = running.discovery
+        view = DiscoveryDebugView(discovery)
         knobs = KnobRegistry()
-        register_push_knobs(knobs, discovery)
+        register_push_knobs(knobs, view)
         register_admission_knobs(knobs, discovery.admission, settings_prefix="xds.admission")
         register_log_knobs(knobs)
         access = AccessPolicy()
         admin_app = build_admin_app(
-            discovery,
+            view,
+            rest=RestDiscovery(discovery),
             routes=[
-                *metrics_routes(server_metrics(discovery).registry),
-                *debug_routes(discovery),
-                *AdminApi(knobs, discovery, access).routes(),
+                *metrics_routes(server_metrics(view).registry),
+                *debug_routes(view),
+                *AdminApi(knobs, view, access).routes(),
             ],
         )
         controlz_app = build_controlz_app(knobs, access)

@@ -30,6 +30,7 @@ from pilothouse.admin.server import AdminServer
 from pilothouse.cli.main import main
 from pilothouse.inspector.admin_address import ENVOY_ADMIN_ADDRESS
 from pilothouse.protocol.type_urls import CDS
+from pilothouse.xds.server.discovery_debug import DiscoveryDebugView
 from tests.e2e.harness.control_plane import ControlPlane
 from tests.integration.ads_stream import AdsStream, open_ads
 
@@ -117,8 +118,9 @@ async def setup() -> AsyncIterator[Setup]:
     plane.apply_yaml(MESH)
     await plane.start()
     assert plane.discovery is not None
+    view = DiscoveryDebugView(plane.discovery)
     admin = AdminServer(
-        build_admin_app(plane.discovery, routes=debug_routes(plane.discovery)),
+        build_admin_app(view, routes=debug_routes(view)),
         shutdown_timeout=0.25,
     )
     admin_port = await admin.start("127.0.0.1", 0)

@@ -53,7 +53,7 @@ async def test_the_istio_configmap_is_the_mesh_config_and_is_followed(
         }
         empty = tmp_path / "mesh"
         empty.mkdir()
-        with caplog.at_level(logging.INFO, "pilothouse.kube"):
+        with caplog.at_level(logging.INFO, "pilothouse.sources.kubernetes"):
             async with serve_in_process(monkeypatch, empty, overrides) as served:
                 discovery = served.discovery
                 assert discovery.mesh.connect_timeout == 3.0

@@ -29,6 +29,7 @@ from pilothouse.sources.memory import MemoryStore
 from pilothouse.xds.generators.base import GenerationInput
 from pilothouse.xds.server.ads import add_discovery_services, new_grpc_server
 from pilothouse.xds.server.discovery import DiscoveryServer
+from pilothouse.xds.server.discovery_debug import DiscoveryDebugView
 from tests.e2e.harness.control_plane import FAST
 from tests.integration.ads_stream import open_ads, sotw_request
 from tests.integration.metrics_scrape import MetricsPlane, Scrape, scrape
@@ -289,8 +290,9 @@ async def test_a_server_that_is_not_ready_counts_its_refusals() -> None:
     server = new_grpc_server(FAST)
     add_discovery_services(server, discovery)
     port = server.add_insecure_port("127.0.0.1:0")
-    metrics = server_metrics(discovery)
-    admin = AdminServer(build_admin_app(discovery, routes=metrics_routes(metrics.registry)))
+    view = DiscoveryDebugView(discovery)
+    metrics = server_metrics(view)
+    admin = AdminServer(build_admin_app(view, routes=metrics_routes(metrics.registry)))
     await server.start()
     try:
         admin_port = await admin.start("127.0.0.1", 0)

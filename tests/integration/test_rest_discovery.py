@@ -28,6 +28,7 @@ from pilothouse.protocol.type_urls import CDS, EDS
 from pilothouse.push.debounce import DebounceSettings
 from pilothouse.sources.memory import MemoryStore
 from pilothouse.xds.server.discovery import DiscoveryServer, XdsSettings
+from pilothouse.xds.server.discovery_debug import DiscoveryDebugView
 from pilothouse.xds.server.rest import RestDiscovery, RestSettings
 
 FAST = XdsSettings(debounce=DebounceSettings(debounce_after=0.01, debounce_max=1.0))
@@ -151,7 +152,10 @@ async def running_plane(*, synced: bool = True) -> AsyncIterator[Plane]:
     apply(store, SERVICES + "---\n" + workload("10.1.0.1"))
     discovery = DiscoveryServer(store, settings=FAST)
     admin = AdminServer(
-        build_admin_app(discovery, rest=RestSettings(max_body_bytes=1 << 20)),
+        build_admin_app(
+            DiscoveryDebugView(discovery),
+            rest=RestDiscovery(discovery, RestSettings(max_body_bytes=1 << 20)),
+        ),
         shutdown_timeout=0.25,  # a refused large body may still be draining at the end
     )
     port = await admin.start("127.0.0.1", 0)
@@ -380,7 +384,10 @@ async def test_the_default_limit_allows_4_mib() -> None:
     store = MemoryStore("test")
     store.mark_synced()
     discovery = DiscoveryServer(store, settings=FAST)
-    admin = AdminServer(build_admin_app(discovery), shutdown_timeout=0.25)
+    admin = AdminServer(
+        build_admin_app(DiscoveryDebugView(discovery), rest=RestDiscovery(discovery)),
+        shutdown_timeout=0.25,
+    )
     port = await admin.start("127.0.0.1", 0)
     try:
         async with aiohttp.ClientSession() as session:
@@ -431,7 +438,10 @@ async def test_extra_readiness_checks_and_routes() -> None:
         return web.Response(text="pilot_xds 0\n")
 
     app = build_admin_app(
-        discovery, [lambda: webhook_ready[0]], routes=[web.get("/metrics", metrics)]
+        DiscoveryDebugView(discovery),
+        [lambda: webhook_ready[0]],
+        rest=RestDiscovery(discovery),
+        routes=[web.get("/metrics", metrics)],
     )
     admin = AdminServer(app)
     port = await admin.start("127.0.0.1", 0)
@@ -449,7 +459,7 @@ async def test_extra_readiness_checks_and_routes() -> None:
             async with session.get(f"http://127.0.0.1:{port}/metrics") as response:
                 assert await response.text() == "pilot_xds 0\n"
         # A second server on the same port fails loudly.
-        other = AdminServer(build_admin_app(discovery))
+        other = AdminServer(build_admin_app(DiscoveryDebugView(discovery)))
         with pytest.raises(OSError):
             await other.start("127.0.0.1", port)
     finally:

@@ -134,7 +134,7 @@ async def test_an_invalid_object_is_skipped_with_a_line_naming_it(
     bad["spec"]["http"][0]["route"][0]["weight"] = -5
     api.create(bad)
     api.create(vs("good"))
-    with caplog.at_level(logging.WARNING, "pilothouse.kube"):
+    with caplog.at_level(logging.WARNING, "pilothouse.sources.kubernetes"):
         async with Running(source(api, tmp_path)) as found:
             assert names(found, "VirtualService") == ["default/good"]
             problems = found.problems()[ConfigKey("VirtualService", "default", "broken")]
@@ -169,7 +169,7 @@ async def test_a_missing_or_forbidden_kind_does_not_stop_the_others(
         api.uninstall(DR)
     else:
         api.forbid(DR)
-    with caplog.at_level(logging.WARNING, "pilothouse.kube"):
+    with caplog.at_level(logging.WARNING, "pilothouse.sources.kubernetes"):
         async with Running(source(api, tmp_path)) as found:
             assert names(found, "VirtualService") == ["default/reviews"]
             assert names(found, "DestinationRule") == []

@@ -198,7 +198,7 @@ async def test_a_resource_it_cannot_read_is_empty_and_synced(
     else:
         server.forbid(VS_NAME)
     informer = Informer(client, VS, backoff=FAST, absent_retry=0.2)
-    with caplog.at_level(logging.WARNING, "pilothouse.kube"):
+    with caplog.at_level(logging.WARNING, "pilothouse.sources.kubernetes"):
         task = await running(informer)
         assert informer.objects() == []
         assert informer.absent == ("404 NotFound" if refusal == "uninstalled" else "403 Forbidden")

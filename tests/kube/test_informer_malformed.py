@@ -115,7 +115,7 @@ async def test_garbage_items_in_a_list_page_are_skipped_and_the_good_ones_delive
     informer = Informer(client, VS, backoff=SLOW_RETRY)
     seen = Recorder()
     informer.subscribe(seen)
-    with caplog.at_level(logging.WARNING, "pilothouse.kube"):
+    with caplog.at_level(logging.WARNING, "pilothouse.sources.kubernetes"):
         task = await running(informer)
     assert seen.events == [("ADDED", "one", "a"), ("ADDED", "two", "a")]
     assert informer.problem is None and informer.skipped.count == 5
@@ -277,7 +277,7 @@ async def test_a_flood_of_malformed_events_logs_a_bounded_number_of_lines(
     informer = Informer(client, VS, backoff=SLOW_RETRY)
     task = await running(informer)
     await until(lambda: server.open_watches(VS_NAME) == 1)
-    with caplog.at_level(logging.DEBUG, "pilothouse.kube"):
+    with caplog.at_level(logging.DEBUG, "pilothouse.sources.kubernetes"):
         for _ in range(2000):
             server.send_raw(VS_NAME, event("MODIFIED", {"metadata": "oops"}))
         for index in range(600):
@@ -287,7 +287,7 @@ async def test_a_flood_of_malformed_events_logs_a_bounded_number_of_lines(
         server.create(virtual_service("after"))
         await until(lambda: informer.get("default", "after") is not None)
     assert informer.skipped.count == 2600
-    lines = [r for r in caplog.records if r.name == "pilothouse.kube"]
+    lines = [r for r in caplog.records if r.name == "pilothouse.sources.kubernetes"]
     assert len(lines) <= 260, len(lines)
     assert (
         sum("oops" in r.getMessage() or "metadata is a string" in r.getMessage() for r in lines)

@@ -28,7 +28,7 @@ def test_wrong_types_in_a_service_or_slice_keep_the_last_good_state(
     service["spec"]["ports"] = [1, "http"]
     piece = copy.deepcopy(h.cluster.endpointslices.get(NS, "reviews-abc"))
     piece["endpoints"] = ["10.0.0.9"]
-    with caplog.at_level(logging.WARNING, "pilothouse.kube"):
+    with caplog.at_level(logging.WARNING, "pilothouse.registry.kubernetes"):
         for _ in range(5):
             for handler in h.cluster.services._handlers:
                 handler(KubeEvent(WatchEventType.MODIFIED, service))

@@ -31,8 +31,7 @@ from pilothouse.inspector.config_dump import UNREADABLE
 from pilothouse.inspector.digest import Unreadable, bytes_digest
 from pilothouse.inspector.message_types import MessageTypes
 from pilothouse.push.cache import Resource
-from pilothouse.xds.server.connection import Connection
-from pilothouse.xds.server.discovery import DiscoveryServer
+from pilothouse.xds.server.debug_view import DebugConnection, DebugView
 
 PATH: Final = "/debug/acked"
 NOT_CONNECTED: Final = "not connected to this pilothouse instance"
@@ -40,13 +39,13 @@ BATCH: Final = 64
 """Resources digested between two yields to the event loop."""
 
 
-def acked_routes(discovery: DiscoveryServer) -> list[web.RouteDef]:
+def acked_routes(discovery: DebugView) -> list[web.RouteDef]:
     """The ``/debug/acked`` route for ``discovery``'s connections."""
     types = MessageTypes()
 
     async def acked(request: web.Request) -> web.Response:
         wanted = request.query.get("proxyID")
-        connections = list(discovery.connections.values())
+        connections = discovery.connections()
         if wanted is None:
             return web.json_response({"proxies": [_listed(c) for c in connections]})
         found = _find(connections, wanted)
@@ -57,7 +56,7 @@ def acked_routes(discovery: DiscoveryServer) -> list[web.RouteDef]:
     return [web.get(PATH, acked)]
 
 
-def _listed(connection: Connection) -> dict[str, Any]:
+def _listed(connection: DebugConnection) -> dict[str, Any]:
     proxy = connection.proxy
     return {
         "proxyID": proxy.id,
@@ -68,7 +67,9 @@ def _listed(connection: Connection) -> dict[str, Any]:
     }
 
 
-def _find(connections: Iterable[Connection], wanted: str) -> list[Connection] | web.Response:
+def _find(
+    connections: Iterable[DebugConnection], wanted: str
+) -> list[DebugConnection] | web.Response:
     """The streams of the node ``wanted`` names, oldest first (or the error answer)."""
     candidates = [c for c in connections if c.proxy.node_id == wanted]
     if not candidates:
@@ -83,14 +84,13 @@ def _find(connections: Iterable[Connection], wanted: str) -> list[Connection] | 
     return sorted(candidates, key=lambda c: c.connected_at)
 
 
-def _acked(streams: list[Connection]) -> dict[str, list[tuple[str, Resource]]]:
+def _acked(streams: list[DebugConnection]) -> dict[str, list[tuple[str, Resource]]]:
     """Per type, what the newest stream watching it (else any stream) recorded, as a
     snapshot of the references: the record changes when ACKs arrive meanwhile."""
     merged: dict[str, Mapping[str, Resource]] = {}
     for stream in streams:  # oldest first: a newer stream watching a type replaces it
-        session = stream.engine.session
-        for type_url, resources in stream.engine.acked().items():
-            if type_url not in merged or session.wants(type_url) is not None:
+        for type_url, resources in stream.acked().items():
+            if type_url not in merged or stream.wants(type_url) is not None:
                 merged[type_url] = resources
     return {t: sorted(resources.items()) for t, resources in merged.items()}
 

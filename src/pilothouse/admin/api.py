@@ -32,8 +32,7 @@ from pilothouse.admin.knobs import BadKnobValue, KnobRegistry, UnknownKnob
 from pilothouse.boundary.contain import json_error
 from pilothouse.boundary.json_body import BadJson, read_json
 from pilothouse.push.request import PushRequest, TriggerReason
-from pilothouse.xds.server.connection import Connection
-from pilothouse.xds.server.discovery import DiscoveryServer
+from pilothouse.xds.server.debug_view import DebugConnection, DebugView
 
 VIA: Final = "admin-api"
 MAX_BODY_BYTES: Final = 64 * 1024
@@ -42,11 +41,9 @@ _log = logging.getLogger("pilothouse.admin")
 
 
 class AdminApi:
-    """The handlers, over one knob registry and one discovery server."""
+    """The handlers, over one knob registry and one discovery server's debug view."""
 
-    def __init__(
-        self, knobs: KnobRegistry, discovery: DiscoveryServer, policy: AccessPolicy
-    ) -> None:
+    def __init__(self, knobs: KnobRegistry, discovery: DebugView, policy: AccessPolicy) -> None:
         self.knobs = knobs
         self.discovery = discovery
         self.policy = policy
@@ -86,7 +83,7 @@ class AdminApi:
         return web.json_response(change.as_json())
 
     async def push(self, request: web.Request) -> web.Response:
-        connections = len(self.discovery.connections)
+        connections = len(self.discovery.connections())
         self.discovery.request_push(PushRequest.everything(TriggerReason.DEBUG, forced=True))
         _log.info(
             "full push requested",
@@ -100,7 +97,7 @@ class AdminApi:
             return json_error(
                 400, "name the proxy: ?proxyID=<node id, pod.namespace or connection id>"
             )
-        connections = list(self.discovery.connections.values())
+        connections = self.discovery.connections()
         chosen = [c for c in connections if wanted in names_of(c)]
         if not chosen:
             return json_error(404, unknown_proxy(wanted, connections))
@@ -134,12 +131,12 @@ def client(request: web.Request) -> str:
     return request.remote or "unknown"
 
 
-def names_of(connection: Connection) -> set[str]:
+def names_of(connection: DebugConnection) -> set[str]:
     """Every name a proxy can be asked for by: node id, ``pod.namespace``, connection id."""
     return {connection.id, connection.proxy.node_id, connection.proxy.id} - {""}
 
 
-def unknown_proxy(wanted: str, connections: Iterable[Connection]) -> str:
+def unknown_proxy(wanted: str, connections: Iterable[DebugConnection]) -> str:
     known = sorted({connection.proxy.id or connection.proxy.node_id for connection in connections})
     if not known:
         return f"no proxy {wanted!r} is connected (no proxy is)"

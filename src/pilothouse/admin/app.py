@@ -1,10 +1,13 @@
 """The admin application: ``/ready``, ``/healthz`` and REST discovery on one aiohttp app.
 
 :func:`build_admin_app` is the one place routes are mounted. Other handlers
-(``/metrics`` from :func:`pilothouse.admin.metrics.metrics_routes`, later ``/debug/*``)
+(``/metrics`` from :func:`pilothouse.admin.metrics.metrics_routes`, ``/debug/*``)
 come in through ``routes`` or by adding to the app's router before the server starts;
-they find the discovery server and the REST endpoint under the typed keys
-:data:`DISCOVERY` and :data:`REST`.
+they find the discovery server's debug view
+(:class:`~pilothouse.xds.server.debug_view.DebugView`) and the REST endpoint under the
+typed keys :data:`DISCOVERY` and :data:`REST`. The REST endpoint is built where the
+server is wired (``serve``) and handed in: admin/ reads the xDS server through its debug
+view only.
 
 Every request is contained (:func:`~pilothouse.boundary.contain.containment`): an
 exception any handler lets out is logged and answered 500 with a generic message, and
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from aiohttp import web
 
@@ -31,11 +34,22 @@ from pilothouse.admin.readiness import (
 from pilothouse.bootstrap.envoy import XDS_REST_CLUSTER
 from pilothouse.boundary.contain import containment, json_error
 from pilothouse.boundary.host_names import ServerNames
-from pilothouse.xds.server.discovery import DiscoveryServer
-from pilothouse.xds.server.rest import RestDiscovery, RestSettings
+from pilothouse.settings import RestSettings
+from pilothouse.xds.server.debug_view import DebugView
 
-DISCOVERY: Final = web.AppKey("discovery", DiscoveryServer)
-REST: Final = web.AppKey("rest", RestDiscovery)
+
+class RestEndpoint(Protocol):
+    """REST discovery as the admin app mounts it
+    (:class:`~pilothouse.xds.server.rest.RestDiscovery`)."""
+
+    @property
+    def settings(self) -> RestSettings: ...
+
+    def routes(self) -> list[web.RouteDef]: ...
+
+
+DISCOVERY: Final = web.AppKey("discovery", DebugView)
+REST: Final = web.AppKey("rest", RestEndpoint)
 CHECKS: Final[web.AppKey[tuple[ReadinessCheck, ...]]] = web.AppKey("readiness_checks")
 SOURCES: Final[web.AppKey[SourceStates]] = web.AppKey("source_states")
 
@@ -43,16 +57,17 @@ _log = logging.getLogger("pilothouse.admin")
 
 
 def build_admin_app(
-    discovery: DiscoveryServer,
+    discovery: DebugView,
     readiness_checks: Sequence[ReadinessCheck] = (),
     *,
-    rest: RestSettings | None = None,
+    rest: RestEndpoint | None = None,
     routes: Iterable[web.RouteDef] = (),
     source_states: SourceStates | None = None,
     names: ServerNames | None = None,
     sources: Callable[[], Iterable[PendingSource]] | None = None,
 ) -> web.Application:
-    """The admin app for ``discovery``.
+    """The admin app for ``discovery`` (the discovery server's debug view), serving REST
+    discovery with ``rest`` when given.
 
     ``/ready`` passes when the config sources have synced, the discovery server is
     ready and every one of ``readiness_checks`` returns None; until then it names each of
@@ -66,9 +81,8 @@ def build_admin_app(
     names this server (``names``, by default :meth:`ServerNames.of_this_host`); others
     get 403, so a web page cannot read them through DNS rebinding.
     """
-    rest_discovery = RestDiscovery(discovery, rest)
     app = web.Application(
-        client_max_size=rest_discovery.settings.max_body_bytes,
+        client_max_size=(rest.settings if rest is not None else RestSettings()).max_body_bytes,
         middlewares=[
             containment(json_error, _log),
             # Envoy's REST polls carry their cluster's name as Host (``xds-rest`` in
@@ -79,12 +93,14 @@ def build_admin_app(
         ],
     )
     app[DISCOVERY] = discovery
-    app[REST] = rest_discovery
+    if rest is not None:
+        app[REST] = rest
     app[CHECKS] = all_checks(discovery, readiness_checks, sources)
     app[SOURCES] = source_states if source_states is not None else tuple
     app.router.add_get("/ready", _ready)
     app.router.add_get("/healthz", _healthz)
-    app.router.add_routes(rest_discovery.routes())
+    if rest is not None:
+        app.router.add_routes(rest.routes())
     app.router.add_routes(list(routes))
     return app
 

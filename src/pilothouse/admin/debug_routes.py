@@ -46,7 +46,6 @@ from typing import Any, Final
 from aiohttp import web
 
 from pilothouse.admin.acked import acked_routes
-from pilothouse.admin.app import REST
 from pilothouse.admin.debug_views import (
     NamedSource,
     adsz,
@@ -59,10 +58,7 @@ from pilothouse.admin.debug_views import (
 from pilothouse.admin.refusals import refusal_routes
 from pilothouse.boundary.contain import json_error
 from pilothouse.boundary.debug_access import debug_denial
-from pilothouse.xds.server.config_dump import BadTypes, config_dump_json, dump_types, proxy_dump
-from pilothouse.xds.server.discovery import DiscoveryServer
-from pilothouse.xds.server.proxies import find_connection
-from pilothouse.xds.server.syncz import proxy_syncs, syncz_entry
+from pilothouse.xds.server.debug_view import DebugView
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -101,9 +97,10 @@ def _json(data: Any) -> web.Response:
 
 
 class DebugEndpoints:
-    """The handlers, over one discovery server and the config sources ``serve`` runs."""
+    """The handlers, over one discovery server's debug view and the config sources
+    ``serve`` runs."""
 
-    def __init__(self, discovery: DiscoveryServer, sources: Sequence[NamedSource] = ()) -> None:
+    def __init__(self, discovery: DebugView, sources: Sequence[NamedSource] = ()) -> None:
         self._discovery = discovery
         self._sources = tuple(sources)
 
@@ -133,10 +130,7 @@ class DebugEndpoints:
         return _json({"endpoints": [{"path": p, "about": a} for p, a in ENDPOINTS]})
 
     async def syncz(self, request: web.Request) -> web.Response:
-        discovery = self._discovery
-        namespace = request.query.get("namespace", "")
-        syncs = proxy_syncs(discovery.connections.values(), discovery.identity.replica, namespace)
-        return _json([syncz_entry(sync) for sync in syncs])
+        return _json(self._discovery.syncz(request.query.get("namespace", "")))
 
     async def config_dump(self, request: web.Request) -> web.Response:
         discovery = self._discovery
@@ -144,23 +138,22 @@ class DebugEndpoints:
         if not proxy_id:
             return json_error(400, "give the proxy: /debug/config_dump?proxyID=<pod.namespace>")
         try:
-            types = dump_types(
+            types = discovery.dump_types(
                 request.query.get("types", ""),
                 include_eds=request.query.get("include_eds", "").lower() == "true",
             )
-        except BadTypes as bad:
+        except ValueError as bad:
             return json_error(400, str(bad))
-        connection = find_connection(discovery.connections, proxy_id)
+        connection = discovery.find_connection(proxy_id)
         if connection is None:
             return json_error(
                 404,
                 f"proxy {proxy_id} is not connected to this pilothouse instance "
-                f"(replica {discovery.identity.replica})",
+                f"(replica {discovery.replica})",
             )
         if not discovery.ready():
             return json_error(503, "pilothouse is not ready: config has not synced yet")
-        dump = proxy_dump(connection.proxy, connection.session.wants, discovery, types)
-        return _json(config_dump_json(dump, request.app[REST].json.render))
+        return _json(discovery.config_dump(connection, types))
 
     async def configz(self, request: web.Request) -> web.Response:
         store = self._discovery.store
@@ -174,10 +167,10 @@ class DebugEndpoints:
         )
 
     async def registryz(self, request: web.Request) -> web.Response:
-        return _json(registryz(self._discovery.registry.services()))
+        return _json(registryz(self._discovery.services()))
 
     async def endpoint_shardz(self, request: web.Request) -> web.Response:
-        return _json(self._discovery.endpoints.dump())
+        return _json(self._discovery.endpoint_shards())
 
     async def adsz(self, request: web.Request) -> web.Response:
         if "push" in request.query:
@@ -186,10 +179,10 @@ class DebugEndpoints:
                 "GET /debug/adsz only reads and no longer pushes; "
                 "queue a full push with POST /admin/push",
             )
-        return _json(adsz(self._discovery.connections.values()))
+        return _json(adsz(self._discovery.connections()))
 
     async def connections(self, request: web.Request) -> web.Response:
-        return _json(connectionz(self._discovery.connections.values()))
+        return _json(connectionz(self._discovery.connections()))
 
     async def push_status(self, request: web.Request) -> web.Response:
         return _json(push_status(self._discovery))
@@ -198,8 +191,6 @@ class DebugEndpoints:
         return _json({"sources": sources_view(self._sources)})
 
 
-def debug_routes(
-    discovery: DiscoveryServer, sources: Sequence[NamedSource] = ()
-) -> list[web.RouteDef]:
+def debug_routes(discovery: DebugView, sources: Sequence[NamedSource] = ()) -> list[web.RouteDef]:
     """The routes to mount on the admin app (``build_admin_app(..., routes=...)``)."""
     return DebugEndpoints(discovery, sources).routes()

@@ -15,9 +15,10 @@ istiod's shapes where istiod has the view:
 - :func:`sources_view`: each config source's state, with every problem its files have
   at ``file:line``.
 
-``/debug/syncz``, ``/debug/config_dump`` and the endpoint shards come from
+``/debug/syncz``, ``/debug/config_dump`` and the endpoint shards come from the
+discovery server's debug view (:class:`~pilothouse.xds.server.debug_view.DebugView`:
 :mod:`pilothouse.xds.server.syncz`, :mod:`pilothouse.xds.server.config_dump` and
-:meth:`pilothouse.registry.endpoint_index.EndpointIndex.dump`.
+:meth:`pilothouse.registry.endpoint_index.EndpointIndex.dump` behind it).
 """
 
 from __future__ import annotations
@@ -35,10 +36,7 @@ from pilothouse.registry.model import Service
 from pilothouse.sources.availability import ReportsAvailability
 from pilothouse.sources.fs import FileStatus
 from pilothouse.sources.xds_upstream import UpstreamStatus
-from pilothouse.xds.server.connection import Connection
-from pilothouse.xds.server.discovery import DiscoveryServer
-from pilothouse.xds.server.proxies import proxies
-from pilothouse.xds.server.syncz import rfc3339
+from pilothouse.xds.server.debug_view import DebugConnection, DebugView, rfc3339
 
 
 class NamedSource(Protocol):
@@ -138,7 +136,7 @@ def registryz(services: Iterable[Service]) -> list[dict[str, Any]]:
     return out
 
 
-def _client(connection: Connection, *, detail: bool) -> dict[str, Any]:
+def _client(connection: DebugConnection, *, detail: bool) -> dict[str, Any]:
     proxy = connection.proxy
     entry: dict[str, Any] = {
         "connectionId": connection.id,
@@ -168,29 +166,28 @@ def _client(connection: Connection, *, detail: bool) -> dict[str, Any]:
     return entry
 
 
-def adsz(connections: Iterable[Connection]) -> dict[str, Any]:
+def adsz(connections: Iterable[DebugConnection]) -> dict[str, Any]:
     """istiod's ``/debug/adsz``: every stream with what it is and what it watches."""
     clients = [_client(c, detail=True) for c in sorted(connections, key=lambda c: c.id)]
     return {"totalClients": len(clients), "clients": clients}
 
 
-def connectionz(connections: Iterable[Connection]) -> dict[str, Any]:
+def connectionz(connections: Iterable[DebugConnection]) -> dict[str, Any]:
     """istiod's ``/debug/connections``: id, time and address of every stream."""
     clients = [_client(c, detail=False) for c in sorted(connections, key=lambda c: c.id)]
     return {"totalClients": len(clients), "clients": clients}
 
 
-def push_status(discovery: DiscoveryServer) -> dict[str, Any]:
+def push_status(discovery: DebugView) -> dict[str, Any]:
     """The current PushContext's figures and the push counters since start."""
     stats = discovery.stats
     cache = discovery.cache.stats
-    connections = list(discovery.connections.values())
     out: dict[str, Any] = {
-        "replica": discovery.identity.replica,
+        "replica": discovery.replica,
         "ready": discovery.ready(),
         "version": discovery.version,
-        "connections": len(connections),
-        "proxies": len(proxies(connections)),
+        "connections": len(discovery.connections()),
+        "proxies": len(discovery.proxies()),
         "pendingPushes": discovery.pending_pushes(),
         "pushes": {
             "full": stats.full_pushes,

@@ -33,7 +33,7 @@ from pilothouse.admin.metrics_pilothouse import (
     ResourceCacheCollector,
 )
 from pilothouse.metrics.families import gauge
-from pilothouse.xds.server.discovery import DiscoveryServer
+from pilothouse.xds.server.debug_view import DebugView
 
 COMPONENT = "pilot"
 """``istio_build``'s component label: the role pilothouse plays (istiod reports ``pilot``)."""
@@ -72,16 +72,16 @@ class ServerMetrics:
 
 
 def server_metrics(
-    discovery: DiscoveryServer,
+    discovery: DebugView,
     sources: Sequence[NamedSource] = (),
     *,
     started: float | None = None,
 ) -> ServerMetrics:
-    """Every metric of the server around ``discovery``, reading ``sources`` for the
+    """Every metric of the server ``discovery`` is the debug view of, reading ``sources`` for the
     ``pilothouse_config_source_*`` families; ``started`` (wall time) is when it started
     (now unless given), for ``istiod_uptime_seconds``."""
     registry = CollectorRegistry(auto_describe=False)
-    admission = AdmissionRejections(lambda: discovery.admission.snapshot().rejected)
+    admission = AdmissionRejections(discovery.refused)
     registry.register(BuildCollector(time.time() if started is None else started))
     registry.register(PilotCollector(discovery))
     registry.register(admission)

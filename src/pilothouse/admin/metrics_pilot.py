@@ -21,13 +21,13 @@ from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
 from pilothouse.metrics.families import gauge, histogram_family, istiod_counter
-from pilothouse.xds.server.discovery import DiscoveryServer
+from pilothouse.xds.server.debug_view import DebugView
 
 
 class PilotCollector(Collector):
-    """The ``pilot_*`` families of one discovery server."""
+    """The ``pilot_*`` families of one discovery server, read through its debug view."""
 
-    def __init__(self, discovery: DiscoveryServer) -> None:
+    def __init__(self, discovery: DebugView) -> None:
         self._discovery = discovery
         self._versions: set[str] = set()
         """Proxy versions ever connected: their ``pilot_xds`` series stays, at 0 when none is."""
@@ -87,13 +87,13 @@ class PilotCollector(Collector):
             "Total number of failures to fetch SDS key and certificate.",
             stats.sds_certificate_errors,
         )
-        for histogram in discovery.metrics.histograms():
+        for histogram in discovery.histograms():
             yield histogram_family(histogram)
         yield from self._context_gauges()
 
     def _clients_by_version(self) -> dict[str, float]:
         counts: dict[str, float] = dict.fromkeys(self._versions, 0)
-        for connection in self._discovery.connections.values():
+        for connection in self._discovery.connections():
             version = connection.proxy.istio_version
             counts[version] = counts.get(version, 0) + 1
         self._versions.update(counts)

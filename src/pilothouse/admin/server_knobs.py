@@ -25,7 +25,7 @@ from pilothouse.admin.knobs import Knob, KnobRegistry
 from pilothouse.logfmt import LEVELS
 from pilothouse.logscopes import description, scope_names, set_output_level, state
 from pilothouse.settings import knobs as settings_knobs
-from pilothouse.xds.server.discovery import DiscoveryServer
+from pilothouse.xds.server.debug_view import DebugView
 
 
 def _variable(path: str) -> str:
@@ -36,8 +36,9 @@ def _variable(path: str) -> str:
     return ""
 
 
-def register_push_knobs(registry: KnobRegistry, discovery: DiscoveryServer) -> None:
-    """The debounce times and the push throttle of ``discovery``."""
+def register_push_knobs(registry: KnobRegistry, discovery: DebugView) -> None:
+    """The debounce times and the push throttle of the server ``discovery`` is the debug
+    view of."""
 
     def debounce_writer(field: str) -> Callable[[Any], None]:
         def write(value: Any) -> None:

@@ -1,7 +1,9 @@
 """`pilothouse serve`: load and watch the mesh config and serve it over xDS.
 
-Start-up: file sources load (xDS streams get UNAVAILABLE until they have), the
-discovery server builds its first PushContext, and the gRPC server accepts proxies.
+Start-up: the mesh config and the config sources are loaded
+(:mod:`pilothouse.cli.serve_config`), file sources load (xDS streams get UNAVAILABLE
+until they have), the discovery server builds its first PushContext, and the gRPC
+server accepts proxies.
 The admin HTTP server carries the admin API, whose runtime knobs each part registers
 here; ControlZ serves the same knobs and the process's figures on its own port.
 Each port is a listener (:mod:`pilothouse.cli.serve_listeners`), opened in order and
@@ -30,7 +32,6 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from pilothouse import logfmt
 from pilothouse.addresses import HostPort
@@ -52,12 +53,10 @@ from pilothouse.cli.config_sources import (
     MissingConfigDirectory,
     SourceSetupError,
     check_config_directories,
-    config_sources,
-    kube_mesh_config,
-    kube_registry_feeds,
     mcp_roles,
 )
 from pilothouse.cli.serve_args import add_arguments, settings_from
+from pilothouse.cli.serve_config import load_mesh, load_served_config
 from pilothouse.cli.serve_listen import listen_address, server_names
 from pilothouse.cli.serve_listeners import (
     AdminListener,
@@ -70,24 +69,22 @@ from pilothouse.cli.serve_listeners import (
 from pilothouse.cli.serve_security import RootWait, Security, create_ca, wire_security
 from pilothouse.cli.supervisor import supervise
 from pilothouse.cli.worker import WorkerRole
-from pilothouse.config.encoding import EncodingProblem, decode_config
-from pilothouse.config.mesh import MeshSettings
-from pilothouse.config.meshconfig import MeshConfigError, load_mesh_config
 from pilothouse.descriptors import raise_open_file_limit
 from pilothouse.environment import SettingsError
 from pilothouse.heap import HeapKeeper
-from pilothouse.mcp.sink_server import McpSinkServer
 from pilothouse.security.ca_metrics import CaCollector
 from pilothouse.settings import (
     Settings,
 )
 from pilothouse.sources.addresses import ConfigSource
-from pilothouse.sources.aggregate import AggregateStore
 from pilothouse.sources.availability import Availability, ReportsAvailability
-from pilothouse.sources.events import ConfigEvent, ConfigStore
+from pilothouse.sources.events import ConfigEvent
 from pilothouse.webhook.server import WebhookServer
 from pilothouse.xds.server.ads import add_discovery_services, new_grpc_server
+from pilothouse.xds.server.debug_view import DebugView
 from pilothouse.xds.server.discovery import DiscoveryServer
+from pilothouse.xds.server.discovery_debug import DiscoveryDebugView
+from pilothouse.xds.server.rest import RestDiscovery
 
 log = logging.getLogger("pilothouse.serve")
 
@@ -107,29 +104,6 @@ class Bound:
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_arguments(commands).set_defaults(run=run)
-
-
-def load_mesh(settings: Settings) -> tuple[MeshSettings, tuple[str, ...]]:
-    """The mesh config of ``--mesh`` (defaults without one) and its config sources;
-    SystemExit with the reason when it cannot be read."""
-    mesh = MeshSettings()
-    mesh_sources: tuple[str, ...] = ()
-    if settings.mesh_file:
-        try:
-            text = decode_config(Path(settings.mesh_file).read_bytes())
-            loaded = load_mesh_config(text, settings.mesh_file)
-        except OSError as problem:
-            raise SystemExit(f"pilothouse: --mesh: {problem}") from None
-        except EncodingProblem as problem:
-            raise SystemExit(
-                f"pilothouse: --mesh: {settings.mesh_file}:{problem.line}: {problem.message}"
-            ) from None
-        except MeshConfigError as problem:
-            raise SystemExit(f"pilothouse: --mesh: {problem}") from None
-        for warning in loaded.warnings:
-            log.warning("mesh config: %s", warning)
-        mesh, mesh_sources = loaded.mesh, loaded.config_sources
-    return mesh, mesh_sources
 
 
 class ConfigLog:
@@ -161,11 +135,11 @@ class ConfigLog:
         log.info("config loaded", extra={"events": self._initial})
 
 
-def runtime_knobs(discovery: DiscoveryServer) -> KnobRegistry:
+def runtime_knobs(discovery: DiscoveryServer, view: DebugView) -> KnobRegistry:
     """The admin API's and ControlZ's runtime knobs: each part registers its own here,
-    where the parts are wired."""
+    where the parts are wired (the push knobs through ``discovery``'s debug ``view``)."""
     knobs = KnobRegistry()
-    register_push_knobs(knobs, discovery)
+    register_push_knobs(knobs, view)
     register_admission_knobs(knobs, discovery.admission, settings_prefix="xds.admission")
     register_log_knobs(knobs)
     return knobs
@@ -181,7 +155,8 @@ def webhook_listener(settings: Settings, address: HostPort, *, shared: bool) -> 
 
 def admin_server(
     settings: Settings,
-    discovery: DiscoveryServer,
+    view: DebugView,
+    rest: RestDiscovery,
     sources: Sequence[ConfigSource],
     source_states: Callable[[], list[Availability]],
     *,
@@ -192,19 +167,20 @@ def admin_server(
     worker: WorkerRole | None,
 ) -> AdminServer:
     """The admin HTTP server: ``/ready`` (with the ``readiness`` checks), ``/metrics``,
-    ``/debug``, REST xDS, the admin API and, as a worker, the workers' pages."""
+    ``/debug`` (all three reading the discovery server's debug ``view``), REST xDS, the
+    admin API and, as a worker, the workers' pages."""
     return AdminServer(
         build_admin_app(
-            discovery,
+            view,
             readiness,
-            rest=settings.rest,
+            rest=rest,
             source_states=source_states,
             names=access.names,
             sources=lambda: sources,
             routes=[
                 *metrics_routes(metrics.registry),
-                *debug_routes(discovery, sources),
-                *AdminApi(knobs, discovery, access).routes(),
+                *debug_routes(view, sources),
+                *AdminApi(knobs, view, access).routes(),
                 *(
                     worker.routes(allow_remote=settings.xds.debug_allow_remote)
                     if worker is not None
@@ -234,47 +210,27 @@ async def serve(
         else None
     )
     webhook_address = listen_address(settings.webhook.address, "webhook.address")
-    mesh, mesh_sources = load_mesh(settings)
-    try:
-        kube_mesh = await kube_mesh_config(settings)
-    except SourceSetupError as problem:
-        raise SystemExit(f"pilothouse: {problem}") from None
-    if kube_mesh is not None and kube_mesh.current is not None:
-        mesh, mesh_sources = kube_mesh.current.mesh, kube_mesh.current.config_sources
-    try:
-        sources = config_sources(settings, mesh_sources)
-        kube_registry = await kube_registry_feeds(settings, mesh_sources)
-    except MissingConfigDirectory as problem:
-        print(f"pilothouse serve: {problem}", file=sys.stderr)
-        raise SystemExit(2) from None
-    except SourceSetupError as problem:
-        raise SystemExit(f"pilothouse: {problem}") from None
-    if not sources and not settings.mcp.accept_sources:
-        log.warning("no config source given and ./mesh does not exist: serving no config")
-    reverse = McpSinkServer() if settings.mcp.accept_sources else None
-    stores: list[ConfigStore] = [s.store for s in sources]
-    if reverse is not None:
-        stores.append(reverse.store)
-    store = AggregateStore(stores)
+    config = await load_served_config(settings)
+    sources, kube_registry, store = config.sources, config.kube_registry, config.store
 
     discovery = DiscoveryServer(
         store,
-        mesh,
+        config.mesh,
         settings.xds,
         envoy_generators=settings.role == "all",
         kube=kube_registry.feeds if kube_registry is not None else None,
     )
     config_log = ConfigLog(discovery)
     store.subscribe(config_log.on_event)
-    if kube_mesh is not None:
-        kube_mesh.on_change = discovery.set_mesh
+    if config.kube_mesh is not None:
+        config.kube_mesh.on_change = discovery.set_mesh
     try:
         roles = mcp_roles(settings, store, discovery.admission)
     except SourceSetupError as problem:
         raise SystemExit(f"pilothouse: {problem}") from None
-    if reverse is not None:
-        roles.sink_server = reverse
-        roles.runners.append(reverse)
+    if config.reverse is not None:
+        roles.sink_server = config.reverse
+        roles.runners.append(config.reverse)
     grpc_server = new_grpc_server(settings.xds, reuse_port=shared)
     add_discovery_services(grpc_server, discovery)
     roles.add_to(grpc_server)
@@ -283,18 +239,21 @@ async def serve(
         shown = [*sources, *([kube_registry] if kube_registry is not None else [])]
         return [s.availability() for s in shown if isinstance(s, ReportsAvailability)]
 
-    root = RootWait(settings, mesh, mesh_sources)
-    metrics = server_metrics(discovery, sources)
+    root = RootWait(settings, config.mesh, config.mesh_sources)
+    rest = RestDiscovery(discovery, settings.rest)
+    view = DiscoveryDebugView(discovery, rest.json.render)
+    metrics = server_metrics(view, sources)
     webhook_on = bool(settings.webhook.cert and settings.webhook.key)
     names = server_names(
         settings,
         (xds_address, admin_address, tls_address, webhook_address if webhook_on else None),
     )
     access = AccessPolicy(allow_remote=settings.admin.allow_remote, names=names)
-    knobs = runtime_knobs(discovery)
+    knobs = runtime_knobs(discovery, view)
     admin = admin_server(
         settings,
-        discovery,
+        view,
+        rest,
         sources,
         source_states,
         metrics=metrics,
@@ -324,12 +283,7 @@ async def serve(
         async with asyncio.TaskGroup() as tasks:
             # waits for the first PushContext, which never comes if a source never syncs
             loaded = tasks.create_task(config_log.report_loaded())
-            for source in sources:
-                tasks.create_task(source.run())
-            if kube_mesh is not None:
-                tasks.create_task(kube_mesh.run())
-            if kube_registry is not None:
-                tasks.create_task(kube_registry.run())
+            config.start(tasks)
             for runner in roles.runners:
                 tasks.create_task(runner.run())
             # every stream's state lives as long as the stream: keep it out of the
@@ -340,7 +294,13 @@ async def serve(
                 authority = await root.open(stop)
                 if not stop.is_set():
                     wired = wire_security(
-                        settings, mesh, discovery, roles, authority, tls_address, shared=shared
+                        settings,
+                        config.mesh,
+                        discovery,
+                        roles,
+                        authority,
+                        tls_address,
+                        shared=shared,
                     )
                     if wired.listener is not None:
                         ports |= await listeners.start(wired.listener)
@@ -378,12 +338,7 @@ async def serve(
             roles.close()
             if security is not None:
                 security.secrets.close()
-            for source in sources:
-                source.close()
-            if kube_mesh is not None:
-                kube_mesh.close()
-            if kube_registry is not None:
-                kube_registry.close()
+            config.close()
             for task in endless:
                 task.cancel()
     finally:

@@ -41,8 +41,8 @@ from pilothouse.mcp.messages import (
 from pilothouse.mcp.sink_session import SinkOptions
 from pilothouse.mcp.sink_store import SinkStore
 from pilothouse.mcp.sink_stream import run_sink_stream
+from pilothouse.protocol.request_bytes import Undecodable, request_parser
 from pilothouse.sources.memory import MemoryStore
-from pilothouse.xds.server.request_bytes import Undecodable, request_parser
 
 log = logging.getLogger("pilothouse.mcp")
 

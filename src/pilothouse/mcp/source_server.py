@@ -6,9 +6,10 @@ a :class:`SourceStream`; a request for a collection that is not served ends the 
 with ``INVALID_ARGUMENT``, and so do bytes that are not a ``RequestResources``; an exception
 of ours ends it with ``INTERNAL`` and no Python text (the traceback is logged). Streams are
 refused with ``UNAVAILABLE`` until the store has synced; the first stream accepted has the
-snapshots published (they are made on demand). Given the xDS port's
-:class:`~pilothouse.xds.server.admission.Admission`, every stream passes it as xDS streams
-do (a circuit breaker and a rate limit) and counts in its figures.
+snapshots published (they are made on demand). Given the xDS port's admission control
+(a :class:`StreamAdmission`: :class:`~pilothouse.xds.server.admission.Admission` is one,
+handed in by whoever wires both), every stream passes it as xDS streams do (a circuit
+breaker and a rate limit) and counts in its figures; mcp/ imports nothing of the xDS server.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import contextlib
 import itertools
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
 
 import grpc
 
@@ -30,14 +32,28 @@ from pilothouse.mcp.source_stream import (
     StreamInfo,
     UnsupportedCollection,
 )
-from pilothouse.xds.server.admission import Admission, Refusal, Refused
-from pilothouse.xds.server.request_bytes import Undecodable, request_parser
+from pilothouse.protocol.request_bytes import Undecodable, request_parser
 
 log = logging.getLogger("pilothouse.mcp")
 INTERNAL_ERROR = "internal error in pilothouse; this stream was closed (details in its log)"
 
 RESOURCE_SOURCE_SERVICE = "istio.mcp.v1alpha1.ResourceSource"
 ESTABLISH = "EstablishResourceStream"
+
+
+class StreamAdmission(Protocol):
+    """The door every stream on the xDS port passes, as the ResourceSource server uses it."""
+
+    def refuse_not_ready(self) -> None:
+        """Count a stream refused because config has not synced yet."""
+        ...
+
+    def admit(
+        self, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> AbstractAsyncContextManager[None]:
+        """Hold the stream's place while the block runs; a stream that may not come in is
+        ended (``context.abort``) with the refusal's status code and message."""
+        ...
 
 
 def _identity(body: bytes) -> bytes:
@@ -65,7 +81,7 @@ class McpSourceServer:
         publisher: SnapshotPublisher,
         *,
         owns_publisher: bool = True,
-        admission: Admission | None = None,
+        admission: StreamAdmission | None = None,
     ) -> None:
         self.publisher = publisher
         self._owns_publisher = owns_publisher
@@ -105,18 +121,15 @@ class McpSourceServer:
         admission = self._admission
         if not self.publisher.demand():
             if admission is not None:
-                admission.refuse(Refusal.NOT_READY)
+                admission.refuse_not_ready()
             await context.abort(
                 grpc.StatusCode.UNAVAILABLE, "pilothouse is not ready: config has not synced yet"
             )
-        door: contextlib.AbstractAsyncContextManager[None] = (
-            contextlib.nullcontext() if admission is None else admission.stream(context.peer())
+        door: AbstractAsyncContextManager[None] = (
+            contextlib.nullcontext() if admission is None else admission.admit(context)
         )
-        try:
-            async with door:
-                await self._serve(requests, context)
-        except Refused as refused:
-            await context.abort(refused.code, refused.message)
+        async with door:
+            await self._serve(requests, context)
 
     async def _serve(
         self,

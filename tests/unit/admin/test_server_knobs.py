@@ -17,6 +17,7 @@ from pilothouse.push.workers import default_push_throttle
 from pilothouse.settings import DebounceSettings, XdsSettings
 from pilothouse.sources.memory import MemoryStore
 from pilothouse.xds.server.discovery import DiscoveryServer
+from pilothouse.xds.server.discovery_debug import DiscoveryDebugView
 
 
 def change(knobs: KnobRegistry, name: str, value: object) -> object:
@@ -27,7 +28,7 @@ def test_debounce_and_throttle_knobs_reach_the_discovery_server() -> None:
     settings = XdsSettings(debounce=DebounceSettings(debounce_after=0.1), push_throttle=7)
     discovery = DiscoveryServer(MemoryStore("test"), settings=settings)
     knobs = KnobRegistry()
-    register_push_knobs(knobs, discovery)
+    register_push_knobs(knobs, DiscoveryDebugView(discovery))
     described = {k["name"]: k for k in knobs.describe()}
     assert {n: k["value"] for n, k in described.items()} == {
         "debounce.after": 0.1, "debounce.max": 10.0, "debounce.eds": True, "push.throttle": 7,

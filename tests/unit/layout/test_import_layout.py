@@ -9,7 +9,9 @@ xds), so no import cycle can form between the stage packages (the old ``kube`` p
 was a source, a registry and a push participant at once: ``sources`` ↔ ``kube``, ``kube``
 → ``push``).
 Beyond the stages, no two of pilothouse's packages may import each other through any
-path.
+path. The MCP server roles import nothing of ``xds/server`` (they reach the stream engine
+through :mod:`pilothouse.protocol`), and admin/ imports from it only the debug interface
+(:mod:`pilothouse.xds.server.debug_view`).
 """
 
 from __future__ import annotations
@@ -186,10 +188,54 @@ def test_no_import_cycle_between_any_packages(graph: Mapping[str, set[str]]) -> 
     assert stage_cycles(graph, package) == []
 
 
+def imports_into(
+    graph: Mapping[str, set[str]], package_prefix: str, target_prefix: str
+) -> list[str]:
+    """Every import by a module of ``package_prefix`` of a module under ``target_prefix``."""
+    return [
+        f"{module} → {target}"
+        for module, targets in sorted(graph.items())
+        if module == package_prefix or module.startswith(package_prefix + ".")
+        for target in sorted(targets)
+        if target == target_prefix or target.startswith(target_prefix + ".")
+    ]
+
+
+def test_mcp_roles_reach_the_stream_engine_through_protocol(
+    graph: Mapping[str, set[str]],
+) -> None:
+    """The MCP server roles read request bytes with :mod:`pilothouse.protocol` and pass the
+    xDS port's admission through an interface of their own: nothing of ``xds/server``."""
+    assert imports_into(graph, "pilothouse.mcp", "pilothouse.xds.server") == []
+    assert "pilothouse.protocol.request_bytes" in graph["pilothouse.mcp.source_server"]
+
+
+DEBUG_INTERFACE = frozenset({"pilothouse.xds.server.debug_view"})
+"""What admin/ (with ControlZ) and the inspector may import from ``xds/server``: the debug
+view the discovery server is read through, and nothing that serves."""
+
+
+def test_admin_reads_the_xds_server_through_one_debug_interface(
+    graph: Mapping[str, set[str]],
+) -> None:
+    for package_name in ("pilothouse.admin", "pilothouse.inspector"):
+        reached = {
+            witness.split(" → ")[1]
+            for witness in imports_into(graph, package_name, "pilothouse.xds.server")
+        }
+        assert reached <= DEBUG_INTERFACE, (package_name, sorted(reached - DEBUG_INTERFACE))
+    assert "pilothouse.xds.server.debug_view" in graph["pilothouse.admin.debug_routes"]
+    interface_reaches = imports_into(
+        graph, "pilothouse.xds.server.debug_view", "pilothouse.xds.server"
+    )
+    assert interface_reaches == ["pilothouse.xds.server.debug_view → pilothouse.xds.server.stats"]
+
+
 def test_the_checks_see_the_old_layout_s_faults() -> None:
     """The checks are not vacuous: Pod→proxy completion kept in the registry (importing
-    push/) and a source importing the registry (the registry reading the source's
-    informers) are each reported."""
+    push/), a source importing the registry (the registry reading the source's
+    informers), and an MCP role or admin module importing the xDS server are each
+    reported (and a package whose name merely starts alike is not)."""
     completion_in_registry = {
         "pilothouse.registry.kubernetes.pods_proxy": {"pilothouse.push.proxy"},
         "pilothouse.push.proxy": set(),
@@ -205,6 +251,18 @@ def test_the_checks_see_the_old_layout_s_faults() -> None:
     assert len(stage_cycles(source_and_registry)) == 2
     assert against_order(source_and_registry) == [
         "pilothouse.sources.addresses → pilothouse.registry.kubernetes.feeds"
+    ]
+    old_roles = {
+        "pilothouse.mcp.source_server": {"pilothouse.xds.server.admission"},
+        "pilothouse.admin.api": {"pilothouse.xds.server.discovery", "pilothouse.admin.knobs"},
+        "pilothouse.mcpx": {"pilothouse.xds.server.connection"},
+        "pilothouse.administration": {"pilothouse.xds.server.connection"},
+    }
+    assert imports_into(old_roles, "pilothouse.mcp", "pilothouse.xds.server") == [
+        "pilothouse.mcp.source_server → pilothouse.xds.server.admission"
+    ]
+    assert imports_into(old_roles, "pilothouse.admin", "pilothouse.xds.server") == [
+        "pilothouse.admin.api → pilothouse.xds.server.discovery"
     ]
 
 

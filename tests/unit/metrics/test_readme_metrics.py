@@ -13,6 +13,7 @@ from pilothouse.security.ca_metrics import CaCollector, CaCounters
 from pilothouse.sources.fs import FileSource
 from pilothouse.sources.memory import MemoryStore
 from pilothouse.xds.server.discovery import DiscoveryServer
+from pilothouse.xds.server.discovery_debug import DiscoveryDebugView
 
 README = Path(__file__).resolve().parents[3] / "README.md"
 README_TYPES = {
@@ -49,7 +50,7 @@ async def exposed(tmp_path: Path) -> dict[str, str]:
     try:
         await asyncio.wait_for(discovery.wait_ready(), 10)
         source = FileSource(tmp_path)
-        registry = server_metrics(discovery, [source]).registry
+        registry = server_metrics(DiscoveryDebugView(discovery), [source]).registry
         # serve registers the CA's collector when the TLS port is on
         registry.register(CaCollector(CaCounters(), lambda: 1.0, lambda: 1.0))
         text = generate_latest(registry).decode()

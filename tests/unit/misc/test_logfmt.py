@@ -47,3 +47,24 @@ def test_one_line_per_event_with_fields_and_scope_levels() -> None:
     assert stamp.endswith("Z") and level == "info" and scope == "sources"
     assert lines[0].endswith('config add key="Gateway ns/gw" origin="a b.yaml:3"')
     assert " warn xds shown" in lines[1]
+
+
+def test_the_kube_scope_still_sets_the_kubernetes_loggers_it_became() -> None:
+    """``kube:debug`` (the scope of the old ``pilothouse.kube`` package) sets the
+    Kubernetes source's and registry's scopes; their own names work as any scope's."""
+    stream = io.StringIO()
+    source = logging.getLogger("pilothouse.sources.kubernetes")
+    registry = logging.getLogger("pilothouse.registry.kubernetes")
+    saved = (source.level, registry.level)
+    try:
+        configure("default:warn,kube:debug", stream)
+        assert (source.level, registry.level) == (logging.DEBUG, logging.DEBUG)
+        assert source.isEnabledFor(logging.DEBUG) and registry.isEnabledFor(logging.DEBUG)
+        assert not logging.getLogger("pilothouse.xds").isEnabledFor(logging.INFO)
+        source.debug("watch opened")
+        assert " debug sources.kubernetes watch opened" in stream.getvalue()
+        configure("registry.kubernetes:error", stream)
+        assert registry.level == logging.ERROR
+    finally:
+        source.setLevel(saved[0])
+        registry.setLevel(saved[1])

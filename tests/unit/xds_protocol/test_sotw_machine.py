@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from pilothouse.protocol.request_bytes import names_fingerprint, type_url_field
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS, is_wildcard_type
 from pilothouse.xds.protocol.sotw import SotwKind, SotwSession
 from pilothouse.xds.protocol.sotw_watch import plan_sotw
@@ -23,7 +24,6 @@ from pilothouse.xds.protocol.versions import (
     VersionRegression,
     version_ordinal,
 )
-from pilothouse.xds.server.request_bytes import names_fingerprint, type_url_field
 
 from .discovery import sotw_request, watch_state
 

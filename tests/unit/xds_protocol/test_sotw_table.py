@@ -9,11 +9,11 @@ import pytest
 from envoy.service.discovery.v3 import discovery_pb2
 
 from pilothouse.protocol.messages import NackError
+from pilothouse.protocol.request_bytes import names_fingerprint, type_url_field
 from pilothouse.protocol.subscriptions import Subscription
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.xds.protocol.sotw import SotwDecision, SotwKind, SotwSession
 from pilothouse.xds.protocol.sync_status import SyncStatus
-from pilothouse.xds.server.request_bytes import names_fingerprint, type_url_field
 
 from .discovery import sotw_request as req
 from .discovery import watch_state

@@ -9,11 +9,12 @@ from pilothouse.protocol.type_urls import CDS, EDS
 from pilothouse.sources.memory import MemoryStore
 from pilothouse.xds.server.admission import Refusal
 from pilothouse.xds.server.discovery import DiscoveryServer
+from pilothouse.xds.server.discovery_debug import DiscoveryDebugView
 from tests.integration.metrics_scrape import Scrape, parse
 
 
 def scraped(discovery: DiscoveryServer) -> Scrape:
-    return parse(generate_latest(server_metrics(discovery).registry).decode())
+    return parse(generate_latest(server_metrics(DiscoveryDebugView(discovery)).registry).decode())
 
 
 def test_failed_writes_count_as_senderr_pushes_and_push_errors() -> None:
@@ -39,7 +40,7 @@ def test_refusals_from_any_number_of_sources_add_up_by_reason() -> None:
     discovery.admission.refuse(Refusal.NOT_READY)
     discovery.admission.refuse(Refusal.BAD_NODE)
     discovery.admission.refuse(Refusal.BAD_NODE)
-    metrics = server_metrics(discovery)
+    metrics = server_metrics(DiscoveryDebugView(discovery))
     metrics.admission.add(lambda: {"rate_limited": 5, "bad_node": 1})
     found = parse(generate_latest(metrics.registry).decode())
     name = "pilothouse_xds_admission_rejections_total"
@@ -54,4 +55,5 @@ def test_a_registry_per_server() -> None:
     one.record_internal_error()
     assert scraped(one).sample("pilot_total_xds_internal_errors") == 1
     assert scraped(two).sample("pilot_total_xds_internal_errors") == 0
-    assert server_metrics(one).registry is not server_metrics(one).registry
+    view = DiscoveryDebugView(one)
+    assert server_metrics(view).registry is not server_metrics(view).registry

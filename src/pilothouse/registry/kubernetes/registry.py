@@ -55,7 +55,7 @@ from pilothouse.registry.update import RegistryUpdate
 from pilothouse.sources.kubernetes.events import KubeEvent, KubeFeed, WatchEventType
 from pilothouse.sources.kubernetes.skipped import SkippedObjects
 
-log = logging.getLogger("pilothouse.kube")
+log = logging.getLogger("pilothouse.registry.kubernetes")
 
 _ObjectKey = tuple[str, str]
 """(namespace, name) of a namespaced object."""

@@ -53,7 +53,7 @@ from pilothouse.sources.kubernetes.events import KubeEvent, WatchEventType
 from pilothouse.sources.kubernetes.informer import Informer
 from pilothouse.sources.memory import MemoryStore
 
-log = logging.getLogger("pilothouse.kube")
+log = logging.getLogger("pilothouse.sources.kubernetes")
 
 SCHEMA_ERROR_CODE = "IST0106"
 SCHEMA_ERROR_NAME = "SchemaValidationError"

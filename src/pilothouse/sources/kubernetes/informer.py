@@ -60,7 +60,7 @@ from pilothouse.sources.kubernetes.object_shape import (
 from pilothouse.sources.kubernetes.skipped import SkippedObjects
 from pilothouse.sources.kubernetes.watch_lines import decode_event, watch_lines
 
-log = logging.getLogger("pilothouse.kube")
+log = logging.getLogger("pilothouse.sources.kubernetes")
 
 Obj = dict[str, Any]
 

@@ -31,7 +31,7 @@ from pilothouse.sources.kubernetes.client import KubeConfigError, ResourceRef, n
 from pilothouse.sources.kubernetes.events import KubeEvent, WatchEventType
 from pilothouse.sources.kubernetes.informer import Informer
 
-log = logging.getLogger("pilothouse.kube")
+log = logging.getLogger("pilothouse.sources.kubernetes")
 
 CONFIGMAPS = ResourceRef("", "v1", "configmaps")
 

@@ -93,7 +93,7 @@ class SotwSession(StreamState[SotwWatch]):
         """Classify one request, update the state, and say whether to respond.
 
         ``names`` is a fingerprint of the request's resource names taken from its bytes
-        (:func:`pilothouse.xds.server.request_bytes.names_fingerprint`: equal for equal
+        (:func:`pilothouse.protocol.request_bytes.names_fingerprint`: equal for equal
         names) or None; with it an ACK repeating the names is known without reading them.
         """
         self._keep_node(request)

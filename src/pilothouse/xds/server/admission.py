@@ -44,6 +44,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any
 
 import grpc
 
@@ -223,6 +224,16 @@ class Admission:
         finally:
             self._open -= 1
 
+    @contextlib.asynccontextmanager
+    async def admit(self, context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[None]:
+        """:meth:`stream` for a servicer's stream, from its first message on (the MCP
+        ResourceSource's): a refused stream is ended with the refusal's code and message."""
+        try:
+            async with self.stream(context.peer()):
+                yield
+        except Refused as refused:
+            await context.abort(refused.code, refused.message)
+
     async def _take_turn(self, peer: str, node_id: str) -> None:
         bucket = self._bucket
         if bucket is None:
@@ -286,6 +297,10 @@ class Admission:
         self.refusals.note(reason.value, peer, message or reason.value, node_id)
         if log.isEnabledFor(logging.DEBUG):  # every one, unthrottled (bench/admission_figures)
             log.debug("xds stream refused", extra={"reason": reason.value, "peer": peer})
+
+    def refuse_not_ready(self) -> None:
+        """Count and log a stream refused because config has not synced yet."""
+        self.refuse(Refusal.NOT_READY)
 
     # -- what is read -------------------------------------------------------------------
 

@@ -45,6 +45,7 @@ import grpc
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 from google.protobuf import json_format
 
+from pilothouse.protocol.request_bytes import Arrival, Undecodable, discovery_request_parser
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.proxy import BadNode, GeneratorFamily, ProxyIdentity, parse_node
 from pilothouse.security.authn import Unauthenticated
@@ -55,7 +56,6 @@ from pilothouse.xds.server.connection import INTERNAL_ERROR, Connection, Queued
 from pilothouse.xds.server.debug_types import DebugAnswers, DebugDenied, is_debug_type
 from pilothouse.xds.server.discovery import DiscoveryServer
 from pilothouse.xds.server.grpc_options import grpc_server_options
-from pilothouse.xds.server.request_bytes import Arrival, Undecodable, discovery_request_parser
 from pilothouse.xds.server.tls_guard import TlsGuard
 from pilothouse.xds.server.writer import write_responses
 

@@ -176,7 +176,7 @@ class Connection:
         self, request: SotwRequest | DeltaRequest, now: float, names: int | None = None
     ) -> None:
         """A request from the proxy; ``names`` fingerprints a SotW request's resource
-        names (:func:`pilothouse.xds.server.request_bytes.names_fingerprint`)."""
+        names (:func:`pilothouse.protocol.request_bytes.names_fingerprint`)."""
         self._write(self.engine.receive(request, now, names))
 
     def push(self, planned: ProxyPush, now: float) -> None:

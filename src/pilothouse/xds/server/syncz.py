@@ -20,7 +20,6 @@ It is written two ways:
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -34,6 +33,7 @@ from pilothouse.xds.protocol.delta import DeltaSession
 from pilothouse.xds.protocol.sotw import SotwSession
 from pilothouse.xds.protocol.sync_report import TypeSync, type_syncs
 from pilothouse.xds.protocol.sync_status import SyncStatus
+from pilothouse.xds.server.debug_view import rfc3339
 from pilothouse.xds.server.proxies import proxies
 
 SYNCZ_FIELDS: Final = (("cluster", CDS), ("listener", LDS), ("route", RDS), ("endpoint", EDS))
@@ -95,12 +95,6 @@ def proxy_syncs(
         for c in proxies(connections)
         if not namespace or c.proxy.namespace == namespace
     ]
-
-
-def rfc3339(moment: float) -> str:
-    """``moment`` (epoch seconds) as RFC 3339 in UTC, as Go's JSON writes times."""
-    stamp = datetime.datetime.fromtimestamp(moment, datetime.UTC)
-    return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def proxy_version(proxy: ProxyIdentity) -> str:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from envoy.service.discovery.v3 import discovery_pb2
 
-from pilothouse.protocol.type_urls import CDS, EDS
-from pilothouse.xds.server.request_bytes import (
+from pilothouse.protocol.request_bytes import (
     Arrival,
     Undecodable,
     discovery_request_parser,
     names_fingerprint,
     type_url_field,
 )
+from pilothouse.protocol.type_urls import CDS, EDS
 
 NAMES = [f"outbound|80||svc-{i}.ns.svc.cluster.local" for i in range(100)]
 
