@@ -183,8 +183,9 @@ async def test_compaction_relists_and_emits_only_the_differences(
 
 
 async def test_outage_keeps_the_last_state_and_resumes_the_watch(
-    etcd: EtcdServer, client: aetcd.Client
+    etcd: EtcdServer, client: aetcd.Client, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger="pilothouse.sources.etcd")
     await client.put(key("a"), gateway("a"))
     source = source_for(etcd)
     running = asyncio.create_task(source.run())
@@ -200,7 +201,8 @@ async def test_outage_keeps_the_last_state_and_resumes_the_watch(
             await fresh.put(key("b"), gateway("b"))
         await until(lambda: source.store.get(ConfigKey("Gateway", "default", "b")) is not None)
         assert source.availability().available
-        assert source.relists == 1  # resumed the watch, no relist needed
+        # resumed the watch, no relist needed (the source's log says why if it relisted)
+        assert source.relists == 1, caplog.text
     finally:
         source.close()
         await asyncio.wait_for(running, 10)
