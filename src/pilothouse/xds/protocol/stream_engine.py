@@ -30,6 +30,7 @@ from pilothouse.protocol.type_urls import CDS, EDS, SDS, push_order_key
 from pilothouse.push.cache import Resource
 from pilothouse.xds.protocol.delta import DeltaSession
 from pilothouse.xds.protocol.ordering import ROUTE_TYPES, MakeBeforeBreak
+from pilothouse.xds.protocol.shared_content import SharedContents
 from pilothouse.xds.protocol.sotw import SotwSession
 from pilothouse.xds.protocol.stream_flavour import (
     DeltaFlavour,
@@ -93,6 +94,8 @@ class StreamEngine:
         self._warming_timeout = warming_timeout
         self._schedule = schedule
         self._eds_index: tuple[Subscription, Mapping[str, frozenset[str]]] | None = None
+        self._contents = SharedContents(kept=32) if responses is None else responses.contents
+        """Where the clusters a push changed are worked out once per scope."""
 
     @property
     def session(self) -> SotwSession | DeltaSession:
@@ -265,7 +268,7 @@ class StreamEngine:
             _add(out, sent)
             if type_url == CDS:
                 clusters_sent = sent is not None
-                refresh = _changed(held, order.sent(CDS))
+                refresh = self._contents.changed(held, order.sent(CDS))
             if type_url == CDS and routes_watched:
                 self._start_warming(frozenset(order.sent(CDS).keys() - before))
         if order.lingering and self._routes_settled():
@@ -334,17 +337,6 @@ class StreamEngine:
         _add(out, self._flavour.respond(CDS, None, now))
         _add(out, self._flavour.respond(EDS, None, now))
         return out
-
-
-def _changed(before: Mapping[str, Resource], after: Mapping[str, Resource]) -> frozenset[str]:
-    """Names held before and after with a different version: clusters that changed."""
-    if after is before:
-        return frozenset()
-    return frozenset(
-        name
-        for name, resource in after.items()
-        if (previous := before.get(name)) is not None and previous.version != resource.version
-    )
 
 
 def _add(out: list[Outgoing], response: Outgoing | None) -> None:

@@ -1,0 +1,140 @@
+"""What a shared SotW response holds, summarised once for every stream it goes to.
+
+A push generates one mapping of resources per scope (name → :class:`Resource`, the
+very same object for every proxy of the scope) and sends it to each of the scope's
+streams. What a stream needs to deliver it depends only on that mapping: the content
+it records as sent (name → version), the bodies in name order that the response
+frames, and a digest saying whether two contents are equal. :class:`SharedContents`
+works that out once per mapping (found again by identity) and every stream reads the
+same :class:`SotwContent`: delivering a shared response to one more stream is a digest
+comparison and a hand-off of shared bytes, with no walk over its resources.
+
+A mapping is summarised the second time it is seen: a mapping made for one stream
+alone (a proxy's own routes) is delivered the way it always was, and costs no summary.
+Only mappings that are never changed once made may be given (every generated mapping:
+streams already keep them by reference).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Final
+
+from pilothouse.push.cache import Resource
+
+KEPT_MAPPINGS: Final = 1024
+"""Mappings remembered at most (seen or summarised), the oldest used going first."""
+KEPT_NAMES: Final = 1 << 17
+"""Resource names the remembered mappings may hold in all, however few they are."""
+KEPT_CHANGES: Final = 256
+"""Pairs of mappings whose changed names are remembered at most."""
+
+
+class ContentVersions(dict[str, str]):
+    """Name → resource version of a response's content, and a digest of it: two of
+    these are equal exactly when their digests are. Never changed once made."""
+
+    __slots__ = ("digest",)
+
+    def __init__(self, versions: Mapping[str, str]) -> None:
+        super().__init__(versions)
+        names = sorted(self)
+        self.digest = hashlib.blake2b(
+            "\0".join([f"{name}\0{self[name]}" for name in names]).encode(), digest_size=16
+        ).digest()
+
+
+def same_content(first: Mapping[str, str] | None, second: Mapping[str, str]) -> bool:
+    """Whether two contents (name → version) are equal; by digest when both have one."""
+    if first is second:
+        return True
+    if first is None:
+        return False
+    if type(first) is ContentVersions and type(second) is ContentVersions:
+        return first.digest == second.digest
+    return first == second
+
+
+class SotwContent:
+    """One generated mapping, summarised: its content and its bodies in name order.
+
+    Hashed and compared by identity (a key of the shared responses: one lookup, no walk).
+    """
+
+    __slots__ = ("bodies", "resources", "versions")
+
+    def __init__(self, resources: Mapping[str, Resource]) -> None:
+        self.resources = resources
+        names = sorted(resources)
+        self.bodies = tuple([resources[name].body for name in names])
+        self.versions = ContentVersions({name: resources[name].version for name in names})
+
+    def __len__(self) -> int:
+        return len(self.bodies)
+
+
+class SharedContents:
+    """Summaries of the generated mappings a server's streams are sent, by identity.
+
+    ``summaries`` counts the mappings summarised (each a walk over its resources), for
+    the tests that check a delivery walks nothing.
+    """
+
+    __slots__ = ("_changes", "_entries", "_kept", "_names", "_names_budget", "summaries")
+
+    def __init__(self, kept: int = KEPT_MAPPINGS, names: int = KEPT_NAMES) -> None:
+        self._kept = kept
+        self._names_budget = names
+        self._names = 0
+        self._entries: dict[int, tuple[Mapping[str, Resource], SotwContent | None]] = {}
+        """id(mapping) → the mapping (kept alive, so its id is not reused) and its
+        summary (None: seen once)."""
+        self._changes: dict[
+            tuple[int, int],
+            tuple[Mapping[str, Resource], Mapping[str, Resource], frozenset[str]],
+        ] = {}
+        self.summaries = 0
+
+    def of(self, resources: Mapping[str, Resource]) -> SotwContent | None:
+        """The summary of ``resources``; None the first time it is seen."""
+        key = id(resources)
+        entries = self._entries
+        found = entries.get(key)
+        if found is not None and found[0] is resources:
+            content = found[1]
+            if content is None:
+                content = SotwContent(resources)
+                self.summaries += 1
+                found = (resources, content)
+            del entries[key]
+            entries[key] = found  # the most recently used goes last
+            return content
+        entries[key] = (resources, None)
+        self._names += len(resources)
+        while len(entries) > self._kept or (self._names > self._names_budget and entries):
+            oldest = next(iter(entries))
+            self._names -= len(entries.pop(oldest)[0])
+        return None
+
+    def changed(
+        self, before: Mapping[str, Resource], after: Mapping[str, Resource]
+    ) -> frozenset[str]:
+        """Names in both with a different version: worked out once per pair of mappings
+        (the proxies of a scope move from the same one to the same one)."""
+        if after is before:
+            return frozenset()
+        key = (id(before), id(after))
+        changes = self._changes
+        found = changes.get(key)
+        if found is not None and found[0] is before and found[1] is after:
+            return found[2]
+        result = frozenset(
+            name
+            for name, resource in after.items()
+            if (previous := before.get(name)) is not None and previous.version != resource.version
+        )
+        changes[key] = (before, after, result)
+        if len(changes) > KEPT_CHANGES:
+            del changes[next(iter(changes))]
+        return result
