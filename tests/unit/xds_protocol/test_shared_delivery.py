@@ -9,13 +9,14 @@ not a timing: it fails as soon as a per-stream walk comes back.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator, Mapping
 
 import pytest
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 from google.protobuf import any_pb2
 
-from pilothouse.protocol.type_urls import CDS, SDS
+from pilothouse.protocol.type_urls import CDS, EDS, SDS
 from pilothouse.push.cache import Resource
 from pilothouse.xds.protocol.shared_content import (
     ContentVersions,
@@ -189,3 +190,146 @@ def test_a_type_whose_generator_may_answer_more_than_asked_still_takes_the_plan(
         engine = StreamEngine(source, delta=False, warming_timeout=5.0, responses=shared)
         asked = discovery_pb2.DiscoveryRequest(type_url=SDS, resource_names=names[:1])
         assert [o.resources for o in engine.receive(asked, 1.0)] == [1]
+
+
+# -- EDS in a full push: per stream, only what changed --------------------------------
+
+
+def assignments(count: int, version: str) -> CountedResources:
+    return CountedResources(
+        {
+            f"s{i}": Resource(
+                f"s{i}",
+                version,
+                any_pb2.Any(type_url=EDS, value=f"s{i}@{version}".encode()).SerializeToString(),
+            )
+            for i in range(count)
+        }
+    )
+
+
+class EndpointSource(ScopeSource):
+    """A scope's assignments: the shared mapping for every watched name, a mapping of
+    their own for a few."""
+
+    def generate(self, type_url: str, names: frozenset[str] | None) -> Mapping[str, Resource]:
+        if type_url != EDS:
+            return {}
+        every = self.resources._resources
+        if names is None or names == every.keys():
+            return self.resources
+        return {name: every[name] for name in names if name in every}
+
+
+def eds_request(names: list[str], nonce: str = "") -> discovery_pb2.DiscoveryRequest:
+    return discovery_pb2.DiscoveryRequest(type_url=EDS, resource_names=names, response_nonce=nonce)
+
+
+@pytest.mark.parametrize("count", [10, 1000])
+def test_a_full_push_finds_each_streams_changed_assignments_without_a_walk(count: int) -> None:
+    first = assignments(count, "1")
+    names = list(first)
+    source = EndpointSource(first)
+    shared = FanOutResponses()
+    engines = [
+        StreamEngine(source, delta=False, warming_timeout=5.0, responses=shared) for _ in range(50)
+    ]
+    for engine in engines:
+        engine.receive(eds_request(names, nonce_of(engine.receive(eds_request(names), 1.0))), 1.0)
+    one_changed = dict(first._resources)
+    one_changed["s0"] = Resource("s0", "2", b"")
+    second = CountedResources(one_changed)
+    source.resources = second
+    pushed = [engine.push_full(2.0, endpoints=True) for engine in engines]
+    assert all([o.resources for o in out] == [1] for out in pushed)
+    # once name by name for the first stream (it sets its basis), once for the shared
+    # difference: not once per stream
+    assert second.reads <= 6 * count
+    reads = second.reads
+    assert all(engine.push_full(3.0, endpoints=True) == [] for engine in engines)
+    assert second.reads == reads
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_full_pushes_send_exactly_the_assignments_a_stream_holds_at_another_version(
+    seed: int,
+) -> None:
+    """Random pushes (full ones, endpoint ones of a few names, new subscriptions) to
+    streams sharing mappings: each full push sends exactly the watched names whose
+    version differs from the one that stream was last sent, as a client sees them."""
+    rng = random.Random(seed)
+    every = [f"s{i}" for i in range(12)]
+    versions = dict.fromkeys(every, "0")
+    made: dict[tuple[frozenset[str], tuple[tuple[str, str], ...]], Mapping[str, Resource]] = {}
+
+    class Source:
+        version = "v1"
+
+        def generate(self, type_url: str, names: frozenset[str] | None) -> Mapping[str, Resource]:
+            asked = frozenset(n for n in (every if names is None else names) if n in versions)
+            key = (asked, tuple(sorted((n, versions[n]) for n in asked)))
+            if key not in made:  # equal requests share one mapping, as a scope's do
+                made[key] = {
+                    n: Resource(
+                        n,
+                        versions[n],
+                        any_pb2.Any(
+                            type_url=EDS, value=f"{n}@{versions[n]}".encode()
+                        ).SerializeToString(),
+                    )
+                    for n in asked
+                }
+            return made[key]
+
+        def warming(self, added: frozenset[str]) -> frozenset[str]:
+            return frozenset()
+
+    source = Source()
+    shared = FanOutResponses()
+    streams = []
+    for _ in range(4):
+        engine = StreamEngine(source, delta=False, warming_timeout=5.0, responses=shared)
+        streams.append((engine, {}, rng.sample(every, rng.randint(3, 12))))
+
+    def deliver(engine: StreamEngine, held: dict[str, str], out: list[Outgoing]) -> set[str]:
+        got = set()
+        for response in out:
+            message = discovery_pb2.DiscoveryResponse.FromString(response.body)
+            for resource in message.resources:
+                name, version = (
+                    any_pb2.Any.FromString(resource.SerializeToString()).value.decode().split("@")
+                )
+                held[name] = version
+                got.add(name)
+            engine.receive(eds_request(watched_of(engine), message.nonce), 1.0)
+        return got
+
+    def watched_of(engine: StreamEngine) -> list[str]:
+        return sorted(engine.watched_names(EDS) or ())
+
+    for engine, held, names in streams:
+        deliver(engine, held, engine.receive(eds_request(names), 1.0))
+    for step in range(40):
+        for name in rng.sample(every, rng.randint(0, 4)):
+            versions[name] = str(step + 1)
+        if rng.random() < 0.3:  # an assignment goes, or comes (back)
+            gone = rng.choice(every)
+            if versions.pop(gone, None) is None:
+                versions[gone] = str(step + 1)
+        for engine, held, _ in streams:
+            action = rng.random()
+            if action < 0.15:
+                names = rng.sample(every, rng.randint(3, 12))
+                deliver(engine, held, engine.receive(eds_request(names, ""), 1.0))
+                continue
+            watched = set(watched_of(engine))
+            if action < 0.4:
+                few = frozenset(rng.sample(sorted(watched), min(2, len(watched))))
+                got = deliver(engine, held, engine.push_endpoints(few, 2.0))
+                assert got <= few
+                continue
+            watched &= versions.keys()
+            expected = {n for n in watched if held.get(n) != versions[n]}
+            got = deliver(engine, held, engine.push_full(2.0, endpoints=True))
+            assert got == expected, (step, sorted(got), sorted(expected))
+            assert all(held[n] == versions[n] for n in watched)

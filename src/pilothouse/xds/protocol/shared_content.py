@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from typing import Final
+from typing import Final, NamedTuple
 
 from pilothouse.push.cache import Resource
 
@@ -81,7 +81,15 @@ class SharedContents:
     the tests that check a delivery walks nothing.
     """
 
-    __slots__ = ("_changes", "_entries", "_kept", "_names", "_names_budget", "summaries")
+    __slots__ = (
+        "_changes",
+        "_differences",
+        "_entries",
+        "_kept",
+        "_names",
+        "_names_budget",
+        "summaries",
+    )
 
     def __init__(self, kept: int = KEPT_MAPPINGS, names: int = KEPT_NAMES) -> None:
         self._kept = kept
@@ -93,6 +101,10 @@ class SharedContents:
         self._changes: dict[
             tuple[int, int],
             tuple[Mapping[str, Resource], Mapping[str, Resource], frozenset[str]],
+        ] = {}
+        self._differences: dict[
+            tuple[int, int],
+            tuple[Mapping[str, Resource], Mapping[str, Resource], Difference],
         ] = {}
         self.summaries = 0
 
@@ -138,3 +150,41 @@ class SharedContents:
         if len(changes) > KEPT_CHANGES:
             del changes[next(iter(changes))]
         return result
+
+    def difference(
+        self, before: Mapping[str, Resource], after: Mapping[str, Resource]
+    ) -> Difference:
+        """The names of ``after`` whose version differs in ``before``, and those ``before``
+        lacks: worked out once per pair of mappings."""
+        if after is before:
+            return _NO_DIFFERENCE
+        key = (id(before), id(after))
+        differences = self._differences
+        found = differences.get(key)
+        if found is not None and found[0] is before and found[1] is after:
+            return found[2]
+        changed: set[str] = set()
+        added: set[str] = set()
+        for name, resource in after.items():
+            previous = before.get(name)
+            if previous is None:
+                added.add(name)
+            elif previous.version != resource.version:
+                changed.add(name)
+        result = Difference(frozenset(changed), frozenset(added))
+        differences[key] = (before, after, result)
+        if len(differences) > KEPT_CHANGES:
+            del differences[next(iter(differences))]
+        return result
+
+
+class Difference(NamedTuple):
+    """How one generated mapping differs from an earlier one, for the names it has."""
+
+    changed: frozenset[str]
+    """Names in both, at another version."""
+    added: frozenset[str]
+    """Names the earlier one lacks."""
+
+
+_NO_DIFFERENCE: Final = Difference(frozenset(), frozenset())

@@ -20,6 +20,7 @@ from pilothouse.push.cache import Resource
 from pilothouse.xds.protocol.acked import AckedResources
 from pilothouse.xds.protocol.delta import DeltaDecision, DeltaKind, DeltaSession
 from pilothouse.xds.protocol.delta_plan import plan_delta
+from pilothouse.xds.protocol.endpoint_basis import EndpointBasis
 from pilothouse.xds.protocol.ordering import MakeBeforeBreak
 from pilothouse.xds.protocol.shared_content import SotwContent, same_content
 from pilothouse.xds.protocol.sotw import SotwKind, SotwSession
@@ -145,6 +146,7 @@ class SotwFlavour(_Base):
         same content to (a stream of its own keeps only its last few)."""
         self._serials: dict[str, int] = {}
         """The serial of the last response sent per type: the next must be above it."""
+        self._endpoints = EndpointBasis()
 
     @property
     def session(self) -> SotwSession:
@@ -229,6 +231,10 @@ class SotwFlavour(_Base):
         self.acked.sent(type_url, nonce, sent, replace=is_full_state_type(type_url))
         if self._order.records(type_url):
             self._order.record(type_url, sent, replace=changed is None)
+        if type_url == EDS:
+            self._endpoints.sent(
+                subscription, changed, resources, whole=whole and sent is resources
+            )
         return Outgoing(type_url, body, len(plan.resources))
 
     def _deliver(
@@ -261,18 +267,18 @@ class SotwFlavour(_Base):
         self.acked.sent(type_url, nonce, resources, replace=is_full_state_type(type_url))
         if self._order.records(type_url):
             self._order.record(type_url, resources, replace=changed is None)
+        if type_url == EDS:
+            self._endpoints.sent(watch.subscription, changed, resources, whole=True)
         return Outgoing(type_url, response.body, len(versions))
 
     def changed_endpoints(self) -> frozenset[str] | None:
-        """Only the assignments whose content differs from what the proxy was last sent."""
+        """Only the assignments whose content differs from what the proxy was last sent
+        (:mod:`pilothouse.xds.protocol.endpoint_basis`: per stream, only what changed)."""
         watch = self.sotw.watch(EDS)
         if watch is None or watch.subscription.wildcard:
             return None
         current = self._generate(EDS, watch.subscription.names)
-        held = watch.held_versions.get
-        return frozenset(
-            name for name, resource in current.items() if held(name) != resource.version
-        )
+        return self._endpoints.changed(watch, current, self._responses.contents)
 
     def confirmed(self, names: frozenset[str]) -> bool:
         watch = self.sotw.watch(EDS)
