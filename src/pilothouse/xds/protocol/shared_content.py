@@ -18,12 +18,13 @@ streams already keep them by reference).
 from __future__ import annotations
 
 import hashlib
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Final, NamedTuple
 
 from pilothouse.push.cache import Resource
 
-KEPT_MAPPINGS: Final = 1024
+KEPT_MAPPINGS: Final = 256
 """Mappings remembered at most (seen or summarised), the oldest used going first."""
 KEPT_NAMES: Final = 1 << 17
 """Resource names the remembered mappings may hold in all, however few they are."""
@@ -95,17 +96,18 @@ class SharedContents:
         self._kept = kept
         self._names_budget = names
         self._names = 0
-        self._entries: dict[int, tuple[Mapping[str, Resource], SotwContent | None]] = {}
+        self._entries: OrderedDict[int, tuple[Mapping[str, Resource], SotwContent | None]]
+        self._entries = OrderedDict()
         """id(mapping) → the mapping (kept alive, so its id is not reused) and its
         summary (None: seen once)."""
-        self._changes: dict[
+        self._changes: OrderedDict[
             tuple[int, int],
             tuple[Mapping[str, Resource], Mapping[str, Resource], frozenset[str]],
-        ] = {}
-        self._differences: dict[
+        ] = OrderedDict()
+        self._differences: OrderedDict[
             tuple[int, int],
             tuple[Mapping[str, Resource], Mapping[str, Resource], Difference],
-        ] = {}
+        ] = OrderedDict()
         self.summaries = 0
 
     def of(self, resources: Mapping[str, Resource]) -> SotwContent | None:
@@ -119,14 +121,14 @@ class SharedContents:
                 content = SotwContent(resources)
                 self.summaries += 1
                 found = (resources, content)
-            del entries[key]
-            entries[key] = found  # the most recently used goes last
+            entries[key] = found
+            entries.move_to_end(key)  # the most recently used goes last
             return content
         entries[key] = (resources, None)
         self._names += len(resources)
         while len(entries) > self._kept or (self._names > self._names_budget and entries):
-            oldest = next(iter(entries))
-            self._names -= len(entries.pop(oldest)[0])
+            # popitem, not next(iter()): a dict walks the slots its deletions left
+            self._names -= len(entries.popitem(last=False)[1][0])
         return None
 
     def changed(
@@ -148,7 +150,7 @@ class SharedContents:
         )
         changes[key] = (before, after, result)
         if len(changes) > KEPT_CHANGES:
-            del changes[next(iter(changes))]
+            changes.popitem(last=False)
         return result
 
     def difference(
@@ -174,7 +176,7 @@ class SharedContents:
         result = Difference(frozenset(changed), frozenset(added))
         differences[key] = (before, after, result)
         if len(differences) > KEPT_CHANGES:
-            del differences[next(iter(differences))]
+            differences.popitem(last=False)
         return result
 
 
