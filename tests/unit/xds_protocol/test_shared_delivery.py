@@ -249,6 +249,21 @@ def test_a_full_push_finds_each_streams_changed_assignments_without_a_walk(count
     assert all(engine.push_full(3.0, endpoints=True) == [] for engine in engines)
     assert second.reads == reads
 
+    # an endpoint push of one name, then a full push: per stream, that one name is
+    # compared (it was sent since the basis), not every name
+    moved = dict(second._resources)
+    moved["s1"] = Resource("s1", "3", b"")
+    moved["s2"] = Resource("s2", "3", b"")
+    third = CountedResources(moved)
+    source.resources = third
+    assert all(
+        [o.resources for o in engine.push_endpoints(frozenset({"s1"}), 4.0)] == [1]
+        for engine in engines
+    )
+    pushed = [engine.push_full(5.0, endpoints=True) for engine in engines]
+    assert all([o.resources for o in out] == [1] for out in pushed)  # s2 only
+    assert third.reads <= 2 * count + 2 * len(engines)
+
 
 @pytest.mark.parametrize("seed", range(20))
 def test_full_pushes_send_exactly_the_assignments_a_stream_holds_at_another_version(

@@ -10,8 +10,10 @@ difference between the basis and the push's mapping is worked out once for every
 that holds the same basis (:meth:`SharedContents.difference`). Per stream, only the names
 the basis lacks are compared, which is proportional to what changed.
 
-Any other response of the type (an endpoint push of a few names, lingering ones) drops
-the basis: the next full push compares name by name once and sets it again.
+The names other responses of the type send (an endpoint push of a few names, lingering
+ones) are noted as sent *since* the basis and compared one by one, until a full push
+sets the basis again; once they are more than half the basis, or the subscription
+changes, the basis is dropped and the next full push compares name by name once.
 """
 
 from __future__ import annotations
@@ -25,13 +27,16 @@ from pilothouse.xds.protocol.sotw_watch import SotwWatch
 
 
 class EndpointBasis:
-    """The generated mapping a stream's sent EDS versions agree with, name for name."""
+    """The generated mapping a stream's sent EDS versions agree with, name for name (but
+    for the names sent since)."""
 
-    __slots__ = ("_pending", "_resources", "_subscription")
+    __slots__ = ("_pending", "_resources", "_since", "_subscription")
 
     def __init__(self) -> None:
         self._subscription: Subscription | None = None
         self._resources: Mapping[str, Resource] | None = None
+        self._since: set[str] = set()
+        """Names sent since the basis was set: their versions are the watch's to say."""
         self._pending: tuple[frozenset[str], Mapping[str, Resource]] | None = None
         """The names :meth:`changed` last found, and the mapping they were found in."""
 
@@ -45,8 +50,10 @@ class EndpointBasis:
         basis = self._resources
         if basis is not None and self._subscription is subscription:
             difference = contents.difference(basis, current)
-            changed = difference.changed
-            fresh = [n for n in difference.added if held(n) != current[n].version]
+            since = self._since
+            changed = difference.changed - since if since else difference.changed
+            checked = [*difference.added, *(n for n in since if n in current)]
+            fresh = [n for n in checked if held(n) != current[n].version]
             if fresh:
                 changed = changed | frozenset(fresh)
         else:
@@ -54,7 +61,7 @@ class EndpointBasis:
         if changed:
             self._pending = (changed, current)
         else:  # the stream holds every one as it is now
-            self._subscription, self._resources, self._pending = subscription, current, None
+            self._rebase(subscription, current)
         return changed
 
     def sent(
@@ -68,10 +75,23 @@ class EndpointBasis:
         """A response of the type went out with ``resources`` (all of the generated
         mapping when ``whole``), for the ``changed`` names (None: every watched one)."""
         pending, self._pending = self._pending, None
+        basis = self._resources
         if changed is None and whole:
-            self._subscription, self._resources = subscription, resources
+            self._rebase(subscription, resources)
         elif pending is not None and changed is pending[0]:
             # the names :meth:`changed` found, sent: now every one is as in its mapping
-            self._subscription, self._resources = subscription, pending[1]
+            self._rebase(subscription, pending[1])
+        elif (
+            basis is not None
+            and self._subscription is subscription
+            and 2 * (len(self._since) + len(resources)) <= max(len(basis), 64)
+        ):
+            self._since.update(resources)
         else:
             self._subscription = self._resources = None
+            self._since = set()
+
+    def _rebase(self, subscription: Subscription, resources: Mapping[str, Resource]) -> None:
+        self._subscription, self._resources, self._pending = subscription, resources, None
+        if self._since:
+            self._since = set()
