@@ -15,10 +15,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bench.churn_runs import ChurnRun, percentiles
+from bench.churn_runs import ChurnRun
+from bench.harness.rounds import percentiles
 
 BASELINE = (
-    "transport floor (bench/transport_floor.py): a bare grpc.aio ADS server pushing the same "
+    "transport floor (bench/harness/floor.py): a bare grpc.aio ADS server pushing the same "
     "ClusterLoadAssignment bytes for the same events at the same rate to the same fleet, "
     "batched by pilothouse's debounce rules outside it (bench/churn_floor.py)"
 )

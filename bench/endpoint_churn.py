@@ -2,7 +2,7 @@
 
 N simulated SotW sidecars (default 1,000, and 250 and 500 for the scaling
 curve) are connected to ``pilothouse serve`` on the push fan-out mesh
-(``fanout_mesh.py``: 100 ServiceEntries with WorkloadEntries, all visible to
+(``harness/mesh.py``: 100 ServiceEntries with WorkloadEntries, all visible to
 every proxy). Then, for ``--duration`` seconds, ``--rate`` events a second
 each move one WorkloadEntry to a new address by rewriting its file, services
 in turn (``churn_events.py``). For every event the time from its own file
@@ -17,7 +17,7 @@ second there is never 100 ms of quiet, so without a short ``DEBOUNCE_MAX``
 (istiod's default is 10 s) every batch would wait 10 s. Figures beyond
 debounce subtract the file debounce and that push window.
 
-The baseline, in the same run, is the transport floor (``transport_floor.py``)
+The baseline, in the same run, is the transport floor (``harness/floor.py``)
 with its own fleet of N, making the same kind of events at the same rate and
 pushing the same ClusterLoadAssignment bytes (pilothouse's, with the address
 replaced), batched by pilothouse's debounce rules (``churn_floor.py``). For
@@ -53,14 +53,16 @@ from bench.churn_events import ChurnEvent, ChurnSchedule, write_event
 from bench.churn_floor import FloorBatcher, FloorPusher, Template, completions_from_release
 from bench.churn_ledger import ChurnLedger
 from bench.churn_report import ChurnShape, ChurnSize, figure_groups
-from bench.churn_runs import QUANTILES, ChurnPlan, ChurnRun, churn, percentiles
+from bench.churn_runs import ChurnPlan, ChurnRun, churn
 from bench.churn_watchlog import config_updates, watch_latencies
-from bench.fanout_mesh import FanoutMesh, endpoint_address
-from bench.fanout_process import ServerProcess, idle_cpu_rate
-from bench.storm_servers import (
+from bench.harness.mesh import FanoutMesh, endpoint_address
+from bench.harness.process import ServerProcess
+from bench.harness.rounds import QUANTILES, percentiles
+from bench.harness.servers import (
     FloorControl,
     floor_load_requests,
     floor_target,
+    idle_cpu_rate,
     pilothouse_target,
     raise_open_file_limit,
     start_floor,

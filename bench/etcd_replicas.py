@@ -1,6 +1,6 @@
 """Benchmark: two replicas on etcd against two replicas on a watched directory, in one run.
 
-Part 1, write → last ACK. The push fan-out mesh (``fanout_mesh.py``: ``--services``
+Part 1, write → last ACK. The push fan-out mesh (``harness/mesh.py``: ``--services``
 ServiceEntries with DestinationRules and WorkloadEntries) is served by two
 ``pilothouse serve`` processes, each with ``--proxies`` simulated proxies
 (``ProxyFleet``). Baseline: both replicas watch one directory and the DestinationRule of
@@ -37,9 +37,9 @@ if __package__ in (None, ""):
 
 import aetcd
 import yaml
-from fanout_mesh import FanoutMesh
-from fanout_process import ServerProcess
 
+from bench.harness.mesh import FanoutMesh
+from bench.harness.process import ServerProcess
 from pilothouse.config.model import ConfigKey
 from pilothouse.loadtest.fleet import ConvergenceReport, ProxyFleet, fleet_identities
 from pilothouse.loadtest.proxy import SimulatedProxy

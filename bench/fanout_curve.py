@@ -42,7 +42,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from fanout_report import SPREAD_TARGET_PROXIES, SPREAD_TARGET_TEXT, baseline, spread_verdict
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.fanout_report import SPREAD_TARGET_PROXIES, SPREAD_TARGET_TEXT, baseline, spread_verdict
 
 HERE = Path(__file__).resolve().parent
 SIZES = (250, 500, 1000, 2000, 10_000)
@@ -52,7 +55,7 @@ TRIGGERS = {"eds": "EDS change", "cds": "CDS change"}
 CPU_TARGET = 1.3
 CPU_TARGET_SIZES = (1000, 2000)
 BASELINE = (
-    "transport floor (bench/transport_floor.py): a bare grpc.aio ADS server pushing the "
+    "transport floor (bench/harness/floor.py): a bare grpc.aio ADS server pushing the "
     "same resource bytes to the same N streams, measured in the same run as each point; "
     "for serve --workers 2 the floor runs in 2 processes sharing the port with SO_REUSEPORT "
     "(the same process count), each loaded and pushed through its own control port"

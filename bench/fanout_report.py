@@ -13,10 +13,10 @@ from __future__ import annotations
 import statistics
 from typing import Any, Protocol
 
-from fanout_runs import PushSummary
+from bench.harness.push import PushSummary
 
 BASELINE = (
-    "transport floor (bench/transport_floor.py): a bare grpc.aio ADS server pushing "
+    "transport floor (bench/harness/floor.py): a bare grpc.aio ADS server pushing "
     "the same pre-encoded resource bytes to the same N streams"
 )
 P99_TARGET = 0.5

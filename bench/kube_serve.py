@@ -57,10 +57,9 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fanout_process import ServerProcess
-from fanout_runs import timed_push
-from storm_servers import raise_open_file_limit
-
+from bench.harness.process import ServerProcess
+from bench.harness.push import timed_push
+from bench.harness.servers import raise_open_file_limit
 from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
 from pilothouse.loadtest.triggers import write_atomically
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS

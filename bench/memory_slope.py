@@ -1,13 +1,13 @@
 """Benchmark: resident memory per connected proxy, as the fleet grows from 0 to 2,000.
 
 ``pilothouse serve`` runs in its own process on the push fan-out mesh
-(``fanout_mesh.py``: 100 ServiceEntries with DestinationRules and WorkloadEntries
+(``harness/mesh.py``: 100 ServiceEntries with DestinationRules and WorkloadEntries
 in 10 namespaces, every service visible to every proxy). Simulated SotW sidecars
 join it 500 at a time until 2,000 are connected; after each step, once every
 proxy has converged and the server has had a moment to settle, the server's
 VmRSS is read from /proc.
 
-The baseline, in the same run, is the transport floor (``transport_floor.py``, a
+The baseline, in the same run, is the transport floor (``harness/floor.py``, a
 bare grpc.aio ADS server in its own process) handed the very resource bytes
 pilothouse served, and grown the same way; the two servers take turns at every
 step so that both see the same machine.
@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import sys
 import tempfile
 import time
@@ -36,26 +35,20 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import grpc
-from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
-from google.protobuf import any_pb2
-
-from bench.fanout_mesh import FanoutMesh
-from bench.fanout_process import ServerProcess
-from bench.transport_floor import APPLY_METHOD
+from bench.harness import servers
+from bench.harness.figures import emit, note
+from bench.harness.mesh import FanoutMesh
+from bench.harness.process import ServerProcess
 from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
 from pilothouse.loadtest.proxy import SimulatedProxy
-from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 
-HERE = Path(__file__).resolve().parent
 STEPS = (0, 500, 1000, 1500, 2000)
 SLOPE_FROM = 1000
 SLOPE_TO = 2000
 KIB_TARGET = 100.0
 SETTLE = 2.0
-TYPES = (CDS, EDS, LDS, RDS)
 BASELINE = (
-    "transport floor (bench/transport_floor.py): a bare grpc.aio ADS server holding the "
+    "transport floor (bench/harness/floor.py): a bare grpc.aio ADS server holding the "
     "same number of streams with the same resource bytes"
 )
 
@@ -123,78 +116,16 @@ class GrowingSide:
             await fleet.close()
 
 
-def held_resources(probe: SimulatedProxy) -> list[Any]:
-    """Control requests that load the floor with what ``probe`` was served, type by type."""
-    requests = []
-    for type_url in TYPES:
-        held = probe.holds(type_url)
-        if not probe.counters(type_url).responses:
-            continue
-        resources = [
-            discovery_pb2.Resource(
-                name=resource.name,
-                version=resource.version,
-                resource=any_pb2.Any(type_url=type_url, value=resource.body),
-            )
-            for resource in held.values()
-        ]
-        requests.append(
-            discovery_pb2.DeltaDiscoveryResponse(
-                system_version_info="load", type_url=type_url, resources=resources
-            )
-        )
-    return requests
-
-
-def start_pilothouse(mesh: FanoutMesh, work: Path) -> ServerProcess:
-    return ServerProcess(
-        "pilothouse",
-        [
-            sys.executable,
-            "-m",
-            "pilothouse.cli.main",
-            "serve",
-            "--config",
-            str(mesh.root),
-            "--xds-address",
-            "127.0.0.1:0",
-            "--admin-address",
-            "127.0.0.1:0",
-        ],
-        work / "pilothouse.log",
-        env={"PILOTHOUSE_DRAIN_SECONDS": "1"},
-    )
-
-
-def start_floor(work: Path) -> ServerProcess:
-    return ServerProcess(
-        "transport floor",
-        [sys.executable, str(HERE / "transport_floor.py"), "--address", "127.0.0.1:0"],
-        work / "floor.log",
-    )
-
-
-def _serialize(message: Any) -> bytes:
-    return bytes(message.SerializeToString())
-
-
-def _raw(body: bytes) -> bytes:
-    return body
-
-
 async def measure(
     options: Options, mesh: FanoutMesh, work: Path, stack: contextlib.AsyncExitStack
 ) -> list[Point]:
     """Grow both servers' fleets step by step, in turns; their RSS at every step."""
-    ours_process = start_pilothouse(mesh, work)
+    ours_process = servers.start_pilothouse(mesh.root, work / "pilothouse.log")
     stack.callback(ours_process.stop)
-    floor_process = start_floor(work)
+    floor_process = servers.start_floor(work / "floor.log")
     stack.callback(floor_process.stop)
-    found = await ours_process.wait_for_line(r"xDS listening on (\S+):(\d+)", 60)
-    await ours_process.wait_for_line(r"xds ready", 60)
-    ours_target = f"{found.group(1)}:{found.group(2)}"
-    found = await floor_process.wait_for_line(r"floor listening on (\S+):(\d+)", 60)
-    floor_target = f"{found.group(1)}:{found.group(2)}"
+    ours_target = await servers.pilothouse_target(ours_process)
+    floor_target = await servers.floor_target(floor_process)
 
     def side(server: ServerProcess, target: str) -> GrowingSide:
         return GrowingSide(
@@ -205,11 +136,8 @@ async def measure(
     stack.push_async_callback(ours.close)
     floor = side(floor_process, floor_target)
     stack.push_async_callback(floor.close)
-    channel = grpc.aio.insecure_channel(floor_target)
-    stack.push_async_callback(channel.close)
-    apply = channel.unary_unary(
-        APPLY_METHOD, request_serializer=_serialize, response_deserializer=_raw
-    )
+    control = servers.FloorControl(floor_target)
+    stack.push_async_callback(control.close)
 
     ours_rss: dict[int, int] = {}
     floor_rss: dict[int, int] = {}
@@ -219,18 +147,12 @@ async def measure(
         if not ours.connected:
             continue  # the floor has nothing to serve until pilothouse has served someone
         if not floor_rss:
-            for request in held_resources(ours.probe):
-                await apply(request)
+            await control.load(servers.floor_load_requests(ours.probe))
         for behind in options.steps:
             if behind <= step and behind not in floor_rss:
                 floor_rss[behind] = await floor.grow_to(behind)
                 note(f"floor, {behind} proxies: {floor_rss[behind] / 1024:.1f} MiB")
     return [Point(step, ours_rss[step], floor_rss[step]) for step in options.steps]
-
-
-def note(line: str) -> None:
-    """Progress, on stderr (stdout carries the result)."""
-    print(line, file=sys.stderr, flush=True)
 
 
 def slope_kib(points: Sequence[Point], low: int, high: int, pick: str) -> float:
@@ -318,8 +240,8 @@ async def run(options: Options) -> None:
         mesh.write()
         async with contextlib.AsyncExitStack() as stack, asyncio.timeout(options.budget):
             points = await measure(options, mesh, work, stack)
-    print(json.dumps(report(points, options.services)), flush=True)
-    print(f"done in {time.monotonic() - began:.0f}s", file=sys.stderr)
+    emit([report(points, options.services)])
+    note(f"done in {time.monotonic() - began:.0f}s")
 
 
 def main() -> None:

@@ -57,8 +57,8 @@ if __package__ in (None, ""):
 
 from envoy.service.discovery.v3 import discovery_pb2
 
-from bench.fanout_mesh import DESTINATION_RULE, PORT, SERVICE_ENTRY, WORKLOAD_ENTRY
 from bench.generation_watches import eds_name, route_names
+from bench.harness.mesh import DESTINATION_RULE, PORT, SERVICE_ENTRY, WORKLOAD_ENTRY
 from pilothouse.loadtest.fleet import fleet_identities
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 

@@ -5,7 +5,7 @@ DestinationRule and a WorkloadEntry, every proxy seeing all of them) with ``--pr
 SotW connections made as the gRPC servicer makes them, each with the real writer loop
 (``xds/server/writer.py``) and the servicer's request handling
 (``StreamHandler._handle`` after the servicer's request parser). Beside it, the
-transport floor's own logic (``transport_floor.Floor``: responses encoded once, one
+transport floor's own logic (``harness.floor.Floor``: responses encoded once, one
 queue and one writer loop per stream, requests parsed with ``FromString``) holds as
 many streams watching the same names. No gRPC on either side: a write stores the bytes
 and yields to the loop once, so the figures are the Python each server runs per
@@ -57,8 +57,8 @@ if __package__ in (None, ""):
 
 from envoy.service.discovery.v3 import discovery_pb2
 
+from bench.harness.floor import Floor, FloorStream
 from bench.metrics_overhead import NAMESPACE, endpoint_yaml, mesh_yaml, rule_yaml
-from bench.transport_floor import Floor, FloorStream
 from pilothouse.loadtest.fleet import fleet_identities
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.affected_types import inert_for_scope as COMPARED
@@ -488,7 +488,7 @@ async def run(options: Options) -> list[dict[str, Any]]:
         {
             "benchmark": f"push_cost: an ACK that changes nothing (SotW EDS, {options.proxies} "
             "proxies, in process)",
-            "baseline": "the transport floor's logic (bench/transport_floor.py Floor) in the "
+            "baseline": "the transport floor's logic (bench/harness/floor.py Floor) in the "
             "same process, parsing and ignoring the same ACK",
             "services_per_proxy": options.services,
             "samples": len(mine.noop_ack_us),
@@ -554,7 +554,7 @@ def _line(
     return {
         "benchmark": f"push_cost: {kind.upper()} change to every proxy (SotW, {options.proxies} "
         "proxies, in process, no gRPC)",
-        "baseline": "the transport floor's logic (bench/transport_floor.py Floor) in the same "
+        "baseline": "the transport floor's logic (bench/harness/floor.py Floor) in the same "
         "process, pushing the same resource bytes to as many in-memory streams",
         "services_per_proxy": options.services,
         "rounds": options.rounds,

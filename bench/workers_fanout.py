@@ -1,6 +1,6 @@
 """Benchmark: push fan-out with ``serve --workers 1`` against ``--workers 2``, in one run.
 
-The generated fan-out mesh (``fanout_mesh.py``: ``--services`` ServiceEntries with
+The generated fan-out mesh (``harness/mesh.py``: ``--services`` ServiceEntries with
 DestinationRules, all visible to every proxy) is served by ``pilothouse serve
 --workers 1``, then by ``--workers 2`` (each started fresh, on ports 0). N simulated
 proxies (``ProxyFleet``, a few streams per HTTP/2 connection so that the kernel spreads
@@ -23,9 +23,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fanout_mesh import FanoutMesh
-from fanout_process import ServerProcess
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.harness.mesh import FanoutMesh
+from bench.harness.process import ServerProcess
 from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
 from pilothouse.loadtest.proxy import SimulatedProxy
 
