@@ -43,6 +43,7 @@ from bench.admission_figures import Admissions
 from bench.harness.figures import emit, note
 from bench.harness.fleet import connect
 from bench.harness.mesh import FanoutMesh
+from bench.harness.options import fleet_parser, parsed
 from bench.harness.rounds import alternate, median
 from bench.harness.servers import pilothouse_target, raise_open_file_limit, start_pilothouse
 from bench.harness.storm import StormRun, storm
@@ -222,7 +223,7 @@ def _waits(text: str) -> tuple[float, ...]:
 
 
 def parse_options(argv: list[str] | None = None) -> Options:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = fleet_parser(__doc__)
     parser.add_argument("--proxies", type=int, default=2000)
     parser.add_argument(
         "--rate", type=float, default=AdmissionSettings.rate, help="new streams a second"
@@ -235,16 +236,12 @@ def parse_options(argv: list[str] | None = None) -> Options:
         help="longest waits for a turn to compare, seconds (default 1,10)",
     )
     parser.add_argument("--runs", type=int, default=2, help="storms per side")
-    parser.add_argument("--services", type=int, default=100)
-    parser.add_argument("--namespaces", type=int, default=10)
-    parser.add_argument("--endpoints", type=int, default=2, help="WorkloadEntries per service")
-    parser.add_argument("--streams-per-channel", type=int, default=100)
     parser.add_argument("--timeout", type=float, default=60.0, help="longest storm, seconds")
     parser.add_argument("--target", type=float, default=10.0, help="target seconds")
-    args = parser.parse_args(argv)
-    if args.runs < 1 or args.proxies < 1 or args.rate <= 0 or args.burst < 1:
+    options = parsed(parser, Options, argv)
+    if options.runs < 1 or options.proxies < 1 or options.rate <= 0 or options.burst < 1:
         parser.error("--runs, --proxies and --burst must be at least 1 and --rate above 0")
-    return Options(**vars(args))
+    return options
 
 
 def main() -> None:

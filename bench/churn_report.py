@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.churn_runs import ChurnRun
+from bench.harness.figures import ms as _ms
+from bench.harness.figures import ratio
 from bench.harness.rounds import percentiles
 
 BASELINE = (
@@ -83,14 +85,6 @@ def _median(runs: Sequence[ChurnRun], figure: Callable[[ChurnRun], float]) -> fl
 
 def _quarter(runs: Sequence[ChurnRun], quarter: int) -> float:
     return _median(runs, lambda r: r.completion_by_quarter[quarter])
-
-
-def _ms(seconds: float) -> float:
-    return round(seconds * 1000, 1)
-
-
-def ratio(floor: float, ours: float) -> float:
-    return round(floor / ours, 2) if ours > 0 else float("inf")
 
 
 def verdict(p99: float, missed: int, target: float) -> str:

@@ -24,7 +24,6 @@ Run: ``.venv/bin/python bench/connect_storm.py`` (``--sizes 500,1000,2000
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import sys
@@ -41,6 +40,7 @@ from bench.harness import servers
 from bench.harness.figures import emit, note
 from bench.harness.fleet import connect
 from bench.harness.mesh import FanoutMesh
+from bench.harness.options import fleet_parser, parsed, sizes
 from bench.harness.rounds import alternate
 from bench.harness.storm import StormRun, storm, summarize_storms
 from bench.storm_report import StormShape, StormSize, figure_groups
@@ -137,34 +137,18 @@ async def run(options: Options) -> None:
     note(f"done in {time.monotonic() - began:.0f}s")
 
 
-def _sizes(text: str) -> tuple[int, ...]:
-    sizes = tuple(int(part) for part in text.split(",") if part.strip())
-    if not sizes or min(sizes) < 1:
-        raise argparse.ArgumentTypeError("give fleet sizes like 500,1000,2000")
-    return sizes
-
-
 def parse_options(argv: list[str] | None = None) -> Options:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = fleet_parser(__doc__)
     parser.add_argument(
-        "--sizes", type=_sizes, default=(500, 1000, 2000), help="fleet sizes, comma-separated"
+        "--sizes", type=sizes, default=(500, 1000, 2000), help="fleet sizes, comma-separated"
     )
     parser.add_argument("--runs", type=int, default=3, help="storms per server and size")
-    parser.add_argument("--services", type=int, default=100)
-    parser.add_argument("--namespaces", type=int, default=10)
-    parser.add_argument("--endpoints", type=int, default=2, help="WorkloadEntries per service")
-    parser.add_argument(
-        "--streams-per-channel",
-        type=int,
-        default=100,
-        help="proxies sharing one HTTP/2 connection (1: a connection each, as real sidecars)",
-    )
     parser.add_argument("--timeout", type=float, default=60.0, help="longest storm, seconds")
     parser.add_argument("--target", type=float, default=10.0, help="target seconds")
-    args = parser.parse_args(argv)
-    if args.runs < 1:
+    options = parsed(parser, Options, argv)
+    if options.runs < 1:
         parser.error("--runs must be at least 1")
-    return Options(**vars(args))
+    return options
 
 
 def main() -> None:

@@ -46,6 +46,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.fanout_report import SPREAD_TARGET_PROXIES, SPREAD_TARGET_TEXT, baseline, spread_verdict
+from bench.harness.figures import ratio as _ratio
 
 HERE = Path(__file__).resolve().parent
 SIZES = (250, 500, 1000, 2000, 10_000)
@@ -151,10 +152,6 @@ def fleet_point(proxies: int, workers: int, result: Mapping[str, Any]) -> dict[s
         if held:
             found[f"{side}_connections"] = " / ".join(map(str, held))
     return found
-
-
-def _ratio(floor: float, ours: float) -> float:
-    return round(floor / ours, 2) if ours > 0 else float("inf")
 
 
 def cpu_ratios(curve: Sequence[Mapping[str, Any]]) -> dict[tuple[str, int, int], float]:

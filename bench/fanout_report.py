@@ -13,6 +13,8 @@ from __future__ import annotations
 import statistics
 from typing import Any, Protocol
 
+from bench.harness.figures import ms as _ms
+from bench.harness.figures import ratio as _ratio
 from bench.harness.push import PushSummary
 
 BASELINE = (
@@ -82,14 +84,6 @@ class Figures(Protocol):
     def watch_latency(self) -> dict[str, list[float]]: ...
     @property
     def connections(self) -> list[int]: ...
-
-
-def _ms(seconds: float) -> float:
-    return round(seconds * 1000, 1)
-
-
-def _ratio(floor: float, ours: float) -> float:
-    return round(floor / ours, 2) if ours > 0 else float("inf")
 
 
 def _responses(summary: PushSummary) -> str:

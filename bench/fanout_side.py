@@ -18,6 +18,7 @@ from typing import Any
 
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 
+from bench.harness.fleet import start_converged
 from bench.harness.process import Profiler, ServerProcess
 from bench.harness.push import Holdings, PushRun, PushSummary, holdings, timed_push
 from bench.harness.servers import idle_cpu_rate, resource_message
@@ -139,13 +140,7 @@ class Side:
     async def connect(self) -> None:
         """Measure RSS empty, connect the fleet and wait for it, measure RSS and idle CPU."""
         self.figures.rss_empty_kib = self.server.rss_kib()
-        await self.fleet.start()
-        report = await self.fleet.wait_converged(timeout=self.limits.timeout)
-        if not report.converged:
-            raise RuntimeError(
-                f"{self.name}: {len(report.unconverged)} proxies never converged, "
-                f"e.g. {report.unconverged[:3]}"
-            )
+        report = await start_converged(self.fleet, self.limits.timeout, self.name)
         self.figures.connect_seconds = report.wall
         await asyncio.sleep(SETTLE)
         self.figures.rss_connected_kib = self.server.rss_kib()
@@ -178,10 +173,7 @@ class Side:
         disconnect it."""
         more = self._fleet_factory(self.target, app)
         try:
-            await more.start()
-            report = await more.wait_converged(timeout=self.limits.timeout)
-            if not report.converged:
-                raise RuntimeError(f"{self.name}: the second fleet never converged")
+            await start_converged(more, self.limits.timeout, f"{self.name}, second fleet")
             await asyncio.sleep(SETTLE)
             self.figures.rss_double_kib = self.server.rss_kib()
         finally:

@@ -48,10 +48,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.mcp_sync_floor import FloorSync, sync_once
-from bench.mcp_sync_mesh import write_mesh
-from bench.mcp_sync_phase_child import PhaseRun, PhasesChild
-from bench.mcp_sync_process import (
+from bench.harness.child import (
     Child,
     ChildFailed,
     CpuClock,
@@ -60,6 +57,9 @@ from bench.mcp_sync_process import (
     line_time,
     ready,
 )
+from bench.mcp_sync_floor import FloorSync, sync_once
+from bench.mcp_sync_mesh import write_mesh
+from bench.mcp_sync_phase_child import PhaseRun, PhasesChild
 from bench.mcp_sync_report import SinkRun, SizeRun, report
 
 HERE = Path(__file__).resolve().parent

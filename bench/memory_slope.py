@@ -21,7 +21,6 @@ object is printed, with the whole ``curve``. The run is bounded by ``--budget``.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import sys
@@ -37,7 +36,9 @@ if __package__ in (None, ""):
 
 from bench.harness import servers
 from bench.harness.figures import emit, note
+from bench.harness.fleet import start_converged
 from bench.harness.mesh import FanoutMesh
+from bench.harness.options import fleet_parser, parsed
 from bench.harness.process import ServerProcess
 from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
 from pilothouse.loadtest.proxy import SimulatedProxy
@@ -101,13 +102,7 @@ class GrowingSide:
                 self.target, identities, streams_per_channel=self.streams_per_channel
             )
             self.fleets.append(fleet)
-            await fleet.start()
-            report = await fleet.wait_converged(timeout=self.timeout)
-            if not report.converged:
-                raise RuntimeError(
-                    f"{self.server.name}: {len(report.unconverged)} of {more} proxies never "
-                    f"converged, e.g. {report.unconverged[:3]}"
-                )
+            await start_converged(fleet, self.timeout, self.server.name)
         await asyncio.sleep(SETTLE)
         return self.server.rss_kib()
 
@@ -204,32 +199,20 @@ def report(points: Sequence[Point], services: int) -> dict[str, Any]:
     }
 
 
-def parse_options() -> Options:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse_options(argv: list[str] | None = None) -> Options:
+    parser = fleet_parser(__doc__)
     parser.add_argument(
         "--steps",
-        default=",".join(str(step) for step in STEPS),
+        type=lambda text: tuple(sorted({int(step) for step in text.split(",")})),
+        default=STEPS,
         help=f"proxy counts, comma-separated; must include {SLOPE_FROM} and {SLOPE_TO}",
     )
-    parser.add_argument("--services", type=int, default=100)
-    parser.add_argument("--namespaces", type=int, default=10)
-    parser.add_argument("--endpoints", type=int, default=2, help="WorkloadEntries per service")
-    parser.add_argument("--streams-per-channel", type=int, default=100)
     parser.add_argument("--timeout", type=float, default=90.0, help="per wait, seconds")
     parser.add_argument("--budget", type=float, default=360.0, help="whole run, seconds")
-    args = parser.parse_args()
-    steps = tuple(sorted({int(step) for step in args.steps.split(",")}))
-    if SLOPE_FROM not in steps or SLOPE_TO not in steps:
+    options = parsed(parser, Options, argv)
+    if SLOPE_FROM not in options.steps or SLOPE_TO not in options.steps:
         parser.error(f"--steps must include {SLOPE_FROM} and {SLOPE_TO}")
-    return Options(
-        steps=steps,
-        services=args.services,
-        namespaces=args.namespaces,
-        endpoints=args.endpoints,
-        streams_per_channel=args.streams_per_channel,
-        timeout=args.timeout,
-        budget=args.budget,
-    )
+    return options
 
 
 async def run(options: Options) -> None:

@@ -56,6 +56,7 @@ from bench.harness import servers
 from bench.harness.figures import emit, note
 from bench.harness.fleet import connect
 from bench.harness.mesh import FanoutMesh
+from bench.harness.options import fleet_parser, parsed
 from bench.harness.process import Profiler
 from bench.harness.push import summarize_runs
 from pilothouse.loadtest.fleet import ProxyFleet
@@ -159,14 +160,10 @@ async def compare(
 
 
 def parse_options(argv: list[str] | None = None) -> Options:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = fleet_parser(__doc__)
     parser.add_argument("--proxies", type=int, default=1000)
-    parser.add_argument("--services", type=int, default=100)
-    parser.add_argument("--namespaces", type=int, default=10)
-    parser.add_argument("--endpoints", type=int, default=2, help="WorkloadEntries per service")
     parser.add_argument("--runs", type=int, default=5, help="pushes timed per trigger")
     parser.add_argument("--delta", action="store_true", help="delta xDS instead of SotW")
-    parser.add_argument("--streams-per-channel", type=int, default=100)
     parser.add_argument(
         "--workers",
         type=int,
@@ -189,10 +186,10 @@ def parse_options(argv: list[str] | None = None) -> Options:
         metavar="DIR",
         help="record py-spy collapsed stacks of each server's pushes into DIR (slows them)",
     )
-    args = parser.parse_args(argv)
-    if args.workers < 1:
+    options = parsed(parser, Options, argv)
+    if options.workers < 1:
         parser.error("--workers must be at least 1")
-    return Options(**vars(args))
+    return options
 
 
 async def run(options: Options) -> None:

@@ -26,10 +26,10 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.harness.fleet import holds_new, start_converged
 from bench.harness.mesh import FanoutMesh
 from bench.harness.process import ServerProcess
 from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
-from pilothouse.loadtest.proxy import SimulatedProxy
 
 CDS = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 ENVIRONMENT = {
@@ -75,11 +75,8 @@ async def side(workers: int, toggle: Toggle, args: argparse.Namespace, log: Path
             streams_per_channel=args.streams_per_channel,
             seed=1,
         )
-        await fleet.start()
         try:
-            connect = await fleet.wait_converged(timeout=120)
-            if not connect.converged:
-                raise RuntimeError(f"{len(connect.unconverged)} proxies never converged")
+            connect = await start_converged(fleet, 120)
             await asyncio.sleep(1.0)
             p50s, lasts = [], []
             for _ in range(args.runs):
@@ -100,13 +97,7 @@ async def side(workers: int, toggle: Toggle, args: argparse.Namespace, log: Path
 
 async def timed_change(fleet: ProxyFleet, toggle: Toggle) -> tuple[float, float]:
     """Rewrite service 0's DestinationRule; (p50, last) seconds until proxies hold it."""
-    cluster = toggle.mesh.cluster(0)
-    old = fleet.proxies[0].holds(CDS)[cluster].body
-
-    def updated(proxy: SimulatedProxy) -> bool:
-        held = proxy.holds(CDS).get(cluster)
-        return held is not None and held.body != old
-
+    updated = holds_new(fleet, CDS, toggle.mesh.cluster(0))
     start = time.monotonic()
     toggle.flip()
     report = await fleet.wait_converged(updated, timeout=60, since=start)

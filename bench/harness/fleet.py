@@ -12,11 +12,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import Protocol
 
-from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
+from pilothouse.loadtest.fleet import ConvergenceReport, ProxyFleet, fleet_identities
+from pilothouse.loadtest.proxy import SimulatedProxy
 from pilothouse.loadtest.watch import WATCHED_TYPES
 from pilothouse.protocol.type_urls import EDS
 
@@ -44,6 +45,33 @@ def connect(
     """A fleet of ``proxies`` sidecars spread over ``namespaces`` (not started yet)."""
     identities = fleet_identities(proxies, namespaces=namespaces, app=app)
     return ProxyFleet(target, identities, delta=delta, streams_per_channel=streams_per_channel)
+
+
+async def start_converged(fleet: ProxyFleet, timeout: float, name: str = "") -> ConvergenceReport:
+    """Start ``fleet`` and wait until every proxy has converged; fail if some never do."""
+    await fleet.start()
+    report = await fleet.wait_converged(timeout=timeout)
+    if not report.converged:
+        raise RuntimeError(
+            f"{name or 'the fleet'}: {len(report.unconverged)} of {len(fleet.proxies)} proxies "
+            f"never converged, e.g. {report.unconverged[:3]}"
+        )
+    return report
+
+
+def holds_new(fleet: ProxyFleet, type_url: str, name: str) -> Callable[[SimulatedProxy], bool]:
+    """Whether a proxy holds ``name`` of ``type_url`` other than the fleet's first proxy
+    holds now (the predicate that ends a timed change)."""
+    reference = fleet.proxies[0].holds(type_url).get(name)
+    if reference is None:
+        raise RuntimeError(f"the fleet does not hold {name}")
+    old = reference.body
+
+    def updated(proxy: SimulatedProxy) -> bool:
+        held = proxy.holds(type_url).get(name)
+        return held is not None and held.body != old
+
+    return updated
 
 
 @dataclass(frozen=True)

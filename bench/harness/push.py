@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from bench.harness.fleet import ServerGauge
+from bench.harness.fleet import ServerGauge, holds_new
 from pilothouse.loadtest.fleet import ProxyFleet
 from pilothouse.loadtest.holdings import HeldResource
 from pilothouse.loadtest.proxy import SimulatedProxy
@@ -100,15 +100,7 @@ async def timed_push(
 
     The server's CPU is counted until the fleet has been quiet for ``tail`` seconds.
     """
-    reference = fleet.proxies[0].holds(type_url).get(name)
-    if reference is None:
-        raise RuntimeError(f"the fleet does not hold {name}")
-    old = reference.body
-
-    def updated(proxy: SimulatedProxy) -> bool:
-        held = proxy.holds(type_url).get(name)
-        return held is not None and held.body != old
-
+    updated = holds_new(fleet, type_url, name)
     counts = _received(fleet, type_urls)
     cpu_before = server.cpu_seconds()
     start = time.monotonic()
