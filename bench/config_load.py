@@ -14,10 +14,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
+import sys
+from pathlib import Path
 
 import yaml
 
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.harness.rounds import best_of
 from pilothouse.config.load import Loader
 
 SERVICE = """\
@@ -58,16 +63,6 @@ def mesh_text(count: int) -> str:
     return "---\n".join(
         SERVICE.format(i=i, ns=i % 20, a=i // 250, b=i % 250) for i in range(count)
     )
-
-
-def best_of(runs: int, work: object) -> float:
-    assert callable(work)
-    best = float("inf")
-    for _ in range(runs):
-        start = time.perf_counter()
-        work()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def main() -> None:

@@ -28,7 +28,7 @@ from google.protobuf import any_pb2
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.config_load import best_of
+from bench.harness.rounds import best_of
 from pilothouse.api.istio.mcp.v1alpha1 import metadata_pb2, resource_pb2
 from pilothouse.config.load import Loader
 from pilothouse.config.mcp_resource import encode_resource, resource_name

@@ -58,6 +58,7 @@ if __package__ in (None, ""):
 from envoy.service.discovery.v3 import discovery_pb2
 
 from bench.harness.floor import Floor, FloorStream
+from bench.harness.rounds import spread
 from bench.metrics_overhead import NAMESPACE, endpoint_yaml, mesh_yaml, rule_yaml
 from pilothouse.loadtest.fleet import fleet_identities
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
@@ -493,7 +494,7 @@ async def run(options: Options) -> list[dict[str, Any]]:
             "services_per_proxy": options.services,
             "samples": len(mine.noop_ack_us),
             "pilothouse_us_per_ack": round(ack_us, 2),
-            "pilothouse_us_per_ack_spread": _spread(mine.noop_ack_us),
+            "pilothouse_us_per_ack_spread": spread(mine.noop_ack_us),
             "floor_us_per_ack": round(floor_ack_us, 2),
             "ratio_to_baseline": round(floor_ack_us / ack_us, 3),
             "ratio_definition": "floor µs ÷ pilothouse µs per no-op ACK (1 = as cheap)",
@@ -507,10 +508,6 @@ async def run(options: Options) -> list[dict[str, Any]]:
     await floor.stop()
     await mine.stop()
     return lines
-
-
-def _spread(values: list[float]) -> str:
-    return f"{min(values):.2f}–{max(values):.2f}"
 
 
 def _line(
@@ -538,7 +535,7 @@ def _line(
         ]
         before = {
             "pilothouse_us_per_response_uncompared": round(statistics.median(old_us), 1),
-            "pilothouse_us_per_response_uncompared_spread": _spread(old_us),
+            "pilothouse_us_per_response_uncompared_spread": spread(old_us),
             "pilothouse_push_us_per_response_uncompared": round(
                 statistics.median(mine.push_cpu[uncompared]) / mine.responses[uncompared] * 1e6,
                 1,
@@ -561,7 +558,7 @@ def _line(
         "responses_per_round_pilothouse": mine.responses[kind],
         "responses_per_round_floor": floor.responses[kind],
         "pilothouse_us_per_response": round(statistics.median(mine_us), 1),
-        "pilothouse_us_per_response_spread": _spread(mine_us),
+        "pilothouse_us_per_response_spread": spread(mine_us),
         "pilothouse_push_us_per_response": round(
             statistics.median(mine.push_cpu[kind]) / mine.responses[kind] * 1e6, 1
         ),
@@ -569,7 +566,7 @@ def _line(
             statistics.median(mine.ack_cpu[kind]) / mine.responses[kind] * 1e6, 1
         ),
         "floor_us_per_response": round(statistics.median(floor_us), 1),
-        "floor_us_per_response_spread": _spread(floor_us),
+        "floor_us_per_response_spread": spread(floor_us),
         # per proxy pushed: a change that costs a proxy more responses than the floor
         # sends it (or fewer) shows here, not in the per-response figures
         "pilothouse_us_per_proxy": round(

@@ -44,12 +44,9 @@ def median(values: Iterable[float]) -> float:
     return float(statistics.median(list(values)))
 
 
-def spread(values: Sequence[float]) -> float:
-    """The rounds' spread: (largest − smallest) ÷ median, 0 for fewer than two rounds."""
-    if len(values) < 2:
-        return 0.0
-    middle = median(values)
-    return (max(values) - min(values)) / middle if middle else math.inf
+def spread(values: Sequence[float]) -> str:
+    """The rounds' spread as the report shows it: ``smallest–largest``, two decimals."""
+    return f"{min(values):.2f}–{max(values):.2f}"
 
 
 def percentiles(values: Sequence[float], qs: Sequence[float]) -> tuple[float, ...]:
