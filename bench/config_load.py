@@ -13,7 +13,6 @@ Prints a JSON line with both times, objects per second and the ratio.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import yaml
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.harness.figures import emit
 from bench.harness.rounds import best_of
 from pilothouse.config.load import Loader
 
@@ -77,8 +77,8 @@ def main() -> None:
     assert result.ok and len(result.configs) == objects, result.errors[:3]
     baseline = best_of(args.runs, lambda: list(yaml.load_all(text, Loader=_YAML_LOADER)))
     ours = best_of(args.runs, lambda: loader.load_text(text, "bench.yaml"))
-    print(
-        json.dumps(
+    emit(
+        [
             {
                 "benchmark": "config_load",
                 "objects": objects,
@@ -92,7 +92,7 @@ def main() -> None:
                 "parsing the YAML; pilothouse also keeps lines, decodes strictly and validates)",
                 "target": "none set by the issues (context for the others)",
             }
-        )
+        ]
     )
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import sys
 import tempfile
@@ -38,6 +37,7 @@ if __package__ in (None, ""):
 import aetcd
 import yaml
 
+from bench.harness.figures import emit
 from bench.harness.mesh import FanoutMesh
 from bench.harness.process import ServerProcess
 from pilothouse.config.model import ConfigKey
@@ -282,8 +282,8 @@ async def main() -> None:
         finally:
             await etcd.stop()
     direct, etcd_side = push["directory"], push["etcd"]
-    print(
-        json.dumps(
+    emit(
+        [
             {
                 "benchmark": "etcd_replicas",
                 "headline": "etcd_last_ack_p99_s",
@@ -306,8 +306,7 @@ async def main() -> None:
                 " replica on a directory (baseline) and on etcd holding the same objects",
                 "target": "none set by the issue",
             }
-        ),
-        flush=True,
+        ]
     )
     print(f"done in {time.monotonic() - began:.0f}s", file=sys.stderr)
 

@@ -46,6 +46,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.fanout_report import SPREAD_TARGET_PROXIES, SPREAD_TARGET_TEXT, baseline, spread_verdict
+from bench.harness.figures import emit
 from bench.harness.figures import ratio as _ratio
 
 HERE = Path(__file__).resolve().parent
@@ -320,9 +321,7 @@ def main() -> None:
     result = report(curve, args.runs, args.fleet_from)
     if partial is not None:
         result["partial"] = partial
-    print(json.dumps(result, ensure_ascii=False), flush=True)
-    for row in spread_rows(curve):
-        print(json.dumps(row, ensure_ascii=False), flush=True)
+    emit([result, *spread_rows(curve)])
 
 
 if __name__ == "__main__":

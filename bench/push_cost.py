@@ -42,7 +42,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import json
 import statistics
 import sys
 import time
@@ -57,6 +56,7 @@ if __package__ in (None, ""):
 
 from envoy.service.discovery.v3 import discovery_pb2
 
+from bench.harness.figures import emit
 from bench.harness.floor import Floor, FloorStream
 from bench.harness.rounds import spread
 from bench.metrics_overhead import NAMESPACE, endpoint_yaml, mesh_yaml, rule_yaml
@@ -607,7 +607,7 @@ def main() -> None:
         connection.unaffected_types = lambda request: frozenset()  # type: ignore[assignment]
     options = Options(args.services, args.proxies, args.rounds, args.debounce, args.ack_repeats)
     for line in asyncio.run(run(options)):
-        print(json.dumps(line), flush=True)
+        emit([line])
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import sys
 import tempfile
@@ -26,6 +25,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.harness.figures import emit
 from bench.harness.fleet import holds_new, start_converged
 from bench.harness.mesh import FanoutMesh
 from bench.harness.process import ServerProcess
@@ -121,8 +121,8 @@ async def main() -> None:
         toggle = Toggle(mesh)
         one = await side(1, toggle, args, folder / "serve-1.log")
         two = await side(2, toggle, args, folder / "serve-2.log")
-    print(
-        json.dumps(
+    emit(
+        [
             {
                 "benchmark": "workers_fanout",
                 "proxies": args.proxies,
@@ -141,8 +141,7 @@ async def main() -> None:
                 "(above 1: two workers push faster)",
                 "target": "none set by the issues (the proxies share the machine's cores)",
             }
-        ),
-        flush=True,
+        ]
     )
     print(f"done in {time.monotonic() - began:.0f}s", file=sys.stderr)
 
