@@ -1,10 +1,11 @@
 """Every fleet benchmark script of bench/ run whole on a tiny input: it exits 0 and prints
 one JSON figure group per line, each naming its benchmark, its baseline and its ratio.
 
-The scripts whose parts have tests of their own but that no other test runs end to end
-(push_fanout and fleet10k run under test_bench_fanout_curve_run.py, kube_serve under
-test_bench_kube_serve.py; push_cost, metrics_overhead, authorization_cost and mcp_encode
-in process in their own files)."""
+Here are the scripts no other test runs end to end: push_fanout and fleet10k run under
+test_bench_fanout_curve_run.py, kube_serve under test_bench_kube_serve.py, generation_cost,
+push_cost, metrics_overhead, authorization_cost and mcp_encode in process in their own
+files. Not run whole by any test: rest_sovereign (it needs sovereign's own virtualenv),
+etcd_replicas (an etcd) and tree_compare (a second tree)."""
 
 from __future__ import annotations
 
