@@ -4,6 +4,9 @@ run as processes against them.
 
 The 403 for a client off loopback is checked from a real non-loopback source address of
 this host (:mod:`tests.e2e.harness.remote_peer`); the test skips on a host that has none.
+
+The one-replica tests share the module's replica (``replica``); the test of two replicas
+starts its own.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 from google.rpc import status_pb2
 
 from pilothouse.bootstrap.envoy import EnvoyBootstrapOptions, XdsTransport, envoy_bootstrap
@@ -53,9 +57,9 @@ async def start_replica(tmp_path: Path, name: str) -> ServeProcess:
     return replica
 
 
-@pytest.fixture
-async def replica(tmp_path: Path) -> AsyncIterator[ServeProcess]:
-    started = await start_replica(tmp_path, "a")
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def replica(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[ServeProcess]:
+    started = await start_replica(tmp_path_factory.mktemp("replica"), "a")
     try:
         yield started
     finally:

@@ -9,6 +9,9 @@
 2. Three Envoys (SotW and delta) on pilothouse alone, two of them bootstrapped with a
    known admin port (so their metadata names it): ``inspect --sample`` picks those two
    and finds both SYNCED; the third, whose admin address is unknown, is not eligible.
+
+Both tests read from one ``pilothouse serve`` of the example mesh, shared by the module
+(``plane``); each test's Envoys are gone from it before the next test begins.
 """
 
 from __future__ import annotations
@@ -18,7 +21,6 @@ import contextlib
 import copy
 import io
 import json
-import shutil
 import subprocess
 import sys
 import time
@@ -27,8 +29,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from pilothouse.cli.main import main
+from tests.e2e.harness.client import fetch
 from tests.e2e.harness.envoy import EnvoyProcess
 from tests.e2e.harness.fleet import EnvoyFleet
 from tests.e2e.harness.ports import LOOPBACK, free_ports
@@ -128,6 +132,37 @@ async def serve_factory(tmp_path: Path) -> AsyncIterator[list[ServeProcess]]:
             await process.stop()
 
 
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def examples_plane(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[ServeProcess]:
+    """pilothouse serving the example mesh (no test changes it), for the module."""
+    started: list[ServeProcess] = []
+    log = tmp_path_factory.mktemp("plane") / "pilothouse.log"
+    try:
+        yield await serve(started, EXAMPLES, log)
+    finally:
+        for process in started:
+            await process.stop()
+
+
+@pytest.fixture
+async def plane(examples_plane: ServeProcess) -> AsyncIterator[ServeProcess]:
+    """The module's plane; when the test ends (its Envoys stopped), no proxy is left
+    connected to it."""
+    yield examples_plane
+    deadline = time.monotonic() + 10
+    while await connected(examples_plane):
+        assert time.monotonic() < deadline, "a proxy of the test stayed connected"
+        await asyncio.sleep(0.05)
+
+
+async def connected(plane: ServeProcess) -> list[Any]:
+    """The proxies connected to ``plane`` (its ``/debug/syncz``)."""
+    response = await fetch(LOOPBACK, plane.admin_port, "/debug/syncz", timeout=5.0)
+    assert response.status == 200, response.body
+    proxies: list[Any] = json.loads(response.body)
+    return proxies
+
+
 async def serve(started: list[ServeProcess], config: Path, log: Path) -> ServeProcess:
     xds_port, admin_port = free_ports(2)
     process = ServeProcess([config], xds_port=xds_port, admin_port=admin_port, log_path=log)
@@ -137,12 +172,13 @@ async def serve(started: list[ServeProcess], config: Path, log: Path) -> ServePr
 
 
 async def test_inspect_is_synced_then_names_a_listener_from_a_rogue_control_plane(
-    tmp_path: Path, serve_factory: list[ServeProcess], envoy_factory: EnvoyFleet
+    tmp_path: Path,
+    plane: ServeProcess,
+    serve_factory: list[ServeProcess],
+    envoy_factory: EnvoyFleet,
 ) -> None:
-    mesh, rogue_dir = tmp_path / "mesh", tmp_path / "rogue"
-    shutil.copytree(EXAMPLES, mesh)
+    rogue_dir = tmp_path / "rogue"
     rogue_dir.mkdir()
-    plane = await serve(serve_factory, mesh, tmp_path / "pilothouse.log")
     rogue = await serve(serve_factory, rogue_dir, tmp_path / "rogue.log")
     node_id = node("reviews-v1")
     document = bootstrap(node_id, plane.xds_port, "--admin-port", "0")
@@ -187,9 +223,8 @@ async def test_inspect_is_synced_then_names_a_listener_from_a_rogue_control_plan
 
 
 async def test_inspect_a_sample_of_the_envoys_whose_admin_address_is_known(
-    tmp_path: Path, serve_factory: list[ServeProcess], envoy_factory: EnvoyFleet
+    plane: ServeProcess, envoy_factory: EnvoyFleet
 ) -> None:
-    plane = await serve(serve_factory, EXAMPLES, tmp_path / "pilothouse.log")
     known = dict(zip(("details-v1", "ratings-v1"), free_ports(2), strict=True))
     documents = []
     for (workload, port), flavour in zip(known.items(), ((), ("--delta",)), strict=True):
