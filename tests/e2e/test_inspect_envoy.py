@@ -11,7 +11,9 @@
    and finds both SYNCED; the third, whose admin address is unknown, is not eligible.
 
 Both tests read from one ``pilothouse serve`` of the example mesh, shared by the module
-(``plane``); each test's Envoys are gone from it before the next test begins.
+(``plane``); each test's Envoys are gone from it before the next test begins. The first
+``inspect`` of each test runs as the process a user starts, the others in this process
+(``run_cli``: the same parser and code, without a new Python each).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import pytest
 import pytest_asyncio
 
 from pilothouse.cli.main import main
+from tests.e2e.harness.cli_in_process import run_cli_in_thread
 from tests.e2e.harness.client import fetch
 from tests.e2e.harness.envoy import EnvoyProcess
 from tests.e2e.harness.fleet import EnvoyFleet
@@ -61,8 +64,8 @@ def node(workload: str) -> str:
     return f"sidecar~127.0.0.1~{workload}.bookinfo~bookinfo.svc.cluster.local"
 
 
-async def pilothouse(*args: str, timeout: float = 60.0) -> tuple[int, str, str]:
-    """Run the ``pilothouse`` command: (exit status, stdout, stderr)."""
+async def pilothouse_process(*args: str, timeout: float = 60.0) -> tuple[int, str, str]:
+    """Run the ``pilothouse`` command as a process: (exit status, stdout, stderr)."""
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "pilothouse.cli.main", *args,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -70,6 +73,13 @@ async def pilothouse(*args: str, timeout: float = 60.0) -> tuple[int, str, str]:
     out, err = await asyncio.wait_for(process.communicate(), timeout)
     assert process.returncode is not None
     return process.returncode, out.decode(), err.decode()
+
+
+async def pilothouse(*args: str, timeout: float = 60.0) -> tuple[int, str, str]:
+    """Run the ``pilothouse`` command in this process (the same parser and code, without
+    a new Python): (exit status, stdout, stderr)."""
+    ran = await asyncio.wait_for(run_cli_in_thread(*args), timeout)
+    return ran.returncode, ran.stdout, ran.stderr
 
 
 def bootstrap(node_id: str, xds_port: int, *options: str) -> dict[str, Any]:
@@ -187,7 +197,7 @@ async def test_inspect_is_synced_then_names_a_listener_from_a_rogue_control_plan
     inspect = ("inspect", "reviews-v1.bookinfo", "--envoy-admin", admin)
     to_plane = ("--admin", f"{LOOPBACK}:{plane.admin_port}")
 
-    status, out, err = await pilothouse(*inspect, *to_plane, "-o", "json")
+    status, out, err = await pilothouse_process(*inspect, *to_plane, "-o", "json")
     assert status == 0, out + err
     report = json.loads(out)
     assert report["verdict"] == "SYNCED" and report["nodeID"] == node_id
@@ -236,7 +246,9 @@ async def test_inspect_a_sample_of_the_envoys_whose_admin_address_is_known(
     await asyncio.gather(*(envoy_factory(d) for d in (*documents, unknown)))
     to_plane = ("--admin", f"{LOOPBACK}:{plane.admin_port}")
 
-    status, out, err = await pilothouse("inspect", "--sample", "2", *to_plane, "-o", "json")
+    status, out, err = await pilothouse_process(
+        "inspect", "--sample", "2", *to_plane, "-o", "json"
+    )
     assert status == 0, out + err
     report = json.loads(out)
     assert (report["verdict"], report["connected"], report["eligible"], report["sampled"]) == (

@@ -9,8 +9,6 @@ the module shares one ``serve`` and its issuer."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import io
 import json
 import os
 from collections.abc import AsyncIterator
@@ -19,7 +17,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from pilothouse.cli.main import main
+from tests.e2e.harness.cli_in_process import run_cli
 from tests.e2e.harness.fleet import EnvoyFleet
 from tests.e2e.harness.serve_process import ServeProcess
 from tests.e2e.harness.token_served import served_with_issuer
@@ -43,11 +41,9 @@ async def served(
 def bootstrap(*args: str) -> dict[str, object]:
     """What ``pilothouse bootstrap`` prints (run in this process: it only prints; the
     command as a process is tests/e2e/test_bootstrap_cli.py's)."""
-    printed, complaints = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(complaints):
-        status = main(["bootstrap", "--node", NODE, "--admin-port", "0", "-o", "json", *args])
-    assert status == 0, complaints.getvalue()
-    document: dict[str, object] = json.loads(printed.getvalue())
+    done = run_cli("bootstrap", "--node", NODE, "--admin-port", "0", "-o", "json", *args)
+    assert done.returncode == 0, done.stderr
+    document: dict[str, object] = json.loads(done.stdout)
     return document
 
 
