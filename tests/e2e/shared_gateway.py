@@ -113,7 +113,7 @@ class GatewayTurn:
         finally:
             self.gateway.delete(self._applied)
             self._applied = []
-            await wait_for_port_closed(port, timeout=10)
+        await wait_for_port_closed(port, timeout=10)  # (not after a failure: it is reported)
 
     async def close(self) -> None:
         """Delete whatever is still applied (a test that failed inside ``serving`` already
