@@ -43,6 +43,7 @@ BY_FIXTURE: Mapping[str, str] = {
     "envoy_factory": "envoy",
     "envoy_path": "envoy",
     "gateway_envoy": "envoy",
+    "module_etcd": "etcd",
 }
 """Suite fixtures that start a peer."""
 
