@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pilothouse.bootstrap.envoy import XdsTransport
 from pilothouse.config.load import Loader
 from pilothouse.config.model import ConfigKey
+from pilothouse.kinds.table import SCHEMAS
 from tests.e2e.harness.control_plane import ControlPlane
 from tests.e2e.harness.envoy import EnvoyProcess
 from tests.e2e.harness.fleet import EnvoyFleet
@@ -62,7 +63,7 @@ class SharedGateway:
 
     def apply(self, mesh: str) -> list[ConfigKey]:
         """Apply the objects of ``mesh`` (YAML); their keys, to delete them again."""
-        configs = Loader(source="test").load_strict(mesh, "test.yaml")
+        configs = Loader(SCHEMAS, source="test").load_strict(mesh, "test.yaml")
         for config in configs:
             self.plane.store.apply(config)
         return [config.key for config in configs]
