@@ -20,6 +20,7 @@ from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.cache import Resource
 from pilothouse.xds.protocol.stream_engine import Step, StreamEngine
 from pilothouse.xds.protocol.stream_flavour import Outgoing
+from pilothouse.xds.protocol.wire import FanOutResponses
 
 A = "outbound|80||a.ns.svc.cluster.local"
 B = "outbound|80||b.ns.svc.cluster.local"
@@ -352,3 +353,21 @@ def test_an_unchanged_cluster_push_refreshes_no_assignment(delta: bool) -> None:
     client.source.held[LDS][LISTENER] = "2"
     (listeners,) = client.push()
     assert listeners.type_url == LDS
+
+
+def test_proxies_of_a_scope_share_the_assignments_sent_ahead() -> None:
+    """Two SotW streams of one scope (one source, the server's shared responses): the
+    EDS response a cluster addition sends ahead is the very same bytes on both."""
+    responses = FanOutResponses()
+    source = Source()
+    clients = [Client(False, source) for _ in range(2)]
+    for client in clients:
+        client.engine = StreamEngine(source, delta=False, warming_timeout=5.0, responses=responses)
+        client.converge()
+    for type_url in (CDS, EDS):
+        source.held[type_url][C] = "1"
+    pushed = [client.engine.push_full(2.0, endpoints=False) for client in clients]
+    assert [[o.type_url for o in out] for out in pushed] == [[CDS, EDS], [CDS, EDS]]
+    assert pushed[0][0].body is pushed[1][0].body
+    assert pushed[0][1].body is pushed[1][1].body
+    assert clients[0].decode(pushed[0])[1].names == (C,)
