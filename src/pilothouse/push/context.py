@@ -22,7 +22,7 @@ import functools
 import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config
@@ -92,10 +92,9 @@ class ServiceIndex:
         return tuple(self.services[p] for p in picked)
 
 
-@dataclass(frozen=True, slots=True)
-class ScopeSelector:
+class ScopeSelector(NamedTuple):
     """What of a proxy picks its scope: its type, namespace and labels (which select the
-    Sidecar or the Gateways)."""
+    Sidecar or the Gateways). A named tuple: made and hashed for every generator call."""
 
     type: ProxyType
     namespace: str
@@ -172,7 +171,7 @@ class PushContext:
         The key depends only on what :class:`ScopeSelector` holds of the proxy, so the
         scope is also found under that: the proxies of one workload find it in one lookup.
         """
-        seen = ScopeSelector.of(proxy)
+        seen = ScopeSelector(proxy.type, proxy.namespace, proxy.labels)
         found = self._proxy_scopes.get(seen)
         if found is not None:
             return found
