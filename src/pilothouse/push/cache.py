@@ -46,7 +46,6 @@ Value = TypeVar("Value")
 DEFAULT_MAX_ENTRIES = XdsSettings.cache_size
 
 
-
 class Slot:
     """Where one entry is registered under each config key its inputs name.
 
