@@ -27,12 +27,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import math
-import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,10 +40,13 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.admission_figures import Admissions
-from bench.fanout_mesh import FanoutMesh
-from bench.storm_runs import StormRun, storm
-from bench.storm_servers import pilothouse_target, raise_open_file_limit, start_pilothouse
-from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
+from bench.harness.figures import emit, note
+from bench.harness.fleet import connect
+from bench.harness.mesh import FanoutMesh
+from bench.harness.options import fleet_parser, parsed
+from bench.harness.rounds import alternate, median
+from bench.harness.servers import pilothouse_target, raise_open_file_limit, start_pilothouse
+from bench.harness.storm import StormRun, storm
 from pilothouse.settings import AdmissionSettings
 
 SETTLE = 1.0
@@ -89,15 +91,15 @@ async def one_storm(
         stack.callback(server.stop)
         target = await pilothouse_target(server)
         await asyncio.sleep(SETTLE)
-        identities = fleet_identities(options.proxies, namespaces=mesh.namespace_names)
-        fleet = ProxyFleet(target, identities, streams_per_channel=options.streams_per_channel)
+        fleet = connect(
+            target,
+            options.proxies,
+            mesh.namespace_names,
+            streams_per_channel=options.streams_per_channel,
+        )
         stack.push_async_callback(fleet.close)
         run = await storm(fleet, server, options.timeout)
         return Side(run, Admissions.from_log(server.output()))
-
-
-def _median(values: list[float]) -> float:
-    return float(statistics.median(values))
 
 
 def _side_figures(prefix: str, sides: list[Side]) -> dict[str, Any]:
@@ -107,26 +109,26 @@ def _side_figures(prefix: str, sides: list[Side]) -> dict[str, Any]:
         for reason, count in side.admissions.refused.items():
             refused[reason] = refused.get(reason, 0) + count
     return {
-        f"{prefix}_s": round(_median([run.seconds for run in runs]), 2),
+        f"{prefix}_s": round(median([run.seconds for run in runs]), 2),
         f"{prefix}_runs_s": [round(run.seconds, 2) for run in runs],
-        f"{prefix}_per_proxy_p50_s": round(_median([run.percentile(50) for run in runs]), 2),
-        f"{prefix}_per_proxy_p99_s": round(_median([run.percentile(99) for run in runs]), 2),
+        f"{prefix}_per_proxy_p50_s": round(median([run.percentile(50) for run in runs]), 2),
+        f"{prefix}_per_proxy_p99_s": round(median([run.percentile(99) for run in runs]), 2),
         f"{prefix}_unconverged_worst_run": max(run.unconverged for run in runs),
         f"{prefix}_busiest_second_admitted": max(s.admissions.busiest_second for s in sides),
         f"{prefix}_busiest_second_runs": [s.admissions.busiest_second for s in sides],
         f"{prefix}_mean_admission_rate_per_s": round(
-            _median([s.admissions.mean_rate for s in sides]), 1
+            median([s.admissions.mean_rate for s in sides]), 1
         ),
         f"{prefix}_refused_all_runs": refused or "none",
         f"{prefix}_client_stream_failures_all_runs": sum(run.stream_failures for run in runs),
         f"{prefix}_nacks_all_runs": sum(run.nacks for run in runs),
         f"{prefix}_server_peak_rss_mib": round(
-            _median([run.peak_rss_kib for run in runs]) / 1024, 1
+            median([run.peak_rss_kib for run in runs]) / 1024, 1
         ),
         f"{prefix}_server_rss_before_mib": round(
-            _median([run.rss_before_kib for run in runs]) / 1024, 1
+            median([run.rss_before_kib for run in runs]) / 1024, 1
         ),
-        f"{prefix}_server_cpu_s": round(_median([run.cpu_seconds for run in runs]), 2),
+        f"{prefix}_server_cpu_s": round(median([run.cpu_seconds for run in runs]), 2),
     }
 
 
@@ -153,8 +155,8 @@ def per_second(options: Options) -> int:
 def report(
     options: Options, wait: float, limited: list[Side], unlimited: list[Side]
 ) -> dict[str, Any]:
-    ours = _median([side.run.seconds for side in limited])
-    off = _median([side.run.seconds for side in unlimited])
+    ours = median([side.run.seconds for side in limited])
+    off = median([side.run.seconds for side in unlimited])
     default = " (the defaults)" if wait == AdmissionSettings.wait else ""
     return {
         "benchmark": (
@@ -186,31 +188,31 @@ def report(
 
 async def run(options: Options) -> None:
     began = time.monotonic()
-    print(f"open file limit {raise_open_file_limit()}", file=sys.stderr)
-    limited: dict[float, list[Side]] = {wait: [] for wait in options.waits}
-    unlimited: list[Side] = []
+    note(f"open file limit {raise_open_file_limit()}")
     with tempfile.TemporaryDirectory(prefix="admission-storm-") as folder:
         work = Path(folder)
         mesh = FanoutMesh(work / "mesh", options.services, options.namespaces, options.endpoints)
         mesh.write()
-        for index in range(options.runs):
-            plan = [(options.rate, wait, limited[wait]) for wait in options.waits]
-            for rate, wait, sides in [*plan, (0.0, 1.0, unlimited)]:
+
+        def side(rate: float, wait: float) -> Callable[[int], Awaitable[Side]]:
+            async def one(index: int) -> Side:
                 log = work / f"serve-{rate:g}-{wait:g}-{index}.log"
                 side = await one_storm(options, mesh, log, rate, wait)
-                sides.append(side)
-                print(
+                note(
                     f"rate {rate:g} wait {wait:g}: {side.run.seconds:.2f}s "
                     f"p99 {side.run.percentile(99):.2f}s unconverged {side.run.unconverged} "
                     f"busiest second {side.admissions.busiest_second} mean "
                     f"{side.admissions.mean_rate:.0f}/s refused {side.admissions.refused} "
-                    f"peak {side.run.peak_rss_kib / 1024:.0f} MiB cpu {side.run.cpu_seconds:.1f}s",
-                    file=sys.stderr,
-                    flush=True,
+                    f"peak {side.run.peak_rss_kib / 1024:.0f} MiB cpu {side.run.cpu_seconds:.1f}s"
                 )
-    for wait in options.waits:
-        print(json.dumps(report(options, wait, limited[wait], unlimited)), flush=True)
-    print(f"done in {time.monotonic() - began:.0f}s", file=sys.stderr)
+                return side
+
+            return one
+
+        plan = {f"{wait:g}": side(options.rate, wait) for wait in options.waits}
+        sides = await alternate(options.runs, {**plan, "off": side(0.0, 1.0)})
+    emit(report(options, wait, sides[f"{wait:g}"], sides["off"]) for wait in options.waits)
+    note(f"done in {time.monotonic() - began:.0f}s")
 
 
 def _waits(text: str) -> tuple[float, ...]:
@@ -220,8 +222,8 @@ def _waits(text: str) -> tuple[float, ...]:
     return waits
 
 
-def parse_options() -> Options:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse_options(argv: list[str] | None = None) -> Options:
+    parser = fleet_parser(__doc__)
     parser.add_argument("--proxies", type=int, default=2000)
     parser.add_argument(
         "--rate", type=float, default=AdmissionSettings.rate, help="new streams a second"
@@ -234,28 +236,12 @@ def parse_options() -> Options:
         help="longest waits for a turn to compare, seconds (default 1,10)",
     )
     parser.add_argument("--runs", type=int, default=2, help="storms per side")
-    parser.add_argument("--services", type=int, default=100)
-    parser.add_argument("--namespaces", type=int, default=10)
-    parser.add_argument("--endpoints", type=int, default=2, help="WorkloadEntries per service")
-    parser.add_argument("--streams-per-channel", type=int, default=100)
     parser.add_argument("--timeout", type=float, default=60.0, help="longest storm, seconds")
     parser.add_argument("--target", type=float, default=10.0, help="target seconds")
-    args = parser.parse_args()
-    if args.runs < 1 or args.proxies < 1 or args.rate <= 0 or args.burst < 1:
+    options = parsed(parser, Options, argv)
+    if options.runs < 1 or options.proxies < 1 or options.rate <= 0 or options.burst < 1:
         parser.error("--runs, --proxies and --burst must be at least 1 and --rate above 0")
-    return Options(
-        proxies=args.proxies,
-        rate=args.rate,
-        burst=args.burst,
-        waits=args.waits,
-        runs=args.runs,
-        services=args.services,
-        namespaces=args.namespaces,
-        endpoints=args.endpoints,
-        streams_per_channel=args.streams_per_channel,
-        timeout=args.timeout,
-        target=args.target,
-    )
+    return options
 
 
 def main() -> None:

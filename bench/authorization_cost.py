@@ -31,7 +31,8 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.config_load import best_of
+from bench.harness.figures import emit
+from bench.harness.rounds import best_of
 from pilothouse.config.load import Loader
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.kinds.table import SCHEMAS
@@ -210,8 +211,8 @@ def main() -> None:
         *PEER_AUTHENTICATION
     )
     pushed, seconds = Mesh(args.namespaces, args.workloads).edit(*AUTHORIZATION)
-    print(
-        json.dumps(
+    emit(
+        [
             {
                 "benchmark": "authorization_push_scope",
                 "proxies": args.namespaces * args.workloads,
@@ -226,7 +227,7 @@ def main() -> None:
                 "target": "only the selected proxies are pushed (issue #19)",
                 "target_met": pushed == 1,
             }
-        )
+        ]
     )
 
     authorization = guarded_authorization(args.policies, args.rules)
@@ -255,8 +256,8 @@ def main() -> None:
         plain = min(plain, best_of(args.runs, lambda: build(WorkloadAuthorization())))
         guarded = min(guarded, best_of(args.runs, lambda: build(authorization)))
         sharing = min(sharing, best_of(args.runs, build_shared))
-    print(
-        json.dumps(
+    emit(
+        [
             {
                 "benchmark": "authorization_listener_build",
                 "policies": args.policies,
@@ -273,7 +274,7 @@ def main() -> None:
                 ),
                 "target": "none set by the issues (built once per workload, cached by inputs)",
             }
-        )
+        ]
     )
 
 

@@ -3,7 +3,7 @@
 Events are numbered from 1 across the whole benchmark (both servers, every
 fleet size), so a number is never reused. Event ``k`` moves the first
 WorkloadEntry of service ``(k - 1) % services`` of the push fan-out mesh
-(``fanout_mesh.py``) to an address that encodes ``k``:
+(``harness/mesh.py``) to an address that encodes ``k``:
 ``10.(200 + k // 65536).(k // 256 % 256).(k % 256)``. The mesh's own
 addresses stay below ``10.200``, so the number can be read back from any
 ClusterLoadAssignment: the largest event number among its endpoint
@@ -22,7 +22,7 @@ from typing import Final
 
 from envoy.config.endpoint.v3 import endpoint_pb2  # type: ignore[import-untyped]
 
-from bench.fanout_mesh import WORKLOAD_ENTRY, FanoutMesh
+from bench.harness.mesh import WORKLOAD_ENTRY, FanoutMesh
 from pilothouse.loadtest.triggers import write_atomically
 
 SECOND_OCTET: Final = 200

@@ -15,10 +15,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bench.churn_runs import ChurnRun, percentiles
+from bench.churn_runs import ChurnRun
+from bench.harness.figures import ms as _ms
+from bench.harness.figures import ratio
+from bench.harness.rounds import percentiles
 
 BASELINE = (
-    "transport floor (bench/transport_floor.py): a bare grpc.aio ADS server pushing the same "
+    "transport floor (bench/harness/floor.py): a bare grpc.aio ADS server pushing the same "
     "ClusterLoadAssignment bytes for the same events at the same rate to the same fleet, "
     "batched by pilothouse's debounce rules outside it (bench/churn_floor.py)"
 )
@@ -82,14 +85,6 @@ def _median(runs: Sequence[ChurnRun], figure: Callable[[ChurnRun], float]) -> fl
 
 def _quarter(runs: Sequence[ChurnRun], quarter: int) -> float:
     return _median(runs, lambda r: r.completion_by_quarter[quarter])
-
-
-def _ms(seconds: float) -> float:
-    return round(seconds * 1000, 1)
-
-
-def ratio(floor: float, ours: float) -> float:
-    return round(floor / ours, 2) if ours > 0 else float("inf")
 
 
 def verdict(p99: float, missed: int, target: float) -> str:

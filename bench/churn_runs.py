@@ -18,30 +18,11 @@ from dataclasses import dataclass
 
 from bench.churn_events import ChurnEvent, ChurnSchedule, GenerationReader
 from bench.churn_ledger import ChurnLedger, LedgerTap
-from bench.storm_runs import ServerGauge
+from bench.harness.fleet import FleetCounts, ServerGauge
+from bench.harness.rounds import QUANTILES, percentiles
 from pilothouse.loadtest.fleet import ProxyFleet
-from pilothouse.loadtest.watch import WATCHED_TYPES
-from pilothouse.protocol.type_urls import EDS
 
 WAIT_POLL = 0.02
-
-
-def percentiles(values: Sequence[float], qs: Sequence[float]) -> tuple[float, ...]:
-    """Several percentiles (0–100) of one sample, sorted once; linear interpolation between
-    ranks (as ``pilothouse.loadtest.stats.percentile``). NaN for an empty sample."""
-    if not values:
-        return tuple(math.nan for _ in qs)
-    ordered = sorted(values)
-    out = []
-    for q in qs:
-        rank = (len(ordered) - 1) * q / 100
-        low, high = math.floor(rank), math.ceil(rank)
-        weight = rank - low
-        out.append(ordered[low] * (1 - weight) + ordered[high] * weight)
-    return tuple(out)
-
-
-QUANTILES = (50.0, 90.0, 99.0)
 
 
 def by_quarter(completions: Sequence[float | None]) -> tuple[float, ...]:
@@ -158,19 +139,6 @@ async def make_events(
     return await asyncio.to_thread(maker)
 
 
-def _fleet_counts(fleet: ProxyFleet) -> tuple[int, int, int, int, int]:
-    """EDS responses and bytes, stream failures, NACKs and reconnects of the whole fleet."""
-    responses = received = nacks = 0
-    for proxy in fleet.proxies:
-        eds = proxy.counters(EDS)
-        responses += eds.responses
-        received += eds.bytes_received
-        nacks += sum(proxy.counters(t).nacks for t in WATCHED_TYPES)
-    failures = sum(proxy.stream_failures for proxy in fleet.proxies)
-    reconnects = sum(max(0, proxy.streams_opened - 1) for proxy in fleet.proxies)
-    return responses, received, failures, nacks, reconnects
-
-
 async def churn(
     fleet: ProxyFleet,
     server: ServerGauge,
@@ -189,7 +157,7 @@ async def churn(
     tap = LedgerTap(fleet.proxies, ledger, service_of, GenerationReader())
     tap.attach()
     try:
-        before = _fleet_counts(fleet)
+        before = FleetCounts.of(fleet)
         cpu_before = server.cpu_seconds()
         own_before = time.process_time()
         events = await make_events(plan, schedule, ledger, write, deliver)
@@ -202,7 +170,7 @@ async def churn(
         ended = time.monotonic()
         cpu = server.cpu_seconds() - cpu_before
         own = time.process_time() - own_before
-        after = _fleet_counts(fleet)
+        counts = FleetCounts.of(fleet) - before
     finally:
         tap.detach()
     completions = ledger.completions()
@@ -221,14 +189,14 @@ async def churn(
             completion_by_quarter=by_quarter(completions),
             missed=len(completions) - len(complete),
             per_proxy=(pair50, pair90, pair99),
-            eds_responses=after[0] - before[0],
-            eds_bytes=after[1] - before[1],
+            eds_responses=counts.eds_responses,
+            eds_bytes=counts.eds_bytes,
             cpu_seconds=cpu,
             idle_cpu_rate=idle_cpu_rate,
             load_generator_cpu_seconds=own,
-            stream_failures=after[2] - before[2],
-            nacks=after[3] - before[3],
-            reconnects=after[4] - before[4],
+            stream_failures=counts.stream_failures,
+            nacks=counts.nacks,
+            reconnects=counts.reconnects,
         ),
         events,
     )

@@ -13,11 +13,16 @@ Prints a JSON line with both times, objects per second and the ratio.
 from __future__ import annotations
 
 import argparse
-import json
-import time
+import sys
+from pathlib import Path
 
 import yaml
 
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.harness.figures import emit
+from bench.harness.rounds import best_of
 from pilothouse.config.load import Loader
 from pilothouse.kinds.table import SCHEMAS
 
@@ -61,16 +66,6 @@ def mesh_text(count: int) -> str:
     )
 
 
-def best_of(runs: int, work: object) -> float:
-    assert callable(work)
-    best = float("inf")
-    for _ in range(runs):
-        start = time.perf_counter()
-        work()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--services", type=int, default=2000)
@@ -83,8 +78,8 @@ def main() -> None:
     assert result.ok and len(result.configs) == objects, result.errors[:3]
     baseline = best_of(args.runs, lambda: list(yaml.load_all(text, Loader=_YAML_LOADER)))
     ours = best_of(args.runs, lambda: loader.load_text(text, "bench.yaml"))
-    print(
-        json.dumps(
+    emit(
+        [
             {
                 "benchmark": "config_load",
                 "objects": objects,
@@ -98,7 +93,7 @@ def main() -> None:
                 "parsing the YAML; pilothouse also keeps lines, decodes strictly and validates)",
                 "target": "none set by the issues (context for the others)",
             }
-        )
+        ]
     )
 
 

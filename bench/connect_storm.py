@@ -2,7 +2,7 @@
 
 N simulated SotW sidecars (default 2,000, and 500 and 1,000 for the scaling
 curve) start their ADS streams at the same instant against ``pilothouse serve``
-just started on the push fan-out mesh (``fanout_mesh.py``: 100 ServiceEntries,
+just started on the push fan-out mesh (``harness/mesh.py``: 100 ServiceEntries,
 each with a DestinationRule and WorkloadEntries, all visible to every proxy;
 each proxy asks for and gets 100 clusters, 100 load assignments, its listeners
 and routes). The storm lasts until every proxy has converged (every type
@@ -10,7 +10,7 @@ ACKed, every name it asked for held) and is timed per proxy and as a whole;
 errors (stream failures, NACKs, proxies that never converged), the server's
 peak RSS and its CPU time are recorded.
 
-The baseline, in the same run, is the transport floor (``transport_floor.py``):
+The baseline, in the same run, is the transport floor (``harness/floor.py``):
 a bare grpc.aio ADS server, started the same way, handed the very resource
 bytes pilothouse served, taking the same storm from the same fleet code. The
 two servers alternate (pilothouse storm, then the floor's, for each size, for
@@ -24,10 +24,8 @@ Run: ``.venv/bin/python bench/connect_storm.py`` (``--sizes 500,1000,2000
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
-import json
 import sys
 import tempfile
 import time
@@ -38,20 +36,14 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.fanout_mesh import FanoutMesh
-from bench.fanout_process import ServerProcess
+from bench.harness import servers
+from bench.harness.figures import emit, note
+from bench.harness.fleet import connect
+from bench.harness.mesh import FanoutMesh
+from bench.harness.options import fleet_parser, parsed, sizes
+from bench.harness.rounds import alternate
+from bench.harness.storm import StormRun, storm, summarize_storms
 from bench.storm_report import StormShape, StormSize, figure_groups
-from bench.storm_runs import StormRun, storm, summarize_storms
-from bench.storm_servers import (
-    FloorControl,
-    floor_load_requests,
-    floor_target,
-    pilothouse_target,
-    raise_open_file_limit,
-    start_floor,
-    start_pilothouse,
-)
-from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
 
 SETTLE = 1.0
 """Seconds a freshly started server is left alone before the storm."""
@@ -70,143 +62,93 @@ class Options:
 
 
 class Storms:
-    """Runs storms against fresh servers and keeps every run, per server and size."""
+    """Storms against freshly started servers; the floor serves what pilothouse served."""
 
     def __init__(self, options: Options, mesh: FanoutMesh, work: Path) -> None:
-        self.options = options
-        self.mesh = mesh
-        self.work = work
+        self.options, self.mesh, self.work = options, mesh, work
         self.floor_load: list[Any] = []
         self.reference: tuple[tuple[str, int], ...] = ()
         """What each proxy held after the first pilothouse storm."""
-        self.runs: dict[tuple[str, int], list[StormRun]] = {}
         self._count = 0
 
-    def _fleet(self, target: str, proxies: int) -> ProxyFleet:
-        identities = fleet_identities(proxies, namespaces=self.mesh.namespace_names)
-        return ProxyFleet(target, identities, streams_per_channel=self.options.streams_per_channel)
-
-    async def pilothouse(self, proxies: int) -> StormRun:
+    async def run(self, side: str, proxies: int) -> StormRun:
         self._count += 1
+        log = self.work / f"{side}-{self._count}.log"
         async with contextlib.AsyncExitStack() as stack:
-            server = start_pilothouse(
-                self.mesh.root, self.work / f"pilothouse-{self._count}.log", env={}
+            if side == "pilothouse":
+                server = servers.start_pilothouse(self.mesh.root, log)
+                stack.callback(server.stop)
+                target = await servers.pilothouse_target(server)
+            else:
+                if not self.floor_load:
+                    raise RuntimeError("the floor has nothing to serve: run pilothouse first")
+                server = servers.start_floor(log)
+                stack.callback(server.stop)
+                target = await servers.floor_target(server)
+                control = servers.FloorControl(target)
+                stack.push_async_callback(control.close)
+                await control.load(self.floor_load)
+            await asyncio.sleep(SETTLE)
+            fleet = connect(
+                target,
+                proxies,
+                self.mesh.namespace_names,
+                streams_per_channel=self.options.streams_per_channel,
             )
-            stack.callback(server.stop)
-            target = await pilothouse_target(server)
-            return await self._storm("pilothouse", server, target, proxies, stack)
-
-    async def floor(self, proxies: int) -> StormRun:
-        if not self.floor_load:
-            raise RuntimeError("the floor has nothing to serve: run pilothouse first")
-        self._count += 1
-        async with contextlib.AsyncExitStack() as stack:
-            server = start_floor(self.work / f"floor-{self._count}.log")
-            stack.callback(server.stop)
-            target = await floor_target(server)
-            control = FloorControl(target)
-            stack.push_async_callback(control.close)
-            await control.load(self.floor_load)
-            return await self._storm("floor", server, target, proxies, stack)
-
-    async def _storm(
-        self,
-        side: str,
-        server: ServerProcess,
-        target: str,
-        proxies: int,
-        stack: contextlib.AsyncExitStack,
-    ) -> StormRun:
-        await asyncio.sleep(SETTLE)
-        fleet = self._fleet(target, proxies)
-        stack.push_async_callback(fleet.close)
-        run = await storm(fleet, server, self.options.timeout)
-        if side == "pilothouse" and not self.floor_load and fleet.proxies[0].settled():
-            self.floor_load = floor_load_requests(fleet.proxies[0])
-            self.reference = run.held
-        self.runs.setdefault((side, proxies), []).append(run)
-        print(
+            stack.push_async_callback(fleet.close)
+            run = await storm(fleet, server, self.options.timeout)
+            if side == "pilothouse" and not self.floor_load and fleet.proxies[0].settled():
+                self.floor_load = servers.floor_load_requests(fleet.proxies[0])
+                self.reference = run.held
+        note(
             f"{side} {proxies}: {run.seconds:.2f}s p99 {run.percentile(99):.2f}s "
             f"unconverged {run.unconverged} failures {run.stream_failures} "
             f"peak {run.peak_rss_kib / 1024:.0f} MiB cpu {run.cpu_seconds:.1f}s "
-            f"held {run.held} odd {run.odd_proxies}",
-            file=sys.stderr,
-            flush=True,
+            f"held {run.held} odd {run.odd_proxies}"
         )
         return run
-
-    def sizes(self) -> list[StormSize]:
-        return [
-            StormSize(
-                summarize_storms(self.runs[("pilothouse", n)]),
-                summarize_storms(self.runs[("floor", n)]),
-            )
-            for n in self.options.sizes
-        ]
 
 
 async def run(options: Options) -> None:
     began = time.monotonic()
-    limit = raise_open_file_limit()
-    print(f"open file limit {limit}", file=sys.stderr)
+    note(f"open file limit {servers.raise_open_file_limit()}")
     with tempfile.TemporaryDirectory(prefix="connect-storm-") as folder:
         work = Path(folder)
         mesh = FanoutMesh(work / "mesh", options.services, options.namespaces, options.endpoints)
         mesh.write()
         storms = Storms(options, mesh, work)
-        for _ in range(options.runs):
-            for proxies in options.sizes:
-                await storms.pilothouse(proxies)
-                await storms.floor(proxies)
+        sides = {
+            f"{side} {n}": (lambda _, side=side, n=n: storms.run(side, n))
+            for n in options.sizes
+            for side in ("pilothouse", "floor")
+        }
+        runs = await alternate(options.runs, sides)
+    sizes = [
+        StormSize(
+            summarize_storms(runs[f"pilothouse {n}"]), summarize_storms(runs[f"floor {n}"])
+        )
+        for n in options.sizes
+    ]
     shape = StormShape(
-        services=options.services,
-        runs=options.runs,
-        streams_per_channel=options.streams_per_channel,
-        target_seconds=options.target,
-        held=storms.reference,
-    )
-    for group in figure_groups(shape, storms.sizes()):
-        print(json.dumps(group), flush=True)
-    print(f"done in {time.monotonic() - began:.0f}s", file=sys.stderr)
+        options.services, options.runs, options.streams_per_channel, options.target,
+        storms.reference,
+    )  # fmt: skip
+    emit(figure_groups(shape, sizes))
+    note(f"done in {time.monotonic() - began:.0f}s")
 
 
-def _sizes(text: str) -> tuple[int, ...]:
-    sizes = tuple(int(part) for part in text.split(",") if part.strip())
-    if not sizes or min(sizes) < 1:
-        raise argparse.ArgumentTypeError("give fleet sizes like 500,1000,2000")
-    return sizes
-
-
-def parse_options() -> Options:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse_options(argv: list[str] | None = None) -> Options:
+    parser = fleet_parser(__doc__)
     parser.add_argument(
-        "--sizes", type=_sizes, default=(500, 1000, 2000), help="fleet sizes, comma-separated"
+        "--sizes", type=sizes, default=(500, 1000, 2000), help="fleet sizes, comma-separated"
     )
     parser.add_argument("--runs", type=int, default=3, help="storms per server and size")
-    parser.add_argument("--services", type=int, default=100)
-    parser.add_argument("--namespaces", type=int, default=10)
-    parser.add_argument("--endpoints", type=int, default=2, help="WorkloadEntries per service")
-    parser.add_argument(
-        "--streams-per-channel",
-        type=int,
-        default=100,
-        help="proxies sharing one HTTP/2 connection (1: a connection each, as real sidecars)",
-    )
     parser.add_argument("--timeout", type=float, default=60.0, help="longest storm, seconds")
     parser.add_argument("--target", type=float, default=10.0, help="target seconds")
-    args = parser.parse_args()
-    if args.runs < 1:
+    options = parsed(parser, Options, argv)
+    if options.runs < 1:
         parser.error("--runs must be at least 1")
-    return Options(
-        sizes=args.sizes,
-        runs=args.runs,
-        services=args.services,
-        namespaces=args.namespaces,
-        endpoints=args.endpoints,
-        streams_per_channel=args.streams_per_channel,
-        timeout=args.timeout,
-        target=args.target,
-    )
+    return options
 
 
 def main() -> None:

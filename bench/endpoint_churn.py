@@ -2,7 +2,7 @@
 
 N simulated SotW sidecars (default 1,000, and 250 and 500 for the scaling
 curve) are connected to ``pilothouse serve`` on the push fan-out mesh
-(``fanout_mesh.py``: 100 ServiceEntries with WorkloadEntries, all visible to
+(``harness/mesh.py``: 100 ServiceEntries with WorkloadEntries, all visible to
 every proxy). Then, for ``--duration`` seconds, ``--rate`` events a second
 each move one WorkloadEntry to a new address by rewriting its file, services
 in turn (``churn_events.py``). For every event the time from its own file
@@ -17,7 +17,7 @@ second there is never 100 ms of quiet, so without a short ``DEBOUNCE_MAX``
 (istiod's default is 10 s) every batch would wait 10 s. Figures beyond
 debounce subtract the file debounce and that push window.
 
-The baseline, in the same run, is the transport floor (``transport_floor.py``)
+The baseline, in the same run, is the transport floor (``harness/floor.py``)
 with its own fleet of N, making the same kind of events at the same rate and
 pushing the same ClusterLoadAssignment bytes (pilothouse's, with the address
 replaced), batched by pilothouse's debounce rules (``churn_floor.py``). For
@@ -36,13 +36,12 @@ Run: ``.venv/bin/python bench/endpoint_churn.py`` (``--sizes 250,500,1000
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
-import json
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -53,20 +52,25 @@ from bench.churn_events import ChurnEvent, ChurnSchedule, write_event
 from bench.churn_floor import FloorBatcher, FloorPusher, Template, completions_from_release
 from bench.churn_ledger import ChurnLedger
 from bench.churn_report import ChurnShape, ChurnSize, figure_groups
-from bench.churn_runs import QUANTILES, ChurnPlan, ChurnRun, churn, percentiles
+from bench.churn_runs import ChurnPlan, ChurnRun, churn
 from bench.churn_watchlog import config_updates, watch_latencies
-from bench.fanout_mesh import FanoutMesh, endpoint_address
-from bench.fanout_process import ServerProcess, idle_cpu_rate
-from bench.storm_servers import (
+from bench.harness.figures import emit, note
+from bench.harness.fleet import connect, start_converged
+from bench.harness.mesh import FanoutMesh, endpoint_address
+from bench.harness.options import fleet_parser, parsed, sizes
+from bench.harness.process import ServerProcess
+from bench.harness.rounds import QUANTILES, alternate, percentiles
+from bench.harness.servers import (
     FloorControl,
     floor_load_requests,
     floor_target,
+    idle_cpu_rate,
     pilothouse_target,
     raise_open_file_limit,
     start_floor,
     start_pilothouse,
 )
-from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
+from pilothouse.loadtest.fleet import ProxyFleet
 from pilothouse.protocol.type_urls import EDS
 
 SETTLE = 1.0
@@ -134,18 +138,14 @@ class Churns:
     async def _connect(
         self, target: str, proxies: int, stack: contextlib.AsyncExitStack
     ) -> ProxyFleet:
-        fleet = ProxyFleet(
+        fleet = connect(
             target,
-            fleet_identities(proxies, namespaces=self.mesh.namespace_names),
+            proxies,
+            self.mesh.namespace_names,
             streams_per_channel=self.options.streams_per_channel,
         )
         stack.push_async_callback(fleet.close)
-        await fleet.start()
-        report = await fleet.wait_converged(timeout=self.options.connect_timeout)
-        if not report.converged:
-            raise RuntimeError(
-                f"{target}: {len(report.unconverged)} of {proxies} proxies never converged"
-            )
+        await start_converged(fleet, self.options.connect_timeout, target)
         await asyncio.sleep(SETTLE)
         return fleet
 
@@ -254,13 +254,11 @@ class Churns:
 
     def _keep(self, side: str, run: ChurnRun) -> ChurnRun:
         self.runs.setdefault((side, run.proxies), []).append(run)
-        print(
+        note(
             f"{side} {run.proxies}: {run.events} events at {run.rate:.1f}/s, event p50 "
             f"{run.completion[0] * 1000:.0f} ms p99 {run.completion[2] * 1000:.0f} ms, missed "
             f"{run.missed}, {run.responses_per_second:.0f} EDS responses/s, cpu "
-            f"{run.cpu_cores:.2f} cores",
-            file=sys.stderr,
-            flush=True,
+            f"{run.cpu_cores:.2f} cores"
         )
         return run
 
@@ -322,8 +320,7 @@ async def run(options: Options) -> None:
         streams_per_channel=options.streams_per_channel,
         target_p99=options.target,
     )
-    limit = raise_open_file_limit()
-    print(f"open file limit {limit}", file=sys.stderr)
+    note(f"open file limit {raise_open_file_limit()}")
     with tempfile.TemporaryDirectory(prefix="endpoint-churn-") as folder:
         work = Path(folder)
         mesh = FanoutMesh(work / "mesh", options.services, options.namespaces, options.endpoints)
@@ -340,36 +337,25 @@ async def run(options: Options) -> None:
             control = FloorControl(floor_address)
             stack.push_async_callback(control.close)
             churns = Churns(options, shape, mesh, ours, ours_target, floor, control, floor_address)
-            for _ in range(options.runs):
-                for proxies in options.sizes:
-                    await churns.pilothouse(proxies)
-                    await churns.floor_run(proxies)
-                    if options.workers > 1:
-                        await churns.workers_run(work, proxies)
-    for group in figure_groups(shape, churns.sizes()):
-        print(json.dumps(group), flush=True)
-    print(f"done in {time.monotonic() - began:.0f}s", file=sys.stderr)
+            sides: dict[str, Callable[[int], Awaitable[ChurnRun]]] = {}
+            for n in options.sizes:
+                sides[f"pilothouse {n}"] = lambda _, n=n: churns.pilothouse(n)
+                sides[f"floor {n}"] = lambda _, n=n: churns.floor_run(n)
+                if options.workers > 1:
+                    sides[f"workers {n}"] = lambda _, n=n: churns.workers_run(work, n)
+            await alternate(options.runs, sides)
+    emit(figure_groups(shape, churns.sizes()))
+    note(f"done in {time.monotonic() - began:.0f}s")
 
 
-def _sizes(text: str) -> tuple[int, ...]:
-    sizes = tuple(int(part) for part in text.split(",") if part.strip())
-    if not sizes or min(sizes) < 1:
-        raise argparse.ArgumentTypeError("give fleet sizes like 250,500,1000")
-    return sizes
-
-
-def parse_options() -> Options:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse_options(argv: list[str] | None = None) -> Options:
+    parser = fleet_parser(__doc__)
     parser.add_argument(
-        "--sizes", type=_sizes, default=(250, 500, 1000), help="fleet sizes, comma-separated"
+        "--sizes", type=sizes, default=(250, 500, 1000), help="fleet sizes, comma-separated"
     )
     parser.add_argument("--runs", type=int, default=1, help="churn runs per server and size")
     parser.add_argument("--rate", type=float, default=50.0, help="events per second")
     parser.add_argument("--duration", type=float, default=20.0, help="seconds of events")
-    parser.add_argument("--services", type=int, default=100)
-    parser.add_argument("--namespaces", type=int, default=10)
-    parser.add_argument("--endpoints", type=int, default=2, help="WorkloadEntries per service")
-    parser.add_argument("--streams-per-channel", type=int, default=100)
     parser.add_argument("--file-debounce", type=float, default=0.05)
     parser.add_argument("--debounce-after", type=float, default=0.1)
     parser.add_argument(
@@ -395,27 +381,10 @@ def parse_options() -> Options:
         default=1,
         help="also churn `serve --workers N` (N > 1) at each size, after the other two",
     )
-    args = parser.parse_args()
-    if args.runs < 1 or args.rate <= 0 or args.duration <= 0 or args.workers < 1:
+    options = parsed(parser, Options, argv)
+    if options.runs < 1 or options.rate <= 0 or options.duration <= 0 or options.workers < 1:
         parser.error("--runs, --rate, --duration and --workers must be positive")
-    return Options(
-        sizes=args.sizes,
-        runs=args.runs,
-        rate=args.rate,
-        duration=args.duration,
-        services=args.services,
-        namespaces=args.namespaces,
-        endpoints=args.endpoints,
-        streams_per_channel=args.streams_per_channel,
-        file_debounce=args.file_debounce,
-        debounce_after=args.debounce_after,
-        debounce_max=args.debounce_max,
-        connect_timeout=args.connect_timeout,
-        timeout=args.timeout,
-        gate=args.gate,
-        target=args.target,
-        workers=args.workers,
-    )
+    return options
 
 
 def main() -> None:

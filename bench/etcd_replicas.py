@@ -1,6 +1,6 @@
 """Benchmark: two replicas on etcd against two replicas on a watched directory, in one run.
 
-Part 1, write → last ACK. The push fan-out mesh (``fanout_mesh.py``: ``--services``
+Part 1, write → last ACK. The push fan-out mesh (``harness/mesh.py``: ``--services``
 ServiceEntries with DestinationRules and WorkloadEntries) is served by two
 ``pilothouse serve`` processes, each with ``--proxies`` simulated proxies
 (``ProxyFleet``). Baseline: both replicas watch one directory and the DestinationRule of
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import sys
 import tempfile
@@ -37,9 +36,10 @@ if __package__ in (None, ""):
 
 import aetcd
 import yaml
-from fanout_mesh import FanoutMesh
-from fanout_process import ServerProcess
 
+from bench.harness.figures import emit
+from bench.harness.mesh import FanoutMesh
+from bench.harness.process import ServerProcess
 from pilothouse.config.model import ConfigKey
 from pilothouse.loadtest.fleet import ConvergenceReport, ProxyFleet, fleet_identities
 from pilothouse.loadtest.proxy import SimulatedProxy
@@ -282,8 +282,8 @@ async def main() -> None:
         finally:
             await etcd.stop()
     direct, etcd_side = push["directory"], push["etcd"]
-    print(
-        json.dumps(
+    emit(
+        [
             {
                 "benchmark": "etcd_replicas",
                 "headline": "etcd_last_ack_p99_s",
@@ -306,8 +306,7 @@ async def main() -> None:
                 " replica on a directory (baseline) and on etcd holding the same objects",
                 "target": "none set by the issue",
             }
-        ),
-        flush=True,
+        ]
     )
     print(f"done in {time.monotonic() - began:.0f}s", file=sys.stderr)
 

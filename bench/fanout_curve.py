@@ -42,7 +42,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from fanout_report import SPREAD_TARGET_PROXIES, SPREAD_TARGET_TEXT, baseline, spread_verdict
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.fanout_report import SPREAD_TARGET_PROXIES, SPREAD_TARGET_TEXT, baseline, spread_verdict
+from bench.harness.figures import emit
+from bench.harness.figures import ratio as _ratio
 
 HERE = Path(__file__).resolve().parent
 SIZES = (250, 500, 1000, 2000, 10_000)
@@ -52,7 +57,7 @@ TRIGGERS = {"eds": "EDS change", "cds": "CDS change"}
 CPU_TARGET = 1.3
 CPU_TARGET_SIZES = (1000, 2000)
 BASELINE = (
-    "transport floor (bench/transport_floor.py): a bare grpc.aio ADS server pushing the "
+    "transport floor (bench/harness/floor.py): a bare grpc.aio ADS server pushing the "
     "same resource bytes to the same N streams, measured in the same run as each point; "
     "for serve --workers 2 the floor runs in 2 processes sharing the port with SO_REUSEPORT "
     "(the same process count), each loaded and pushed through its own control port"
@@ -148,10 +153,6 @@ def fleet_point(proxies: int, workers: int, result: Mapping[str, Any]) -> dict[s
         if held:
             found[f"{side}_connections"] = " / ".join(map(str, held))
     return found
-
-
-def _ratio(floor: float, ours: float) -> float:
-    return round(floor / ours, 2) if ours > 0 else float("inf")
 
 
 def cpu_ratios(curve: Sequence[Mapping[str, Any]]) -> dict[tuple[str, int, int], float]:
@@ -320,9 +321,7 @@ def main() -> None:
     result = report(curve, args.runs, args.fleet_from)
     if partial is not None:
         result["partial"] = partial
-    print(json.dumps(result, ensure_ascii=False), flush=True)
-    for row in spread_rows(curve):
-        print(json.dumps(row, ensure_ascii=False), flush=True)
+    emit([result, *spread_rows(curve)])
 
 
 if __name__ == "__main__":

@@ -13,10 +13,12 @@ from __future__ import annotations
 import statistics
 from typing import Any, Protocol
 
-from fanout_runs import PushSummary
+from bench.harness.figures import ms as _ms
+from bench.harness.figures import ratio as _ratio
+from bench.harness.push import PushSummary
 
 BASELINE = (
-    "transport floor (bench/transport_floor.py): a bare grpc.aio ADS server pushing "
+    "transport floor (bench/harness/floor.py): a bare grpc.aio ADS server pushing "
     "the same pre-encoded resource bytes to the same N streams"
 )
 P99_TARGET = 0.5
@@ -82,14 +84,6 @@ class Figures(Protocol):
     def watch_latency(self) -> dict[str, list[float]]: ...
     @property
     def connections(self) -> list[int]: ...
-
-
-def _ms(seconds: float) -> float:
-    return round(seconds * 1000, 1)
-
-
-def _ratio(floor: float, ours: float) -> float:
-    return round(floor / ours, 2) if ours > 0 else float("inf")
 
 
 def _responses(summary: PushSummary) -> str:

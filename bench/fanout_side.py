@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
-from fanout_process import Profiler, ServerProcess, idle_cpu_rate
-from fanout_runs import Holdings, PushRun, PushSummary, holdings, resource_message, timed_push
 
+from bench.harness.fleet import start_converged
+from bench.harness.process import Profiler, ServerProcess
+from bench.harness.push import Holdings, PushRun, PushSummary, holdings, timed_push
+from bench.harness.servers import idle_cpu_rate, resource_message
 from pilothouse.loadtest.fleet import ProxyFleet
-from pilothouse.loadtest.identity import ProxyNode
 from pilothouse.loadtest.proxy import SimulatedProxy
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS, push_order_key
 
@@ -116,8 +117,7 @@ class Side:
         server: ServerProcess,
         target: str,
         fire: Fire,
-        fleet_factory: Callable[[str, list[ProxyNode]], ProxyFleet],
-        identities: list[ProxyNode],
+        fleet_factory: Callable[[str, str], ProxyFleet],
         limits: Limits,
     ) -> None:
         self.server = server
@@ -126,7 +126,7 @@ class Side:
         self.figures = ServerFigures(server.name)
         self.limits = limits
         self._fleet_factory = fleet_factory
-        self.fleet = fleet_factory(target, identities)
+        self.fleet = fleet_factory(target, "app")
         self.profiler: Profiler | None = None
 
     @property
@@ -140,13 +140,7 @@ class Side:
     async def connect(self) -> None:
         """Measure RSS empty, connect the fleet and wait for it, measure RSS and idle CPU."""
         self.figures.rss_empty_kib = self.server.rss_kib()
-        await self.fleet.start()
-        report = await self.fleet.wait_converged(timeout=self.limits.timeout)
-        if not report.converged:
-            raise RuntimeError(
-                f"{self.name}: {len(report.unconverged)} proxies never converged, "
-                f"e.g. {report.unconverged[:3]}"
-            )
+        report = await start_converged(self.fleet, self.limits.timeout, self.name)
         self.figures.connect_seconds = report.wall
         await asyncio.sleep(SETTLE)
         self.figures.rss_connected_kib = self.server.rss_kib()
@@ -174,14 +168,12 @@ class Side:
         self.figures.runs.setdefault(kind, []).append(run)
         return run
 
-    async def double(self, identities: list[ProxyNode]) -> None:
-        """RSS with a second fleet of N connected (2N in all), then disconnect it."""
-        more = self._fleet_factory(self.target, identities)
+    async def double(self, app: str) -> None:
+        """RSS with a second fleet of N (apps named ``app``) connected (2N in all), then
+        disconnect it."""
+        more = self._fleet_factory(self.target, app)
         try:
-            await more.start()
-            report = await more.wait_converged(timeout=self.limits.timeout)
-            if not report.converged:
-                raise RuntimeError(f"{self.name}: the second fleet never converged")
+            await start_converged(more, self.limits.timeout, f"{self.name}, second fleet")
             await asyncio.sleep(SETTLE)
             self.figures.rss_double_kib = self.server.rss_kib()
         finally:

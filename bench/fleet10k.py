@@ -17,7 +17,7 @@ Reported: the server's RSS (peak) and CPU, the load generator's own CPU seconds
 (every process of it, from ``getrusage`` of the reaped children), its peak RSS,
 threads and connections, and so what one simulated proxy costs it.
 
-Baseline, in the same run: the transport floor (``transport_floor.py``, a bare
+Baseline, in the same run: the transport floor (``harness/floor.py``, a bare
 grpc.aio ADS server handed the very resources pilothouse served) holding the
 same N streams from the same load generator; ``ratio_to_baseline`` is the
 floor's RSS over pilothouse's (1 means as lean as the floor). The floor also
@@ -34,7 +34,7 @@ not idle-subtracted), pilothouse and floor, and the RSS per connection (RSS once
 every proxy converged minus RSS before the first connected, over N).
 
 ``--workers N`` runs ``serve --workers N`` and the floor in N processes sharing its
-port (``transport_floor.py --processes N``, each handed the same resources and
+port (``harness/floor.py --processes N``, each handed the same resources and
 pushes through its own control port); the server's CPU and RSS are then those of
 its whole process tree (``loadtest --server-pid`` adds up the children), and the
 largest number of connections each process held is reported.
@@ -59,17 +59,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import grpc
-from fanout_mesh import FanoutMesh
-from fanout_process import ServerProcess, floor_controls, workers_ready
-from fanout_side import Recording
-from transport_floor import APPLY_METHOD
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.fanout_side import Recording
+from bench.harness import servers
+from bench.harness.figures import emit
+from bench.harness.mesh import FanoutMesh
+from bench.harness.process import ServerProcess
 from pilothouse.loadtest.fleet import fleet_identities
 from pilothouse.loadtest.identity import ProxyNode
 from pilothouse.loadtest.proxy import SimulatedProxy
 
-HERE = Path(__file__).resolve().parent
 TARGET_P99 = 3.0
 TARGET_RSS = 1 << 30
 CHANGES = ("cds", "eds")
@@ -77,7 +78,7 @@ SAMPLE = 0.5
 ADMITTED_PER_SECOND = 200
 """The default ramp keeps below the server's admission rate (250 new streams a second)."""
 BASELINE = (
-    "transport floor (bench/transport_floor.py), a bare grpc.aio ADS server handed the "
+    "transport floor (bench/harness/floor.py), a bare grpc.aio ADS server handed the "
     "resources pilothouse served, holding the same N streams from the same load generator "
     "and replaying the same CDS and EDS pushes (ratio: floor RSS ÷ pilothouse RSS; "
     "floor_*_push_seconds and *_push_p99_ratio_floor_to_pilothouse for the pushes)"
@@ -225,18 +226,6 @@ def _trigger(mesh: FanoutMesh, staged: FanoutMesh, work: Path) -> str:
     return f"sh {shlex.quote(str(script))}"
 
 
-def start_pilothouse(mesh: FanoutMesh, work: Path, workers: int = 1) -> ServerProcess:
-    return ServerProcess(
-        "pilothouse",
-        [sys.executable, "-m", "pilothouse.cli.main", "serve", "--config", str(mesh.root),
-         "--xds-address", "127.0.0.1:0", "--admin-address", "127.0.0.1:0",
-         "--workers", str(workers)],
-        work / "pilothouse.log",
-        env={"PILOTHOUSE_FILE_DEBOUNCE": "0.05", "PILOTHOUSE_DEBOUNCE_AFTER": "0.1",
-             "PILOTHOUSE_DRAIN_SECONDS": "1"},
-    )  # fmt: skip
-
-
 async def capture(
     target: str, identity: ProxyNode, changes: tuple[str, str] | None = None
 ) -> Recording:
@@ -289,31 +278,13 @@ def _undo(mesh: FanoutMesh, original: FanoutMesh, work: Path) -> str:
 async def floor_run(
     options: Options, mesh: FanoutMesh, recording: Recording, work: Path
 ) -> dict[str, Any]:
-    floor = ServerProcess(
-        "transport floor",
-        [sys.executable, str(HERE / "transport_floor.py"), "--address", "127.0.0.1:0",
-         "--processes", str(options.workers), "--control-address", "127.0.0.1:0"],
-        work / "floor.log",
-    )  # fmt: skip
+    floor = servers.start_floor(work / "floor.log", options.workers, control=True)
     try:
-        target, controls = await floor_controls(floor, options.workers)
-        async with contextlib.AsyncExitStack() as channels:
-            applies = []
-            for control in controls:
-                channel = await channels.enter_async_context(grpc.aio.insecure_channel(control))
-                applies.append(
-                    channel.unary_unary(
-                        APPLY_METHOD,
-                        request_serializer=lambda message: message.SerializeToString(),
-                        response_deserializer=lambda body: body,
-                    )
-                )
-
-            async def apply(request: Any) -> None:
-                await asyncio.gather(*(each(request) for each in applies))
-
-            for request in recording.load_requests():
-                await apply(request)
+        target, controls = await servers.floor_controls(floor, options.workers)
+        control = servers.FloorControl(controls)
+        try:
+            apply = control.apply
+            await control.load(recording.load_requests())
             namespaces = ",".join(mesh.namespace_names)
             argv = ["--namespaces", namespaces]
             replay: asyncio.Task[None] | None = None
@@ -332,6 +303,8 @@ async def floor_run(
                     replay.cancel()
                     with contextlib.suppress(asyncio.CancelledError, OSError):
                         await replay
+        finally:
+            await control.close()
         return {"report": report, "cpu": cpu, "peak": peak, "held": held}
     finally:
         floor.stop()
@@ -556,11 +529,10 @@ async def run(options: Options) -> dict[str, Any]:
         staged.set_state("eds", 1)
         original = FanoutMesh(work / "original", *shape)
         original.write()
-        server = start_pilothouse(mesh, work, options.workers)
+        env = {"PILOTHOUSE_FILE_DEBOUNCE": "0.05", "PILOTHOUSE_DEBOUNCE_AFTER": "0.1"}
+        server = servers.start_pilothouse(mesh.root, work / "pilothouse.log", env, options.workers)
         try:
-            found = await server.wait_for_line(r"xDS listening on (\S+):(\d+)", 60)
-            await workers_ready(server, options.workers)
-            target = f"{found.group(1)}:{found.group(2)}"
+            target = await servers.pilothouse_target(server, options.workers)
             changes = (_trigger(mesh, staged, work), _undo(mesh, original, work))
             recording = await capture(
                 target,
@@ -625,7 +597,7 @@ def main() -> None:
     began = time.monotonic()
     result = asyncio.run(run(options))
     result["benchmark_seconds"] = round(time.monotonic() - began, 1)
-    print(json.dumps(result), flush=True)
+    emit([result])
 
 
 if __name__ == "__main__":

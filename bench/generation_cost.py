@@ -53,7 +53,6 @@ import contextlib
 import cProfile
 import dataclasses
 import gc
-import json
 import sys
 import tempfile
 import time
@@ -82,6 +81,7 @@ from bench.generation_mesh import (
     read_example,
 )
 from bench.generation_watches import Subscriptions, message_of
+from bench.harness.figures import emit
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.cache import CacheStats
 from pilothouse.push.debounce import DebounceSettings
@@ -494,8 +494,7 @@ def parse_options(argv: Sequence[str] | None = None) -> Options:
 
 def main(argv: Sequence[str] | None = None) -> None:
     options = parse_options(argv)
-    for group in asyncio.run(measure(options)):
-        print(json.dumps(group, ensure_ascii=False), flush=True)
+    emit(asyncio.run(measure(options)))
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import copy
 import gc
-import json
 import sys
 import time
 from collections.abc import Callable
@@ -37,6 +36,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.harness.figures import emit
 from pilothouse.config.load import Loader
 from pilothouse.config.model import Config
 from pilothouse.kinds.table import SCHEMAS
@@ -293,8 +293,8 @@ def main() -> None:
     se_s, _, _, se_endpoints = best(args.runs, lambda: load_service_entries(configs))
     assert kube_endpoints == se_endpoints == workloads, (kube_endpoints, se_endpoints)
     label = f"{args.services} Services with {workloads} Pods"
-    print(
-        json.dumps(
+    emit(
+        [
             {
                 "benchmark": f"kube_registry: load {label}",
                 "headline": "pilothouse_seconds",
@@ -311,12 +311,12 @@ def main() -> None:
                 "(above 1 = the Kubernetes registry loads faster)",
                 "target": "none set by the issue (the API server's list is not included)",
             }
-        )
+        ]
     )
     kube_flip = flip_kube(objects, args.flips, args.runs)
     se_flip = flip_service_entries(configs, args.flips, args.runs)
-    print(
-        json.dumps(
+    emit(
+        [
             {
                 "benchmark": f"kube_registry: one workload's readiness flips ({label})",
                 "headline": "pilothouse_us_per_event",
@@ -330,7 +330,7 @@ def main() -> None:
                 "(registry work only: both take the EDS fast path, no full update)",
                 "target": "none set by the issue",
             }
-        )
+        ]
     )
 
 

@@ -57,10 +57,10 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from fanout_process import ServerProcess
-from fanout_runs import timed_push
-from storm_servers import raise_open_file_limit
-
+from bench.harness.fleet import start_converged
+from bench.harness.process import ServerProcess
+from bench.harness.push import timed_push
+from bench.harness.servers import raise_open_file_limit
 from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
 from pilothouse.loadtest.triggers import write_atomically
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
@@ -355,10 +355,7 @@ async def run_side(
         fleet = ProxyFleet(target, fleet_identities(options.proxies, namespaces=namespaces))
         stack.push_async_callback(fleet.close)
         began = time.monotonic()
-        await fleet.start()
-        report = await fleet.wait_converged(timeout=options.connect_timeout)
-        if not report.converged:
-            raise RuntimeError(f"{figures.name}: {len(report.unconverged)} proxies unconverged")
+        await start_converged(fleet, options.connect_timeout, figures.name)
         figures.connect_seconds = time.monotonic() - began
         figures.clusters_per_proxy = len(fleet.proxies[-1].holds(CDS))
         print(f"{figures.name}: {options.proxies} proxies converged in "

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,7 @@ import yaml
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.harness.figures import emit
 from pilothouse.settings import KubeSettings
 from pilothouse.sources.addresses import build_source
 from pilothouse.sources.events import ConfigStore
@@ -148,8 +148,8 @@ def main() -> None:
             child.stdin.close()
             child.wait(30)
     baseline, ours = min(files), min(kube)
-    print(
-        json.dumps(
+    emit(
+        [
             {
                 "benchmark": "kube_source",
                 "objects": len(objects),
@@ -163,7 +163,7 @@ def main() -> None:
                 "the fake API server runs in a child process)",
                 "target": "none set by the issue (list-and-serve time, recorded)",
             }
-        )
+        ]
     )
 
 

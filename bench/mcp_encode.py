@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -28,7 +27,8 @@ from google.protobuf import any_pb2
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.config_load import best_of
+from bench.harness.figures import emit
+from bench.harness.rounds import best_of
 from pilothouse.api.istio.mcp.v1alpha1 import metadata_pb2, resource_pb2
 from pilothouse.config.load import Loader
 from pilothouse.config.mcp_resource import encode_resource, resource_name
@@ -95,8 +95,8 @@ def main() -> None:
     assert encode_all(protobuf_way, configs) == encode_all(encode_resource, configs)
     baseline = best_of(args.runs, lambda: encode_all(protobuf_way, configs))
     ours = best_of(args.runs, lambda: encode_all(encode_resource, configs))
-    print(
-        json.dumps(
+    emit(
+        [
             {
                 "benchmark": "mcp_encode",
                 "objects": len(configs),
@@ -108,14 +108,14 @@ def main() -> None:
                 "ratio_definition": "baseline seconds ÷ pilothouse seconds (the same bytes)",
                 "target": "none set by the issues (encode once, send many: paid per change)",
             }
-        )
+        ]
     )
     assert [loop_varint(v) for v in VARINT_VALUES] == [varint(v) for v in VARINT_VALUES]
     values = list(VARINT_VALUES)
     baseline = best_of(args.runs, lambda: [loop_varint(v) for v in values])
     ours = best_of(args.runs, lambda: [varint(v) for v in values])
-    print(
-        json.dumps(
+    emit(
+        [
             {
                 "benchmark": "protowire_varint",
                 "varints": len(values),
@@ -128,7 +128,7 @@ def main() -> None:
                 "ratio_definition": "baseline seconds ÷ pilothouse seconds (the same bytes)",
                 "target": "none set by the issues (on the push path)",
             }
-        )
+        ]
     )
 
 

@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import json
 import re
 import sys
 import tempfile
@@ -48,10 +47,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.mcp_sync_floor import FloorSync, sync_once
-from bench.mcp_sync_mesh import write_mesh
-from bench.mcp_sync_phase_child import PhaseRun, PhasesChild
-from bench.mcp_sync_process import (
+from bench.harness.child import (
     Child,
     ChildFailed,
     CpuClock,
@@ -60,6 +56,10 @@ from bench.mcp_sync_process import (
     line_time,
     ready,
 )
+from bench.harness.figures import emit
+from bench.mcp_sync_floor import FloorSync, sync_once
+from bench.mcp_sync_mesh import write_mesh
+from bench.mcp_sync_phase_child import PhaseRun, PhasesChild
 from bench.mcp_sync_report import SinkRun, SizeRun, report
 
 HERE = Path(__file__).resolve().parent
@@ -253,7 +253,7 @@ def main() -> None:
             workdir.mkdir()
             began = time.monotonic()
             run = one_size(count, workdir, args, empty, deadline)
-            print(json.dumps(report(run, args.sink_timeout), ensure_ascii=False), flush=True)
+            emit([report(run, args.sink_timeout)])
             print(f"{count}: {time.monotonic() - began:.0f} s", file=sys.stderr)
 
 

@@ -18,14 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.harness.child import Child
+from bench.harness.figures import ms
 from bench.mcp_sync_phases import PHASES
-from bench.mcp_sync_process import Child
 
 HERE = Path(__file__).resolve().parent
-
-
-def ms(seconds: float) -> float:
-    return round(seconds * 1000, 1)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
+from bench.harness.child import Memory
 from bench.mcp_sync_floor import FloorSync
 from bench.mcp_sync_phase_child import PhaseRun
 from bench.mcp_sync_phases import PHASES, SOURCE_PHASES
-from bench.mcp_sync_process import Memory
 
 GIB_MIB: Final = 1024.0
 TARGET_SECONDS: Final = {10_000: 1.0, 100_000: 10.0}

@@ -1,13 +1,13 @@
 """Benchmark: resident memory per connected proxy, as the fleet grows from 0 to 2,000.
 
 ``pilothouse serve`` runs in its own process on the push fan-out mesh
-(``fanout_mesh.py``: 100 ServiceEntries with DestinationRules and WorkloadEntries
+(``harness/mesh.py``: 100 ServiceEntries with DestinationRules and WorkloadEntries
 in 10 namespaces, every service visible to every proxy). Simulated SotW sidecars
 join it 500 at a time until 2,000 are connected; after each step, once every
 proxy has converged and the server has had a moment to settle, the server's
 VmRSS is read from /proc.
 
-The baseline, in the same run, is the transport floor (``transport_floor.py``, a
+The baseline, in the same run, is the transport floor (``harness/floor.py``, a
 bare grpc.aio ADS server in its own process) handed the very resource bytes
 pilothouse served, and grown the same way; the two servers take turns at every
 step so that both see the same machine.
@@ -21,10 +21,8 @@ object is printed, with the whole ``curve``. The run is bounded by ``--budget``.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
-import json
 import sys
 import tempfile
 import time
@@ -36,26 +34,22 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import grpc
-from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
-from google.protobuf import any_pb2
-
-from bench.fanout_mesh import FanoutMesh
-from bench.fanout_process import ServerProcess
-from bench.transport_floor import APPLY_METHOD
+from bench.harness import servers
+from bench.harness.figures import emit, note
+from bench.harness.fleet import start_converged
+from bench.harness.mesh import FanoutMesh
+from bench.harness.options import fleet_parser, parsed
+from bench.harness.process import ServerProcess
 from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
 from pilothouse.loadtest.proxy import SimulatedProxy
-from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 
-HERE = Path(__file__).resolve().parent
 STEPS = (0, 500, 1000, 1500, 2000)
 SLOPE_FROM = 1000
 SLOPE_TO = 2000
 KIB_TARGET = 100.0
 SETTLE = 2.0
-TYPES = (CDS, EDS, LDS, RDS)
 BASELINE = (
-    "transport floor (bench/transport_floor.py): a bare grpc.aio ADS server holding the "
+    "transport floor (bench/harness/floor.py): a bare grpc.aio ADS server holding the "
     "same number of streams with the same resource bytes"
 )
 
@@ -108,13 +102,7 @@ class GrowingSide:
                 self.target, identities, streams_per_channel=self.streams_per_channel
             )
             self.fleets.append(fleet)
-            await fleet.start()
-            report = await fleet.wait_converged(timeout=self.timeout)
-            if not report.converged:
-                raise RuntimeError(
-                    f"{self.server.name}: {len(report.unconverged)} of {more} proxies never "
-                    f"converged, e.g. {report.unconverged[:3]}"
-                )
+            await start_converged(fleet, self.timeout, self.server.name)
         await asyncio.sleep(SETTLE)
         return self.server.rss_kib()
 
@@ -123,78 +111,16 @@ class GrowingSide:
             await fleet.close()
 
 
-def held_resources(probe: SimulatedProxy) -> list[Any]:
-    """Control requests that load the floor with what ``probe`` was served, type by type."""
-    requests = []
-    for type_url in TYPES:
-        held = probe.holds(type_url)
-        if not probe.counters(type_url).responses:
-            continue
-        resources = [
-            discovery_pb2.Resource(
-                name=resource.name,
-                version=resource.version,
-                resource=any_pb2.Any(type_url=type_url, value=resource.body),
-            )
-            for resource in held.values()
-        ]
-        requests.append(
-            discovery_pb2.DeltaDiscoveryResponse(
-                system_version_info="load", type_url=type_url, resources=resources
-            )
-        )
-    return requests
-
-
-def start_pilothouse(mesh: FanoutMesh, work: Path) -> ServerProcess:
-    return ServerProcess(
-        "pilothouse",
-        [
-            sys.executable,
-            "-m",
-            "pilothouse.cli.main",
-            "serve",
-            "--config",
-            str(mesh.root),
-            "--xds-address",
-            "127.0.0.1:0",
-            "--admin-address",
-            "127.0.0.1:0",
-        ],
-        work / "pilothouse.log",
-        env={"PILOTHOUSE_DRAIN_SECONDS": "1"},
-    )
-
-
-def start_floor(work: Path) -> ServerProcess:
-    return ServerProcess(
-        "transport floor",
-        [sys.executable, str(HERE / "transport_floor.py"), "--address", "127.0.0.1:0"],
-        work / "floor.log",
-    )
-
-
-def _serialize(message: Any) -> bytes:
-    return bytes(message.SerializeToString())
-
-
-def _raw(body: bytes) -> bytes:
-    return body
-
-
 async def measure(
     options: Options, mesh: FanoutMesh, work: Path, stack: contextlib.AsyncExitStack
 ) -> list[Point]:
     """Grow both servers' fleets step by step, in turns; their RSS at every step."""
-    ours_process = start_pilothouse(mesh, work)
+    ours_process = servers.start_pilothouse(mesh.root, work / "pilothouse.log")
     stack.callback(ours_process.stop)
-    floor_process = start_floor(work)
+    floor_process = servers.start_floor(work / "floor.log")
     stack.callback(floor_process.stop)
-    found = await ours_process.wait_for_line(r"xDS listening on (\S+):(\d+)", 60)
-    await ours_process.wait_for_line(r"xds ready", 60)
-    ours_target = f"{found.group(1)}:{found.group(2)}"
-    found = await floor_process.wait_for_line(r"floor listening on (\S+):(\d+)", 60)
-    floor_target = f"{found.group(1)}:{found.group(2)}"
+    ours_target = await servers.pilothouse_target(ours_process)
+    floor_target = await servers.floor_target(floor_process)
 
     def side(server: ServerProcess, target: str) -> GrowingSide:
         return GrowingSide(
@@ -205,11 +131,8 @@ async def measure(
     stack.push_async_callback(ours.close)
     floor = side(floor_process, floor_target)
     stack.push_async_callback(floor.close)
-    channel = grpc.aio.insecure_channel(floor_target)
-    stack.push_async_callback(channel.close)
-    apply = channel.unary_unary(
-        APPLY_METHOD, request_serializer=_serialize, response_deserializer=_raw
-    )
+    control = servers.FloorControl(floor_target)
+    stack.push_async_callback(control.close)
 
     ours_rss: dict[int, int] = {}
     floor_rss: dict[int, int] = {}
@@ -219,18 +142,12 @@ async def measure(
         if not ours.connected:
             continue  # the floor has nothing to serve until pilothouse has served someone
         if not floor_rss:
-            for request in held_resources(ours.probe):
-                await apply(request)
+            await control.load(servers.floor_load_requests(ours.probe))
         for behind in options.steps:
             if behind <= step and behind not in floor_rss:
                 floor_rss[behind] = await floor.grow_to(behind)
                 note(f"floor, {behind} proxies: {floor_rss[behind] / 1024:.1f} MiB")
     return [Point(step, ours_rss[step], floor_rss[step]) for step in options.steps]
-
-
-def note(line: str) -> None:
-    """Progress, on stderr (stdout carries the result)."""
-    print(line, file=sys.stderr, flush=True)
 
 
 def slope_kib(points: Sequence[Point], low: int, high: int, pick: str) -> float:
@@ -282,32 +199,20 @@ def report(points: Sequence[Point], services: int) -> dict[str, Any]:
     }
 
 
-def parse_options() -> Options:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse_options(argv: list[str] | None = None) -> Options:
+    parser = fleet_parser(__doc__)
     parser.add_argument(
         "--steps",
-        default=",".join(str(step) for step in STEPS),
+        type=lambda text: tuple(sorted({int(step) for step in text.split(",")})),
+        default=STEPS,
         help=f"proxy counts, comma-separated; must include {SLOPE_FROM} and {SLOPE_TO}",
     )
-    parser.add_argument("--services", type=int, default=100)
-    parser.add_argument("--namespaces", type=int, default=10)
-    parser.add_argument("--endpoints", type=int, default=2, help="WorkloadEntries per service")
-    parser.add_argument("--streams-per-channel", type=int, default=100)
     parser.add_argument("--timeout", type=float, default=90.0, help="per wait, seconds")
     parser.add_argument("--budget", type=float, default=360.0, help="whole run, seconds")
-    args = parser.parse_args()
-    steps = tuple(sorted({int(step) for step in args.steps.split(",")}))
-    if SLOPE_FROM not in steps or SLOPE_TO not in steps:
+    options = parsed(parser, Options, argv)
+    if SLOPE_FROM not in options.steps or SLOPE_TO not in options.steps:
         parser.error(f"--steps must include {SLOPE_FROM} and {SLOPE_TO}")
-    return Options(
-        steps=steps,
-        services=args.services,
-        namespaces=args.namespaces,
-        endpoints=args.endpoints,
-        streams_per_channel=args.streams_per_channel,
-        timeout=args.timeout,
-        budget=args.budget,
-    )
+    return options
 
 
 async def run(options: Options) -> None:
@@ -318,8 +223,8 @@ async def run(options: Options) -> None:
         mesh.write()
         async with contextlib.AsyncExitStack() as stack, asyncio.timeout(options.budget):
             points = await measure(options, mesh, work, stack)
-    print(json.dumps(report(points, options.services)), flush=True)
-    print(f"done in {time.monotonic() - began:.0f}s", file=sys.stderr)
+    emit([report(points, options.services)])
+    note(f"done in {time.monotonic() - began:.0f}s")
 
 
 def main() -> None:

@@ -43,7 +43,6 @@ import asyncio
 import dataclasses
 import gc
 import importlib
-import json
 import statistics
 import sys
 import time
@@ -57,8 +56,9 @@ if __package__ in (None, ""):
 
 from envoy.service.discovery.v3 import discovery_pb2
 
-from bench.fanout_mesh import DESTINATION_RULE, PORT, SERVICE_ENTRY, WORKLOAD_ENTRY
 from bench.generation_watches import eds_name, route_names
+from bench.harness.figures import emit
+from bench.harness.mesh import DESTINATION_RULE, PORT, SERVICE_ENTRY, WORKLOAD_ENTRY
 from pilothouse.loadtest.fleet import fleet_identities
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 
@@ -441,7 +441,7 @@ def main() -> None:
         args.services, args.proxies, args.rounds, args.baseline, args.work_samples
     )
     for line in asyncio.run(run(options)):
-        print(json.dumps(line), flush=True)
+        emit([line])
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ DestinationRule and a WorkloadEntry, every proxy seeing all of them) with ``--pr
 SotW connections made as the gRPC servicer makes them, each with the real writer loop
 (``xds/server/writer.py``) and the servicer's request handling
 (``StreamHandler._handle`` after the servicer's request parser). Beside it, the
-transport floor's own logic (``transport_floor.Floor``: responses encoded once, one
+transport floor's own logic (``harness.floor.Floor``: responses encoded once, one
 queue and one writer loop per stream, requests parsed with ``FromString``) holds as
 many streams watching the same names. No gRPC on either side: a write stores the bytes
 and yields to the loop once, so the figures are the Python each server runs per
@@ -42,7 +42,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import json
 import statistics
 import sys
 import time
@@ -57,8 +56,10 @@ if __package__ in (None, ""):
 
 from envoy.service.discovery.v3 import discovery_pb2
 
+from bench.harness.figures import emit
+from bench.harness.floor import Floor, FloorStream
+from bench.harness.rounds import spread
 from bench.metrics_overhead import NAMESPACE, endpoint_yaml, mesh_yaml, rule_yaml
-from bench.transport_floor import Floor, FloorStream
 from pilothouse.kinds.table import SCHEMAS
 from pilothouse.loadtest.fleet import fleet_identities
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
@@ -489,12 +490,12 @@ async def run(options: Options) -> list[dict[str, Any]]:
         {
             "benchmark": f"push_cost: an ACK that changes nothing (SotW EDS, {options.proxies} "
             "proxies, in process)",
-            "baseline": "the transport floor's logic (bench/transport_floor.py Floor) in the "
+            "baseline": "the transport floor's logic (bench/harness/floor.py Floor) in the "
             "same process, parsing and ignoring the same ACK",
             "services_per_proxy": options.services,
             "samples": len(mine.noop_ack_us),
             "pilothouse_us_per_ack": round(ack_us, 2),
-            "pilothouse_us_per_ack_spread": _spread(mine.noop_ack_us),
+            "pilothouse_us_per_ack_spread": spread(mine.noop_ack_us),
             "floor_us_per_ack": round(floor_ack_us, 2),
             "ratio_to_baseline": round(floor_ack_us / ack_us, 3),
             "ratio_definition": "floor µs ÷ pilothouse µs per no-op ACK (1 = as cheap)",
@@ -508,10 +509,6 @@ async def run(options: Options) -> list[dict[str, Any]]:
     await floor.stop()
     await mine.stop()
     return lines
-
-
-def _spread(values: list[float]) -> str:
-    return f"{min(values):.2f}–{max(values):.2f}"
 
 
 def _line(
@@ -539,7 +536,7 @@ def _line(
         ]
         before = {
             "pilothouse_us_per_response_uncompared": round(statistics.median(old_us), 1),
-            "pilothouse_us_per_response_uncompared_spread": _spread(old_us),
+            "pilothouse_us_per_response_uncompared_spread": spread(old_us),
             "pilothouse_push_us_per_response_uncompared": round(
                 statistics.median(mine.push_cpu[uncompared]) / mine.responses[uncompared] * 1e6,
                 1,
@@ -555,14 +552,14 @@ def _line(
     return {
         "benchmark": f"push_cost: {kind.upper()} change to every proxy (SotW, {options.proxies} "
         "proxies, in process, no gRPC)",
-        "baseline": "the transport floor's logic (bench/transport_floor.py Floor) in the same "
+        "baseline": "the transport floor's logic (bench/harness/floor.py Floor) in the same "
         "process, pushing the same resource bytes to as many in-memory streams",
         "services_per_proxy": options.services,
         "rounds": options.rounds,
         "responses_per_round_pilothouse": mine.responses[kind],
         "responses_per_round_floor": floor.responses[kind],
         "pilothouse_us_per_response": round(statistics.median(mine_us), 1),
-        "pilothouse_us_per_response_spread": _spread(mine_us),
+        "pilothouse_us_per_response_spread": spread(mine_us),
         "pilothouse_push_us_per_response": round(
             statistics.median(mine.push_cpu[kind]) / mine.responses[kind] * 1e6, 1
         ),
@@ -570,7 +567,7 @@ def _line(
             statistics.median(mine.ack_cpu[kind]) / mine.responses[kind] * 1e6, 1
         ),
         "floor_us_per_response": round(statistics.median(floor_us), 1),
-        "floor_us_per_response_spread": _spread(floor_us),
+        "floor_us_per_response_spread": spread(floor_us),
         # per proxy pushed: a change that costs a proxy more responses than the floor
         # sends it (or fewer) shows here, not in the per-response figures
         "pilothouse_us_per_proxy": round(
@@ -611,7 +608,7 @@ def main() -> None:
         connection.unaffected_types = lambda request: frozenset()  # type: ignore[assignment]
     options = Options(args.services, args.proxies, args.rounds, args.debounce, args.ack_repeats)
     for line in asyncio.run(run(options)):
-        print(json.dumps(line), flush=True)
+        emit([line])
 
 
 if __name__ == "__main__":

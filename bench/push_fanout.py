@@ -18,7 +18,7 @@ converged proxies minus RSS with none, over N; with ``--slope`` also from N to 2
 come from /proc.
 
 In the same run the same fleet code connects another N streams to the
-transport floor (``transport_floor.py``, a bare grpc.aio ADS server), which is
+transport floor (``harness/floor.py``, a bare grpc.aio ADS server), which is
 handed the very resource bytes pilothouse sent and pushes the same changes on a
 control call. Both servers run side by side and their runs alternate (pilothouse
 run i, then the floor's replay of it), so that both see the same machine. Ratios
@@ -28,7 +28,7 @@ reported beside its p99, with the issue's target for the EDS spread at 1,000
 proxies (at least 0.7 of the floor's).
 
 ``--workers N`` runs ``serve --workers N`` against a floor in N processes sharing
-its port (``SO_REUSEPORT``, ``transport_floor.py --processes N``), each loaded and
+its port (``SO_REUSEPORT``, ``harness/floor.py --processes N``), each loaded and
 pushed through its own control port: the same process count on both sides. CPU
 and RSS are then the whole process tree's (pilothouse: the supervisor, which only
 polls its workers, and every worker), and the connections each process holds are
@@ -41,26 +41,26 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import grpc
-from fanout_mesh import FanoutMesh
-from fanout_process import Profiler, ServerProcess, floor_controls, workers_ready
-from fanout_report import figure_groups
-from fanout_runs import summarize_runs
-from fanout_side import SETTLE, TRIGGERS, FileWrites, Limits, Recording, Side
-from transport_floor import APPLY_METHOD
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
-from pilothouse.loadtest.identity import ProxyNode
+from bench.fanout_report import figure_groups
+from bench.fanout_side import SETTLE, TRIGGERS, FileWrites, Limits, Recording, Side
+from bench.harness import servers
+from bench.harness.figures import emit, note
+from bench.harness.fleet import connect
+from bench.harness.mesh import FanoutMesh
+from bench.harness.options import fleet_parser, parsed
+from bench.harness.process import Profiler
+from bench.harness.push import summarize_runs
+from pilothouse.loadtest.fleet import ProxyFleet
 
-HERE = Path(__file__).resolve().parent
 PAUSE = 0.5
 
 
@@ -82,94 +82,36 @@ class Options:
     workers: int
 
 
-def _serialize(message: Any) -> bytes:
-    return bytes(message.SerializeToString())
-
-
-def _raw(body: bytes) -> bytes:
-    return body
-
-
-def start_pilothouse(options: Options, mesh: FanoutMesh, work: Path) -> ServerProcess:
-    return ServerProcess(
-        "pilothouse",
-        [
-            sys.executable,
-            "-m",
-            "pilothouse.cli.main",
-            "serve",
-            "--config",
-            str(mesh.root),
-            "--xds-address",
-            "127.0.0.1:0",
-            "--admin-address",
-            "127.0.0.1:0",
-            "--workers",
-            str(options.workers),
-        ],
-        work / "pilothouse.log",
-        env={
-            "PILOTHOUSE_FILE_DEBOUNCE": str(options.file_debounce),
-            "PILOTHOUSE_DEBOUNCE_AFTER": str(options.debounce_after),
-            "PILOTHOUSE_DRAIN_SECONDS": "1",
-        },
-    )
-
-
-def start_floor(work: Path, processes: int = 1) -> ServerProcess:
-    return ServerProcess(
-        "transport floor",
-        [
-            sys.executable,
-            str(HERE / "transport_floor.py"),
-            "--address",
-            "127.0.0.1:0",
-            "--processes",
-            str(processes),
-            "--control-address",
-            "127.0.0.1:0",
-        ],
-        work / "floor.log",
-    )
-
-
 async def compare(
     options: Options, mesh: FanoutMesh, work: Path, stack: contextlib.AsyncExitStack
 ) -> tuple[Side, Side]:
     """Start both servers, connect a fleet to each, and alternate their timed pushes."""
 
-    def fleet(target: str, identities: list[ProxyNode]) -> ProxyFleet:
-        return ProxyFleet(
+    def fleet(target: str, app: str = "app") -> ProxyFleet:
+        return connect(
             target,
-            identities,
-            delta=options.delta,
+            options.proxies,
+            mesh.namespace_names,
             streams_per_channel=options.streams_per_channel,
+            delta=options.delta,
+            app=app,
         )
 
     limits = Limits(options.timeout, options.tail)
-    identities = fleet_identities(options.proxies, namespaces=mesh.namespace_names)
-    ours_process = start_pilothouse(options, mesh, work)
+    env = {
+        "PILOTHOUSE_FILE_DEBOUNCE": str(options.file_debounce),
+        "PILOTHOUSE_DEBOUNCE_AFTER": str(options.debounce_after),
+    }
+    log = work / "pilothouse.log"
+    ours_process = servers.start_pilothouse(mesh.root, log, env, options.workers)
     stack.callback(ours_process.stop)
-    floor_process = start_floor(work, options.workers)
+    floor_process = servers.start_floor(work / "floor.log", options.workers, control=True)
     stack.callback(floor_process.stop)
-    found = await ours_process.wait_for_line(r"xDS listening on (\S+):(\d+)", 60)
-    await workers_ready(ours_process, options.workers)
-    ours_target = f"{found.group(1)}:{found.group(2)}"
-    floor_target, controls = await floor_controls(floor_process, options.workers)
-    applies = []
-    for control in controls:
-        channel = grpc.aio.insecure_channel(control)
-        stack.push_async_callback(channel.close)
-        applies.append(
-            channel.unary_unary(
-                APPLY_METHOD, request_serializer=_serialize, response_deserializer=_raw
-            )
-        )
-
-    async def apply(request: Any) -> None:
-        """Hand every floor process the request at once."""
-        await asyncio.gather(*(each(request) for each in applies))
-
+    ours_target = await servers.pilothouse_target(ours_process, options.workers)
+    floor_target, controls = await servers.floor_controls(floor_process, options.workers)
+    control = servers.FloorControl(controls)
+    stack.push_async_callback(control.close)
+    apply = control.apply
     recording = Recording()
     writes = FileWrites(ours_process)
 
@@ -181,13 +123,13 @@ async def compare(
         await apply(recording.push_request(kind, index))
 
     await asyncio.sleep(SETTLE)
-    ours = Side(ours_process, ours_target, fire_ours, fleet, identities, limits)
+    ours = Side(ours_process, ours_target, fire_ours, fleet, limits)
     stack.push_async_callback(ours.close)
     await ours.connect()
     recording.record_initial(ours.probe)
     for request in recording.load_requests():
         await apply(request)
-    floor = Side(floor_process, floor_target, fire_floor, fleet, identities, limits)
+    floor = Side(floor_process, floor_target, fire_floor, fleet, limits)
     stack.push_async_callback(floor.close)
     await floor.connect()
 
@@ -212,21 +154,16 @@ async def compare(
     for side, target in ((ours, ours_target), (floor, floor_target)):
         side.figures.connections = side.server.connections(int(target.rsplit(":", 1)[1]))
     if options.slope:
-        more = fleet_identities(options.proxies, namespaces=mesh.namespace_names, app="more")
         for side in (ours, floor):
-            await side.double(more)
+            await side.double("more")
     return ours, floor
 
 
-def parse_options() -> Options:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse_options(argv: list[str] | None = None) -> Options:
+    parser = fleet_parser(__doc__)
     parser.add_argument("--proxies", type=int, default=1000)
-    parser.add_argument("--services", type=int, default=100)
-    parser.add_argument("--namespaces", type=int, default=10)
-    parser.add_argument("--endpoints", type=int, default=2, help="WorkloadEntries per service")
     parser.add_argument("--runs", type=int, default=5, help="pushes timed per trigger")
     parser.add_argument("--delta", action="store_true", help="delta xDS instead of SotW")
-    parser.add_argument("--streams-per-channel", type=int, default=100)
     parser.add_argument(
         "--workers",
         type=int,
@@ -249,25 +186,10 @@ def parse_options() -> Options:
         metavar="DIR",
         help="record py-spy collapsed stacks of each server's pushes into DIR (slows them)",
     )
-    args = parser.parse_args()
-    if args.workers < 1:
+    options = parsed(parser, Options, argv)
+    if options.workers < 1:
         parser.error("--workers must be at least 1")
-    return Options(
-        proxies=args.proxies,
-        services=args.services,
-        namespaces=args.namespaces,
-        endpoints=args.endpoints,
-        runs=args.runs,
-        delta=args.delta,
-        streams_per_channel=args.streams_per_channel,
-        file_debounce=args.file_debounce,
-        debounce_after=args.debounce_after,
-        slope=args.slope,
-        timeout=args.timeout,
-        tail=args.tail,
-        profile=args.profile,
-        workers=args.workers,
-    )
+    return options
 
 
 async def run(options: Options) -> None:
@@ -278,9 +200,8 @@ async def run(options: Options) -> None:
         mesh.write()
         async with contextlib.AsyncExitStack() as stack:
             ours, floor = await compare(options, mesh, work, stack)
-    for group in figure_groups(options, ours.figures, floor.figures):
-        print(json.dumps(group), flush=True)
-    print(f"done in {time.monotonic() - began:.0f}s", file=sys.stderr)
+    emit(figure_groups(options, ours.figures, floor.figures))
+    note(f"done in {time.monotonic() - began:.0f}s")
 
 
 def main() -> None:

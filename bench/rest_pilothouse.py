@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Final
 
-from bench.mcp_sync_process import Child, ChildFailed
+from bench.harness.child import Child, ChildFailed
 
 ADMIN_LINE: Final = r"admin \([^)]*\) listening on 127\.0\.0\.1:(\d+)"
 ENV: Final = {"PILOTHOUSE_DRAIN_SECONDS": "1"}

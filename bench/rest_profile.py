@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.mcp_sync_process import Child
+from bench.harness.child import Child
 
 
 @dataclass

@@ -45,6 +45,7 @@ from typing import Any, Protocol
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.harness.figures import emit
 from bench.rest_cpu import group_cpu_seconds
 from bench.rest_load import Expect, LoadRound, count_clusters, fetch, load_round
 from bench.rest_mesh import OUTBOUND_PREFIX, request_body, write_services
@@ -265,7 +266,7 @@ def main() -> None:
         root = args.keep or Path(scratch.enter_context(tempfile.TemporaryDirectory("-rest")))
         root.mkdir(parents=True, exist_ok=True)
         result = run(args, root)
-        print(json.dumps(result, ensure_ascii=False), flush=True)
+        emit([result])
     print(f"rest_sovereign: {time.monotonic() - began:.0f} s", file=sys.stderr)
 
 

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any, Final
 
-from bench.mcp_sync_process import Child, ChildFailed, free_port
+from bench.harness.child import Child, ChildFailed, free_port
 
 TEMPLATE: Final = '''\
 """sovereign template for the REST discovery benchmark: the source's clusters as they are."""

@@ -11,10 +11,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bench.storm_runs import StormSummary
+from bench.harness.figures import mib as _mib
+from bench.harness.figures import ratio
+from bench.harness.figures import s as _s
+from bench.harness.storm import StormSummary
 
 BASELINE = (
-    "transport floor (bench/transport_floor.py): a bare grpc.aio ADS server serving the "
+    "transport floor (bench/harness/floor.py): a bare grpc.aio ADS server serving the "
     "same pre-encoded resource bytes to the same N SotW streams, started the same way"
 )
 
@@ -41,18 +44,6 @@ class StormSize:
     @property
     def proxies(self) -> int:
         return self.ours.proxies
-
-
-def ratio(floor: float, ours: float) -> float:
-    return round(floor / ours, 2) if ours > 0 else float("inf")
-
-
-def _mib(kib: float) -> float:
-    return round(kib / 1024, 1)
-
-
-def _s(seconds: float) -> float:
-    return round(seconds, 2)
 
 
 def _errors(summary: StormSummary, reference: tuple[tuple[str, int], ...]) -> str:

@@ -1,6 +1,6 @@
 """Benchmark: push fan-out with ``serve --workers 1`` against ``--workers 2``, in one run.
 
-The generated fan-out mesh (``fanout_mesh.py``: ``--services`` ServiceEntries with
+The generated fan-out mesh (``harness/mesh.py``: ``--services`` ServiceEntries with
 DestinationRules, all visible to every proxy) is served by ``pilothouse serve
 --workers 1``, then by ``--workers 2`` (each started fresh, on ports 0). N simulated
 proxies (``ProxyFleet``, a few streams per HTTP/2 connection so that the kernel spreads
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
 import sys
 import tempfile
@@ -23,11 +22,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fanout_mesh import FanoutMesh
-from fanout_process import ServerProcess
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.harness.figures import emit
+from bench.harness.fleet import holds_new, start_converged
+from bench.harness.mesh import FanoutMesh
+from bench.harness.process import ServerProcess
 from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
-from pilothouse.loadtest.proxy import SimulatedProxy
 
 CDS = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 ENVIRONMENT = {
@@ -73,11 +75,8 @@ async def side(workers: int, toggle: Toggle, args: argparse.Namespace, log: Path
             streams_per_channel=args.streams_per_channel,
             seed=1,
         )
-        await fleet.start()
         try:
-            connect = await fleet.wait_converged(timeout=120)
-            if not connect.converged:
-                raise RuntimeError(f"{len(connect.unconverged)} proxies never converged")
+            connect = await start_converged(fleet, 120)
             await asyncio.sleep(1.0)
             p50s, lasts = [], []
             for _ in range(args.runs):
@@ -98,13 +97,7 @@ async def side(workers: int, toggle: Toggle, args: argparse.Namespace, log: Path
 
 async def timed_change(fleet: ProxyFleet, toggle: Toggle) -> tuple[float, float]:
     """Rewrite service 0's DestinationRule; (p50, last) seconds until proxies hold it."""
-    cluster = toggle.mesh.cluster(0)
-    old = fleet.proxies[0].holds(CDS)[cluster].body
-
-    def updated(proxy: SimulatedProxy) -> bool:
-        held = proxy.holds(CDS).get(cluster)
-        return held is not None and held.body != old
-
+    updated = holds_new(fleet, CDS, toggle.mesh.cluster(0))
     start = time.monotonic()
     toggle.flip()
     report = await fleet.wait_converged(updated, timeout=60, since=start)
@@ -128,8 +121,8 @@ async def main() -> None:
         toggle = Toggle(mesh)
         one = await side(1, toggle, args, folder / "serve-1.log")
         two = await side(2, toggle, args, folder / "serve-2.log")
-    print(
-        json.dumps(
+    emit(
+        [
             {
                 "benchmark": "workers_fanout",
                 "proxies": args.proxies,
@@ -148,8 +141,7 @@ async def main() -> None:
                 "(above 1: two workers push faster)",
                 "target": "none set by the issues (the proxies share the machine's cores)",
             }
-        ),
-        flush=True,
+        ]
     )
     print(f"done in {time.monotonic() - began:.0f}s", file=sys.stderr)
 

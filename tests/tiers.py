@@ -42,6 +42,8 @@ them earns. Envoy's protos (``envoy.config`` and the like) start nothing."""
 BY_FIXTURE: Mapping[str, str] = {
     "envoy_factory": "envoy",
     "envoy_path": "envoy",
+    "gateway_envoy": "envoy",
+    "module_etcd": "etcd",
 }
 """Suite fixtures that start a peer."""
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from bench.admission_figures import Admissions, admitted_times, busiest_window, refusals
 from bench.admission_storm import Options, Side, report, verdict
+from bench.harness.storm import StormRun
 from bench.run_all import SCRIPTS
-from bench.storm_runs import StormRun
 from pilothouse import logfmt
 
 LOG = """\

@@ -36,9 +36,10 @@ from bench.churn_floor import (
 )
 from bench.churn_ledger import ChurnLedger, LedgerTap
 from bench.churn_report import ChurnShape, ChurnSize, figure_groups, verdict
-from bench.churn_runs import ChurnPlan, ChurnRun, by_quarter, make_events, percentiles
+from bench.churn_runs import ChurnPlan, ChurnRun, by_quarter, make_events
 from bench.churn_watchlog import config_updates, watch_latencies
-from bench.fanout_mesh import FanoutMesh, endpoint_address
+from bench.harness.mesh import FanoutMesh, endpoint_address
+from bench.harness.rounds import percentiles
 from pilothouse.config.load import Loader
 from pilothouse.kinds.table import SCHEMAS
 from pilothouse.loadtest.holdings import HeldResource, XdsEvent

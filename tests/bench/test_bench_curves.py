@@ -4,17 +4,19 @@ made-up measurements."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
+# fanout_curve imports its neighbours by bare name, as it does when run from bench/
+from bench.fanout_curve import (
+    cpu_ratios,
+    cpu_verdict,
+    fanout_point,
+    fleet_point,
+    report,
+    spread_rows,
+)
 from bench.memory_slope import Point, slope_kib
 from bench.memory_slope import report as memory_report
-
-# fanout_curve imports its neighbours by bare name, as it does when run from bench/
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-
-from fanout_curve import cpu_ratios, cpu_verdict, fanout_point, fleet_point, report, spread_rows
 
 MIB = 1024
 

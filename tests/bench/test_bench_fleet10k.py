@@ -5,17 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 
 # the script imports its neighbours by bare name, as it does when run from bench/
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-
-from fanout_side import Recording
-from fleet10k import CHANGES, _replay
+from bench.fanout_side import Recording
+from bench.fleet10k import CHANGES, _replay
 
 
 async def test_each_number_written_pushes_that_change(tmp_path: Path) -> None:

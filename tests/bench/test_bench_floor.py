@@ -1,4 +1,4 @@
-"""The transport floor (bench/transport_floor.py): its protocol rules and a real stream.
+"""The transport floor (bench/harness/floor.py): its protocol rules and a real stream.
 
 The floor stands in for the fastest possible ADS server in the push fan-out
 benchmark, so it must still behave as a server a proxy converges against:
@@ -21,14 +21,15 @@ from envoy.config.endpoint.v3 import endpoint_pb2  # type: ignore[import-untyped
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 from google.protobuf import any_pb2
 
-from bench.fanout_process import ServerProcess, floor_controls
-from bench.transport_floor import (
+from bench.harness.floor import (
     APPLY_METHOD,
     Floor,
     FloorService,
     FloorStream,
     add_floor_services,
 )
+from bench.harness.process import ServerProcess
+from bench.harness.servers import floor_controls
 from pilothouse.loadtest import SimulatedProxy, mesh_identity
 from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
 from pilothouse.loadtest.identity import ProxyFlavour
@@ -216,7 +217,7 @@ async def test_a_floor_in_two_processes_shares_its_port_and_each_serves_what_it_
     the kernel converges and gets a push made through every control port."""
     floor = ServerProcess(
         "transport floor",
-        [sys.executable, str(BENCH / "transport_floor.py"), "--processes", "2",
+        [sys.executable, str(BENCH / "harness" / "floor.py"), "--processes", "2",
          "--address", "127.0.0.1:0", "--control-address", "127.0.0.1:0"],
         tmp_path / "floor.log",
     )  # fmt: skip

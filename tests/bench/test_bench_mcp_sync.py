@@ -11,11 +11,11 @@ from typing import Any
 
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 
+from bench.harness.child import Child, CpuClock, line_time
 from bench.mcp_sync_floor import encode, specs
 from bench.mcp_sync_mesh import service_entry, service_entry_text, write_mesh
 from bench.mcp_sync_phase_child import PhaseRun
 from bench.mcp_sync_phases import PHASES, measure, source_store
-from bench.mcp_sync_process import Child, CpuClock, line_time
 from bench.mcp_sync_report import SinkRun, cpu_text
 from pilothouse.api.istio.networking.v1alpha3 import service_entry_pb2
 from pilothouse.config.documents import RawObject
@@ -101,21 +101,38 @@ def test_a_cut_off_run_names_the_phase_that_did_not_finish() -> None:
 
 
 def test_the_cpu_clock_counts_a_busy_span_and_not_an_idle_one(tmp_path: Path) -> None:
-    # idle for 0.4 s, then busy for 0.4 s of CPU, then idle again
+    # started and idle, then busy for 0.4 s of CPU when told, then idle again; the files
+    # mark the phases, so a slow start on a loaded machine cannot move the busy part out
+    # of the measured span
+    ready, go, done = (tmp_path / name for name in ("ready", "go", "done"))
     program = (
-        "import time\n"
-        "time.sleep(0.4)\n"
+        "import os, sys, time\n"
+        "ready, go, done = sys.argv[1:]\n"
+        "open(ready, 'w').close()\n"
+        "while not os.path.exists(go): time.sleep(0.02)\n"
         "end = time.process_time() + 0.4\n"
         "while time.process_time() < end: pass\n"
-        "time.sleep(5)\n"
+        "open(done, 'w').close()\n"
+        "time.sleep(30)\n"
     )
-    child = Child("burner", [sys.executable, "-c", program], tmp_path / "burner.log")
+    command = [sys.executable, "-c", program, str(ready), str(go), str(done)]
+    child = Child("burner", command, tmp_path / "burner.log")
+
+    def wait_for(marker: Path) -> None:
+        deadline = time.monotonic() + 30
+        while not marker.exists():
+            assert time.monotonic() < deadline, f"the child never wrote {marker.name}"
+            time.sleep(0.01)
+
     try:
+        wait_for(ready)
         clock = CpuClock([child])
         began = time.time()
-        time.sleep(0.25)
+        time.sleep(0.4)
         idle_until = time.time()
-        time.sleep(1.4)  # the busy part falls in here, whatever the start-up took
+        go.touch()
+        wait_for(done)
+        time.sleep(0.2)
         ended = time.time()
         time.sleep(0.05)
         clock.stop()

@@ -1,11 +1,11 @@
-"""The push fan-out benchmark's mesh (bench/fanout_mesh.py): valid Istio config, and each
+"""The push fan-out benchmark's mesh (bench/harness/mesh.py): valid Istio config, and each
 trigger rewrites exactly one object into a different state."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from bench.fanout_mesh import FanoutMesh
+from bench.harness.mesh import FanoutMesh
 from pilothouse.config.load import Loader
 from pilothouse.kinds.table import SCHEMAS
 

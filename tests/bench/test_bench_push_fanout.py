@@ -1,20 +1,15 @@
-"""bench/push_fanout.py's figures (fanout_report.py, fanout_runs.py), from made-up runs: the
+"""bench/push_fanout.py's figures (fanout_report.py, harness/push.py), from made-up runs: the
 fan-out spread of a push beside its p99, the spread's target at 1,000 proxies, and the floor
 named for what it is with ``--workers 2``."""
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 
-# the scripts import their neighbours by bare name, as they do when run from bench/
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-
-from fanout_report import figure_groups, spread_verdict
-from fanout_runs import PushRun, PushSummary, summarize_runs
+from bench.fanout_report import figure_groups, spread_verdict
+from bench.harness.push import PushRun, PushSummary, summarize_runs
 
 
 @dataclass(frozen=True)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import resource
 from typing import Any
 
+from bench.harness.floor import FloorService, add_floor_services
+from bench.harness.servers import floor_load_requests, raise_open_file_limit
+from bench.harness.storm import PeakMemory, StormRun, storm, summarize_storms
 from bench.storm_report import StormShape, StormSize, figure_groups, verdict
-from bench.storm_runs import PeakMemory, StormRun, storm, summarize_storms
-from bench.storm_servers import floor_load_requests, raise_open_file_limit
-from bench.transport_floor import FloorService, add_floor_services
 from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
 from pilothouse.protocol.type_urls import CDS, EDS
 from pilothouse.xds.server.ads import new_grpc_server

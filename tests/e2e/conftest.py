@@ -2,6 +2,12 @@
 
 ``envoy_factory`` and ``upstream_factory`` are async callables; whatever they started is
 stopped at teardown, also when the test failed.
+
+``gateway_envoy`` is one in-process pilothouse and one Envoy gateway shared by the tests
+of one module, once per ADS transport (see ``tests/e2e/shared_gateway.py``); a test takes
+its turn on it through ``gateway_turn``.  Both run in the module's event loop, so a module
+using them marks its tests ``pytest.mark.asyncio(loop_scope="module")`` and starts its
+upstreams through the turn, not through ``upstream_factory``.
 """
 
 from __future__ import annotations
@@ -10,11 +16,15 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 
+from pilothouse.bootstrap.envoy import XdsTransport
 from tests.e2e.harness.envoy import envoy_binary
 from tests.e2e.harness.fleet import EnvoyFleet
 from tests.e2e.harness.ports import free_port as pick_free_port
 from tests.e2e.harness.upstreams import UpstreamPool
+from tests.e2e.shared_gateway import GatewayTurn, SharedGateway
+from tests.e2e.traffic_mesh import TRANSPORTS
 
 
 @pytest.fixture(scope="session")
@@ -48,3 +58,29 @@ async def upstream_factory() -> AsyncIterator[UpstreamPool]:
 def free_port() -> Callable[[], int]:
     """``free_port()``: a loopback port that is free right now (a new one each call)."""
     return pick_free_port
+
+
+@pytest_asyncio.fixture(
+    scope="module", loop_scope="module", params=TRANSPORTS, ids=[t.value for t in TRANSPORTS]
+)
+async def gateway_envoy(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[SharedGateway]:
+    """One pilothouse and one Envoy gateway for the module's tests, per ADS transport."""
+    transport: XdsTransport = request.param
+    fleet = EnvoyFleet(tmp_path_factory.mktemp(f"gateway-{transport.value}"))
+    shared = SharedGateway(transport, fleet)
+    try:
+        yield await shared.start()
+    finally:
+        await shared.stop()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def gateway_turn(gateway_envoy: SharedGateway) -> AsyncIterator[GatewayTurn]:
+    """This test's turn on the module's gateway: what it applied is deleted at the end."""
+    turn = GatewayTurn(gateway_envoy)
+    try:
+        yield turn
+    finally:
+        await turn.close()

@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 from bench.admission_figures import admitted_times, busiest_window, refusals
-from bench.fanout_mesh import FanoutMesh
-from bench.storm_servers import raise_open_file_limit
+from bench.harness.mesh import FanoutMesh
+from bench.harness.servers import raise_open_file_limit
 from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from tests.e2e.harness.serve_process import ServeProcess

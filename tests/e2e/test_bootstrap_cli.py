@@ -1,4 +1,8 @@
-"""`pilothouse bootstrap` prints bootstraps that real Envoy accepts, and refuses bad nodes."""
+"""`pilothouse bootstrap` prints bootstraps that real Envoy accepts, and refuses bad nodes.
+
+The command only prints, so most tests run it in this process (``run_cli``: the same
+parser and code); the gRPC bootstrap and the bad node run it as the process a user starts.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +13,17 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.harness.cli_in_process import Ran, run_cli
 from tests.e2e.harness.envoy import validate_bootstrap
 
 NODE = "sidecar~127.0.0.1~productpage-v1.bookinfo~bookinfo.svc.cluster.local"
 
 
-def bootstrap(*args: str) -> subprocess.CompletedProcess[str]:
+def bootstrap(*args: str) -> Ran:
+    return run_cli("bootstrap", *args)
+
+
+def bootstrap_process(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "pilothouse.cli.main", "bootstrap", *args],
         capture_output=True, text=True, timeout=30,
@@ -33,7 +42,7 @@ async def test_envoy_accepts_the_bootstrap(tmp_path: Path, flavour: list[str]) -
 
 
 def test_grpc_bootstrap() -> None:
-    done = bootstrap("--node", NODE, "--grpc", "--xds-address", "127.0.0.1:25010")
+    done = bootstrap_process("--node", NODE, "--grpc", "--xds-address", "127.0.0.1:25010")
     document = json.loads(done.stdout)
     assert document["xds_servers"][0]["server_uri"] == "127.0.0.1:25010"
     assert document["xds_servers"][0]["server_features"] == ["xds_v3"]
@@ -42,7 +51,7 @@ def test_grpc_bootstrap() -> None:
 
 
 def test_bad_node_is_a_usage_error() -> None:
-    done = bootstrap("--node", "nonsense")
+    done = bootstrap_process("--node", "nonsense")
     assert done.returncode == 2 and "expected 4" in done.stderr
 
 

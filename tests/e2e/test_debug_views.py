@@ -1,9 +1,13 @@
 """Debug views end to end: real ``pilothouse serve`` processes on the example mesh, a real
 Envoy and raw grpc proxies connected, and the ``proxy-status`` / ``proxy-config`` commands
-run as processes against them.
+run against them: one call in each test as the process a user starts, the others in this
+process (``run_cli``: the same parser and code, without a new Python each).
 
 The 403 for a client off loopback is checked from a real non-loopback source address of
 this host (:mod:`tests.e2e.harness.remote_peer`); the test skips on a host that has none.
+
+The one-replica tests share the module's replica (``replica``); the test of two replicas
+starts its own.
 """
 
 from __future__ import annotations
@@ -20,10 +24,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 from google.rpc import status_pb2
 
 from pilothouse.bootstrap.envoy import EnvoyBootstrapOptions, XdsTransport, envoy_bootstrap
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
+from tests.e2e.harness.cli_in_process import run_cli_in_thread
 from tests.e2e.harness.client import fetch
 from tests.e2e.harness.fleet import EnvoyFleet
 from tests.e2e.harness.ports import LOOPBACK, free_port
@@ -53,16 +59,16 @@ async def start_replica(tmp_path: Path, name: str) -> ServeProcess:
     return replica
 
 
-@pytest.fixture
-async def replica(tmp_path: Path) -> AsyncIterator[ServeProcess]:
-    started = await start_replica(tmp_path, "a")
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def replica(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[ServeProcess]:
+    started = await start_replica(tmp_path_factory.mktemp("replica"), "a")
     try:
         yield started
     finally:
         assert await started.stop() == 0, started.log_tail()
 
 
-async def cli(*args: str) -> tuple[int, str, str]:
+async def cli_process(*args: str) -> tuple[int, str, str]:
     """``pilothouse ARGS`` as a process: (exit status, stdout, stderr)."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -75,6 +81,12 @@ async def cli(*args: str) -> tuple[int, str, str]:
     out, err = await asyncio.wait_for(process.communicate(), 60)
     assert process.returncode is not None
     return process.returncode, out.decode(), err.decode()
+
+
+async def cli(*args: str) -> tuple[int, str, str]:
+    """``pilothouse ARGS`` in this process: (exit status, stdout, stderr)."""
+    ran = await asyncio.wait_for(run_cli_in_thread(*args), 60)
+    return ran.returncode, ran.stdout, ran.stderr
 
 
 async def get_json(port: int, path: str) -> tuple[int, Any]:
@@ -131,7 +143,7 @@ async def test_one_replica_with_envoy(
     assert f'"ID":"{HOST}:{replica.xds_port}"' in stats and '"Component":"pilothouse"' in stats
 
     admin = f"127.0.0.1:{replica.admin_port}"
-    code, out, err = await cli("proxy-status", "--admin", admin)
+    code, out, err = await cli_process("proxy-status", "--admin", admin)
     assert code == 0, err
     header = row_of(out, "NAME")
     assert header == ["NAME", "CLUSTER", "CDS", "LDS", "EDS", "RDS", "REPLICA", "VERSION"]
@@ -184,7 +196,7 @@ async def test_debug_views_refuse_a_client_off_loopback(replica: ServeProcess) -
     try:
         status, body = await get_json(relay.port, "/debug/syncz")
         assert status == 403 and source in body["error"]
-        code, _, err = await cli("proxy-status", "--admin", f"127.0.0.1:{relay.port}")
+        code, _, err = await cli_process("proxy-status", "--admin", f"127.0.0.1:{relay.port}")
         assert code == 1 and "debug views answer only loopback clients" in err
         assert (await get_json(replica.admin_port, "/debug/syncz"))[0] == 200
     finally:
@@ -239,7 +251,7 @@ async def test_two_replicas_are_aggregated_and_a_nack_is_an_error(
 
         # an unreachable replica is reported, the others still shown, exit 1
         dead = f"127.0.0.1:{free_port()}"
-        code, out, err = await cli("proxy-status", "--admin", *admins, dead)
+        code, out, err = await cli_process("proxy-status", "--admin", *admins, dead)
         assert code == 1 and f"cannot reach http://{dead}" in err
         assert "productpage-v1.bookinfo" in out and "ratings-v1.bookinfo" in out
         code, _, err = await cli("proxy-status", "nobody.x", "--admin", *admins)

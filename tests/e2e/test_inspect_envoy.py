@@ -9,6 +9,11 @@
 2. Three Envoys (SotW and delta) on pilothouse alone, two of them bootstrapped with a
    known admin port (so their metadata names it): ``inspect --sample`` picks those two
    and finds both SYNCED; the third, whose admin address is unknown, is not eligible.
+
+Both tests read from one ``pilothouse serve`` of the example mesh, shared by the module
+(``plane``); each test's Envoys are gone from it before the next test begins. The first
+``inspect`` of each test runs as the process a user starts, the others in this process
+(``run_cli``: the same parser and code, without a new Python each).
 """
 
 from __future__ import annotations
@@ -18,7 +23,6 @@ import contextlib
 import copy
 import io
 import json
-import shutil
 import subprocess
 import sys
 import time
@@ -27,8 +31,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from pilothouse.cli.main import main
+from tests.e2e.harness.cli_in_process import run_cli_in_thread
+from tests.e2e.harness.client import fetch
 from tests.e2e.harness.envoy import EnvoyProcess
 from tests.e2e.harness.fleet import EnvoyFleet
 from tests.e2e.harness.ports import LOOPBACK, free_ports
@@ -57,8 +64,8 @@ def node(workload: str) -> str:
     return f"sidecar~127.0.0.1~{workload}.bookinfo~bookinfo.svc.cluster.local"
 
 
-async def pilothouse(*args: str, timeout: float = 60.0) -> tuple[int, str, str]:
-    """Run the ``pilothouse`` command: (exit status, stdout, stderr)."""
+async def pilothouse_process(*args: str, timeout: float = 60.0) -> tuple[int, str, str]:
+    """Run the ``pilothouse`` command as a process: (exit status, stdout, stderr)."""
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "pilothouse.cli.main", *args,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -66,6 +73,13 @@ async def pilothouse(*args: str, timeout: float = 60.0) -> tuple[int, str, str]:
     out, err = await asyncio.wait_for(process.communicate(), timeout)
     assert process.returncode is not None
     return process.returncode, out.decode(), err.decode()
+
+
+async def pilothouse(*args: str, timeout: float = 60.0) -> tuple[int, str, str]:
+    """Run the ``pilothouse`` command in this process (the same parser and code, without
+    a new Python): (exit status, stdout, stderr)."""
+    ran = await asyncio.wait_for(run_cli_in_thread(*args), timeout)
+    return ran.returncode, ran.stdout, ran.stderr
 
 
 def bootstrap(node_id: str, xds_port: int, *options: str) -> dict[str, Any]:
@@ -128,6 +142,37 @@ async def serve_factory(tmp_path: Path) -> AsyncIterator[list[ServeProcess]]:
             await process.stop()
 
 
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def examples_plane(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[ServeProcess]:
+    """pilothouse serving the example mesh (no test changes it), for the module."""
+    started: list[ServeProcess] = []
+    log = tmp_path_factory.mktemp("plane") / "pilothouse.log"
+    try:
+        yield await serve(started, EXAMPLES, log)
+    finally:
+        for process in started:
+            await process.stop()
+
+
+@pytest.fixture
+async def plane(examples_plane: ServeProcess) -> AsyncIterator[ServeProcess]:
+    """The module's plane; when the test ends (its Envoys stopped), no proxy is left
+    connected to it."""
+    yield examples_plane
+    deadline = time.monotonic() + 10
+    while await connected(examples_plane):
+        assert time.monotonic() < deadline, "a proxy of the test stayed connected"
+        await asyncio.sleep(0.05)
+
+
+async def connected(plane: ServeProcess) -> list[Any]:
+    """The proxies connected to ``plane`` (its ``/debug/syncz``)."""
+    response = await fetch(LOOPBACK, plane.admin_port, "/debug/syncz", timeout=5.0)
+    assert response.status == 200, response.body
+    proxies: list[Any] = json.loads(response.body)
+    return proxies
+
+
 async def serve(started: list[ServeProcess], config: Path, log: Path) -> ServeProcess:
     xds_port, admin_port = free_ports(2)
     process = ServeProcess([config], xds_port=xds_port, admin_port=admin_port, log_path=log)
@@ -137,12 +182,13 @@ async def serve(started: list[ServeProcess], config: Path, log: Path) -> ServePr
 
 
 async def test_inspect_is_synced_then_names_a_listener_from_a_rogue_control_plane(
-    tmp_path: Path, serve_factory: list[ServeProcess], envoy_factory: EnvoyFleet
+    tmp_path: Path,
+    plane: ServeProcess,
+    serve_factory: list[ServeProcess],
+    envoy_factory: EnvoyFleet,
 ) -> None:
-    mesh, rogue_dir = tmp_path / "mesh", tmp_path / "rogue"
-    shutil.copytree(EXAMPLES, mesh)
+    rogue_dir = tmp_path / "rogue"
     rogue_dir.mkdir()
-    plane = await serve(serve_factory, mesh, tmp_path / "pilothouse.log")
     rogue = await serve(serve_factory, rogue_dir, tmp_path / "rogue.log")
     node_id = node("reviews-v1")
     document = bootstrap(node_id, plane.xds_port, "--admin-port", "0")
@@ -151,7 +197,7 @@ async def test_inspect_is_synced_then_names_a_listener_from_a_rogue_control_plan
     inspect = ("inspect", "reviews-v1.bookinfo", "--envoy-admin", admin)
     to_plane = ("--admin", f"{LOOPBACK}:{plane.admin_port}")
 
-    status, out, err = await pilothouse(*inspect, *to_plane, "-o", "json")
+    status, out, err = await pilothouse_process(*inspect, *to_plane, "-o", "json")
     assert status == 0, out + err
     report = json.loads(out)
     assert report["verdict"] == "SYNCED" and report["nodeID"] == node_id
@@ -187,9 +233,8 @@ async def test_inspect_is_synced_then_names_a_listener_from_a_rogue_control_plan
 
 
 async def test_inspect_a_sample_of_the_envoys_whose_admin_address_is_known(
-    tmp_path: Path, serve_factory: list[ServeProcess], envoy_factory: EnvoyFleet
+    plane: ServeProcess, envoy_factory: EnvoyFleet
 ) -> None:
-    plane = await serve(serve_factory, EXAMPLES, tmp_path / "pilothouse.log")
     known = dict(zip(("details-v1", "ratings-v1"), free_ports(2), strict=True))
     documents = []
     for (workload, port), flavour in zip(known.items(), ((), ("--delta",)), strict=True):
@@ -201,7 +246,9 @@ async def test_inspect_a_sample_of_the_envoys_whose_admin_address_is_known(
     await asyncio.gather(*(envoy_factory(d) for d in (*documents, unknown)))
     to_plane = ("--admin", f"{LOOPBACK}:{plane.admin_port}")
 
-    status, out, err = await pilothouse("inspect", "--sample", "2", *to_plane, "-o", "json")
+    status, out, err = await pilothouse_process(
+        "inspect", "--sample", "2", *to_plane, "-o", "json"
+    )
     assert status == 0, out + err
     report = json.loads(out)
     assert (report["verdict"], report["connected"], report["eligible"], report["sampled"]) == (

@@ -1,7 +1,10 @@
 """`pilothouse serve --workers 2` as real processes: connections spread over both workers,
 which serve the same config; a worker killed is logged and restarted and its proxies come
 back; `/ready` fails while a worker is missing; SIGTERM to the parent stops every worker;
-the shared port stays exclusive to the group (a one-worker serve on it fails loudly)."""
+the shared port stays exclusive to the group (a one-worker serve on it fails loudly).
+
+The tests that leave the group as they found it share one per module (``group``);
+those that stop or kill its parent start their own (``own_group``)."""
 
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 
 from pilothouse.backoff import Backoff
 from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
@@ -40,25 +44,51 @@ ENVIRONMENT = {
 }
 
 
-@pytest.fixture
-async def group(tmp_path: Path) -> AsyncIterator[ServeProcess]:
-    """A two-worker serve on ports 0, ready; its whole process group is killed at the end."""
-    mesh = tmp_path / "mesh"
+async def start_group(root: Path) -> ServeProcess:
+    """A two-worker serve of the example mesh on ports 0, ready."""
+    mesh = root / "mesh"
     shutil.copytree(ROOT / "examples", mesh)
     process = ServeProcess(
-        [mesh], xds_port=0, admin_port=0, log_path=tmp_path / "serve.log",
+        [mesh], xds_port=0, admin_port=0, log_path=root / "serve.log",
         log_level="warn,serve:info,supervisor:info", environment=ENVIRONMENT,
     ).start()  # fmt: skip
     try:
         await process.wait_listening()
         await process.wait_ready()
+    except BaseException:
+        kill_group(process)
+        raise
+    return process
+
+
+def kill_group(process: ServeProcess) -> None:
+    """SIGKILL to the process group (parent and workers), and to each worker by PID."""
+    pids = _worker_pids_in_log(process)
+    process.kill()
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def group(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[ServeProcess]:
+    """One group for the tests that leave it as they found it: two workers, ready (a
+    worker a test kills is restarted and ready again before the test ends)."""
+    process = await start_group(tmp_path_factory.mktemp("shared-group"))
+    try:
         yield process
     finally:
-        pids = _worker_pids_in_log(process)
-        process.kill()  # SIGKILL to the process group: parent and workers
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        kill_group(process)
+
+
+@pytest.fixture
+async def own_group(tmp_path: Path) -> AsyncIterator[ServeProcess]:
+    """A group of this test's own, for a test that stops or kills its parent."""
+    process = await start_group(tmp_path)
+    try:
+        yield process
+    finally:
+        kill_group(process)
 
 
 async def workers(process: ServeProcess) -> dict[str, Any]:
@@ -179,16 +209,16 @@ async def test_the_shared_port_is_not_open_to_a_single_worker_serve(
     assert f"cannot listen on {LOOPBACK}:{group.xds_port}" in single.stderr
 
 
-async def test_sigterm_drains_every_worker_and_leaves_no_orphan(group: ServeProcess) -> None:
-    pids = [row["pid"] for row in (await workers(group))["workers"]]
+async def test_sigterm_drains_every_worker_and_leaves_no_orphan(own_group: ServeProcess) -> None:
+    pids = [row["pid"] for row in (await workers(own_group))["workers"]]
     assert all(alive(pid) for pid in pids)
     started = time.monotonic()
-    code = await group.stop(timeout=10)
+    code = await own_group.stop(timeout=10)
     took = time.monotonic() - started
     assert code == 0
     assert took < 1 + 3 + 1, f"stopping took {took:.1f} s"  # drain 1 s, grace 3 s
     assert not any(alive(pid) for pid in pids), "a worker outlived its parent"
-    log = group.log_path.read_text()
+    log = own_group.log_path.read_text()
     assert sorted(re.findall(r" serve stopped worker=(\d)", log)) == ["0", "1"], log
     assert " supervisor stopped" in log
 
@@ -205,11 +235,13 @@ async def test_a_worker_that_cannot_start_stops_the_whole_serve(tmp_path: Path) 
     assert "could not start (exit code 1): stopping" in failed.stderr
 
 
-async def test_workers_stop_by_themselves_when_the_parent_is_killed(group: ServeProcess) -> None:
-    pids = [row["pid"] for row in (await workers(group))["workers"]]
-    os.kill(group.pid, signal.SIGKILL)  # the parent alone, not its process group
+async def test_workers_stop_by_themselves_when_the_parent_is_killed(
+    own_group: ServeProcess,
+) -> None:
+    pids = [row["pid"] for row in (await workers(own_group))["workers"]]
+    os.kill(own_group.pid, signal.SIGKILL)  # the parent alone, not its process group
     deadline = time.monotonic() + 1 + 3 + 2  # drain 1 s, and time to notice and exit
     while any(alive(pid) for pid in pids):
         assert time.monotonic() < deadline, "workers outlived their parent"
         await asyncio.sleep(0.05)
-    assert "the supervising parent is gone: stopping" in group.log_path.read_text()
+    assert "the supervising parent is gone: stopping" in own_group.log_path.read_text()

@@ -1,20 +1,23 @@
 """A real Envoy on pilothouse's TLS port: a bootstrap from ``pilothouse bootstrap
 --xds-tls-root … --xds-token-file …`` (or a client certificate), pilothouse's own root,
 a bearer token from a test issuer; Envoy gets its clusters. Without a token it gets
-none: the stream is refused."""
+none: the stream is refused.
+
+The tests only read from the server, each with an Envoy and credentials of its own, so
+the module shares one ``serve`` and its issuer."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 
+from tests.e2e.harness.cli_in_process import run_cli
 from tests.e2e.harness.fleet import EnvoyFleet
 from tests.e2e.harness.serve_process import ServeProcess
 from tests.e2e.harness.token_served import served_with_issuer
@@ -27,18 +30,18 @@ NODE = "sidecar~127.0.0.1~productpage-v1.bookinfo~bookinfo.svc.cluster.local"
 REVIEWS = "outbound|9080||reviews.bookinfo.svc.cluster.local"
 
 
-@pytest.fixture
-async def served(tmp_path: Path) -> AsyncIterator[tuple[ServeProcess, Issuer]]:
-    async with served_with_issuer(tmp_path) as served:
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def served(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> AsyncIterator[tuple[ServeProcess, Issuer]]:
+    async with served_with_issuer(tmp_path_factory.mktemp("served")) as served:
         yield served
 
 
 def bootstrap(*args: str) -> dict[str, object]:
-    done = subprocess.run(
-        [sys.executable, "-m", "pilothouse.cli.main", "bootstrap", "--node", NODE,
-         "--admin-port", "0", "-o", "json", *args],
-        capture_output=True, text=True, timeout=30, check=False,
-    )  # fmt: skip
+    """What ``pilothouse bootstrap`` prints (run in this process: it only prints; the
+    command as a process is tests/e2e/test_bootstrap_cli.py's)."""
+    done = run_cli("bootstrap", "--node", NODE, "--admin-port", "0", "-o", "json", *args)
     assert done.returncode == 0, done.stderr
     document: dict[str, object] = json.loads(done.stdout)
     return document

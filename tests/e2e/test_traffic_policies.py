@@ -2,7 +2,8 @@
 
 The upstreams are the harness's slow and flaky ones, so each policy is checked against
 what really happened on the wire (statuses, elapsed time, the upstream's request count),
-over SotW and over delta ADS.
+over SotW and over delta ADS.  Each test has its own namespace, Gateway port and
+upstreams on the module's gateway Envoy (one per ADS flavour: ``gateway_turn``).
 """
 
 from __future__ import annotations
@@ -11,32 +12,26 @@ import time
 
 import pytest
 
-from pilothouse.bootstrap.envoy import XdsTransport
 from tests.e2e.harness.client import fetch, send_requests
-from tests.e2e.harness.fleet import EnvoyFleet
 from tests.e2e.harness.ports import LOOPBACK, free_port
-from tests.e2e.harness.upstreams import Failure, UpstreamBehaviour, UpstreamPool
+from tests.e2e.harness.upstreams import Failure, UpstreamBehaviour
+from tests.e2e.shared_gateway import GatewayTurn
 from tests.e2e.traffic_mesh import (
-    TRANSPORTS,
     fqdn,
     gateway,
     prefix,
     render,
-    serve,
     service,
-    start_gateway,
     to,
     virtual_service,
 )
 
-pytestmark = pytest.mark.parametrize("transport", TRANSPORTS)
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-async def test_fault_abort_at_100_percent(
-    envoy_factory: EnvoyFleet, upstream_factory: UpstreamPool, transport: XdsTransport
-) -> None:
+async def test_fault_abort_at_100_percent(gateway_turn: GatewayTurn) -> None:
     namespace, port = "fault", free_port()
-    web = await upstream_factory("web")
+    web = await gateway_turn.upstream("web")
     host = fqdn("web", namespace)
     abort = {"abort": {"httpStatus": 429, "percentage": {"value": 100}}}
     mesh = render(
@@ -51,23 +46,17 @@ async def test_fault_abort_at_100_percent(
             ],
         ),
     )
-    plane = await serve(mesh)
-    try:
-        await start_gateway(envoy_factory, plane, namespace, port, transport)
+    async with gateway_turn.serving(mesh, port):
         faulty = await send_requests(LOOPBACK, port, 30, path="/faulty/x")
         healthy = await send_requests(LOOPBACK, port, 5, path="/fine")
-    finally:
-        await plane.stop()
     assert faulty.statuses == {429: 30}, faulty.summary()
     assert healthy.statuses == {200: 5}, healthy.summary()
     assert web.paths == {"/fine": 5}, "aborted requests must never reach the upstream"
 
 
-async def test_timeout_against_a_slow_upstream(
-    envoy_factory: EnvoyFleet, upstream_factory: UpstreamPool, transport: XdsTransport
-) -> None:
+async def test_timeout_against_a_slow_upstream(gateway_turn: GatewayTurn) -> None:
     namespace, port = "timeout", free_port()
-    slow = await upstream_factory("slow", UpstreamBehaviour(delay=1.5))
+    slow = await gateway_turn.upstream("slow", UpstreamBehaviour(delay=1.5))
     host = fqdn("slow", namespace)
     mesh = render(
         service("slow", namespace, 8000, [(slow, {})]),
@@ -81,17 +70,13 @@ async def test_timeout_against_a_slow_upstream(
             ],
         ),
     )
-    plane = await serve(mesh)
-    try:
-        await start_gateway(envoy_factory, plane, namespace, port, transport)
+    async with gateway_turn.serving(mesh, port):
         begun = time.monotonic()
         hurried = await fetch(LOOPBACK, port, "/hurry", timeout=5)
         hurried_after = time.monotonic() - begun
         begun = time.monotonic()
         patient = await fetch(LOOPBACK, port, "/patient", timeout=5)
         patient_after = time.monotonic() - begun
-    finally:
-        await plane.stop()
     assert hurried.status == 504
     # the route timeout is also the stream's max duration (istiod's form), so Envoy may
     # name either limit
@@ -103,15 +88,13 @@ async def test_timeout_against_a_slow_upstream(
     assert patient_after >= 1.4, patient_after
 
 
-async def test_retries_hide_a_flaky_upstream(
-    envoy_factory: EnvoyFleet, upstream_factory: UpstreamPool, transport: XdsTransport
-) -> None:
+async def test_retries_hide_a_flaky_upstream(gateway_turn: GatewayTurn) -> None:
     namespace, port = "retries", free_port()
-    flaky = await upstream_factory("flaky", UpstreamBehaviour(fail_first=2))
-    resets = await upstream_factory(
+    flaky = await gateway_turn.upstream("flaky", UpstreamBehaviour(fail_first=2))
+    resets = await gateway_turn.upstream(
         "resets", UpstreamBehaviour(fail_first=2, failure=Failure.RESET)
     )
-    unretried = await upstream_factory("unretried", UpstreamBehaviour(fail_first=2))
+    unretried = await gateway_turn.upstream("unretried", UpstreamBehaviour(fail_first=2))
     retries = {"attempts": 3, "retryOn": "5xx,reset,connect-failure", "perTryTimeout": "1s"}
     mesh = render(
         service("flaky", namespace, 8000, [(flaky, {})]),
@@ -140,15 +123,11 @@ async def test_retries_hide_a_flaky_upstream(
             ],
         ),
     )
-    plane = await serve(mesh)
-    try:
-        await start_gateway(envoy_factory, plane, namespace, port, transport)
+    async with gateway_turn.serving(mesh, port):
         first_flaky = await fetch(LOOPBACK, port, "/flaky")
         first_reset = await fetch(LOOPBACK, port, "/resets")
         later = await send_requests(LOOPBACK, port, 5, path="/flaky")
         unretried_first = await fetch(LOOPBACK, port, "/unretried")
-    finally:
-        await plane.stop()
     # two failures, then the third attempt (second retry) succeeds: the client sees 200
     assert first_flaky.status == 200
     assert first_flaky.json()["request"] == 3
@@ -161,11 +140,9 @@ async def test_retries_hide_a_flaky_upstream(
     assert unretried.requests == 1
 
 
-async def test_cors_preflight_gets_the_allow_headers(
-    envoy_factory: EnvoyFleet, upstream_factory: UpstreamPool, transport: XdsTransport
-) -> None:
+async def test_cors_preflight_gets_the_allow_headers(gateway_turn: GatewayTurn) -> None:
     namespace, port = "cors", free_port()
-    api = await upstream_factory("api")
+    api = await gateway_turn.upstream("api")
     cors = {
         "allowOrigins": [{"exact": "https://shop.example.com"}],
         "allowMethods": ["GET", "POST"],
@@ -185,9 +162,7 @@ async def test_cors_preflight_gets_the_allow_headers(
         "access-control-request-method": "POST",
         "access-control-request-headers": "x-shop-token",
     }
-    plane = await serve(mesh)
-    try:
-        await start_gateway(envoy_factory, plane, namespace, port, transport)
+    async with gateway_turn.serving(mesh, port):
         allowed = await fetch(LOOPBACK, port, "/orders", method="OPTIONS", headers=preflight)
         foreign = await fetch(
             LOOPBACK,
@@ -199,8 +174,6 @@ async def test_cors_preflight_gets_the_allow_headers(
         simple = await fetch(
             LOOPBACK, port, "/orders", headers={"origin": "https://shop.example.com"}
         )
-    finally:
-        await plane.stop()
     assert allowed.status == 200
     assert allowed.header("access-control-allow-origin") == "https://shop.example.com"
     assert allowed.header("access-control-allow-methods") == "GET,POST"

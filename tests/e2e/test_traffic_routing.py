@@ -1,8 +1,9 @@
 """Traffic management end to end: a real Envoy gateway routes real HTTP between local upstreams.
 
-Each test builds a small mesh in its own namespace, serves it from an in-process
-pilothouse over SotW and over delta ADS, and checks what the upstreams received:
-weighted splits, header matches, prefix rewrites, redirects and direct responses.
+Each test builds a small mesh in its own namespace, with its own Gateway on its own port,
+serves it to the module's gateway Envoy (one per ADS flavour, SotW and delta, shared by
+the tests: ``gateway_turn``), and checks what the upstreams received: weighted splits,
+header matches, prefix rewrites, redirects and direct responses.
 """
 
 from __future__ import annotations
@@ -11,34 +12,27 @@ import json
 
 import pytest
 
-from pilothouse.bootstrap.envoy import XdsTransport
 from tests.e2e.harness.client import fetch, send_requests
-from tests.e2e.harness.fleet import EnvoyFleet
 from tests.e2e.harness.ports import LOOPBACK, free_port
-from tests.e2e.harness.upstreams import UpstreamPool
+from tests.e2e.shared_gateway import GatewayTurn
 from tests.e2e.traffic_mesh import (
-    TRANSPORTS,
     destination_rule,
     fqdn,
     gateway,
     prefix,
     render,
-    serve,
     service,
-    start_gateway,
     to,
     virtual_service,
 )
 
-pytestmark = pytest.mark.parametrize("transport", TRANSPORTS)
+pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-async def test_weighted_split_follows_the_weights(
-    envoy_factory: EnvoyFleet, upstream_factory: UpstreamPool, transport: XdsTransport
-) -> None:
+async def test_weighted_split_follows_the_weights(gateway_turn: GatewayTurn) -> None:
     namespace, port = "split", free_port()
-    v1 = await upstream_factory("reviews-v1")
-    v2 = await upstream_factory("reviews-v2")
+    v1 = await gateway_turn.upstream("reviews-v1")
+    v2 = await gateway_turn.upstream("reviews-v2")
     reviews = fqdn("reviews", namespace)
     mesh = render(
         service("reviews", namespace, 9080, [(v1, {"version": "v1"}), (v2, {"version": "v2"})]),
@@ -48,12 +42,8 @@ async def test_weighted_split_follows_the_weights(
             "reviews", namespace, [{"route": [to(reviews, "v1", 70), to(reviews, "v2", 30)]}]
         ),
     )
-    plane = await serve(mesh)
-    try:
-        await start_gateway(envoy_factory, plane, namespace, port, transport)
+    async with gateway_turn.serving(mesh, port):
         report = await send_requests(LOOPBACK, port, 400, concurrency=4, total_timeout=20)
-    finally:
-        await plane.stop()
     assert report.ok == 400, report.summary()
     # Envoy picks a weighted cluster independently per request, so v1's count is
     # binomial(n=400, p=0.7): its share has a standard deviation of sqrt(.7*.3/400) = 2.3
@@ -69,12 +59,10 @@ async def test_weighted_split_follows_the_weights(
     )
 
 
-async def test_header_match_routes_by_header(
-    envoy_factory: EnvoyFleet, upstream_factory: UpstreamPool, transport: XdsTransport
-) -> None:
+async def test_header_match_routes_by_header(gateway_turn: GatewayTurn) -> None:
     namespace, port = "headers", free_port()
-    v1 = await upstream_factory("reviews-v1")
-    v2 = await upstream_factory("reviews-v2")
+    v1 = await gateway_turn.upstream("reviews-v1")
+    v2 = await gateway_turn.upstream("reviews-v2")
     reviews = fqdn("reviews", namespace)
     mesh = render(
         service("reviews", namespace, 9080, [(v1, {"version": "v1"}), (v2, {"version": "v2"})]),
@@ -96,26 +84,20 @@ async def test_header_match_routes_by_header(
             ],
         ),
     )
-    plane = await serve(mesh)
-    try:
-        await start_gateway(envoy_factory, plane, namespace, port, transport)
+    async with gateway_turn.serving(mesh, port):
         jason = await send_requests(LOOPBACK, port, 20, headers={"end-user": "jason"})
         canary = await send_requests(LOOPBACK, port, 20, headers={"x-canary": "yes-please"})
         others = await send_requests(LOOPBACK, port, 20, headers={"end-user": "jasonx"})
         plain = await send_requests(LOOPBACK, port, 20)
-    finally:
-        await plane.stop()
     assert jason.upstreams == {"reviews-v2": 20}, jason.summary()
     assert canary.upstreams == {"reviews-v2": 20}, canary.summary()
     assert others.upstreams == {"reviews-v1": 20}, others.summary()
     assert plain.upstreams == {"reviews-v1": 20}, plain.summary()
 
 
-async def test_prefix_rewrite_reaches_the_upstream(
-    envoy_factory: EnvoyFleet, upstream_factory: UpstreamPool, transport: XdsTransport
-) -> None:
+async def test_prefix_rewrite_reaches_the_upstream(gateway_turn: GatewayTurn) -> None:
     namespace, port = "rewrite", free_port()
-    api = await upstream_factory("api")
+    api = await gateway_turn.upstream("api")
     host = fqdn("api", namespace)
     mesh = render(
         service("api", namespace, 8000, [(api, {})]),
@@ -129,24 +111,18 @@ async def test_prefix_rewrite_reaches_the_upstream(
             ],
         ),
     )
-    plane = await serve(mesh)
-    try:
-        await start_gateway(envoy_factory, plane, namespace, port, transport)
+    async with gateway_turn.serving(mesh, port):
         rewritten = await fetch(LOOPBACK, port, "/old-api/items/7?q=1")
         untouched = await fetch(LOOPBACK, port, "/other/items")
-    finally:
-        await plane.stop()
     assert rewritten.status == 200
     assert rewritten.json()["path"] == "/v2/items/7?q=1"
     assert untouched.json()["path"] == "/other/items"
     assert api.paths == {"/v2/items/7?q=1": 1, "/other/items": 1}
 
 
-async def test_redirects_answer_with_location(
-    envoy_factory: EnvoyFleet, upstream_factory: UpstreamPool, transport: XdsTransport
-) -> None:
+async def test_redirects_answer_with_location(gateway_turn: GatewayTurn) -> None:
     namespace, port = "redirect", free_port()
-    web = await upstream_factory("web")
+    web = await gateway_turn.upstream("web")
     host = fqdn("web", namespace)
     mesh = render(
         service("web", namespace, 8000, [(web, {})]),
@@ -168,13 +144,9 @@ async def test_redirects_answer_with_location(
             ],
         ),
     )
-    plane = await serve(mesh)
-    try:
-        await start_gateway(envoy_factory, plane, namespace, port, transport)
+    async with gateway_turn.serving(mesh, port):
         moved = await fetch(LOOPBACK, port, "/moved", authority="shop.example.com")
         found = await fetch(LOOPBACK, port, "/elsewhere/x", authority="shop.example.com")
-    finally:
-        await plane.stop()
     assert moved.status == 301  # the default redirect code
     assert moved.header("location") == "http://shop.example.com/new-home"
     assert found.status == 302
@@ -182,11 +154,9 @@ async def test_redirects_answer_with_location(
     assert web.requests == 0, "a redirect is answered by Envoy, not forwarded"
 
 
-async def test_direct_response_status_and_body(
-    envoy_factory: EnvoyFleet, upstream_factory: UpstreamPool, transport: XdsTransport
-) -> None:
+async def test_direct_response_status_and_body(gateway_turn: GatewayTurn) -> None:
     namespace, port = "direct", free_port()
-    web = await upstream_factory("web")
+    web = await gateway_turn.upstream("web")
     host = fqdn("web", namespace)
     mesh = render(
         service("web", namespace, 8000, [(web, {})]),
@@ -204,14 +174,10 @@ async def test_direct_response_status_and_body(
             ],
         ),
     )
-    plane = await serve(mesh)
-    try:
-        await start_gateway(envoy_factory, plane, namespace, port, transport)
+    async with gateway_turn.serving(mesh, port):
         teapot = await fetch(LOOPBACK, port, "/teapot")
         gone = await fetch(LOOPBACK, port, "/gone/forever")
         forwarded = await fetch(LOOPBACK, port, "/still-here")
-    finally:
-        await plane.stop()
     assert (teapot.status, teapot.body) == (418, b"short and stout")
     assert (gone.status, gone.body) == (410, b"")
     assert forwarded.status == 200 and json.loads(forwarded.body)["upstream"] == "web"

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import datetime
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -32,16 +31,6 @@ pytestmark = pytest.mark.timeout(120)
 
 NOW = datetime.datetime.now(datetime.UTC)
 TTL = datetime.timedelta(days=30)
-
-
-@pytest.fixture
-async def etcd(tmp_path: Path) -> AsyncIterator[EtcdServer]:
-    server = EtcdServer(tmp_path / "etcd")
-    await server.start()
-    try:
-        yield server
-    finally:
-        await server.stop()
 
 
 async def shared(etcd: EtcdServer, directory: Path) -> SharedRoot:

@@ -8,7 +8,6 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 
 import aetcd
 import pytest
@@ -44,16 +43,6 @@ def gateway(name: str, port: int = 80, namespace: str = "default") -> bytes:
 
 def key(name: str, namespace: str = "default") -> bytes:
     return f"{PREFIX}/networking.istio.io/Gateway/{namespace}/{name}".encode()
-
-
-@pytest.fixture
-async def etcd(tmp_path: Path) -> AsyncIterator[EtcdServer]:
-    server = EtcdServer(tmp_path / "etcd")
-    await server.start()
-    try:
-        yield server
-    finally:
-        await server.stop()
 
 
 @pytest.fixture

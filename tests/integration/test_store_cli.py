@@ -8,7 +8,6 @@ import asyncio
 import io
 import json
 import shutil
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aetcd
@@ -55,16 +54,6 @@ spec:
     - destination: {host: broken}
       weight: -5
 """
-
-
-@pytest.fixture
-async def etcd(tmp_path: Path) -> AsyncIterator[EtcdServer]:
-    server = EtcdServer(tmp_path / "etcd")
-    await server.start()
-    try:
-        yield server
-    finally:
-        await server.stop()
 
 
 async def cli(*argv: str) -> tuple[int, str, str]:

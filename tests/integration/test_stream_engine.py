@@ -20,6 +20,7 @@ from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.cache import Resource
 from pilothouse.xds.protocol.stream_engine import Step, StreamEngine
 from pilothouse.xds.protocol.stream_flavour import Outgoing
+from pilothouse.xds.protocol.wire import FanOutResponses
 
 A = "outbound|80||a.ns.svc.cluster.local"
 B = "outbound|80||b.ns.svc.cluster.local"
@@ -186,13 +187,14 @@ def test_routes_wait_for_new_clusters_endpoints_ack(delta: bool) -> None:
         source.held[type_url][C] = "1"
     source.held[RDS][ROUTE] = "2"
     source.held[LDS][LISTENER] = "2"
-    (clusters,) = client.push()
+    clusters, endpoints = client.push()  # C's assignment right behind it, unasked
     assert clusters.type_url == CDS and C in clusters.names
+    assert (endpoints.type_url, endpoints.names) == (EDS, (C,))
     assert client.engine.settling
-    assert client.ack(clusters) == []  # routes still wait: C has no endpoints yet
-    (endpoints,) = client.request(EDS, (A, B, C))
-    assert endpoints.type_url == EDS and C in endpoints.names
-    released = client.ack(endpoints)
+    assert client.ack(clusters) == []  # routes still wait: C's endpoints are not ACKed
+    assert client.engine.settling
+    client.names[EDS] = (A, B, C)  # Envoy's ACK names the cluster it now warms
+    released = client.ack(endpoints)  # C was sent already: no second answer
     assert [s.type_url for s in released] == [LDS, RDS]
     for sent in released:
         assert client.ack(sent) == []
@@ -214,7 +216,7 @@ def test_warming_gives_up_after_the_timeout(delta: bool) -> None:
     client.converge()
     client.source.held[CDS][C] = "1"
     client.source.held[RDS][ROUTE] = "2"
-    (clusters,) = client.push()
+    (clusters,) = client.push()  # C has no assignment to send: nothing behind it
     assert clusters.type_url == CDS
     ((delay, give_up),) = client.timers
     assert delay == 5.0
@@ -232,12 +234,14 @@ def test_removed_clusters_linger_until_routes_are_acked(delta: bool) -> None:
     assert routes.type_url == RDS
     assert client.engine.settling
     final = client.ack(routes)  # no route uses B any more: now it goes
-    assert [s.type_url for s in final] == [CDS, EDS]
+    # with its cluster only: EDS is per name, the proxy drops B's assignment with it
+    assert [s.type_url for s in final] == [CDS]
     if delta:
         assert final[0].removed == (B,)
     else:
         assert B not in final[0].names
     assert not client.engine.settling
+    assert client.ack(final[0]) == []
 
 
 def test_the_engine_imports_nothing_from_grpc() -> None:
@@ -266,19 +270,80 @@ def test_a_changed_cluster_gets_its_unchanged_assignment_again(
 
 
 @PROTOCOLS
-def test_clusters_answered_without_assignments_behind_them_keep_the_warming_flag(
+def test_a_pushed_cluster_removal_warms_nothing_and_clears_the_warming_flag(
     delta: bool,
 ) -> None:
-    """A CDS response with no EDS response behind it (here: a removed cluster, nothing
-    refreshed) leaves the warming flag set: the next EDS ACK is answered in full."""
+    """A CDS push that only removes a cluster: no EDS response behind it, and no answer
+    to the EDS request with narrowed names that Envoy sends next (xds-protocol.md §5:
+    a stale request, then an ACK); the warming flag has nothing to answer."""
     client = Client(delta)
     client.converge()
     del client.source.held[CDS][B]
     (clusters,) = client.push(endpoints=False)
-    assert clusters.type_url == CDS
-    session = client.engine.session
-    watch = session.watch(EDS)
-    assert watch is not None and watch.always_respond
+    assert clusters.type_url == CDS and B not in clusters.names
+    watch = client.engine.session.watch(EDS)
+    assert watch is not None and not watch.always_respond
+    assert client.ack(clusters) == []
+    if delta:
+        message = discovery_pb2.DeltaDiscoveryRequest(type_url=EDS)
+        message.resource_names_unsubscribe.append(B)
+        assert client.engine.receive(message, 3.0) == []
+    else:
+        assert client.request(EDS, (A,), nonce="stale-nonce") == []
+        assert client.request(EDS, (A,), nonce=client.engine.session.watch(EDS).nonce_sent) == []
+
+
+@PROTOCOLS
+def test_an_added_cluster_gets_its_assignment_in_the_same_push(delta: bool) -> None:
+    """CDS adds C: its assignment follows right behind, though the proxy has not asked
+    for it yet, and the proxy's request for it (SotW: the EDS ACK with the grown names,
+    after a stale one; delta: its subscribe) is not answered again."""
+    client = Client(delta)
+    client.converge()
+    for type_url in (CDS, EDS):
+        client.source.held[type_url][C] = "1"
+    clusters, endpoints = client.push(endpoints=False)
+    assert clusters.type_url == CDS and C in clusters.names
+    assert (endpoints.type_url, endpoints.names, endpoints.removed) == (EDS, (C,), ())
+    assert client.ack(clusters) == []
+    if delta:
+        assert client.request(EDS, (C,)) == []  # its subscribe crossed the assignment
+    else:
+        old = Sent(EDS, "earlier-nonce", ())
+        assert client.request(EDS, (A, B, C), nonce=old.nonce) == []  # stale
+    client.names[EDS] = (A, B, C) if not delta else (C,)
+    assert client.ack(endpoints) == []
+    assert client.push() == []
+    client.source.held[EDS][C] = "2"  # C's endpoints move: it is watched like the others
+    (moved,) = client.push()
+    assert (moved.type_url, moved.names) == (EDS, (C,))
+
+
+@PROTOCOLS
+def test_a_cluster_subscribed_again_after_its_removal_is_answered(delta: bool) -> None:
+    """Names counted requested ahead of the proxy are only skipped once sent: a cluster
+    removed and added back, whose subscribe comes after the proxy dropped it, is sent."""
+    client = Client(delta)
+    client.converge()
+    for type_url in (CDS, EDS):
+        client.source.held[type_url][C] = "1"
+    clusters, endpoints = client.push(endpoints=False)
+    assert client.ack(clusters) == [] and endpoints.names == (C,)
+    if delta:
+        assert client.request(EDS, (C,)) == []
+        assert client.ack(endpoints) == []
+        unsubscribe = discovery_pb2.DeltaDiscoveryRequest(type_url=EDS)
+        unsubscribe.resource_names_unsubscribe.append(C)
+        assert client.engine.receive(unsubscribe, 3.0) == []
+        (again,) = client.request(EDS, (C,))
+    else:
+        client.names[EDS] = (A, B, C)
+        assert client.ack(endpoints) == []
+        client.names[EDS] = (A, B)
+        assert client.ack(endpoints) == []  # narrowed: C dropped
+        client.names[EDS] = (A, B, C)
+        (again,) = client.ack(endpoints)
+    assert (again.type_url, C in again.names) == (EDS, True)
 
 
 @PROTOCOLS
@@ -288,3 +353,21 @@ def test_an_unchanged_cluster_push_refreshes_no_assignment(delta: bool) -> None:
     client.source.held[LDS][LISTENER] = "2"
     (listeners,) = client.push()
     assert listeners.type_url == LDS
+
+
+def test_proxies_of_a_scope_share_the_assignments_sent_ahead() -> None:
+    """Two SotW streams of one scope (one source, the server's shared responses): the
+    EDS response a cluster addition sends ahead is the very same bytes on both."""
+    responses = FanOutResponses()
+    source = Source()
+    clients = [Client(False, source) for _ in range(2)]
+    for client in clients:
+        client.engine = StreamEngine(source, delta=False, warming_timeout=5.0, responses=responses)
+        client.converge()
+    for type_url in (CDS, EDS):
+        source.held[type_url][C] = "1"
+    pushed = [client.engine.push_full(2.0, endpoints=False) for client in clients]
+    assert [[o.type_url for o in out] for out in pushed] == [[CDS, EDS], [CDS, EDS]]
+    assert pushed[0][0].body is pushed[1][0].body
+    assert pushed[0][1].body is pushed[1][1].body
+    assert clients[0].decode(pushed[0])[1].names == (C,)

@@ -46,6 +46,25 @@ Value = TypeVar("Value")
 DEFAULT_MAX_ENTRIES = XdsSettings.cache_size
 
 
+class Slot:
+    """Where one entry is registered under each config key its inputs name.
+
+    Compared and hashed by identity: registering an entry under a scope's thousand
+    config keys hashes a pointer a thousand times, not the inputs value. It holds the
+    inputs value the entry is stored under, so a hit refreshes the entry's place in the
+    LRU by that very value (found by identity, not compared with the caller's again).
+    """
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: Hashable) -> None:
+        self.key = key
+
+
+Entry = tuple[object, frozenset[ConfigKey], Slot]
+"""A cache entry: what was built, the config keys its inputs name, and its slot."""
+
+
 @dataclass(frozen=True, slots=True)
 class Resource:
     """One generated resource: its name, content hash (the version) and ``Any`` bytes."""
@@ -90,8 +109,8 @@ class ResourceCache:
     """Resources by input key, with dependency-based eviction and an LRU bound."""
 
     def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
-        self._entries: OrderedDict[Hashable, tuple[object, frozenset[ConfigKey]]] = OrderedDict()
-        self._dependents: dict[ConfigKey, set[Hashable]] = {}
+        self._entries: OrderedDict[Hashable, Entry] = OrderedDict()
+        self._dependents: dict[ConfigKey, set[Slot]] = {}
         self._max = max_entries
         self._compared: dict[type, tuple[str, ...]] = {}
         """Each inputs class's compared fields, for deriving dependencies."""
@@ -120,28 +139,45 @@ class ResourceCache:
 
     def resource(self, inputs: Inputs, build: Callable[[Inputs], Resource]) -> Resource:
         """What ``build(inputs)`` gives, built once per distinct ``inputs``."""
-        found = self.get(inputs)
-        if found is None:
-            found = build(inputs)
-            self._store(inputs, found, dependencies(inputs, self._compared))
-        return found
+        entry = self._entries.get(inputs)
+        if entry is not None:  # a hit, as in _entry (inlined: most lookups hit)
+            self._entries.move_to_end(entry[2].key)
+            self.stats.hits += 1
+            found = entry[0]
+            if isinstance(found, Resource):
+                return found
+            raise TypeError(f"cache key {inputs!r} holds a {type(found).__name__}, not a resource")
+        self.stats.misses += 1
+        made = build(inputs)
+        self._store(inputs, made, dependencies(inputs, self._compared))
+        return made
 
     def group(self, inputs: Inputs, build: Callable[[Inputs], ResourceGroup]) -> ResourceGroup:
         """What ``build(inputs)`` gives, built once per distinct ``inputs``."""
-        found = self.get_group(inputs)
-        if found is None:
-            found = build(inputs)
-            self._store(inputs, found, dependencies(inputs, self._compared))
-        return found
+        entry = self._entries.get(inputs)
+        if entry is not None:  # a hit, as in _entry (inlined: most lookups hit)
+            self._entries.move_to_end(entry[2].key)
+            self.stats.hits += 1
+            found = entry[0]
+            if isinstance(found, ResourceGroup):
+                return found
+            raise TypeError(f"cache key {inputs!r} holds a {type(found).__name__}, not a group")
+        self.stats.misses += 1
+        made = build(inputs)
+        self._store(inputs, made, dependencies(inputs, self._compared))
+        return made
 
     def value(self, inputs: Hashable, build: Callable[[], Value]) -> Value:
         """What ``build()`` derives from ``inputs`` alone (an immutable value, None
         included), built once per distinct ``inputs`` and evicted like a resource. Keys
         must not collide with resource keys: use an inputs class of its own (or a tuple
         starting with one)."""
-        entry = self._entry(inputs)
-        if entry is not None:
+        entry = self._entries.get(inputs)
+        if entry is not None:  # a hit, as in _entry (inlined: most lookups hit)
+            self._entries.move_to_end(entry[2].key)
+            self.stats.hits += 1
             return entry[0]  # type: ignore[return-value]
+        self.stats.misses += 1
         made = build()
         self._store(inputs, made, dependencies(inputs, self._compared))
         return made
@@ -150,22 +186,23 @@ class ResourceCache:
         entry = self._entry(key)
         return None if entry is None else entry[0]
 
-    def _entry(self, key: Hashable) -> tuple[object, frozenset[ConfigKey]] | None:
+    def _entry(self, key: Hashable) -> Entry | None:
         """The entry under ``key`` (a hit moves it to the LRU's fresh end), counted."""
         entry = self._entries.get(key)
         if entry is None:
             self.stats.misses += 1
             return None
-        self._entries.move_to_end(key)
+        self._entries.move_to_end(entry[2].key)
         self.stats.hits += 1
         return entry
 
     def _store(self, key: Hashable, resource: object, depends_on: frozenset[ConfigKey]) -> None:
         if key in self._entries:
             self._forget(key)
-        self._entries[key] = (resource, depends_on)
+        slot = Slot(key)
+        self._entries[key] = (resource, depends_on, slot)
         for dependency in depends_on:
-            self._dependents.setdefault(dependency, set()).add(key)
+            self._dependents.setdefault(dependency, set()).add(slot)
         while len(self._entries) > self._max:
             oldest = next(iter(self._entries))
             self._forget(oldest)
@@ -174,10 +211,12 @@ class ResourceCache:
     def invalidate(self, keys: Iterable[ConfigKey]) -> int:
         """Evict every entry built from any of ``keys``; returns how many."""
         evicted = 0
+        entries = self._entries
         for config_key in keys:
-            for cache_key in self._dependents.pop(config_key, set()):
-                if cache_key in self._entries:
-                    self._forget(cache_key)
+            for slot in self._dependents.pop(config_key, ()):
+                entry = entries.get(slot.key)
+                if entry is not None and entry[2] is slot:
+                    self._forget(slot.key)
                     evicted += 1
         self.stats.invalidations += evicted
         return evicted
@@ -187,10 +226,10 @@ class ResourceCache:
         self._dependents.clear()
 
     def _forget(self, key: Hashable) -> None:
-        _resource, depends_on = self._entries.pop(key)
+        _resource, depends_on, slot = self._entries.pop(key)
         for dependency in depends_on:
             dependents = self._dependents.get(dependency)
             if dependents is not None:
-                dependents.discard(key)
+                dependents.discard(slot)
                 if not dependents:
                     del self._dependents[dependency]

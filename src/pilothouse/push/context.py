@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config
@@ -103,10 +103,9 @@ class ServiceIndex:
         return tuple(self.services[p] for p in picked)
 
 
-@dataclass(frozen=True, slots=True)
-class ScopeSelector:
+class ScopeSelector(NamedTuple):
     """What of a proxy picks its scope: its type, namespace and labels (which select the
-    Sidecar or the Gateways)."""
+    Sidecar or the Gateways). A named tuple: made and hashed for every generator call."""
 
     type: ProxyType
     namespace: str
@@ -183,7 +182,7 @@ class PushContext:
         The key depends only on what :class:`ScopeSelector` holds of the proxy, so the
         scope is also found under that: the proxies of one workload find it in one lookup.
         """
-        seen = ScopeSelector.of(proxy)
+        seen = ScopeSelector(proxy.type, proxy.namespace, proxy.labels)
         found = self._proxy_scopes.get(seen)
         if found is not None:
             return found

@@ -13,10 +13,9 @@ import asyncio
 import base64
 import binascii
 import contextlib
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import aiohttp
-from kubernetes_asyncio.client import ApiClient
 
 from pilothouse.security.ca_store import CaStoreError, CaStoreUnavailable, StoredRoot
 from pilothouse.sources.kubernetes.client import (
@@ -25,6 +24,9 @@ from pilothouse.sources.kubernetes.client import (
     new_api_client,
     request,
 )
+
+if TYPE_CHECKING:
+    from kubernetes_asyncio.client import ApiClient
 
 SECRET: Final = "istio-ca-secret"
 SECRET_TYPE: Final = "istio.io/ca-root"

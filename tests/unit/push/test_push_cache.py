@@ -72,3 +72,40 @@ def test_a_derived_value_is_built_once_none_included_and_evicted_like_a_resource
     assert cache.value(("template", A), lambda: build("t2")) == "t2"
     with pytest.raises(TypeError, match="holds a str, not a resource"):
         cache.get(("template", A))
+
+
+class _Probe:
+    """A key equal to any other of the same name: counts how often it is compared."""
+
+    compared = 0
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __eq__(self, other: object) -> bool:
+        _Probe.compared += 1
+        return isinstance(other, _Probe) and other.name == self.name
+
+
+def test_a_hit_compares_the_callers_key_once_and_refreshes_the_stored_one() -> None:
+    cache = ResourceCache(max_entries=2)
+    stored = _Probe("a")
+    cache.resource(stored, lambda _: res("a"))
+    cache.put(2, res("b"))
+    _Probe.compared = 0
+    assert cache.resource(_Probe("a"), lambda _: res("other")) == res("a")
+    assert _Probe.compared == 1  # the lookup; the LRU moves the stored key by identity
+    cache.put(3, res("c"))  # evicts 2, the least recently used
+    assert cache.get(2) is None and cache.get(stored) == res("a")
+
+
+def test_a_replaced_entry_is_not_evicted_twice_by_its_old_registration() -> None:
+    cache = ResourceCache()
+    cache.put((1, A), res("a"))
+    cache.put((1, A), res("a2"))  # the first registration under A is dropped with its entry
+    cache.put((2, A, B), res("b"))
+    assert cache.invalidate([A]) == 2
+    assert len(cache) == 0 and cache.invalidate([B]) == 0

@@ -298,3 +298,36 @@ def test_record_sent_checks() -> None:
         session.record_sent(EDS, "n2", {"a": "2"}, ("a",), 0.0)
     with pytest.raises(ValueError, match="older"):
         session.record_sent(EDS, "n2", {"a": "2"}, (), 0.0, system_version="t/1")
+
+
+def test_names_expected_and_sent_are_not_answered_when_subscribed() -> None:
+    """``expect``: a name counted subscribed ahead of the client and sent since is not
+    sent again when the client's subscribe for it arrives (it crossed the response)."""
+    session = DeltaSession()
+    play(session, [req(EDS, ["a"]), Sent(EDS, "n1", {"a": "1"}), req(EDS, nonce="n1")])
+    session.expect(EDS, frozenset({"b"}))
+    assert session.wants(EDS) == subs("a", "b")
+    play(session, [Sent(EDS, "n2", {"b": "1"})])
+    decision = session.receive(req(EDS, ["b"]), 5.0)
+    assert (decision.kind, decision.respond, decision.subscribed) == (
+        DeltaKind.SUBSCRIPTION, False, frozenset()
+    )  # fmt: skip
+    assert not session.receive(req(EDS, nonce="n2"), 6.0).respond
+    # expected no more: unsubscribed and subscribed again, it is answered as usual
+    session.receive(req(EDS, [], ["b"]), 7.0)
+    again = session.receive(req(EDS, ["b"]), 8.0)
+    assert again.respond and again.subscribed == frozenset({"b"})
+
+
+def test_names_expected_but_not_sent_are_answered() -> None:
+    session = DeltaSession()
+    play(session, [req(EDS, ["a"]), Sent(EDS, "n1", {"a": "1"}), req(EDS, nonce="n1")])
+    session.expect(EDS, frozenset({"b"}))
+    decision = session.receive(req(EDS, ["b"]), 5.0)
+    assert decision.respond and decision.subscribed == frozenset({"b"})
+
+
+def test_expect_leaves_an_unwatched_type_alone() -> None:
+    session = DeltaSession()
+    session.expect(EDS, frozenset({"b"}))
+    assert session.watch(EDS) is None

@@ -363,6 +363,37 @@ def test_envoy_cluster_added_sequence() -> None:
     assert session.expired_nonces == {EDS: 1}
 
 
+def test_envoy_cluster_added_sequence_with_the_assignment_sent_ahead() -> None:
+    """The same, when the push counted ``b`` requested ahead (``expect``) and sent its
+    assignment behind CDS: the ACK naming ``b`` changes nothing and is not answered."""
+    session = SotwSession()
+    play(
+        session,
+        [
+            req(CDS, node_id="envoy"),
+            Sent(CDS, "n5", {"a": "ca"}, "t/2"),
+            req(EDS, ["a"]),
+            Sent(EDS, "n4", {"a": "ea"}, "t/2"),
+            req(CDS, nonce="n5", version="t/2"),
+            req(EDS, ["a"], nonce="n4", version="t/2"),
+            Sent(CDS, "n6", {"a": "ca", "b": "cb"}, "t/3"),
+        ],
+    )
+    session.expect(EDS, frozenset({"b"}))
+    assert session.wants(EDS) == names("a", "b")
+    session.warming_answered(EDS)
+    play(session, [Sent(EDS, "n7", {"b": "eb"}, "t/3")])
+    stale = session.receive(req(EDS, ["b", "a"], nonce="n4", version="t/2"), 10.0)
+    assert stale.kind is SotwKind.STALE and not stale.respond
+    grown = session.receive(req(EDS, ["b", "a"], nonce="n7", version="t/3"), 11.0)
+    assert grown.kind is SotwKind.ACK and not grown.respond
+    assert session.wants(EDS) == names("a", "b")
+    # the client's next request replaces the names: one it never asks for is dropped
+    session.expect(EDS, frozenset({"c"}))
+    session.receive(req(EDS, ["b", "a"], nonce="n7", version="t/3"), 12.0)
+    assert session.wants(EDS) == names("a", "b")
+
+
 @pytest.mark.parametrize("from_bytes", [False, True], ids=["names-read", "names-fingerprinted"])
 def test_ack_repeating_the_names_keeps_the_subscription(from_bytes: bool) -> None:
     session = SotwSession()

@@ -33,7 +33,7 @@ from pilothouse.push.request import PushRequest
 from pilothouse.registry.controller import ServiceEntryRegistry
 from pilothouse.security.identity import Caller, ProvedBy, SpiffeId
 from pilothouse.sources.memory import MemoryStore
-from pilothouse.xds.generators import eds, lds, rds
+from pilothouse.xds.generators import eds, lds, rds, scope_rules
 from pilothouse.xds.generators.base import GenerationInput
 from pilothouse.xds.generators.cds import ClusterGenerator
 from pilothouse.xds.generators.eds import EndpointGenerator
@@ -261,3 +261,29 @@ spec: {mtls: {mode: DISABLE}}
     assert after[CDS][cluster] != before[CDS][cluster]  # no auto-mTLS to a DISABLE namespace
     fresh = Server(_mesh(max_connections=11) + disable)
     assert after == fresh.generate(proxy)
+
+
+def test_a_rule_is_read_once_for_every_scope_and_type_and_again_only_when_edited(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What clusters, endpoint names, listeners and routes read of a DestinationRule is
+    read once per rule revision (scope_rules.py), whichever generator asks first, and a
+    rule edit reads that rule again and no other."""
+    read: Counter[str] = Counter()
+    original = scope_rules.rule_readings
+
+    def counting(inputs: scope_rules.RuleInputs) -> scope_rules.RuleReadings:
+        read[inputs.rule.key.namespace] += 1
+        return original(inputs)
+
+    monkeypatch.setattr(scope_rules, "rule_readings", counting)
+    server = Server(_mesh())
+    for ns in NAMESPACES:
+        server.generate(_proxy(ns))
+        server.generate(_proxy(ns))
+    assert read == {ns: 1 for ns in NAMESPACES}
+    read.clear()
+    server.push(server.apply(_mesh(max_connections=11)))
+    for ns in NAMESPACES:
+        server.generate(_proxy(ns))
+    assert read == {"shop": 1}

@@ -7,11 +7,14 @@ resource name.
 
 from __future__ import annotations
 
-from kubernetes_asyncio.client import ApiClient
+from typing import TYPE_CHECKING
 
 from pilothouse.backoff import Backoff
 from pilothouse.sources.kubernetes.client import ResourceRef
 from pilothouse.sources.kubernetes.informer import Informer
+
+if TYPE_CHECKING:
+    from kubernetes_asyncio.client import ApiClient
 
 SERVICES = ResourceRef("", "v1", "services")
 ENDPOINT_SLICES = ResourceRef("discovery.k8s.io", "v1", "endpointslices")

@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-
-from kubernetes_asyncio.client import ApiClient, Configuration
+from typing import TYPE_CHECKING
 
 from pilothouse.registry.kubernetes.feeds import registry_informers
 from pilothouse.registry.kubernetes.registry import KubeFeeds
 from pilothouse.sources.availability import Availability
 from pilothouse.sources.kubernetes.client import load_configuration
 from pilothouse.sources.kubernetes.informer import Informer
+
+if TYPE_CHECKING:
+    from kubernetes_asyncio.client import Configuration
 
 NAME = "k8s:// service registry"
 
@@ -69,6 +71,8 @@ class RegistryFeeds:
 
     async def run(self) -> None:
         """List and watch every resource until :meth:`close`, then close the client."""
+        from kubernetes_asyncio.client import ApiClient  # the client library loads when used
+
         client = ApiClient(self._configuration)
         try:
             for informer in self._informers.values():

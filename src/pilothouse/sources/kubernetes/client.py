@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import yaml
-from kubernetes_asyncio.client import ApiClient, Configuration
-from kubernetes_asyncio.config import ConfigException, load_incluster_config, load_kube_config
+
+if TYPE_CHECKING:
+    from kubernetes_asyncio.client import ApiClient, Configuration
 
 _IN_CLUSTER_HOST = "KUBERNETES_SERVICE_HOST"
 
@@ -85,6 +86,10 @@ def check_config(kubeconfig: str | None) -> None:
 async def load_configuration(kubeconfig: str | None = None) -> Configuration:
     """The client configuration of ``kubeconfig`` (a path), else the in-cluster service
     account; nothing is opened. Raises :class:`KubeConfigError` when neither can be used."""
+    # The client library takes about a second to import: loaded only when a cluster is read.
+    from kubernetes_asyncio.client import Configuration
+    from kubernetes_asyncio.config import ConfigException, load_incluster_config, load_kube_config
+
     configuration = Configuration()
     if kubeconfig:
         try:
@@ -112,6 +117,8 @@ async def new_api_client(kubeconfig: str | None = None) -> ApiClient:
 
     Raises :class:`KubeConfigError` when neither can be used.
     """
+    from kubernetes_asyncio.client import ApiClient
+
     return ApiClient(await load_configuration(kubeconfig))
 
 

@@ -31,9 +31,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
-
-from kubernetes_asyncio.client import ApiClient
+from typing import TYPE_CHECKING, Any
 
 from pilothouse.backoff import Backoff
 from pilothouse.config.documents import RawObject
@@ -52,6 +50,9 @@ from pilothouse.sources.kubernetes.client import (
 from pilothouse.sources.kubernetes.events import KubeEvent, WatchEventType
 from pilothouse.sources.kubernetes.informer import Informer
 from pilothouse.sources.memory import MemoryStore
+
+if TYPE_CHECKING:
+    from kubernetes_asyncio.client import ApiClient
 
 log = logging.getLogger("pilothouse.sources.kubernetes")
 

@@ -41,10 +41,9 @@ import contextlib
 import logging
 import random
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
-from kubernetes_asyncio.client import ApiClient
 
 from pilothouse.backoff import Backoff
 from pilothouse.sources.kubernetes.client import KubeApiError, ResourceRef, open_stream, request
@@ -59,6 +58,9 @@ from pilothouse.sources.kubernetes.object_shape import (
 )
 from pilothouse.sources.kubernetes.skipped import SkippedObjects
 from pilothouse.sources.kubernetes.watch_lines import decode_event, watch_lines
+
+if TYPE_CHECKING:
+    from kubernetes_asyncio.client import ApiClient
 
 log = logging.getLogger("pilothouse.sources.kubernetes")
 

@@ -22,14 +22,16 @@ import asyncio
 import json
 import logging
 from collections.abc import Callable
-
-from kubernetes_asyncio.client import ApiClient
+from typing import TYPE_CHECKING
 
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.meshconfig import MeshConfigError, MeshFile, load_mesh_config
 from pilothouse.sources.kubernetes.client import KubeConfigError, ResourceRef, new_api_client
 from pilothouse.sources.kubernetes.events import KubeEvent, WatchEventType
 from pilothouse.sources.kubernetes.informer import Informer
+
+if TYPE_CHECKING:
+    from kubernetes_asyncio.client import ApiClient
 
 log = logging.getLogger("pilothouse.sources.kubernetes")
 

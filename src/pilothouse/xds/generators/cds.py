@@ -57,6 +57,7 @@ from pilothouse.xds.builders.names import inbound_cluster_name, outbound_cluster
 from pilothouse.xds.builders.traffic_policy import effective_policy
 from pilothouse.xds.generators.base import GenerationInput, Resources
 from pilothouse.xds.generators.inbound import InboundPort, inbound_ports
+from pilothouse.xds.generators.scope_rules import ScopeRules, scope_rules
 
 _DISCOVERY = {
     Resolution.STATIC: Discovery.EDS,
@@ -114,25 +115,37 @@ class ScopeServices:
     dns: tuple[ServiceKey, ...]
     auto_mtls: tuple[str, ...] = ()
     connect_timeout: float = 0.0
-    _over_ads: tuple[ScopeClusterInputs, ScopeClusterInputs] | None = field(
-        default=None, init=False, repr=False, compare=False
+    _over_ads: tuple[EndpointIndex, int, tuple[ScopeClusterInputs, ScopeClusterInputs]] | None = (
+        field(default=None, init=False, repr=False, compare=False)
     )
-    """The cluster inputs of an ADS proxy without, and with, a proved identity, when
-    the scope has no DNS service (then nothing else of a proxy or the index is read)."""
+    """The cluster inputs of an ADS proxy without, and with, a proved identity, with the
+    endpoint index and its revision they read the DNS services' versions at (while it
+    has not moved, none of those versions can have; without DNS services they read
+    nothing of it): every proxy of the scope gets the very same inputs value, found in
+    the cache by identity, not made and compared again."""
 
     def cluster_inputs(
         self, endpoints: EndpointIndex, rest: RestPolling | None, proved: bool
     ) -> ScopeClusterInputs:
         """The :class:`ScopeClusterInputs` of a proxy of the scope (auto-mTLS only for
         one with a proved identity: SDS gives no other a certificate)."""
-        if rest is None and not self.dns:
-            made = self._over_ads
-            if made is None:
-                made = (self._inputs((), None, False), self._inputs((), None, True))
-                object.__setattr__(self, "_over_ads", made)
-            return made[proved]
-        dns = tuple(EndpointsAt.of(s, endpoints) for s in self.dns)
-        return self._inputs(dns, rest, proved)
+        if rest is not None:
+            return self._inputs(self._dns(endpoints), rest, proved)
+        made = self._over_ads
+        if made is None or (
+            self.dns and (made[0] is not endpoints or made[1] != endpoints.revision)
+        ):
+            dns = self._dns(endpoints)
+            made = (
+                endpoints,
+                endpoints.revision,
+                (self._inputs(dns, None, False), self._inputs(dns, None, True)),
+            )
+            object.__setattr__(self, "_over_ads", made)
+        return made[2][proved]
+
+    def _dns(self, endpoints: EndpointIndex) -> tuple[EndpointsAt, ...]:
+        return tuple(EndpointsAt.of(s, endpoints) for s in self.dns)
 
     def _inputs(
         self, dns: tuple[EndpointsAt, ...], rest: RestPolling | None, proved: bool
@@ -148,13 +161,17 @@ class ScopeServices:
 
 def services_of(given: GenerationInput) -> ScopeServices:
     """The :class:`ScopeServices` of the proxy's scope, gathered once per scope."""
-    return given.scope.interned(ScopeServices, scope_services)
+
+    def gather(scope: ProxyScope, context: ScopeContext) -> ScopeServices:
+        return scope_services(scope, context, scope_rules(given))
+
+    return given.scope.interned(ScopeServices, gather)
 
 
-def scope_services(scope: ProxyScope, context: ScopeContext) -> ScopeServices:
-    services = [scope.by_hostname[hostname] for hostname in sorted(scope.by_hostname)]
-    parts = tuple((s, ConfigRevision.of(scope.destination_rule(s))) for s in services)
-    dns = tuple(s.key for s in services if _DISCOVERY[s.resolution] in _DNS)
+def scope_services(scope: ProxyScope, context: ScopeContext, rules: ScopeRules) -> ScopeServices:
+    services = rules.in_hostname_order()
+    parts = tuple((s, revision) for s, revision, _ in services)
+    dns = tuple(s.key for s, _, _ in services if _DISCOVERY[s.resolution] in _DNS)
     return ScopeServices(
         InputKey(parts), dns, auto_mtls_namespaces(context, scope), context.mesh.connect_timeout
     )

@@ -23,10 +23,9 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from pilothouse.config.model import Config
 from pilothouse.protocol.type_urls import EDS
-from pilothouse.push.cache import Resource, ResourceCache
-from pilothouse.push.inputs import ConfigRevision, EndpointsAt, InputKey
+from pilothouse.push.cache import Resource
+from pilothouse.push.inputs import EndpointsAt, InputKey
 from pilothouse.push.peer_authentication import PeerAuthenticationAt
 from pilothouse.push.rule_reads import Subsets, subsets_of
 from pilothouse.push.scope import ProxyScope, ScopeContext
@@ -37,6 +36,7 @@ from pilothouse.xds.builders.endpoint import LbEndpointInput, build_load_assignm
 from pilothouse.xds.builders.names import Direction, outbound_cluster_name, parse_cluster_name
 from pilothouse.xds.generators.base import GenerationInput, Resources
 from pilothouse.xds.generators.cds import encode
+from pilothouse.xds.generators.scope_rules import scope_rules
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,29 +132,12 @@ class EndpointNames:
 
 def endpoint_names(given: GenerationInput) -> EndpointNames:
     """The :class:`EndpointNames` of the proxy's scope."""
-    cache = given.cache
 
-    def gather(scope: ProxyScope, _context: ScopeContext) -> EndpointNames:
-        services = [scope.by_hostname[hostname] for hostname in sorted(scope.by_hostname)]
-        parts = tuple((s, rule_subsets(cache, scope.destination_rule(s))) for s in services)
-        return EndpointNames(InputKey(parts))
+    def gather(_scope: ProxyScope, _context: ScopeContext) -> EndpointNames:
+        rules = scope_rules(given).in_hostname_order()
+        return EndpointNames(InputKey(tuple((s, readings.subsets) for s, _, readings in rules)))
 
     return given.scope.interned(EndpointNames, gather)
-
-
-@dataclass(frozen=True, slots=True)
-class SubsetsInputs:
-    """What ``rule_reads.subsets_of`` reads: one DestinationRule, by revision."""
-
-    rule: ConfigRevision
-
-
-def rule_subsets(cache: ResourceCache, rule: Config | None) -> Subsets:
-    """The subsets of ``rule``, read once per rule revision."""
-    if rule is None:
-        return ()
-    inputs = SubsetsInputs(ConfigRevision.of(rule))  # type: ignore[arg-type]
-    return cache.value(inputs, lambda: subsets_of(rule))
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,8 @@ value and nothing else: the scope's inputs (scope_inputs.py), the configuration'
 and those selectors (the labels matched against are derived from them, see
 ``routing.labels_meeting``; the proxy's namespace is the scope's). The ResourceCache
 keeps it (or None, for a name that means nothing) under that value: a push that changes
-none of them rebuilds no route, and a proxy finds each of its routes in one lookup.
+none of them rebuilds no route. The answer to a whole set of watched names is kept too,
+under :class:`RouteSetInputs`, so a proxy finds its routes in one lookup.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from envoy.config.route.v3 import route_components_pb2 as rc_pb2  # type: ignore
 
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.protocol.type_urls import RDS
-from pilothouse.push.cache import Resource
+from pilothouse.push.cache import Resource, ResourceCache
 from pilothouse.push.hostnames import host_matches
 from pilothouse.push.indexes import RouteEntry
 from pilothouse.xds.builders.http_connection_manager import is_http
@@ -66,13 +67,32 @@ class RouteGenerator:
         selectors = given.context.virtual_services.source_selectors
         labels = label_key(selectors, given.proxy.labels)
         cache = given.cache
-        out: dict[str, Resource] = {}
-        for name in names:
-            inputs = RouteInputs(scope, name, labels)
-            resource = cache.value(inputs, functools.partial(build_route, inputs))
-            if resource is not None:
-                out[name] = resource
-        return out
+        wanted = RouteSetInputs(scope, names, labels)
+        return cache.value(wanted, functools.partial(route_set, cache, wanted))
+
+
+@dataclass(frozen=True, slots=True)
+class RouteSetInputs:
+    """What the answer to one set of watched route names is made from: the scope's inputs,
+    the names and the ``sourceLabels`` selectors the proxy meets (every proxy of a scope
+    that watches the same names and meets the same selectors shares the answer: one
+    lookup per proxy, not one per name)."""
+
+    scope: ScopeInputs
+    names: frozenset[str]
+    labels: LabelKey
+
+
+def route_set(cache: ResourceCache, inputs: RouteSetInputs) -> Mapping[str, Resource]:
+    """The route configurations of the names that mean something to the scope, each
+    found in the cache under its own :class:`RouteInputs` (shared with other name sets)."""
+    out: dict[str, Resource] = {}
+    for name in inputs.names:
+        one = RouteInputs(inputs.scope, name, inputs.labels)
+        resource = cache.value(one, functools.partial(build_route, one))
+        if resource is not None:
+            out[name] = resource
+    return out
 
 
 def route_names(scope: ScopeInputs) -> list[str]:

@@ -16,10 +16,8 @@ use the same fields and lookups.
 :func:`scope_inputs` gathers it once per scope from the scope and its ``ScopeContext``
 (interned in the scope, so every proxy of the scope holds the same object, hashed once;
 a later context takes the scope over with it when nothing it read changed): configs as
-themselves (a
-Config compares by content and resource version), DestinationRules only as their load
-balancer settings (read once per rule revision, kept in the resource cache under
-:class:`BalancerInputs`).
+themselves (a Config compares by content and resource version), DestinationRules only as
+their load balancer settings (read once per rule revision: see scope_rules.py).
 
 Two scopes with equal inputs, in any two contexts, get equal listeners and routes, so
 those are cached in the ResourceCache under their inputs and outlive pushes that did
@@ -38,17 +36,16 @@ from typing import Any
 
 from pilothouse.config.mesh import OutboundPolicy
 from pilothouse.config.model import Config, ConfigKey
-from pilothouse.push.cache import ResourceCache
 from pilothouse.push.indexes import RouteEntry
-from pilothouse.push.inputs import ConfigRevision, FrozenInputs
+from pilothouse.push.inputs import FrozenInputs
 from pilothouse.push.proxy import ProxyType
-from pilothouse.push.rule_reads import hash_policy_inputs
 from pilothouse.push.scope import ProxyScope, ScopeContext
 from pilothouse.registry.model import Service
 from pilothouse.xds.builders.route_action import HashPolicyLookup
 from pilothouse.xds.builders.route_delegate import DelegateLookup
 from pilothouse.xds.generators.base import GenerationInput
 from pilothouse.xds.generators.routing import delegate_lookup, hash_policy_lookup
+from pilothouse.xds.generators.scope_rules import ScopeRules, scope_rules
 
 DatedRoute = tuple[RouteEntry, datetime.datetime | None]
 """A VirtualService the scope sees, with its creation time."""
@@ -129,15 +126,14 @@ class ScopeInputs(FrozenInputs):
 
 def scope_inputs(given: GenerationInput) -> ScopeInputs:
     """The :class:`ScopeInputs` of the proxy's scope, gathered once per scope."""
-    cache = given.cache
 
     def gather(scope: ProxyScope, context: ScopeContext) -> ScopeInputs:
-        return _gather(context, scope, cache)
+        return _gather(context, scope, scope_rules(given))
 
     return given.scope.interned(ScopeInputs, gather)
 
 
-def _gather(context: ScopeContext, scope: ProxyScope, cache: ResourceCache) -> ScopeInputs:
+def _gather(context: ScopeContext, scope: ProxyScope, rules: ScopeRules) -> ScopeInputs:
     index = context.virtual_services
     routes = visible_routes(context, scope)
     bound = tuple((g, index.for_gateway(g.key)) for g in scope.gateways)
@@ -152,8 +148,7 @@ def _gather(context: ScopeContext, scope: ProxyScope, cache: ResourceCache) -> S
     # Services are read by hostname only, and their DestinationRules only for hash
     # policies: a rule edit that leaves load balancing alone changes no listener or route.
     services = tuple(
-        (service, balancer(cache, scope.destination_rule(service)))
-        for service in scope.by_hostname.values()
+        (service, readings.balancers) for service, _, readings in rules.by_hostname.values()
     )
     mesh = context.mesh
     return ScopeInputs(
@@ -168,22 +163,6 @@ def _gather(context: ScopeContext, scope: ProxyScope, cache: ResourceCache) -> S
         gateways=bound,
         delegates=delegates,
     )
-
-
-@dataclass(frozen=True, slots=True)
-class BalancerInputs:
-    """What ``rule_reads.hash_policy_inputs`` reads: one DestinationRule, by revision."""
-
-    rule: ConfigRevision
-
-
-def balancer(cache: ResourceCache, rule: Config | None) -> bytes | None:
-    """``hash_policy_inputs`` of ``rule``, made once per rule revision (a rule edit
-    serialises one rule's load balancers again, not hundreds)."""
-    if rule is None:
-        return None
-    inputs = BalancerInputs(ConfigRevision.of(rule))  # type: ignore[arg-type]
-    return cache.value(inputs, lambda: hash_policy_inputs(inputs.rule.config))
 
 
 def visible_routes(context: ScopeContext, scope: ProxyScope) -> tuple[RouteEntry, ...]:

@@ -26,9 +26,12 @@ the latest: in delta every response is a change of its own, so a NACK of an
 earlier response must be honoured even if a later one was sent meanwhile.
 
 Answering rules (spec §3): every name in ``resource_names_subscribe`` is sent
-even if the client already holds it; unsubscribing a name never subscribed is
-ignored; unsubscribing a name the wildcard still covers is answered with it in
-``resources`` or ``removed_resources``; a pure unsubscribe is not answered.
+even if the client already holds it, except the names the server counted subscribed
+ahead of the client and sent since (``expect``: the assignments of the EDS clusters a
+CDS push adds, sent in that push, which Envoy subscribed to before it read them);
+unsubscribing a name never subscribed is ignored; unsubscribing a name the wildcard
+still covers is answered with it in ``resources`` or ``removed_resources``; a pure
+unsubscribe is not answered.
 
 What the client holds is tracked twice (``delta_watch``): optimistically from
 ``record_sent`` and confirmed by ACKs; a NACK rolls the optimistic view back to
@@ -49,6 +52,7 @@ from pilothouse.protocol.messages import (
 )
 from pilothouse.protocol.subscriptions import (
     Subscription,
+    SubscriptionChange,
     delta_change,
     delta_initial_subscription,
 )
@@ -91,6 +95,12 @@ class DeltaDecision:
 class DeltaSession(StreamState[DeltaWatch]):
     """Per-stream delta state: the node, one ``DeltaWatch`` per type, and counters."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._expected: dict[str, frozenset[str]] = {}
+        """Per type: names counted subscribed ahead of the client (``expect``) that it
+        has not subscribed to itself yet."""
+
     def receive(self, request: DeltaRequest, now: float) -> DeltaDecision:
         """Classify one request, update the state, and say whether to respond."""
         self._keep_node(request)
@@ -120,7 +130,10 @@ class DeltaSession(StreamState[DeltaWatch]):
 
         change = delta_change(watch.subscription, subscribe, unsubscribe)
         watch = watch.with_subscription(change.after)
-        resend = change.subscribed | change.still_covered
+        subscribed = change.subscribed
+        if type_url in self._expected:
+            subscribed = self._subscribed_ahead(type_url, change, watch)
+        resend = subscribed | change.still_covered
         respond = bool(resend) or change.wildcard_added
         always = False
         if watch.always_respond and kind in (DeltaKind.ACK, DeltaKind.SUBSCRIPTION):
@@ -132,13 +145,31 @@ class DeltaSession(StreamState[DeltaWatch]):
             kind,
             respond,
             change.after,
-            subscribed=change.subscribed,
+            subscribed=subscribed,
             unsubscribed=change.unsubscribed,
             resend=resend,
             resend_all=change.wildcard_added or always,
             error=error if kind is DeltaKind.NACK else None,
             always_respond=always,
         )
+
+    def _subscribed_ahead(
+        self, type_url: str, change: SubscriptionChange, watch: DeltaWatch
+    ) -> frozenset[str]:
+        """The names ``change`` subscribes to, but those counted subscribed ahead of the
+        client (``expect``) whose current assignment it was sent since: its request
+        crossed that response on the wire, and sending them again would send the same
+        bytes twice. Names it subscribes to or unsubscribes from are expected no more."""
+        expected = self._expected.pop(type_url)
+        subscribed = change.subscribed
+        ahead = expected & subscribed
+        left = expected - subscribed - change.unsubscribed
+        if left:
+            self._expected[type_url] = left
+        if not ahead:
+            return subscribed
+        held = watch.held
+        return subscribed - frozenset(n for n in ahead if n in held)
 
     def _init(
         self,
@@ -151,6 +182,26 @@ class DeltaSession(StreamState[DeltaWatch]):
         self._watches[type_url] = DeltaWatch.start(type_url, subscription, initial_versions)
         kind = DeltaKind.RECONNECT if initial_versions else DeltaKind.INIT
         return DeltaDecision(type_url, kind, True, subscription, subscribed=subscription.names)
+
+    def expect(self, type_url: str, names: frozenset[str]) -> None:
+        """The client is about to subscribe to ``names`` of ``type_url`` (Envoy subscribes
+        to the assignment of each EDS cluster a CDS response adds, and waits for it):
+        count them subscribed now, so that a push sends them with the rest and the
+        client's subscription, when it comes, changes nothing and needs no answer. A
+        name the client never subscribes to stays until CDS drops the cluster (Envoy
+        then unsubscribes, or the name is reported removed)."""
+        watch = self._watches.get(type_url)
+        if watch is None:
+            return
+        subscription = watch.subscription
+        if subscription.wildcard or names <= subscription.names:
+            return
+        self._watches[type_url] = watch.with_subscription(
+            Subscription(subscription.names | names, subscription.wildcard)
+        )
+        self._expected[type_url] = self._expected.get(type_url, frozenset()) | (
+            names - subscription.names
+        )
 
     def record_sent(
         self,

@@ -10,7 +10,8 @@ per connection this keeps two things:
   timeout, ``XdsSettings.warming_timeout``, passes);
 - **lingering**: when a push removes clusters, they are kept in CDS (and their
   endpoints in EDS) until the proxy has ACKed the routes that stop using them; then a
-  second CDS/EDS push removes them.
+  second CDS response removes them (their assignments go with them: EDS is per name,
+  and Envoy stops asking for them).
 
 It holds the last resources sent per type (references to cached bytes, shared with
 every other proxy), which is what lingering clusters are re-sent from.

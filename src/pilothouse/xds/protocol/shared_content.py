@@ -29,7 +29,7 @@ KEPT_MAPPINGS: Final = 256
 KEPT_NAMES: Final = 1 << 17
 """Resource names the remembered mappings may hold in all, however few they are."""
 KEPT_CHANGES: Final = 256
-"""Pairs of mappings whose changed names are remembered at most."""
+"""Pairs of mappings whose difference is remembered at most."""
 
 
 class ContentVersions(dict[str, str]):
@@ -83,7 +83,6 @@ class SharedContents:
     """
 
     __slots__ = (
-        "_changes",
         "_differences",
         "_entries",
         "_kept",
@@ -100,10 +99,6 @@ class SharedContents:
         self._entries = OrderedDict()
         """id(mapping) → the mapping (kept alive, so its id is not reused) and its
         summary (None: seen once)."""
-        self._changes: OrderedDict[
-            tuple[int, int],
-            tuple[Mapping[str, Resource], Mapping[str, Resource], frozenset[str]],
-        ] = OrderedDict()
         self._differences: OrderedDict[
             tuple[int, int],
             tuple[Mapping[str, Resource], Mapping[str, Resource], Difference],
@@ -130,28 +125,6 @@ class SharedContents:
             # popitem, not next(iter()): a dict walks the slots its deletions left
             self._names -= len(entries.popitem(last=False)[1][0])
         return None
-
-    def changed(
-        self, before: Mapping[str, Resource], after: Mapping[str, Resource]
-    ) -> frozenset[str]:
-        """Names in both with a different version: worked out once per pair of mappings
-        (the proxies of a scope move from the same one to the same one)."""
-        if after is before:
-            return frozenset()
-        key = (id(before), id(after))
-        changes = self._changes
-        found = changes.get(key)
-        if found is not None and found[0] is before and found[1] is after:
-            return found[2]
-        result = frozenset(
-            name
-            for name, resource in after.items()
-            if (previous := before.get(name)) is not None and previous.version != resource.version
-        )
-        changes[key] = (before, after, result)
-        if len(changes) > KEPT_CHANGES:
-            changes.popitem(last=False)
-        return result
 
     def difference(
         self, before: Mapping[str, Resource], after: Mapping[str, Resource]

@@ -30,7 +30,10 @@ sending a response the caller reports it with ``record_sent``; sending CDS sets
 finish warming a cluster).  A push that sends the changed clusters' assignments right
 behind CDS has given that fresh response, and clears the flag with
 ``warming_answered``: answering the EDS ACK as well would send every assignment a
-second time (checked against a real Envoy in tests/e2e/test_xds_envoy.py).
+second time (checked against a real Envoy in tests/e2e/test_xds_envoy.py). The
+assignments of clusters the CDS response adds go in that push too: ``expect`` counts
+their names requested before Envoy asks, so its request for them is a plain ACK
+(tests/e2e/test_cds_messages.py).
 ``plan_sotw`` (in ``sotw_watch``) says what to send.
 """
 
@@ -217,6 +220,23 @@ class SotwSession(StreamState[SotwWatch]):
         else:
             respond = bool(added)
         return SotwDecision(type_url, kind, respond, subscription, added=added)
+
+    def expect(self, type_url: str, names: frozenset[str]) -> None:
+        """The client is about to request ``names`` of ``type_url`` too (Envoy requests
+        the assignment of each EDS cluster a CDS response adds, and waits for it): count
+        them requested now, so that a push sends them with the rest and the client's
+        request, naming what the watch already has, is an ACK that needs no answer. The
+        client's next request replaces the names, so a name it never asks for is
+        dropped then."""
+        watch = self._watches.get(type_url)
+        if watch is None:
+            return
+        subscription = watch.subscription
+        if subscription.wildcard or names <= subscription.names:
+            return
+        self._watches[type_url] = watch.requested(
+            Subscription(subscription.names | names, subscription.wildcard)
+        )
 
     def record_sent(
         self,

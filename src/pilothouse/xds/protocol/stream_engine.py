@@ -7,7 +7,9 @@ ordering (:mod:`pilothouse.xds.protocol.ordering`). Its interface is narrow:
 - :meth:`StreamEngine.receive`: a client request → the responses it is owed;
 - :meth:`StreamEngine.push_full` / :meth:`StreamEngine.push_endpoints` /
   :meth:`StreamEngine.push_secrets`: what the server wants pushed → the responses to
-  write, types in CDS → EDS → LDS → RDS → SDS order,
+  write, types in CDS → EDS → LDS → RDS → SDS order, a CDS response followed by the
+  assignments of exactly the clusters Envoy warms on it (added and changed EDS
+  clusters; none after a removal) so that its warming re-request needs no answer,
   routes deferred until new clusters' endpoints are ACKed, removed clusters kept until
   the routes that used them are ACKed;
 - timed steps (warming give-up, lingering release) are handed to the ``schedule``
@@ -232,9 +234,10 @@ class StreamEngine:
         watched = self.watched_types()
         routes_watched = any(t in ROUTE_TYPES for t in watched)
         if unchanged and not resend:
-            watched = [t for t in watched if t not in unchanged]
+            # EDS stays while CDS may change: the clusters it changes or adds warm on it
+            cds_pushed = CDS not in unchanged
+            watched = [t for t in watched if t not in unchanged or (t == EDS and cds_pushed)]
         held = order.sent(CDS)  # what is recorded is replaced, never changed
-        before = held.keys()
         refresh: frozenset[str] = frozenset()
         clusters_sent = False
         clusters: Mapping[str, Resource] | None = None
@@ -255,8 +258,8 @@ class StreamEngine:
                     )
                     if assignments and clusters_sent:
                         # behind the CDS response on the same ordered stream: the fresh
-                        # assignments its changed clusters warm on (``refresh``, or
-                        # everything with ``resend``)
+                        # assignments its changed and added clusters warm on
+                        # (``refresh``, or everything with ``resend``)
                         self._flavour.session.warming_answered(EDS)
                     out += assignments
                 continue
@@ -266,11 +269,9 @@ class StreamEngine:
             else:
                 sent = self._flavour.respond(type_url, None, now, resend=resend)
             _add(out, sent)
-            if type_url == CDS:
-                clusters_sent = sent is not None
-                refresh = self._contents.changed(held, order.sent(CDS))
-            if type_url == CDS and routes_watched:
-                self._start_warming(frozenset(order.sent(CDS).keys() - before))
+            if type_url == CDS and sent is not None:
+                clusters_sent = True
+                refresh = self._warmed_by_clusters(held, routes_watched)
         if order.lingering and self._routes_settled():
             # no route changed in this push, so none can still use the removed clusters
             out += self._release_lingering(now)
@@ -301,12 +302,43 @@ class StreamEngine:
             _add(out, self._flavour.respond(EDS, changed, now, resend=resend, refresh=refresh))
         return out
 
+    def _warmed_by_clusters(self, held: Mapping[str, Resource], routes: bool) -> frozenset[str]:
+        """A CDS response went out, replacing the clusters ``held``: the EDS clusters
+        Envoy now warms, whose assignments must follow right behind it (checked with a
+        real Envoy in tests/e2e/test_cds_messages.py). Those are the clusters it changed
+        (Envoy warms a changed EDS cluster only on a fresh assignment, even an unchanged
+        one: xds-protocol.md §2.8) and the EDS clusters it added (Envoy asks for their
+        assignments and waits): their names count as requested from now on
+        (``expect``), so that request is an ACK that needs no answer. When nothing
+        warms (a removal, or only non-EDS clusters changed), the warming flag has
+        nothing to answer and is cleared: Envoy's next EDS request only narrows its
+        names. With routes watched, routes wait for the added clusters (``warming``)."""
+        session = self._flavour.session
+        now_held = self.order.sent(CDS)
+        # worked out once for the streams of a scope, which move between the same mappings
+        changed, added = self._contents.difference(held, now_held)
+        warming = self._source.warming(added) if added else _NO_NAMES
+        ahead = _NO_NAMES
+        if warming:
+            if routes:
+                self._start_warming(warming)
+            # only assignments that exist go ahead: a missing one is the proxy's to ask
+            # for (and is then reported removed, delta) as before
+            ahead = frozenset(self._source.generate(EDS, warming).keys())
+            session.expect(EDS, ahead)
+        subscription = session.wants(EDS)
+        refresh = changed | ahead
+        if subscription is None or not (
+            subscription.wildcard or not subscription.names.isdisjoint(refresh)
+        ):
+            session.warming_answered(EDS)  # nothing warms on this response
+            return _NO_NAMES
+        return refresh
+
     # -- make before break (see ordering.py) --------------------------------------------
 
-    def _start_warming(self, added: frozenset[str]) -> None:
-        if not added:
-            return
-        warming = self._source.warming(added)
+    def _start_warming(self, warming: frozenset[str]) -> None:
+        """Routes wait until the proxy has ACKed the assignments of ``warming``."""
         if warming:
             epoch = self.order.begin_warming(warming)
 
@@ -334,8 +366,18 @@ class StreamEngine:
         if not self.order.lingering:
             return out
         self.order.lingering = frozenset()
-        _add(out, self._flavour.respond(CDS, None, now))
-        _add(out, self._flavour.respond(EDS, None, now))
+        held = self.order.sent(CDS)
+        clusters = self._flavour.respond(CDS, None, now)
+        _add(out, clusters)
+        if clusters is not None:
+            # the removed clusters' assignments go with them (EDS is per name: nothing
+            # to remove); whatever else this CDS response changed or added warms on them
+            refresh = self._warmed_by_clusters(held, routes=False)
+            if refresh:
+                assignments = self._flavour.respond(EDS, refresh, now, refresh=refresh)
+                if assignments is not None:
+                    self._flavour.session.warming_answered(EDS)
+                _add(out, assignments)
         return out
 
 

@@ -1,20 +1,20 @@
-"""Starting the two servers the connect storm and endpoint churn benchmarks compare.
+"""Starting the two servers a fleet benchmark compares: ``pilothouse serve`` and the floor.
 
-``pilothouse serve`` on a mesh directory and the transport floor
-(``transport_floor.py``) each run in their own process (``ServerProcess``:
-/proc figures, stopped even if the benchmark dies), on 127.0.0.1 with ports
-the kernel picks. ``floor_load_requests`` turns what a converged proxy of
-pilothouse holds into the control calls that make the floor serve the same
-bytes; ``FloorControl`` sends them.
+``pilothouse serve`` on a mesh directory and the transport floor (``floor.py``) each run in
+their own process (``ServerProcess``: /proc figures, stopped even if the benchmark dies),
+on 127.0.0.1 with ports the kernel picks. ``floor_load_requests`` turns what a converged
+proxy of pilothouse holds into the control calls that make the floor serve the same
+bytes; ``FloorControl`` sends them, to every process of a floor at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 import resource
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +22,15 @@ import grpc
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 from google.protobuf import any_pb2
 
-from bench.fanout_process import ServerProcess
-from bench.transport_floor import APPLY_METHOD
+from bench.harness.floor import APPLY_METHOD
+from bench.harness.process import ServerProcess
 from pilothouse.loadtest.holdings import HeldResource
 from pilothouse.loadtest.proxy import SimulatedProxy
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 
 SERVED_TYPES = (CDS, EDS, LDS, RDS)
 STARTUP_TIMEOUT = 90.0
-FLOOR_SCRIPT = Path(__file__).resolve().parent / "transport_floor.py"
+FLOOR_SCRIPT = Path(__file__).resolve().parent / "floor.py"
 
 
 def raise_open_file_limit() -> int:
@@ -45,7 +45,7 @@ def raise_open_file_limit() -> int:
 
 
 def start_pilothouse(
-    mesh_root: Path, log: Path, env: Mapping[str, str], workers: int = 1
+    mesh_root: Path, log: Path, env: Mapping[str, str] | None = None, workers: int = 1
 ) -> ServerProcess:
     """``pilothouse serve`` on ``mesh_root``; ``env`` carries its ``PILOTHOUSE_*`` settings.
     With ``workers`` above 1, ``serve --workers N`` (its CPU counts every worker)."""
@@ -65,14 +65,18 @@ def start_pilothouse(
             *(("--workers", str(workers)) if workers > 1 else ()),
         ],
         log,
-        env={"PILOTHOUSE_DRAIN_SECONDS": "1", **env},
+        env={"PILOTHOUSE_DRAIN_SECONDS": "1", **(env or {})},
     )
 
 
-def start_floor(log: Path) -> ServerProcess:
+def start_floor(log: Path, processes: int = 1, control: bool = False) -> ServerProcess:
+    """The transport floor; with ``processes`` above 1 (or ``control``) each of its
+    processes also listens on a control port of its own (``floor_controls``)."""
+    shared = ("--processes", str(processes)) if processes > 1 else ()
+    own = ("--control-address", "127.0.0.1:0") if control or processes > 1 else ()
     return ServerProcess(
         "transport floor",
-        [sys.executable, str(FLOOR_SCRIPT), "--address", "127.0.0.1:0"],
+        [sys.executable, str(FLOOR_SCRIPT), "--address", "127.0.0.1:0", *shared, *own],
         log,
     )
 
@@ -93,6 +97,28 @@ async def pilothouse_target(server: ServerProcess, workers: int = 1) -> str:
 async def floor_target(server: ServerProcess) -> str:
     found = await server.wait_for_line(r"floor listening on (\S+):(\d+)", STARTUP_TIMEOUT)
     return f"{found.group(1)}:{found.group(2)}"
+
+
+async def floor_controls(floor: ServerProcess, processes: int) -> tuple[str, list[str]]:
+    """The floor's ADS address and the control address of each of its processes (a
+    floor started with a control port)."""
+    target = await floor_target(floor)
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    while True:
+        controls = re.findall(r"^floor control on (\S+:\d+)$", floor.output(), re.MULTILINE)
+        if len(controls) >= processes:
+            return target, controls
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"transport floor: {len(controls)} of {processes} processes up")
+        await asyncio.sleep(0.05)
+
+
+async def idle_cpu_rate(server: ServerProcess, seconds: float) -> float:
+    """CPU seconds per second the server spends doing nothing in particular."""
+    start_cpu = server.cpu_seconds()
+    start = time.monotonic()
+    await asyncio.sleep(seconds)
+    return (server.cpu_seconds() - start_cpu) / (time.monotonic() - start)
 
 
 def resource_message(type_url: str, held: HeldResource) -> Any:
@@ -126,20 +152,26 @@ def _raw(body: bytes) -> bytes:
 
 
 class FloorControl:
-    """The floor's control channel: ``apply`` sends one load or push request."""
+    """The floor's control channels (one per process): ``apply`` hands every process one
+    load or push request at once."""
 
-    def __init__(self, target: str) -> None:
-        self._channel = grpc.aio.insecure_channel(target)
-        self._apply = self._channel.unary_unary(
-            APPLY_METHOD, request_serializer=_serialize, response_deserializer=_raw
-        )
+    def __init__(self, targets: str | Sequence[str]) -> None:
+        addresses = [targets] if isinstance(targets, str) else list(targets)
+        self._channels = [grpc.aio.insecure_channel(address) for address in addresses]
+        self._applies = [
+            channel.unary_unary(
+                APPLY_METHOD, request_serializer=_serialize, response_deserializer=_raw
+            )
+            for channel in self._channels
+        ]
 
     async def apply(self, request: Any) -> None:
-        await self._apply(request)
+        await asyncio.gather(*(apply(request) for apply in self._applies))
 
-    async def load(self, requests: list[Any]) -> None:
+    async def load(self, requests: Sequence[Any]) -> None:
         for request in requests:
             await self.apply(request)
 
     async def close(self) -> None:
-        await self._channel.close()
+        for channel in self._channels:
+            await channel.close()

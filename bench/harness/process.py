@@ -209,37 +209,3 @@ class Profiler:
         if self._running is not None:
             self._running.stop(grace=30.0, first=signal.SIGINT)
             self._running = None
-
-
-async def floor_controls(floor: ServerProcess, processes: int) -> tuple[str, list[str]]:
-    """The floor's ADS address and the control address of each of its processes (a
-    floor started with ``--control-address``)."""
-    found = await floor.wait_for_line(r"floor listening on (\S+):(\d+)", 60)
-    target = f"{found.group(1)}:{found.group(2)}"
-    deadline = time.monotonic() + 60
-    while True:
-        controls = re.findall(r"^floor control on (\S+:\d+)$", floor.output(), re.MULTILINE)
-        if len(controls) >= processes:
-            return target, controls
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"transport floor: {len(controls)} of {processes} processes up")
-        await asyncio.sleep(0.05)
-
-
-async def workers_ready(server: ServerProcess, workers: int) -> None:
-    """Wait until every worker of ``serve`` has said ``xds ready``."""
-    await server.wait_for_line(r"xds ready", 60)
-    deadline = time.monotonic() + 60
-    while server.output().count("xds ready") < workers:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"pilothouse: fewer than {workers} workers ready")
-        await asyncio.sleep(0.05)
-
-
-async def idle_cpu_rate(server: ServerProcess, seconds: float) -> float:
-    """CPU seconds per second the server spends doing nothing in particular."""
-    start_cpu = server.cpu_seconds()
-    start = time.monotonic()
-    await asyncio.sleep(seconds)
-    return (server.cpu_seconds() - start_cpu) / (time.monotonic() - start)
-

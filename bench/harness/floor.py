@@ -21,7 +21,7 @@ resources of ``type_url`` without pushing; "push" updates the given resources
 (of any types) and pushes them, one response per type in push order (CDS, EDS,
 LDS, RDS).
 
-Run: ``python bench/transport_floor.py --address 127.0.0.1:0``; it prints
+Run: ``python bench/harness/floor.py --address 127.0.0.1:0``; it prints
 ``floor listening on HOST:PORT`` and serves until SIGTERM or SIGINT.
 
 ``--processes N`` (N > 1) is the floor to compare with ``serve --workers N``: N

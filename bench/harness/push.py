@@ -15,10 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
-from fanout_process import ServerProcess
-from google.protobuf import any_pb2
-
+from bench.harness.fleet import ServerGauge, holds_new
 from pilothouse.loadtest.fleet import ProxyFleet
 from pilothouse.loadtest.holdings import HeldResource
 from pilothouse.loadtest.proxy import SimulatedProxy
@@ -63,15 +60,6 @@ def holdings(proxy: SimulatedProxy, type_url: str) -> Holdings:
     return dict(proxy.holds(type_url))
 
 
-def resource_message(type_url: str, held: HeldResource) -> object:
-    """A held resource as an ``envoy.service.discovery.v3.Resource`` (name, version, Any)."""
-    return discovery_pb2.Resource(
-        name=held.name,
-        version=held.version,
-        resource=any_pb2.Any(type_url=type_url, value=held.body),
-    )
-
-
 def _received(fleet: ProxyFleet, type_urls: Sequence[str]) -> dict[str, tuple[int, int]]:
     """Per type: responses and bytes received by the whole fleet so far."""
     out = {}
@@ -98,7 +86,7 @@ async def _quiet(fleet: ProxyFleet, type_urls: Sequence[str], tail: float, deadl
 
 async def timed_push(
     fleet: ProxyFleet,
-    server: ServerProcess,
+    server: ServerGauge,
     type_url: str,
     name: str,
     trigger: Callable[[], Awaitable[None]],
@@ -112,15 +100,7 @@ async def timed_push(
 
     The server's CPU is counted until the fleet has been quiet for ``tail`` seconds.
     """
-    reference = fleet.proxies[0].holds(type_url).get(name)
-    if reference is None:
-        raise RuntimeError(f"the fleet does not hold {name}")
-    old = reference.body
-
-    def updated(proxy: SimulatedProxy) -> bool:
-        held = proxy.holds(type_url).get(name)
-        return held is not None and held.body != old
-
+    updated = holds_new(fleet, type_url, name)
     counts = _received(fleet, type_urls)
     cpu_before = server.cpu_seconds()
     start = time.monotonic()

@@ -1,4 +1,5 @@
-"""Child processes of the MCP sync benchmark: started, polled, measured, always stopped.
+"""Child processes driven from synchronous code (the MCP sync and REST benchmarks):
+started, polled, measured, always stopped.
 
 A :class:`Child` runs in its own session (process group) with its output in a log
 file, and asks the kernel to SIGKILL it if the benchmark process dies
@@ -29,8 +30,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.harness.process import process_cpu_seconds
+from pilothouse.loadtest.server_process import process_tree
+
 PR_SET_PDEATHSIG = 1
-_TICKS = os.sysconf("SC_CLK_TCK")
 _STAMP = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(\d{3})Z ")
 
 
@@ -82,7 +85,7 @@ class Child:
         """The process and every process it started (so that a helper process could not
         hide memory): RSS summed, peak summed over each process's own peak."""
         rss = peak = 0.0
-        for pid in _tree(self.pid):
+        for pid in process_tree(self.pid):
             values: dict[str, float] = {}
             try:
                 with open(f"/proc/{pid}/status", encoding="ascii") as status:
@@ -191,11 +194,9 @@ def cpu_seconds(pid: int) -> float | None:
     """User + system CPU seconds of process ``pid``, all its threads (None if it is gone).
     Its child processes are not counted: ``pilothouse serve`` starts none."""
     try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
+        return process_cpu_seconds(pid)
     except OSError:
         return None
-    return (int(fields[11]) + int(fields[12])) / _TICKS
 
 
 def ready(admin_port: int) -> bool:
@@ -222,17 +223,3 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
-
-
-def _tree(pid: int) -> list[int]:
-    """``pid`` and its descendants, from /proc/PID/task/*/children."""
-    found = [pid]
-    for current in found:
-        try:
-            tasks = Path(f"/proc/{current}/task").iterdir()
-            for task in tasks:
-                children = (task / "children").read_text(encoding="ascii").split()
-                found.extend(int(child) for child in children)
-        except OSError:
-            continue
-    return found

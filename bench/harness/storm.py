@@ -10,29 +10,16 @@ memory is sampled (its peak) and its CPU time read before and after.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import statistics
 import time
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
+from bench.harness.fleet import FleetCounts, PeakMemory, ServerGauge, error_examples, held_counts
 from pilothouse.loadtest.fleet import ProxyFleet
 from pilothouse.loadtest.stats import percentile
-from pilothouse.loadtest.watch import WATCHED_TYPES
 
-SAMPLE_EVERY = 0.05
 ERROR_EXAMPLES = 3
-
-
-class ServerGauge(Protocol):
-    """What a storm reads of the server (``fanout_process.ServerProcess``)."""
-
-    def cpu_seconds(self) -> float: ...
-
-    def rss_kib(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -67,62 +54,6 @@ class StormRun:
         return self.unconverged + self.stream_failures + self.nacks
 
 
-class PeakMemory:
-    """Samples the server's RSS in the background until ``stop``; ``peak_kib`` is the largest."""
-
-    def __init__(self, server: ServerGauge, every: float = SAMPLE_EVERY) -> None:
-        self.server = server
-        self.every = every
-        self.peak_kib = server.rss_kib()
-        self._task: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._sample())
-
-    async def _sample(self) -> None:
-        while True:
-            await asyncio.sleep(self.every)
-            self.note()
-
-    def note(self) -> None:
-        with contextlib.suppress(OSError, RuntimeError):
-            self.peak_kib = max(self.peak_kib, self.server.rss_kib())
-
-    async def stop(self) -> int:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-        self.note()
-        return self.peak_kib
-
-
-def held_counts(fleet: ProxyFleet) -> tuple[tuple[tuple[str, int], ...], int]:
-    """What most proxies hold, per type, and how many proxies hold something else."""
-    tally: Counter[tuple[tuple[str, int], ...]] = Counter()
-    for proxy in fleet.proxies:
-        tally[tuple((t.rsplit(".", 1)[-1], len(proxy.holds(t))) for t in WATCHED_TYPES)] += 1
-    if not tally:
-        return (), 0
-    common, count = tally.most_common(1)[0]
-    return common, len(fleet.proxies) - count
-
-
-def _error_examples(fleet: ProxyFleet) -> tuple[str, ...]:
-    seen: dict[str, None] = {}
-    for proxy in fleet.proxies:
-        for message in proxy.stream_errors:
-            seen.setdefault(message, None)
-        for type_url in WATCHED_TYPES:
-            nack = proxy.last_error(type_url)
-            if nack is not None:
-                seen.setdefault(f"NACK {type_url.rsplit('.', 1)[-1]}: {nack}", None)
-        if len(seen) >= ERROR_EXAMPLES:
-            break
-    return tuple(seen)[:ERROR_EXAMPLES]
-
-
 async def storm(fleet: ProxyFleet, server: ServerGauge, timeout: float) -> StormRun:
     """Start every proxy of ``fleet`` at once and wait until all have converged."""
     memory = PeakMemory(server)
@@ -137,21 +68,21 @@ async def storm(fleet: ProxyFleet, server: ServerGauge, timeout: float) -> Storm
         peak = await memory.stop()
     cpu = server.cpu_seconds() - cpu_before
     own = time.process_time() - own_before
-    proxies = fleet.proxies
+    counts = FleetCounts.of(fleet)
     held, odd = held_counts(fleet)
     return StormRun(
-        proxies=len(proxies),
+        proxies=len(fleet.proxies),
         seconds=report.wall,
         durations=report.durations,
         unconverged=len(report.unconverged),
-        stream_failures=sum(proxy.stream_failures for proxy in proxies),
-        reconnects=sum(max(0, proxy.streams_opened - 1) for proxy in proxies),
-        nacks=sum(proxy.counters(t).nacks for proxy in proxies for t in WATCHED_TYPES),
+        stream_failures=counts.stream_failures,
+        reconnects=counts.reconnects,
+        nacks=counts.nacks,
         rss_before_kib=rss_before,
         peak_rss_kib=peak,
         cpu_seconds=cpu,
         load_generator_cpu_seconds=own,
-        error_examples=_error_examples(fleet),
+        error_examples=error_examples(fleet),
         held=held,
         odd_proxies=odd,
     )

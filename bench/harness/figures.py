@@ -1,0 +1,42 @@
+"""The report writer's side in every benchmark: figures rounded the way BENCHMARKS.md
+shows them, ratios to the baseline, and the JSON lines ``run_all.py`` records.
+
+Every benchmark prints one JSON object per figure group on stdout (``emit``); each names
+its ``benchmark``, its ``baseline`` and its ``ratio_to_baseline``, usually its ``target``
+and ``target_met``; ``run_all.py`` turns them into the BENCHMARKS.md sections.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+
+def ratio(baseline: float, ours: float, digits: int = 2) -> float:
+    """Baseline ÷ ours for a figure where lower is better (1 = as good as the baseline)."""
+    return round(baseline / ours, digits) if ours > 0 else float("inf")
+
+
+def ms(seconds: float) -> float:
+    return round(seconds * 1000, 1)
+
+
+def s(seconds: float) -> float:
+    return round(seconds, 2)
+
+
+def mib(kib: float) -> float:
+    return round(kib / 1024, 1)
+
+
+def emit(groups: Iterable[Mapping[str, Any]]) -> None:
+    """Print each figure group as one JSON line, flushed (run_all reads them as they come)."""
+    for group in groups:
+        print(json.dumps(group, ensure_ascii=False), flush=True)
+
+
+def note(text: str) -> None:
+    """A progress line for whoever watches the run (stderr: not a figure)."""
+    print(text, file=sys.stderr, flush=True)
