@@ -171,9 +171,15 @@ def test_contents_compare_by_digest_and_the_summaries_are_bounded() -> None:
 
 def test_a_stream_of_its_own_summarises_few_mappings() -> None:
     own = FanOutResponses(kept=2)
-    for i in range(100):
-        own.contents.of(clusters(1, str(i)))
-    assert len(own.contents._entries) <= 32
+    mappings = [clusters(1, str(i)) for i in range(100)]
+    for resources in mappings:
+        own.contents.of(resources)
+        own.contents.of(resources)  # seen twice: summarised
+    assert own.contents.summaries == 100
+    assert len(own.contents._entries) <= 32 and len(own.contents._seen) <= 32
+    for resources in mappings:
+        own.contents.of(resources)  # seen once more: no summary kept this long
+    assert len(own.contents._entries) <= 32 and len(own.contents._seen) <= 32
 
 
 def test_a_type_whose_generator_may_answer_more_than_asked_still_takes_the_plan() -> None:

@@ -25,7 +25,8 @@ from typing import Final, NamedTuple
 from pilothouse.push.cache import Resource
 
 KEPT_MAPPINGS: Final = 256
-"""Mappings remembered at most (seen or summarised), the oldest used going first."""
+"""Mappings summarised, and mappings seen once, remembered at most (each): the oldest
+used go first."""
 KEPT_NAMES: Final = 1 << 17
 """Resource names the remembered mappings may hold in all, however few they are."""
 KEPT_CHANGES: Final = 256
@@ -88,6 +89,7 @@ class SharedContents:
         "_kept",
         "_names",
         "_names_budget",
+        "_seen",
         "summaries",
     )
 
@@ -95,10 +97,12 @@ class SharedContents:
         self._kept = kept
         self._names_budget = names
         self._names = 0
-        self._entries: OrderedDict[int, tuple[Mapping[str, Resource], SotwContent | None]]
+        self._entries: OrderedDict[int, tuple[Mapping[str, Resource], SotwContent]]
         self._entries = OrderedDict()
         """id(mapping) → the mapping (kept alive, so its id is not reused) and its
-        summary (None: seen once)."""
+        summary."""
+        self._seen: OrderedDict[int, None] = OrderedDict()
+        """The ids of the mappings seen once (not summarised yet)."""
         self._differences: OrderedDict[
             tuple[int, int],
             tuple[Mapping[str, Resource], Mapping[str, Resource], Difference],
@@ -111,20 +115,24 @@ class SharedContents:
         entries = self._entries
         found = entries.get(key)
         if found is not None and found[0] is resources:
-            content = found[1]
-            if content is None:
-                content = SotwContent(resources)
-                self.summaries += 1
-                found = (resources, content)
-            entries[key] = found
             entries.move_to_end(key)  # the most recently used goes last
-            return content
-        entries[key] = (resources, None)
+            return found[1]
+        seen = self._seen
+        if key not in seen:
+            # only its id: a mapping made for one stream is not kept alive (an id
+            # reused by a later mapping only has that one summarised a sighting early)
+            seen[key] = None
+            if len(seen) > self._kept:
+                seen.popitem(last=False)  # not next(iter()): that walks deleted slots
+            return None
+        del seen[key]
+        content = SotwContent(resources)
+        self.summaries += 1
+        entries[key] = (resources, content)
         self._names += len(resources)
         while len(entries) > self._kept or (self._names > self._names_budget and entries):
-            # popitem, not next(iter()): a dict walks the slots its deletions left
             self._names -= len(entries.popitem(last=False)[1][0])
-        return None
+        return content
 
     def difference(
         self, before: Mapping[str, Resource], after: Mapping[str, Resource]
