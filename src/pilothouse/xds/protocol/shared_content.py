@@ -13,6 +13,11 @@ A mapping is summarised the second time it is seen: a mapping made for one strea
 alone (a proxy's own routes) is delivered the way it always was, and costs no summary.
 Only mappings that are never changed once made may be given (every generated mapping:
 streams already keep them by reference).
+
+How one mapping differs from an earlier one (:meth:`SharedContents.difference`: names
+at another version, names added) is likewise worked out once per pair: the streams of a
+scope move from the same clusters to the same clusters, and from the same assignments
+to the same ones (:mod:`pilothouse.xds.protocol.endpoint_basis`).
 """
 
 from __future__ import annotations
