@@ -31,14 +31,27 @@ class Clock(Protocol):
 class LoopClock:
     """The running event loop's monotonic clock (``loop.time()`` and ``loop.call_at``).
 
-    The loop is looked up on each call, so a ``LoopClock`` can be built before any loop runs.
+    The loop is looked up on first use, so a ``LoopClock`` can be built before any loop
+    runs, and kept while it runs: ``asyncio.get_running_loop`` asks the OS for the
+    process id on every call, and the push queue reads the clock twice per push.
     """
 
+    __slots__ = ("_loop",)
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _running(self) -> asyncio.AbstractEventLoop:
+        loop = self._loop
+        if loop is None or not loop.is_running():
+            loop = self._loop = asyncio.get_running_loop()
+        return loop
+
     def now(self) -> float:
-        return asyncio.get_running_loop().time()
+        return self._running().time()
 
     def call_at(self, when: float, callback: Callable[[], None]) -> Timer:
-        return asyncio.get_running_loop().call_at(when, callback)
+        return self._running().call_at(when, callback)
 
 
 @dataclass(order=True)

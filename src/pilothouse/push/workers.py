@@ -194,7 +194,7 @@ class PushWorkers(Generic[ConnT]):
 
     def _wait(self, conn: ConnT, waiter: asyncio.Future[Any]) -> None:
         if self._deadline is not None:
-            loop = asyncio.get_running_loop()
+            loop = waiter.get_loop()  # the running one (get_running_loop costs a getpid)
             self._waiting[waiter] = loop.time() + self._deadline
             if self._timer is None:
                 self._timer = loop.call_at(self._waiting[waiter], self._expire)

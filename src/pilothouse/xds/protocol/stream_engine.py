@@ -32,6 +32,7 @@ from pilothouse.protocol.type_urls import CDS, EDS, SDS, push_order_key
 from pilothouse.push.cache import Resource
 from pilothouse.xds.protocol.delta import DeltaSession
 from pilothouse.xds.protocol.ordering import ROUTE_TYPES, MakeBeforeBreak
+from pilothouse.xds.protocol.shared_content import SharedContents
 from pilothouse.xds.protocol.sotw import SotwSession
 from pilothouse.xds.protocol.stream_flavour import (
     DeltaFlavour,
@@ -95,6 +96,8 @@ class StreamEngine:
         self._warming_timeout = warming_timeout
         self._schedule = schedule
         self._eds_index: tuple[Subscription, Mapping[str, frozenset[str]]] | None = None
+        self._contents = SharedContents(kept=32) if responses is None else responses.contents
+        """Where the clusters a push changed are worked out once per scope."""
 
     @property
     def session(self) -> SotwSession | DeltaSession:
@@ -312,8 +315,8 @@ class StreamEngine:
         names. With routes watched, routes wait for the added clusters (``warming``)."""
         session = self._flavour.session
         now_held = self.order.sent(CDS)
-        changed = _changed(held, now_held)
-        added = frozenset(now_held.keys() - held.keys()) if now_held is not held else _NO_NAMES
+        # worked out once for the streams of a scope, which move between the same mappings
+        changed, added = self._contents.difference(held, now_held)
         warming = self._source.warming(added) if added else _NO_NAMES
         ahead = _NO_NAMES
         if warming:
@@ -376,17 +379,6 @@ class StreamEngine:
                     self._flavour.session.warming_answered(EDS)
                 _add(out, assignments)
         return out
-
-
-def _changed(before: Mapping[str, Resource], after: Mapping[str, Resource]) -> frozenset[str]:
-    """Names held before and after with a different version: clusters that changed."""
-    if after is before:
-        return frozenset()
-    return frozenset(
-        name
-        for name, resource in after.items()
-        if (previous := before.get(name)) is not None and previous.version != resource.version
-    )
 
 
 def _add(out: list[Outgoing], response: Outgoing | None) -> None:

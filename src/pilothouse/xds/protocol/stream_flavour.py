@@ -15,14 +15,16 @@ from collections.abc import Mapping
 from typing import NamedTuple, Protocol
 
 from pilothouse.protocol.messages import DeltaRequest, SotwRequest
-from pilothouse.protocol.type_urls import EDS, is_full_state_type
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS, is_full_state_type
 from pilothouse.push.cache import Resource
 from pilothouse.xds.protocol.acked import AckedResources
 from pilothouse.xds.protocol.delta import DeltaDecision, DeltaKind, DeltaSession
 from pilothouse.xds.protocol.delta_plan import plan_delta
+from pilothouse.xds.protocol.endpoint_basis import EndpointBasis
 from pilothouse.xds.protocol.ordering import MakeBeforeBreak
+from pilothouse.xds.protocol.shared_content import SotwContent, same_content
 from pilothouse.xds.protocol.sotw import SotwKind, SotwSession
-from pilothouse.xds.protocol.sotw_watch import plan_sotw
+from pilothouse.xds.protocol.sotw_watch import SotwWatch, plan_sotw
 from pilothouse.xds.protocol.versions import NonceSource
 from pilothouse.xds.protocol.wire import (
     NO_CONTROL_PLANE,
@@ -31,6 +33,10 @@ from pilothouse.xds.protocol.wire import (
     delta_response,
 )
 from pilothouse.xds.protocol.withheld import withheld
+
+_BY_NAME = frozenset({CDS, EDS, LDS, RDS})
+"""Types whose generators (Envoy's and gRPC's) return only the names asked for: what
+they return for a subscription's names is the whole of what it takes."""
 
 
 class Outgoing(NamedTuple):
@@ -51,7 +57,8 @@ class ResourceSource(Protocol):
         ...
 
     def generate(self, type_url: str, names: frozenset[str] | None) -> Mapping[str, Resource]:
-        """The resources of ``type_url`` for ``names`` (None: all the proxy may see)."""
+        """The resources of ``type_url`` for ``names`` (None: all the proxy may see), a
+        mapping never changed afterwards (streams keep it, and share its summary)."""
         ...
 
     def warming(self, added: frozenset[str]) -> frozenset[str]:
@@ -139,6 +146,7 @@ class SotwFlavour(_Base):
         same content to (a stream of its own keeps only its last few)."""
         self._serials: dict[str, int] = {}
         """The serial of the last response sent per type: the next must be above it."""
+        self._endpoints = EndpointBasis()
 
     @property
     def session(self) -> SotwSession:
@@ -188,9 +196,19 @@ class SotwFlavour(_Base):
         names = None if subscription.wildcard else subscription.names
         if changed is not None:
             names = changed if names is None else names & changed
-        resources = self._generate(type_url, names) if generated is None else generated
+        if generated is None:
+            made = self._source.generate(type_url, names)
+            resources = self._order.with_lingering(type_url, made)
+            # the subscription asks for all of it (nothing lingers beside it)
+            whole = resources is made and (subscription.wildcard or type_url in _BY_NAME)
+        else:
+            resources = generated
+            whole = subscription.wildcard
         if withheld(resources):
             return None
+        content = self._responses.contents.of(resources) if whole else None
+        if content is not None:
+            return self._deliver(watch, type_url, answering, changed, content, now)
         available = {name: r.version for name, r in resources.items()}
         plan = plan_sotw(watch, available, answering=answering)
         if plan is None:
@@ -213,18 +231,54 @@ class SotwFlavour(_Base):
         self.acked.sent(type_url, nonce, sent, replace=is_full_state_type(type_url))
         if self._order.records(type_url):
             self._order.record(type_url, sent, replace=changed is None)
+        if type_url == EDS:
+            self._endpoints.sent(
+                subscription, changed, resources, whole=whole and sent is resources
+            )
         return Outgoing(type_url, body, len(plan.resources))
 
+    def _deliver(
+        self,
+        watch: SotwWatch,
+        type_url: str,
+        answering: bool,
+        changed: frozenset[str] | None,
+        content: SotwContent,
+        now: float,
+    ) -> Outgoing | None:
+        """``_respond`` for a generated mapping the subscription takes whole, summarised
+        once for every stream sent it: digest comparisons, the shared response, and
+        references to the shared content recorded (nothing here walks its resources)."""
+        versions = content.versions
+        if watch.rejected is not None and same_content(watch.rejected, versions):
+            return None  # exactly what the proxy rejected: not resent until it changes
+        if not answering and watch.sent_anything and same_content(watch.last_sent, versions):
+            return None
+        if changed is not None and not versions:
+            return None
+        version = self._source.version
+        response = self._responses.shared(
+            version, type_url, content, self._control_plane, self._serials.get(type_url, 0)
+        )
+        self._serials[type_url] = response.serial
+        nonce = response.nonce
+        self.sotw.record_sent(type_url, version, nonce, versions, now)
+        resources = content.resources
+        self.acked.sent(type_url, nonce, resources, replace=is_full_state_type(type_url))
+        if self._order.records(type_url):
+            self._order.record(type_url, resources, replace=changed is None)
+        if type_url == EDS:
+            self._endpoints.sent(watch.subscription, changed, resources, whole=True)
+        return Outgoing(type_url, response.body, len(versions))
+
     def changed_endpoints(self) -> frozenset[str] | None:
-        """Only the assignments whose content differs from what the proxy was last sent."""
+        """Only the assignments whose content differs from what the proxy was last sent
+        (:mod:`pilothouse.xds.protocol.endpoint_basis`: per stream, only what changed)."""
         watch = self.sotw.watch(EDS)
         if watch is None or watch.subscription.wildcard:
             return None
         current = self._generate(EDS, watch.subscription.names)
-        held = watch.held_versions.get
-        return frozenset(
-            name for name, resource in current.items() if held(name) != resource.version
-        )
+        return self._endpoints.changed(watch, current, self._responses.contents)
 
     def confirmed(self, names: frozenset[str]) -> bool:
         watch = self.sotw.watch(EDS)

@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 from pilothouse.protowire import LENGTH_DELIMITED, length_delimited, tag, text_field, varint
 from pilothouse.push.cache import Resource
+from pilothouse.xds.protocol.shared_content import KEPT_MAPPINGS, SharedContents, SotwContent
 from pilothouse.xds.protocol.versions import nonce_token
 
 # DiscoveryResponse
@@ -122,6 +123,11 @@ HEADS_KEPT = 64
 """Fan-outs whose response is kept at most, however small."""
 
 
+_Key = tuple[str, str, tuple[bytes, ...] | SotwContent, bytes]
+"""A shared response's key: version, type URL, its bodies (or their summary) and the
+encoded control plane field."""
+
+
 class SharedResponse(NamedTuple):
     """One encoded SotW response, and the nonce (and its serial) it carries."""
 
@@ -149,13 +155,15 @@ class FanOutResponses:
 
     Keyed by ``(version, type_url, bodies, control plane)``: a bytes object keeps its
     hash and the bodies are the very objects a push sends, so a lookup hashes the
-    tuple and compares its bodies by identity. An entry is charged twice its size (the
-    response, and the bodies its key keeps alive); the first kept go first once the
-    charge passes ``budget`` or there are more than ``kept``; a response over the
-    budget on its own is returned without being kept.
+    tuple and compares its bodies by identity; or, in place of the bodies, their
+    shared summary (:class:`~pilothouse.xds.protocol.shared_content.SotwContent`,
+    hashed by identity: one lookup whatever the number of resources). An entry is
+    charged twice its size (the response, and the bodies its key keeps alive); the first
+    kept go first once the charge passes ``budget`` or there are more than ``kept``; a
+    response over the budget on its own is returned without being kept.
     """
 
-    __slots__ = ("_budget", "_entries", "_held", "_kept", "_serial", "_token")
+    __slots__ = ("_budget", "_entries", "_held", "_kept", "_serial", "_token", "contents")
 
     def __init__(
         self, token: str | None = None, budget: int = HEADS_BUDGET, kept: int = HEADS_KEPT
@@ -165,8 +173,11 @@ class FanOutResponses:
         self._kept = kept
         self._held = 0
         self._serial = 0
-        self._entries: dict[tuple[str, str, tuple[bytes, ...], bytes], tuple[SharedResponse, int]]
+        self._entries: dict[_Key, tuple[SharedResponse, int]]
         self._entries = {}
+        self.contents = SharedContents(kept=min(KEPT_MAPPINGS, 16 * kept))
+        """The summaries of the generated mappings these responses are made from (as
+        many more as responses kept: a stream's own keeps few)."""
 
     @property
     def held(self) -> int:
@@ -186,6 +197,31 @@ class FanOutResponses:
     ) -> SharedResponse:
         """The response carrying ``bodies`` at ``version``, with a serial above ``after``."""
         key = (version, type_url, bodies, control_plane.sotw)
+        return self._response(key, version, type_url, bodies, control_plane, after)
+
+    def shared(
+        self,
+        version: str,
+        type_url: str,
+        content: SotwContent,
+        control_plane: ControlPlaneField = NO_CONTROL_PLANE,
+        after: int = 0,
+    ) -> SharedResponse:
+        """The response carrying ``content``'s bodies at ``version``, with a serial above
+        ``after``: found by the summary itself (its identity), so a stream sent the same
+        summary as others costs one lookup, not a walk over the bodies."""
+        key = (version, type_url, content, control_plane.sotw)
+        return self._response(key, version, type_url, content.bodies, control_plane, after)
+
+    def _response(
+        self,
+        key: _Key,
+        version: str,
+        type_url: str,
+        bodies: tuple[bytes, ...],
+        control_plane: ControlPlaneField,
+        after: int,
+    ) -> SharedResponse:
         entries = self._entries
         found = entries.get(key)
         if found is not None:
@@ -208,7 +244,7 @@ class FanOutResponses:
                 self._forget(next(iter(entries)))
         return made
 
-    def _forget(self, key: tuple[str, str, tuple[bytes, ...], bytes]) -> None:
+    def _forget(self, key: _Key) -> None:
         response, _ = self._entries.pop(key)
         self._held -= 2 * len(response.body)
 

@@ -121,6 +121,7 @@ class Connection:
         self.denied: str | None = None
         """Why the stream must end with PERMISSION_DENIED (a debug type it may not read)."""
         self._generation = generation
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
         return f"Connection({self.id}, {self.proxy.node_id})"
@@ -245,7 +246,10 @@ class Connection:
             return None
         waiter = self.written_waiter
         if waiter is None or waiter.done():
-            waiter = asyncio.get_running_loop().create_future()
+            loop = self._loop
+            if loop is None:  # the stream's loop, looked up once (each lookup: a getpid)
+                loop = self._loop = asyncio.get_running_loop()
+            waiter = loop.create_future()
             self.written_waiter = waiter
         return waiter
 
