@@ -166,6 +166,17 @@ class Side:
     def idle(self) -> bool:
         return True
 
+    async def absorb(self) -> None:
+        """Settle, every proxy ACKs what it was written, settle, and forget what the ACKs
+        made (the state a round starts from)."""
+        await self.settle()
+        for index, peer in enumerate(self.peers):
+            for body in peer.acks():
+                self.handle(index, body)
+        await self.settle()
+        for peer in self.peers:
+            peer.bodies.clear()
+
     async def round(self, kind: str, state: int) -> None:
         gc.collect()
         started = time.process_time()
@@ -245,13 +256,7 @@ class Pilothouse(Side):
                 if type_url == CDS:
                     request.node.id = identity.node_id
                 self.handler._handle(self.parse(request.SerializeToString()), connection)
-        await self.settle()
-        for index, peer in enumerate(self.peers):
-            for body in peer.acks():
-                self.handle(index, body)
-        await self.settle()
-        for peer in self.peers:
-            peer.bodies.clear()
+        await self.absorb()
         return names
 
     def idle(self) -> bool:
@@ -312,13 +317,7 @@ class FloorSide(Side):
                 )
                 if body is not None:
                     stream.outbound.put_nowait(body)
-        await self.settle()
-        for index, peer in enumerate(self.peers):
-            for body in peer.acks():
-                self.handle(index, body)
-        await self.settle()
-        for peer in self.peers:
-            peer.bodies.clear()
+        await self.absorb()
 
     async def _writer(self, stream: FloorStream, peer: Peer) -> None:
         while True:
