@@ -23,8 +23,8 @@ from typing import Any
 
 from envoy.service.discovery.v3 import discovery_pb2
 
-from bench.generation_watches import MESSAGES, eds_name, route_names
 from bench.harness.mesh import DESTINATION_RULE, PORT, SERVICE_ENTRY, WORKLOAD_ENTRY
+from bench.harness.subscriptions import MESSAGES, eds_name, route_names
 from pilothouse.loadtest.fleet import fleet_identities
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 
