@@ -70,6 +70,7 @@ from bench.harness.process import ServerProcess
 from pilothouse.loadtest.fleet import fleet_identities
 from pilothouse.loadtest.identity import ProxyNode
 from pilothouse.loadtest.proxy import SimulatedProxy
+from pilothouse.loadtest.server_process import process_tree
 
 TARGET_P99 = 3.0
 TARGET_RSS = 1 << 30
@@ -124,18 +125,6 @@ class TreeSample:
     processes: int = 0
 
 
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        with contextlib.suppress(OSError):
-            stat = (entry / "stat").read_text()
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry.name))
-    return found
-
-
 def _status(pid: int) -> tuple[int, int]:
     rss = threads = 0
     with contextlib.suppress(OSError), open(f"/proc/{pid}/status", encoding="ascii") as handle:
@@ -149,7 +138,7 @@ def _status(pid: int) -> tuple[int, int]:
 
 async def _watch_tree(pid: int, peak: TreeSample) -> None:
     while True:
-        pids = [pid, *_children(pid)]
+        pids = process_tree(pid)
         figures = [_status(one) for one in pids]
         rss = sum(kib for kib, _ in figures)
         if rss > peak.rss_kib:
@@ -208,20 +197,23 @@ async def load_generator(
     return json.loads(stdout), cpu, peak, held
 
 
+CHANGED = (Path("ns-0") / "svc-0-rule.yaml", Path("ns-0") / "svc-0-we-0.yaml")
+"""The files change 1 (CDS) and change 2 (EDS) replace."""
+
+
+def _replace(source: Path, into: Path) -> str:
+    """A shell command that replaces ``into`` with a copy of ``source`` in one rename."""
+    temporary = shlex.quote(str(into.with_name(f".{into.name}.tmp")))
+    return f"cp {shlex.quote(str(source))} {temporary} && mv {temporary} {shlex.quote(str(into))}"
+
+
 def _trigger(mesh: FanoutMesh, staged: FanoutMesh, work: Path) -> str:
     """A shell command that makes change 1 (CDS) and change 2 (EDS) by renaming files."""
-    rule = Path("ns-0") / "svc-0-rule.yaml"
-    endpoint = Path("ns-0") / "svc-0-we-0.yaml"
-    script = work / "trigger.sh"
     lines = ['case "$PILOTHOUSE_LOADTEST_CHANGE" in']
-    for number, path in ((1, rule), (2, endpoint)):
-        source, into = staged.root / path, mesh.root / path
-        temporary = into.with_name(f".{into.name}.tmp")
-        lines.append(
-            f"  {number}) cp {shlex.quote(str(source))} {shlex.quote(str(temporary))} && "
-            f"mv {shlex.quote(str(temporary))} {shlex.quote(str(into))} ;;"
-        )
+    for number, path in enumerate(CHANGED, start=1):
+        lines.append(f"  {number}) {_replace(staged.root / path, mesh.root / path)} ;;")
     lines += ["  *) exit 1 ;;", "esac", ""]
+    script = work / "trigger.sh"
     script.write_text("\n".join(lines), encoding="utf-8")
     return f"sh {shlex.quote(str(script))}"
 
@@ -262,14 +254,7 @@ async def _shell(command: str, env: dict[str, str]) -> None:
 
 def _undo(mesh: FanoutMesh, original: FanoutMesh, work: Path) -> str:
     """A shell command that puts both changed files back as they were."""
-    lines = []
-    for path in (Path("ns-0") / "svc-0-rule.yaml", Path("ns-0") / "svc-0-we-0.yaml"):
-        source, into = original.root / path, mesh.root / path
-        temporary = into.with_name(f".{into.name}.tmp")
-        lines.append(
-            f"cp {shlex.quote(str(source))} {shlex.quote(str(temporary))} && "
-            f"mv {shlex.quote(str(temporary))} {shlex.quote(str(into))}"
-        )
+    lines = [_replace(original.root / path, mesh.root / path) for path in CHANGED]
     script = work / "undo.sh"
     script.write_text(" && ".join(lines) + "\n", encoding="utf-8")
     return f"sh {shlex.quote(str(script))}"

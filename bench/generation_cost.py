@@ -80,8 +80,8 @@ from bench.generation_mesh import (
     ScaledBookinfo,
     read_example,
 )
-from bench.generation_watches import Subscriptions, message_of
 from bench.harness.figures import emit
+from bench.harness.subscriptions import Subscriptions, message_of
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.cache import CacheStats
 from pilothouse.push.debounce import DebounceSettings

@@ -47,15 +47,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.harness.child import (
-    Child,
-    ChildFailed,
-    CpuClock,
-    Memory,
-    free_port,
-    line_time,
-    ready,
-)
+from bench.harness.child import Child, ChildFailed, CpuClock, Memory, ServeChild, ready
 from bench.harness.figures import emit
 from bench.mcp_sync_floor import FloorSync, sync_once
 from bench.mcp_sync_mesh import write_mesh
@@ -63,7 +55,6 @@ from bench.mcp_sync_phase_child import PhaseRun, PhasesChild
 from bench.mcp_sync_report import SinkRun, SizeRun, report
 
 HERE = Path(__file__).resolve().parent
-ENV = {"PILOTHOUSE_DRAIN_SECONDS": "1"}
 LOADED = re.compile(r" info serve config loaded events=(\d+)")
 """What ``serve`` logs once its initial load is ready: how many objects it took in."""
 
@@ -73,63 +64,34 @@ def loaded_objects(output: str) -> int:
     return int(found.group(1)) if found else 0
 
 
-class Pilothouse:
-    """``pilothouse serve`` in a child process, on ports of its own."""
-
-    def __init__(self, name: str, workdir: Path, log_level: str, *args: str) -> None:
-        self.xds_port = free_port()
-        self.admin_port = free_port()
-        argv = [
-            sys.executable, "-m", "pilothouse.cli.main", "serve", *args,
-            "--xds-address", f"127.0.0.1:{self.xds_port}",
-            "--admin-address", f"127.0.0.1:{self.admin_port}",
-            "--log-level", log_level,
-        ]  # fmt: skip
-        self.child = Child(name, argv, workdir / f"{name}.log", ENV)
-
-    def wait_ready(self, timeout: float) -> float:
-        return self.child.wait_ready(self.admin_port, timeout)
-
-    def first_time(self, pattern: str, since: float) -> float | None:
-        """The time of this process's first log line matching ``pattern`` from ``since`` on."""
-        for found in re.finditer(rf"^.*{pattern}.*$", self.child.output(), re.MULTILINE):
-            stamp = line_time(found.group(0))
-            if stamp >= since - 0.001:  # log stamps are truncated to the millisecond
-                return stamp
-        return None
-
-
-def source(stack: ExitStack, workdir: Path, mesh: Path, name: str) -> Pilothouse:
+def source(stack: ExitStack, workdir: Path, mesh: Path, name: str) -> ServeChild:
     """The config-server source; xds at debug so that it logs each stream it accepts."""
-    process = Pilothouse(
-        name, workdir, "default:info,xds:debug", "--role", "config-server", "--config", str(mesh)
-    )
-    stack.callback(process.child.stop)
+    args = ("--role", "config-server", "--config", str(mesh))
+    process = ServeChild(name, workdir, *args, log_level="default:info,xds:debug")
+    stack.callback(process.stop)
     return process
 
 
-def sink_run(workdir: Path, name: str, upstream: Pilothouse, timeout: float) -> SinkRun:
+def sink_run(workdir: Path, name: str, upstream: ServeChild, timeout: float) -> SinkRun:
     """Start a sink against ``upstream``, wait for its /ready, measure, stop it."""
-    sink = Pilothouse(
-        name, workdir, "info", "--config-source", f"xds://127.0.0.1:{upstream.xds_port}"
-    )
-    began = sink.child.started
-    clock = CpuClock([sink.child, upstream.child])
+    sink = ServeChild(name, workdir, "--config-source", f"xds://127.0.0.1:{upstream.xds_port}")
+    began = sink.started
+    clock = CpuClock([sink, upstream])
     ready_at: float | None = None
     problem = ""
     memory: Memory | None = None
     try:
         try:
-            ready_at = sink.wait_ready(timeout)
+            ready_at = sink.serve_ready(timeout)
         except ChildFailed as failure:
             problem = str(failure).splitlines()[0]
         clock.stop()
-        if sink.child.alive():
-            memory = sink.child.memory()
+        if sink.alive():
+            memory = sink.memory()
         opened = upstream.first_time(r" debug xds proxy connected ", began)
         synced = sink.first_time(r" info sources\.xds upstream \S+ synced", began)
         xds_ready = sink.first_time(r" info xds xds ready", began)
-        stored = loaded_objects(sink.child.output())
+        stored = loaded_objects(sink.output())
         return SinkRun(
             began,
             opened,
@@ -139,12 +101,12 @@ def sink_run(workdir: Path, name: str, upstream: Pilothouse, timeout: float) -> 
             memory,
             stored,
             problem,
-            sink_cpu=clock.used(sink.child, opened, synced),
-            source_cpu=clock.used(upstream.child, opened, synced),
+            sink_cpu=clock.used(sink, opened, synced),
+            source_cpu=clock.used(upstream, opened, synced),
         )
     finally:
         clock.stop()
-        sink.child.stop()
+        sink.stop()
 
 
 def floor(workdir: Path, count: int, runs: int) -> tuple[FloorSync, Memory]:
@@ -164,7 +126,7 @@ def empty_baseline(workdir: Path, timeout: float) -> float:
     (workdir / "empty").mkdir(exist_ok=True)
     with ExitStack() as stack:
         upstream = source(stack, workdir, workdir / "empty", "empty-source")
-        upstream.wait_ready(60)
+        upstream.serve_ready(60)
         run = sink_run(workdir, "empty-sink", upstream, timeout)
     if run.ready is None:
         raise ChildFailed(f"the empty sink did not become ready: {run.problem}")
@@ -172,7 +134,7 @@ def empty_baseline(workdir: Path, timeout: float) -> float:
 
 
 def load_source(
-    upstream: Pilothouse, phases_child: PhasesChild, timeout: float, phases_timeout: float
+    upstream: ServeChild, phases_child: PhasesChild, timeout: float, phases_timeout: float
 ) -> tuple[float | None, str, PhaseRun]:
     """Wait for the source's /ready while the phases run; (load seconds or None, problem,
     phases). The phases are collected (or cut off) before this returns."""
@@ -184,10 +146,10 @@ def load_source(
         if phases is None and phases_child.due(phases_timeout):
             phases = phases_child.collect(phases_timeout)
         if ready(upstream.admin_port):
-            loaded = time.time() - upstream.child.started
+            loaded = time.time() - upstream.started
             break
         try:
-            upstream.child.check(deadline, "/ready", timeout)
+            upstream.check(deadline, "/ready", timeout)
         except ChildFailed as failure:
             problem = str(failure).splitlines()[0]
             break
@@ -213,14 +175,14 @@ def one_size(
         loaded, problem, phases = load_source(
             upstream, phases_child, max(min(args.source_timeout, left), 1.0), args.phases_timeout
         )
-        stored = loaded_objects(upstream.child.output())
+        stored = loaded_objects(upstream.output())
         if loaded is not None:
             cold = sink_run(workdir, "sink", upstream, args.sink_timeout)
             room = deadline - time.monotonic() > args.sink_timeout + 30
             if args.warm and cold.ready is not None and room:
                 warm = sink_run(workdir, "sink-warm", upstream, args.sink_timeout)
-        if upstream.child.alive():
-            source_memory = upstream.child.memory()
+        if upstream.alive():
+            source_memory = upstream.memory()
     if count == args.profile_size and deadline - time.monotonic() > 120:
         limit = min(args.phases_timeout * 3, deadline - time.monotonic() - 60)
         profiled = PhasesChild(workdir, count, profile=True).collect(limit)

@@ -42,13 +42,10 @@ import argparse
 import asyncio
 import dataclasses
 import gc
-import importlib
 import statistics
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 if __package__ in (None, ""):
@@ -56,39 +53,19 @@ if __package__ in (None, ""):
 
 from envoy.service.discovery.v3 import discovery_pb2
 
-from bench.generation_watches import eds_name, route_names
 from bench.harness.figures import emit
-from bench.harness.mesh import DESTINATION_RULE, PORT, SERVICE_ENTRY, WORKLOAD_ENTRY
-from pilothouse.loadtest.fleet import fleet_identities
-from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
+from bench.harness.in_process import (
+    TYPES,
+    InProcessServer,
+    Write,
+    ack_of,
+    endpoint_yaml,
+    rule_yaml,
+)
+from pilothouse.protocol.type_urls import CDS, EDS
 
-NAMESPACE = "bench"
-TYPES = (CDS, EDS, LDS, RDS)
 ROUND_TIMEOUT = 60.0
 TARGET_SHARE = 0.01
-
-
-def mesh_yaml(services: int, state: int = 0) -> str:
-    docs = []
-    for index in range(services):
-        name = f"svc-{index}"
-        host = f"{name}.{NAMESPACE}.svc.cluster.local"
-        docs.append(SERVICE_ENTRY.format(name=name, ns=NAMESPACE, host=host, port=PORT))
-        docs.append(rule_yaml(index, state if index == 0 else 0))
-        docs.append(endpoint_yaml(index, state if index == 0 else 0))
-    return "---\n".join(docs)
-
-
-def rule_yaml(index: int, state: int) -> str:
-    host = f"svc-{index}.{NAMESPACE}.svc.cluster.local"
-    return DESTINATION_RULE.format(
-        name=f"svc-{index}", ns=NAMESPACE, host=host, max_connections=100 + state
-    )
-
-
-def endpoint_yaml(index: int, state: int) -> str:
-    address = f"10.{index // 250}.{index % 250}.{10 + state}"
-    return WORKLOAD_ENTRY.format(name=f"svc-{index}", index=0, ns=NAMESPACE, address=address)
 
 
 class Tally:
@@ -112,76 +89,30 @@ class Tally:
         await asyncio.wait_for(self._reached.wait(), ROUND_TIMEOUT)
 
 
-class Peer:
-    """The proxy end of one in-memory stream: decodes each response and ACKs it with the
-    names it watches, before the write returns."""
+class Side(InProcessServer):
+    """One discovery server with metrics recorded or not (``recording``; None: a tree
+    before metrics), whose in-memory proxies decode each response and ACK it with the
+    names they watch before the write returns."""
 
-    def __init__(self, connection: Any, names: dict[str, list[str]], tally: Tally) -> None:
-        self._connection = connection
-        self._names = names
-        self._tally = tally
-
-    async def write(self, body: bytes) -> None:
-        response = discovery_pb2.DiscoveryResponse.FromString(body)
-        ack = discovery_pb2.DiscoveryRequest(
-            type_url=response.type_url,
-            version_info=response.version_info,
-            response_nonce=response.nonce,
-            resource_names=self._names[response.type_url],
-        )
-        self._connection.on_request(ack, time.time())
-        self._tally.note()
-
-
-class Side:
-    """One discovery server of ``package`` with its connections and in-memory proxies."""
-
-    def __init__(self, label: str, package: ModuleType, recording: bool | None) -> None:
-        self.label = label
-        self._package = package
+    def __init__(self, label: str, package: str, recording: bool | None) -> None:
+        super().__init__(label, package)
         self._recording = recording
-        self._module: Callable[[str], ModuleType] = lambda name: importlib.import_module(
-            f"{package.__name__}.{name}"
-        )
         self.tally = Tally()
-        self.store: Any = None
-        self.discovery: Any = None
-        self.connections: list[Any] = []
-        self._tasks: list[asyncio.Task[Any]] = []
         self.cpu: dict[str, list[float]] = {"eds": [], "cds": []}
         self.expected: dict[str, int] = {}
 
-    def apply(self, text: str) -> None:
-        loader = self._module("config.load").Loader(
-            self._module("kinds.table").SCHEMAS, source="bench"
-        )
-        for config in loader.load_strict(text, "bench.yaml"):
-            self.store.apply(config)
-
-    async def start(self, services: int, proxies: int) -> None:
-        settings_module = self._module("settings")
-        settings = settings_module.XdsSettings(
-            debounce=settings_module.DebounceSettings(debounce_after=0.0)
-        )
-        self.store = self._module("sources.memory").MemoryStore("bench")
-        self.apply(mesh_yaml(services))
-        self.store.mark_synced()
-        server_class = self._module("xds.server.discovery").DiscoveryServer
+    async def start_fleet(self, services: int, proxies: int) -> None:
         if self._recording is None:
-            self.discovery = server_class(self.store, settings=settings)
+            await self.start(services, 0.0)
         else:
-            metrics = self._module("metrics.push").PushMetrics(recording=self._recording)
-            self.discovery = server_class(self.store, settings=settings, metrics=metrics)
-        self._tasks.append(asyncio.create_task(self.discovery.run()))
-        await asyncio.wait_for(self.discovery.wait_ready(), 60)
-        identities = fleet_identities(proxies, namespaces=(NAMESPACE,), app="client")
-        names = self._subscriptions(identities[0])
+            metrics = self.module("metrics.push").PushMetrics(recording=self._recording)
+            await self.start(services, 0.0, metrics=metrics)
+        identities = self.identities(proxies)
+        names = self.subscriptions(identities[0])
         for identity in identities:
-            connection = self._connection(identity)
-            self.discovery.connect(connection)
-            self.connections.append(connection)
-            peer = Peer(connection, names, self.tally)
-            self._tasks.append(asyncio.create_task(self._writer(connection, peer)))
+            clock = {} if self._recording is None else {"clock": self.discovery.metrics.clock}
+            connection = self.connection(identity, **clock)
+            self.serve(connection, self._peer(connection, names))
             for type_url in TYPES:
                 request = discovery_pb2.DiscoveryRequest(
                     type_url=type_url, resource_names=names[type_url]
@@ -191,55 +122,12 @@ class Side:
                 connection.on_request(request, time.time())
         await self.quiet()
 
-    def _connection(self, identity: Any) -> Any:
-        proxy = self._module("push.proxy").parse_node(identity.node_id, dict(identity.metadata))
-        connection_class = self._module("xds.server.connection").Connection
-        connection_id = self.discovery.next_connection_id(proxy.node_id)
-        if self._recording is None:
-            return connection_class(connection_id, "bench", proxy, self.discovery, delta=False)
-        return connection_class(
-            connection_id,
-            "bench",
-            proxy,
-            self.discovery,
-            delta=False,
-            clock=self.discovery.metrics.clock,
-        )
+    def _peer(self, connection: Any, names: dict[str, list[str]]) -> Write:
+        async def write(body: bytes) -> None:
+            connection.on_request(ack_of(body, names), time.time())
+            self.tally.note()
 
-    async def _writer(self, connection: Any, peer: Peer) -> None:
-        try:
-            writer = self._module("xds.server.writer")
-        except ModuleNotFoundError:  # a tree before metrics: the servicer's own loop
-            stream = self._module("xds.server.ads").StreamHandler
-            await stream._write(connection, peer)
-            return
-        await writer.write_responses(connection, peer.write, self.discovery)
-
-    def _subscriptions(self, identity: Any) -> dict[str, list[str]]:
-        """What every proxy watches: CDS and LDS by wildcard, then the EDS and RDS names
-        the clusters and listeners of a probe connection point at."""
-        probe = self._connection(identity)
-        seen: dict[str, list[Any]] = {}
-        for type_url in (CDS, LDS):
-            probe.on_request(discovery_pb2.DiscoveryRequest(type_url=type_url), time.time())
-            queued = probe.outbound.get_nowait()
-            body = queued if isinstance(queued, bytes) else queued.body
-            seen[type_url] = list(discovery_pb2.DiscoveryResponse.FromString(body).resources)
-        clusters = [_unpack(CDS, r) for r in seen[CDS]]
-        listeners = [_unpack(LDS, r) for r in seen[LDS]]
-        eds = sorted({n for n in map(eds_name, clusters) if n is not None})
-        rds = sorted({n for listener in listeners for n in route_names(listener)})
-        return {CDS: [], LDS: [], EDS: eds, RDS: rds}
-
-    async def quiet(self) -> None:
-        """Until nothing is queued, pushed, or waiting to be written or ACKed."""
-        deadline = time.monotonic() + ROUND_TIMEOUT
-        while self.discovery.pending_pushes() or any(
-            not c.outbound.empty() or c.settling or not _answered(c) for c in self.connections
-        ):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{self.label}: pushes never settled")
-            await asyncio.sleep(0.01)
+        return write
 
     async def learn(self, kind: str, state: int) -> None:
         """Run one change of ``kind`` untimed and remember how many responses it takes."""
@@ -261,24 +149,6 @@ class Side:
 
     def _change(self, kind: str, state: int) -> None:
         self.apply(endpoint_yaml(0, state) if kind == "eds" else rule_yaml(0, state))
-
-    async def stop(self) -> None:
-        self.discovery.close()
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-
-
-def _unpack(type_url: str, packed: Any) -> Any:
-    from bench.generation_watches import MESSAGES
-
-    message = MESSAGES[type_url]()
-    packed.Unpack(message)
-    return message
-
-
-def _answered(connection: Any) -> bool:
-    return all(w.nonce_acked == w.nonce_sent for w in connection.sotw.watches.values())
 
 
 class MetricWork:
@@ -341,12 +211,11 @@ class Options:
 
 
 async def run(options: Options) -> list[dict[str, Any]]:
-    package = importlib.import_module("pilothouse")
-    sides = [Side("recording", package, True), Side("not_recording", package, False)]
+    sides = [Side("recording", "pilothouse", True), Side("not_recording", "pilothouse", False)]
     if options.baseline:
-        sides.append(Side("baseline_tree", importlib.import_module(options.baseline), None))
+        sides.append(Side("baseline_tree", options.baseline, None))
     for side in sides:
-        await side.start(options.services, options.proxies)
+        await side.start_fleet(options.services, options.proxies)
     try:
         for kind in ("eds", "cds"):
             for side in sides:

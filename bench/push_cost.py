@@ -58,14 +58,19 @@ from envoy.service.discovery.v3 import discovery_pb2
 
 from bench.harness.figures import emit
 from bench.harness.floor import Floor, FloorStream
+from bench.harness.in_process import (
+    NAMESPACE,
+    TYPES,
+    InProcessServer,
+    ack_of,
+    endpoint_yaml,
+    rule_yaml,
+    unpack,
+)
 from bench.harness.rounds import spread
-from bench.metrics_overhead import NAMESPACE, endpoint_yaml, mesh_yaml, rule_yaml
-from pilothouse.kinds.table import SCHEMAS
-from pilothouse.loadtest.fleet import fleet_identities
-from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
+from pilothouse.protocol.type_urls import CDS, EDS
 from pilothouse.push.affected_types import inert_for_scope as COMPARED
 
-TYPES = (CDS, EDS, LDS, RDS)
 VIRTUAL_SERVICE = """\
 apiVersion: networking.istio.io/v1
 kind: VirtualService
@@ -122,14 +127,9 @@ class Peer:
         """The ACKs of what was written since last asked (the proxy's work: untimed)."""
         out = []
         for body in self.bodies:
-            response = discovery_pb2.DiscoveryResponse.FromString(body)
-            ack = discovery_pb2.DiscoveryRequest(
-                type_url=response.type_url,
-                version_info=response.version_info,
-                response_nonce=response.nonce,
-                resource_names=self.names[response.type_url],
-            ).SerializeToString()
-            self.last[response.type_url] = ack
+            request = ack_of(body, self.names)
+            ack = request.SerializeToString()
+            self.last[request.type_url] = ack
             out.append(ack)
         self.bodies.clear()
         return out
@@ -165,6 +165,17 @@ class Side:
 
     def idle(self) -> bool:
         return True
+
+    async def absorb(self) -> None:
+        """Settle, every proxy ACKs what it was written, settle, and forget what the ACKs
+        made (the state a round starts from)."""
+        await self.settle()
+        for index, peer in enumerate(self.peers):
+            for body in peer.acks():
+                self.handle(index, body)
+        await self.settle()
+        for peer in self.peers:
+            peer.bodies.clear()
 
     async def round(self, kind: str, state: int) -> None:
         gc.collect()
@@ -217,49 +228,27 @@ class Pilothouse(Side):
 
     def __init__(self) -> None:
         super().__init__()
-        self.store: Any = None
-        self.discovery: Any = None
-        self.connections: list[Any] = []
+        self.server = InProcessServer(self.label)
         self.handler: Any = None
         self.parse: Callable[[bytes], Any] = discovery_pb2.DiscoveryRequest.FromString
-        self._tasks: list[asyncio.Task[Any]] = []
-
-    def apply(self, text: str) -> None:
-        from pilothouse.config.load import Loader
-
-        for config in Loader(SCHEMAS, source="bench").load_strict(text, "bench.yaml"):
-            self.store.apply(config)
 
     async def start(self, services: int, proxies: int, debounce: float) -> dict[str, list[str]]:
         from pilothouse.protocol.request_bytes import discovery_request_parser
-        from pilothouse.settings import DebounceSettings, XdsSettings
-        from pilothouse.sources.memory import MemoryStore
         from pilothouse.xds.server.ads import StreamHandler
-        from pilothouse.xds.server.discovery import DiscoveryServer
-        from pilothouse.xds.server.writer import write_responses
 
-        settings = XdsSettings(debounce=DebounceSettings(debounce_after=debounce))
-        self.store = MemoryStore("bench")
-        self.apply(mesh_yaml(services))
-        self.store.mark_synced()
-        self.discovery = DiscoveryServer(self.store, settings=settings)
-        self._tasks.append(asyncio.create_task(self.discovery.run()))
-        await asyncio.wait_for(self.discovery.wait_ready(), 60)
-        self.handler = StreamHandler(self.discovery, delta=False)
+        server = self.server
+        await server.start(services, debounce)
+        self.handler = StreamHandler(server.discovery, delta=False)
         self.parse = discovery_request_parser(discovery_pb2.DiscoveryRequest, fingerprint=True)
-        identities = fleet_identities(proxies, namespaces=(NAMESPACE,), app="client")
-        names: dict[str, list[str]] = {}
+        identities = server.identities(proxies)
+        names = server.subscriptions(identities[0])
         for identity in identities:
-            connection = self._connection(identity)
-            self.discovery.connect(connection)
-            self.connections.append(connection)
-            if not names:
-                names = self._subscriptions(connection)
+            connection = server.connection(
+                identity, clock=server.discovery.metrics.clock, responses=server.discovery.responses
+            )
             peer = Peer(names)
             self.peers.append(peer)
-            self._tasks.append(
-                asyncio.create_task(write_responses(connection, peer.write, self.discovery))
-            )
+            server.serve(connection, peer.write)
             for type_url in TYPES:
                 request = discovery_pb2.DiscoveryRequest(
                     type_url=type_url, resource_names=names[type_url]
@@ -267,54 +256,11 @@ class Pilothouse(Side):
                 if type_url == CDS:
                     request.node.id = identity.node_id
                 self.handler._handle(self.parse(request.SerializeToString()), connection)
-        await self.settle()
-        for index, peer in enumerate(self.peers):
-            for body in peer.acks():
-                self.handle(index, body)
-        await self.settle()
-        for peer in self.peers:
-            peer.bodies.clear()
+        await self.absorb()
         return names
 
-    def _connection(self, identity: Any) -> Any:
-        from pilothouse.push.proxy import parse_node
-        from pilothouse.xds.server.connection import Connection
-
-        proxy = parse_node(identity.node_id, dict(identity.metadata))
-        connection_id = self.discovery.next_connection_id(proxy.node_id)
-        return Connection(
-            connection_id,
-            "bench",
-            proxy,
-            self.discovery,
-            delta=False,
-            clock=self.discovery.metrics.clock,
-            responses=self.discovery.responses,
-        )
-
-    def _subscriptions(self, connection: Any) -> dict[str, list[str]]:
-        """CDS and LDS by wildcard; EDS and RDS: the names the clusters and listeners of
-        a probe stream point at."""
-        from bench.generation_watches import eds_name, route_names
-        from bench.metrics_overhead import _unpack
-        from pilothouse.xds.server.connection import Connection
-
-        probe = Connection("probe", "bench", connection.proxy, self.discovery, delta=False)
-        seen: dict[str, list[Any]] = {}
-        for type_url in (CDS, LDS):
-            probe.on_request(discovery_pb2.DiscoveryRequest(type_url=type_url), time.time())
-            body = probe.outbound.get_nowait().body
-            seen[type_url] = list(discovery_pb2.DiscoveryResponse.FromString(body).resources)
-        clusters = [_unpack(CDS, r) for r in seen[CDS]]
-        listeners = [_unpack(LDS, r) for r in seen[LDS]]
-        eds = sorted({n for n in map(eds_name, clusters) if n is not None})
-        rds = sorted({n for listener in listeners for n in route_names(listener)})
-        return {CDS: [], LDS: [], EDS: eds, RDS: rds}
-
     def idle(self) -> bool:
-        return not self.discovery.pending_pushes() and all(
-            c.outbound.empty() and not c.settling for c in self.connections
-        )
+        return self.server.idle(acked=False)
 
     def change(self, kind: str, state: int) -> None:
         import pilothouse.push.pipeline as pipeline
@@ -323,21 +269,16 @@ class Pilothouse(Side):
             pipeline.inert_for_scope = _uncompared  # type: ignore[assignment]
         else:
             pipeline.inert_for_scope = COMPARED
-        self.apply(CHANGES[kind](state))
+        self.server.apply(CHANGES[kind](state))
 
     def handle(self, index: int, body: bytes) -> None:
-        self.handler._handle(self.parse(body), self.connections[index])
+        self.handler._handle(self.parse(body), self.server.connections[index])
 
     async def stop(self) -> None:
         import pilothouse.push.pipeline as pipeline
 
         pipeline.inert_for_scope = COMPARED
-        self.discovery.close()
-        for connection in self.connections:
-            connection.close()
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.server.stop()
 
 
 def _uncompared(request: Any, *_: Any) -> Any:
@@ -376,13 +317,7 @@ class FloorSide(Side):
                 )
                 if body is not None:
                     stream.outbound.put_nowait(body)
-        await self.settle()
-        for index, peer in enumerate(self.peers):
-            for body in peer.acks():
-                self.handle(index, body)
-        await self.settle()
-        for peer in self.peers:
-            peer.bodies.clear()
+        await self.absorb()
 
     async def _writer(self, stream: FloorStream, peer: Peer) -> None:
         while True:
@@ -412,25 +347,15 @@ class FloorSide(Side):
 
 def _resources(peer: Peer, pilothouse: Pilothouse, type_url: str) -> list[Any]:
     """The floor's ``Resource`` messages of a type, from a probe stream of pilothouse's."""
-    from pilothouse.xds.server.connection import Connection
-
-    probe = Connection(
-        "probe", "bench", pilothouse.connections[0].proxy, pilothouse.discovery, delta=False
-    )
-    probe.on_request(
-        discovery_pb2.DiscoveryRequest(type_url=type_url, resource_names=peer.names[type_url]),
-        time.time(),
-    )
-    body = probe.outbound.get_nowait().body
-    return _as_resources(discovery_pb2.DiscoveryResponse.FromString(body))
+    server = pilothouse.server
+    proxy = server.connections[0].proxy
+    return _as_resources(server.probe(proxy, type_url, peer.names[type_url]))
 
 
 def _as_resources(response: Any) -> list[Any]:
-    from bench.metrics_overhead import _unpack
-
     out = []
     for packed in response.resources:
-        message = _unpack(response.type_url, packed)
+        message = unpack(response.type_url, packed)
         name = getattr(message, "name", "") or getattr(message, "cluster_name", "")
         out.append(discovery_pb2.Resource(name=name, resource=packed))
     return out
@@ -603,9 +528,9 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.every_type:
-        import pilothouse.xds.server.connection as connection
+        import pilothouse.push.proxy_push as proxy_push
 
-        connection.unaffected_types = lambda request: frozenset()  # type: ignore[assignment]
+        proxy_push.unaffected_types = lambda request: frozenset()  # type: ignore[assignment]
     options = Options(args.services, args.proxies, args.rounds, args.debounce, args.ack_repeats)
     for line in asyncio.run(run(options)):
         emit([line])

@@ -45,11 +45,11 @@ from typing import Any, Protocol
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.harness.child import ServeChild
 from bench.harness.figures import emit
 from bench.rest_cpu import group_cpu_seconds
 from bench.rest_load import Expect, LoadRound, count_clusters, fetch, load_round
 from bench.rest_mesh import OUTBOUND_PREFIX, request_body, write_services
-from bench.rest_pilothouse import Pilothouse, start_pilothouse
 from bench.rest_profile import start_recording, table, tally
 from bench.rest_report import Setup, report, summarise
 from bench.sovereign_side import start_sovereign
@@ -65,6 +65,13 @@ class Server(Protocol):
     def pgrp(self) -> int: ...
 
     def url(self) -> str: ...
+
+
+class RestPilothouse(ServeChild):
+    """``pilothouse serve`` whose admin listener answers REST discovery."""
+
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.admin_port}/v3/discovery:clusters"
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,8 +155,9 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     write_services(mesh, args.clusters)
     body = request_body(extensions=args.extensions)
     with ExitStack() as stack:
-        pilothouse = start_pilothouse(mesh, workdir, args.start_timeout)
+        pilothouse = RestPilothouse("pilothouse", workdir, "--config", str(mesh))
         stack.callback(pilothouse.stop)
+        pilothouse.serve_ready(args.start_timeout)
         seen = asyncio.run(pilothouse_clusters(pilothouse, body, args.clusters))
         sovereign = start_sovereign(
             args.venv, workdir / "sovereign", seen["clusters"], args.workers, args.start_timeout
@@ -200,11 +208,11 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
 
 
 async def profiled_round(
-    pilothouse: Pilothouse, body: bytes, expect: Expect, args: argparse.Namespace, workdir: Path
+    pilothouse: RestPilothouse, body: bytes, expect: Expect, args: argparse.Namespace, workdir: Path
 ) -> None:
     """One more round against pilothouse with py-spy attached; the tally on stderr."""
     stacks = workdir / "pilothouse.stacks"
-    recorder = start_recording(pilothouse.child.pid, args.seconds, stacks)
+    recorder = start_recording(pilothouse.pid, args.seconds, stacks)
     if recorder is None:
         print("--profile: py-spy is not installed", file=sys.stderr)
         return

@@ -6,6 +6,8 @@ file, and asks the kernel to SIGKILL it if the benchmark process dies
 (``PR_SET_PDEATHSIG``), so nothing outlives the benchmark even when it is killed.
 ``stop`` sends SIGTERM to the group, then SIGKILL after a grace period.
 
+:class:`ServeChild` is ``pilothouse serve`` so started, on ports of its own.
+
 Also here: reading a process's resident memory from ``/proc``, polling an admin
 ``/ready``, and reading the UTC millisecond timestamps of pilothouse's log lines
 (:mod:`pilothouse.logfmt`), which is how the benchmark sees when the sink's upstream
@@ -24,6 +26,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -145,6 +148,38 @@ class Child:
                 self._popen.wait()
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pid, signal.SIGKILL)  # anything the child left in its group
+
+
+class ServeChild(Child):
+    """``pilothouse serve *args`` in a child process, on loopback ports of its own, its log
+    in ``workdir``; a drain of one second when it is stopped."""
+
+    def __init__(self, name: str, workdir: Path, *args: str, log_level: str = "info") -> None:
+        self.xds_port = free_port()
+        self.admin_port = free_port()
+        argv = [
+            sys.executable, "-m", "pilothouse.cli.main", "serve", *args,
+            "--xds-address", f"127.0.0.1:{self.xds_port}",
+            "--admin-address", f"127.0.0.1:{self.admin_port}",
+            "--log-level", log_level,
+        ]  # fmt: skip
+        super().__init__(name, argv, workdir / f"{name}.log", {"PILOTHOUSE_DRAIN_SECONDS": "1"})
+
+    @property
+    def pgrp(self) -> int:
+        return self.pid
+
+    def serve_ready(self, timeout: float) -> float:
+        """Wait for its ``/ready``; the wall-clock time it was first seen."""
+        return self.wait_ready(self.admin_port, timeout)
+
+    def first_time(self, pattern: str, since: float) -> float | None:
+        """The time of its first log line matching ``pattern`` from ``since`` on."""
+        for found in re.finditer(rf"^.*{pattern}.*$", self.output(), re.MULTILINE):
+            stamp = line_time(found.group(0))
+            if stamp >= since - 0.001:  # log stamps are truncated to the millisecond
+                return stamp
+        return None
 
 
 class CpuClock:

@@ -25,7 +25,7 @@ from bench.generation_mesh import (
     served_workloads,
     spread,
 )
-from bench.generation_watches import Subscriptions, message_of
+from bench.harness.subscriptions import Subscriptions, message_of
 from pilothouse.config.load import Loader
 from pilothouse.kinds.table import SCHEMAS
 from pilothouse.protocol.type_urls import CDS, EDS, LDS
