@@ -152,6 +152,10 @@ async def test_push_adding_and_removing_clusters_re_requests_eds(
     wanted = {REVIEWS, PRODUCTPAGE, DETAILS}
     await proxy.wait_for(holding_exactly(EDS, wanted), 5)
     assert set(proxy.holds(CDS)) == {REVIEWS, PRODUCTPAGE, DETAILS, BLACKHOLE}
+    # the server records the CDS ACK a moment after the proxy holds the new assignments
+    await eventually(
+        lambda: any(entry.message.type_url == CDS for entry in ads_server.ads.requests[before:])
+    )
     later = [entry.message for entry in ads_server.ads.requests[before:]]
     eds_requests = [request for request in later if request.type_url == EDS]
     # The re-request carries the new name set, the last accepted version and the last EDS nonce.
