@@ -263,7 +263,7 @@ async def test_a_long_list_is_read_page_by_page(
     api: tuple[FakeApiServer, ApiClient], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     server, client = api
-    monkeypatch.setattr("pilothouse.sources.kubernetes.informer.PAGE_SIZE", 2)
+    monkeypatch.setattr("pilothouse.sources.kubernetes.listing.PAGE_SIZE", 2)
     for index in range(5):
         server.create(virtual_service(f"vs-{index}"))
     informer = Informer(client, VS, backoff=FAST)

@@ -2,7 +2,8 @@
 
 The protocol is client-go's reflector without a watch cache of its own:
 
-- **List** (paginated, a consistent read), then **watch** from the list's
+- **List** (paginated, a consistent read:
+  :mod:`~pilothouse.sources.kubernetes.listing`), then **watch** from the list's
   resourceVersion with bookmarks on and a random 5–10 minute ``timeoutSeconds``.
 - A watch that ends (timeout, server closed it) is opened again **from the last
   resourceVersion seen**; BOOKMARK events advance it without an object.
@@ -41,18 +42,25 @@ import contextlib
 import logging
 import random
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import aiohttp
 
 from pilothouse.backoff import Backoff
-from pilothouse.sources.kubernetes.client import KubeApiError, ResourceRef, open_stream, request
+from pilothouse.sources.kubernetes.client import KubeApiError, ResourceRef, open_stream
 from pilothouse.sources.kubernetes.events import KubeEvent, KubeHandler, WatchEventType
+from pilothouse.sources.kubernetes.listing import (
+    Absent,
+    Listed,
+    Obj,
+    checked_key,
+    list_objects,
+    strip_managed_fields,
+)
 from pilothouse.sources.kubernetes.object_shape import (
     MalformedList,
     ObjectKey,
     key_problem,
-    list_problem,
     object_problem,
     readable_key,
 )
@@ -64,9 +72,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pilothouse.sources.kubernetes")
 
-Obj = dict[str, Any]
-
-PAGE_SIZE = 500
 MAX_WATCH_LINE = 16 * 1024 * 1024
 """A watch line longer than this (bytes) is skipped unread (an object the API server
 stores is at most about 1.5 MB)."""
@@ -81,14 +86,6 @@ class _Expired(Exception):
 class _Cut(Exception):
     """An open watch was cut (a dropped connection): reopened after a backoff, without
     counting as a problem unless reopening it fails."""
-
-
-class _Absent(Exception):
-    """403 or 404: the resource cannot be read (not allowed, or not installed)."""
-
-    def __init__(self, problem: KubeApiError) -> None:
-        super().__init__(str(problem))
-        self.problem = problem
 
 
 _FAILURES = (
@@ -238,7 +235,7 @@ class Informer:
                 log.info("watch of %s expired (410 Gone); listing again", self.resource)
                 self._version = None
                 continue
-            except _Absent as absent:
+            except Absent as absent:
                 self._go_absent(absent.problem)
                 await self._pause(self._absent_retry)
                 continue
@@ -303,14 +300,15 @@ class Informer:
             query.append(("fieldSelector", self.field_selector))
         return query
 
-    async def _list(self) -> tuple[dict[ObjectKey, Obj], set[ObjectKey], str]:
-        """Every object of the first version served, the keys of the malformed items
-        skipped, and the list's resourceVersion."""
+    async def _list(self) -> Listed:
+        """What the list of the first version served read."""
         self.lists += 1
         for index, ref in enumerate(self._refs):
             try:
-                listed = await self._list_version(ref)
-            except _Absent as absent:
+                listed = await list_objects(
+                    self.client, ref, self.namespace, self._query(), self.skipped
+                )
+            except Absent as absent:
                 if absent.problem.code == 404 and index + 1 < len(self._refs):
                     continue
                 raise
@@ -319,56 +317,6 @@ class Informer:
             self.ref = ref
             return listed
         raise AssertionError("unreachable: the last version raised")
-
-    async def _list_version(
-        self, ref: ResourceRef
-    ) -> tuple[dict[ObjectKey, Obj], set[ObjectKey], str]:
-        """Every well-formed object at ``ref``, page by page, the keys of malformed items
-        (where they can be read), and the list's resourceVersion; :class:`MalformedList`
-        for an answer that is not a list."""
-        found: dict[ObjectKey, Obj] = {}
-        unreadable: set[ObjectKey] = set()
-        token = ""
-        while True:
-            query = [*self._query(), ("limit", str(PAGE_SIZE))]
-            if token:
-                query.append(("continue", token))
-            try:
-                page = await request(
-                    self.client, "GET", ref.path(self.namespace), query, timeout=60
-                )
-            except KubeApiError as problem:
-                if problem.code == 410 and token:
-                    # The pages' snapshot expired between two pages: start again.
-                    found, unreadable, token = {}, set(), ""
-                    continue
-                if problem.code in (403, 404):
-                    raise _Absent(problem) from None
-                raise
-            wrong = list_problem(page)
-            if wrong is not None:
-                raise MalformedList(f"malformed list answer: {wrong}")
-            kind = str(page["kind"]).removesuffix("List")
-            api_version = str(page.get("apiVersion") or "")
-            for item in page["items"] or ():
-                wrong = object_problem(item, namespaced=ref.namespaced)
-                if wrong is not None:
-                    key = readable_key(item, namespaced=ref.namespaced)
-                    self.skipped.skip("list item", key, wrong)
-                    if key is not None:
-                        unreadable.add(key)
-                    continue
-                # List items carry no apiVersion/kind of their own: give them the list's.
-                item.setdefault("apiVersion", api_version)
-                item.setdefault("kind", kind)
-                _strip(item)
-                key = _key(item, ref.namespaced)
-                self.skipped.forget(key)
-                found[key] = item
-            meta = page["metadata"]
-            token = meta.get("continue") or ""
-            if not token:
-                return found, unreadable, meta["resourceVersion"]
 
     async def _relist(self) -> None:
         """List, then deliver only the differences against what is held."""
@@ -436,7 +384,7 @@ class Informer:
             if problem.code == 410:
                 raise _Expired from None
             if problem.code in (403, 404):
-                raise _Absent(problem) from None
+                raise Absent(problem) from None
             raise
         self._recovered()
         try:
@@ -475,8 +423,8 @@ class Informer:
                 "watch event", readable_key(obj, namespaced=namespaced), f"{kind}: {problem}"
             )
         else:
-            key = _key(obj, namespaced)
-            _strip(obj)
+            key = checked_key(obj, namespaced)
+            strip_managed_fields(obj)
             if kind == "DELETED":
                 before = self._objects.pop(key, None)
                 if before is not None:
@@ -500,22 +448,6 @@ class Informer:
                 )
 
 
-def _strip(obj: Obj) -> None:
-    """Drop ``metadata.managedFields`` (server-side apply bookkeeping nobody here reads;
-    istiod strips it too): often the largest part of an object."""
-    meta = obj.get("metadata")
-    if isinstance(meta, dict):
-        meta.pop("managedFields", None)
-
-
-def _key(obj: Obj, namespaced: bool) -> ObjectKey:
-    """The key of a checked object (see
-    :func:`~pilothouse.sources.kubernetes.object_shape.key_problem`)."""
-    key = readable_key(obj, namespaced=namespaced)
-    assert key is not None
-    return key
-
-
 def _status_error(status: Obj) -> Exception:
     """What an ``ERROR`` watch event (a Status object) means for the watch."""
     code = status.get("code")
@@ -524,7 +456,7 @@ def _status_error(status: Obj) -> Exception:
     if code == 410:
         return _Expired()
     if code in (403, 404):
-        return _Absent(problem)
+        return Absent(problem)
     return problem
 
 
