@@ -3,8 +3,8 @@ the benchmarks read of them and of the server while they run.
 
 ``connect`` makes a fleet of the mesh's proxies; ``FleetCounts`` is what the whole fleet
 has received and suffered so far (subtract two to get a run's share); ``PeakMemory``
-samples the server's RSS in the background; ``held_counts`` and ``error_examples`` say
-what most proxies hold and what went wrong, for the report.
+samples the server's RSS in the background; ``held_counts`` says what most proxies hold,
+for the report (what went wrong: :func:`pilothouse.loadtest.watch.error_examples`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from pilothouse.loadtest.watch import WATCHED_TYPES
 from pilothouse.protocol.type_urls import EDS
 
 SAMPLE_EVERY = 0.05
-ERROR_EXAMPLES = 3
 
 
 class ServerGauge(Protocol):
@@ -142,18 +141,3 @@ def held_counts(fleet: ProxyFleet) -> tuple[tuple[tuple[str, int], ...], int]:
         return (), 0
     common, count = tally.most_common(1)[0]
     return common, len(fleet.proxies) - count
-
-
-def error_examples(fleet: ProxyFleet) -> tuple[str, ...]:
-    """The first few distinct stream errors and NACKs of the fleet."""
-    seen: dict[str, None] = {}
-    for proxy in fleet.proxies:
-        for message in proxy.stream_errors:
-            seen.setdefault(message, None)
-        for type_url in WATCHED_TYPES:
-            nack = proxy.last_error(type_url)
-            if nack is not None:
-                seen.setdefault(f"NACK {type_url.rsplit('.', 1)[-1]}: {nack}", None)
-        if len(seen) >= ERROR_EXAMPLES:
-            break
-    return tuple(seen)[:ERROR_EXAMPLES]

@@ -15,9 +15,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bench.harness.fleet import FleetCounts, PeakMemory, ServerGauge, error_examples, held_counts
+from bench.harness.fleet import FleetCounts, PeakMemory, ServerGauge, held_counts
 from pilothouse.loadtest.fleet import ProxyFleet
 from pilothouse.loadtest.stats import percentile
+from pilothouse.loadtest.watch import error_examples
 
 ERROR_EXAMPLES = 3
 
@@ -82,7 +83,7 @@ async def storm(fleet: ProxyFleet, server: ServerGauge, timeout: float) -> Storm
         peak_rss_kib=peak,
         cpu_seconds=cpu,
         load_generator_cpu_seconds=own,
-        error_examples=error_examples(fleet),
+        error_examples=error_examples(fleet.proxies, ERROR_EXAMPLES),
         held=held,
         odd_proxies=odd,
     )

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final
@@ -266,14 +266,22 @@ class FleetWatch:
 
     def error_examples(self) -> tuple[str, ...]:
         """A few distinct stream errors and NACK messages, latest streams first."""
-        seen: dict[str, None] = {}
-        for proxy in self.proxies:
-            for message in reversed(proxy.stream_errors):
-                seen.setdefault(message, None)
-            for type_url in WATCHED_TYPES:
-                nack = proxy.last_error(type_url)
-                if nack is not None:
-                    seen.setdefault(f"NACK {type_url.rsplit('.', 1)[-1]}: {nack}", None)
-            if len(seen) >= ERROR_EXAMPLES:
-                break
-        return tuple(seen)[:ERROR_EXAMPLES]
+        return error_examples(self.proxies)
+
+
+def error_examples(
+    proxies: Iterable[SimulatedProxy], limit: int = ERROR_EXAMPLES
+) -> tuple[str, ...]:
+    """Up to ``limit`` distinct stream errors and NACK messages of ``proxies``, each
+    proxy's latest stream first."""
+    seen: dict[str, None] = {}
+    for proxy in proxies:
+        for message in reversed(proxy.stream_errors):
+            seen.setdefault(message, None)
+        for type_url in WATCHED_TYPES:
+            nack = proxy.last_error(type_url)
+            if nack is not None:
+                seen.setdefault(f"NACK {type_url.rsplit('.', 1)[-1]}: {nack}", None)
+        if len(seen) >= limit:
+            break
+    return tuple(seen)[:limit]
