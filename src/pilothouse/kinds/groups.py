@@ -22,27 +22,31 @@ SECURITY_VERSIONS: Final = ("v1", "v1beta1")
 
 def networking(kind: str, message: type[Message], plural: str, check: Validator) -> Schema:
     """The schema row of a ``networking.istio.io`` kind."""
-    return Schema(
-        kind=kind,
-        group=NETWORKING,
-        versions=NETWORKING_VERSIONS,
-        message=message,
-        plural=plural,
-        collection=f"istio/networking/v1alpha3/{plural}",
-        namespaced=True,
-        validator=check,
-    )
+    return _row(kind, message, plural, check, NETWORKING, NETWORKING_VERSIONS, "v1alpha3")
 
 
 def security(kind: str, message: type[Message], plural: str, check: Validator) -> Schema:
     """The schema row of a ``security.istio.io`` kind."""
+    return _row(kind, message, plural, check, SECURITY, SECURITY_VERSIONS, "v1beta1")
+
+
+def _row(
+    kind: str,
+    message: type[Message],
+    plural: str,
+    check: Validator,
+    group: str,
+    versions: tuple[str, ...],
+    mcp_version: str,
+) -> Schema:
+    """A namespaced row of ``group``, sent over legacy MCP as ``mcp_version``."""
     return Schema(
         kind=kind,
-        group=SECURITY,
-        versions=SECURITY_VERSIONS,
+        group=group,
+        versions=versions,
         message=message,
         plural=plural,
-        collection=f"istio/security/v1beta1/{plural}",
+        collection=f"istio/{group.split('.')[0]}/{mcp_version}/{plural}",
         namespaced=True,
         validator=check,
     )
