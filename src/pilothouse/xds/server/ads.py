@@ -180,19 +180,21 @@ class StreamHandler:
     ) -> None:
         discovery = self._discovery
         admission = discovery.admission
+        # The first request is read before anything is refused (not ready, admission): a
+        # client still sending it when its stream is refused loses the status to grpcio
+        # (its write fails and the call ends INTERNAL "Internal error from Core" instead of
+        # the refusal).
+        try:
+            first = await anext(requests)
+        except StopAsyncIteration:
+            return
         if not discovery.ready():
             raise StreamRefused(
                 grpc.StatusCode.UNAVAILABLE,
                 "pilothouse is not ready: config has not synced yet",
                 Refusal.NOT_READY,
+                _claimed_node(first),
             )
-        # The first request is read before admission decides: a client still sending it
-        # when its stream is refused loses the status to grpcio (its write fails and the
-        # call ends INTERNAL "Internal error from Core" instead of the refusal).
-        try:
-            first = await anext(requests)
-        except StopAsyncIteration:
-            return
         caller: Caller | None = None
         peer = context.peer()
         if self._guard is not None:
