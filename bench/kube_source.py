@@ -7,10 +7,9 @@ server's first PushContext (what ``/ready`` waits for):
 
 - baseline: the file source over a directory holding the mesh as YAML (one file per
   namespace);
-- pilothouse ``k8s://``: the Kubernetes source over the fake API server of
-  ``tests/kube/fake_apiserver.py`` (a fake: no real API server can run here), which runs
-  in a child process so that its JSON encoding does not share this process's CPU; the
-  source lists every kind (pages of 500), decodes the JSON and validates each object.
+- pilothouse ``k8s://``: the Kubernetes source over the fake API server in a child
+  process (``bench/harness/kube_api.py``); the source lists every kind (pages of 500),
+  decodes the JSON and validates each object.
 
 Prints one JSON line; ``ratio_to_baseline`` is files seconds ÷ k8s seconds.
 """
@@ -19,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,6 +30,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.harness.figures import emit
+from bench.harness.kube_api import FakeApiChild
 from pilothouse.settings import KubeSettings
 from pilothouse.sources.addresses import build_source
 from pilothouse.sources.events import ConfigStore
@@ -103,27 +102,11 @@ async def from_kubernetes(kubeconfig: str, expected: int) -> float:
     return elapsed
 
 
-async def serve_fake(services: int, kubeconfig: Path) -> None:
-    """Child mode: the fake API server with the mesh, until stdin closes."""
-    from tests.kube.fake_apiserver import FakeApiServer
-
-    async with FakeApiServer() as api:
-        for obj in mesh(services):
-            api.create(obj)
-        api.kubeconfig(kubeconfig)
-        print("ready", flush=True)
-        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--services", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--serve-fake", metavar="KUBECONFIG", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.serve_fake:
-        asyncio.run(serve_fake(args.services, Path(args.serve_fake)))
-        return
     objects = mesh(args.services)
     with tempfile.TemporaryDirectory(prefix="kube-bench-") as scratch:
         directory = Path(scratch) / "mesh"
@@ -132,21 +115,14 @@ def main() -> None:
             mine = [o for o in objects if o["metadata"]["namespace"] == f"ns-{n}"]
             (directory / f"ns-{n}.yaml").write_text(yaml.safe_dump_all(mine))
         kubeconfig = Path(scratch) / "kubeconfig"
-        child = subprocess.Popen(
-            [sys.executable, __file__, "--services", str(args.services),
-             "--serve-fake", str(kubeconfig)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-        )  # fmt: skip
+        api = FakeApiChild(objects, kubeconfig)
         try:
-            assert child.stdout is not None and child.stdout.readline().strip() == "ready"
             files, kube = [], []
             for _ in range(args.runs):
                 files.append(asyncio.run(from_files(directory)))
                 kube.append(asyncio.run(from_kubernetes(str(kubeconfig), len(objects))))
         finally:
-            assert child.stdin is not None
-            child.stdin.close()
-            child.wait(30)
+            api.stop()
     baseline, ours = min(files), min(kube)
     emit(
         [
