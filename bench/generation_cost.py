@@ -29,7 +29,7 @@ process, without gRPC:
 µs per resource is generator time over resources returned. Cache hits are read from the
 ResourceCache's own counters (``cache.stats``) before and after each pass;
 ``resources_built`` counts the resources actually encoded in a pass (see
-bench/generation_builds.py), since the cache's counters alone do not say it: they also
+bench/generation_figures.py), since the cache's counters alone do not say it: they also
 count the values generators derive on the way (inbound ports, EDS watch answers). The baseline,
 measured in the same run, serialises the very resources that were returned (each decoded
 back into its message once, untimed, then ``SerializeToString(deterministic=True)``),
@@ -64,8 +64,8 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.generation_builds import BuildCounter
 from bench.generation_figures import (
+    BuildCounter,
     CacheDelta,
     ResourceKey,
     Tally,
