@@ -2,8 +2,8 @@
 server, against the same mesh from files, in the same run.
 
 The mesh: N services (default 2,000), each a ServiceEntry, a VirtualService and a
-DestinationRule, in 20 namespaces (3N objects). Timed, from a cold start to the discovery
-server's first PushContext (what ``/ready`` waits for):
+DestinationRule (``bench/harness/config_mesh.py``: 3N objects). Timed, from a cold start
+to the discovery server's first PushContext (what ``/ready`` waits for):
 
 - baseline: the file source over a directory holding the mesh as YAML (one file per
   namespace);
@@ -24,11 +24,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.harness.config_mesh import NAMESPACES, config_objects, config_text
 from bench.harness.figures import emit
 from bench.harness.kube_api import FakeApiChild
 from pilothouse.settings import KubeSettings
@@ -37,31 +36,6 @@ from pilothouse.sources.events import ConfigStore
 from pilothouse.sources.fs import FileSource
 from pilothouse.sources.kubernetes.config_source import KubeConfigSource
 from pilothouse.xds.server.discovery import DiscoveryServer
-
-NAMESPACES = 20
-
-
-def mesh(services: int) -> list[dict[str, Any]]:
-    objects: list[dict[str, Any]] = []
-    for i in range(services):
-        ns = f"ns-{i % NAMESPACES}"
-        host = f"svc-{i}.{ns}.svc.cluster.local"
-        meta = {"name": f"svc-{i}", "namespace": ns}
-        objects += [
-            {"apiVersion": "networking.istio.io/v1", "kind": "ServiceEntry", "metadata": meta,
-             "spec": {"hosts": [host], "location": "MESH_INTERNAL", "resolution": "STATIC",
-                      "ports": [{"number": 8080, "name": "http", "protocol": "HTTP"}],
-                      "endpoints": [{"address": f"10.{i // 250 % 250}.{i % 250}.1",
-                                     "labels": {"version": "v1"}}]}},
-            {"apiVersion": "networking.istio.io/v1", "kind": "VirtualService", "metadata": meta,
-             "spec": {"hosts": [host], "http": [{"route": [
-                 {"destination": {"host": host, "subset": "v1"}, "weight": 90},
-                 {"destination": {"host": host, "subset": "v2"}, "weight": 10}]}]}},
-            {"apiVersion": "networking.istio.io/v1", "kind": "DestinationRule", "metadata": meta,
-             "spec": {"host": host, "subsets": [{"name": "v1", "labels": {"version": "v1"}},
-                                                {"name": "v2", "labels": {"version": "v2"}}]}},
-        ]  # fmt: skip
-    return objects
 
 
 async def ready_after(store_ready: Any, store: ConfigStore) -> None:
@@ -107,13 +81,13 @@ def main() -> None:
     parser.add_argument("--services", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    objects = mesh(args.services)
+    objects = config_objects(args.services)
     with tempfile.TemporaryDirectory(prefix="kube-bench-") as scratch:
         directory = Path(scratch) / "mesh"
         directory.mkdir()
         for n in range(NAMESPACES):
             mine = [o for o in objects if o["metadata"]["namespace"] == f"ns-{n}"]
-            (directory / f"ns-{n}.yaml").write_text(yaml.safe_dump_all(mine))
+            (directory / f"ns-{n}.yaml").write_text(config_text(mine))
         kubeconfig = Path(scratch) / "kubeconfig"
         api = FakeApiChild(objects, kubeconfig)
         try:
