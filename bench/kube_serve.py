@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import statistics
 import sys
 import tempfile
@@ -49,6 +48,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench.harness.figures import emit
 from bench.harness.fleet import start_converged
 from bench.harness.kube_api import FakeApiChild
 from bench.harness.kube_mesh import NAMESPACES, NODES, KubeMesh
@@ -242,7 +242,7 @@ async def run(options: argparse.Namespace) -> None:
         print(f"!!! k8s serve log has a traceback:\n{log[-3000:]}", file=sys.stderr)
     shape = (f"{mesh.services} Services, {mesh.services * mesh.pods} Pods, "
              f"{NODES} Nodes, {NAMESPACES} namespaces")  # fmt: skip
-    print(json.dumps({
+    emit([{
         "benchmark": "kube_serve_ready",
         "mesh": shape,
         "baseline": "the same mesh as ServiceEntries + WorkloadEntries from files (--config), "
@@ -254,39 +254,35 @@ async def run(options: argparse.Namespace) -> None:
         "ratio_definition": "files seconds ÷ k8s:// seconds, process start to /ready 200 "
                             f"(fastest of {options.starts} starts each)",
         "target": "none set by the issue (list-and-serve time, recorded)",
-    }), flush=True)  # fmt: skip
+    }])  # fmt: skip
     if not options.proxies:
         return
-    print(json.dumps({
+    sides = (("baseline", files), ("pilothouse", k8s))
+    both = (("files", files), ("k8s", k8s))
+    eds_only = files.eds_only and k8s.eds_only
+    emit([{
         "benchmark": "kube_serve_flip",
         "mesh": shape,
         "proxies": options.proxies,
         "flips": len(k8s.p50),
         "baseline": "the same flip as a WorkloadEntry taken out of / put back into its file "
                     "(fs source, debounce 0.05 s), same run",
-        "baseline_p50_ms": _ms(files.p50),
-        "baseline_p99_ms": _ms(files.p99),
-        "baseline_last_ms": _ms(files.last),
-        "pilothouse_p50_ms": _ms(k8s.p50),
-        "pilothouse_p99_ms": _ms(k8s.p99),
-        "pilothouse_last_ms": _ms(k8s.last),
+        **{f"{name}_{q}_ms": _ms(getattr(side, q)) for name, side in sides
+           for q in ("p50", "p99", "last")},
         "headline": "pilothouse_last_ms",
         "ratio_to_baseline": round(statistics.median(files.last) / statistics.median(k8s.last), 2),
         "ratio_definition": "files ÷ k8s:// of the median (over flips) time to the last "
                             "proxy's ACK",
-        "connect_seconds": {"files": round(files.connect_seconds, 1),
-                            "k8s": round(k8s.connect_seconds, 1)},
-        "clusters_per_proxy": {"files": files.clusters_per_proxy,
-                               "k8s": k8s.clusters_per_proxy},
-        "unconverged": {"files": files.unconverged, "k8s": k8s.unconverged},
-        "full_pushes_during_flips": {"files": files.full_pushes, "k8s": k8s.full_pushes},
-        "endpoint_pushes_during_flips": {"files": files.endpoint_pushes,
-                                         "k8s": k8s.endpoint_pushes},
-        "eds_only": files.eds_only and k8s.eds_only,
+        "connect_seconds": {name: round(side.connect_seconds, 1) for name, side in both},
+        **{key: {name: getattr(side, field) for name, side in both} for key, field in (
+            ("clusters_per_proxy", "clusters_per_proxy"), ("unconverged", "unconverged"),
+            ("full_pushes_during_flips", "full_pushes"),
+            ("endpoint_pushes_during_flips", "endpoint_pushes"))},
+        "eds_only": eds_only,
         "problems": files.problems + k8s.problems,
         "target": "none set by the issue (recorded); every flip EDS-only",
-        "target_met": files.eds_only and k8s.eds_only and not files.problems + k8s.problems,
-    }), flush=True)  # fmt: skip
+        "target_met": eds_only and not files.problems + k8s.problems,
+    }])  # fmt: skip
 
 
 def main() -> None:
