@@ -1,5 +1,8 @@
 """The REST discovery benchmark's client: C keep-alive connections posting one
-DiscoveryRequest, every answer checked, and the server's CPU read from ``/proc``.
+DiscoveryRequest, every answer checked, and the server's CPU read from ``/proc``; and what
+is served (N ServiceEntries with one HTTP port each) and asked for (a DiscoveryRequest
+shaped like Envoy 1.40's, from a sidecar pilothouse can parse, optionally with Envoy's
+long ``node.extensions`` list).
 
 aiohttp's client spends about as much CPU on each 70 KB answer as the server under test
 spends producing it, so on 2 cores it would cap the throughput being measured.
@@ -27,7 +30,7 @@ from collections.abc import Collection
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final, NamedTuple, Protocol
+from typing import Any, Final, NamedTuple, Protocol
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -37,6 +40,22 @@ _COMPACT_MARK: Final = b'"@type":"' + CLUSTER_TYPE.encode() + b'"'
 _SPACED_MARK: Final = re.compile(rb'"@type"\s*:\s*"' + re.escape(CLUSTER_TYPE.encode()) + rb'"')
 JSON_HEADERS: Final = {"content-type": "application/json"}
 TICKS: Final = os.sysconf("SC_CLK_TCK")
+NODE_ID: Final = "sidecar~10.0.0.1~client-1.shop~shop.svc.cluster.local"
+NAMESPACES: Final = 10
+OUTBOUND_PREFIX: Final = "outbound|8080||"
+SERVICE_ENTRY: Final = """\
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {{name: svc-{i}, namespace: ns-{ns}}}
+spec:
+  hosts: [{host}]
+  location: MESH_INTERNAL
+  resolution: STATIC
+  ports: [{{number: 8080, name: http, protocol: HTTP}}]
+  endpoints:
+  - {{address: {first}, labels: {{version: v1}}}}
+  - {{address: {second}, labels: {{version: v2}}}}
+"""
 
 
 class HttpError(Exception):
@@ -299,3 +318,60 @@ def group_cpu_seconds(pgrp: int, proc: Path = Path("/proc")) -> float:
                 continue  # gone meanwhile, or not readable
             ticks += line.ticks if line.pgrp == pgrp else 0
     return ticks / TICKS
+
+
+# -- what is served and asked for -------------------------------------------------------
+
+
+def _host(i: int) -> str:
+    return f"svc-{i}.ns-{i % NAMESPACES}.example.internal"
+
+
+def outbound_cluster(i: int) -> str:
+    """The name of the outbound cluster ServiceEntry ``i`` gives a sidecar."""
+    return f"{OUTBOUND_PREFIX}{_host(i)}"
+
+
+def _address(n: int) -> str:
+    return f"10.{(n >> 16) & 255}.{(n >> 8) & 255}.{n & 255}"
+
+
+def write_services(directory: Path, count: int) -> Path:
+    """``count`` ServiceEntries in one YAML file under ``directory``; returns the file."""
+    directory.mkdir(parents=True, exist_ok=True)
+    documents = (
+        SERVICE_ENTRY.format(i=i, ns=i % NAMESPACES, host=_host(i),
+                             first=_address(2 * i + 1), second=_address(2 * i + 2))
+        for i in range(count)
+    )  # fmt: skip
+    path = directory / "services.yaml"
+    path.write_text("---\n".join(documents), encoding="utf-8")
+    return path
+
+
+def discovery_request(version_info: str = "", extensions: int = 0) -> dict[str, Any]:
+    """The DiscoveryRequest a sidecar's REST CDS subscription posts (proto field names)."""
+    node: dict[str, Any] = {
+        "id": NODE_ID,
+        "cluster": "client.shop",  # sovereign requires it
+        "metadata": {"NAMESPACE": "shop", "LABELS": {"app": "client", "version": "v1"},
+                     "ISTIO_VERSION": "1.24.0"},
+        "locality": {"region": "region-a", "zone": "zone-1"},
+        "user_agent_name": "envoy",
+        "user_agent_build_version": {"version": {"major_number": 1, "minor_number": 40}},
+    }  # fmt: skip
+    if extensions:
+        node["extensions"] = [
+            {"name": f"envoy.filters.http.extension_number_{i:04d}",
+             "category": "envoy.filters.http",
+             "type_urls": [f"envoy.extensions.filters.http.number_{i}.v3.Config"]}
+            for i in range(extensions)
+        ]  # fmt: skip
+    request: dict[str, Any] = {"node": node, "type_url": CLUSTER_TYPE}
+    if version_info:
+        request["version_info"] = version_info
+    return request
+
+
+def request_body(version_info: str = "", extensions: int = 0) -> bytes:
+    return json.dumps(discovery_request(version_info, extensions), separators=(",", ":")).encode()

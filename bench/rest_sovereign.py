@@ -6,14 +6,15 @@ each, REST discovery on its admin port: N outbound clusters plus the fixed ones 
 always adds) and **sovereign**, the baseline, in a virtualenv of its own serving the very
 clusters pilothouse answered with through its cheapest path (``bench/sovereign_side.py``).
 
-One asyncio client (``bench/rest_load.py``: ``--connections`` keep-alive connections)
-posts the same DiscoveryRequest (shaped like Envoy 1.40's, from a sidecar pilothouse can
-parse, with ``--extensions`` entries of Envoy's long ``node.extensions`` list) to one
-server at a time, in rounds alternating between the two; each figure is the median of a
-server's rounds, every answer checked. A second, shorter set of rounds sends each server
-its own ``version_info``, answered with 304. Server CPU is its whole process group's, from
-``/proc``. Target (pilothouse issue #7): pilothouse ≥ 20× sovereign's requests per second.
-Prints one JSON object; every process started here is stopped, also on failure.
+One asyncio client (``bench/rest_load.py``, with the mesh and the request:
+``--connections`` keep-alive connections) posts the same DiscoveryRequest (shaped like
+Envoy 1.40's, from a sidecar pilothouse can parse, with ``--extensions`` entries of
+Envoy's long ``node.extensions`` list) to one server at a time, in rounds alternating
+between the two; each figure is the median of a server's rounds, every answer checked.
+A second, shorter set of rounds sends each server its own ``version_info``, answered
+with 304. Server CPU is its whole process group's, from ``/proc``. Target (pilothouse
+issue #7): pilothouse ≥ 20× sovereign's requests per second. Prints one JSON object;
+every process started here is stopped, also on failure.
 """
 
 from __future__ import annotations
@@ -40,91 +41,20 @@ if __package__ in (None, ""):
 from bench.harness.child import ServeChild
 from bench.harness.figures import emit, note
 from bench.rest_load import (
-    CLUSTER_TYPE,
+    OUTBOUND_PREFIX,
     Expect,
     LoadRound,
     count_clusters,
     fetch,
     group_cpu_seconds,
     load_round,
+    request_body,
+    write_services,
 )
 from bench.sovereign_side import SOVEREIGN_VERSION, VENV_PATH, ensure_venv, start_sovereign
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET_RATIO: Final = 20.0
-NODE_ID: Final = "sidecar~10.0.0.1~client-1.shop~shop.svc.cluster.local"
-NAMESPACES: Final = 10
-OUTBOUND_PREFIX: Final = "outbound|8080||"
-SERVICE_ENTRY: Final = """\
-apiVersion: networking.istio.io/v1
-kind: ServiceEntry
-metadata: {{name: svc-{i}, namespace: ns-{ns}}}
-spec:
-  hosts: [{host}]
-  location: MESH_INTERNAL
-  resolution: STATIC
-  ports: [{{number: 8080, name: http, protocol: HTTP}}]
-  endpoints:
-  - {{address: {first}, labels: {{version: v1}}}}
-  - {{address: {second}, labels: {{version: v2}}}}
-"""
-
-
-# -- what is served and asked for -------------------------------------------------------
-
-
-def _host(i: int) -> str:
-    return f"svc-{i}.ns-{i % NAMESPACES}.example.internal"
-
-
-def outbound_cluster(i: int) -> str:
-    """The name of the outbound cluster ServiceEntry ``i`` gives a sidecar."""
-    return f"{OUTBOUND_PREFIX}{_host(i)}"
-
-
-def _address(n: int) -> str:
-    return f"10.{(n >> 16) & 255}.{(n >> 8) & 255}.{n & 255}"
-
-
-def write_services(directory: Path, count: int) -> Path:
-    """``count`` ServiceEntries in one YAML file under ``directory``; returns the file."""
-    directory.mkdir(parents=True, exist_ok=True)
-    documents = (
-        SERVICE_ENTRY.format(i=i, ns=i % NAMESPACES, host=_host(i),
-                             first=_address(2 * i + 1), second=_address(2 * i + 2))
-        for i in range(count)
-    )  # fmt: skip
-    path = directory / "services.yaml"
-    path.write_text("---\n".join(documents), encoding="utf-8")
-    return path
-
-
-def discovery_request(version_info: str = "", extensions: int = 0) -> dict[str, Any]:
-    """The DiscoveryRequest a sidecar's REST CDS subscription posts (proto field names)."""
-    node: dict[str, Any] = {
-        "id": NODE_ID,
-        "cluster": "client.shop",  # sovereign requires it
-        "metadata": {"NAMESPACE": "shop", "LABELS": {"app": "client", "version": "v1"},
-                     "ISTIO_VERSION": "1.24.0"},
-        "locality": {"region": "region-a", "zone": "zone-1"},
-        "user_agent_name": "envoy",
-        "user_agent_build_version": {"version": {"major_number": 1, "minor_number": 40}},
-    }  # fmt: skip
-    if extensions:
-        node["extensions"] = [
-            {"name": f"envoy.filters.http.extension_number_{i:04d}",
-             "category": "envoy.filters.http",
-             "type_urls": [f"envoy.extensions.filters.http.number_{i}.v3.Config"]}
-            for i in range(extensions)
-        ]  # fmt: skip
-    request: dict[str, Any] = {"node": node, "type_url": CLUSTER_TYPE}
-    if version_info:
-        request["version_info"] = version_info
-    return request
-
-
-def request_body(version_info: str = "", extensions: int = 0) -> bytes:
-    return json.dumps(discovery_request(version_info, extensions), separators=(",", ":")).encode()
 
 
 # -- figures ----------------------------------------------------------------------------

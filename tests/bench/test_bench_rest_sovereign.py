@@ -18,30 +18,24 @@ from google.protobuf import json_format
 
 from bench.rest_load import (
     CLUSTER_TYPE,
+    NODE_ID,
     TICKS,
     Expect,
     HttpError,
     KeepAlive,
     LoadRound,
     count_clusters,
+    discovery_request,
     group_cpu_seconds,
     load_round,
+    outbound_cluster,
     parse_head,
     parse_stat,
     post_request,
     problem,
-)
-from bench.rest_sovereign import (
-    NODE_ID,
-    Setup,
-    discovery_request,
-    outbound_cluster,
-    percentile,
-    report,
-    summarise,
-    verdict,
     write_services,
 )
+from bench.rest_sovereign import Setup, percentile, report, summarise, verdict
 from bench.sovereign_side import installed_version, sovereign_config, write_config
 from pilothouse.config.load import Loader
 from pilothouse.kinds.table import SCHEMAS
