@@ -1,7 +1,8 @@
 """Benchmark: loading and validating Istio YAML, against parsing the same YAML alone.
 
-Generates N ServiceEntries and N VirtualServices (default 2,000 each) in one multi-document
-text, then times, in the same process and run:
+Generates N ServiceEntries and N VirtualServices (default 2,000 each;
+``bench/harness/config_mesh.py``) in one multi-document text, then times, in the same
+process and run:
 
 - baseline: ``yaml.load_all`` with libyaml's C loader (the floor for reading the text);
 - pilothouse: ``Loader.load_text`` (parse with line tracking, strict proto3 JSON decode,
@@ -21,49 +22,13 @@ import yaml
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.harness.config_mesh import config_objects, config_text
 from bench.harness.figures import emit
 from bench.harness.rounds import best_of
 from pilothouse.config.load import Loader
 from pilothouse.kinds.table import SCHEMAS
 
-SERVICE = """\
-apiVersion: networking.istio.io/v1
-kind: ServiceEntry
-metadata: {{name: svc-{i}, namespace: ns-{ns}}}
-spec:
-  hosts: [svc-{i}.ns-{ns}.svc.cluster.local]
-  location: MESH_INTERNAL
-  resolution: STATIC
-  ports:
-  - {{number: 8080, name: http, protocol: HTTP}}
-  endpoints:
-  - {{address: 10.0.{a}.{b}, ports: {{http: 8080}}, labels: {{version: v1}}}}
----
-apiVersion: networking.istio.io/v1
-kind: VirtualService
-metadata: {{name: svc-{i}, namespace: ns-{ns}}}
-spec:
-  hosts: [svc-{i}.ns-{ns}.svc.cluster.local]
-  http:
-  - match:
-    - headers: {{x-canary: {{exact: "true"}}}}
-    route:
-    - destination: {{host: svc-{i}.ns-{ns}.svc.cluster.local, subset: v2}}
-  - route:
-    - destination: {{host: svc-{i}.ns-{ns}.svc.cluster.local, subset: v1}}
-      weight: 90
-    - destination: {{host: svc-{i}.ns-{ns}.svc.cluster.local, subset: v2}}
-      weight: 10
-    timeout: 2s
-"""
-
 _YAML_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def mesh_text(count: int) -> str:
-    return "---\n".join(
-        SERVICE.format(i=i, ns=i % 20, a=i // 250, b=i % 250) for i in range(count)
-    )
 
 
 def main() -> None:
@@ -71,7 +36,7 @@ def main() -> None:
     parser.add_argument("--services", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
-    text = mesh_text(args.services)
+    text = config_text(config_objects(args.services, ("ServiceEntry", "VirtualService")))
     objects = args.services * 2
     loader = Loader(SCHEMAS)
     result = loader.load_text(text, "bench.yaml")

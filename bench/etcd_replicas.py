@@ -11,9 +11,9 @@ holds (has ACKed) the new cluster; reported are the medians over ``--runs`` of t
 p99 and last proxy.
 
 Part 2, list and serve. For each of ``--sizes`` (default 10,000 and 100,000 objects:
-half ServiceEntries, half VirtualServices), one replica is started on a directory of
-those objects (baseline, 1,000 objects per file) and one on etcd holding the same
-objects; timed from the process start until it logs ``config loaded`` (every source
+half ServiceEntries, half VirtualServices: ``harness/config_mesh.py``), one replica is
+started on a directory of those objects (baseline, 1,000 objects per file) and one on etcd
+holding the same objects; timed from the process start until it logs ``config loaded`` (every source
 synced and the first push context built). Python start-up is in both.
 
 Everything (etcd, the replicas, 2 × ``--proxies`` proxies) shares this machine's cores.
@@ -37,6 +37,7 @@ if __package__ in (None, ""):
 import aetcd
 import yaml
 
+from bench.harness.config_mesh import config_objects, config_text
 from bench.harness.figures import emit
 from bench.harness.mesh import FanoutMesh
 from bench.harness.process import ServerProcess
@@ -182,27 +183,6 @@ async def write_to_ack(args: argparse.Namespace, folder: Path, etcd: EtcdServer)
 # -- part 2: list and serve ----------------------------------------------------------------
 
 
-def objects(count: int) -> list[dict[str, Any]]:
-    made: list[dict[str, Any]] = []
-    for i in range(count // 2):
-        ns = f"ns-{i % 20}"
-        host = f"svc-{i}.{ns}.svc.cluster.local"
-        metadata = {"name": f"svc-{i}", "namespace": ns}
-        made.append({
-            "apiVersion": "networking.istio.io/v1", "kind": "ServiceEntry", "metadata": metadata,
-            "spec": {"hosts": [host], "location": "MESH_INTERNAL", "resolution": "STATIC",
-                     "ports": [{"number": 8080, "name": "http", "protocol": "HTTP"}],
-                     "endpoints": [{"address": f"10.{i // 62500}.{i // 250 % 250}.{i % 250 + 1}",
-                                    "ports": {"http": 8080}}]},
-        })  # fmt: skip
-        made.append({
-            "apiVersion": "networking.istio.io/v1", "kind": "VirtualService",
-            "metadata": dict(metadata),
-            "spec": {"hosts": [host], "http": [{"route": [{"destination": {"host": host}}]}]},
-        })  # fmt: skip
-    return made
-
-
 async def fill_etcd(etcd: EtcdServer, prefix: str, made: list[dict[str, Any]]) -> None:
     layout = EtcdLayout(prefix)
     puts = [
@@ -239,12 +219,13 @@ async def list_and_serve(
 ) -> list[dict[str, Any]]:
     points = []
     for size in sizes:
-        made = objects(size)
+        made = config_objects(size // 2, ("ServiceEntry", "VirtualService"))
         directory = folder / f"objects-{size}"
         directory.mkdir()
         for start in range(0, len(made), 1000):
-            text = yaml.dump_all(made[start : start + 1000], Dumper=yaml.CSafeDumper)
-            (directory / f"part-{start // 1000:04d}.yaml").write_text(text)
+            (directory / f"part-{start // 1000:04d}.yaml").write_text(
+                config_text(made[start : start + 1000])
+            )
         prefix = f"/objects-{size}"
         await fill_etcd(etcd, prefix, made)
         baseline = await time_to_loaded(

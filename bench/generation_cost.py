@@ -29,7 +29,7 @@ process, without gRPC:
 µs per resource is generator time over resources returned. Cache hits are read from the
 ResourceCache's own counters (``cache.stats``) before and after each pass;
 ``resources_built`` counts the resources actually encoded in a pass (see
-bench/generation_builds.py), since the cache's counters alone do not say it: they also
+bench/generation_figures.py), since the cache's counters alone do not say it: they also
 count the values generators derive on the way (inbound ports, EDS watch answers). The baseline,
 measured in the same run, serialises the very resources that were returned (each decoded
 back into its message once, untimed, then ``SerializeToString(deterministic=True)``),
@@ -64,8 +64,8 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.generation_builds import BuildCounter
 from bench.generation_figures import (
+    BuildCounter,
     CacheDelta,
     ResourceKey,
     Tally,
@@ -81,9 +81,9 @@ from bench.generation_mesh import (
     read_example,
 )
 from bench.harness.figures import emit
+from bench.harness.rounds import best_of
 from bench.harness.subscriptions import Subscriptions, message_of
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
-from pilothouse.push.cache import CacheStats
 from pilothouse.push.debounce import DebounceSettings
 from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.sources.fs import FileSource
@@ -172,7 +172,7 @@ class Generation:
     def push(self, proxies: Sequence[ProxyIdentity]) -> tuple[Tally, CacheDelta]:
         """CDS, EDS, LDS and RDS for each proxy; names learnt on a proxy's first push."""
         gc.collect()
-        before = _reading(self.server.cache.stats)
+        before = dataclasses.replace(self.server.cache.stats)
         self.builds.reset()
         tally = Tally(proxies=len(proxies))
         for proxy in proxies:
@@ -188,11 +188,7 @@ class Generation:
                 elif learning and type_url == LDS:
                     watched[RDS] = self.subscriptions.rds_names(generated.values())
         tally.built = self.builds.reset()
-        return tally, CacheDelta.between(before, _reading(self.server.cache.stats))
-
-
-def _reading(stats: CacheStats) -> CacheStats:
-    return dataclasses.replace(stats)
+        return tally, CacheDelta.between(before, dataclasses.replace(self.server.cache.stats))
 
 
 def serialisation_prices(
@@ -202,13 +198,12 @@ def serialisation_prices(
     prices: dict[ResourceKey, float] = {}
     for key, (type_url, resource) in samples.items():
         message = message_of(type_url, resource)
-        best = float("inf")
-        for _ in range(repeat):
-            start = time.perf_counter()
+
+        def serialise(message: Any = message) -> None:
             for _ in range(number):
                 message.SerializeToString(deterministic=True)
-            best = min(best, (time.perf_counter() - start) / number)
-        prices[key] = best
+
+        prices[key] = best_of(repeat, serialise) / number
     return prices
 
 

@@ -1,7 +1,7 @@
 """Benchmark: the Kubernetes registry against the ServiceEntry registry on the same mesh.
 
-The mesh: S Services (default 1,000) in 20 namespaces, each selecting P Pods (default 10,
-so 10,000 Pods) spread over 12 Nodes in 3 zones. Timed in the same process and run:
+The mesh (``bench/harness/kube_mesh.py``, as kube_serve's): S Services (default 1,000),
+each selecting P Pods (default 10, so 10,000 Pods). Timed in the same process and run:
 
 - **load**: the objects handed over as a source would hand them (Kubernetes: the API
   server's JSON objects, delivered as the informers' initial ADDED events; ServiceEntries:
@@ -37,6 +37,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.harness.figures import emit
+from bench.harness.kube_mesh import KubeMesh
 from pilothouse.config.load import Loader
 from pilothouse.config.model import Config
 from pilothouse.kinds.table import SCHEMAS
@@ -46,11 +47,6 @@ from pilothouse.registry.kubernetes.registry import KubeFeeds, KubeRegistry
 from pilothouse.registry.update import RegistryUpdate
 from pilothouse.sources.kubernetes.events import KubeEvent, KubeHandler, WatchEventType
 from pilothouse.sources.memory import MemoryStore
-
-NAMESPACES = 20
-NODES = 12
-ZONES = ("eu-west1-a", "eu-west1-b", "eu-west1-c")
-PORT = 8080
 
 
 class ReplayFeed:
@@ -77,106 +73,6 @@ class ReplayFeed:
     def send(self, obj: dict[str, Any]) -> None:
         for handler in self.handlers:
             handler(KubeEvent(WatchEventType.MODIFIED, obj))
-
-
-def address(service: int, replica: int) -> str:
-    n = service * 16 + replica
-    return f"10.{n // 65536 % 256}.{n // 256 % 256}.{n % 256}"
-
-
-def where(service: int) -> tuple[str, str]:
-    return f"svc-{service}", f"ns-{service % NAMESPACES}"
-
-
-def kube_objects(services: int, pods: int) -> dict[str, list[dict[str, Any]]]:
-    out: dict[str, list[dict[str, Any]]] = {
-        "services": [], "endpointslices": [], "pods": [], "nodes": [], "namespaces": [],
-    }  # fmt: skip
-    for i in range(NAMESPACES):
-        out["namespaces"].append({"metadata": {"name": f"ns-{i}", "labels": {"team": str(i)}}})
-    for i in range(NODES):
-        labels = {
-            "topology.kubernetes.io/region": "eu-west1",
-            "topology.kubernetes.io/zone": ZONES[i % len(ZONES)],
-        }
-        out["nodes"].append({"metadata": {"name": f"node-{i}", "labels": labels}})
-    for s in range(services):
-        name, namespace = where(s)
-        out["services"].append(
-            {
-                "metadata": {"name": name, "namespace": namespace},
-                "spec": {
-                    "clusterIP": f"10.96.{s // 256}.{s % 256}",
-                    "selector": {"app": name},
-                    "ports": [{"name": "http", "port": 80, "targetPort": PORT}],
-                },
-            }
-        )
-        endpoints = []
-        for r in range(pods):
-            pod = f"{name}-{r}"
-            out["pods"].append(
-                {
-                    "metadata": {
-                        "name": pod, "namespace": namespace,
-                        "labels": {"app": name, "version": f"v{r % 2}"},
-                    },
-                    "spec": {"serviceAccountName": name, "nodeName": f"node-{(s + r) % NODES}"},
-                    "status": {"phase": "Running", "podIP": address(s, r)},
-                }
-            )  # fmt: skip
-            endpoints.append(
-                {
-                    "addresses": [address(s, r)],
-                    "conditions": {"ready": True},
-                    "targetRef": {"kind": "Pod", "name": pod, "namespace": namespace},
-                }
-            )
-        out["endpointslices"].append(
-            {
-                "metadata": {
-                    "name": f"{name}-abc", "namespace": namespace,
-                    "labels": {"kubernetes.io/service-name": name},
-                },
-                "addressType": "IPv4",
-                "ports": [{"name": "http", "port": PORT}],
-                "endpoints": endpoints,
-            }
-        )  # fmt: skip
-    return out
-
-
-def service_entry_yaml(services: int, pods: int) -> str:
-    docs = []
-    for s in range(services):
-        name, namespace = where(s)
-        docs.append(
-            f"""apiVersion: networking.istio.io/v1
-kind: ServiceEntry
-metadata: {{name: {name}, namespace: {namespace}}}
-spec:
-  hosts: [{name}.{namespace}.svc.cluster.local]
-  addresses: [10.96.{s // 256}.{s % 256}]
-  location: MESH_INTERNAL
-  resolution: STATIC
-  ports: [{{number: 80, name: http, protocol: HTTP, targetPort: {PORT}}}]
-  workloadSelector: {{labels: {{app: {name}}}}}
-"""
-        )
-        for r in range(pods):
-            zone = ZONES[(s + r) % NODES % len(ZONES)]
-            docs.append(
-                f"""apiVersion: networking.istio.io/v1
-kind: WorkloadEntry
-metadata: {{name: {name}-{r}, namespace: {namespace}}}
-spec:
-  address: {address(s, r)}
-  labels: {{app: {name}, version: v{r % 2}}}
-  serviceAccount: {name}
-  locality: eu-west1/{zone}
-"""
-            )
-    return "---\n".join(docs)
 
 
 def read_all(index: EndpointIndex, keys: list[Any]) -> int:
@@ -229,7 +125,7 @@ def flip_kube(objects: dict[str, list[dict[str, Any]]], events: int, runs: int) 
     for n in range(events):
         original = slices[n % len(slices)]
         unready = copy.deepcopy(original)
-        unready["endpoints"][0]["conditions"]["ready"] = False
+        unready["endpoints"][0]["conditions"].update(ready=False, serving=False)
         flips.append((original, unready))
     fastest = float("inf")
     for _ in range(runs):
@@ -283,8 +179,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--flips", type=int, default=500)
     args = parser.parse_args()
-    objects = kube_objects(args.services, args.pods)
-    result = Loader(SCHEMAS).load_text(service_entry_yaml(args.services, args.pods), "bench.yaml")
+    mesh = KubeMesh(args.services, args.pods)
+    objects = mesh.by_resource()
+    result = Loader(SCHEMAS).load_text(mesh.files_text(), "bench.yaml")
     assert result.ok, result.errors[:3]
     configs = list(result.configs)
     workloads = args.services * args.pods

@@ -2,15 +2,14 @@
 server, against the same mesh from files, in the same run.
 
 The mesh: N services (default 2,000), each a ServiceEntry, a VirtualService and a
-DestinationRule, in 20 namespaces (3N objects). Timed, from a cold start to the discovery
-server's first PushContext (what ``/ready`` waits for):
+DestinationRule (``bench/harness/config_mesh.py``: 3N objects). Timed, from a cold start
+to the discovery server's first PushContext (what ``/ready`` waits for):
 
 - baseline: the file source over a directory holding the mesh as YAML (one file per
   namespace);
-- pilothouse ``k8s://``: the Kubernetes source over the fake API server of
-  ``tests/kube/fake_apiserver.py`` (a fake: no real API server can run here), which runs
-  in a child process so that its JSON encoding does not share this process's CPU; the
-  source lists every kind (pages of 500), decodes the JSON and validates each object.
+- pilothouse ``k8s://``: the Kubernetes source over the fake API server in a child
+  process (``bench/harness/kube_api.py``); the source lists every kind (pages of 500),
+  decodes the JSON and validates each object.
 
 Prints one JSON line; ``ratio_to_baseline`` is files seconds ÷ k8s seconds.
 """
@@ -19,50 +18,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.harness.config_mesh import NAMESPACES, config_objects, config_text
 from bench.harness.figures import emit
+from bench.harness.kube_api import FakeApiChild
 from pilothouse.settings import KubeSettings
 from pilothouse.sources.addresses import build_source
 from pilothouse.sources.events import ConfigStore
 from pilothouse.sources.fs import FileSource
 from pilothouse.sources.kubernetes.config_source import KubeConfigSource
 from pilothouse.xds.server.discovery import DiscoveryServer
-
-NAMESPACES = 20
-
-
-def mesh(services: int) -> list[dict[str, Any]]:
-    objects: list[dict[str, Any]] = []
-    for i in range(services):
-        ns = f"ns-{i % NAMESPACES}"
-        host = f"svc-{i}.{ns}.svc.cluster.local"
-        meta = {"name": f"svc-{i}", "namespace": ns}
-        objects += [
-            {"apiVersion": "networking.istio.io/v1", "kind": "ServiceEntry", "metadata": meta,
-             "spec": {"hosts": [host], "location": "MESH_INTERNAL", "resolution": "STATIC",
-                      "ports": [{"number": 8080, "name": "http", "protocol": "HTTP"}],
-                      "endpoints": [{"address": f"10.{i // 250 % 250}.{i % 250}.1",
-                                     "labels": {"version": "v1"}}]}},
-            {"apiVersion": "networking.istio.io/v1", "kind": "VirtualService", "metadata": meta,
-             "spec": {"hosts": [host], "http": [{"route": [
-                 {"destination": {"host": host, "subset": "v1"}, "weight": 90},
-                 {"destination": {"host": host, "subset": "v2"}, "weight": 10}]}]}},
-            {"apiVersion": "networking.istio.io/v1", "kind": "DestinationRule", "metadata": meta,
-             "spec": {"host": host, "subsets": [{"name": "v1", "labels": {"version": "v1"}},
-                                                {"name": "v2", "labels": {"version": "v2"}}]}},
-        ]  # fmt: skip
-    return objects
 
 
 async def ready_after(store_ready: Any, store: ConfigStore) -> None:
@@ -103,50 +76,27 @@ async def from_kubernetes(kubeconfig: str, expected: int) -> float:
     return elapsed
 
 
-async def serve_fake(services: int, kubeconfig: Path) -> None:
-    """Child mode: the fake API server with the mesh, until stdin closes."""
-    from tests.kube.fake_apiserver import FakeApiServer
-
-    async with FakeApiServer() as api:
-        for obj in mesh(services):
-            api.create(obj)
-        api.kubeconfig(kubeconfig)
-        print("ready", flush=True)
-        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--services", type=int, default=2000)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--serve-fake", metavar="KUBECONFIG", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.serve_fake:
-        asyncio.run(serve_fake(args.services, Path(args.serve_fake)))
-        return
-    objects = mesh(args.services)
+    objects = config_objects(args.services)
     with tempfile.TemporaryDirectory(prefix="kube-bench-") as scratch:
         directory = Path(scratch) / "mesh"
         directory.mkdir()
         for n in range(NAMESPACES):
             mine = [o for o in objects if o["metadata"]["namespace"] == f"ns-{n}"]
-            (directory / f"ns-{n}.yaml").write_text(yaml.safe_dump_all(mine))
+            (directory / f"ns-{n}.yaml").write_text(config_text(mine))
         kubeconfig = Path(scratch) / "kubeconfig"
-        child = subprocess.Popen(
-            [sys.executable, __file__, "--services", str(args.services),
-             "--serve-fake", str(kubeconfig)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-        )  # fmt: skip
+        api = FakeApiChild(objects, kubeconfig)
         try:
-            assert child.stdout is not None and child.stdout.readline().strip() == "ready"
             files, kube = [], []
             for _ in range(args.runs):
                 files.append(asyncio.run(from_files(directory)))
                 kube.append(asyncio.run(from_kubernetes(str(kubeconfig), len(objects))))
         finally:
-            assert child.stdin is not None
-            child.stdin.close()
-            child.wait(30)
+            api.stop()
     baseline, ours = min(files), min(kube)
     emit(
         [

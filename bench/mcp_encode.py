@@ -2,7 +2,8 @@
 
 Two figures, each against a baseline measured in the same process and run:
 
-- ``mcp_encode``: N ServiceEntries (default 2,000; none has a ``creationTimestamp``)
+- ``mcp_encode``: N ServiceEntries (default 2,000, ``bench/harness/config_mesh.py``; none
+  has a ``creationTimestamp``)
   encoded as ``istio.mcp.v1alpha1.Resource`` bytes, ``create_time`` set to a first-seen
   time. Baseline: protobuf's own way (``Metadata`` with ``Timestamp.FromDatetime``, the
   body by ``Any.Pack``, then ``SerializeToString``). pilothouse: the MCP Resource codec
@@ -27,6 +28,7 @@ from google.protobuf import any_pb2
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.harness.config_mesh import config_objects, config_text
 from bench.harness.figures import emit
 from bench.harness.rounds import best_of
 from pilothouse.api.istio.mcp.v1alpha1 import metadata_pb2, resource_pb2
@@ -36,23 +38,12 @@ from pilothouse.config.model import Config
 from pilothouse.kinds.table import SCHEMAS
 from pilothouse.protowire import varint
 
-SERVICE = """\
-apiVersion: networking.istio.io/v1
-kind: ServiceEntry
-metadata: {{name: svc-{i}, namespace: ns-{ns}, labels: {{app: svc-{i}, tier: backend}}}}
-spec:
-  hosts: [svc-{i}.ns-{ns}.svc.cluster.local]
-  location: MESH_INTERNAL
-  resolution: STATIC
-  ports: [{{number: 8080, name: http, protocol: HTTP}}]
-  endpoints: [{{address: 10.0.{a}.{b}, ports: {{http: 8080}}, labels: {{version: v1}}}}]
-"""
 FIRST_SEEN = datetime.datetime(2026, 1, 1, 12, 0, 0, 123456, tzinfo=datetime.UTC)
 VARINT_VALUES = range(1 << 14)
 
 
 def service_entries(count: int) -> list[Config]:
-    text = "---\n".join(SERVICE.format(i=i, ns=i % 20, a=i // 250, b=i % 250) for i in range(count))
+    text = config_text(config_objects(count, ("ServiceEntry",)))
     return list(Loader(SCHEMAS).load_strict(text, "bench.yaml"))
 
 

@@ -1,16 +1,21 @@
-"""The transport floor of an MCP sync: N ServiceEntries as bare protobuf over one gRPC stream.
+"""The MCP sync benchmark's mesh (N ServiceEntries) and its transport floor (the same
+objects as bare protobuf over one gRPC stream).
 
-The least any server and client can do to move the same objects between two
-processes: the server holds the N ServiceEntry spec messages (built at start-up,
-before anything is timed); on a request it serialises each one to ``Any`` bytes,
-concatenates them into one ``DiscoveryResponse`` and writes it on a grpc.aio stream
-(pilothouse's own server options, so the transport is the same). The client opens a
-channel and the stream, sends one request, reads the response and parses every entry
-with ``ParseFromString``. No names, metadata, validation, store or versions.
+Each ServiceEntry is what a real mesh registers for a VM workload: a host, two ports
+(HTTP and gRPC), two inline endpoints with their own labels and a locality, and metadata
+labels. ``write_mesh`` spreads them over YAML files (what the source pilothouse reads);
+``service_entry`` gives the same object as a dict, from which this process and the floor
+build their copies without parsing YAML (at 100,000 objects that would take minutes).
 
-Run as a server: ``python bench/mcp_sync_floor.py --count N`` prints
-``floor listening on PORT`` and serves until SIGTERM or SIGINT. :func:`sync_once`
-is the client side, run by ``bench/mcp_sync.py`` in its own process.
+The floor is the least any server and client can do to move the same objects between two
+processes: the server holds the N spec messages (built before anything is timed); on a
+request it serialises each to ``Any`` bytes, concatenates them into one
+``DiscoveryResponse`` and writes it on a grpc.aio stream (pilothouse's own server
+options). The client (:func:`sync_once`) opens a channel and the stream, sends one
+request, reads the response and parses every entry with ``ParseFromString``: no names,
+metadata, validation, store or versions. Run as a server: ``python
+bench/mcp_sync_floor.py --count N`` prints ``floor listening on PORT`` and serves until
+SIGTERM or SIGINT.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import contextlib
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -33,11 +38,98 @@ from google.protobuf import json_format
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.mcp_sync_mesh import service_entries
 from pilothouse.api.istio.networking.v1alpha3 import service_entry_pb2
 from pilothouse.xds.builders.encode import to_any_bytes
 from pilothouse.xds.protocol.wire import sotw_response
 from pilothouse.xds.server.ads import new_grpc_server
+
+NAMESPACES = 50
+TEMPLATE = """\
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata:
+  name: svc-{i}
+  namespace: ns-{ns}
+  labels: {{app: svc-{i}, team: team-{team}}}
+spec:
+  hosts: [svc-{i}.ns-{ns}.example.internal]
+  location: MESH_INTERNAL
+  resolution: STATIC
+  ports:
+  - {{number: 8080, name: http, protocol: HTTP}}
+  - {{number: 9090, name: grpc, protocol: GRPC}}
+  endpoints:
+  - address: {first}
+    ports: {{http: 8080, grpc: 9090}}
+    labels: {{version: v1}}
+    locality: region-a/zone-{zone}
+  - address: {second}
+    ports: {{http: 8080, grpc: 9090}}
+    labels: {{version: v2}}
+    locality: region-a/zone-{zone}
+"""
+
+
+def _address(n: int) -> str:
+    return f"10.{(n >> 16) & 255}.{(n >> 8) & 255}.{n & 255}"
+
+
+def _fields(i: int) -> dict[str, Any]:
+    first, second = _address(2 * i + 1), _address(2 * i + 2)
+    return {"i": i, "ns": i % NAMESPACES, "team": i % 7, "zone": i % 3, "first": first,
+            "second": second}  # fmt: skip
+
+
+def service_entry_text(i: int) -> str:
+    """ServiceEntry number ``i`` as YAML."""
+    return TEMPLATE.format(**_fields(i))
+
+
+def service_entry(i: int) -> dict[str, Any]:
+    """ServiceEntry number ``i`` as the dict its YAML parses to."""
+    f = _fields(i)
+    name, ns = f"svc-{i}", f"ns-{f['ns']}"
+    endpoints = [
+        {"address": f[which], "ports": {"http": 8080, "grpc": 9090},
+         "labels": {"version": version}, "locality": f"region-a/zone-{f['zone']}"}
+        for which, version in (("first", "v1"), ("second", "v2"))
+    ]  # fmt: skip
+    return {
+        "apiVersion": "networking.istio.io/v1",
+        "kind": "ServiceEntry",
+        "metadata": {"name": name, "namespace": ns,
+                     "labels": {"app": name, "team": f"team-{f['team']}"}},
+        "spec": {
+            "hosts": [f"{name}.{ns}.example.internal"],
+            "location": "MESH_INTERNAL",
+            "resolution": "STATIC",
+            "ports": [{"number": 8080, "name": "http", "protocol": "HTTP"},
+                      {"number": 9090, "name": "grpc", "protocol": "GRPC"}],
+            "endpoints": endpoints,
+        },
+    }  # fmt: skip
+
+
+def service_entries(count: int) -> Iterator[dict[str, Any]]:
+    return (service_entry(i) for i in range(count))
+
+
+def write_mesh(directory: Path, count: int, files: int = 100) -> list[Path]:
+    """``count`` ServiceEntries in ``files`` files (fewer when count is smaller)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    files = max(1, min(files, count))
+    per_file, extra = divmod(count, files)
+    written: list[Path] = []
+    start = 0
+    for index in range(files):
+        size = per_file + (1 if index < extra else 0)
+        path = directory / f"services-{index:03d}.yaml"
+        text = "---\n".join(service_entry_text(i) for i in range(start, start + size))
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+        start += size
+    return written
+
 
 SYNC_METHOD: Final = "/pilothouse.bench.McpFloor/Sync"
 TYPE_NAME: Final = "networking.istio.io/v1/ServiceEntry"

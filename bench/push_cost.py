@@ -181,7 +181,7 @@ class Side:
         gc.collect()
         started = time.process_time()
         self.change(kind, state)
-        await self.settle_timed()
+        await self.settle()
         push = time.process_time() - started
         responses = self.written()
         ack = 0.0
@@ -193,17 +193,12 @@ class Side:
             for index, batch in acks:
                 for body in batch:
                     self.handle(index, body)
-            await self.settle_timed()
+            await self.settle()
             ack += time.process_time() - started
             responses += self.written()
         self.push_cpu[kind].append(push)
         self.ack_cpu[kind].append(ack)
         self.responses[kind] = responses
-
-    async def settle_timed(self) -> None:
-        """Wait until quiet, not counting the waiting's own polls (they are the
-        benchmark's): yield until nothing runs, the way the loop would idle."""
-        await self.settle()
 
     def noop_acks(self, repeats: int) -> None:
         """µs per ACK of a response already ACKed (nothing changes)."""
@@ -293,14 +288,15 @@ class FloorSide(Side):
         super().__init__()
         self.floor = Floor()
         self.streams: list[FloorStream] = []
-        self.replay: dict[str, list[list[Any]]] = {}
+        self.replay: dict[str, list[tuple[str, list[Any]]]] = {}
         """Per change, per state: the responses' resources pilothouse sent for it."""
         self._tasks: list[asyncio.Task[Any]] = []
 
     async def start(self, pilothouse: Pilothouse, names: dict[str, list[str]]) -> None:
         for type_url in TYPES:
-            resources = _resources(pilothouse.peers[0], pilothouse, type_url)
-            self.floor.load(type_url, resources)
+            server = pilothouse.server
+            probe = server.probe(server.connections[0].proxy, type_url, names[type_url])
+            self.floor.load(type_url, _as_resources(probe))
         for _ in pilothouse.peers:
             stream = FloorStream(delta=False)
             self.floor.streams.add(stream)
@@ -345,13 +341,6 @@ class FloorSide(Side):
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
-def _resources(peer: Peer, pilothouse: Pilothouse, type_url: str) -> list[Any]:
-    """The floor's ``Resource`` messages of a type, from a probe stream of pilothouse's."""
-    server = pilothouse.server
-    proxy = server.connections[0].proxy
-    return _as_resources(server.probe(proxy, type_url, peer.names[type_url]))
-
-
 def _as_resources(response: Any) -> list[Any]:
     out = []
     for packed in response.resources:
@@ -361,7 +350,7 @@ def _as_resources(response: Any) -> list[Any]:
     return out
 
 
-def _learn_replay(pilothouse: Pilothouse, kind: str, state: int) -> list[tuple[str, list[Any]]]:
+def _learn_replay(pilothouse: Pilothouse) -> list[tuple[str, list[Any]]]:
     """What one proxy was sent for the change (before its ACKs): per type, resources."""
     out = []
     for body in pilothouse.peers[0].bodies:
@@ -390,7 +379,7 @@ async def run(options: Options) -> list[dict[str, Any]]:
             mine.change(kind, state)
             await asyncio.sleep(options.debounce + 0.05)
             await mine.settle()
-            floor.replay[f"{kind}-{state}"] = _learn_replay(mine, kind, state)
+            floor.replay[f"{kind}-{state}"] = _learn_replay(mine)
             for index, peer in enumerate(mine.peers):
                 for body in peer.acks():
                     mine.handle(index, body)
@@ -442,31 +431,28 @@ def _line(
     kind = group[0]
 
     def per_push(side: Side, kind: str = kind) -> list[float]:
-        return [
-            (push + ack) / side.responses[kind] * 1e6
-            for push, ack in zip(side.push_cpu[kind], side.ack_cpu[kind], strict=True)
-        ]
+        """µs per response, written and ACKed, of each round."""
+        rounds = zip(side.push_cpu[kind], side.ack_cpu[kind], strict=True)
+        return [(push + ack) / side.responses[kind] * 1e6 for push, ack in rounds]
+
+    def phase_us(cpu: dict[str, list[float]], kind: str = kind) -> float:
+        return round(statistics.median(cpu[kind]) / mine.responses[kind] * 1e6, 1)
 
     mine_us, floor_us = per_push(mine), per_push(floor)
     ratio = statistics.median(mine_us) / statistics.median(floor_us)
     before: dict[str, Any] = {}
     if len(group) > 1:
-        # the same change with the per-scope comparisons off, alternated round by round
-        uncompared = group[1]
-        old_us = per_push(mine, uncompared)
+        # the same change with the per-scope comparisons off, alternated round by round;
+        # also the push phase alone (what the comparisons spare; the ACKs are the same work)
+        old = group[1]
+        old_us = per_push(mine, old)
         ratios = [o / n for o, n in zip(old_us, mine_us, strict=True)]
-        # the push phase alone (what the comparisons spare; the ACKs are the same work)
-        pushes = [
-            o / n for o, n in zip(mine.push_cpu[uncompared], mine.push_cpu[kind], strict=True)
-        ]
+        pushes = [o / n for o, n in zip(mine.push_cpu[old], mine.push_cpu[kind], strict=True)]
         before = {
             "pilothouse_us_per_response_uncompared": round(statistics.median(old_us), 1),
             "pilothouse_us_per_response_uncompared_spread": spread(old_us),
-            "pilothouse_push_us_per_response_uncompared": round(
-                statistics.median(mine.push_cpu[uncompared]) / mine.responses[uncompared] * 1e6,
-                1,
-            ),
-            "responses_per_round_uncompared": mine.responses[uncompared],
+            "pilothouse_push_us_per_response_uncompared": phase_us(mine.push_cpu, old),
+            "responses_per_round_uncompared": mine.responses[old],
             "uncompared_to_compared": round(statistics.median(ratios), 2),
             "uncompared_to_compared_definition": "median over rounds of (µs per response "
             "with the per-scope comparisons off ÷ on), the two alternated round by round",
@@ -485,22 +471,18 @@ def _line(
         "responses_per_round_floor": floor.responses[kind],
         "pilothouse_us_per_response": round(statistics.median(mine_us), 1),
         "pilothouse_us_per_response_spread": spread(mine_us),
-        "pilothouse_push_us_per_response": round(
-            statistics.median(mine.push_cpu[kind]) / mine.responses[kind] * 1e6, 1
-        ),
-        "pilothouse_ack_us_per_response": round(
-            statistics.median(mine.ack_cpu[kind]) / mine.responses[kind] * 1e6, 1
-        ),
+        "pilothouse_push_us_per_response": phase_us(mine.push_cpu),
+        "pilothouse_ack_us_per_response": phase_us(mine.ack_cpu),
         "floor_us_per_response": round(statistics.median(floor_us), 1),
         "floor_us_per_response_spread": spread(floor_us),
         # per proxy pushed: a change that costs a proxy more responses than the floor
         # sends it (or fewer) shows here, not in the per-response figures
-        "pilothouse_us_per_proxy": round(
-            statistics.median(mine_us) * mine.responses[kind] / options.proxies, 1
-        ),
-        "floor_us_per_proxy": round(
-            statistics.median(floor_us) * floor.responses[kind] / options.proxies, 1
-        ),
+        **{
+            f"{side.label}_us_per_proxy": round(
+                statistics.median(us) * side.responses[kind] / options.proxies, 1
+            )
+            for side, us in ((mine, mine_us), (floor, floor_us))
+        },
         "pilothouse_to_floor_per_proxy": round(
             ratio * mine.responses[kind] / floor.responses[kind], 2
         ),

@@ -1,61 +1,173 @@
-"""The REST discovery benchmark's client: C connections posting one DiscoveryRequest.
+"""The REST discovery benchmark's client: C keep-alive connections posting one
+DiscoveryRequest, every answer checked, and the server's CPU read from ``/proc``; and what
+is served (N ServiceEntries with one HTTP port each) and asked for (a DiscoveryRequest
+shaped like Envoy 1.40's, from a sidecar pilothouse can parse, optionally with Envoy's
+long ``node.extensions`` list).
 
-:func:`load_round` opens ``connections`` keep-alive connections to one server and
-has each post the same body back to back until ``seconds`` pass or ``max_requests``
-have been sent, whichever comes first. The connections are the lean client of
-:mod:`bench.rest_http` by default (cheap enough not to be the bottleneck), or aiohttp's
-client (``client="aiohttp"``), which reads the same answers at several times the CPU.
+aiohttp's client spends about as much CPU on each 70 KB answer as the server under test
+spends producing it, so on 2 cores it would cap the throughput being measured.
+:class:`KeepAlive` does the least a correct client must: it sends one pre-built POST,
+reads the head, then exactly ``Content-Length`` body bytes (none for 304), and reopens
+the connection when the server closes it; anything it cannot frame (chunked answers)
+raises :class:`HttpError`, counted as an error. ``client="aiohttp"`` cross-checks it.
 
-Every answer is checked: a CDS answer must be 200 with exactly the expected number of
-clusters (counted by their ``@type``, which costs microseconds); a "not modified"
-round expects 304 with an empty body. The first answer of a round is also parsed in
-full and its cluster names compared with the expected ones. Anything else is an
-error, counted by kind and reported, never dropped.
+An answer is right when it is 200 with exactly the expected number of clusters (counted
+by their ``@type``: microseconds), or 304 with no body in a "not modified" round; the
+first answer of a round is also parsed in full and its cluster names compared. Anything
+else is counted by reason and reported, never dropped.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import re
 import time
 from collections import Counter
 from collections.abc import Collection
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from typing import Final, Protocol
+from pathlib import Path
+from typing import Any, Final, NamedTuple, Protocol
 from urllib.parse import urlsplit
 
 import aiohttp
-
-from bench.rest_http import HttpError, KeepAlive, post_request
 
 CLUSTER_TYPE: Final = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
 _COMPACT_MARK: Final = b'"@type":"' + CLUSTER_TYPE.encode() + b'"'
 _SPACED_MARK: Final = re.compile(rb'"@type"\s*:\s*"' + re.escape(CLUSTER_TYPE.encode()) + rb'"')
 JSON_HEADERS: Final = {"content-type": "application/json"}
+TICKS: Final = os.sysconf("SC_CLK_TCK")
+NODE_ID: Final = "sidecar~10.0.0.1~client-1.shop~shop.svc.cluster.local"
+NAMESPACES: Final = 10
+OUTBOUND_PREFIX: Final = "outbound|8080||"
+SERVICE_ENTRY: Final = """\
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {{name: svc-{i}, namespace: ns-{ns}}}
+spec:
+  hosts: [{host}]
+  location: MESH_INTERNAL
+  resolution: STATIC
+  ports: [{{number: 8080, name: http, protocol: HTTP}}]
+  endpoints:
+  - {{address: {first}, labels: {{version: v1}}}}
+  - {{address: {second}, labels: {{version: v2}}}}
+"""
+
+
+class HttpError(Exception):
+    """An answer this client cannot read (or a connection that broke mid-answer)."""
+
+
+def post_request(host: str, port: int, path: str, body: bytes) -> bytes:
+    """The bytes of one keep-alive POST of a JSON ``body``."""
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    return head.encode("ascii") + body
+
+
+def parse_head(head: bytes) -> tuple[int, int | None, bool]:
+    """(status, content length or None, whether the server will close) of a response head."""
+    lines = head.decode("latin-1").split("\r\n")
+    parts = lines[0].split(" ", 2)
+    if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
+        raise HttpError(f"not an HTTP/1.x status line: {lines[0][:80]!r}")
+    length: int | None = None
+    closes = parts[0] == "HTTP/1.0"
+    for line in lines[1:]:
+        name, _, raw = line.partition(":")
+        key, value = name.strip().lower(), raw.strip()
+        if key == "content-length":
+            if not value.isdigit():
+                raise HttpError(f"bad content-length {value!r}")
+            length = int(value)
+        elif key == "transfer-encoding" and value.lower() != "identity":
+            raise HttpError(f"transfer-encoding {value} is not supported")
+        elif key == "connection":
+            closes = value.lower() == "close"
+    return int(parts[1]), length, closes
+
+
+class KeepAlive:
+    """One connection to ``host:port`` posting the same pre-built request again and again."""
+
+    def __init__(self, host: str, port: int, request: bytes) -> None:
+        self._address = (host, port)
+        self._request = request
+        self._streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+
+    async def post(self) -> tuple[int, bytes]:
+        """Send the request, return (status, body)."""
+        if self._streams is None:
+            self._streams = await asyncio.open_connection(*self._address, limit=64 * 1024)
+        reader, writer = self._streams
+        try:
+            writer.write(self._request)
+            head = await reader.readuntil(b"\r\n\r\n")
+            status, length, closes = parse_head(head[:-4])
+            if status in (204, 304):
+                body = b""
+            elif length is not None:
+                body = await reader.readexactly(length)
+            else:
+                body, closes = await reader.read(), True  # framed by the close
+        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as broken:
+            await self.close()
+            raise HttpError(f"connection broke: {type(broken).__name__}") from None
+        except HttpError:
+            await self.close()
+            raise
+        if closes:
+            await self.close()
+        return status, body
+
+    async def close(self) -> None:
+        streams, self._streams = self._streams, None
+        if streams is not None:
+            streams[1].close()
+            with contextlib.suppress(OSError):
+                await streams[1].wait_closed()
+
+
+class AiohttpPoster:
+    """The same through an aiohttp session (to cross-check the lean client)."""
+
+    def __init__(self, session: aiohttp.ClientSession, url: str, body: bytes) -> None:
+        self._session, self._url, self._body = session, url, body
+
+    async def post(self) -> tuple[int, bytes]:
+        async with self._session.post(self._url, data=self._body, headers=JSON_HEADERS) as answer:
+            return answer.status, await answer.read()
+
+    async def close(self) -> None:
+        return None
+
+
+class Poster(Protocol):
+    async def post(self) -> tuple[int, bytes]: ...
+
+    async def close(self) -> None: ...
 
 
 def count_clusters(body: bytes) -> int:
-    """Clusters in a DiscoveryResponse's JSON: resources whose ``@type`` is Cluster.
-
-    Nested messages carry other ``@type``s, and the top-level ``type_url`` is not an
-    ``@type``, so this counts the resources themselves. Compact JSON (what both
-    servers send) is counted with ``bytes.count``, ten times cheaper than the regular
-    expression that also allows spaces.
-    """
+    """Resources whose ``@type`` is Cluster (nested messages carry other ``@type``s and the
+    ``type_url`` is not one); compact JSON, what both servers send, by ``bytes.count``."""
     found = body.count(_COMPACT_MARK)
     return found if found else len(_SPACED_MARK.findall(body))
 
 
 @dataclass(frozen=True, slots=True)
 class Expect:
-    """What every answer of a round must be."""
+    """What every answer of a round must be (``names``: checked on the first one only)."""
 
     status: int
     clusters: int = 0
     names: Collection[str] = ()
-    """Checked on the first answer only (a full JSON parse); empty: not checked."""
 
 
 def problem(status: int, body: bytes, expect: Expect, *, full: bool = False) -> str | None:
@@ -69,8 +181,7 @@ def problem(status: int, body: bytes, expect: Expect, *, full: bool = False) -> 
         return f"{found} clusters, not {expect.clusters}"
     if full and expect.names:
         try:
-            resources = json.loads(body)["resources"]
-            names = sorted(str(r.get("name")) for r in resources)
+            names = sorted(str(r.get("name")) for r in json.loads(body)["resources"])
         except (ValueError, KeyError, TypeError, AttributeError):
             return "not a DiscoveryResponse"
         if names != sorted(expect.names):
@@ -80,15 +191,13 @@ def problem(status: int, body: bytes, expect: Expect, *, full: bool = False) -> 
 
 @dataclass
 class LoadRound:
-    """What one round against one server saw."""
+    """What one round against one server saw (latencies: seconds per good answer)."""
 
     server: str
     ok: int = 0
     errors: Counter[str] = field(default_factory=Counter)
     body_bytes: int = 0
-    """Response body bytes of the good answers."""
     latencies: list[float] = field(default_factory=list)
-    """Seconds per good answer, request sent to body read."""
     seconds: float = 0.0
     client_cpu: float = 0.0
     server_cpu: float = 0.0
@@ -98,36 +207,11 @@ class LoadRound:
         return self.ok + sum(self.errors.values())
 
 
-class Poster(Protocol):
-    """One client connection posting the round's request."""
-
-    async def post(self) -> tuple[int, bytes]: ...
-
-    async def close(self) -> None: ...
-
-
-class AiohttpPoster:
-    """The same, through an aiohttp session (to cross-check the lean client)."""
-
-    def __init__(self, session: aiohttp.ClientSession, url: str, body: bytes) -> None:
-        self._session = session
-        self._url = url
-        self._body = body
-
-    async def post(self) -> tuple[int, bytes]:
-        async with self._session.post(self._url, data=self._body, headers=JSON_HEADERS) as answer:
-            return answer.status, await answer.read()
-
-    async def close(self) -> None:
-        return None
-
-
 def _posters(
     client: str, url: str, body: bytes, connections: int, stack: AsyncExitStack
 ) -> list[Poster]:
     if client == "aiohttp":
-        connector = aiohttp.TCPConnector(limit=connections)
-        session = aiohttp.ClientSession(connector=connector)
+        session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=connections))
         stack.push_async_callback(session.close)
         return [AiohttpPoster(session, url, body) for _ in range(connections)]
     if client != "lean":
@@ -153,15 +237,15 @@ async def load_round(
     client: str = "lean",
     request_timeout: float = 10.0,
 ) -> LoadRound:
-    """One bounded round of load; ``server_cpu`` is left for the caller to fill."""
+    """Each connection posts ``body`` back to back until ``seconds`` pass or ``max_requests``
+    are sent; ``server_cpu`` is left for the caller to fill."""
     result = LoadRound(server)
     budget = [max_requests]
     checked_full = [False]
     async with AsyncExitStack() as stack:
         posters = _posters(client, url, body, connections, stack)
-        began = time.perf_counter()
+        began, cpu_began = time.perf_counter(), time.process_time()
         deadline = began + seconds
-        cpu_began = time.process_time()
 
         async def worker(poster: Poster) -> None:
             while budget[0] > 0 and time.perf_counter() < deadline:
@@ -206,3 +290,88 @@ async def fetch(url: str, body: bytes, timeout: float = 30.0) -> tuple[int, byte
         session.post(url, data=body, headers=JSON_HEADERS) as response,
     ):
         return response.status, await response.read()
+
+
+class StatLine(NamedTuple):
+    pid: int
+    pgrp: int
+    ticks: int
+    """utime + stime + cutime + cstime, in clock ticks."""
+
+
+def parse_stat(text: str) -> StatLine:
+    """One ``/proc/<pid>/stat`` line; the command name may hold spaces and parentheses."""
+    head, _, rest = text.rpartition(")")
+    fields = rest.split()  # state ppid pgrp … (11) utime stime cutime cstime
+    return StatLine(int(head.split("(", 1)[0]), int(fields[2]), sum(map(int, fields[11:15])))
+
+
+def group_cpu_seconds(pgrp: int, proc: Path = Path("/proc")) -> float:
+    """CPU seconds used so far by every live process of group ``pgrp`` (sovereign's gunicorn
+    master and workers), with what their reaped children left in cutime/cstime."""
+    ticks = 0
+    for entry in proc.iterdir():
+        if entry.name.isdigit():
+            try:
+                line = parse_stat((entry / "stat").read_text(encoding="utf-8", errors="replace"))
+            except (OSError, ValueError, IndexError):
+                continue  # gone meanwhile, or not readable
+            ticks += line.ticks if line.pgrp == pgrp else 0
+    return ticks / TICKS
+
+
+# -- what is served and asked for -------------------------------------------------------
+
+
+def _host(i: int) -> str:
+    return f"svc-{i}.ns-{i % NAMESPACES}.example.internal"
+
+
+def outbound_cluster(i: int) -> str:
+    """The name of the outbound cluster ServiceEntry ``i`` gives a sidecar."""
+    return f"{OUTBOUND_PREFIX}{_host(i)}"
+
+
+def _address(n: int) -> str:
+    return f"10.{(n >> 16) & 255}.{(n >> 8) & 255}.{n & 255}"
+
+
+def write_services(directory: Path, count: int) -> Path:
+    """``count`` ServiceEntries in one YAML file under ``directory``; returns the file."""
+    directory.mkdir(parents=True, exist_ok=True)
+    documents = (
+        SERVICE_ENTRY.format(i=i, ns=i % NAMESPACES, host=_host(i),
+                             first=_address(2 * i + 1), second=_address(2 * i + 2))
+        for i in range(count)
+    )  # fmt: skip
+    path = directory / "services.yaml"
+    path.write_text("---\n".join(documents), encoding="utf-8")
+    return path
+
+
+def discovery_request(version_info: str = "", extensions: int = 0) -> dict[str, Any]:
+    """The DiscoveryRequest a sidecar's REST CDS subscription posts (proto field names)."""
+    node: dict[str, Any] = {
+        "id": NODE_ID,
+        "cluster": "client.shop",  # sovereign requires it
+        "metadata": {"NAMESPACE": "shop", "LABELS": {"app": "client", "version": "v1"},
+                     "ISTIO_VERSION": "1.24.0"},
+        "locality": {"region": "region-a", "zone": "zone-1"},
+        "user_agent_name": "envoy",
+        "user_agent_build_version": {"version": {"major_number": 1, "minor_number": 40}},
+    }  # fmt: skip
+    if extensions:
+        node["extensions"] = [
+            {"name": f"envoy.filters.http.extension_number_{i:04d}",
+             "category": "envoy.filters.http",
+             "type_urls": [f"envoy.extensions.filters.http.number_{i}.v3.Config"]}
+            for i in range(extensions)
+        ]  # fmt: skip
+    request: dict[str, Any] = {"node": node, "type_url": CLUSTER_TYPE}
+    if version_info:
+        request["version_info"] = version_info
+    return request
+
+
+def request_body(version_info: str = "", extensions: int = 0) -> bytes:
+    return json.dumps(discovery_request(version_info, extensions), separators=(",", ":")).encode()

@@ -1,33 +1,87 @@
-"""sovereign serving a given set of clusters over its REST discovery endpoint.
+"""sovereign, the REST benchmark's baseline: its own virtualenv, and serving given clusters.
 
-sovereign renders every discovery response from a template and the "instances" its
-sources hold. Here the one source is ``inline`` and its instances are the clusters
-themselves (the very JSON pilothouse serves, so both answers carry the same
-clusters and nearly the same bytes); the ``clusters`` template is a Python module
-whose ``call`` returns them as they are. That is the cheapest rendering sovereign
-offers (no Jinja, no YAML, no copies), with node matching off (every node gets every
-instance), access logs off and its orjson encoder: the baseline is sovereign at its
-best, not a strawman.
+sovereign (PyPI; Atlassian's Python Envoy control plane) brings FastAPI, pydantic,
+gunicorn and uvicorn at versions of its own, so it lives in
+``<project>/.bench/sovereign-venv`` (git-ignored), created on first use and reused while
+it holds the pinned version, with its ``orjson`` and ``httptools`` extras.
 
-With one worker (the default: pilothouse is one process too) sovereign's ASGI app
-runs under the uvicorn it ships with, in one process, as its own ``python -m
-sovereign.app`` does and as its gunicorn worker class would (uvloop, httptools, no
-access log), so the kernel kills it if the benchmark dies. With more workers it runs
-under its own ``sovereign`` command (a gunicorn master and ``SOVEREIGN_WORKERS``
-uvicorn workers), which the benchmark stops as a process group; only a benchmark
-killed with SIGKILL would leave those workers behind. Either way it runs in a working
-directory of its own, on a port chosen at run time.
-"""
+It renders every response from a template and the "instances" of its sources. Here the
+one source is ``inline`` holding the very clusters pilothouse serves, and the
+``clusters`` template is a Python module returning them as they are: sovereign's
+cheapest path (no Jinja, no YAML, no copies), node matching and access logs off, its
+orjson encoder: the baseline is sovereign at its best, not a strawman.
+
+With one worker (the default: pilothouse is one process too) its ASGI app runs under the
+uvicorn it ships with, in one process (as ``python -m sovereign.app`` does; uvloop,
+httptools), killed by the kernel if the benchmark dies. With more workers it runs under
+its ``sovereign`` command (a gunicorn master and ``SOVEREIGN_WORKERS`` uvicorn workers),
+stopped as a process group. Either way in a working directory of its own (it reads a
+``.env`` from the cwd), on a port chosen at run time."""
 
 from __future__ import annotations
 
 import http.client
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any, Final
 
 from bench.harness.child import Child, ChildFailed, free_port
+
+SOVEREIGN_VERSION: Final = "0.32.12"
+REQUIREMENT: Final = f"sovereign[orjson,httptools]=={SOVEREIGN_VERSION}"
+VENV_PATH: Final = Path(".bench") / "sovereign-venv"
+"""Relative to the project root."""
+
+_PROBE: Final = (
+    "import importlib.metadata as m, orjson, httptools, uvloop; print(m.version('sovereign'))"
+)
+
+
+class VenvFailed(RuntimeError):
+    """The venv could not be created or sovereign could not be installed."""
+
+
+def installed_version(venv: Path) -> str | None:
+    """The sovereign version installed in ``venv`` (with its extras), or None."""
+    python = venv / "bin" / "python"
+    if not python.exists():
+        return None
+    done = subprocess.run(
+        [str(python), "-c", _PROBE], capture_output=True, text=True, timeout=60, check=False
+    )
+    if done.returncode != 0:
+        return None
+    return done.stdout.strip() or None
+
+
+def ensure_venv(venv: Path, timeout: float = 240.0) -> float:
+    """Make ``venv`` hold the pinned sovereign; seconds spent installing (0: reused)."""
+    if installed_version(venv) == SOVEREIGN_VERSION:
+        return 0.0
+    began = time.monotonic()
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    steps = (
+        [sys.executable, "-m", "venv", str(venv)],
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", REQUIREMENT],
+    )
+    for argv in steps:
+        left = timeout - (time.monotonic() - began)
+        try:
+            done = subprocess.run(
+                argv, capture_output=True, text=True, timeout=max(left, 1.0), check=False
+            )
+        except subprocess.TimeoutExpired:
+            raise VenvFailed(f"{' '.join(argv)}: not done in {timeout:.0f} s") from None
+        if done.returncode != 0:
+            raise VenvFailed(f"{' '.join(argv)} failed:\n{done.stderr[-2000:]}")
+    found = installed_version(venv)
+    if found != SOVEREIGN_VERSION:
+        raise VenvFailed(f"{venv} holds sovereign {found}, not {SOVEREIGN_VERSION}")
+    return time.monotonic() - began
+
 
 TEMPLATE: Final = '''\
 """sovereign template for the REST discovery benchmark: the source's clusters as they are."""

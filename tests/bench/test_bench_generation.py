@@ -14,9 +14,15 @@ from envoy.extensions.filters.network.http_connection_manager.v3 import (  # typ
     http_connection_manager_pb2 as hcm_pb2,
 )
 
-from bench.generation_builds import BuildCounter
 from bench.generation_cost import EXAMPLE, Options, measure
-from bench.generation_figures import CacheDelta, Tally, judge, ratio, weighted_us_per_resource
+from bench.generation_figures import (
+    BuildCounter,
+    CacheDelta,
+    Tally,
+    judge,
+    ratio,
+    weighted_us_per_resource,
+)
 from bench.generation_mesh import (
     CHANGED_NAMESPACE,
     ScaledBookinfo,

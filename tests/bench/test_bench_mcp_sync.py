@@ -12,11 +12,9 @@ from typing import Any
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 
 from bench.harness.child import Child, CpuClock, line_time
-from bench.mcp_sync_floor import encode, specs
-from bench.mcp_sync_mesh import service_entry, service_entry_text, write_mesh
-from bench.mcp_sync_phase_child import PhaseRun
-from bench.mcp_sync_phases import PHASES, measure, source_store
-from bench.mcp_sync_report import SinkRun, cpu_text
+from bench.mcp_sync import SinkRun, cpu_text
+from bench.mcp_sync_floor import encode, service_entry, service_entry_text, specs, write_mesh
+from bench.mcp_sync_phases import PHASES, PhaseRun, measure, source_store
 from pilothouse.api.istio.networking.v1alpha3 import service_entry_pb2
 from pilothouse.config.documents import RawObject
 from pilothouse.config.load import Loader

@@ -16,14 +16,27 @@ from aiohttp import web
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 from google.protobuf import json_format
 
-from bench.rest_cpu import TICKS, group_cpu_seconds, parse_stat
-from bench.rest_http import HttpError, KeepAlive, parse_head, post_request
-from bench.rest_load import CLUSTER_TYPE, Expect, LoadRound, count_clusters, load_round, problem
-from bench.rest_mesh import NODE_ID, discovery_request, outbound_cluster, write_services
-from bench.rest_profile import table, tally
-from bench.rest_report import Setup, percentile, report, summarise, verdict
-from bench.sovereign_side import sovereign_config, write_config
-from bench.sovereign_venv import installed_version
+from bench.rest_load import (
+    CLUSTER_TYPE,
+    NODE_ID,
+    TICKS,
+    Expect,
+    HttpError,
+    KeepAlive,
+    LoadRound,
+    count_clusters,
+    discovery_request,
+    group_cpu_seconds,
+    load_round,
+    outbound_cluster,
+    parse_head,
+    parse_stat,
+    post_request,
+    problem,
+    write_services,
+)
+from bench.rest_sovereign import Setup, percentile, report, summarise, verdict
+from bench.sovereign_side import installed_version, sovereign_config, write_config
 from pilothouse.config.load import Loader
 from pilothouse.kinds.table import SCHEMAS
 from pilothouse.push.proxy import parse_node
@@ -322,7 +335,7 @@ def test_report_has_the_keys_run_all_needs() -> None:
     json.dumps(out)  # one JSON line
 
 
-# -- sovereign's configuration and the profile ----------------------------------------
+# -- sovereign's configuration ------------------------------------------------------
 
 
 def test_sovereign_serves_the_given_clusters_through_its_template(tmp_path: Path) -> None:
@@ -343,19 +356,3 @@ def test_sovereign_serves_the_given_clusters_through_its_template(tmp_path: Path
 
 def test_installed_version_of_a_missing_venv_is_none(tmp_path: Path) -> None:
     assert installed_version(tmp_path / "nothing") is None
-
-
-def test_tally_counts_self_and_inclusive_once_per_stack() -> None:
-    lines = [
-        "main (a.py:1);handle (pilothouse/rest.py:5);parse (json.py:3) 6\n",
-        "main (a.py:1);handle (pilothouse/rest.py:5);handle (pilothouse/rest.py:5) 4\n",
-        "garbage\n",
-    ]
-    found = tally(lines)
-    assert found.samples == 10
-    assert found.own["parse (json.py:3)"] == 6
-    assert found.own["handle (pilothouse/rest.py:5)"] == 4
-    assert found.inclusive["handle (pilothouse/rest.py:5)"] == 10
-    text = table(found, "t", within="pilothouse/")
-    assert "100.0%  handle (pilothouse/rest.py:5)" in text
-    assert "main (a.py:1)" not in text.split("inclusive")[1]
