@@ -10,10 +10,15 @@ is left out for it; it moves no endpoint (EDS follows the clusters CDS changed).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Final
+
 from pilothouse.api.istio.networking.v1alpha3 import envoy_filter_pb2
 from pilothouse.config.validation import validate_envoy_filter
 from pilothouse.kinds.groups import networking
 from pilothouse.kinds.kind import Audience, Kind
+from pilothouse.protocol.type_urls import CDS, LDS, RDS
 
 KIND = Kind(
     name="EnvoyFilter",
@@ -24,7 +29,7 @@ KIND = Kind(
         validate_envoy_filter,
         versions=("v1alpha3",),
     ),
-    audience=Audience.NAMESPACE_OR_ROOT,
+    audience=Audience.PER_WORKLOAD,
     index="envoy_filters",
 )
 
@@ -38,3 +43,27 @@ def target_gateways(spec: envoy_filter_pb2.EnvoyFilter) -> frozenset[str] | None
     if not spec.target_refs:
         return None
     return frozenset(r.name for r in spec.target_refs if r.kind == "Gateway")
+
+_EF = envoy_filter_pb2.EnvoyFilter
+PATCHED_TYPES: Final[Mapping[int, str]] = MappingProxyType(
+    {
+        _EF.LISTENER: LDS,
+        _EF.LISTENER_FILTER: LDS,
+        _EF.FILTER_CHAIN: LDS,
+        _EF.NETWORK_FILTER: LDS,
+        _EF.HTTP_FILTER: LDS,
+        _EF.ROUTE_CONFIGURATION: RDS,
+        _EF.VIRTUAL_HOST: RDS,
+        _EF.HTTP_ROUTE: RDS,
+        _EF.CLUSTER: CDS,
+    }
+)
+"""applyTo → the xDS type whose resources its patches change (EXTENSION_CONFIG and
+BOOTSTRAP change none that pilothouse serves)."""
+
+
+def patched_types(spec: envoy_filter_pb2.EnvoyFilter) -> frozenset[str]:
+    """The xDS types ``spec``'s patches can change."""
+    return frozenset(
+        PATCHED_TYPES[p.apply_to] for p in spec.config_patches if p.apply_to in PATCHED_TYPES
+    )

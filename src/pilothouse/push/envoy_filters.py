@@ -34,7 +34,9 @@ from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.config.validation.envoy_filter import LIST_INSERTS
 from pilothouse.config.validation.regex import MAX_REGEX_LENGTH
-from pilothouse.kinds.envoy_filter import GATEWAY_NAME_LABEL, target_gateways
+from pilothouse.kinds import envoy_filter
+from pilothouse.kinds.envoy_filter import GATEWAY_NAME_LABEL, patched_types, target_gateways
+from pilothouse.protocol.type_urls import CDS, LDS, RDS
 from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.registry.model import Labels
 
@@ -103,9 +105,11 @@ class EnvoyFilterIndex:
         self.root = mesh.root_namespace
         found: dict[str, list[_Filter]] = {}
         self.by_key: dict[ConfigKey, Config] = {}
+        self._wrapped: dict[ConfigKey, _Filter] = {}
         for config in configs:
             self.by_key[config.key] = config
-            found.setdefault(config.namespace, []).append(_wrap(config))
+            wrapped = self._wrapped[config.key] = _wrap(config)
+            found.setdefault(config.namespace, []).append(wrapped)
         self._by_namespace = {n: tuple(f) for n, f in found.items()}
         self._chosen: dict[Hashable, ProxyPatches] = {}
         """What :meth:`for_proxy` found for each distinct (namespace, labels, version,
@@ -131,6 +135,20 @@ class EnvoyFilterIndex:
         if found is None:
             found = self._chosen[seen] = self._choose(candidates, proxy)
         return found
+
+    def selects(self, key: ConfigKey, proxy: ProxyIdentity) -> bool:
+        """Whether the EnvoyFilter ``key`` (if this index holds it) applies to ``proxy``
+        (its namespace or the root, and its selector or targetRefs; not its patches'
+        ``match.proxy``: a proxy it selects is pushed, patched or not)."""
+        found = self._wrapped.get(key)
+        if found is None or key.namespace not in (proxy.namespace, self.root):
+            return False
+        return _attaches(found, proxy, self.root)
+
+    def patched_types(self, key: ConfigKey) -> frozenset[str]:
+        """The xDS types the EnvoyFilter ``key`` (if this index holds it) can change."""
+        found = self.by_key.get(key)
+        return frozenset() if found is None else patched_types(found.spec)  # type: ignore[arg-type]
 
     def _choose(self, candidates: list[_Filter], proxy: ProxyIdentity) -> ProxyPatches:
         chosen = [f for f in candidates if _attaches(f, proxy, self.root)]
@@ -228,4 +246,36 @@ def _rule(config: Config, position: int, patch: Any) -> PatchRule | None:
         operation,
         match,
         value,
+    )
+
+
+ENVOY_FILTER: Final = envoy_filter.KIND.name
+PATCHABLE: Final = frozenset({CDS, LDS, RDS})
+
+
+def moved_filters(old: EnvoyFilterIndex, new: EnvoyFilterIndex) -> frozenset[ConfigKey]:
+    """The EnvoyFilters added, removed or replaced between two indexes."""
+    if old is new:
+        return frozenset()
+    before, after = old.by_key, new.by_key
+    return frozenset(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+
+
+def concerns(
+    keys: Iterable[ConfigKey], proxy: ProxyIdentity, old: EnvoyFilterIndex, new: EnvoyFilterIndex
+) -> bool:
+    """Whether a change to any EnvoyFilter of ``keys`` can change what ``proxy`` gets: the
+    version before or after it applies to the proxy."""
+    return any(index.selects(key, proxy) for key in keys for index in (old, new))
+
+
+def inert_types(
+    keys: Iterable[ConfigKey], old: EnvoyFilterIndex, new: EnvoyFilterIndex
+) -> frozenset[tuple[str, ConfigKey]]:
+    """(type URL, key) for each changed EnvoyFilter and each type neither its version
+    before nor after the change patches: a push for it leaves those types alone."""
+    return frozenset(
+        (type_url, key)
+        for key in keys
+        for type_url in PATCHABLE - (old.patched_types(key) | new.patched_types(key))
     )

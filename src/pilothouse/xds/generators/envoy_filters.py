@@ -30,6 +30,7 @@ from google.protobuf import any_pb2
 
 from pilothouse.api.istio.networking.v1alpha3.envoy_filter_pb2 import EnvoyFilter
 from pilothouse.config.model import ConfigKey
+from pilothouse.kinds.envoy_filter import PATCHED_TYPES
 from pilothouse.protocol.type_urls import CDS, LDS, RDS
 from pilothouse.push.cache import Resource
 from pilothouse.push.envoy_filters import ProxyPatches
@@ -44,19 +45,8 @@ SIDECAR_INBOUND: Final = EnvoyFilter.SIDECAR_INBOUND
 SIDECAR_OUTBOUND: Final = EnvoyFilter.SIDECAR_OUTBOUND
 
 APPLY_TO: Final[Mapping[str, frozenset[int]]] = {
-    LDS: frozenset(
-        {
-            EnvoyFilter.LISTENER,
-            EnvoyFilter.LISTENER_FILTER,
-            EnvoyFilter.FILTER_CHAIN,
-            EnvoyFilter.NETWORK_FILTER,
-            EnvoyFilter.HTTP_FILTER,
-        }
-    ),
-    RDS: frozenset(
-        {EnvoyFilter.ROUTE_CONFIGURATION, EnvoyFilter.VIRTUAL_HOST, EnvoyFilter.HTTP_ROUTE}
-    ),
-    CDS: frozenset({EnvoyFilter.CLUSTER}),
+    type_url: frozenset(a for a, t in PATCHED_TYPES.items() if t == type_url)
+    for type_url in (LDS, RDS, CDS)
 }
 """Type URL → the applyTos whose patches change its resources."""
 
