@@ -35,8 +35,14 @@ from pilothouse.config.model import Config, ConfigKey
 from pilothouse.config.validation.envoy_filter import LIST_INSERTS
 from pilothouse.config.validation.regex import MAX_REGEX_LENGTH
 from pilothouse.kinds import envoy_filter
-from pilothouse.kinds.envoy_filter import GATEWAY_NAME_LABEL, patched_types, target_gateways
+from pilothouse.kinds.envoy_filter import (
+    GATEWAY_NAME_LABEL,
+    PATCHED_TYPES,
+    patched_types,
+    target_gateways,
+)
 from pilothouse.protocol.type_urls import CDS, LDS, RDS
+from pilothouse.push.envoy_filter_status import PatchOutcomes, PatchReport, patch_statuses
 from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.registry.model import Labels
 
@@ -111,6 +117,8 @@ class EnvoyFilterIndex:
             wrapped = self._wrapped[config.key] = _wrap(config)
             found.setdefault(config.namespace, []).append(wrapped)
         self._by_namespace = {n: tuple(f) for n, f in found.items()}
+        self.outcomes = PatchOutcomes()
+        """What each patch did for the proxies generated from this index."""
         self._chosen: dict[Hashable, ProxyPatches] = {}
         """What :meth:`for_proxy` found for each distinct (namespace, labels, version,
         metadata): every generator asks it for every proxy."""
@@ -149,6 +157,17 @@ class EnvoyFilterIndex:
         """The xDS types the EnvoyFilter ``key`` (if this index holds it) can change."""
         found = self.by_key.get(key)
         return frozenset() if found is None else patched_types(found.spec)  # type: ignore[arg-type]
+
+    def statuses(self) -> list[PatchReport]:
+        """Every patch of every EnvoyFilter here, with what it did (see
+        :mod:`pilothouse.push.envoy_filter_status`)."""
+        kept = [
+            (r.key, r.position)
+            for f in self._wrapped.values()
+            for r in f.rules
+            if r.apply_to in PATCHED_TYPES
+        ]
+        return patch_statuses(self.by_key.values(), self.outcomes, kept)
 
     def _choose(self, candidates: list[_Filter], proxy: ProxyIdentity) -> ProxyPatches:
         chosen = [f for f in candidates if _attaches(f, proxy, self.root)]

@@ -14,6 +14,7 @@ from envoy.config.listener.v3 import listener_pb2
 from envoy.config.route.v3 import route_pb2
 from google.protobuf import any_pb2
 
+from pilothouse.admin.metrics_pilot import envoy_filter_status
 from pilothouse.config.load import Loader
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import ConfigKey
@@ -212,3 +213,62 @@ def test_patched_resources_are_cached_by_their_inputs() -> None:
     again = server.generate(proxy("shop"))
     assert len(server.cache) == entries and server.cache.stats.hits > hits
     assert outbound_http_filters(again)[-2] == "envoy.filters.http.lua"
+
+
+STATUSES = """\
+apiVersion: networking.istio.io/v1alpha3
+kind: EnvoyFilter
+metadata: {name: statuses, namespace: shop}
+spec:
+  configPatches:
+  - applyTo: CLUSTER
+    match: {cluster: {service: web.shop.svc.cluster.local}}
+    patch: {operation: MERGE, value: {per_connection_buffer_limit_bytes: 1}}
+  - applyTo: CLUSTER
+    match: {cluster: {service: nowhere.shop.svc.cluster.local}}
+    patch: {operation: MERGE, value: {per_connection_buffer_limit_bytes: 1}}
+  - applyTo: EXTENSION_CONFIG
+    patch: {operation: ADD, value: {name: ext}}
+---
+apiVersion: networking.istio.io/v1alpha3
+kind: EnvoyFilter
+metadata: {name: unselected, namespace: shop}
+spec:
+  workloadSelector: {labels: {app: nobody}}
+  configPatches:
+  - applyTo: CLUSTER
+    patch: {operation: REMOVE}
+"""
+
+
+def test_each_patch_says_what_it_did_on_the_debug_view_and_the_metric() -> None:
+    server = Server(MESH, STATUSES)
+    index = server.context.envoy_filters
+    assert {r.status for r in index.statuses()} == {"no proxy", "dropped"}
+    server.generate(proxy("shop"))
+    found = {(r.key.name, r.position): str(r.status) for r in index.statuses()}
+    assert found == {
+        ("statuses", 0): "applied",
+        ("statuses", 1): "matched nothing",
+        ("statuses", 2): "dropped",
+        ("unselected", 0): "no proxy",
+    }
+    assert index.statuses()[1].view() == {
+        "envoyFilter": "shop/statuses",
+        "patch": 1,
+        "applyTo": "CLUSTER",
+        "status": "matched nothing",
+    }
+    samples = envoy_filter_status(index.statuses()).samples
+    assert [(s.labels, s.value) for s in samples] == [
+        ({"name": "shop/statuses", "patch": "cluster", "result": "applied"}, 1)
+    ]
+
+
+def test_a_patch_that_never_matches_is_reported_in_the_metric() -> None:
+    server = Server(MESH, STATUSES.replace("web.shop", "gone.shop"))
+    server.generate(proxy("shop"))
+    samples = envoy_filter_status(server.context.envoy_filters.statuses()).samples
+    assert [(s.labels, s.value) for s in samples] == [
+        ({"name": "shop/statuses", "patch": "cluster", "result": "matched_nothing"}, 1)
+    ]

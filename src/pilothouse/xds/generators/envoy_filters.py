@@ -92,7 +92,11 @@ def patched(given: GenerationInput, type_url: str, resources: Resources, context
     if type_url == RDS:
         gateways = tuple(sorted(f"{g.namespace}/{g.name}" for g in given.scope.gateways))
     inputs = PatchedInputs(type_url, tuple(resources.values()), patches, context, gateways)
-    return given.cache.value(inputs, lambda: patch_resources(inputs)).resources
+    result = given.cache.value(inputs, lambda: patch_resources(inputs))
+    given.context.envoy_filters.outcomes.record(
+        ((r.key, r.position) for r in patches.rules), result.applied
+    )
+    return result.resources
 
 
 def patch_resources(inputs: PatchedInputs) -> PatchedSet:
