@@ -158,6 +158,13 @@ class EnvoyFilterIndex:
         found = self.by_key.get(key)
         return frozenset() if found is None else patched_types(found.spec)  # type: ignore[arg-type]
 
+    def patching(self, proxy: ProxyIdentity, type_url: str) -> list[str]:
+        """``ns/name`` of the EnvoyFilters with patches of ``type_url`` for ``proxy``, in
+        the order they run (to name them beside a NACK of that type)."""
+        rules = self.for_proxy(proxy).rules
+        wanted = (r.filter_name for r in rules if PATCHED_TYPES.get(r.apply_to) == type_url)
+        return list(dict.fromkeys(wanted))
+
     def statuses(self) -> list[PatchReport]:
         """Every patch of every EnvoyFilter here, with what it did (see
         :mod:`pilothouse.push.envoy_filter_status`)."""
