@@ -6,7 +6,8 @@ namespace (where the gateway proxy lives), matched to its own Gateway port, so t
 never patch each other's listeners:
 
 - a Lua HTTP_FILTER inserted before the router adds a response header, on the gateway
-  and on a sidecar's inbound listener; deleting the EnvoyFilter takes it away again;
+  and on a sidecar's inbound listener (whose inline routes a VIRTUAL_HOST MERGE patches
+  too); deleting the EnvoyFilter takes it away again;
 - two filters inserting before the router run in priority order;
 - a CLUSTER MERGE shows in Envoy's ``/config_dump``;
 - a VIRTUAL_HOST MERGE adds a response header;
@@ -312,7 +313,24 @@ spec:
         + render(
             envoy_filter(
                 "inbound-lua",
-                [before_router(inbound, lua_header("x-lua", "inbound"), "SIDECAR_INBOUND")],
+                [
+                    before_router(inbound, lua_header("x-lua", "inbound"), "SIDECAR_INBOUND"),
+                    {
+                        "applyTo": "VIRTUAL_HOST",
+                        "match": {
+                            "context": "SIDECAR_INBOUND",
+                            "routeConfiguration": {"portNumber": inbound},
+                        },
+                        "patch": {
+                            "operation": "MERGE",
+                            "value": {
+                                "response_headers_to_add": [
+                                    {"header": {"key": "x-inbound-vhost", "value": "on"}}
+                                ]
+                            },
+                        },
+                    },
+                ],
                 namespace="shop",
                 workloadSelector={"labels": {"app": "shop-app"}},
             )
@@ -330,10 +348,12 @@ spec:
         envoy: EnvoyProcess = await envoy_factory(envoy_bootstrap(options))
         await wait_for_port(inbound, timeout=10)
         assert await header_of(inbound, "x-lua") == "inbound"
+        assert await header_of(inbound, "x-inbound-vhost") == "on"  # the inline routes
         plane.delete("EnvoyFilter", "shop", "inbound-lua")
 
         async def restored() -> bool:
-            return await header_of(inbound, "x-lua") is None
+            response = await fetch(LOOPBACK, inbound, "/")
+            return response.header("x-lua") is None and response.header("x-inbound-vhost") is None
 
         await eventually(restored, "the inbound header is gone with the EnvoyFilter")
         assert f"inbound|{inbound}||" in {

@@ -63,7 +63,15 @@ BOOTSTRAP change none that pilothouse serves)."""
 
 
 def patched_types(spec: envoy_filter_pb2.EnvoyFilter) -> frozenset[str]:
-    """The xDS types ``spec``'s patches can change."""
-    return frozenset(
-        PATCHED_TYPES[p.apply_to] for p in spec.config_patches if p.apply_to in PATCHED_TYPES
-    )
+    """The xDS types ``spec``'s patches can change: a route-class patch whose context
+    takes in a sidecar's inbound side changes LDS too (inbound routes are inline)."""
+    found = set()
+    for patch in spec.config_patches:
+        type_url = PATCHED_TYPES.get(patch.apply_to)
+        if type_url is None:
+            continue
+        found.add(type_url)
+        inbound = (_EF.ANY, _EF.SIDECAR_INBOUND)
+        if type_url == RDS and (not patch.HasField("match") or patch.match.context in inbound):
+            found.add(LDS)
+    return frozenset(found)

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from pilothouse.api.istio.networking.v1alpha3.envoy_filter_pb2 import EnvoyFilter
-from pilothouse.xds.builders.envoy_patch_listener import Applied, patch_listeners
+from pilothouse.xds.builders.envoy_patch_listener import patch_listeners
+from pilothouse.xds.builders.envoy_patch_match import Applied
 from pilothouse.xds.builders.filter_chain import WeightedCluster
 from pilothouse.xds.builders.listener_sidecar import build_outbound_listener
 

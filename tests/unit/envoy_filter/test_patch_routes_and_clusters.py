@@ -12,7 +12,7 @@ from google.protobuf.json_format import ParseDict
 
 from pilothouse.api.istio.networking.v1alpha3.envoy_filter_pb2 import EnvoyFilter
 from pilothouse.xds.builders.envoy_patch_cluster import patch_clusters
-from pilothouse.xds.builders.envoy_patch_listener import Applied
+from pilothouse.xds.builders.envoy_patch_match import Applied
 from pilothouse.xds.builders.envoy_patch_route import patch_route_configuration
 
 from .patching import rules

@@ -12,6 +12,9 @@ from typing import Any
 from envoy.config.cluster.v3 import cluster_pb2
 from envoy.config.listener.v3 import listener_pb2
 from envoy.config.route.v3 import route_pb2
+from envoy.extensions.filters.network.http_connection_manager.v3 import (
+    http_connection_manager_pb2 as hcm_pb2,
+)
 from google.protobuf import any_pb2
 
 from pilothouse.admin.metrics_pilot import envoy_filter_status
@@ -272,3 +275,48 @@ def test_a_patch_that_never_matches_is_reported_in_the_metric() -> None:
     assert [(s.labels, s.value) for s in samples] == [
         ({"name": "shop/statuses", "patch": "cluster", "result": "matched_nothing"}, 1)
     ]
+
+
+INBOUND_SIDECAR = """\
+apiVersion: networking.istio.io/v1
+kind: Sidecar
+metadata: {name: web, namespace: shop}
+spec:
+  workloadSelector: {labels: {app: web}}
+  ingress:
+  - port: {number: 9080, protocol: HTTP, name: http}
+    bind: 127.0.0.1
+    defaultEndpoint: 127.0.0.1:8080
+  egress: [{hosts: ["./*"]}]
+"""
+
+INBOUND_ROUTES = """\
+apiVersion: networking.istio.io/v1alpha3
+kind: EnvoyFilter
+metadata: {name: inbound-routes, namespace: shop}
+spec:
+  configPatches:
+  - applyTo: VIRTUAL_HOST
+    match: {context: SIDECAR_INBOUND, routeConfiguration: {portNumber: 9080}}
+    patch:
+      operation: MERGE
+      value:
+        response_headers_to_add:
+        - header: {key: x-inbound, value: "1"}
+"""
+
+
+def test_route_patches_reach_the_inline_routes_of_inbound_listeners() -> None:
+    plain = Server(MESH, INBOUND_SIDECAR)
+    patched = Server(MESH, INBOUND_SIDECAR, INBOUND_ROUTES)
+    before, after = plain.generate(proxy("shop")), patched.generate(proxy("shop"))
+    assert after[RDS] == before[RDS]  # the outbound route configurations are not inbound
+    (name,) = [n for n in after[LDS] if n.endswith("_9080")]
+    listener = decoded(after[LDS][name], listener_pb2.Listener)
+    manager = hcm_pb2.HttpConnectionManager()
+    listener.filter_chains[0].filters[-1].typed_config.Unpack(manager)
+    (host,) = manager.route_config.virtual_hosts
+    assert [h.header.key for h in host.response_headers_to_add] == ["x-inbound"]
+    assert {n: b for n, b in after[LDS].items() if n != name} == {
+        n: b for n, b in before[LDS].items() if n != name
+    }

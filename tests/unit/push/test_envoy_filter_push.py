@@ -18,7 +18,9 @@ def labelled(connection_id: str, ns: str, app: str) -> FakeConnection:
     return FakeConnection(connection_id, node)
 
 
-def envoy_filter(namespace: str, app: str | None, apply_to: str, name: str = "f") -> str:
+def envoy_filter(
+    namespace: str, app: str | None, apply_to: str, name: str = "f", context: str = "ANY"
+) -> str:
     selector = f"workloadSelector: {{labels: {{app: {app}}}}}" if app else ""
     value = "{name: x}" if apply_to == "CLUSTER" else "{}"
     return f"""\
@@ -29,6 +31,7 @@ spec:
   {selector}
   configPatches:
   - applyTo: {apply_to}
+    match: {{context: {context}}}
     patch: {{operation: MERGE, value: {value}}}
 """
 
@@ -62,9 +65,17 @@ def test_the_old_version_s_proxies_and_types_are_pushed_too() -> None:
 
 def test_a_root_namespace_filter_without_selector_pushes_every_proxy() -> None:
     stage = Stage(*connections())
-    plan = stage.plan(stage.apply(envoy_filter("istio-system", None, "VIRTUAL_HOST")))
+    outbound = envoy_filter("istio-system", None, "VIRTUAL_HOST", context="SIDECAR_OUTBOUND")
+    plan = stage.plan(stage.apply(outbound))
     assert sorted(pushed(plan)) == ["cart", "other", "web"]
     assert set(skipped(plan).values()) == {frozenset({CDS, LDS})}
+
+
+def test_a_route_patch_that_may_reach_inbound_routes_pushes_listeners_too() -> None:
+    """A sidecar's inbound routes are inline in its listeners."""
+    stage = Stage(*connections())
+    plan = stage.plan(stage.apply(envoy_filter("team-a", "web", "HTTP_ROUTE", context="ANY")))
+    assert skipped(plan) == {"web": frozenset({CDS})}
 
 
 def test_a_filter_that_reached_a_context_before_its_request_is_pushed_by_namespace() -> None:

@@ -14,8 +14,7 @@ from typing import Any
 
 from pilothouse.api.istio.networking.v1alpha3.envoy_filter_pb2 import EnvoyFilter
 from pilothouse.push.envoy_filters import PatchRule
-from pilothouse.xds.builders.envoy_patch_listener import Applied
-from pilothouse.xds.builders.envoy_patch_match import cluster_matches, context_matches
+from pilothouse.xds.builders.envoy_patch_match import Applied, cluster_matches, context_matches
 from pilothouse.xds.builders.envoy_patch_merge import merge, merge_any
 
 Patch = EnvoyFilter.Patch

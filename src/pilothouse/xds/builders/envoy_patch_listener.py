@@ -3,7 +3,8 @@ NETWORK_FILTER and HTTP_FILTER, in istiod's pass order.
 
 Per listener: LISTENER MERGE/REMOVE; LISTENER_FILTER list operations then MERGE; for each
 filter chain, FILTER_CHAIN MERGE/REMOVE, NETWORK_FILTER list operations then MERGE, and
-inside each HTTP connection manager HTTP_FILTER list operations then MERGE; then
+inside each HTTP connection manager HTTP_FILTER list operations then MERGE (and the
+route-class patches of its inline route configuration, a sidecar's inbound routes); then
 FILTER_CHAIN ADD (to listeners matching the listener fields). Then LISTENER ADD (never
 inbound when the context is ANY, as istiod avoids duplicates). What an ADD put in is not
 patched further. List operations: ADD appends, INSERT_FIRST prepends, INSERT_BEFORE and
@@ -29,9 +30,9 @@ from envoy.extensions.filters.network.http_connection_manager.v3 import (  # typ
 )
 
 from pilothouse.api.istio.networking.v1alpha3.envoy_filter_pb2 import EnvoyFilter
-from pilothouse.config.model import ConfigKey
 from pilothouse.push.envoy_filters import PatchRule
 from pilothouse.xds.builders.envoy_patch_match import (
+    Applied,
     chain_matches,
     context_matches,
     filter_name,
@@ -40,12 +41,12 @@ from pilothouse.xds.builders.envoy_patch_match import (
     sub_filter_name,
 )
 from pilothouse.xds.builders.envoy_patch_merge import MergeRefused, merge, merge_any
+from pilothouse.xds.builders.envoy_patch_route import ROUTE_CLASS, patch_route_configuration
 from pilothouse.xds.builders.listener import HTTP_CONNECTION_MANAGER
 
 log = logging.getLogger("pilothouse.xds")
 
 Patch = EnvoyFilter.Patch
-Applied = set[tuple[ConfigKey, int]]
 _INSERTS: Final = frozenset(
     {Patch.INSERT_BEFORE, Patch.INSERT_AFTER, Patch.INSERT_FIRST, Patch.ADD, Patch.REPLACE}
 )
@@ -62,7 +63,7 @@ def patch_listeners(
         return list(listeners)
     kept = []
     for listener in listeners:
-        if _patch_listener(listener, rules, applied):
+        if _patch_listener(listener, rules, context, applied):
             kept.append(listener)
     for rule in rules:
         if rule.apply_to != EnvoyFilter.LISTENER or rule.operation != Patch.ADD:
@@ -76,7 +77,9 @@ def patch_listeners(
     return kept
 
 
-def _patch_listener(listener: Any, rules: Sequence[PatchRule], applied: Applied) -> bool:
+def _patch_listener(
+    listener: Any, rules: Sequence[PatchRule], context: int, applied: Applied
+) -> bool:
     """Patch one listener; False when a LISTENER REMOVE dropped it."""
     for rule in _of(rules, EnvoyFilter.LISTENER):
         if not listener_matches(rule.match, listener):
@@ -94,14 +97,14 @@ def _patch_listener(listener: Any, rules: Sequence[PatchRule], applied: Applied)
     chains = [c for c in listener.filter_chains]
     removed = []
     for chain in chains:
-        if not _patch_chain(listener, chain, rules, applied):
+        if not _patch_chain(listener, chain, rules, context, applied):
             removed.append(chain)
     if removed:
         kept = [c for c in listener.filter_chains if not any(c is r for r in removed)]
         del listener.filter_chains[:]
         listener.filter_chains.extend(kept)
     if listener.HasField("default_filter_chain") and not _patch_chain(
-        listener, listener.default_filter_chain, rules, applied
+        listener, listener.default_filter_chain, rules, context, applied
     ):
         listener.ClearField("default_filter_chain")
     for rule in _of(rules, EnvoyFilter.FILTER_CHAIN):
@@ -111,7 +114,9 @@ def _patch_listener(listener: Any, rules: Sequence[PatchRule], applied: Applied)
     return True
 
 
-def _patch_chain(listener: Any, chain: Any, rules: Sequence[PatchRule], applied: Applied) -> bool:
+def _patch_chain(
+    listener: Any, chain: Any, rules: Sequence[PatchRule], context: int, applied: Applied
+) -> bool:
     """Patch one filter chain; False when a FILTER_CHAIN REMOVE dropped it."""
     for rule in _of(rules, EnvoyFilter.FILTER_CHAIN):
         if not (listener_matches(rule.match, listener) and chain_matches(rule.match, chain)):
@@ -133,12 +138,13 @@ def _patch_chain(listener: Any, chain: Any, rules: Sequence[PatchRule], applied:
         for r in _of(rules, EnvoyFilter.HTTP_FILTER)
         if listener_matches(r.match, listener) and chain_matches(r.match, chain, with_filter=False)
     ]
-    if http:
+    routes = [r for r in rules if r.apply_to in ROUTE_CLASS]
+    if http or routes:
         for network_filter in chain.filters:
             if network_filter.name in _HCM_NAMES and network_filter.typed_config.Is(
                 hcm_pb2.HttpConnectionManager.DESCRIPTOR
             ):
-                _patch_http_filters(network_filter, http, applied)
+                _patch_manager(network_filter, http, routes, context, applied)
     return True
 
 
@@ -157,11 +163,21 @@ def _merge_chain(chain: Any, value: Any) -> None:
     merge(chain, value)
 
 
-def _patch_http_filters(network_filter: Any, rules: Sequence[PatchRule], applied: Applied) -> None:
+def _patch_manager(
+    network_filter: Any,
+    http: Sequence[PatchRule],
+    routes: Sequence[PatchRule],
+    context: int,
+    applied: Applied,
+) -> None:
+    """HTTP_FILTER patches of an HTTP connection manager's filters, and route-class
+    patches of its inline route configuration (a sidecar's inbound routes)."""
     manager = hcm_pb2.HttpConnectionManager()
     network_filter.typed_config.Unpack(manager)
     before = manager.SerializeToString(deterministic=True)
-    _patch_list(manager.http_filters, rules, sub_filter_name, applied)
+    _patch_list(manager.http_filters, http, sub_filter_name, applied)
+    if routes and manager.HasField("route_config"):
+        patch_route_configuration(manager.route_config, routes, context, (), applied)
     if manager.SerializeToString(deterministic=True) != before:
         network_filter.typed_config.Pack(manager)
 

@@ -20,8 +20,11 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from pilothouse.api.istio.networking.v1alpha3.envoy_filter_pb2 import EnvoyFilter
+from pilothouse.config.model import ConfigKey
 
 ANY: Final = EnvoyFilter.ANY
+Applied = set[tuple[ConfigKey, int]]
+"""The (EnvoyFilter, patch position) pairs that changed something, filled by the passes."""
 RouteAction = EnvoyFilter.RouteConfigurationMatch.RouteMatch
 
 

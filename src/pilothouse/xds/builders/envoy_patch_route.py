@@ -12,12 +12,12 @@ nothing here either.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, Final
 
 from pilothouse.api.istio.networking.v1alpha3.envoy_filter_pb2 import EnvoyFilter
 from pilothouse.push.envoy_filters import PatchRule
-from pilothouse.xds.builders.envoy_patch_listener import Applied
 from pilothouse.xds.builders.envoy_patch_match import (
+    Applied,
     context_matches,
     route_configuration_matches,
     route_match,
@@ -27,6 +27,9 @@ from pilothouse.xds.builders.envoy_patch_match import (
 from pilothouse.xds.builders.envoy_patch_merge import merge
 
 Patch = EnvoyFilter.Patch
+ROUTE_CLASS: Final = frozenset(
+    {EnvoyFilter.ROUTE_CONFIGURATION, EnvoyFilter.VIRTUAL_HOST, EnvoyFilter.HTTP_ROUTE}
+)
 
 
 def patch_route_configuration(

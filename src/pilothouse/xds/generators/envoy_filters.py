@@ -36,7 +36,8 @@ from pilothouse.push.cache import Resource
 from pilothouse.push.envoy_filters import ProxyPatches
 from pilothouse.xds.builders.encode import content_hash, to_any_bytes
 from pilothouse.xds.builders.envoy_patch_cluster import patch_clusters
-from pilothouse.xds.builders.envoy_patch_listener import Applied, patch_listeners
+from pilothouse.xds.builders.envoy_patch_listener import patch_listeners
+from pilothouse.xds.builders.envoy_patch_match import Applied
 from pilothouse.xds.builders.envoy_patch_route import patch_route_configuration
 from pilothouse.xds.generators.base import GenerationInput, Resources
 
@@ -77,15 +78,19 @@ class PatchedSet:
     applied: frozenset[tuple[ConfigKey, int]]
 
 
-def proxy_patches(given: GenerationInput, type_url: str) -> ProxyPatches:
+def proxy_patches(given: GenerationInput, type_url: str, context: int) -> ProxyPatches:
     """The patches of the EnvoyFilters that apply to the proxy, of ``type_url``'s
-    applyTos."""
-    return given.context.envoy_filters.for_proxy(given.proxy).of(APPLY_TO[type_url])
+    applyTos (a sidecar's inbound listeners also take the route-class ones: their routes
+    are inline, as istiod patches them)."""
+    wanted = APPLY_TO[type_url]
+    if type_url == LDS and context == SIDECAR_INBOUND:
+        wanted = wanted | APPLY_TO[RDS]
+    return given.context.envoy_filters.for_proxy(given.proxy).of(wanted)
 
 
 def patched(given: GenerationInput, type_url: str, resources: Resources, context: int) -> Resources:
     """``resources`` of ``type_url`` with the proxy's patches of ``context`` applied."""
-    patches = proxy_patches(given, type_url)
+    patches = proxy_patches(given, type_url, context)
     if not patches:
         return resources
     gateways: tuple[str, ...] = ()
