@@ -89,6 +89,7 @@ SCRIPTS: tuple[Script, ...] = (
     Script("metrics_overhead", timeout=900.0),
     Script("fleet10k", timeout=1500.0),
     Script("authorization_cost", timeout=600.0),
+    Script("envoy_filter_cost"),
     Script("kube_source", timeout=900.0),
     Script("kube_registry", timeout=600.0),
     Script("kube_serve", timeout=900.0),

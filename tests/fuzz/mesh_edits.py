@@ -31,6 +31,7 @@ KINDS = (
     "Sidecar",
     "PeerAuthentication",
     "AuthorizationPolicy",
+    "EnvoyFilter",
 )
 NAMES: dict[str, tuple[str, ...]] = {
     "ServiceEntry": SERVICES,
@@ -41,6 +42,7 @@ NAMES: dict[str, tuple[str, ...]] = {
     "Sidecar": ("default", "productpage"),
     "PeerAuthentication": ("default",),
     "AuthorizationPolicy": ("reviews-read-only", "p1"),
+    "EnvoyFilter": ("f1", "f2"),
 }
 
 
@@ -248,6 +250,48 @@ def authorization_policies(draw: st.DrawFn, at: Slot | None = None) -> Config:
     )
 
 
+_LUA = "type.googleapis.com/envoy.extensions.filters.http.lua.v3.Lua"
+_HCM = "envoy.filters.network.http_connection_manager"
+ENVOY_FILTER_PATCHES = (
+    "{applyTo: CLUSTER, match: {context: %s, cluster: {service: "
+    "reviews.bookinfo.svc.cluster.local}}, patch: {operation: MERGE, value: "
+    "{per_connection_buffer_limit_bytes: %d}}}",
+    "{applyTo: HTTP_FILTER, match: {context: %s, listener: {filterChain: {filter: {name: " + _HCM
+    + ", subFilter: {name: envoy.filters.http.router}}}}}, patch: {operation: INSERT_BEFORE,"
+    " value: {name: lua, typed_config: {'@type': " + _LUA + ", inline_code: '-- %d'}}}}",
+    "{applyTo: VIRTUAL_HOST, match: {context: %s}, patch: {operation: MERGE, value:"
+    " {response_headers_to_add: [{header: {key: x-f, value: '%d'}}]}}}",
+    "{applyTo: LISTENER, match: {context: %s, listener: {portNumber: 9080}}, patch:"
+    " {operation: MERGE, value: {per_connection_buffer_limit_bytes: %d}}}",
+    "{applyTo: HTTP_ROUTE, match: {context: %s}, patch: {operation: INSERT_FIRST, value:"
+    " {name: r, match: {prefix: /f}, direct_response: {status: %d}}}}",
+)
+"""EnvoyFilter patches, each formatted with a context and a number."""
+
+
+@st.composite
+def envoy_filters(draw: st.DrawFn, at: Slot | None = None) -> Config:
+    """Patches of listeners, routes and clusters for one workload, a namespace, or (from
+    the root namespace) the mesh."""
+    namespace, name = at or draw(slots("EnvoyFilter"))
+    if at is None and draw(st.booleans()):
+        namespace = "istio-system"
+    selected = draw(st.sampled_from((*APPS, "ingressgateway", None)))
+    key = "istio" if selected == "ingressgateway" else "app"
+    selector = "" if selected is None else f"workloadSelector: {{labels: {{{key}: {selected}}}}}, "
+    contexts = ("ANY", "SIDECAR_INBOUND", "SIDECAR_OUTBOUND", "GATEWAY")
+    chosen = draw(st.lists(st.sampled_from(ENVOY_FILTER_PATCHES), min_size=1, max_size=3))
+    patches = ", ".join(
+        p % (draw(st.sampled_from(contexts)), draw(st.integers(200, 299))) for p in chosen
+    )
+    priority = draw(st.integers(-2, 2))
+    return load_one(
+        "apiVersion: networking.istio.io/v1alpha3\nkind: EnvoyFilter\n"
+        f"metadata: {{name: {name}, namespace: {namespace}}}\n"
+        f"spec: {{{selector}priority: {priority}, configPatches: [{patches}]}}\n"
+    )
+
+
 CONFIGS: dict[str, Callable[[Slot | None], st.SearchStrategy[Config]]] = {
     "ServiceEntry": service_entries,
     "WorkloadEntry": workload_entries,
@@ -257,6 +301,7 @@ CONFIGS: dict[str, Callable[[Slot | None], st.SearchStrategy[Config]]] = {
     "Sidecar": sidecars,
     "PeerAuthentication": peer_authentications,
     "AuthorizationPolicy": authorization_policies,
+    "EnvoyFilter": envoy_filters,
 }
 
 

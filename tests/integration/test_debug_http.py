@@ -276,3 +276,44 @@ async def test_debug_endpoints_refuse_a_peer_off_loopback(tmp_path: Path) -> Non
                 assert status == 200  # only the debug views are guarded
             finally:
                 await relay.stop()
+
+
+CLUSTER_PATCH = """\
+apiVersion: networking.istio.io/v1alpha3
+kind: EnvoyFilter
+metadata: {name: buffers, namespace: data}
+spec:
+  configPatches:
+  - applyTo: CLUSTER
+    match: {cluster: {service: db.data.svc.cluster.local}}
+    patch: {operation: MERGE, value: {per_connection_buffer_limit_bytes: 1024}}
+"""
+
+
+async def test_a_nack_of_a_patched_type_names_the_envoy_filters(tmp_path: Path) -> None:
+    mesh = tmp_path / "mesh"
+    mesh.mkdir()
+    (mesh / "db.yaml").write_text(MESH)
+    (mesh / "patch.yaml").write_text(CLUSTER_PATCH)
+    settings = XdsSettings(debounce=FAST, replica_id="replica-a")
+    async with serving(mesh, settings) as server:
+        app, app_clusters = await subscribe(server.xds_port, APP, ack=False)
+        other, other_clusters = await subscribe(server.xds_port, OTHER, ack=False)
+        try:
+            nack = status_pb2.Status(code=3, message="cluster db: rejected")
+            for stream, sent in ((app, app_clusters), (other, other_clusters)):
+                await stream.send(sotw_request(CDS, response_nonce=sent.nonce, error_detail=nack))
+            body = await wait_for(
+                server,
+                "/debug/syncz",
+                lambda b: len(b) == 2 and all(e["resources"][CDS]["status"] == "ERROR" for e in b),
+            )
+            by_proxy = {e["proxy"]: e["resources"][CDS] for e in body}
+            assert by_proxy["app-1.data"]["envoyFilters"] == ["data/buffers"]
+            assert "envoyFilters" not in by_proxy["web-1.web"]  # not its namespace
+            _, patches = await server.get("/debug/envoyfilterz")
+            assert patches["patches"][0]["envoyFilter"] == "data/buffers"
+            assert patches["patches"][0]["status"] == "applied"
+        finally:
+            await app.close()
+            await other.close()

@@ -79,12 +79,12 @@ async def test_unknown_collection_ends_the_stream_with_invalid_argument() -> Non
                 response_deserializer=mcp_pb2.Resources.FromString,
             )()
             await call.write(
-                mcp_pb2.RequestResources(collection="istio/networking/v1alpha3/envoyfilters")
+                mcp_pb2.RequestResources(collection="istio/config/v1alpha2/httpapispecs")
             )
             with pytest.raises(grpc.aio.AioRpcError) as failure:
                 await call.read()
             assert failure.value.code() is grpc.StatusCode.INVALID_ARGUMENT
-            assert "envoyfilters" in (failure.value.details() or "")
+            assert "httpapispecs" in (failure.value.details() or "")
 
 
 async def test_synthetic_service_entries_are_served_empty() -> None:

@@ -26,6 +26,9 @@ path                      answer (JSON)
                           the Inspector (:mod:`pilothouse.admin.acked`)
 ``/debug/refusals``       refused xDS connections and streams: counts by reason and the
                           latest few (:mod:`pilothouse.admin.refusals`)
+``/debug/envoyfilterz``   every EnvoyFilter patch and what it did: applied, matched
+                          nothing, reached no proxy yet, or dropped
+                          (:mod:`pilothouse.push.envoy_filter_status`)
 ========================  ==========================================================
 
 Every endpoint is a GET that only reads: none pushes, changes config or state (what acts
@@ -75,6 +78,7 @@ ENDPOINTS: Final = (
     ("/debug/sources", "each config source's state and problems"),
     ("/debug/acked", "?proxyID=: digests of what that proxy acknowledged (the Inspector)"),
     ("/debug/refusals", "refused xDS connections and streams: counts by reason, latest few"),
+    ("/debug/envoyfilterz", "every EnvoyFilter patch: applied, matched nothing, no proxy, dropped"),
 )
 
 
@@ -119,6 +123,7 @@ class DebugEndpoints:
             "/debug/connections": self.connections,
             "/debug/push_status": self.push_status,
             "/debug/sources": self.sources,
+            "/debug/envoyfilterz": self.envoy_filterz,
         }
         for acked in acked_routes(self._discovery):
             handlers[acked.path] = acked.handler
@@ -189,6 +194,12 @@ class DebugEndpoints:
 
     async def sources(self, request: web.Request) -> web.Response:
         return _json({"sources": sources_view(self._sources)})
+
+    async def envoy_filterz(self, request: web.Request) -> web.Response:
+        if not self._discovery.ready():
+            return _json({"patches": []})
+        reports = self._discovery.context.envoy_filters.statuses()
+        return _json({"patches": [r.view() for r in reports]})
 
 
 def debug_routes(discovery: DebugView, sources: Sequence[NamedSource] = ()) -> list[web.RouteDef]:

@@ -15,12 +15,13 @@ response whose write failed).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
-from prometheus_client.core import Metric
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from pilothouse.metrics.families import gauge, histogram_family, istiod_counter
+from pilothouse.push.envoy_filter_status import METRIC_PATCH, PatchReport, PatchStatus
 from pilothouse.xds.server.debug_view import DebugView
 
 
@@ -106,8 +107,33 @@ class PilotCollector(Collector):
         yield gauge(
             "pilot_services", "Total services known to pilot.", len(context.services.services)
         )
+        yield envoy_filter_status(context.envoy_filters.statuses())
         yield gauge(
             "pilot_virt_services",
             "Total virtual services known to pilot.",
             len(context.virtual_services.entries),
         )
+
+
+def envoy_filter_status(reports: Iterable[PatchReport]) -> Metric:
+    """istiod's ``pilot_envoy_filter_status``: 1 per EnvoyFilter (``ns/name``) and patch
+    class (``httpfilter``, ``cluster`` …) that changed some proxy's config (istiod writes
+    it only with ``PILOT_ENVOY_FILTER_STATS``; here always). A patch that reached proxies
+    and matched nothing is ``result="matched_nothing"``, a series istiod does not have."""
+    family = GaugeMetricFamily(
+        "pilot_envoy_filter_status",
+        "Status of Envoy filters whether it was applied or errored.",
+        labels=["name", "patch", "result"],
+    )
+    seen: dict[tuple[str, str], str] = {}
+    for report in reports:
+        patch = METRIC_PATCH.get(report.apply_to)
+        if patch is None or report.status not in (PatchStatus.APPLIED, PatchStatus.MATCHED_NOTHING):
+            continue
+        name = f"{report.key.namespace}/{report.key.name}"
+        result = "applied" if report.status is PatchStatus.APPLIED else "matched_nothing"
+        if seen.get((name, patch)) != "applied":
+            seen[name, patch] = result
+    for (name, patch), result in sorted(seen.items()):
+        family.add_metric([name, patch, result], 1)
+    return family

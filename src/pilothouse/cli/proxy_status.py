@@ -185,6 +185,9 @@ def type_state(
     found = resources.get(type_url) if isinstance(resources, dict) else None
     if isinstance(found, dict):
         error = str(found.get("lastError") or "")
+        patched_by = found.get("envoyFilters")
+        if error and isinstance(patched_by, list) and patched_by:
+            error += f" (patched by EnvoyFilter {', '.join(map(str, patched_by))})"
         try:
             status = SyncStatus(found["status"])
         except (KeyError, ValueError):

@@ -20,9 +20,16 @@ NETWORKING_VERSIONS: Final = ("v1", "v1beta1", "v1alpha3")
 SECURITY_VERSIONS: Final = ("v1", "v1beta1")
 
 
-def networking(kind: str, message: type[Message], plural: str, check: Validator) -> Schema:
-    """The schema row of a ``networking.istio.io`` kind."""
-    return _row(kind, message, plural, check, NETWORKING, NETWORKING_VERSIONS, "v1alpha3")
+def networking(
+    kind: str,
+    message: type[Message],
+    plural: str,
+    check: Validator,
+    versions: tuple[str, ...] = NETWORKING_VERSIONS,
+) -> Schema:
+    """The schema row of a ``networking.istio.io`` kind (``versions``: the few kinds
+    Istio serves in fewer versions, such as EnvoyFilter's ``v1alpha3`` alone)."""
+    return _row(kind, message, plural, check, NETWORKING, versions, "v1alpha3")
 
 
 def security(kind: str, message: type[Message], plural: str, check: Validator) -> Schema:

@@ -40,7 +40,8 @@ class Audience(Enum):
     OWN_NAMESPACE = "the proxy's own namespace"
     """The changed key is in the proxies' namespace."""
     PER_WORKLOAD = "asked of each proxy by selector"
-    """No scope sees it: the push pipeline asks each proxy (push/authorization.py)."""
+    """No scope sees it: the push pipeline asks each proxy (push/authorization.py,
+    push/envoy_filters.py)."""
 
 
 @dataclass(frozen=True, slots=True)

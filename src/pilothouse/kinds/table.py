@@ -21,6 +21,7 @@ from pilothouse.config.schema import SchemaSet
 from pilothouse.kinds import (
     authorization_policy,
     destination_rule,
+    envoy_filter,
     gateway,
     kubernetes,
     peer_authentication,
@@ -42,6 +43,7 @@ KINDS: Final[tuple[Kind, ...]] = (
     destination_rule.KIND,
     gateway.KIND,
     sidecar.KIND,
+    envoy_filter.KIND,
     peer_authentication.KIND,
     authorization_policy.KIND,
     request_authentication.KIND,

@@ -28,7 +28,7 @@ from typing import Any, Final, NamedTuple
 
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config
-from pilothouse.kinds import destination_rule, gateway, sidecar, virtual_service
+from pilothouse.kinds import destination_rule, envoy_filter, gateway, sidecar, virtual_service
 from pilothouse.kinds.table import KINDS
 from pilothouse.push.authorization import (
     AUTHORIZATION_POLICY,
@@ -36,6 +36,7 @@ from pilothouse.push.authorization import (
     AuthorizationIndex,
     JwksLookup,
 )
+from pilothouse.push.envoy_filters import EnvoyFilterIndex
 from pilothouse.push.indexes import (
     DestinationRuleIndex,
     GatewayIndex,
@@ -138,6 +139,7 @@ class PushContext:
     gateways: GatewayIndex
     peer_authentications: PeerAuthenticationIndex
     authorizations: AuthorizationIndex
+    envoy_filters: EnvoyFilterIndex
     stats: ContextStats = field(default_factory=ContextStats, compare=False)
     _scopes: dict[ScopeKey, ProxyScope] = field(default_factory=dict, compare=False, repr=False)
     _proxy_scopes: dict[ScopeSelector, ProxyScope] = field(
@@ -310,6 +312,12 @@ def build_context(
             lambda: AuthorizationIndex(
                 configs(AUTHORIZATION_POLICY), configs(REQUEST_AUTHENTICATION), mesh, jwks
             ),
+        ),
+        envoy_filters=pick(
+            "envoy_filters",
+            INDEXED_KINDS["envoy_filters"],
+            previous.envoy_filters if previous else None,
+            lambda: EnvoyFilterIndex(configs(envoy_filter.KIND.name), mesh),
         ),
     )
     if previous is not None and previous.scope_context.same(context.scope_context):

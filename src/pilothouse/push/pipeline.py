@@ -12,7 +12,11 @@ This is where the push stage decides (DESIGN §1, push/ *drives* the push):
    context). Then only the connections the change concerns are chosen: for a full push,
    those whose scope sees a changed key (before or after the change), and for an
    AuthorizationPolicy or RequestAuthentication those whose workload it selects (before
-   or after: it changes their listeners alone). A full push's request is queued per
+   or after: it changes their listeners alone), and for an EnvoyFilter those its old or
+   new version selects, its changed keys marked inert for the types neither version
+   patches (:mod:`pilothouse.push.envoy_filters`; one that reached a context before its
+   request, as an unsettled DestinationRule does, goes to every proxy of its namespace,
+   all types). A full push's request is queued per
    scope: DestinationRule changes that leave a scope's routes alone are marked inert
    for RDS in its connections' request (``affected_types.inert_for_scope``), so those
    connections do not regenerate routes; for an endpoint
@@ -61,6 +65,7 @@ from pilothouse.push.authorization import AUTHORIZATION_KINDS, JwksLookup, selec
 from pilothouse.push.cache import ResourceCache
 from pilothouse.push.changes import REGISTRY_KINDS, config_request, registry_request
 from pilothouse.push.context import PushContext, build_context
+from pilothouse.push.envoy_filters import ENVOY_FILTER, concerns, inert_types, moved_filters
 from pilothouse.push.own_sidecars import OwnSidecars, proxy_update
 from pilothouse.push.proxy import GeneratorFamily, ProxyIdentity
 from pilothouse.push.request import PushRequest, TriggerReason
@@ -246,6 +251,7 @@ class PushPipeline(Generic[C]):
         self._context = context
         unsettled = self._unsettled
         moved = moved_rules(previous.destination_rules, context.destination_rules)
+        moved |= moved_filters(previous.envoy_filters, context.envoy_filters)
         self._unsettled = (unsettled - request.configs_updated) | (moved - request.configs_updated)
         # every type reads the mesh settings: across a change of them, nothing is compared
         compared = unsettled if previous.mesh == context.mesh else None
@@ -295,6 +301,15 @@ class PushPipeline(Generic[C]):
         policies = [k for k in keys if k.kind in AUTHORIZATION_KINDS]
         if policies:
             keys = frozenset(k for k in keys if k.kind not in AUTHORIZATION_KINDS)
+        # EnvoyFilters: each proxy the old or new version selects, only the types they
+        # patch; one changed in a context before this request named it is unsettled
+        # (that context already held it): every proxy of its namespace, every type
+        filters = [k for k in keys if k.kind == ENVOY_FILTER]
+        settled = [k for k in filters if unsettled is not None and k not in unsettled]
+        filter_inert = inert_types(settled, old.envoy_filters, new.envoy_filters)
+        if settled:
+            keys = frozenset(keys) - frozenset(settled)
+        unsettled_filters = [k for k in filters if k not in settled]
         verdicts: dict[tuple[object, object], bool] = {}
         queued: dict[tuple[object, object], PushRequest] = {}
         reads: RuleReads = {}
@@ -316,6 +331,14 @@ class PushPipeline(Generic[C]):
                     verdicts[pair] = verdict
                 if not verdict and policies:
                     verdict = _selected(connection.proxy, policies, old, new, root)
+                if not verdict and settled:
+                    verdict = concerns(
+                        settled, connection.proxy, old.envoy_filters, new.envoy_filters
+                    )
+                if not verdict and unsettled_filters:
+                    verdict = any(
+                        k.namespace in (connection.proxy.namespace, root) for k in unsettled_filters
+                    )
                 if not verdict:
                     continue
                 scoped = queued.get(pair)
@@ -325,6 +348,8 @@ class PushPipeline(Generic[C]):
                         if unsettled is None
                         else inert_for_scope(request, old_scope, new_scope, unsettled, reads)
                     )
+                    if filter_inert:
+                        scoped = queued[pair] = scoped.with_inert(scoped.inert | filter_inert)
             except Exception:
                 self._failed(connection, "scoping a push", failed)
                 continue

@@ -19,6 +19,7 @@ CA: Final = "istio.v1.auth"
 _LB: Final = f"{NET}.LoadBalancerSettings"
 _HASH: Final = f"{_LB}.ConsistentHashLB"
 _POOL: Final = f"{NET}.ConnectionPoolSettings"
+_EF: Final = f"{NET}.EnvoyFilter"
 
 # Message full name -> {field name: field number}.
 FIELDS: Final[dict[str, dict[str, int]]] = {
@@ -340,6 +341,46 @@ FIELDS: Final[dict[str, dict[str, int]]] = {
         "private_key": 2,
         "ca_certificates": 3,
     },
+    # EnvoyFilter (istio/api networking/v1alpha3/envoy_filter.proto; the reference has
+    # no table for it: typed in from Istio's file, so this agrees with the .proto only)
+    f"{_EF}": {"workload_selector": 3, "target_refs": 6, "config_patches": 4, "priority": 5},
+    f"{_EF}.ProxyMatch": {"proxy_version": 1, "metadata": 2},
+    f"{_EF}.ClusterMatch": {"port_number": 1, "service": 2, "subset": 3, "name": 4},
+    f"{_EF}.RouteConfigurationMatch": {
+        "port_number": 1,
+        "port_name": 2,
+        "gateway": 3,
+        "vhost": 4,
+        "name": 5,
+    },
+    f"{_EF}.RouteConfigurationMatch.RouteMatch": {"name": 1, "action": 2},
+    f"{_EF}.RouteConfigurationMatch.VirtualHostMatch": {"name": 1, "route": 2, "domain_name": 3},
+    f"{_EF}.ListenerMatch": {
+        "port_number": 1,
+        "port_name": 2,
+        "filter_chain": 3,
+        "name": 4,
+        "listener_filter": 5,
+    },
+    f"{_EF}.ListenerMatch.SubFilterMatch": {"name": 1},
+    f"{_EF}.ListenerMatch.FilterMatch": {"name": 1, "sub_filter": 2},
+    f"{_EF}.ListenerMatch.FilterChainMatch": {
+        "name": 1,
+        "sni": 2,
+        "transport_protocol": 3,
+        "application_protocols": 4,
+        "filter": 5,
+        "destination_port": 6,
+    },
+    f"{_EF}.Patch": {"operation": 1, "value": 2, "filter_class": 3},
+    f"{_EF}.EnvoyConfigObjectMatch": {
+        "context": 1,
+        "proxy": 2,
+        "listener": 3,
+        "route_configuration": 4,
+        "cluster": 5,
+    },
+    f"{_EF}.EnvoyConfigObjectPatch": {"apply_to": 1, "match": 2, "patch": 3},
     # Sidecar
     f"{NET}.Sidecar": {
         "workload_selector": 1,
@@ -550,6 +591,44 @@ ENUMS: Final[dict[str, dict[str, int]]] = {
     },
     f"{NET}.OutboundTrafficPolicy.Mode": {"REGISTRY_ONLY": 0, "ALLOW_ANY": 1},
     f"{NET}.CaptureMode": {"DEFAULT": 0, "IPTABLES": 1, "NONE": 2},
+    f"{_EF}.ApplyTo": {
+        "INVALID": 0,
+        "LISTENER": 1,
+        "FILTER_CHAIN": 2,
+        "NETWORK_FILTER": 3,
+        "HTTP_FILTER": 4,
+        "ROUTE_CONFIGURATION": 5,
+        "VIRTUAL_HOST": 6,
+        "HTTP_ROUTE": 7,
+        "CLUSTER": 8,
+        "EXTENSION_CONFIG": 9,
+        "BOOTSTRAP": 10,
+        "LISTENER_FILTER": 11,
+    },
+    f"{_EF}.PatchContext": {
+        "ANY": 0,
+        "SIDECAR_INBOUND": 1,
+        "SIDECAR_OUTBOUND": 2,
+        "GATEWAY": 3,
+        "WAYPOINT": 4,
+    },
+    f"{_EF}.RouteConfigurationMatch.RouteMatch.Action": {
+        "ANY": 0,
+        "ROUTE": 1,
+        "REDIRECT": 2,
+        "DIRECT_RESPONSE": 3,
+    },
+    f"{_EF}.Patch.Operation": {
+        "INVALID": 0,
+        "MERGE": 1,
+        "ADD": 2,
+        "REMOVE": 3,
+        "INSERT_BEFORE": 4,
+        "INSERT_AFTER": 5,
+        "INSERT_FIRST": 6,
+        "REPLACE": 7,
+    },
+    f"{_EF}.Patch.FilterClass": {"UNSPECIFIED": 0, "AUTHN": 1, "AUTHZ": 2, "STATS": 3},
     f"{SEC}.AuthorizationPolicy.Action": {"ALLOW": 0, "DENY": 1, "AUDIT": 2, "CUSTOM": 3},
     f"{SEC}.PeerAuthentication.MutualTLS.Mode": {
         "UNSET": 0,
@@ -569,6 +648,7 @@ RESERVED: Final[dict[str, frozenset[int]]] = {
     f"{NET}.TLSMatchAttributes": frozenset({4}),
     f"{NET}.HTTPFaultInjection.Abort": frozenset({1}),
     f"{NET}.Sidecar": frozenset({5, 6}),
+    f"{_EF}": frozenset({1, 2}),
     f"{NET}.IstioIngressListener": frozenset({5, 6}),
     f"{NET}.IstioEgressListener": frozenset({5, 6}),
     f"{MESH}.MeshConfig": frozenset(

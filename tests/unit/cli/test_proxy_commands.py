@@ -75,6 +75,9 @@ def test_statuses_from_our_entries_and_from_istiods() -> None:
     }  # fmt: skip
     assert type_state(ours, CDS) == (SyncStatus.ERROR, 1767225600.0, "bad")
     assert type_state(ours, LDS, "listener") == (SyncStatus.NOT_SENT, None, "")
+    ours["resources"][CDS]["envoyFilters"] = ["ns/buffers", "istio-system/lua"]
+    assert type_state(ours, CDS)[2] == "bad (patched by EnvoyFilter ns/buffers, istio-system/lua)"
+    del ours["resources"][CDS]["envoyFilters"]
     # istiod's syncz has nonces only
     istiod = {"proxy": "b.ns", "cluster_sent": "x", "cluster_acked": "x", "route_sent": "y"}
     assert type_state(istiod, CDS, "cluster")[0] is SyncStatus.SYNCED

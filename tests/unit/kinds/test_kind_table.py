@@ -34,7 +34,8 @@ from pilothouse.push.scope import AUDIENCE_RULES, ProxyScope, ScopeKey
 
 ISTIO_KINDS = {
     "ServiceEntry", "WorkloadEntry", "WorkloadGroup", "VirtualService", "DestinationRule",
-    "Gateway", "Sidecar", "PeerAuthentication", "AuthorizationPolicy", "RequestAuthentication",
+    "Gateway", "Sidecar", "EnvoyFilter", "PeerAuthentication", "AuthorizationPolicy",
+    "RequestAuthentication",
 }  # fmt: skip
 
 

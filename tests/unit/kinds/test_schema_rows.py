@@ -8,7 +8,7 @@ from pilothouse.kinds.table import SCHEMAS
 def test_kinds() -> None:
     assert set(SCHEMAS.kinds) == {
         "ServiceEntry", "WorkloadEntry", "WorkloadGroup", "VirtualService", "DestinationRule",
-        "Gateway", "Sidecar", "PeerAuthentication", "AuthorizationPolicy",
+        "Gateway", "Sidecar", "EnvoyFilter", "PeerAuthentication", "AuthorizationPolicy",
         "RequestAuthentication",
     }
 

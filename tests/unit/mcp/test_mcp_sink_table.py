@@ -101,13 +101,13 @@ def test_incremental_push_upserts_and_removes() -> None:
 
 
 def test_unknown_collection_is_nacked_unimplemented() -> None:
-    message = over_the_wire(Push("istio/networking/v1alpha3/envoyfilters", "4", "v"))
+    message = over_the_wire(Push("istio/config/v1alpha2/httpapispecs", "4", "v"))
     decision = sink().receive(message)
     assert decision.kind is SinkKind.UNSUPPORTED and decision.change is None
     error = decision.reply.error
     assert error is not None and error.code == Code.UNIMPLEMENTED
     assert error.message == "unsupported collection"
-    assert decision.reply.collection == "istio/networking/v1alpha3/envoyfilters"
+    assert decision.reply.collection == "istio/config/v1alpha2/httpapispecs"
     assert decision.reply.response_nonce == "4"
 
 

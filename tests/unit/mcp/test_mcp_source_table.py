@@ -198,10 +198,10 @@ def test_resubscription_while_outstanding_answers_again_and_old_nonce_goes_stale
 
 def test_unknown_collection_ends_the_stream_with_invalid_argument() -> None:
     source = session(snapshot("v1", [A]))
-    decision = source.receive(subscribe("istio/networking/v1alpha3/envoyfilters"))
+    decision = source.receive(subscribe("istio/config/v1alpha2/httpapispecs"))
     assert decision.kind is SourceKind.UNKNOWN
     assert decision.error is not None and decision.error.code == Code.INVALID_ARGUMENT
-    assert "envoyfilters" in decision.error.message
+    assert "httpapispecs" in decision.error.message
 
 
 def test_the_trigger_nack_is_ignored() -> None:

@@ -120,7 +120,6 @@ def test_metadata_version_is_the_resource_version(store: MemoryStore) -> None:
 @pytest.mark.parametrize(
     "type_name",
     [
-        "networking.istio.io/v1alpha3/EnvoyFilter",
         "telemetry.istio.io/v1/Telemetry",
         "extensions.istio.io/v1alpha1/WasmPlugin",
         "networking.istio.io/v1beta1/ProxyConfig",

@@ -208,17 +208,17 @@ def test_dry_run_denial_message_says_so() -> None:
 
 
 def test_unknown_istio_kind_is_denied_with_the_supported_kinds() -> None:
-    envoy_filter = {
-        "apiVersion": "networking.istio.io/v1alpha3",
-        "kind": "EnvoyFilter",
-        "metadata": {"name": "lua"},
-        "spec": {"configPatches": []},
+    telemetry = {
+        "apiVersion": "telemetry.istio.io/v1",
+        "kind": "Telemetry",
+        "metadata": {"name": "mesh-default"},
+        "spec": {"tracing": []},
     }
-    result = review(admission_review(envoy_filter), JSON)
+    result = review(admission_review(telemetry), JSON)
     response = response_of(result)
     assert response["allowed"] is False
     message = response["status"]["message"]
-    assert "EnvoyFilter" in message
+    assert "Telemetry" in message
     for kind in ("VirtualService", "DestinationRule", "Gateway", "PeerAuthentication"):
         assert kind in message
     assert result.reason == REASON_UNKNOWN_TYPE

@@ -7,6 +7,7 @@ with paths written from the object's top the way users read YAML
 
 from pilothouse.config.validation.authorization_policy import validate_authorization_policy
 from pilothouse.config.validation.destination_rule import validate_destination_rule
+from pilothouse.config.validation.envoy_filter import validate_envoy_filter
 from pilothouse.config.validation.gateway import validate_gateway
 from pilothouse.config.validation.peer_authentication import validate_peer_authentication
 from pilothouse.config.validation.report import Finding, Report, Severity
@@ -23,6 +24,7 @@ __all__ = [
     "Severity",
     "validate_authorization_policy",
     "validate_destination_rule",
+    "validate_envoy_filter",
     "validate_gateway",
     "validate_peer_authentication",
     "validate_request_authentication",

@@ -56,6 +56,12 @@ from pilothouse.xds.builders.endpoint import LbEndpointInput
 from pilothouse.xds.builders.names import inbound_cluster_name, outbound_cluster_name
 from pilothouse.xds.builders.traffic_policy import effective_policy
 from pilothouse.xds.generators.base import GenerationInput, Resources
+from pilothouse.xds.generators.envoy_filters import (
+    GATEWAY,
+    SIDECAR_INBOUND,
+    SIDECAR_OUTBOUND,
+    patched,
+)
 from pilothouse.xds.generators.inbound import InboundPort, inbound_ports
 from pilothouse.xds.generators.scope_rules import ScopeRules, scope_rules
 
@@ -77,9 +83,17 @@ class ClusterGenerator:
     type_url = CDS
 
     def generate(self, given: GenerationInput) -> Resources:
-        shared = self._scope_clusters(given)
+        router = given.proxy.is_router
+        shared = patched(
+            given, CDS, self._scope_clusters(given), GATEWAY if router else SIDECAR_OUTBOUND
+        )
         inbound = inbound_clusters(given)
-        everything = {**shared, **{r.name: r for r in inbound}} if inbound else shared
+        everything: Mapping[str, Resource]
+        if inbound:
+            named = patched(given, CDS, {r.name: r for r in inbound}, SIDECAR_INBOUND)
+            everything = {**shared, **named}
+        else:
+            everything = shared
         if given.names is None:
             return everything
         return {n: everything[n] for n in given.names if n in everything}

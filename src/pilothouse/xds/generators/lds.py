@@ -62,6 +62,12 @@ from pilothouse.xds.builders.route_l4 import build_tcp_route_clusters, tls_route
 from pilothouse.xds.builders.route_match import resolve_gateway_name
 from pilothouse.xds.generators.base import GenerationInput, Resources
 from pilothouse.xds.generators.cds import encode
+from pilothouse.xds.generators.envoy_filters import (
+    GATEWAY,
+    SIDECAR_INBOUND,
+    SIDECAR_OUTBOUND,
+    patched,
+)
 from pilothouse.xds.generators.inbound import inbound_ports
 from pilothouse.xds.generators.lds_inbound import inbound_listener
 from pilothouse.xds.generators.routing import resolver_for
@@ -99,18 +105,21 @@ class ListenerGenerator:
         inputs = ListenerInputs(scope_inputs(given), capturing, given.rest, authorization)
         outbound = given.cache.group(inputs, build_listeners)
         if proxy.is_router:
-            return outbound.named()
+            return patched(given, LDS, outbound.named(), GATEWAY)
         inbound = inbound_ports(given)
         if not inbound:
-            return outbound.named()
-        everything = dict(outbound.named())
+            return patched(given, LDS, outbound.named(), SIDECAR_OUTBOUND)
         taken = outbound.notes
+        listeners: dict[str, Resource] = {}
         for port in inbound:
             if not port.bind and (port.address, port.port) in taken:
                 continue  # the egress listener owns that address; the cluster still exists
             resource = inbound_listener(given, port)
-            everything[resource.name] = resource
-        return everything
+            listeners[resource.name] = resource
+        return {
+            **patched(given, LDS, outbound.named(), SIDECAR_OUTBOUND),
+            **patched(given, LDS, listeners, SIDECAR_INBOUND),
+        }
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,6 +48,7 @@ from pilothouse.xds.builders.route_virtual_host import (
 )
 from pilothouse.xds.generators.base import GenerationInput, Resources
 from pilothouse.xds.generators.cds import encode
+from pilothouse.xds.generators.envoy_filters import GATEWAY, SIDECAR_OUTBOUND, patched
 from pilothouse.xds.generators.routing import (
     LabelKey,
     label_key,
@@ -68,7 +69,8 @@ class RouteGenerator:
         labels = label_key(selectors, given.proxy.labels)
         cache = given.cache
         wanted = RouteSetInputs(scope, names, labels)
-        return cache.value(wanted, functools.partial(route_set, cache, wanted))
+        built = cache.value(wanted, functools.partial(route_set, cache, wanted))
+        return patched(given, RDS, built, GATEWAY if scope.router else SIDECAR_OUTBOUND)
 
 
 @dataclass(frozen=True, slots=True)

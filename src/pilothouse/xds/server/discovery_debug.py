@@ -5,6 +5,8 @@ and :class:`StreamDebug` one of its connections, by composition: each member rea
 sets what the server already offers, so admin/ depends on the interface and this module
 is the one place that knows how the server holds it. ``config_dump`` renders resources
 with the REST endpoint's JSON cache when ``serve`` hands it in (one cache for both).
+``syncz`` names, beside a type's NACK, the EnvoyFilters that patch that type for the
+proxy (``envoyFilters``), so a rejection their patches may have caused says so.
 """
 
 from __future__ import annotations
@@ -126,7 +128,17 @@ class DiscoveryDebugView:
     def syncz(self, namespace: str = "") -> list[dict[str, Any]]:
         discovery = self._discovery
         syncs = proxy_syncs(discovery.connections.values(), self.replica, namespace)
-        return [syncz_entry(sync) for sync in syncs]
+        entries = [syncz_entry(sync) for sync in syncs]
+        if discovery.ready():
+            filters = discovery.context.envoy_filters
+            for sync, entry in zip(syncs, entries, strict=True):
+                for type_url, found in entry["resources"].items():
+                    # a NACK of a type EnvoyFilters patch for this proxy names them
+                    if found.get("lastError"):
+                        named = filters.patching(sync.proxy, type_url)
+                        if named:
+                            found["envoyFilters"] = named
+        return entries
 
     def dump_types(self, types: str, *, include_eds: bool) -> tuple[str, ...]:
         return dump_types(types, include_eds=include_eds)

@@ -1,0 +1,307 @@
+"""The EnvoyFilters of a push context, and which of their patches apply to a proxy.
+
+istiod's selection (``push_context.go`` EnvoyFilters, ``policyattachment.go``): the
+candidates are the filters of the mesh's root namespace and of the proxy's namespace; a
+filter with ``targetRefs`` applies only to a Kubernetes Gateway proxy (label
+``gateway.networking.k8s.io/gateway-name``) of its own namespace named by a ``Gateway``
+ref; otherwise ``workloadSelector`` labels must all be the proxy's (none: every proxy of
+the namespace). Each patch's ``match.proxy`` (an RE2 on the proxy's Istio version, and
+node metadata values) is checked too. Filters are ordered by priority, then root
+namespace first, then creation time, then ``name.namespace``; patches keep their order
+within a filter.
+
+Values are decoded into Envoy messages once, when the index is built (only when an
+EnvoyFilter changed); a patch whose value does not decode is dropped, as istiod does.
+What a proxy gets (:class:`ProxyPatches`) is a frozen value that names each patch by its
+filter's revision and position, so it is a cache input: equal for proxies that get the
+same patches, and naming the EnvoyFilters it came from.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import logging
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import re2
+
+from pilothouse.api.istio.networking.v1alpha3.envoy_filter_pb2 import EnvoyFilter
+from pilothouse.config.envoy_values import ValueProblem, decode_value
+from pilothouse.config.mesh import MeshSettings
+from pilothouse.config.model import Config, ConfigKey
+from pilothouse.config.validation.envoy_filter import LIST_INSERTS
+from pilothouse.config.validation.regex import MAX_REGEX_LENGTH
+from pilothouse.kinds import envoy_filter
+from pilothouse.kinds.envoy_filter import (
+    GATEWAY_NAME_LABEL,
+    PATCHED_TYPES,
+    patched_types,
+    target_gateways,
+)
+from pilothouse.protocol.type_urls import CDS, LDS, RDS
+from pilothouse.push.envoy_filter_status import PatchOutcomes, PatchReport, patch_statuses
+from pilothouse.push.proxy import ProxyIdentity
+from pilothouse.registry.model import Labels
+
+log = logging.getLogger("pilothouse.push")
+
+_EARLIEST: Final = datetime.datetime.min.replace(tzinfo=datetime.UTC)
+Patch = EnvoyFilter.Patch
+
+
+@dataclass(frozen=True, slots=True)
+class PatchRule:
+    """One patch of one EnvoyFilter, as the patching code reads it.
+
+    Compared by the filter's key, source and resource version and the patch's position
+    (every edit changes the version); the decoded parts ride along uncompared.
+    """
+
+    key: ConfigKey
+    source: str
+    resource_version: str
+    position: int
+    apply_to: int
+    operation: int
+    match: Any = field(compare=False, repr=False)
+    """The patch's ``EnvoyConfigObjectMatch`` (``{context: ANY}`` when it had none)."""
+    value: Any = field(compare=False, repr=False)
+    """The Envoy message of its value (None for REMOVE)."""
+
+    @property
+    def filter_name(self) -> str:
+        """``namespace/name`` of its EnvoyFilter, as logs and metrics name it."""
+        return f"{self.key.namespace}/{self.key.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyPatches:
+    """The patches that apply to one proxy, in the order they run."""
+
+    rules: tuple[PatchRule, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.rules)
+
+    def of(self, apply_to: Iterable[int]) -> ProxyPatches:
+        """Only the patches of these applyTos (same order)."""
+        wanted = frozenset(apply_to)
+        return ProxyPatches(tuple(r for r in self.rules if r.apply_to in wanted))
+
+
+NO_PATCHES: Final = ProxyPatches()
+
+
+@dataclass(frozen=True, slots=True)
+class _Filter:
+    config: Config
+    rules: tuple[PatchRule, ...]
+    selector: Mapping[str, str] | None
+    gateways: frozenset[str] | None
+    """Gateway names its targetRefs name (None: it has none)."""
+
+
+class EnvoyFilterIndex:
+    """The EnvoyFilters of a context by namespace, their values decoded once."""
+
+    def __init__(self, configs: Iterable[Config], mesh: MeshSettings) -> None:
+        self.root = mesh.root_namespace
+        found: dict[str, list[_Filter]] = {}
+        self.by_key: dict[ConfigKey, Config] = {}
+        self._wrapped: dict[ConfigKey, _Filter] = {}
+        for config in configs:
+            self.by_key[config.key] = config
+            wrapped = self._wrapped[config.key] = _wrap(config)
+            found.setdefault(config.namespace, []).append(wrapped)
+        self._by_namespace = {n: tuple(f) for n, f in found.items()}
+        self.outcomes = PatchOutcomes()
+        """What each patch did for the proxies generated from this index."""
+        self._chosen: dict[Hashable, ProxyPatches] = {}
+        """What :meth:`for_proxy` found for each distinct (namespace, labels, version,
+        metadata): every generator asks it for every proxy."""
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, EnvoyFilterIndex):
+            return NotImplemented
+        return self.root == other.root and self.by_key == other.by_key
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def for_proxy(self, proxy: ProxyIdentity) -> ProxyPatches:
+        """The patches that apply to ``proxy``, in istiod's order."""
+        candidates = list(self._by_namespace.get(self.root, ()))
+        if proxy.namespace != self.root:
+            candidates += self._by_namespace.get(proxy.namespace, ())
+        if not candidates:
+            return NO_PATCHES
+        metadata = proxy.metadata or {}
+        seen = (proxy.namespace, proxy.labels, proxy.istio_version, tuple(metadata.items()))
+        found = self._chosen.get(seen)
+        if found is None:
+            found = self._chosen[seen] = self._choose(candidates, proxy)
+        return found
+
+    def selects(self, key: ConfigKey, proxy: ProxyIdentity) -> bool:
+        """Whether the EnvoyFilter ``key`` (if this index holds it) applies to ``proxy``
+        (its namespace or the root, and its selector or targetRefs; not its patches'
+        ``match.proxy``: a proxy it selects is pushed, patched or not)."""
+        found = self._wrapped.get(key)
+        if found is None or key.namespace not in (proxy.namespace, self.root):
+            return False
+        return _attaches(found, proxy, self.root)
+
+    def patched_types(self, key: ConfigKey) -> frozenset[str]:
+        """The xDS types the EnvoyFilter ``key`` (if this index holds it) can change."""
+        found = self.by_key.get(key)
+        return frozenset() if found is None else patched_types(found.spec)  # type: ignore[arg-type]
+
+    def patching(self, proxy: ProxyIdentity, type_url: str) -> list[str]:
+        """``ns/name`` of the EnvoyFilters with patches of ``type_url`` for ``proxy``, in
+        the order they run (to name them beside a NACK of that type)."""
+        rules = self.for_proxy(proxy).rules
+        wanted = (r.filter_name for r in rules if PATCHED_TYPES.get(r.apply_to) == type_url)
+        return list(dict.fromkeys(wanted))
+
+    def statuses(self) -> list[PatchReport]:
+        """Every patch of every EnvoyFilter here, with what it did (see
+        :mod:`pilothouse.push.envoy_filter_status`)."""
+        kept = [
+            (r.key, r.position)
+            for f in self._wrapped.values()
+            for r in f.rules
+            if r.apply_to in PATCHED_TYPES
+        ]
+        return patch_statuses(self.by_key.values(), self.outcomes, kept)
+
+    def _choose(self, candidates: list[_Filter], proxy: ProxyIdentity) -> ProxyPatches:
+        chosen = [f for f in candidates if _attaches(f, proxy, self.root)]
+        chosen.sort(key=functools.partial(_order, self.root))
+        rules = tuple(r for f in chosen for r in f.rules if _proxy_matches(r.match, proxy))
+        return ProxyPatches(rules) if rules else NO_PATCHES
+
+
+def _order(root: str, found: _Filter) -> tuple[int, int, datetime.datetime, str]:
+    config = found.config
+    spec: Any = config.spec
+    created = config.creation_time or _EARLIEST
+    if created.tzinfo is None:
+        created = created.replace(tzinfo=datetime.UTC)
+    return (
+        int(spec.priority),
+        0 if config.namespace == root else 1,
+        created,
+        f"{config.name}.{config.namespace}",
+    )
+
+
+def _attaches(found: _Filter, proxy: ProxyIdentity, root: str) -> bool:
+    labels: Labels = proxy.labels
+    gateway_name = labels.get(GATEWAY_NAME_LABEL)
+    if found.gateways is not None:
+        return (
+            gateway_name is not None
+            and found.config.namespace == proxy.namespace
+            and gateway_name in found.gateways
+        )
+    selector = found.selector
+    return not selector or all(labels.get(k) == v for k, v in selector.items())
+
+
+def _proxy_matches(match: Any, proxy: ProxyIdentity) -> bool:
+    if not match.HasField("proxy"):
+        return True
+    wanted = match.proxy
+    if wanted.proxy_version:
+        version = proxy.istio_version or (proxy.metadata or {}).get("ISTIO_VERSION", "")
+        if not version or len(wanted.proxy_version) > MAX_REGEX_LENGTH:
+            return False
+        if _compiled(wanted.proxy_version).search(version) is None:
+            return False
+    metadata = proxy.metadata or {}
+    return all(metadata.get(k) == v for k, v in wanted.metadata.items())
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(pattern: str) -> Any:
+    return re2.compile(pattern)
+
+
+def _wrap(config: Config) -> _Filter:
+    spec: Any = config.spec
+    rules: list[PatchRule] = []
+    for position, patch in enumerate(spec.config_patches):
+        rule = _rule(config, position, patch)
+        if rule is not None:
+            rules.append(rule)
+    selector = dict(spec.workload_selector.labels) if spec.HasField("workload_selector") else None
+    return _Filter(config, tuple(rules), selector, target_gateways(spec))
+
+
+def _rule(config: Config, position: int, patch: Any) -> PatchRule | None:
+    if not patch.HasField("patch") or patch.apply_to == EnvoyFilter.INVALID:
+        return None
+    operation = patch.patch.operation
+    if operation == Patch.INVALID:
+        return None
+    match = patch.match if patch.HasField("match") else EnvoyFilter.EnvoyConfigObjectMatch()
+    if match.context == EnvoyFilter.WAYPOINT:
+        return None
+    if operation in (Patch.INSERT_BEFORE, Patch.INSERT_AFTER, Patch.INSERT_FIRST) and (
+        patch.apply_to not in LIST_INSERTS
+    ):
+        operation = Patch.ADD
+    value = None
+    if operation != Patch.REMOVE:
+        try:
+            value = decode_value(patch.apply_to, patch.patch.value)
+        except ValueProblem as problem:
+            log.warning(
+                "EnvoyFilter patch dropped",
+                extra={"config": str(config.key), "patch": position, "reason": str(problem)},
+            )
+            return None
+    return PatchRule(
+        config.key,
+        config.origin.source,
+        config.resource_version,
+        position,
+        patch.apply_to,
+        operation,
+        match,
+        value,
+    )
+
+
+ENVOY_FILTER: Final = envoy_filter.KIND.name
+PATCHABLE: Final = frozenset({CDS, LDS, RDS})
+
+
+def moved_filters(old: EnvoyFilterIndex, new: EnvoyFilterIndex) -> frozenset[ConfigKey]:
+    """The EnvoyFilters added, removed or replaced between two indexes."""
+    if old is new:
+        return frozenset()
+    before, after = old.by_key, new.by_key
+    return frozenset(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+
+
+def concerns(
+    keys: Iterable[ConfigKey], proxy: ProxyIdentity, old: EnvoyFilterIndex, new: EnvoyFilterIndex
+) -> bool:
+    """Whether a change to any EnvoyFilter of ``keys`` can change what ``proxy`` gets: the
+    version before or after it applies to the proxy."""
+    return any(index.selects(key, proxy) for key in keys for index in (old, new))
+
+
+def inert_types(
+    keys: Iterable[ConfigKey], old: EnvoyFilterIndex, new: EnvoyFilterIndex
+) -> frozenset[tuple[str, ConfigKey]]:
+    """(type URL, key) for each changed EnvoyFilter and each type neither its version
+    before nor after the change patches: a push for it leaves those types alone."""
+    return frozenset(
+        (type_url, key)
+        for key in keys
+        for type_url in PATCHABLE - (old.patched_types(key) | new.patched_types(key))
+    )

@@ -1,0 +1,65 @@
+"""How an EnvoyFilter MERGE changes a message: istiod's ``proto.Merge`` and Any merge.
+
+:func:`merge` is protobuf's merge (set scalars replace, messages merge field by field,
+lists append, map entries replace by key) except that a ``google.protobuf.Duration`` is
+replaced whole, as istiod's ``pkg/proto/merge`` does (merging ``{seconds: 3}`` into
+``{nanos: 5}`` would otherwise give 3.000000005 s). :func:`merge_any` is istiod's
+``MergeAnyWithAny``: two ``Any`` of the same type are unpacked, merged and packed again;
+of different types they cannot be merged (:class:`MergeRefused`; istiod panics there and
+drops the rest of its pass).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.protobuf import any_pb2, descriptor_pool
+from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.message import Message
+from google.protobuf.message_factory import GetMessageClass
+
+_DURATION = "google.protobuf.Duration"
+
+
+class MergeRefused(Exception):
+    """Two Anys of different types (the message says which)."""
+
+
+def merge(target: Message, patch: Message) -> None:
+    """Merge ``patch`` into ``target`` (same type), Durations replaced whole."""
+    for field, value in patch.ListFields():
+        if field.type != FieldDescriptor.TYPE_MESSAGE or _is_list(field):
+            if _is_list(field):
+                getattr(target, field.name).MergeFrom(value)
+            else:
+                setattr(target, field.name, value)
+            continue
+        held = getattr(target, field.name)
+        if held.DESCRIPTOR.full_name == _DURATION or not target.HasField(field.name):
+            held.CopyFrom(value)
+        else:
+            merge(held, value)
+
+
+def _is_list(field: FieldDescriptor) -> bool:
+    # repeated fields and maps (a map is a repeated entry message)
+    return bool(field.is_repeated)
+
+
+def merge_any(target: any_pb2.Any, patch: any_pb2.Any) -> None:
+    """Merge the message ``patch`` holds into the one ``target`` holds, in place."""
+    if target.type_url != patch.type_url:
+        raise MergeRefused(f"cannot merge {patch.type_url} into {target.type_url}")
+    held = unpack(target)
+    merge(held, unpack(patch))
+    target.Pack(held)
+
+
+def unpack(packed: any_pb2.Any) -> Any:
+    """The message an Any holds (its type must be loaded: patch values were decoded with
+    it, and generated config only holds types pilothouse imports)."""
+    name = packed.type_url.rpartition("/")[2]
+    descriptor = descriptor_pool.Default().FindMessageTypeByName(name)
+    message = GetMessageClass(descriptor)()
+    packed.Unpack(message)
+    return message
