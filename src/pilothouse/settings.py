@@ -65,11 +65,10 @@ class AdmissionSettings:
     Three defaults differ from istiod's, for reasons of pilothouse's own:
 
     - ``rate``: istiod's is min(15 + 5 x cores, 100) a second, 25 on two cores, which
-      would keep 2,000 sidecars coming for 80 s. pilothouse spends about 2.9 ms of CPU
-      on a new sidecar (BENCHMARKS.md, connect_storm: 2,000 converge in 5.5 s with no
-      limit, about 360 a second, from one process on one core); 250 a second keeps a
-      storm to about 70 % of that core, leaving the rest to the pushes of proxies
-      already connected.
+      would keep 2,000 sidecars coming for 80 s. pilothouse spends 1.5–2 ms of CPU on
+      a new sidecar that is not refused (connect_storm, admission_storm); 250 a second
+      keeps a storm to about half of one core, leaving the rest to the pushes of
+      proxies already connected.
     - ``burst``: istiod's is 1. pilothouse lets waiting streams in from its one event
       loop, once per loop turn; with a burst of 1 that is one stream a turn, and during
       a storm, when turns take several milliseconds, a 250-a-second limit let in about
