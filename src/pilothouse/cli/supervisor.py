@@ -5,7 +5,7 @@ The parent never serves and creates no gRPC object: it reserves the shared ports
 ``fork``, running :func:`pilothouse.cli.worker.worker_main`). By then it has imported
 everything a worker runs (``serve`` and its modules) and read only the mesh config and
 the CA's root, and it freezes its heap (``gc.freeze``) before the first fork: the
-imported modules (code, classes, protobuf descriptors: about 55 MiB) stay shared
+imported modules (code, classes, protobuf descriptors) stay shared
 copy-on-write between the parent and every worker instead of being imported again in
 each, and a worker's routine collections do not write to them (its heap compactions,
 every few minutes, do: see :mod:`pilothouse.heap`). gRPC and ``fork`` mix as long as
