@@ -109,7 +109,12 @@ class Refused(Exception):
         when the refusal knows when to come back, else none."""
         if self.retry_after is None:
             return ()
-        return ((PUSHBACK_TRAILER, str(math.ceil(self.retry_after * 1000 - _ROUNDING))),)
+        return ((PUSHBACK_TRAILER, str(pushback_ms(self.retry_after))),)
+
+
+def pushback_ms(seconds: float) -> int:
+    """``seconds`` as the pushback trailer says them: whole milliseconds, rounded up."""
+    return math.ceil(seconds * 1000 - _ROUNDING)
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,7 +288,8 @@ class Admission:
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
                 f"request rate limit exceeded: pilothouse admits {settings.rate:g} new xDS "
                 f"streams a second (burst {settings.burst}) and this stream's turn was more "
-                f"than {settings.wait:g} s away; come back in {retry_after:.3f} s "
+                f"than {settings.wait:g} s away; come back in "
+                f"{pushback_ms(retry_after) / 1000:.3f} s "
                 f"({PUSHBACK_TRAILER})",
                 retry_after,
             )
