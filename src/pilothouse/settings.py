@@ -60,22 +60,30 @@ class DebounceSettings:
 class AdmissionSettings:
     """Which new xDS streams are let in (:mod:`pilothouse.xds.server.admission`).
 
-    A token bucket paces new streams (istiod's ``PILOT_MAX_REQUESTS_PER_SECOND``, with a
-    one-second wait); a circuit breaker caps the streams open at once. Two defaults
-    differ from istiod's, for reasons of pilothouse's own:
+    A token bucket paces new streams (istiod's ``PILOT_MAX_REQUESTS_PER_SECOND``); a
+    stream waits in line for its token; a circuit breaker caps the streams open at once.
+    Three defaults differ from istiod's, for reasons of pilothouse's own:
 
     - ``rate``: istiod's is min(15 + 5 x cores, 100) a second, 25 on two cores, which
-      would keep 2,000 sidecars coming for 80 s. pilothouse spends about 2.9 ms of CPU
-      on a new sidecar (BENCHMARKS.md, connect_storm: 2,000 converge in 5.5 s with no
-      limit, about 360 a second, from one process on one core); 250 a second keeps a
-      storm to about 70 % of that core, leaving the rest to the pushes of proxies
-      already connected.
+      would keep 2,000 sidecars coming for 80 s. pilothouse spends 1.5–2 ms of CPU on
+      a new sidecar that is not refused (connect_storm, admission_storm); 250 a second
+      keeps a storm to about half of one core, leaving the rest to the pushes of
+      proxies already connected.
     - ``burst``: istiod's is 1. pilothouse lets waiting streams in from its one event
       loop, once per loop turn; with a burst of 1 that is one stream a turn, and during
       a storm, when turns take several milliseconds, a 250-a-second limit let in about
       150 a second. A burst of 25 (a tenth of a second at the default rate) lets in
       what came due during a turn of up to 100 ms; the bucket still never lets in more
       than the rate in any one second.
+    - ``wait``: istiod's is 1 s (``rate.Limiter.Wait`` under a one-second deadline).
+      A stream refused by it leaves its token unused while Envoy backs off (0.5 s, then
+      up to 1.5, 3.5, 7.5 s ...; Envoy reads no pushback hint): a 2,000-sidecar storm at
+      250 a second took 11 s instead of 8, after about 2,000 refusals that cost CPU
+      too. Holding a stream costs little (its HTTP/2 stream and first request), so
+      pilothouse holds up to 10 s of streams (2,500 at the default rate): a storm of
+      that size is let in at the rate with no refusal. 10 s stays below the 15 s after
+      which Envoy (its default ``initial_fetch_timeout``) and gRPC's xDS client (its
+      resource-does-not-exist timer) give up waiting for a first response.
     """
 
     ENV_PREFIX: ClassVar[str] = "PILOTHOUSE_XDS_ADMISSION_"
@@ -87,9 +95,10 @@ class AdmissionSettings:
     burst: int = 25
     """Streams admitted at once (after a quiet spell, or when the event loop comes back
     to waiting streams late), at least 1; never more than ``rate`` in a second."""
-    wait: float = 1.0
+    wait: float = 10.0
     """Longest a new stream waits for its turn, seconds (istiod: 1 s); a stream whose
-    turn is further away is refused with RESOURCE_EXHAUSTED at once."""
+    turn is further away is refused with RESOURCE_EXHAUSTED at once, told when to come
+    back (``grpc-retry-pushback-ms``)."""
     max_connections: int = 0
     """xDS streams open at once, at most; beyond it a new stream is refused with
     UNAVAILABLE at once. 0 means no limit (istiod has none)."""

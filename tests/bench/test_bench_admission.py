@@ -103,8 +103,8 @@ def test_the_verdict_names_what_was_missed() -> None:
 
 
 def test_the_report_compares_with_the_storm_without_a_limit() -> None:
-    result = report(OPTIONS, 1.0, [side(12.0, 250), side(10.0, 249)], [side(5.5, 1900)])
-    assert result["benchmark"].endswith("250 new streams/s, wait 1 s (the defaults)")
+    result = report(OPTIONS, 10.0, [side(12.0, 250), side(10.0, 249)], [side(5.5, 1900)])
+    assert result["benchmark"].endswith("250 new streams/s, wait 10 s (the defaults)")
     assert result["pilothouse_s"] == 11.0
     assert result["admission_off_s"] == 5.5
     assert result["ratio_to_baseline"] == 0.5
@@ -112,8 +112,8 @@ def test_the_report_compares_with_the_storm_without_a_limit() -> None:
     assert result["pilothouse_refused_all_runs"] == {"rate_limited": 6}
     assert result["target"] == "all 10 converged ≤ 10 s, at most 250 admitted in any second"
     assert result["target_met"] == "no: the slowest storm took 12.00 s"
-    longer = report(OPTIONS, 10.0, [side(9.0, 250)], [side(5.5, 1900)])
-    assert "(the defaults)" not in longer["benchmark"] and longer["wait_s"] == 10.0
+    shorter = report(OPTIONS, 1.0, [side(9.0, 250)], [side(5.5, 1900)])
+    assert "(the defaults)" not in shorter["benchmark"] and shorter["wait_s"] == 1.0
 
 
 def test_run_all_runs_it() -> None:

@@ -1,6 +1,7 @@
 """2,000 simulated sidecars connect at once to a real ``pilothouse serve`` with admission
-control on: the server lets them in at the configured rate, every one gets its full
-config, the server's memory stays bounded, and nothing crashes.
+control on, at its defaults: the server holds them in line and lets them in at the rate,
+refusing none, so that the storm converges within 2,000 ÷ rate + 2 s; every one gets its
+full config, the server's memory stays bounded, and nothing crashes.
 
 The proxies are the load generator's (real grpc.aio clients behaving like Envoy: wildcard
 CDS, then EDS, LDS, RDS, ACKs, and Envoy's jittered backoff when refused), 100 streams
@@ -29,10 +30,13 @@ RATE = 250
 """New streams a second (the default); 2,000 proxies need 8 s of admissions at least."""
 BURST = 25
 """The default: never more than the rate in a second all the same."""
-CONVERGED_WITHIN = 40.0
-"""Seconds from the storm's start until every proxy holds its full config: five times the
-8 s the rate needs, for refused proxies' backoff (Envoy's, growing to 7.5 s on the fourth
-refusal) and a two-core machine shared with the load generator and other work."""
+CONVERGED_WITHIN = PROXIES / RATE + 4
+"""Seconds from the storm's start until every proxy holds its full config: the 8 s the
+rate needs, 2 s for the last ones' config (issue 28's target, which the connect_storm
+benchmark measures), and 2 s more for a two-core machine shared with the load generator
+of 2,000 proxies and other work (the storm took 10.5 s here alone). The default wait
+(10 s) holds the whole storm in line: no token is left unused while refused proxies back
+off (with a 1 s wait, 2,000 refusals and 11 s)."""
 PEAK_RSS_MIB = 400
 """The server's resident memory at its peak, at most: about 60 MiB idle, and 2,000
 connected sidecars holding 20 services' config take about 120 MiB more."""
@@ -88,9 +92,10 @@ async def test_a_storm_of_2000_proxies_is_let_in_at_the_rate(tmp_path: Path) -> 
         assert clusters >= SERVICES and assignments == SERVICES and listeners and routes
         assert all(proxy.settled() for proxy in fleet.proxies)
         assert not any(proxy.counters(t).nacks for proxy in fleet.proxies for t in (CDS, EDS))
-        # refused streams were refused by the rate limit, nothing else
+        # nothing was refused: the line held the whole storm
         errors = {error for proxy in fleet.proxies for error in proxy.stream_errors}
-        assert {error.split(":")[0] for error in errors} <= {"RESOURCE_EXHAUSTED"}, errors
+        assert not errors, errors
+        assert all(proxy.streams_opened == 1 for proxy in fleet.proxies)
 
         await asyncio.sleep(0.2)  # the last admissions' log lines
         text = log.read_text()
@@ -104,7 +109,7 @@ async def test_a_storm_of_2000_proxies_is_let_in_at_the_rate(tmp_path: Path) -> 
         # 2,000 admissions at 250 a second after a burst of 25 need 7.9 s at least
         assert times[-1] - times[0] >= (PROXIES - BURST) / RATE - 0.01
         refused = refusals(text)
-        assert set(refused) <= {"rate_limited"}, refused
+        assert not refused, refused
         assert peak / 1024 <= PEAK_RSS_MIB, f"peak RSS {peak / 1024:.0f} MiB"
         assert server.running()
         assert "Traceback" not in text and " error " not in text

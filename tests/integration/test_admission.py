@@ -150,7 +150,7 @@ async def test_configure_takes_effect_for_the_next_stream() -> None:
         pass
     settings = admission.configure(rate=2, burst=1, max_connections=1)
     assert (admission.rate, admission.burst, admission.max_connections) == (2, 1, 1)
-    assert admission.wait == 1.0 and settings == admission.settings
+    assert admission.wait == NO_RATE.wait and settings == admission.settings  # kept
     async with admission.stream():
         with pytest.raises(Refused) as over:
             async with admission.stream():
@@ -179,9 +179,9 @@ def test_configure_refuses_values_out_of_range_and_changes_nothing() -> None:
     assert admission.settings == before
 
 
-def test_the_default_is_250_a_second_in_bursts_of_25_with_a_second_to_wait() -> None:
+def test_the_default_is_250_a_second_in_bursts_of_25_with_ten_seconds_to_wait() -> None:
     admission = Admission()
-    assert (admission.rate, admission.burst, admission.wait) == (250.0, 25, 1.0)
+    assert (admission.rate, admission.burst, admission.wait) == (250.0, 25, 10.0)
     assert admission.max_connections == 0
 
 

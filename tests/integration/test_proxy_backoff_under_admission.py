@@ -1,7 +1,8 @@
 """A simulated proxy refused by admission control backs off as Envoy does: each refusal
 (RESOURCE_EXHAUSTED from the rate limit, UNAVAILABLE from the connection limit) grows
 its jittered wait, and a stream that delivered responses starts it again from the
-first step when it ends (as at the server's maximum connection age)."""
+first step when it ends (as at the server's maximum connection age). The proxies here
+ignore the server's pushback hint, as Envoy does (``pushback=False``)."""
 
 from __future__ import annotations
 
@@ -43,8 +44,8 @@ async def test_refusals_grow_the_wait_and_a_served_stream_resets_it() -> None:
     await plane.start()
     first, second = fleet_identities(2, namespaces=("data",))
     target = f"127.0.0.1:{plane.port}"
-    holder = SimulatedProxy(first, target=target, backoff=BACKOFF)
-    refused = SimulatedProxy(second, target=target, backoff=BACKOFF)
+    holder = SimulatedProxy(first, target=target, backoff=BACKOFF, pushback=False)
+    refused = SimulatedProxy(second, target=target, backoff=BACKOFF, pushback=False)
     try:
         holder.start()
         await holder.wait_for(SimulatedProxy.settled, 10)

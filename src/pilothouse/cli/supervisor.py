@@ -1,10 +1,16 @@
 """The parent of ``pilothouse serve --workers N``: holds the ports, runs N workers, drains.
 
 The parent never serves and creates no gRPC object: it reserves the shared ports
-(:mod:`pilothouse.cli.port_reservation`), then starts each worker with
-``multiprocessing``'s ``spawn`` (a fresh interpreter running
-:func:`pilothouse.cli.worker.worker_main`; gRPC and ``fork`` do not mix, and ``spawn``
-carries no parent state across). Shared, with ``SO_REUSEPORT``: the xDS port, the TLS xDS
+(:mod:`pilothouse.cli.port_reservation`), then forks each worker (``multiprocessing``'s
+``fork``, running :func:`pilothouse.cli.worker.worker_main`). By then it has imported
+everything a worker runs (``serve`` and its modules) and read only the mesh config and
+the CA's root, and it freezes its heap (``gc.freeze``) before the first fork: the
+imported modules (code, classes, protobuf descriptors) stay shared
+copy-on-write between the parent and every worker instead of being imported again in
+each, and a worker's routine collections do not write to them (its heap compactions,
+every few minutes, do: see :mod:`pilothouse.heap`). gRPC and ``fork`` mix as long as
+gRPC has not started in the forking process: no channel, server or call, hence no gRPC
+thread; the parent creates none. Shared, with ``SO_REUSEPORT``: the xDS port, the TLS xDS
 port (each worker has its own loopback backend behind its TLS front), the admin port and
 the webhook port. ControlZ runs in worker 0 only (its knobs are that process's).
 
@@ -20,6 +26,7 @@ killed. The parent exits 0 when every worker is gone.
 
 from __future__ import annotations
 
+import gc
 import logging
 import multiprocessing
 import multiprocessing.connection
@@ -93,7 +100,7 @@ class Supervisor:
     def __init__(self, settings: Settings, serve: Serve, *, rng: random.Random | None = None):
         self.settings = settings
         self._serve = serve
-        self._context = multiprocessing.get_context("spawn")
+        self._context = multiprocessing.get_context("fork")
         self.board = WorkerBoard(settings.workers, self._context)
         self._slots = [_Slot(index) for index in range(settings.workers)]
         self._rng = rng if rng is not None else random.Random()
@@ -107,6 +114,10 @@ class Supervisor:
             sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)
         }
         try:
+            # what the workers inherit (the imports) stays shared: out of the collector's
+            # reach, its pages are not written by a worker's collections
+            gc.collect()
+            gc.freeze()
             for slot in self._slots:
                 self._start(slot)
             while not self._stopping:

@@ -1,9 +1,9 @@
-"""One worker of ``pilothouse serve --workers N``: a full ``serve`` in a spawned process.
+"""One worker of ``pilothouse serve --workers N``: a full ``serve`` in a forked process.
 
 :func:`worker_main` is what the supervising parent (:mod:`pilothouse.cli.supervisor`)
-starts, in a fresh interpreter (``spawn``: nothing of the parent's memory, and so none
-of its gRPC state, crosses). The worker runs the ordinary ``serve`` with its
-:class:`WorkerRole`: its listening ports shared with the other workers
+runs in each process it forks: the parent's imports come along, shared copy-on-write,
+and nothing of gRPC (the parent never starts it). The worker runs the ordinary
+``serve`` with its :class:`WorkerRole`: its listening ports shared with the other workers
 (``SO_REUSEPORT``), ``/ready`` answering for every worker, ``/debug/workers``, and a
 task that writes its row of the :class:`~pilothouse.cli.worker_board.WorkerBoard` and
 stops the worker if the parent is gone (no orphan serves on after it). Every log line
@@ -113,7 +113,9 @@ class WorkerTag(logging.Filter):
 
 
 def worker_main(serve: Serve, settings: Settings, role: WorkerRole) -> None:
-    """The spawned worker's entry point: serve until SIGTERM or SIGINT, then drain."""
+    """The forked worker's entry point: serve until SIGTERM or SIGINT, then drain."""
+    for sig in (signal.SIGINT, signal.SIGTERM):  # not the parent's handlers: its own, below
+        signal.signal(sig, signal.SIG_DFL)
     logfmt.configure(settings.log_level, sys.stderr)
     for handler in logging.getLogger(logfmt.ROOT).handlers:
         handler.addFilter(WorkerTag(role.index))

@@ -42,7 +42,7 @@ class WorkerRow:
 
 
 class WorkerBoard:
-    """``workers`` rows of shared integers; picklable into spawned workers."""
+    """``workers`` rows of shared integers (forked workers inherit them)."""
 
     def __init__(self, workers: int, context: multiprocessing.context.BaseContext) -> None:
         if workers < 1:

@@ -17,7 +17,11 @@ response.  A stream refused before its first response (``UNAVAILABLE`` from a
 server that is not ready or at its connection limit, ``RESOURCE_EXHAUSTED``
 from its rate limit, a refused connection) counts as a failure and grows the
 wait; a stream that ends after responses (a server's GOAWAY at its maximum
-connection age, a restart) is followed by the first, shortest wait.
+connection age, a restart) is followed by the first, shortest wait. Unlike Envoy,
+it honours a refusal's ``grpc-retry-pushback-ms`` trailer (pilothouse's admission
+control says there when the stream's turn will come): it comes back after that long
+(at most the backoff's maximum) and the refusal does not grow its backoff;
+``pushback=False`` ignores the hint, as Envoy does.
 
 Callers observe it through ``holds``, ``counters``, ``last_response_time``,
 ``events`` and ``await wait_for(predicate, timeout)``; listeners added with
@@ -52,6 +56,7 @@ from pilothouse.protocol.subscriptions import Subscription
 ADS_SERVICE: Final = "/envoy.service.discovery.v3.AggregatedDiscoveryService/"
 SOTW_METHOD: Final = ADS_SERVICE + "StreamAggregatedResources"
 DELTA_METHOD: Final = ADS_SERVICE + "DeltaAggregatedResources"
+PUSHBACK_TRAILER: Final = "grpc-retry-pushback-ms"
 
 ProxyPredicate = Callable[["SimulatedProxy"], bool]
 ProxyListener = Callable[["SimulatedProxy"], None]
@@ -71,6 +76,16 @@ def _sized_sotw(data: bytes) -> tuple[int, Any]:
 
 def _sized_delta(data: bytes) -> tuple[int, Any]:
     return len(data), discovery_pb2.DeltaDiscoveryResponse.FromString(data)
+
+
+def pushback_hint(trailers: Any) -> float | None:
+    """The ``grpc-retry-pushback-ms`` trailer in seconds; None without a usable one (gRPC:
+    a negative or malformed value means "do not retry", which a proxy does not obey)."""
+    for key, value in trailers or ():
+        if key == PUSHBACK_TRAILER:
+            text = value.decode("ascii", "replace") if isinstance(value, bytes) else value
+            return int(text) / 1000 if text.isdigit() else None
+    return None
 
 
 class SimulatedProxy:
@@ -94,6 +109,7 @@ class SimulatedProxy:
         rng: random.Random | None = None,
         close_grace: float = 0.5,
         types: frozenset[str] = ALL_TYPES,
+        pushback: bool = True,
     ) -> None:
         if sum(given is not None for given in (target, channel, channels)) != 1:
             raise ValueError("give exactly one of target (an address), channel or channels")
@@ -108,6 +124,9 @@ class SimulatedProxy:
         self._backoff = backoff or Backoff.envoy()
         self._rng = rng or random.Random()
         self._close_grace = close_grace
+        self._honour_pushback = pushback
+        self._pushback: float | None = None
+        """The last stream's refusal's pushback hint, seconds (None: it gave none)."""
         plan = request_plan(identity, types)
         self.types = plan.order
         """The types it asks for, in the order it asks."""
@@ -135,6 +154,8 @@ class SimulatedProxy:
         self.retries: deque[tuple[int, float]] = deque(maxlen=32)
         """The latest waits before reconnecting (the latest 32): (consecutive failures
         so far, 1 after a stream that delivered responses; seconds waited)."""
+        self.pushbacks: deque[float] = deque(maxlen=32)
+        """The latest waits a refusal's pushback hint set (seconds; the latest 32)."""
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -312,9 +333,13 @@ class SimulatedProxy:
             answered = await self._stream_once()
             if self._closing:
                 break
-            failures = 1 if answered else failures + 1
-            delay = self._backoff.delay(failures, self._rng)
-            self.retries.append((failures, delay))
+            if self._pushback is not None and not answered:  # the server said when
+                delay = min(self._pushback, self._backoff.maximum)
+                self.pushbacks.append(delay)
+            else:
+                failures = 1 if answered else failures + 1
+                delay = self._backoff.delay(failures, self._rng)
+                self.retries.append((failures, delay))
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), delay)
@@ -323,6 +348,7 @@ class SimulatedProxy:
         """Run one stream until it ends; True if it delivered a response."""
         call = self._call = self._open_call()
         self.streams_opened += 1
+        self._pushback = None
         answered = False
         engine = self._engine
         try:
@@ -345,6 +371,8 @@ class SimulatedProxy:
             if not self._closing:
                 self.stream_failures += 1
                 self.stream_errors.append(f"{error.code().name}: {error.details()}")
+                if self._honour_pushback:
+                    self._pushback = pushback_hint(error.trailing_metadata())
         except (asyncio.InvalidStateError, grpc.aio.UsageError) as error:
             if not self._closing:
                 self.stream_failures += 1

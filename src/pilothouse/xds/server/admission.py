@@ -8,10 +8,15 @@ first request has arrived) and before anything is served to it:
    waiting for their turn), a new one is refused at once with ``UNAVAILABLE``;
 2. the token bucket (:mod:`pilothouse.xds.server.token_bucket`): new streams are let
    in at ``rate`` a second with bursts of ``burst``, first come first served. A stream
-   waits in line for its token, but one that would wait more than ``wait`` (counting
-   the streams ahead of it, at the configured rate) is refused at once with
-   ``RESOURCE_EXHAUSTED`` rather than held only to be refused, as istiod's limiter (Go's
-   ``rate.Limiter.Wait`` under a one-second deadline) does. Tokens are counted when
+   is held in line (a FIFO queue) until its token comes, so that a storm is let in at
+   the rate with no token left unused; only one whose turn is more than ``wait`` away
+   (counting the streams ahead of it, at the configured rate) is refused at once, with
+   ``RESOURCE_EXHAUSTED``, rather than held only to be refused. The refusal says when
+   to come back: in its message and in the standard ``grpc-retry-pushback-ms`` trailer,
+   the time until its turn would be half the wait away if it came back then, counting
+   the streams refused before it as coming back at theirs (each refused stream is
+   promised the token after the last one promised, so that the refused streams of a
+   storm come back spread out over the tokens, not all at once). Tokens are counted when
    streams are let in: no span of ``T`` seconds sees more than ``burst + rate * T``
    admissions, and no second more than the rate (or the burst, if larger). The burst
    lets the one event loop admit the streams whose tokens came due while it was busy
@@ -19,8 +24,9 @@ first request has arrived) and before anything is served to it:
    longer lets in fewer, never a catch-up burst. A ``rate`` of 0 lets every stream in
    at once.
 
-Refused proxies reconnect with their backoff (Envoy: jittered, 0.5 s to 30 s), so a
-storm of reconnecting proxies is spread out instead of landing at once.
+Envoy does not read the pushback hint: a refused Envoy reconnects after its own jittered
+backoff (0.5 s, then up to 1.5 s, 3.5 s ... 30 s), which is why streams are held rather
+than refused whenever the wait allows. pilothouse's load generator honours the hint.
 
 An :class:`Admission` is changed at run time with :meth:`Admission.configure` (the next
 stream sees the change; streams already in stay). It counts, in plain ints, the streams
@@ -40,6 +46,7 @@ import collections
 import contextlib
 import enum
 import logging
+import math
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
@@ -74,14 +81,40 @@ class Refusal(enum.Enum):
     """PERMISSION_DENIED: a TLS-port caller may not be that proxy, or use ``api``."""
 
 
-class Refused(Exception):
-    """A stream refused by admission control: end it with ``code`` and ``message``."""
+PUSHBACK_TRAILER = "grpc-retry-pushback-ms"
+"""The standard gRPC trailer that tells a client when to retry, in whole milliseconds."""
+_ROUNDING = 1e-6
+"""Milliseconds short of a whole one that still round down (0.35 s is 350 ms, not 351)."""
 
-    def __init__(self, reason: Refusal, code: grpc.StatusCode, message: str) -> None:
+
+class Refused(Exception):
+    """A stream refused by admission control: end it with ``code``, ``message`` and
+    :meth:`trailers` (the pushback hint when ``retry_after``, seconds, is known)."""
+
+    def __init__(
+        self,
+        reason: Refusal,
+        code: grpc.StatusCode,
+        message: str,
+        retry_after: float | None = None,
+    ) -> None:
         super().__init__(message)
         self.reason = reason
         self.code = code
         self.message = message
+        self.retry_after = retry_after
+
+    def trailers(self) -> tuple[tuple[str, str], ...]:
+        """The trailing metadata to end the stream with: ``grpc-retry-pushback-ms``
+        when the refusal knows when to come back, else none."""
+        if self.retry_after is None:
+            return ()
+        return ((PUSHBACK_TRAILER, str(pushback_ms(self.retry_after))),)
+
+
+def pushback_ms(seconds: float) -> int:
+    """``seconds`` as the pushback trailer says them: whole milliseconds, rounded up."""
+    return math.ceil(seconds * 1000 - _ROUNDING)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +164,8 @@ class Admission:
         self._queue: collections.deque[_Turn] = collections.deque()
         """Streams waiting for a token, first come first served."""
         self._timer: asyncio.TimerHandle | None = None
+        self._promised = -math.inf
+        """When the token promised to the stream refused last is due (``clock`` time)."""
 
     # -- the knobs, read and changed at run time ------------------------------------------
 
@@ -183,6 +218,7 @@ class Admission:
         else:
             self._bucket.reconfigure(updated.rate, updated.burst, now)
         self._settings = updated
+        self._promised = -math.inf  # promises made at the old rate are not kept
         if self._timer is not None:  # the waiting streams' next turn moved
             self._timer.cancel()
             self._timer = None
@@ -232,7 +268,7 @@ class Admission:
             async with self.stream(context.peer()):
                 yield
         except Refused as refused:
-            await context.abort(refused.code, refused.message)
+            await context.abort(refused.code, refused.message, refused.trailers())
 
     async def _take_turn(self, peer: str, node_id: str) -> None:
         bucket = self._bucket
@@ -244,24 +280,36 @@ class Admission:
             self._note_admitted(peer, 0.0, now + self._to_wall)
             return
         settings = self._settings
-        if bucket.wait(now, ahead=self._waiting) > settings.wait:
+        turn = bucket.wait(now, ahead=self._waiting)
+        if turn > settings.wait:
+            retry_after = self._promise(now, now + turn)
             refused = Refused(
                 Refusal.RATE_LIMITED,
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
                 f"request rate limit exceeded: pilothouse admits {settings.rate:g} new xDS "
                 f"streams a second (burst {settings.burst}) and this stream's turn was more "
-                f"than {settings.wait:g} s away; reconnect with backoff",
+                f"than {settings.wait:g} s away; come back in "
+                f"{pushback_ms(retry_after) / 1000:.3f} s "
+                f"({PUSHBACK_TRAILER})",
+                retry_after,
             )
             self._count(refused, peer, node_id)
             raise refused
-        turn = _Turn(asyncio.get_running_loop().create_future(), peer, now)
-        self._queue.append(turn)
+        waiting = _Turn(asyncio.get_running_loop().create_future(), peer, now)
+        self._queue.append(waiting)
         self._waiting += 1
         try:
             self._schedule(now)
-            await turn.admitted
+            await waiting.admitted
         finally:
             self._waiting -= 1
+
+    def _promise(self, now: float, due: float) -> float:
+        """Promise a refused stream the token after the last one promised (or the one
+        due at ``due``, its turn now, if later); seconds from now until it should come
+        back: when that token is half the wait away (at once if it is nearer already)."""
+        promised = self._promised = max(due, self._promised + 1.0 / self._settings.rate)
+        return max(0.0, promised - now - self._settings.wait / 2)
 
     def _schedule(self, now: float) -> None:
         """Have the queue served when the next token is due (once; the timer re-arms)."""

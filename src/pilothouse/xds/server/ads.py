@@ -154,7 +154,7 @@ class StreamHandler:
         try:
             await self._serve(requests, context)
         except Refused as refused:  # admission control counted it already
-            await context.abort(refused.code, refused.message)
+            await context.abort(refused.code, refused.message, refused.trailers())
         except StreamRefused as refused:
             if refused.reason is not None:
                 self._discovery.admission.refuse(
