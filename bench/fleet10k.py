@@ -220,15 +220,15 @@ def _trigger(mesh: FanoutMesh, staged: FanoutMesh, work: Path) -> str:
 
 async def capture(
     target: str, identity: ProxyNode, changes: tuple[str, str] | None = None
-) -> Recording:
-    """What pilothouse serves one sidecar, to hand to the floor; with ``changes`` (the
+) -> tuple[list[Any], Recording]:
+    """What pilothouse serves one sidecar, to load the floor with; with ``changes`` (the
     trigger, and the command that undoes both changes), also what each change sends."""
     recording = Recording()
     async with SimulatedProxy(identity, target=target) as probe:
         await probe.wait_for(SimulatedProxy.settled, 60)
-        recording.record_initial(probe)
+        load = servers.floor_load_requests(probe)
         if changes is None:
-            return recording
+            return load, recording
         trigger, undo = changes
         for number, kind in enumerate(CHANGES, start=1):
             mark = time.monotonic()
@@ -243,7 +243,7 @@ async def capture(
         await probe.wait_for(lambda p, seen=before: len(p.events) > seen, 60)
         await asyncio.sleep(1.0)
         await probe.wait_for(SimulatedProxy.settled, 60)
-    return recording
+    return load, recording
 
 
 async def _shell(command: str, env: dict[str, str]) -> None:
@@ -261,7 +261,7 @@ def _undo(mesh: FanoutMesh, original: FanoutMesh, work: Path) -> str:
 
 
 async def floor_run(
-    options: Options, mesh: FanoutMesh, recording: Recording, work: Path
+    options: Options, mesh: FanoutMesh, load: list[Any], recording: Recording, work: Path
 ) -> dict[str, Any]:
     floor = servers.start_floor(work / "floor.log", options.workers, control=True)
     try:
@@ -269,7 +269,7 @@ async def floor_run(
         control = servers.FloorControl(controls)
         try:
             apply = control.apply
-            await control.load(recording.load_requests())
+            await control.load(load)
             namespaces = ",".join(mesh.namespace_names)
             argv = ["--namespaces", namespaces]
             replay: asyncio.Task[None] | None = None
@@ -519,7 +519,7 @@ async def run(options: Options) -> dict[str, Any]:
         try:
             target = await servers.pilothouse_target(server, options.workers)
             changes = (_trigger(mesh, staged, work), _undo(mesh, original, work))
-            recording = await capture(
+            load, recording = await capture(
                 target,
                 fleet_identities(1, namespaces=mesh.namespace_names, app="probe")[0],
                 changes if options.baseline else None,
@@ -533,7 +533,7 @@ async def run(options: Options) -> dict[str, Any]:
             )
         finally:
             server.stop()
-        floor = await floor_run(options, mesh, recording, work) if options.baseline else None
+        floor = await floor_run(options, mesh, load, recording, work) if options.baseline else None
         return figures(options, ours, cpu, peak, floor, held)
 
 

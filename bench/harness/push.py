@@ -17,11 +17,7 @@ from dataclasses import dataclass
 
 from bench.harness.fleet import ServerGauge, holds_new
 from pilothouse.loadtest.fleet import ProxyFleet
-from pilothouse.loadtest.holdings import HeldResource
-from pilothouse.loadtest.proxy import SimulatedProxy
 from pilothouse.loadtest.stats import percentile
-
-Holdings = dict[str, HeldResource]
 
 
 @dataclass(frozen=True)
@@ -54,10 +50,6 @@ class PushRun:
         """The fan-out spread: the last proxy's time minus the first's (the debounce and
         the trigger, the same for every proxy, drop out)."""
         return max(self.durations) - min(self.durations)
-
-
-def holdings(proxy: SimulatedProxy, type_url: str) -> Holdings:
-    return dict(proxy.holds(type_url))
 
 
 def _received(fleet: ProxyFleet, type_urls: Sequence[str]) -> dict[str, tuple[int, int]]:

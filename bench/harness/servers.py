@@ -4,12 +4,14 @@
 their own process (``ServerProcess``: /proc figures, stopped even if the benchmark dies),
 on 127.0.0.1 with ports the kernel picks. ``floor_load_requests`` turns what a converged
 proxy of pilothouse holds into the control calls that make the floor serve the same
-bytes; ``FloorControl`` sends them, to every process of a floor at once.
+bytes; ``FloorControl`` sends them, to every process of a floor at once. ``serving_*``
+start either on an exit stack that stops it, and wait until it is ready.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import resource
 import sys
@@ -111,6 +113,36 @@ async def floor_controls(floor: ServerProcess, processes: int) -> tuple[str, lis
         if time.monotonic() > deadline:
             raise TimeoutError(f"transport floor: {len(controls)} of {processes} processes up")
         await asyncio.sleep(0.05)
+
+
+async def serving_pilothouse(
+    stack: contextlib.AsyncExitStack,
+    mesh_root: Path,
+    log: Path,
+    env: Mapping[str, str] | None = None,
+    workers: int = 1,
+) -> tuple[ServerProcess, str]:
+    """``start_pilothouse``, stopped when ``stack`` closes, once ready; and its xDS address."""
+    server = start_pilothouse(mesh_root, log, env, workers)
+    stack.callback(server.stop)
+    return server, await pilothouse_target(server, workers)
+
+
+async def serving_floor(
+    stack: contextlib.AsyncExitStack, log: Path, processes: int = 1, control: bool = False
+) -> tuple[ServerProcess, str, FloorControl]:
+    """``start_floor``, stopped when ``stack`` closes, once listening; its ADS address and
+    its control (every process's control port, or the ADS port of a lone floor)."""
+    server = start_floor(log, processes, control)
+    stack.callback(server.stop)
+    if control or processes > 1:
+        target, controls = await floor_controls(server, processes)
+    else:
+        target = await floor_target(server)
+        controls = [target]
+    floor = FloorControl(controls)
+    stack.push_async_callback(floor.close)
+    return server, target, floor
 
 
 async def idle_cpu_rate(server: ServerProcess, seconds: float) -> float:
