@@ -21,7 +21,7 @@ from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-unty
 
 from bench.harness.fleet import start_converged
 from bench.harness.process import Profiler, ServerProcess
-from bench.harness.push import PushRun, PushSummary, timed_push
+from bench.harness.push import PushRun, timed_push
 from bench.harness.servers import idle_cpu_rate, resource_message
 from pilothouse.loadtest.fleet import ProxyFleet
 from pilothouse.loadtest.proxy import SimulatedProxy
@@ -54,7 +54,6 @@ class ServerFigures:
     rss_double_kib: int | None = None
     idle_cpu_rate: float = 0.0
     runs: dict[str, list[PushRun]] = field(default_factory=dict)
-    pushes: dict[str, PushSummary] = field(default_factory=dict)
     watch_latency: dict[str, list[float]] = field(default_factory=dict)
     """Per trigger and run: seconds from the file write to the server's config event."""
     connections: list[int] = field(default_factory=list)

@@ -45,6 +45,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,12 +55,12 @@ if __package__ in (None, ""):
 
 from bench.fanout_side import SETTLE, TRIGGERS, FileWrites, Limits, Recording, ServerFigures, Side
 from bench.harness import servers
-from bench.harness.figures import Row, emit, mib, ms, per_side, ratio
+from bench.harness.figures import Row, emit, medians, mib, ms, per_side, ratio
 from bench.harness.fleet import connect
 from bench.harness.mesh import FanoutMesh
 from bench.harness.options import fleet_parser, parsed
 from bench.harness.process import Profiler
-from bench.harness.push import PushSummary, summarize_runs
+from bench.harness.push import PushRun, responses
 from pilothouse.loadtest.fleet import ProxyFleet
 
 PAUSE = 0.5
@@ -158,7 +159,6 @@ async def compare(
             await floor.push(kind, index, mesh.cluster(0))
             await asyncio.sleep(PAUSE)
         for side in (ours, floor):
-            side.figures.pushes[kind] = summarize_runs(side.figures.runs[kind])
             if side.profiler is not None:
                 side.profiler.stop()
     ours.figures.watch_latency = writes.latencies()
@@ -222,23 +222,18 @@ def spread_verdict(ratio: float) -> str:
     return f"no (ratio {ratio}: missed by {SPREAD_TARGET - ratio:.2f})"
 
 
-def _responses(summary: PushSummary) -> str:
-    """Responses the fleet received per push, by type, with their total size."""
-    return ", ".join(
-        f"{name} {count} ({summary.received[name] / 1e6:.2f} MB)"
-        for name, count in summary.responses.items()
-        if count
-    )
-
-
 PUSH_ROWS: tuple[Row, ...] = (
-    ("{side}_p50_ms", lambda push: ms(push.p50)),
-    ("{side}_p99_ms", lambda push: ms(push.p99)),
-    ("{side}_last_ack_ms", lambda push: ms(push.last)),
-    ("{side}_spread_ms", lambda push: ms(push.spread)),
-    ("{side}_server_cpu_ms_per_push", lambda push: ms(push.cpu_seconds)),
-    ("responses_per_push_{side}", _responses),
+    medians("{side}_p50_ms", lambda run: run.p50, ms),
+    medians("{side}_p99_ms", lambda run: run.p99, ms),
+    medians("{side}_last_ack_ms", lambda run: run.last, ms),
+    medians("{side}_spread_ms", lambda run: run.spread, ms),
+    medians("{side}_server_cpu_ms_per_push", lambda run: run.cpu_seconds, ms),
+    ("responses_per_push_{side}", responses),
 )
+
+
+def _median(runs: list[PushRun], figure: Callable[[PushRun], float]) -> float:
+    return float(statistics.median(map(figure, runs)))
 
 
 def _protocol(shape: Options) -> str:
@@ -249,10 +244,10 @@ def _protocol(shape: Options) -> str:
 def push_group(
     kind: str, title: str, shape: Options, ours: ServerFigures, floor: ServerFigures
 ) -> dict[str, Any]:
-    mine, base = ours.pushes[kind], floor.pushes[kind]
+    mine, base = ours.runs[kind], floor.runs[kind]
     debounce = shape.file_debounce + shape.debounce_after
-    beyond_p99 = mine.p99 - debounce
-    p99_ratio = ratio(base.p99, beyond_p99)
+    beyond_p99 = _median(mine, lambda r: r.p99) - debounce
+    p99_ratio = ratio(_median(base, lambda r: r.p99), beyond_p99)
     targets = [f"ratio ≥ {RATIO_TARGET}"]
     met = p99_ratio >= RATIO_TARGET
     if kind == "eds":
@@ -262,26 +257,30 @@ def push_group(
         "benchmark": f"push_fanout: {title} ({_protocol(shape)}, {shape.proxies} proxies)",
         "baseline": baseline(shape.workers),
         "services_per_proxy": shape.services,
-        "runs": f"{mine.runs} (median of the runs' figures)",
+        "runs": f"{len(mine)} (median of the runs' figures)",
         "debounce_ms": f"{ms(debounce)} (file {ms(shape.file_debounce)} + push "
         f"{ms(shape.debounce_after)})",
         **per_side(PUSH_ROWS, {"pilothouse": mine, "floor": base}),
-        "pilothouse_p50_beyond_debounce_ms": ms(mine.p50 - debounce),
+        "pilothouse_p50_beyond_debounce_ms": ms(_median(mine, lambda r: r.p50) - debounce),
         "pilothouse_p99_beyond_debounce_ms": ms(beyond_p99),
     }
     latencies = ours.watch_latency.get(kind, [])
-    if len(latencies) == len(mine.p99_runs):
+    if len(latencies) == len(mine):
         # The file watcher's actual share, read from pilothouse's log (millisecond stamps):
         # p99 minus that and the push debounce is what the push itself took.
         group["pilothouse_file_to_config_event_ms"] = ms(statistics.median(latencies))
         group["pilothouse_p99_beyond_measured_debounce_ms"] = ms(
             statistics.median(
-                p - w - shape.debounce_after for p, w in zip(mine.p99_runs, latencies, strict=True)
+                r.p99 - w - shape.debounce_after for r, w in zip(mine, latencies, strict=True)
             )
         )
     return group | {
-        "spread_ratio_floor_to_pilothouse": ratio(base.spread, mine.spread),
-        "cpu_ratio_floor_to_pilothouse": ratio(base.cpu_seconds, mine.cpu_seconds),
+        "spread_ratio_floor_to_pilothouse": ratio(
+            _median(base, lambda r: r.spread), _median(mine, lambda r: r.spread)
+        ),
+        "cpu_ratio_floor_to_pilothouse": ratio(
+            _median(base, lambda r: r.cpu_seconds), _median(mine, lambda r: r.cpu_seconds)
+        ),
         "ratio_to_baseline": p99_ratio,
         "ratio_definition": "floor p99 ÷ pilothouse p99 beyond debounce (1 = as fast as the floor)",
         "target": ", ".join(targets),
@@ -338,7 +337,8 @@ def spread_group(shape: Options, ours: ServerFigures, floor: ServerFigures) -> d
         "headline": "pilothouse_eds_spread_ms",
     }
     for kind in ("eds", "cds"):
-        mine, base = ours.pushes[kind].spread, floor.pushes[kind].spread
+        mine = _median(ours.runs[kind], lambda r: r.spread)
+        base = _median(floor.runs[kind], lambda r: r.spread)
         group |= {f"pilothouse_{kind}_spread_ms": ms(mine), f"floor_{kind}_spread_ms": ms(base)}
         group[f"{kind}_spread_ratio_floor_to_pilothouse"] = ratio(base, mine)
     eds = group["eds_spread_ratio_floor_to_pilothouse"]
