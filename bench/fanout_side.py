@@ -20,7 +20,7 @@ from typing import Any
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 
 from bench.harness.fleet import start_converged
-from bench.harness.process import Profiler, ServerProcess
+from bench.harness.process import ServerProcess
 from bench.harness.push import PushRun, timed_push
 from bench.harness.servers import idle_cpu_rate, resource_message
 from pilothouse.loadtest.fleet import ProxyFleet
@@ -116,7 +116,6 @@ class Side:
         self.limits = limits
         self._fleet_factory = fleet_factory
         self.fleet = fleet_factory(target, "app")
-        self.profiler: Profiler | None = None
 
     @property
     def name(self) -> str:
@@ -169,8 +168,6 @@ class Side:
             await more.close()
 
     async def close(self) -> None:
-        if self.profiler is not None:
-            self.profiler.stop()
         await self.fleet.close()
 
 

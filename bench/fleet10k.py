@@ -251,36 +251,27 @@ def _undo(mesh: FanoutMesh, original: FanoutMesh, work: Path) -> str:
 async def floor_run(
     options: Options, mesh: FanoutMesh, load: list[Any], recording: Recording, work: Path
 ) -> dict[str, Any]:
-    floor = servers.start_floor(work / "floor.log", options.workers, control=True)
-    try:
-        target, controls = await servers.floor_controls(floor, options.workers)
-        control = servers.FloorControl(controls)
-        try:
-            apply = control.apply
-            await control.load(load)
-            namespaces = ",".join(mesh.namespace_names)
-            argv = ["--namespaces", namespaces]
-            replay: asyncio.Task[None] | None = None
-            if all(kind in recording.sent for kind in CHANGES):
-                fifo = work / "floor-changes"
-                os.mkfifo(fifo)
-                replay = asyncio.create_task(_replay(fifo, recording, apply))
-                trigger = f'echo "$PILOTHOUSE_LOADTEST_CHANGE" > {shlex.quote(str(fifo))}'
-                argv += ["--scenario", "push", "--repeat", str(len(CHANGES)), "--trigger", trigger]
-            try:
-                report, cpu, peak, held = await load_generator(
-                    options, target, floor, argv, work, "floor"
-                )
-            finally:
-                if replay is not None:
-                    replay.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, OSError):
-                        await replay
-        finally:
-            await control.close()
-        return {"report": report, "cpu": cpu, "peak": peak, "held": held}
-    finally:
-        floor.stop()
+    argv = ["--namespaces", ",".join(mesh.namespace_names)]
+    async with contextlib.AsyncExitStack() as stack:
+        floor, target, control = await servers.serving_floor(
+            stack, work / "floor.log", options.workers, control=True
+        )
+        await control.load(load)
+        if all(kind in recording.sent for kind in CHANGES):
+            fifo = work / "floor-changes"
+            os.mkfifo(fifo)
+            replay = asyncio.create_task(_replay(fifo, recording, control.apply))
+            stack.push_async_callback(_cancelled, replay)
+            trigger = f'echo "$PILOTHOUSE_LOADTEST_CHANGE" > {shlex.quote(str(fifo))}'
+            argv += ["--scenario", "push", "--repeat", str(len(CHANGES)), "--trigger", trigger]
+        report, cpu, peak, held = await load_generator(options, target, floor, argv, work, "floor")
+    return {"report": report, "cpu": cpu, "peak": peak, "held": held}
+
+
+async def _cancelled(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, OSError):
+        await task
 
 
 async def _replay(fifo: Path, recording: Recording, apply: Any) -> None:
@@ -483,9 +474,10 @@ async def run(options: Options) -> dict[str, Any]:
         original = FanoutMesh(work / "original", *shape)
         original.write()
         env = {"PILOTHOUSE_FILE_DEBOUNCE": "0.05", "PILOTHOUSE_DEBOUNCE_AFTER": "0.1"}
-        server = servers.start_pilothouse(mesh.root, work / "pilothouse.log", env, options.workers)
-        try:
-            target = await servers.pilothouse_target(server, options.workers)
+        async with contextlib.AsyncExitStack() as stack:
+            server, target = await servers.serving_pilothouse(
+                stack, mesh.root, work / "pilothouse.log", env, options.workers
+            )
             changes = (_trigger(mesh, staged, work), _undo(mesh, original, work))
             load, recording = await capture(
                 target,
@@ -499,8 +491,6 @@ async def run(options: Options) -> dict[str, Any]:
             ours, cpu, peak, held = await load_generator(
                 options, target, server, argv, work, "ours"
             )
-        finally:
-            server.stop()
         floor = await floor_run(options, mesh, load, recording, work) if options.baseline else None
         return figures(options, ours, cpu, peak, floor, held)
 

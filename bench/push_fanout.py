@@ -59,7 +59,6 @@ from bench.harness.figures import Row, emit, medians, mib, ms, per_side, ratio
 from bench.harness.fleet import connect
 from bench.harness.mesh import FanoutMesh
 from bench.harness.options import fleet_parser, parsed
-from bench.harness.process import Profiler
 from bench.harness.push import PushRun, responses
 from pilothouse.loadtest.fleet import ProxyFleet
 
@@ -94,7 +93,6 @@ class Options:
     slope: bool
     timeout: float
     tail: float
-    profile: Path | None
     workers: int
 
 
@@ -146,11 +144,6 @@ async def compare(
     await floor.connect()
 
     for kind in TRIGGERS:
-        if options.profile is not None:
-            for side in (ours, floor):
-                side.profiler = Profiler(side.server, options.profile)
-                side.profiler.start(kind)
-            await asyncio.sleep(1.0)
         for index in range(options.runs):
             mark = time.monotonic()
             await ours.push(kind, index, mesh.cluster(0))
@@ -158,9 +151,6 @@ async def compare(
             await asyncio.sleep(PAUSE)
             await floor.push(kind, index, mesh.cluster(0))
             await asyncio.sleep(PAUSE)
-        for side in (ours, floor):
-            if side.profiler is not None:
-                side.profiler.stop()
     ours.figures.watch_latency = writes.latencies()
     for side, target in ((ours, ours_target), (floor, floor_target)):
         side.figures.connections = side.server.connections(int(target.rsplit(":", 1)[1]))
@@ -191,12 +181,6 @@ def parse_options(argv: list[str] | None = None) -> Options:
     )
     parser.add_argument("--timeout", type=float, default=90.0, help="per wait, seconds")
     parser.add_argument("--tail", type=float, default=0.3, help="quiet seconds that end a push")
-    parser.add_argument(
-        "--profile",
-        type=Path,
-        metavar="DIR",
-        help="record py-spy collapsed stacks of each server's pushes into DIR (slows them)",
-    )
     options = parsed(parser, Options, argv)
     if options.workers < 1:
         parser.error("--workers must be at least 1")
