@@ -47,7 +47,13 @@ if __package__ in (None, ""):
 
 from bench.harness.figures import emit
 from bench.harness.figures import ratio as _ratio
-from bench.push_fanout import SPREAD_TARGET_PROXIES, SPREAD_TARGET_TEXT, baseline, spread_verdict
+from bench.push_fanout import (
+    SPREAD_DEFINITION,
+    SPREAD_TARGET_PROXIES,
+    SPREAD_TARGET_TEXT,
+    baseline,
+    spread_verdict,
+)
 
 HERE = Path(__file__).resolve().parent
 SIZES = (250, 500, 1000, 2000, 10_000)
@@ -235,37 +241,27 @@ def spread_rows(curve: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """At 1,000 proxies, one summary row per worker count: the EDS spread's target."""
     rows = []
     for point in curve:
-        if point["proxies"] != SPREAD_TARGET_PROXIES:
-            continue
         ours, floor = point.get("pilothouse_eds_spread_ms"), point.get("floor_eds_spread_ms")
-        if ours is None or floor is None:
+        if point["proxies"] != SPREAD_TARGET_PROXIES or ours is None or floor is None:
             continue
-        workers = point["workers"]
-        ratio = _ratio(floor, ours)
-        row: dict[str, Any] = {
-            "benchmark": (
-                f"fanout_curve: EDS fan-out spread at {point['proxies']} proxies "
-                f"(SotW, serve --workers {workers})"
-            ),
-            "baseline": baseline(workers),
-            "headline": "pilothouse_eds_spread_ms",
-            "pilothouse_eds_spread_ms": ours,
-            "floor_eds_spread_ms": floor,
+        spreads = {
+            k: point[k] for k in ("pilothouse_cds_spread_ms", "floor_cds_spread_ms") if k in point
         }
-        for key in ("pilothouse_cds_spread_ms", "floor_cds_spread_ms"):
-            _put(row, key, point.get(key))
-        row.update(
+        rows.append(
             {
-                "ratio_to_baseline": ratio,
-                "ratio_definition": (
-                    "floor EDS spread ÷ pilothouse EDS spread (spread = last proxy's ACK time "
-                    "− first proxy's, one push; median of the runs)"
-                ),
+                "benchmark": f"fanout_curve: EDS fan-out spread at {point['proxies']} proxies "
+                f"(SotW, serve --workers {point['workers']})",
+                "baseline": baseline(point["workers"]),
+                "headline": "pilothouse_eds_spread_ms",
+                "pilothouse_eds_spread_ms": ours,
+                "floor_eds_spread_ms": floor,
+                **spreads,
+                "ratio_to_baseline": _ratio(floor, ours),
+                "ratio_definition": f"floor EDS spread ÷ pilothouse EDS spread {SPREAD_DEFINITION}",
                 "target": SPREAD_TARGET_TEXT,
-                "target_met": spread_verdict(ratio),
+                "target_met": spread_verdict(_ratio(floor, ours)),
             }
         )
-        rows.append(row)
     return rows
 
 

@@ -207,45 +207,30 @@ def _trigger(mesh: FanoutMesh, staged: FanoutMesh, work: Path) -> str:
 
 
 async def capture(
-    target: str, identity: ProxyNode, changes: tuple[str, str] | None = None
+    target: str, identity: ProxyNode, mesh: FanoutMesh | None = None
 ) -> tuple[list[Any], Recording]:
-    """What pilothouse serves one sidecar, to load the floor with; with ``changes`` (the
-    trigger, and the command that undoes both changes), also what each change sends."""
+    """What pilothouse serves one sidecar, to load the floor with; with ``mesh``, also what
+    each change sends (each made as the trigger makes it, then both undone)."""
     recording = Recording()
     async with SimulatedProxy(identity, target=target) as probe:
-        await probe.wait_for(SimulatedProxy.settled, 60)
-        load = servers.floor_load_requests(probe)
-        if changes is None:
-            return load, recording
-        trigger, undo = changes
-        for number, kind in enumerate(CHANGES, start=1):
-            mark = time.monotonic()
+
+        async def change(mesh: FanoutMesh, kinds: tuple[str, ...], state: int) -> None:
             before = len(probe.events)
-            await _shell(trigger, {"PILOTHOUSE_LOADTEST_CHANGE": str(number)})
-            await probe.wait_for(lambda p, seen=before: len(p.events) > seen, 60)
+            for kind in kinds:
+                mesh.set_state(kind, state)
+            await probe.wait_for(lambda p: len(p.events) > before, 60)
             await asyncio.sleep(1.0)  # the rest of the push (EDS after CDS, say)
             await probe.wait_for(SimulatedProxy.settled, 60)
-            recording.record(kind, probe, mark)
-        before = len(probe.events)
-        await _shell(undo, {})
-        await probe.wait_for(lambda p, seen=before: len(p.events) > seen, 60)
-        await asyncio.sleep(1.0)
+
         await probe.wait_for(SimulatedProxy.settled, 60)
+        load = servers.floor_load_requests(probe)
+        if mesh is not None:
+            for kind in CHANGES:
+                mark = time.monotonic()
+                await change(mesh, (kind,), 1)
+                recording.record(kind, probe, mark)
+            await change(mesh, CHANGES, 0)
     return load, recording
-
-
-async def _shell(command: str, env: dict[str, str]) -> None:
-    process = await asyncio.create_subprocess_shell(command, env={**os.environ, **env})
-    if await process.wait() != 0:
-        raise RuntimeError(f"{command!r} failed")
-
-
-def _undo(mesh: FanoutMesh, original: FanoutMesh, work: Path) -> str:
-    """A shell command that puts both changed files back as they were."""
-    lines = [_replace(original.root / path, mesh.root / path) for path in CHANGED]
-    script = work / "undo.sh"
-    script.write_text(" && ".join(lines) + "\n", encoding="utf-8")
-    return f"sh {shlex.quote(str(script))}"
 
 
 async def floor_run(
@@ -471,18 +456,15 @@ async def run(options: Options) -> dict[str, Any]:
         staged.write()
         staged.set_state("cds", 1)
         staged.set_state("eds", 1)
-        original = FanoutMesh(work / "original", *shape)
-        original.write()
         env = {"PILOTHOUSE_FILE_DEBOUNCE": "0.05", "PILOTHOUSE_DEBOUNCE_AFTER": "0.1"}
         async with contextlib.AsyncExitStack() as stack:
             server, target = await servers.serving_pilothouse(
                 stack, mesh.root, work / "pilothouse.log", env, options.workers
             )
-            changes = (_trigger(mesh, staged, work), _undo(mesh, original, work))
             load, recording = await capture(
                 target,
                 fleet_identities(1, namespaces=mesh.namespace_names, app="probe")[0],
-                changes if options.baseline else None,
+                mesh if options.baseline else None,
             )
             argv = [
                 "--namespaces", ",".join(mesh.namespace_names), "--scenario", "push",

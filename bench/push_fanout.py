@@ -73,10 +73,7 @@ KIB_TARGET = 100.0
 SPREAD_TARGET = 0.7
 SPREAD_TARGET_PROXIES = 1000
 SPREAD_TARGET_TEXT = "EDS spread ≥ 0.7 of the floor's at 1,000 proxies"
-SPREAD_DEFINITION = (
-    "floor spread ÷ pilothouse spread (spread = last proxy's ACK time − first proxy's, one "
-    "push; median of the runs)"
-)
+SPREAD_DEFINITION = "(spread = last proxy's ACK time − first proxy's, one push; median of the runs)"
 
 
 @dataclass(frozen=True)
@@ -329,7 +326,7 @@ def spread_group(shape: Options, ours: ServerFigures, floor: ServerFigures) -> d
     judged = shape.proxies == SPREAD_TARGET_PROXIES
     return group | {
         "ratio_to_baseline": eds,
-        "ratio_definition": f"EDS: {SPREAD_DEFINITION}",
+        "ratio_definition": f"EDS: floor spread ÷ pilothouse spread {SPREAD_DEFINITION}",
         "target": SPREAD_TARGET_TEXT,
         "target_met": spread_verdict(eds)
         if judged
