@@ -1,4 +1,4 @@
-"""One endpoint churn run against a converged fleet, and the figures of several.
+"""One endpoint churn run against a converged fleet, and the sides that run it.
 
 ``make_events`` makes an event every ``1/rate`` seconds for ``duration`` seconds on a
 thread of its own (a file write for pilothouse) and hands each to the ledger (and, for
@@ -6,12 +6,10 @@ the floor, to its batcher). ``churn`` then waits until every proxy has every eve
 ``timeout`` seconds after the last one, and reads what the fleet received and the CPU the
 server used over the window from the first event to the end of that wait.
 
-Every side's figures (``SIDE_ROWS``) are medians of its runs' figures; ``size_group`` is
-one fleet size's JSON object for ``run_all.py``: the headline is per event, the time from
-the event's own write to the moment the slowest proxy ACKed a load assignment holding it
-(its p99 over the run's events, against the issue's 1 s). Ratios are floor ÷ pilothouse,
-on the p99 beyond debounce (each side minus the batching it was given), as in the push
-fan-out benchmark: 1.0 means as fast as the bare transport.
+``Churns`` runs it for each side: pilothouse (its events written as files, the file
+watcher's share of each read back from its log), the transport floor (the same events
+handed to its batcher, ``churn_floor.py``, the floor loaded with what pilothouse served)
+and ``serve --workers N`` (started for the run on a copy of the mesh of its own).
 """
 
 from __future__ import annotations

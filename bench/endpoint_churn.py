@@ -20,7 +20,7 @@ debounce subtract the file debounce and that push window.
 The baseline, in the same run, is the transport floor (``harness/floor.py``)
 with its own fleet of N, making the same kind of events at the same rate and
 pushing the same ClusterLoadAssignment bytes (pilothouse's, with the address
-replaced), batched by pilothouse's debounce rules (``churn_runs.py``). For
+replaced), batched by pilothouse's debounce rules (``churn_floor.py``). For
 each fleet size pilothouse's run comes first, then the floor's. Target: event
 p99 ≤ 1 s.
 
@@ -30,8 +30,9 @@ sees none of its events), the same fleet size and the same churn; its figures ar
 ``pilothouse_workers_N_*`` fields (CPU: every worker's). The kernel spreads the fleet's
 channels over the workers (SO_REUSEPORT), not always evenly.
 
-The file watcher's share of each event (from pilothouse's log) and the floor's batching
-are in ``harness/churn.py`` and ``churn_floor.py``; the figures in ``churn_runs.py``.
+Every side's figures (``SIDE_ROWS``) are medians of its runs' figures; ratios are
+floor ÷ pilothouse on the p99 beyond debounce (each side minus the batching it was
+given): 1.0 means as fast as the bare transport. One run of each side is ``churn_runs.py``.
 
 Run: ``.venv/bin/python bench/endpoint_churn.py`` (``--sizes 250,500,1000
 --rate 50 --duration 20``); one JSON line per fleet size on stdout.
