@@ -47,6 +47,7 @@ import sys
 import tempfile
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -111,15 +112,24 @@ def _errors(runs: Sequence[ChurnRun]) -> str:
     )
 
 
+def _at(figure: Callable[[ChurnRun], Sequence[float]], index: int) -> Callable[[ChurnRun], float]:
+    """One of a run's p50/p90/p99 (or quarter) figures."""
+
+    def read(run: ChurnRun) -> float:
+        return figure(run)[index]
+
+    return read
+
+
 QUARTILES = ((0, "p50"), (1, "p90"), (2, "p99"))
 SIDE_ROWS: tuple[Row, ...] = (
     medians("{side}_events", lambda r: r.events, round),
     medians("{side}_events_per_s", lambda r: r.rate, rounded(1)),
-    *(medians(f"{{side}}_event_{q}_ms", lambda r, i=i: r.completion[i], ms) for i, q in QUARTILES),
+    *(medians(f"{{side}}_event_{q}_ms", _at(lambda r: r.completion, i), ms) for i, q in QUARTILES),
     medians("{side}_event_max_ms", lambda r: r.completion_max, ms),
     ("{side}_event_p50_by_quarter_of_the_run_ms", lambda runs: list(map(ms, _quarters(runs)))),
     *(
-        medians(f"{{side}}_per_proxy_{q}_ms", lambda r, i=i: r.per_proxy[i], ms)
+        medians(f"{{side}}_per_proxy_{q}_ms", _at(lambda r: r.per_proxy, i), ms)
         for i, q in QUARTILES
     ),
     medians("{side}_eds_responses_per_s", lambda r: r.responses_per_second, round),
@@ -145,7 +155,7 @@ SIDE_ROWS: tuple[Row, ...] = (
 
 
 def _quarters(runs: Sequence[ChurnRun]) -> list[float]:
-    return [_median(runs, lambda r, q=q: r.completion_by_quarter[q]) for q in range(4)]
+    return [_median(runs, _at(lambda r: r.completion_by_quarter, q)) for q in range(4)]
 
 
 def _p99(runs: Sequence[ChurnRun]) -> float:
@@ -156,7 +166,7 @@ def _pilothouse(side: str, runs: Sequence[ChurnRun], debounce: float) -> dict[st
     """A pilothouse side's figures: every side's, and those beyond its debounce."""
     figures = per_side(SIDE_ROWS, {side: runs})
     for i, q in ((0, "p50"), (2, "p99")):
-        beyond = ms(_median(runs, lambda r, i=i: r.completion[i]) - debounce)
+        beyond = ms(_median(runs, _at(lambda r: r.completion, i)) - debounce)
         figures[f"{side}_event_{q}_beyond_debounce_ms"] = beyond
     return figures
 
@@ -253,6 +263,11 @@ def _p50_s(runs: Sequence[ChurnRun]) -> float:
     return round(_median(runs, lambda r: r.completion[0]), 3)
 
 
+def _each(run: Callable[[], Awaitable[ChurnRun]]) -> Callable[[int], Awaitable[ChurnRun]]:
+    """A side that runs the same way every round."""
+    return lambda _: run()
+
+
 async def run(options: ChurnOptions) -> None:
     note(f"open file limit {raise_open_file_limit()}")
     with tempfile.TemporaryDirectory(prefix="endpoint-churn-") as folder:
@@ -267,12 +282,12 @@ async def run(options: ChurnOptions) -> None:
             churns = Churns(options, mesh, work, control)
             sides: dict[str, Callable[[int], Awaitable[ChurnRun]]] = {}
             for n in options.sizes:
-                sides[f"pilothouse {n}"] = lambda _, n=n: churns.pilothouse(
-                    ours, ours_target, mesh, n
+                sides[f"pilothouse {n}"] = _each(
+                    partial(churns.pilothouse, ours, ours_target, mesh, n)
                 )
-                sides[f"floor {n}"] = lambda _, n=n: churns.floor(floor, floor_target, n)
+                sides[f"floor {n}"] = _each(partial(churns.floor, floor, floor_target, n))
                 if options.workers > 1:
-                    sides[f"workers {n}"] = lambda _, n=n: churns.workers(n)
+                    sides[f"workers {n}"] = _each(partial(churns.workers, n))
             runs = await alternate(options.runs, sides)
     sizes = [
         ChurnSize(

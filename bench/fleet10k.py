@@ -313,7 +313,7 @@ def kib_per_connection(report: dict[str, Any], proxies: int) -> float | None:
     start, connected = rss.get("start"), rss.get("connected")
     if start is None or connected is None:
         return None
-    return round((connected - start) / 1024 / proxies, 1)
+    return round((float(connected) - float(start)) / 1024 / proxies, 1)
 
 
 def _verdict(met: bool, p99: float | None, rss: int | None) -> str:

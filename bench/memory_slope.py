@@ -97,8 +97,12 @@ async def measure(options: Options, mesh: FanoutMesh, work: Path) -> list[Point]
     async with contextlib.AsyncExitStack() as stack:
         ours, ours_target = await servers.serving_pilothouse(stack, mesh.root, work / "ours.log")
         floor, floor_target, control = await servers.serving_floor(stack, work / "floor.log")
-        for side in fleets.values():
-            stack.push_async_callback(lambda side=side: asyncio.gather(*(f.close() for f in side)))
+
+        async def close_fleets() -> None:
+            for fleet in (fleet for side in fleets.values() for fleet in side):
+                await fleet.close()
+
+        stack.push_async_callback(close_fleets)
         for step in options.steps:
             rss["pilothouse"][step] = await grow(
                 ours, fleets["pilothouse"], ours_target, step, options
@@ -124,16 +128,17 @@ def slope_kib(points: Sequence[Point], low: int, high: int, pick: str) -> float:
     return float(rise) / (high - low)
 
 
+def _slope_row(points: Sequence[Point], low: int, high: int) -> Row:
+    key = f"{{side}}_kib_per_proxy_{low}_to_{high}"
+    return key, lambda side: round(slope_kib(points, low, high, side), 1)
+
+
 def report(points: Sequence[Point], services: int) -> dict[str, Any]:
     """The JSON object ``run_all.py`` records."""
     ours = slope_kib(points, SLOPE_FROM, SLOPE_TO, "pilothouse")
     first, span = points[0].proxies, f"{SLOPE_FROM}_to_{SLOPE_TO}"
     sides = {"pilothouse": "pilothouse", "floor": "floor"}
-    rows: tuple[Row, ...] = tuple(
-        (f"{{side}}_kib_per_proxy_{low}_to_{high}", lambda side, low=low, high=high: round(
-            slope_kib(points, low, high, side), 1))
-        for low, high in ((SLOPE_FROM, SLOPE_TO), (first, SLOPE_FROM))
-    )  # fmt: skip
+    rows = (_slope_row(points, SLOPE_FROM, SLOPE_TO), _slope_row(points, first, SLOPE_FROM))
     return {
         "benchmark": "memory_slope: server RSS per connected proxy (SotW sidecars)",
         "baseline": BASELINE,
