@@ -18,6 +18,11 @@ target: all 2,000 converged within 10 s with the rate never exceeded, which need
 of at least about 250 a second. Ratio = seconds with the limit off ÷ seconds with it on
 (below 1: the limit costs that much time).
 
+The server runs with ``--log-level info,xds.admission:debug`` and writes one line per
+stream it admits (``xds stream admitted at=<seconds since the epoch>``, the moment its
+token was taken, to the microsecond) and per stream it refuses (``xds stream refused
+reason=...``); ``busiest_window`` is the most admissions in any half-open one-second span.
+
 Run: ``.venv/bin/python bench/admission_storm.py`` (``--proxies 2000 --rate 250
 --waits 1,10 --runs 2``); one JSON line per wait on stdout.
 """
@@ -26,12 +31,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
 import contextlib
 import math
+import re
 import sys
 import tempfile
-import time
-from collections.abc import Awaitable, Callable
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,18 +46,14 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.admission_figures import Admissions
-from bench.harness.figures import emit, note
-from bench.harness.fleet import connect
+from bench.harness.figures import Row, emit, mib, note, per_side
 from bench.harness.mesh import FanoutMesh
 from bench.harness.options import fleet_parser, parsed
 from bench.harness.rounds import alternate, median
-from bench.harness.servers import pilothouse_target, raise_open_file_limit, start_pilothouse
-from bench.harness.storm import StormRun, storm
+from bench.harness.servers import raise_open_file_limit, serving_pilothouse
+from bench.harness.storm import STORM_ROWS, StormRun, storm_on
 from pilothouse.settings import AdmissionSettings
 
-SETTLE = 1.0
-"""Seconds a freshly started server is left alone before the storm."""
 LOG_LEVEL = "info,xds.admission:debug"
 
 
@@ -67,6 +70,54 @@ class Options:
     streams_per_channel: int
     timeout: float
     target: float
+
+
+_STAMP = r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})Z debug xds\.admission "
+_ADMITTED = re.compile(_STAMP + r"xds stream admitted at=(\d+\.\d+)", re.MULTILINE)
+_REFUSED = re.compile(_STAMP + r"xds stream refused reason=(\w+)", re.MULTILINE)
+
+
+def admitted_times(log: str) -> list[float]:
+    """When each stream was admitted (seconds since the epoch), in order."""
+    return sorted(float(found.group(2)) for found in _ADMITTED.finditer(log))
+
+
+def refusals(log: str) -> Counter[str]:
+    """Refused streams by reason."""
+    return Counter(found.group(2) for found in _REFUSED.finditer(log))
+
+
+def busiest_window(times: Sequence[float], length: float = 1.0) -> int:
+    """The most of ``times`` (sorted) within any half-open span ``[t, t + length)``."""
+    most = 0
+    for index, start in enumerate(times):
+        # the window that starts at an admission is the fullest among those around it
+        end = bisect.bisect_left(times, start + length - 1e-9, lo=index)
+        most = max(most, end - index)
+    return most
+
+
+@dataclass(frozen=True)
+class Admissions:
+    """One storm's admissions as the server logged them."""
+
+    admitted: int
+    busiest_second: int
+    """Most admissions in any one-second span."""
+    mean_rate: float
+    """Admissions per second from the first to the last (0 with fewer than two)."""
+    refused: dict[str, int]
+
+    @classmethod
+    def from_log(cls, log: str) -> Admissions:
+        times = admitted_times(log)
+        span = times[-1] - times[0] if len(times) > 1 else 0.0
+        return cls(
+            admitted=len(times),
+            busiest_second=busiest_window(times),
+            mean_rate=(len(times) - 1) / span if span > 0 else 0.0,
+            refused=dict(sorted(refusals(log).items())),
+        )
 
 
 @dataclass(frozen=True)
@@ -87,49 +138,44 @@ async def one_storm(
         "PILOTHOUSE_LOG_LEVEL": LOG_LEVEL,
     }
     async with contextlib.AsyncExitStack() as stack:
-        server = start_pilothouse(mesh.root, log, env=env)
-        stack.callback(server.stop)
-        target = await pilothouse_target(server)
-        await asyncio.sleep(SETTLE)
-        fleet = connect(
-            target,
-            options.proxies,
-            mesh.namespace_names,
-            streams_per_channel=options.streams_per_channel,
-        )
-        stack.push_async_callback(fleet.close)
-        run = await storm(fleet, server, options.timeout)
+        server, target = await serving_pilothouse(stack, mesh.root, log, env)
+        run, _ = await storm_on(
+            stack, server, target, options.proxies, mesh.namespace_names,
+            streams_per_channel=options.streams_per_channel, timeout=options.timeout,
+        )  # fmt: skip
         return Side(run, Admissions.from_log(server.output()))
 
 
-def _side_figures(prefix: str, sides: list[Side]) -> dict[str, Any]:
-    runs = [side.run for side in sides]
-    refused: dict[str, int] = {}
+def _refused(sides: Sequence[Side]) -> dict[str, int] | str:
+    refused: Counter[str] = Counter()
     for side in sides:
-        for reason, count in side.admissions.refused.items():
-            refused[reason] = refused.get(reason, 0) + count
-    return {
-        f"{prefix}_s": round(median([run.seconds for run in runs]), 2),
-        f"{prefix}_runs_s": [round(run.seconds, 2) for run in runs],
-        f"{prefix}_per_proxy_p50_s": round(median([run.percentile(50) for run in runs]), 2),
-        f"{prefix}_per_proxy_p99_s": round(median([run.percentile(99) for run in runs]), 2),
-        f"{prefix}_unconverged_worst_run": max(run.unconverged for run in runs),
-        f"{prefix}_busiest_second_admitted": max(s.admissions.busiest_second for s in sides),
-        f"{prefix}_busiest_second_runs": [s.admissions.busiest_second for s in sides],
-        f"{prefix}_mean_admission_rate_per_s": round(
-            median([s.admissions.mean_rate for s in sides]), 1
-        ),
-        f"{prefix}_refused_all_runs": refused or "none",
-        f"{prefix}_client_stream_failures_all_runs": sum(run.stream_failures for run in runs),
-        f"{prefix}_nacks_all_runs": sum(run.nacks for run in runs),
-        f"{prefix}_server_peak_rss_mib": round(
-            median([run.peak_rss_kib for run in runs]) / 1024, 1
-        ),
-        f"{prefix}_server_rss_before_mib": round(
-            median([run.rss_before_kib for run in runs]) / 1024, 1
-        ),
-        f"{prefix}_server_cpu_s": round(median([run.cpu_seconds for run in runs]), 2),
-    }
+        refused.update(side.admissions.refused)
+    return dict(refused) or "none"
+
+
+def _busiest(sides: Sequence[Side]) -> list[int]:
+    return [side.admissions.busiest_second for side in sides]
+
+
+ADMISSION_ROWS: tuple[Row, ...] = (
+    *(
+        (key, lambda sides, read=read: read([side.run for side in sides]))
+        for key, read in STORM_ROWS
+    ),
+    ("{side}_unconverged_worst_run", lambda sides: max(side.run.unconverged for side in sides)),
+    ("{side}_busiest_second_admitted", lambda sides: max(_busiest(sides))),
+    ("{side}_busiest_second_runs", _busiest),
+    (
+        "{side}_mean_admission_rate_per_s",
+        lambda sides: round(median(side.admissions.mean_rate for side in sides), 1),
+    ),
+    ("{side}_refused_all_runs", _refused),
+    (
+        "{side}_client_stream_failures_all_runs",
+        lambda sides: sum(side.run.stream_failures for side in sides),
+    ),
+    ("{side}_nacks_all_runs", lambda sides: sum(side.run.nacks for side in sides)),
+)
 
 
 def verdict(options: Options, limited: list[Side]) -> str:
@@ -176,8 +222,7 @@ def report(
         "client_backoff": "Envoy's: jittered, 0.5 s × (2ⁿ − 1) up to 30 s, reset by a response",
         "busiest_second_definition": "most streams admitted in any span [t, t + 1 s), from the "
         "moment each stream's token was taken (logged with it), worst run",
-        **_side_figures("pilothouse", limited),
-        **_side_figures("admission_off", unlimited),
+        **per_side(ADMISSION_ROWS, {"pilothouse": limited, "admission_off": unlimited}),
         "ratio_to_baseline": round(off / ours, 2) if ours > 0 else float("inf"),
         "ratio_definition": "seconds with admission off ÷ seconds with it on (1 = no slower)",
         "target": f"all {options.proxies} converged ≤ {options.target:g} s, at most "
@@ -187,7 +232,6 @@ def report(
 
 
 async def run(options: Options) -> None:
-    began = time.monotonic()
     note(f"open file limit {raise_open_file_limit()}")
     with tempfile.TemporaryDirectory(prefix="admission-storm-") as folder:
         work = Path(folder)
@@ -203,7 +247,7 @@ async def run(options: Options) -> None:
                     f"p99 {side.run.percentile(99):.2f}s unconverged {side.run.unconverged} "
                     f"busiest second {side.admissions.busiest_second} mean "
                     f"{side.admissions.mean_rate:.0f}/s refused {side.admissions.refused} "
-                    f"peak {side.run.peak_rss_kib / 1024:.0f} MiB cpu {side.run.cpu_seconds:.1f}s"
+                    f"peak {mib(side.run.peak_rss_kib)} MiB cpu {side.run.cpu_seconds:.1f}s"
                 )
                 return side
 
@@ -212,7 +256,6 @@ async def run(options: Options) -> None:
         plan = {f"{wait:g}": side(options.rate, wait) for wait in options.waits}
         sides = await alternate(options.runs, {**plan, "off": side(0.0, 1.0)})
     emit(report(options, wait, sides[f"{wait:g}"], sides["off"]) for wait in options.waits)
-    note(f"done in {time.monotonic() - began:.0f}s")
 
 
 def _waits(text: str) -> tuple[float, ...]:
@@ -244,9 +287,5 @@ def parse_options(argv: list[str] | None = None) -> Options:
     return options
 
 
-def main() -> None:
-    asyncio.run(run(parse_options()))
-
-
 if __name__ == "__main__":
-    main()
+    asyncio.run(run(parse_options()))

@@ -1,21 +1,14 @@
 """The floor's side of the endpoint churn: the same events, batched the way pilothouse batches.
 
-The transport floor has no debouncer and no per-connection push queue: every
-push it is handed becomes one queued response per stream, so handed 50
-pushes a second for a thousand streams it would fall ever further behind.
-``FloorBatcher`` therefore gives it pilothouse's batching rules, outside it:
-
-- events merge into a pending batch, released once no event has come for
-  ``after`` seconds or ``maximum`` seconds after its first event, whichever
-  is sooner (pilothouse's ``PILOTHOUSE_DEBOUNCE_AFTER`` and
-  ``PILOTHOUSE_DEBOUNCE_MAX`` rules);
-- a batch is not released while the previous one is still on its way
-  (pilothouse's debouncer holds a release while a push is in flight, and its
-  push queue merges what a busy connection is owed); here "on its way" means
-  not yet ACKed by every proxy, or at most ``gate`` seconds;
-- a release is one control call pushing the latest load assignment of every
-  service the batch changed, each made from the bytes pilothouse served for
-  that service with only the churned address replaced.
+The transport floor has no debouncer and no per-connection push queue: handed 50 pushes a
+second for a thousand streams it would fall ever further behind. ``FloorBatcher`` gives it
+pilothouse's batching rules, outside it: events merge into a pending batch, released once
+no event has come for ``after`` seconds or ``maximum`` seconds after its first event,
+whichever is sooner (``PILOTHOUSE_DEBOUNCE_AFTER``, ``PILOTHOUSE_DEBOUNCE_MAX``); a batch
+is not released while the previous one is not yet ACKed by every proxy, or at most
+``gate`` seconds (pilothouse holds a release while a push is in flight); a release is one
+control call pushing the latest load assignment of every service the batch changed, made
+from the bytes pilothouse served with only the churned address replaced.
 """
 
 from __future__ import annotations
@@ -29,8 +22,7 @@ from typing import Any
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 from google.protobuf import any_pb2
 
-from bench.churn_events import ChurnEvent, with_address
-from bench.churn_ledger import ChurnLedger
+from bench.harness.churn import ChurnEvent, ChurnLedger, with_address
 from pilothouse.protocol.type_urls import EDS
 
 POLL = 0.005

@@ -5,10 +5,10 @@ curve) are connected to ``pilothouse serve`` on the push fan-out mesh
 (``harness/mesh.py``: 100 ServiceEntries with WorkloadEntries, all visible to
 every proxy). Then, for ``--duration`` seconds, ``--rate`` events a second
 each move one WorkloadEntry to a new address by rewriting its file, services
-in turn (``churn_events.py``). For every event the time from its own file
+in turn (``harness/churn.py``). For every event the time from its own file
 write until every proxy has ACKed a ClusterLoadAssignment holding the new
 address (or a later one of the same endpoint) is recorded, however many
-events one push carried (``churn_ledger.py``); p50/p90/p99 over events (the
+events one push carried; p50/p90/p99 over events (the
 slowest proxy of each) and over every (event, proxy) are reported, with EDS
 responses and bytes a second received by the fleet, errors, and the server's
 CPU. pilothouse is given ``PILOTHOUSE_FILE_DEBOUNCE``,
@@ -30,6 +30,10 @@ sees none of its events), the same fleet size and the same churn; its figures ar
 ``pilothouse_workers_N_*`` fields (CPU: every worker's). The kernel spreads the fleet's
 channels over the workers (SO_REUSEPORT), not always evenly.
 
+Every side's figures (``SIDE_ROWS``) are medians of its runs' figures; ratios are
+floor ÷ pilothouse on the p99 beyond debounce (each side minus the batching it was
+given): 1.0 means as fast as the bare transport. One run of each side is ``churn_runs.py``.
+
 Run: ``.venv/bin/python bench/endpoint_churn.py`` (``--sizes 250,500,1000
 --rate 50 --duration 20``); one JSON line per fleet size on stdout.
 """
@@ -38,317 +42,266 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import statistics
 import sys
 import tempfile
-import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.churn_events import ChurnEvent, ChurnSchedule, write_event
-from bench.churn_floor import FloorBatcher, FloorPusher, Template, completions_from_release
-from bench.churn_ledger import ChurnLedger
-from bench.churn_report import ChurnShape, ChurnSize, figure_groups
-from bench.churn_runs import ChurnPlan, ChurnRun, churn
-from bench.churn_watchlog import config_updates, watch_latencies
-from bench.harness.figures import emit, note
-from bench.harness.fleet import connect, start_converged
-from bench.harness.mesh import FanoutMesh, endpoint_address
+from bench.churn_runs import ChurnOptions, ChurnRun, Churns, as_three, pilothouse_environment
+from bench.harness.figures import Row, emit, medians, ms, note, per_side, ratio, rounded
+from bench.harness.mesh import FanoutMesh
 from bench.harness.options import fleet_parser, parsed, sizes
-from bench.harness.process import ServerProcess
-from bench.harness.rounds import QUANTILES, alternate, percentiles
-from bench.harness.servers import (
-    FloorControl,
-    floor_load_requests,
-    floor_target,
-    idle_cpu_rate,
-    pilothouse_target,
-    raise_open_file_limit,
-    start_floor,
-    start_pilothouse,
-)
-from pilothouse.loadtest.fleet import ProxyFleet
-from pilothouse.protocol.type_urls import EDS
+from bench.harness.rounds import alternate, percentiles
+from bench.harness.servers import raise_open_file_limit, serving_floor, serving_pilothouse
 
-SETTLE = 1.0
-IDLE_SAMPLE = 1.0
+BASELINE = (
+    "transport floor (bench/harness/floor.py): a bare grpc.aio ADS server pushing the same "
+    "ClusterLoadAssignment bytes for the same events at the same rate to the same fleet, "
+    "batched by pilothouse's debounce rules outside it (bench/churn_floor.py)"
+)
+LATENCY_DEFINITION = (
+    "per event: from its own WorkloadEntry file write (floor: its own instant) until the "
+    "slowest proxy has ACKed a ClusterLoadAssignment holding the event's address, or a later "
+    "address of the same endpoint (a version that contains the change); events merged into "
+    "one push each keep their own start. Every proxy sees every service, so every proxy "
+    "should see every event"
+)
 
 
 @dataclass(frozen=True)
-class Options:
-    sizes: tuple[int, ...]
-    runs: int
-    rate: float
-    duration: float
-    services: int
-    namespaces: int
-    endpoints: int
-    streams_per_channel: int
-    file_debounce: float
-    debounce_after: float
-    debounce_max: float
-    connect_timeout: float
-    timeout: float
-    gate: float
-    target: float
-    workers: int = 1
+class ChurnSize:
+    """Every side's runs at one fleet size."""
+
+    ours: tuple[ChurnRun, ...]
+    floor: tuple[ChurnRun, ...]
+    workers: tuple[ChurnRun, ...] = ()
+    """``serve --workers N`` runs (none unless asked)."""
+    worker_count: int = 1
+
+    @property
+    def proxies(self) -> int:
+        return self.ours[0].proxies
 
 
-def _nothing(event: ChurnEvent) -> None:
-    """The floor's events are not written anywhere: the batcher gets them."""
+def _median(runs: Sequence[ChurnRun], figure: Callable[[ChurnRun], float]) -> float:
+    return float(statistics.median(figure(run) for run in runs))
 
 
-def _three(values: tuple[float, ...]) -> tuple[float, float, float]:
-    first, second, third = values
-    return first, second, third
+def _triple(
+    runs: Sequence[ChurnRun], figure: Callable[[ChurnRun], tuple[float, float, float] | None]
+) -> tuple[float, float, float] | None:
+    """The median over runs of a p50/p90/p99 figure some runs may lack (None: all lack it)."""
+    present = [value for value in map(figure, runs) if value is not None]
+    if not present:
+        return None
+    return as_three(tuple(float(statistics.median(v[i] for v in present)) for i in range(3)))
 
 
-class Churns:
-    """Both servers, their fleets in turn, and every run's figures."""
+def _errors(runs: Sequence[ChurnRun]) -> str:
+    return (
+        f"events missed {max(r.missed for r in runs)} (worst run), stream failures "
+        f"{sum(r.stream_failures for r in runs)}, reconnects "
+        f"{sum(r.reconnects for r in runs)}, NACKs {sum(r.nacks for r in runs)}"
+    )
 
-    def __init__(
-        self,
-        options: Options,
-        shape: ChurnShape,
-        mesh: FanoutMesh,
-        ours: ServerProcess,
-        ours_target: str,
-        floor: ServerProcess,
-        control: FloorControl,
-        floor_address: str,
-    ) -> None:
-        """``ours``/``ours_target``: the single-process server, on ``mesh``."""
-        self.options = options
-        self.shape = shape
-        self.mesh = mesh
-        self.ours = ours
-        self.ours_target = ours_target
-        self.floor = floor
-        self.control = control
-        self.floor_address = floor_address
-        self.schedule = ChurnSchedule(mesh.services)
-        self.plan = ChurnPlan(options.rate, options.duration, options.timeout)
-        self.service_of = {mesh.cluster(s): s for s in range(mesh.services)}
-        self.templates: dict[int, Template] = {}
-        self.runs: dict[tuple[str, int], list[ChurnRun]] = {}
 
-    async def _connect(
-        self, target: str, proxies: int, stack: contextlib.AsyncExitStack
-    ) -> ProxyFleet:
-        fleet = connect(
-            target,
-            proxies,
-            self.mesh.namespace_names,
-            streams_per_channel=self.options.streams_per_channel,
+def _at(figure: Callable[[ChurnRun], Sequence[float]], index: int) -> Callable[[ChurnRun], float]:
+    """One of a run's p50/p90/p99 (or quarter) figures."""
+
+    def read(run: ChurnRun) -> float:
+        return figure(run)[index]
+
+    return read
+
+
+QUARTILES = ((0, "p50"), (1, "p90"), (2, "p99"))
+SIDE_ROWS: tuple[Row, ...] = (
+    medians("{side}_events", lambda r: r.events, round),
+    medians("{side}_events_per_s", lambda r: r.rate, rounded(1)),
+    *(medians(f"{{side}}_event_{q}_ms", _at(lambda r: r.completion, i), ms) for i, q in QUARTILES),
+    medians("{side}_event_max_ms", lambda r: r.completion_max, ms),
+    ("{side}_event_p50_by_quarter_of_the_run_ms", lambda runs: list(map(ms, _quarters(runs)))),
+    *(
+        medians(f"{{side}}_per_proxy_{q}_ms", _at(lambda r: r.per_proxy, i), ms)
+        for i, q in QUARTILES
+    ),
+    medians("{side}_eds_responses_per_s", lambda r: r.responses_per_second, round),
+    medians(
+        "{side}_eds_responses_per_proxy_per_s",
+        lambda r: r.responses_per_second / r.proxies,
+        rounded(2),
+    ),
+    medians("{side}_eds_mb_per_s", lambda r: r.bytes_per_second / 1e6, rounded(2)),
+    medians("{side}_server_cpu_cores", lambda r: r.cpu_cores, rounded(2)),
+    medians("{side}_server_idle_cpu_cores", lambda r: r.idle_cpu_rate, rounded(3)),
+    medians(
+        "load_generator_cpu_cores_{side}_run",
+        lambda r: r.load_generator_cpu_seconds / r.window,
+        rounded(2),
+    ),
+    medians(
+        "{side}_server_cpu_ms_per_event", lambda r: 1000 * r.cpu_seconds / r.events, rounded(1)
+    ),
+    ("{side}_errors", _errors),
+)
+"""Every side's figures, medians of its runs' figures."""
+
+
+def _quarters(runs: Sequence[ChurnRun]) -> list[float]:
+    return [_median(runs, _at(lambda r: r.completion_by_quarter, q)) for q in range(4)]
+
+
+def _p99(runs: Sequence[ChurnRun]) -> float:
+    return _median(runs, lambda r: r.completion[2])
+
+
+def _pilothouse(side: str, runs: Sequence[ChurnRun], debounce: float) -> dict[str, Any]:
+    """A pilothouse side's figures: every side's, and those beyond its debounce."""
+    figures = per_side(SIDE_ROWS, {side: runs})
+    for i, q in ((0, "p50"), (2, "p99")):
+        beyond = ms(_median(runs, _at(lambda r: r.completion, i)) - debounce)
+        figures[f"{side}_event_{q}_beyond_debounce_ms"] = beyond
+    return figures
+
+
+def verdict(p99: float, missed: int, target: float) -> str:
+    if missed:
+        return f"no: {missed} events never reached every proxy"
+    if p99 <= target:
+        return "yes"
+    return f"no: missed by {ms(p99 - target):.0f} ms ({p99 / target:.2f}× the target)"
+
+
+def size_group(shape: ChurnOptions, size: ChurnSize) -> dict[str, Any]:
+    ours, floor = size.ours, size.floor
+    debounce = shape.pilothouse_debounce
+    group: dict[str, Any] = {
+        "benchmark": f"endpoint_churn: {shape.rate:g} endpoint changes/s for "
+        f"{shape.duration:g} s to {size.proxies} SotW proxies",
+        "baseline": BASELINE,
+        "services_per_proxy": shape.services,
+        "runs": f"{len(ours)} per server (median of the runs' figures)",
+        "streams_per_connection": shape.streams_per_channel,
+        "event": "one WorkloadEntry's address changes (its file rewritten); services in turn",
+        "latency_definition": LATENCY_DEFINITION,
+        "debounce_ms": (
+            f"{ms(debounce)} (file {ms(shape.file_debounce)} + push window "
+            f"{ms(shape.push_window)}: PILOTHOUSE_FILE_DEBOUNCE={shape.file_debounce:g}, "
+            f"PILOTHOUSE_DEBOUNCE_AFTER={shape.debounce_after:g}, "
+            f"PILOTHOUSE_DEBOUNCE_MAX={shape.debounce_max:g}, EDS debounce on); the floor's "
+            "events wait in the same push window (batched outside it), which its push → ACK "
+            "figures leave out"
+        ),
+        **_pilothouse("pilothouse", ours, debounce),
+    }
+    measured = _triple(ours, lambda r: r.beyond_measured)
+    if measured is not None:
+        group["pilothouse_event_p50_beyond_measured_debounce_ms"] = ms(measured[0])
+        group["pilothouse_event_p99_beyond_measured_debounce_ms"] = ms(measured[2])
+        group["beyond_measured_debounce_definition"] = (
+            "per event: its time minus its own file write → config event time (from "
+            "pilothouse's log) and the push window"
         )
-        stack.push_async_callback(fleet.close)
-        await start_converged(fleet, self.options.connect_timeout, target)
-        await asyncio.sleep(SETTLE)
-        return fleet
-
-    async def _record_floor(self, fleet: ProxyFleet) -> None:
-        """Load the floor with what pilothouse served before any event, and keep each
-        service's load assignment as the template of the floor's pushes."""
-        probe = fleet.proxies[0]
-        held = probe.holds(EDS)
-        for service in range(self.mesh.services):
-            name = self.mesh.cluster(service)
-            self.templates[service] = Template(
-                name, held[name].body, endpoint_address(service, 0, 0)
-            )
-        await self.control.load(floor_load_requests(probe))
-
-    def _ledger(self, fleet: ProxyFleet) -> ChurnLedger:
-        return ChurnLedger(len(fleet.proxies), self.mesh.services)
-
-    async def pilothouse(self, proxies: int) -> ChurnRun:
-        return await self.pilothouse_on(self.ours, self.ours_target, self.mesh, proxies)
-
-    async def pilothouse_on(
-        self,
-        server: ServerProcess,
-        target: str,
-        mesh: FanoutMesh,
-        proxies: int,
-        side: str = "pilothouse",
-    ) -> ChurnRun:
-        """One churn run of a pilothouse server serving ``mesh`` (where events are written)."""
-        async with contextlib.AsyncExitStack() as stack:
-            fleet = await self._connect(target, proxies, stack)
-            if not self.templates:
-                await self._record_floor(fleet)
-            idle = await idle_cpu_rate(server, IDLE_SAMPLE)
-            offset = len(server.output())
-
-            def write(event: ChurnEvent) -> None:
-                write_event(mesh, event)
-
-            ledger = self._ledger(fleet)
-            run, events = await churn(
-                fleet,
-                server,
-                self.plan,
-                self.schedule,
-                write,
-                ledger,
-                self.service_of,
-                idle_cpu_rate=idle,
-            )
-        watch = watch_latencies(events, config_updates(server.output(), offset))
-        window = self.shape.push_window
-        beyond = [
-            completion - seen - window
-            for completion, seen in zip(ledger.completions(), watch, strict=True)
-            if completion is not None and seen is not None
-        ]
-        run = replace(
-            run,
-            watch=tuple(seen for seen in watch if seen is not None),
-            beyond_measured=_three(percentiles(beyond, QUANTILES)) if beyond else None,
-        )
-        return self._keep(side, run)
-
-    async def floor_run(self, proxies: int) -> ChurnRun:
-        async with contextlib.AsyncExitStack() as stack:
-            fleet = await self._connect(self.floor_address, proxies, stack)
-            idle = await idle_cpu_rate(self.floor, IDLE_SAMPLE)
-            ledger = self._ledger(fleet)
-            batcher = FloorBatcher(self.options.debounce_after, self.options.debounce_max)
-            pusher = FloorPusher(
-                batcher, ledger, self.templates, self.control.apply, self.options.gate
-            )
-            pushing = asyncio.get_running_loop().create_task(pusher.run())
-
-            async def stop_pushing() -> None:
-                pusher.finish()
-                pushing.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await pushing
-
-            stack.push_async_callback(stop_pushing)
-            run, _ = await churn(
-                fleet,
-                self.floor,
-                self.plan,
-                self.schedule,
-                _nothing,
-                ledger,
-                self.service_of,
-                idle_cpu_rate=idle,
-                deliver=batcher.add,
-                events_done=pusher.finish,
-            )
-            if pushing.done():
-                pushing.result()
-        from_release = completions_from_release(ledger, pusher.released)
-        run = replace(
-            run,
-            floor_pushes=pusher.pushes,
-            floor_gate_timeouts=pusher.gate_timeouts,
-            from_release=_three(percentiles(from_release, QUANTILES)) if from_release else None,
-        )
-        return self._keep("floor", run)
-
-    def _keep(self, side: str, run: ChurnRun) -> ChurnRun:
-        self.runs.setdefault((side, run.proxies), []).append(run)
-        note(
-            f"{side} {run.proxies}: {run.events} events at {run.rate:.1f}/s, event p50 "
-            f"{run.completion[0] * 1000:.0f} ms p99 {run.completion[2] * 1000:.0f} ms, missed "
-            f"{run.missed}, {run.responses_per_second:.0f} EDS responses/s, cpu "
-            f"{run.cpu_cores:.2f} cores"
-        )
-        return run
-
-    async def workers_run(self, work: Path, proxies: int) -> ChurnRun:
-        """The same churn against ``serve --workers N``, started for this run on a copy
-        of the mesh of its own, and stopped after it."""
-        options = self.options
-        mesh = FanoutMesh(
-            work / f"mesh-workers-{proxies}",
-            options.services,
-            options.namespaces,
-            options.endpoints,
-        )
-        mesh.write()
-        server = start_pilothouse(
-            mesh.root,
-            work / f"pilothouse-workers-{proxies}.log",
-            env=pilothouse_environment(options),
-            workers=options.workers,
-        )
-        try:
-            target = await pilothouse_target(server, options.workers)
-            return await self.pilothouse_on(server, target, mesh, proxies, WORKERS_SIDE)
-        finally:
-            server.stop()
-
-    def sizes(self) -> list[ChurnSize]:
-        return [
-            ChurnSize(
-                tuple(self.runs[("pilothouse", n)]),
-                tuple(self.runs[("floor", n)]),
-                tuple(self.runs.get((WORKERS_SIDE, n), ())),
-                self.options.workers,
-            )
-            for n in self.options.sizes
-        ]
-
-
-WORKERS_SIDE = "pilothouse_workers"
-
-
-def pilothouse_environment(options: Options) -> dict[str, str]:
-    return {
-        "PILOTHOUSE_FILE_DEBOUNCE": str(options.file_debounce),
-        "PILOTHOUSE_DEBOUNCE_AFTER": str(options.debounce_after),
-        "PILOTHOUSE_DEBOUNCE_MAX": str(options.debounce_max),
+    watch = [latency for run in ours for latency in run.watch]
+    if watch:
+        p50, p99 = percentiles(watch, (50.0, 99.0))
+        group["pilothouse_file_to_config_event_p50_ms"] = ms(p50)
+        group["pilothouse_file_to_config_event_p99_ms"] = ms(p99)
+    if size.workers:
+        side = f"pilothouse_workers_{size.worker_count}"
+        group |= _pilothouse(side, size.workers, debounce)
+        group[f"{side}_p99_to_one_worker"] = round(_p99(size.workers) / _p99(ours), 2)
+    group |= per_side(SIDE_ROWS, {"floor": floor})
+    released = _triple(floor, lambda r: r.from_release)
+    if released is not None:
+        for value, q in zip(released, ("p50", "p90", "p99"), strict=True):
+            group[f"floor_push_to_ack_{q}_ms"] = ms(value)
+    group["floor_pushes_per_s"] = round(_median(floor, lambda r: r.floor_pushes / r.window), 2)
+    group["floor_batches_released_on_gate_timeout"] = sum(r.floor_gate_timeouts for r in floor)
+    floor_p99 = released[2] if released is not None else _p99(floor)
+    return group | {
+        "ratio_to_baseline": ratio(floor_p99, _p99(ours) - debounce),
+        "ratio_definition": "floor event p99 from the push of its batch (push → ACK by "
+        "every proxy) ÷ pilothouse event p99 beyond debounce (1 = as fast as the floor)",
+        "target": f"event p99 ≤ {ms(shape.target):.0f} ms (debounce included), no event missed",
+        "target_met": verdict(_p99(ours), max(r.missed for r in ours), shape.target),
     }
 
 
-async def run(options: Options) -> None:
-    began = time.monotonic()
-    shape = ChurnShape(
-        services=options.services,
-        rate=options.rate,
-        duration=options.duration,
-        file_debounce=options.file_debounce,
-        debounce_after=options.debounce_after,
-        debounce_max=options.debounce_max,
-        streams_per_channel=options.streams_per_channel,
-        target_p99=options.target,
-    )
+def figure_groups(shape: ChurnOptions, sizes: Sequence[ChurnSize]) -> list[dict[str, Any]]:
+    """One group per size, smallest first; the largest also carries the scaling curve
+    (``pilothouse_s``/``floor_s``: event p99 seconds)."""
+    ordered = sorted(sizes, key=lambda s: s.proxies)
+    groups = [size_group(shape, size) for size in ordered]
+    if not groups:
+        return groups
+    groups[-1]["curve_figure"] = "event p99 seconds (pilothouse_s, floor_s), and p50"
+    groups[-1]["curve"] = []
+    for size in ordered:
+        sides = {"pilothouse": size.ours, "floor": size.floor}
+        point = {"proxies": size.proxies} | per_side((("{side}_s", _p99_s),), sides)
+        point |= per_side((("{side}_p50_s", _p50_s),), sides)
+        point["pilothouse_cpu_cores"] = round(_median(size.ours, lambda r: r.cpu_cores), 2)
+        if size.workers:
+            point[f"pilothouse_workers_{size.worker_count}_s"] = _p99_s(size.workers)
+        groups[-1]["curve"].append(point)
+    return groups
+
+
+def _p99_s(runs: Sequence[ChurnRun]) -> float:
+    return round(_p99(runs), 3)
+
+
+def _p50_s(runs: Sequence[ChurnRun]) -> float:
+    return round(_median(runs, lambda r: r.completion[0]), 3)
+
+
+def _each(run: Callable[[], Awaitable[ChurnRun]]) -> Callable[[int], Awaitable[ChurnRun]]:
+    """A side that runs the same way every round."""
+    return lambda _: run()
+
+
+async def run(options: ChurnOptions) -> None:
     note(f"open file limit {raise_open_file_limit()}")
     with tempfile.TemporaryDirectory(prefix="endpoint-churn-") as folder:
         work = Path(folder)
         mesh = FanoutMesh(work / "mesh", options.services, options.namespaces, options.endpoints)
         mesh.write()
         async with contextlib.AsyncExitStack() as stack:
-            ours = start_pilothouse(
-                mesh.root, work / "pilothouse.log", env=pilothouse_environment(options)
+            ours, ours_target = await serving_pilothouse(
+                stack, mesh.root, work / "pilothouse.log", pilothouse_environment(options)
             )
-            stack.callback(ours.stop)
-            floor = start_floor(work / "floor.log")
-            stack.callback(floor.stop)
-            ours_target = await pilothouse_target(ours)
-            floor_address = await floor_target(floor)
-            control = FloorControl(floor_address)
-            stack.push_async_callback(control.close)
-            churns = Churns(options, shape, mesh, ours, ours_target, floor, control, floor_address)
+            floor, floor_target, control = await serving_floor(stack, work / "floor.log")
+            churns = Churns(options, mesh, work, control)
             sides: dict[str, Callable[[int], Awaitable[ChurnRun]]] = {}
             for n in options.sizes:
-                sides[f"pilothouse {n}"] = lambda _, n=n: churns.pilothouse(n)
-                sides[f"floor {n}"] = lambda _, n=n: churns.floor_run(n)
+                sides[f"pilothouse {n}"] = _each(
+                    partial(churns.pilothouse, ours, ours_target, mesh, n)
+                )
+                sides[f"floor {n}"] = _each(partial(churns.floor, floor, floor_target, n))
                 if options.workers > 1:
-                    sides[f"workers {n}"] = lambda _, n=n: churns.workers_run(work, n)
-            await alternate(options.runs, sides)
-    emit(figure_groups(shape, churns.sizes()))
-    note(f"done in {time.monotonic() - began:.0f}s")
+                    sides[f"workers {n}"] = _each(partial(churns.workers, n))
+            runs = await alternate(options.runs, sides)
+    sizes = [
+        ChurnSize(
+            tuple(runs[f"pilothouse {n}"]),
+            tuple(runs[f"floor {n}"]),
+            tuple(runs.get(f"workers {n}", ())),
+            options.workers,
+        )
+        for n in options.sizes
+    ]
+    emit(figure_groups(options, sizes))
 
 
-def parse_options(argv: list[str] | None = None) -> Options:
+def parse_options(argv: list[str] | None = None) -> ChurnOptions:
     parser = fleet_parser(__doc__)
     parser.add_argument(
         "--sizes", type=sizes, default=(250, 500, 1000), help="fleet sizes, comma-separated"
@@ -381,15 +334,11 @@ def parse_options(argv: list[str] | None = None) -> Options:
         default=1,
         help="also churn `serve --workers N` (N > 1) at each size, after the other two",
     )
-    options = parsed(parser, Options, argv)
+    options = parsed(parser, ChurnOptions, argv)
     if options.runs < 1 or options.rate <= 0 or options.duration <= 0 or options.workers < 1:
         parser.error("--runs, --rate, --duration and --workers must be positive")
     return options
 
 
-def main() -> None:
-    asyncio.run(run(parse_options()))
-
-
 if __name__ == "__main__":
-    main()
+    asyncio.run(run(parse_options()))

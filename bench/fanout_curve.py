@@ -45,9 +45,15 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.fanout_report import SPREAD_TARGET_PROXIES, SPREAD_TARGET_TEXT, baseline, spread_verdict
 from bench.harness.figures import emit
 from bench.harness.figures import ratio as _ratio
+from bench.push_fanout import (
+    SPREAD_DEFINITION,
+    SPREAD_TARGET_PROXIES,
+    SPREAD_TARGET_TEXT,
+    baseline,
+    spread_verdict,
+)
 
 HERE = Path(__file__).resolve().parent
 SIZES = (250, 500, 1000, 2000, 10_000)
@@ -107,49 +113,40 @@ def _put(found: dict[str, Any], key: str, value: Any) -> None:
 def fanout_point(proxies: int, workers: int, groups: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """A curve point from ``push_fanout``'s groups."""
     found: dict[str, Any] = {"proxies": proxies, "workers": workers}
-    for trigger, title in TRIGGERS.items():
-        group = next(g for g in groups if str(g["benchmark"]).startswith(f"push_fanout: {title}"))
-        for side in ("pilothouse", "floor"):
-            cpu_ms = group.get(f"{side}_server_cpu_ms_per_push")
+
+    def group(title: str) -> Mapping[str, Any]:
+        return next((g for g in groups if title in str(g["benchmark"])), {})
+
+    for side in ("pilothouse", "floor"):
+        for trigger, title in TRIGGERS.items():
+            push = group(f"push_fanout: {title}")
+            cpu_ms = push.get(f"{side}_server_cpu_ms_per_push")
             if cpu_ms is not None:
                 found[f"{side}_{trigger}_cpu_us_per_proxy"] = round(cpu_ms * 1000 / proxies, 1)
-        _put(found, f"pilothouse_{trigger}_p99_ms", group["pilothouse_p99_beyond_debounce_ms"])
-        _put(found, f"floor_{trigger}_p99_ms", group["floor_p99_ms"])
-        _put(found, f"pilothouse_{trigger}_spread_ms", group.get("pilothouse_spread_ms"))
-        _put(found, f"floor_{trigger}_spread_ms", group.get("floor_spread_ms"))
-    memory = next((g for g in groups if "RSS per idle connection" in str(g["benchmark"])), {})
-    for side in ("pilothouse", "floor"):
-        _put(found, f"{side}_kib_per_connection", memory.get(f"{side}_kib_per_connection"))
-    connect = next((g for g in groups if "connect and converge" in str(g["benchmark"])), {})
-    for side in ("pilothouse", "floor"):
-        _put(found, f"{side}_connections", connect.get(f"{side}_connections_per_process"))
+            p99 = "pilothouse_p99_beyond_debounce_ms" if side == "pilothouse" else "floor_p99_ms"
+            _put(found, f"{side}_{trigger}_p99_ms", push[p99])
+            _put(found, f"{side}_{trigger}_spread_ms", push.get(f"{side}_spread_ms"))
+        kib = group("RSS per idle connection").get(f"{side}_kib_per_connection")
+        _put(found, f"{side}_kib_per_connection", kib)
+        held = group("connect and converge").get(f"{side}_connections_per_process")
+        _put(found, f"{side}_connections", held)
     return found
 
 
 def fleet_point(proxies: int, workers: int, result: Mapping[str, Any]) -> dict[str, Any]:
-    """A curve point from ``fleet10k``'s result."""
+    """A curve point from ``fleet10k``'s result (pilothouse's figures unprefixed or
+    ``server_``, the floor's ``floor_``)."""
     found: dict[str, Any] = {"proxies": proxies, "workers": workers}
-    for trigger in TRIGGERS:
-        _put(
-            found,
-            f"pilothouse_{trigger}_cpu_us_per_proxy",
-            result.get(f"{trigger}_server_cpu_us_per_proxy"),
-        )
-        _put(
-            found,
-            f"floor_{trigger}_cpu_us_per_proxy",
-            result.get(f"floor_{trigger}_server_cpu_us_per_proxy"),
-        )
-        ours = (result.get(f"{trigger}_push_seconds") or {}).get("p99")
-        floor = (result.get(f"floor_{trigger}_push_seconds") or {}).get("p99")
-        _put(found, f"pilothouse_{trigger}_p99_ms", None if ours is None else round(ours * 1e3, 1))
-        _put(found, f"floor_{trigger}_p99_ms", None if floor is None else round(floor * 1e3, 1))
-        _put(found, f"pilothouse_{trigger}_spread_ms", result.get(f"{trigger}_spread_ms"))
-        _put(found, f"floor_{trigger}_spread_ms", result.get(f"floor_{trigger}_spread_ms"))
-    _put(found, "pilothouse_kib_per_connection", result.get("server_kib_per_connection"))
-    _put(found, "floor_kib_per_connection", result.get("floor_kib_per_connection"))
-    for side, key in (("pilothouse", "server"), ("floor", "floor")):
-        held = result.get(f"{key}_connections_per_process")
+    for side, prefix in (("pilothouse", ""), ("floor", "floor_")):
+        for trigger in TRIGGERS:
+            cpu = result.get(f"{prefix}{trigger}_server_cpu_us_per_proxy")
+            _put(found, f"{side}_{trigger}_cpu_us_per_proxy", cpu)
+            p99 = (result.get(f"{prefix}{trigger}_push_seconds") or {}).get("p99")
+            _put(found, f"{side}_{trigger}_p99_ms", None if p99 is None else round(p99 * 1e3, 1))
+            _put(found, f"{side}_{trigger}_spread_ms", result.get(f"{prefix}{trigger}_spread_ms"))
+        server = prefix or "server_"
+        _put(found, f"{side}_kib_per_connection", result.get(f"{server}kib_per_connection"))
+        held = result.get(f"{server}connections_per_process")
         if held:
             found[f"{side}_connections"] = " / ".join(map(str, held))
     return found
@@ -244,37 +241,27 @@ def spread_rows(curve: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """At 1,000 proxies, one summary row per worker count: the EDS spread's target."""
     rows = []
     for point in curve:
-        if point["proxies"] != SPREAD_TARGET_PROXIES:
-            continue
         ours, floor = point.get("pilothouse_eds_spread_ms"), point.get("floor_eds_spread_ms")
-        if ours is None or floor is None:
+        if point["proxies"] != SPREAD_TARGET_PROXIES or ours is None or floor is None:
             continue
-        workers = point["workers"]
-        ratio = _ratio(floor, ours)
-        row: dict[str, Any] = {
-            "benchmark": (
-                f"fanout_curve: EDS fan-out spread at {point['proxies']} proxies "
-                f"(SotW, serve --workers {workers})"
-            ),
-            "baseline": baseline(workers),
-            "headline": "pilothouse_eds_spread_ms",
-            "pilothouse_eds_spread_ms": ours,
-            "floor_eds_spread_ms": floor,
+        spreads = {
+            k: point[k] for k in ("pilothouse_cds_spread_ms", "floor_cds_spread_ms") if k in point
         }
-        for key in ("pilothouse_cds_spread_ms", "floor_cds_spread_ms"):
-            _put(row, key, point.get(key))
-        row.update(
+        rows.append(
             {
-                "ratio_to_baseline": ratio,
-                "ratio_definition": (
-                    "floor EDS spread ÷ pilothouse EDS spread (spread = last proxy's ACK time "
-                    "− first proxy's, one push; median of the runs)"
-                ),
+                "benchmark": f"fanout_curve: EDS fan-out spread at {point['proxies']} proxies "
+                f"(SotW, serve --workers {point['workers']})",
+                "baseline": baseline(point["workers"]),
+                "headline": "pilothouse_eds_spread_ms",
+                "pilothouse_eds_spread_ms": ours,
+                "floor_eds_spread_ms": floor,
+                **spreads,
+                "ratio_to_baseline": _ratio(floor, ours),
+                "ratio_definition": f"floor EDS spread ÷ pilothouse EDS spread {SPREAD_DEFINITION}",
                 "target": SPREAD_TARGET_TEXT,
-                "target_met": spread_verdict(ratio),
+                "target_met": spread_verdict(_ratio(floor, ours)),
             }
         )
-        rows.append(row)
     return rows
 
 

@@ -2,8 +2,9 @@
 
 ``Side`` owns a started server (pilothouse or the transport floor), the fleet of
 simulated proxies connected to it, how to fire a trigger at it, and what was
-measured. ``Recording`` carries what pilothouse sent to the floor, which sends
-the very same resource bytes.
+measured. ``Recording`` carries what pilothouse sent in each push to the floor, which
+sends the very same resource bytes; ``FileWrites`` reads from pilothouse's log when it
+saw each trigger's file write.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from typing import Any
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 
 from bench.harness.fleet import start_converged
-from bench.harness.process import Profiler, ServerProcess
-from bench.harness.push import Holdings, PushRun, PushSummary, holdings, timed_push
+from bench.harness.process import ServerProcess
+from bench.harness.push import PushRun, timed_push
 from bench.harness.servers import idle_cpu_rate, resource_message
 from pilothouse.loadtest.fleet import ProxyFleet
 from pilothouse.loadtest.proxy import SimulatedProxy
@@ -53,55 +54,43 @@ class ServerFigures:
     rss_double_kib: int | None = None
     idle_cpu_rate: float = 0.0
     runs: dict[str, list[PushRun]] = field(default_factory=dict)
-    pushes: dict[str, PushSummary] = field(default_factory=dict)
     watch_latency: dict[str, list[float]] = field(default_factory=dict)
     """Per trigger and run: seconds from the file write to the server's config event."""
     connections: list[int] = field(default_factory=list)
     """Per process of the server holding any: its connections from the fleet."""
 
+    def per_connection(self, proxies: int) -> float:
+        """KiB of RSS per idle connection: connected minus empty, over the fleet."""
+        return (self.rss_connected_kib - self.rss_empty_kib) / proxies
+
+    def slope(self, proxies: int) -> float | None:
+        """KiB per connection from N to 2N connected (None: not measured)."""
+        if self.rss_double_kib is None:
+            return None
+        return (self.rss_double_kib - self.rss_connected_kib) / proxies
+
 
 @dataclass
 class Recording:
-    """What pilothouse sent, for the floor to send again.
+    """What pilothouse sent during each timed push, for the floor to send again: per trigger
+    and run, every resource of every response the first proxy accepted during the run
+    (types in push order), with its content as held after the run."""
 
-    ``initial`` is what the first proxy held of each type it was answered for once
-    converged; ``sent`` holds, per trigger and run, every resource of every response
-    the first proxy accepted during the run (types in push order), with its content
-    as held after the run.
-    """
-
-    initial: dict[str, Holdings] = field(default_factory=dict)
     sent: dict[str, list[list[Any]]] = field(default_factory=dict)
-
-    def record_initial(self, probe: SimulatedProxy) -> None:
-        answered = [t for t in TYPES if probe.counters(t).responses]
-        self.initial = {t: holdings(probe, t) for t in answered}
 
     def record(self, kind: str, probe: SimulatedProxy, since: float) -> None:
         names: dict[str, set[str]] = {}
         for event in probe.events:
             if event.at >= since and event.accepted:
                 names.setdefault(event.type_url, set()).update(event.names)
-        resources: list[Any] = []
-        for type_url in sorted(names, key=push_order_key):
-            held = probe.holds(type_url)
-            resources.extend(
-                resource_message(type_url, held[name])
+        self.sent.setdefault(kind, []).append(
+            [
+                resource_message(type_url, probe.holds(type_url)[name])
+                for type_url in sorted(names, key=push_order_key)
                 for name in sorted(names[type_url])
-                if name in held
-            )
-        self.sent.setdefault(kind, []).append(resources)
-
-    def load_requests(self) -> list[Any]:
-        """Control requests that give the floor what pilothouse served at the start."""
-        return [
-            discovery_pb2.DeltaDiscoveryResponse(
-                system_version_info="load",
-                type_url=type_url,
-                resources=[resource_message(type_url, r) for r in held.values()],
-            )
-            for type_url, held in self.initial.items()
-        ]
+                if name in probe.holds(type_url)
+            ]
+        )
 
     def push_request(self, kind: str, index: int) -> Any:
         return discovery_pb2.DeltaDiscoveryResponse(
@@ -127,7 +116,6 @@ class Side:
         self.limits = limits
         self._fleet_factory = fleet_factory
         self.fleet = fleet_factory(target, "app")
-        self.profiler: Profiler | None = None
 
     @property
     def name(self) -> str:
@@ -180,8 +168,6 @@ class Side:
             await more.close()
 
     async def close(self) -> None:
-        if self.profiler is not None:
-            self.profiler.stop()
         await self.fleet.close()
 
 

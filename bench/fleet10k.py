@@ -108,14 +108,6 @@ class Held:
     per_process: list[int]
 
 
-async def _watch_connections(server: ServerProcess, port: int, held: Held) -> None:
-    while True:
-        now = server.connections(port)
-        if sum(now) > sum(held.per_process):
-            held.per_process = now
-        await asyncio.sleep(SAMPLE)
-
-
 @dataclass
 class TreeSample:
     """The load generator's processes, at their largest."""
@@ -125,26 +117,23 @@ class TreeSample:
     processes: int = 0
 
 
-def _status(pid: int) -> tuple[int, int]:
-    rss = threads = 0
+def _status(pid: int, field: str) -> int:
     with contextlib.suppress(OSError), open(f"/proc/{pid}/status", encoding="ascii") as handle:
-        for line in handle:
-            if line.startswith("VmRSS:"):
-                rss = int(line.split()[1])
-            elif line.startswith("Threads:"):
-                threads = int(line.split()[1])
-    return rss, threads
+        return next((int(line.split()[1]) for line in handle if line.startswith(field)), 0)
+    return 0
 
 
-async def _watch_tree(pid: int, peak: TreeSample) -> None:
+async def _watch(pid: int, peak: TreeSample, server: ServerProcess, port: int, held: Held) -> None:
+    """Every ``SAMPLE`` seconds: the load generator's process tree at its largest, and the
+    most connections the server's processes hold."""
     while True:
         pids = process_tree(pid)
-        figures = [_status(one) for one in pids]
-        rss = sum(kib for kib, _ in figures)
-        if rss > peak.rss_kib:
-            peak.rss_kib = rss
-        peak.threads = max(peak.threads, sum(threads for _, threads in figures))
+        peak.rss_kib = max(peak.rss_kib, sum(_status(one, "VmRSS:") for one in pids))
+        peak.threads = max(peak.threads, sum(_status(one, "Threads:") for one in pids))
         peak.processes = max(peak.processes, len(pids))
+        now = server.connections(port)
+        if sum(now) > sum(held.per_process):
+            held.per_process = now
         await asyncio.sleep(SAMPLE)
 
 
@@ -173,19 +162,18 @@ async def load_generator(
         process = await asyncio.create_subprocess_exec(
             *command, stdout=asyncio.subprocess.PIPE, stderr=errors, start_new_session=True
         )
-        watcher = asyncio.get_running_loop().create_task(_watch_tree(process.pid, peak))
         held = Held([])
-        counter = asyncio.get_running_loop().create_task(
-            _watch_connections(server, int(target.rsplit(":", 1)[1]), held)
+        port = int(target.rsplit(":", 1)[1])
+        watcher = asyncio.get_running_loop().create_task(
+            _watch(process.pid, peak, server, port, held)
         )
         limit = options.ramp + options.timeout * (2 + len(CHANGES)) + 120
         try:
             stdout, _ = await asyncio.wait_for(process.communicate(), limit)
         finally:
-            for task in (watcher, counter):
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
             if process.returncode is None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, 9)
@@ -219,80 +207,56 @@ def _trigger(mesh: FanoutMesh, staged: FanoutMesh, work: Path) -> str:
 
 
 async def capture(
-    target: str, identity: ProxyNode, changes: tuple[str, str] | None = None
-) -> Recording:
-    """What pilothouse serves one sidecar, to hand to the floor; with ``changes`` (the
-    trigger, and the command that undoes both changes), also what each change sends."""
+    target: str, identity: ProxyNode, mesh: FanoutMesh | None = None
+) -> tuple[list[Any], Recording]:
+    """What pilothouse serves one sidecar, to load the floor with; with ``mesh``, also what
+    each change sends (each made as the trigger makes it, then both undone)."""
     recording = Recording()
     async with SimulatedProxy(identity, target=target) as probe:
-        await probe.wait_for(SimulatedProxy.settled, 60)
-        recording.record_initial(probe)
-        if changes is None:
-            return recording
-        trigger, undo = changes
-        for number, kind in enumerate(CHANGES, start=1):
-            mark = time.monotonic()
+
+        async def change(mesh: FanoutMesh, kinds: tuple[str, ...], state: int) -> None:
             before = len(probe.events)
-            await _shell(trigger, {"PILOTHOUSE_LOADTEST_CHANGE": str(number)})
-            await probe.wait_for(lambda p, seen=before: len(p.events) > seen, 60)
+            for kind in kinds:
+                mesh.set_state(kind, state)
+            await probe.wait_for(lambda p: len(p.events) > before, 60)
             await asyncio.sleep(1.0)  # the rest of the push (EDS after CDS, say)
             await probe.wait_for(SimulatedProxy.settled, 60)
-            recording.record(kind, probe, mark)
-        before = len(probe.events)
-        await _shell(undo, {})
-        await probe.wait_for(lambda p, seen=before: len(p.events) > seen, 60)
-        await asyncio.sleep(1.0)
+
         await probe.wait_for(SimulatedProxy.settled, 60)
-    return recording
-
-
-async def _shell(command: str, env: dict[str, str]) -> None:
-    process = await asyncio.create_subprocess_shell(command, env={**os.environ, **env})
-    if await process.wait() != 0:
-        raise RuntimeError(f"{command!r} failed")
-
-
-def _undo(mesh: FanoutMesh, original: FanoutMesh, work: Path) -> str:
-    """A shell command that puts both changed files back as they were."""
-    lines = [_replace(original.root / path, mesh.root / path) for path in CHANGED]
-    script = work / "undo.sh"
-    script.write_text(" && ".join(lines) + "\n", encoding="utf-8")
-    return f"sh {shlex.quote(str(script))}"
+        load = servers.floor_load_requests(probe)
+        if mesh is not None:
+            for kind in CHANGES:
+                mark = time.monotonic()
+                await change(mesh, (kind,), 1)
+                recording.record(kind, probe, mark)
+            await change(mesh, CHANGES, 0)
+    return load, recording
 
 
 async def floor_run(
-    options: Options, mesh: FanoutMesh, recording: Recording, work: Path
+    options: Options, mesh: FanoutMesh, load: list[Any], recording: Recording, work: Path
 ) -> dict[str, Any]:
-    floor = servers.start_floor(work / "floor.log", options.workers, control=True)
-    try:
-        target, controls = await servers.floor_controls(floor, options.workers)
-        control = servers.FloorControl(controls)
-        try:
-            apply = control.apply
-            await control.load(recording.load_requests())
-            namespaces = ",".join(mesh.namespace_names)
-            argv = ["--namespaces", namespaces]
-            replay: asyncio.Task[None] | None = None
-            if all(kind in recording.sent for kind in CHANGES):
-                fifo = work / "floor-changes"
-                os.mkfifo(fifo)
-                replay = asyncio.create_task(_replay(fifo, recording, apply))
-                trigger = f'echo "$PILOTHOUSE_LOADTEST_CHANGE" > {shlex.quote(str(fifo))}'
-                argv += ["--scenario", "push", "--repeat", str(len(CHANGES)), "--trigger", trigger]
-            try:
-                report, cpu, peak, held = await load_generator(
-                    options, target, floor, argv, work, "floor"
-                )
-            finally:
-                if replay is not None:
-                    replay.cancel()
-                    with contextlib.suppress(asyncio.CancelledError, OSError):
-                        await replay
-        finally:
-            await control.close()
-        return {"report": report, "cpu": cpu, "peak": peak, "held": held}
-    finally:
-        floor.stop()
+    argv = ["--namespaces", ",".join(mesh.namespace_names)]
+    async with contextlib.AsyncExitStack() as stack:
+        floor, target, control = await servers.serving_floor(
+            stack, work / "floor.log", options.workers, control=True
+        )
+        await control.load(load)
+        if all(kind in recording.sent for kind in CHANGES):
+            fifo = work / "floor-changes"
+            os.mkfifo(fifo)
+            replay = asyncio.create_task(_replay(fifo, recording, control.apply))
+            stack.push_async_callback(_cancelled, replay)
+            trigger = f'echo "$PILOTHOUSE_LOADTEST_CHANGE" > {shlex.quote(str(fifo))}'
+            argv += ["--scenario", "push", "--repeat", str(len(CHANGES)), "--trigger", trigger]
+        report, cpu, peak, held = await load_generator(options, target, floor, argv, work, "floor")
+    return {"report": report, "cpu": cpu, "peak": peak, "held": held}
+
+
+async def _cancelled(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, OSError):
+        await task
 
 
 async def _replay(fifo: Path, recording: Recording, apply: Any) -> None:
@@ -327,7 +291,7 @@ async def _replay(fifo: Path, recording: Recording, apply: Any) -> None:
 
 def _seconds(change: dict[str, Any] | None) -> dict[str, float | None]:
     seconds = (change or {}).get("seconds") or {}
-    return _round({key: seconds.get(key) for key in ("p50", "p99", "max")})
+    return {key: _maybe_round(seconds.get(key), 3) for key in ("p50", "p99", "max")}
 
 
 def spread_ms(change: dict[str, Any] | None) -> float | None:
@@ -347,11 +311,9 @@ def kib_per_connection(report: dict[str, Any], proxies: int) -> float | None:
     """RSS once every proxy converged minus RSS before any connected, per proxy."""
     rss = (report.get("serverProcess") or {}).get("rssBytes") or {}
     start, connected = rss.get("start"), rss.get("connected")
-    return (
-        None
-        if start is None or connected is None
-        else round((connected - start) / 1024 / proxies, 1)
-    )
+    if start is None or connected is None:
+        return None
+    return round((float(connected) - float(start)) / 1024 / proxies, 1)
 
 
 def _verdict(met: bool, p99: float | None, rss: int | None) -> str:
@@ -359,25 +321,44 @@ def _verdict(met: bool, p99: float | None, rss: int | None) -> str:
         return "yes"
     problems = []
     if p99 is None or p99 > TARGET_P99:
-        problems.append(
-            "full push p99 "
-            + (
-                "not measured"
-                if p99 is None
-                else f"{p99:.1f} s, missed by {p99 - TARGET_P99:.1f} s"
-            )
+        missed = (
+            "not measured" if p99 is None else f"{p99:.1f} s, missed by {p99 - TARGET_P99:.1f} s"
         )
+        problems.append(f"full push p99 {missed}")
     if rss is None or rss > TARGET_RSS:
         problems.append("server RSS " + ("unknown" if rss is None else f"{rss / 2**20:.0f} MiB"))
     return "no: " + (", ".join(problems) or "not every proxy converged or got every push")
 
 
-def _maybe_round(value: float | None) -> float | None:
-    return None if value is None else round(value, 2)
+def _maybe_round(value: float | None, digits: int = 2) -> float | None:
+    return None if value is None else round(value, digits)
 
 
-def _round(seconds: dict[str, float | None]) -> dict[str, float | None]:
-    return {key: None if value is None else round(value, 3) for key, value in seconds.items()}
+def _per_change(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {CHANGES[c["number"] - 1]: c for c in (report.get("changes") or {}).get("perChange", [])}
+
+
+def side_figures(report: dict[str, Any], cpu: float, held: Held | None, n: int) -> dict[str, Any]:
+    """What both sides report, named as pilothouse's figures are (the floor's get
+    ``floor_`` in front, and lose ``server_`` before ``kib``/``connections``)."""
+    per_change = _per_change(report)
+    server = report.get("serverProcess") or {}
+    return {
+        "converged": report["connect"]["converged"],
+        "connect_seconds": _seconds(report["connect"]),
+        "server_rss_bytes": (server.get("rssBytes") or {}).get("peak"),
+        "load_generator_cpu_seconds": round(cpu, 2),
+        **{f"{kind}_push_seconds": _seconds(per_change.get(kind)) for kind in CHANGES},
+        **{f"{kind}_spread_ms": spread_ms(per_change.get(kind)) for kind in CHANGES},
+        **{
+            f"{kind}_server_cpu_us_per_proxy": cpu_us_per_proxy(per_change.get(kind), n)
+            for kind in CHANGES
+        },
+        "server_kib_per_connection": kib_per_connection(report, n),
+        "server_connections_per_process": None if held is None else held.per_process,
+        "server_cpu_seconds_pushes": _maybe_round((server.get("cpuSeconds") or {}).get("changes")),
+        "pushes_missed": sum(c.get("missed", 0) for c in per_change.values()),
+    }
 
 
 def figures(
@@ -388,25 +369,19 @@ def figures(
     floor: dict[str, Any] | None,
     held: Held | None = None,
 ) -> dict[str, Any]:
-    connect = ours["connect"]
-    per_change = {CHANGES[c["number"] - 1]: c for c in (ours["changes"] or {}).get("perChange", [])}
-    pushes = {kind: _seconds(per_change.get(kind)) for kind in CHANGES}
-    server = ours.get("serverProcess") or {}
-    server_rss = (server.get("rssBytes") or {}).get("peak")
-    responses = ours["traffic"]["responses"]
-    n = options.proxies
-    connections = -(-n // options.streams_per_connection)
-    full_p99 = pushes["cds"]["p99"]
+    connect, n = ours["connect"], options.proxies
+    mine = side_figures(ours, cpu, held, n)
+    server_rss, full_p99 = mine["server_rss_bytes"], mine["cds_push_seconds"]["p99"]
     met = (
         connect["unconverged"] == 0
         and full_p99 is not None
         and full_p99 <= TARGET_P99
         and server_rss is not None
         and server_rss <= TARGET_RSS
-        and all(c.get("missed", 1) == 0 for c in per_change.values())
+        and all(c.get("missed", 1) == 0 for c in _per_change(ours).values())
     )
-    changes = ours["changes"] or {}
-    push_responses = (changes.get("traffic") or {}).get("responses", 0)
+    responses = ours["traffic"]["responses"]
+    push_responses = ((ours["changes"] or {}).get("traffic") or {}).get("responses", 0)
     per_response = cpu / responses if responses else 0.0
     result: dict[str, Any] = {
         "benchmark": (
@@ -424,34 +399,21 @@ def figures(
         "load_generator_processes": options.processes,
         "streams_per_connection": options.streams_per_connection,
         "mesh": {"services": options.services, "endpoints_per_service": options.endpoints},
-        "converged": connect["converged"],
         "unconverged": connect["unconverged"],
         "why_unconverged": connect.get("stallReasons", []),
-        "connect_seconds": _seconds(connect),
         "connect_wall_seconds": _maybe_round(connect.get("wallSeconds")),
-        "cds_push_seconds": pushes["cds"],
-        "eds_push_seconds": pushes["eds"],
-        "cds_spread_ms": spread_ms(per_change.get("cds")),
-        "eds_spread_ms": spread_ms(per_change.get("eds")),
-        "cds_server_cpu_us_per_proxy": cpu_us_per_proxy(per_change.get("cds"), n),
-        "eds_server_cpu_us_per_proxy": cpu_us_per_proxy(per_change.get("eds"), n),
-        "server_kib_per_connection": kib_per_connection(ours, n),
-        "server_connections_per_process": None if held is None else held.per_process,
-        "pushes_missed": sum(c.get("missed", 0) for c in per_change.values()),
-        "server_rss_bytes": server_rss,
+        **mine,
         "server_rss_per_proxy_bytes": None if server_rss is None else round(server_rss / n),
-        "server_cpu_seconds": _maybe_round((server.get("cpuSeconds") or {}).get("total")),
-        "server_cpu_seconds_pushes": _maybe_round((server.get("cpuSeconds") or {}).get("changes")),
+        "server_cpu_seconds": _maybe_round(
+            ((ours.get("serverProcess") or {}).get("cpuSeconds") or {}).get("total")
+        ),
         "push_phase_responses": push_responses,
         "load_generator_cpu_seconds_pushes_estimate": round(per_response * push_responses, 1),
-        "load_generator_cpu_seconds": round(cpu, 2),
-        "load_generator_cpu_ms_per_response": round(1e3 * cpu / responses, 3)
-        if responses
-        else None,
+        "load_generator_cpu_ms_per_response": round(1e3 * per_response, 3) if responses else None,
         "load_generator_peak_rss_bytes": peak.rss_kib * 1024,
         "load_generator_rss_per_proxy_bytes": round(peak.rss_kib * 1024 / n),
         "load_generator_threads": peak.threads,
-        "load_generator_connections": connections,
+        "load_generator_connections": -(-n // options.streams_per_connection),
         "responses": responses,
         "elapsed_seconds": _maybe_round(ours["elapsedSeconds"]),
         "errors": ours["errors"],
@@ -462,40 +424,22 @@ def figures(
         "limited_by": (
             "CPU: the server and the load generator share the cores; the load generator "
             f"spends {1e3 * per_response:.2f} ms per response it reads and answers (averaged "
-            "over the run, start-up included) "
-            "(grpc.aio's per-message cost, mostly), so a push to every proxy costs it about "
-            "that much per response"
+            "over the run, start-up included) (grpc.aio's per-message cost, mostly), so a "
+            "push to every proxy costs it about that much per response"
         ),
     }
     if floor is not None:
-        floor_report = floor["report"]
-        floor_rss = ((floor_report.get("serverProcess") or {}).get("rssBytes") or {}).get("peak")
-        result["floor_converged"] = floor_report["connect"]["converged"]
-        result["floor_connect_seconds"] = _seconds(floor_report["connect"])
-        result["floor_server_rss_bytes"] = floor_rss
-        result["floor_load_generator_cpu_seconds"] = round(floor["cpu"], 2)
-        floor_changes = {
-            CHANGES[c["number"] - 1]: c
-            for c in (floor_report.get("changes") or {}).get("perChange", [])
-        }
+        base = side_figures(floor["report"], floor["cpu"], floor["held"], n)
+        renamed = {"server_kib_per_connection": "kib_per_connection"}
+        renamed["server_connections_per_process"] = "connections_per_process"
+        result |= {f"floor_{renamed.get(key, key)}": value for key, value in base.items()}
         for kind in CHANGES:
-            floor_seconds = _seconds(floor_changes.get(kind))
-            result[f"floor_{kind}_push_seconds"] = floor_seconds
-            ours_p99, floor_p99 = pushes[kind]["p99"], floor_seconds["p99"]
+            ours_p99 = mine[f"{kind}_push_seconds"]["p99"]
+            floor_p99 = base[f"{kind}_push_seconds"]["p99"]
             result[f"{kind}_push_p99_ratio_floor_to_pilothouse"] = (
                 round(floor_p99 / ours_p99, 3) if ours_p99 and floor_p99 else None
             )
-            result[f"floor_{kind}_spread_ms"] = spread_ms(floor_changes.get(kind))
-            result[f"floor_{kind}_server_cpu_us_per_proxy"] = cpu_us_per_proxy(
-                floor_changes.get(kind), n
-            )
-        result["floor_kib_per_connection"] = kib_per_connection(floor_report, n)
-        result["floor_connections_per_process"] = floor["held"].per_process
-        floor_server = floor_report.get("serverProcess") or {}
-        result["floor_server_cpu_seconds_pushes"] = _maybe_round(
-            (floor_server.get("cpuSeconds") or {}).get("changes")
-        )
-        result["floor_pushes_missed"] = sum(c.get("missed", 0) for c in floor_changes.values())
+        floor_rss = base["server_rss_bytes"]
         result["ratio_to_baseline"] = (
             round(floor_rss / server_rss, 3) if floor_rss and server_rss else None
         )
@@ -512,17 +456,15 @@ async def run(options: Options) -> dict[str, Any]:
         staged.write()
         staged.set_state("cds", 1)
         staged.set_state("eds", 1)
-        original = FanoutMesh(work / "original", *shape)
-        original.write()
         env = {"PILOTHOUSE_FILE_DEBOUNCE": "0.05", "PILOTHOUSE_DEBOUNCE_AFTER": "0.1"}
-        server = servers.start_pilothouse(mesh.root, work / "pilothouse.log", env, options.workers)
-        try:
-            target = await servers.pilothouse_target(server, options.workers)
-            changes = (_trigger(mesh, staged, work), _undo(mesh, original, work))
-            recording = await capture(
+        async with contextlib.AsyncExitStack() as stack:
+            server, target = await servers.serving_pilothouse(
+                stack, mesh.root, work / "pilothouse.log", env, options.workers
+            )
+            load, recording = await capture(
                 target,
                 fleet_identities(1, namespaces=mesh.namespace_names, app="probe")[0],
-                changes if options.baseline else None,
+                mesh if options.baseline else None,
             )
             argv = [
                 "--namespaces", ",".join(mesh.namespace_names), "--scenario", "push",
@@ -531,9 +473,7 @@ async def run(options: Options) -> dict[str, Any]:
             ours, cpu, peak, held = await load_generator(
                 options, target, server, argv, work, "ours"
             )
-        finally:
-            server.stop()
-        floor = await floor_run(options, mesh, recording, work) if options.baseline else None
+        floor = await floor_run(options, mesh, load, recording, work) if options.baseline else None
         return figures(options, ours, cpu, peak, floor, held)
 
 

@@ -25,9 +25,8 @@ import asyncio
 import contextlib
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,13 +34,12 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.harness import servers
-from bench.harness.figures import emit, note
+from bench.harness.figures import Row, emit, mib, note, per_side, ratio
 from bench.harness.fleet import start_converged
 from bench.harness.mesh import FanoutMesh
 from bench.harness.options import fleet_parser, parsed
 from bench.harness.process import ServerProcess
 from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
-from pilothouse.loadtest.proxy import SimulatedProxy
 
 STEPS = (0, 500, 1000, 1500, 2000)
 SLOPE_FROM = 1000
@@ -74,126 +72,97 @@ class Point:
     floor_kib: int
 
 
-@dataclass
-class GrowingSide:
-    """A server and the fleets connected to it so far (each step adds one fleet)."""
-
-    server: ServerProcess
-    target: str
-    streams_per_channel: int
-    namespaces: tuple[str, ...]
-    timeout: float
-    fleets: list[ProxyFleet] = field(default_factory=list)
-
-    @property
-    def connected(self) -> int:
-        return sum(len(fleet.identities) for fleet in self.fleets)
-
-    @property
-    def probe(self) -> SimulatedProxy:
-        return self.fleets[0].proxies[0]
-
-    async def grow_to(self, proxies: int) -> int:
-        """Connect more proxies until ``proxies`` are, wait for them, settle; VmRSS in KiB."""
-        more = proxies - self.connected
-        if more > 0:
-            identities = fleet_identities(more, namespaces=self.namespaces, start=self.connected)
-            fleet = ProxyFleet(
-                self.target, identities, streams_per_channel=self.streams_per_channel
-            )
-            self.fleets.append(fleet)
-            await start_converged(fleet, self.timeout, self.server.name)
-        await asyncio.sleep(SETTLE)
-        return self.server.rss_kib()
-
-    async def close(self) -> None:
-        for fleet in self.fleets:
-            await fleet.close()
-
-
-async def measure(
-    options: Options, mesh: FanoutMesh, work: Path, stack: contextlib.AsyncExitStack
-) -> list[Point]:
-    """Grow both servers' fleets step by step, in turns; their RSS at every step."""
-    ours_process = servers.start_pilothouse(mesh.root, work / "pilothouse.log")
-    stack.callback(ours_process.stop)
-    floor_process = servers.start_floor(work / "floor.log")
-    stack.callback(floor_process.stop)
-    ours_target = await servers.pilothouse_target(ours_process)
-    floor_target = await servers.floor_target(floor_process)
-
-    def side(server: ServerProcess, target: str) -> GrowingSide:
-        return GrowingSide(
-            server, target, options.streams_per_channel, mesh.namespace_names, options.timeout
+async def grow(
+    server: ServerProcess, fleets: list[ProxyFleet], target: str, proxies: int, options: Options
+) -> int:
+    """Connect one more fleet until ``proxies`` are connected, wait for it, settle; the
+    server's VmRSS in KiB."""
+    connected = sum(len(fleet.identities) for fleet in fleets)
+    if proxies > connected:
+        names = FanoutMesh(Path(), 1, options.namespaces, 1).namespace_names
+        identities = fleet_identities(proxies - connected, namespaces=names, start=connected)
+        fleets.append(
+            ProxyFleet(target, identities, streams_per_channel=options.streams_per_channel)
         )
+        await start_converged(fleets[-1], options.timeout, server.name)
+    await asyncio.sleep(SETTLE)
+    return server.rss_kib()
 
-    ours = side(ours_process, ours_target)
-    stack.push_async_callback(ours.close)
-    floor = side(floor_process, floor_target)
-    stack.push_async_callback(floor.close)
-    control = servers.FloorControl(floor_target)
-    stack.push_async_callback(control.close)
 
-    ours_rss: dict[int, int] = {}
-    floor_rss: dict[int, int] = {}
-    for step in options.steps:
-        ours_rss[step] = await ours.grow_to(step)
-        note(f"pilothouse, {step} proxies: {ours_rss[step] / 1024:.1f} MiB")
-        if not ours.connected:
-            continue  # the floor has nothing to serve until pilothouse has served someone
-        if not floor_rss:
-            await control.load(servers.floor_load_requests(ours.probe))
-        for behind in options.steps:
-            if behind <= step and behind not in floor_rss:
-                floor_rss[behind] = await floor.grow_to(behind)
-                note(f"floor, {behind} proxies: {floor_rss[behind] / 1024:.1f} MiB")
-    return [Point(step, ours_rss[step], floor_rss[step]) for step in options.steps]
+async def measure(options: Options, mesh: FanoutMesh, work: Path) -> list[Point]:
+    """Grow both servers' fleets step by step, in turns; their RSS at every step (the floor
+    loaded, once pilothouse has served someone, with what pilothouse served)."""
+    rss: dict[str, dict[int, int]] = {"pilothouse": {}, "floor": {}}
+    fleets: dict[str, list[ProxyFleet]] = {"pilothouse": [], "floor": []}
+    async with contextlib.AsyncExitStack() as stack:
+        ours, ours_target = await servers.serving_pilothouse(stack, mesh.root, work / "ours.log")
+        floor, floor_target, control = await servers.serving_floor(stack, work / "floor.log")
+
+        async def close_fleets() -> None:
+            for fleet in (fleet for side in fleets.values() for fleet in side):
+                await fleet.close()
+
+        stack.push_async_callback(close_fleets)
+        for step in options.steps:
+            rss["pilothouse"][step] = await grow(
+                ours, fleets["pilothouse"], ours_target, step, options
+            )
+            note(f"pilothouse, {step} proxies: {mib(rss['pilothouse'][step])} MiB")
+            if not fleets["pilothouse"]:
+                continue  # the floor has nothing to serve until pilothouse has served someone
+            if not rss["floor"]:
+                await control.load(servers.floor_load_requests(fleets["pilothouse"][0].proxies[0]))
+            for behind in (behind for behind in options.steps if behind <= step):
+                if behind not in rss["floor"]:
+                    rss["floor"][behind] = await grow(
+                        floor, fleets["floor"], floor_target, behind, options
+                    )
+                    note(f"floor, {behind} proxies: {mib(rss['floor'][behind])} MiB")
+    return [Point(step, rss["pilothouse"][step], rss["floor"][step]) for step in options.steps]
 
 
 def slope_kib(points: Sequence[Point], low: int, high: int, pick: str) -> float:
     """KiB per added proxy between ``low`` and ``high`` proxies, of ``pick``'s RSS."""
     by_count = {point.proxies: point for point in points}
-    start, end = by_count[low], by_count[high]
-    rise = getattr(end, f"{pick}_kib") - getattr(start, f"{pick}_kib")
+    rise = getattr(by_count[high], f"{pick}_kib") - getattr(by_count[low], f"{pick}_kib")
     return float(rise) / (high - low)
+
+
+def _slope_row(points: Sequence[Point], low: int, high: int) -> Row:
+    key = f"{{side}}_kib_per_proxy_{low}_to_{high}"
+    return key, lambda side: round(slope_kib(points, low, high, side), 1)
 
 
 def report(points: Sequence[Point], services: int) -> dict[str, Any]:
     """The JSON object ``run_all.py`` records."""
     ours = slope_kib(points, SLOPE_FROM, SLOPE_TO, "pilothouse")
-    base = slope_kib(points, SLOPE_FROM, SLOPE_TO, "floor")
-    first = points[0].proxies
-    ratio = round(base / ours, 2) if ours > 0 else None
-    missed = f"no (missed by {ours - KIB_TARGET:.1f} KiB per proxy)"
-    met = "yes" if ours <= KIB_TARGET else missed
-    span = f"{SLOPE_FROM}_to_{SLOPE_TO}"
+    first, span = points[0].proxies, f"{SLOPE_FROM}_to_{SLOPE_TO}"
+    sides = {"pilothouse": "pilothouse", "floor": "floor"}
+    rows = (_slope_row(points, SLOPE_FROM, SLOPE_TO), _slope_row(points, first, SLOPE_FROM))
     return {
         "benchmark": "memory_slope: server RSS per connected proxy (SotW sidecars)",
         "baseline": BASELINE,
         "headline": f"pilothouse_kib_per_proxy_{span}",
         "services_per_proxy": services,
         "proxies": ", ".join(str(point.proxies) for point in points),
-        f"pilothouse_kib_per_proxy_{span}": round(ours, 1),
-        f"floor_kib_per_proxy_{span}": round(base, 1),
-        f"pilothouse_kib_per_proxy_{first}_to_{SLOPE_FROM}": round(
-            slope_kib(points, first, SLOPE_FROM, "pilothouse"), 1
-        ),
-        f"floor_kib_per_proxy_{first}_to_{SLOPE_FROM}": round(
-            slope_kib(points, first, SLOPE_FROM, "floor"), 1
-        ),
-        "ratio_to_baseline": ratio,
+        **per_side(rows, sides),
+        "ratio_to_baseline": ratio(slope_kib(points, SLOPE_FROM, SLOPE_TO, "floor"), ours)
+        if ours > 0
+        else None,
         "ratio_definition": (
             f"floor KiB per proxy ÷ pilothouse KiB per proxy, {SLOPE_FROM} to {SLOPE_TO} "
             "proxies (1 = as lean as the floor)"
         ),
         "target": f"≤ {KIB_TARGET:.0f} KiB per proxy ({SLOPE_FROM} to {SLOPE_TO} proxies)",
-        "target_met": met,
+        "target_met": "yes"
+        if ours <= KIB_TARGET
+        else f"no (missed by {ours - KIB_TARGET:.1f} KiB per proxy)",
         "curve": [
-            {
-                "proxies": point.proxies,
-                "pilothouse_rss_mib": round(point.pilothouse_kib / 1024, 1),
-                "floor_rss_mib": round(point.floor_kib / 1024, 1),
-            }
+            {"proxies": point.proxies}
+            | per_side(
+                (("{side}_rss_mib", mib),),
+                {"pilothouse": point.pilothouse_kib, "floor": point.floor_kib},
+            )
             for point in points
         ],
     }
@@ -216,20 +185,14 @@ def parse_options(argv: list[str] | None = None) -> Options:
 
 
 async def run(options: Options) -> None:
-    began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="memory-slope-") as folder:
         work = Path(folder)
         mesh = FanoutMesh(work / "mesh", options.services, options.namespaces, options.endpoints)
         mesh.write()
-        async with contextlib.AsyncExitStack() as stack, asyncio.timeout(options.budget):
-            points = await measure(options, mesh, work, stack)
+        async with asyncio.timeout(options.budget):
+            points = await measure(options, mesh, work)
     emit([report(points, options.services)])
-    note(f"done in {time.monotonic() - began:.0f}s")
-
-
-def main() -> None:
-    asyncio.run(run(parse_options()))
 
 
 if __name__ == "__main__":
-    main()
+    asyncio.run(run(parse_options()))

@@ -306,9 +306,7 @@ def main() -> None:
         "--work-samples", type=int, default=160, help="samples of the metric work alone"
     )
     args = parser.parse_args()
-    options = Options(
-        args.services, args.proxies, args.rounds, args.baseline, args.work_samples
-    )
+    options = Options(args.services, args.proxies, args.rounds, args.baseline, args.work_samples)
     for line in asyncio.run(run(options)):
         emit([line])
 

@@ -41,27 +41,39 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.fanout_report import figure_groups
-from bench.fanout_side import SETTLE, TRIGGERS, FileWrites, Limits, Recording, Side
+from bench.fanout_side import SETTLE, TRIGGERS, FileWrites, Limits, Recording, ServerFigures, Side
 from bench.harness import servers
-from bench.harness.figures import emit, note
+from bench.harness.figures import Row, emit, medians, mib, ms, per_side, ratio
 from bench.harness.fleet import connect
 from bench.harness.mesh import FanoutMesh
 from bench.harness.options import fleet_parser, parsed
-from bench.harness.process import Profiler
-from bench.harness.push import summarize_runs
+from bench.harness.push import PushRun, responses
 from pilothouse.loadtest.fleet import ProxyFleet
 
 PAUSE = 0.5
+BASELINE = (
+    "transport floor (bench/harness/floor.py): a bare grpc.aio ADS server pushing "
+    "the same pre-encoded resource bytes to the same N streams"
+)
+P99_TARGET = 0.5
+RATIO_TARGET = 0.5
+KIB_TARGET = 100.0
+SPREAD_TARGET = 0.7
+SPREAD_TARGET_PROXIES = 1000
+SPREAD_TARGET_TEXT = "EDS spread ≥ 0.7 of the floor's at 1,000 proxies"
+SPREAD_DEFINITION = "(spread = last proxy's ACK time − first proxy's, one push; median of the runs)"
 
 
 @dataclass(frozen=True)
@@ -78,7 +90,6 @@ class Options:
     slope: bool
     timeout: float
     tail: float
-    profile: Path | None
     workers: int
 
 
@@ -103,14 +114,12 @@ async def compare(
         "PILOTHOUSE_DEBOUNCE_AFTER": str(options.debounce_after),
     }
     log = work / "pilothouse.log"
-    ours_process = servers.start_pilothouse(mesh.root, log, env, options.workers)
-    stack.callback(ours_process.stop)
-    floor_process = servers.start_floor(work / "floor.log", options.workers, control=True)
-    stack.callback(floor_process.stop)
-    ours_target = await servers.pilothouse_target(ours_process, options.workers)
-    floor_target, controls = await servers.floor_controls(floor_process, options.workers)
-    control = servers.FloorControl(controls)
-    stack.push_async_callback(control.close)
+    ours_process, ours_target = await servers.serving_pilothouse(
+        stack, mesh.root, log, env, options.workers
+    )
+    floor_process, floor_target, control = await servers.serving_floor(
+        stack, work / "floor.log", options.workers, control=True
+    )
     apply = control.apply
     recording = Recording()
     writes = FileWrites(ours_process)
@@ -126,19 +135,12 @@ async def compare(
     ours = Side(ours_process, ours_target, fire_ours, fleet, limits)
     stack.push_async_callback(ours.close)
     await ours.connect()
-    recording.record_initial(ours.probe)
-    for request in recording.load_requests():
-        await apply(request)
+    await control.load(servers.floor_load_requests(ours.probe))
     floor = Side(floor_process, floor_target, fire_floor, fleet, limits)
     stack.push_async_callback(floor.close)
     await floor.connect()
 
     for kind in TRIGGERS:
-        if options.profile is not None:
-            for side in (ours, floor):
-                side.profiler = Profiler(side.server, options.profile)
-                side.profiler.start(kind)
-            await asyncio.sleep(1.0)
         for index in range(options.runs):
             mark = time.monotonic()
             await ours.push(kind, index, mesh.cluster(0))
@@ -146,10 +148,6 @@ async def compare(
             await asyncio.sleep(PAUSE)
             await floor.push(kind, index, mesh.cluster(0))
             await asyncio.sleep(PAUSE)
-        for side in (ours, floor):
-            side.figures.pushes[kind] = summarize_runs(side.figures.runs[kind])
-            if side.profiler is not None:
-                side.profiler.stop()
     ours.figures.watch_latency = writes.latencies()
     for side, target in ((ours, ours_target), (floor, floor_target)):
         side.figures.connections = side.server.connections(int(target.rsplit(":", 1)[1]))
@@ -180,20 +178,173 @@ def parse_options(argv: list[str] | None = None) -> Options:
     )
     parser.add_argument("--timeout", type=float, default=90.0, help="per wait, seconds")
     parser.add_argument("--tail", type=float, default=0.3, help="quiet seconds that end a push")
-    parser.add_argument(
-        "--profile",
-        type=Path,
-        metavar="DIR",
-        help="record py-spy collapsed stacks of each server's pushes into DIR (slows them)",
-    )
     options = parsed(parser, Options, argv)
     if options.workers < 1:
         parser.error("--workers must be at least 1")
     return options
 
 
+def baseline(workers: int) -> str:
+    """The baseline's description for ``serve --workers N``: the floor in as many
+    processes (the same process count is the fair comparison)."""
+    if workers == 1:
+        return BASELINE
+    return BASELINE.replace(
+        "a bare grpc.aio ADS server",
+        f"a bare grpc.aio ADS server in {workers} processes sharing the port with "
+        f"SO_REUSEPORT (as serve --workers {workers})",
+    )
+
+
+def spread_verdict(ratio: float) -> str:
+    """Whether floor spread ÷ pilothouse spread meets the target, or by how much not."""
+    if ratio >= SPREAD_TARGET:
+        return "yes"
+    return f"no (ratio {ratio}: missed by {SPREAD_TARGET - ratio:.2f})"
+
+
+PUSH_ROWS: tuple[Row, ...] = (
+    medians("{side}_p50_ms", lambda run: run.p50, ms),
+    medians("{side}_p99_ms", lambda run: run.p99, ms),
+    medians("{side}_last_ack_ms", lambda run: run.last, ms),
+    medians("{side}_spread_ms", lambda run: run.spread, ms),
+    medians("{side}_server_cpu_ms_per_push", lambda run: run.cpu_seconds, ms),
+    ("responses_per_push_{side}", responses),
+)
+
+
+def _median(runs: list[PushRun], figure: Callable[[PushRun], float]) -> float:
+    return float(statistics.median(map(figure, runs)))
+
+
+def _protocol(shape: Options) -> str:
+    protocol = "delta" if shape.delta else "SotW"
+    return protocol if shape.workers == 1 else f"{protocol}, serve --workers {shape.workers}"
+
+
+def push_group(
+    kind: str, title: str, shape: Options, ours: ServerFigures, floor: ServerFigures
+) -> dict[str, Any]:
+    mine, base = ours.runs[kind], floor.runs[kind]
+    debounce = shape.file_debounce + shape.debounce_after
+    beyond_p99 = _median(mine, lambda r: r.p99) - debounce
+    p99_ratio = ratio(_median(base, lambda r: r.p99), beyond_p99)
+    targets = [f"ratio ≥ {RATIO_TARGET}"]
+    met = p99_ratio >= RATIO_TARGET
+    if kind == "eds":
+        targets.insert(0, f"p99 beyond debounce ≤ {ms(P99_TARGET):.0f} ms")
+        met = met and beyond_p99 <= P99_TARGET
+    group: dict[str, Any] = {
+        "benchmark": f"push_fanout: {title} ({_protocol(shape)}, {shape.proxies} proxies)",
+        "baseline": baseline(shape.workers),
+        "services_per_proxy": shape.services,
+        "runs": f"{len(mine)} (median of the runs' figures)",
+        "debounce_ms": f"{ms(debounce)} (file {ms(shape.file_debounce)} + push "
+        f"{ms(shape.debounce_after)})",
+        **per_side(PUSH_ROWS, {"pilothouse": mine, "floor": base}),
+        "pilothouse_p50_beyond_debounce_ms": ms(_median(mine, lambda r: r.p50) - debounce),
+        "pilothouse_p99_beyond_debounce_ms": ms(beyond_p99),
+    }
+    latencies = ours.watch_latency.get(kind, [])
+    if len(latencies) == len(mine):
+        # The file watcher's actual share, read from pilothouse's log (millisecond stamps):
+        # p99 minus that and the push debounce is what the push itself took.
+        group["pilothouse_file_to_config_event_ms"] = ms(statistics.median(latencies))
+        group["pilothouse_p99_beyond_measured_debounce_ms"] = ms(
+            statistics.median(
+                r.p99 - w - shape.debounce_after for r, w in zip(mine, latencies, strict=True)
+            )
+        )
+    return group | {
+        "spread_ratio_floor_to_pilothouse": ratio(
+            _median(base, lambda r: r.spread), _median(mine, lambda r: r.spread)
+        ),
+        "cpu_ratio_floor_to_pilothouse": ratio(
+            _median(base, lambda r: r.cpu_seconds), _median(mine, lambda r: r.cpu_seconds)
+        ),
+        "ratio_to_baseline": p99_ratio,
+        "ratio_definition": "floor p99 ÷ pilothouse p99 beyond debounce (1 = as fast as the floor)",
+        "target": ", ".join(targets),
+        "target_met": "yes" if met else "no",
+    }
+
+
+def memory_group(shape: Options, ours: ServerFigures, floor: ServerFigures) -> dict[str, Any]:
+    n = shape.proxies
+    sides = {"pilothouse": ours, "floor": floor}
+    rows: list[Row] = [
+        ("{side}_rss_no_proxies_mib", lambda side: mib(side.rss_empty_kib)),
+        (f"{{side}}_rss_{n}_proxies_mib", lambda side: mib(side.rss_connected_kib)),
+        ("{side}_kib_per_connection", lambda side: round(side.per_connection(n), 1)),
+    ]
+    if ours.rss_double_kib is not None and floor.rss_double_kib is not None:
+        rows += [
+            (f"{{side}}_rss_{2 * n}_proxies_mib", lambda side: mib(side.rss_double_kib)),
+            (f"{{side}}_kib_per_connection_{n}_to_{2 * n}", lambda side: round(side.slope(n), 1)),
+        ]
+    worst = max(ours.per_connection(n), ours.slope(n) or 0.0)
+    return {
+        "benchmark": f"push_fanout: server RSS per idle connection ({_protocol(shape)})",
+        "baseline": baseline(shape.workers),
+        **per_side(rows, sides),
+        "ratio_to_baseline": ratio(floor.per_connection(n), ours.per_connection(n)),
+        "ratio_definition": "floor KiB per connection ÷ pilothouse KiB per connection",
+        "target": f"≤ {KIB_TARGET:.0f} KiB per idle connection",
+        "target_met": "yes" if worst <= KIB_TARGET else "no",
+    }
+
+
+def connect_group(shape: Options, ours: ServerFigures, floor: ServerFigures) -> dict[str, Any]:
+    rows: tuple[Row, ...] = (
+        ("{side}_seconds", lambda side: round(side.connect_seconds, 2)),
+        ("{side}_connections_per_process", lambda side: " / ".join(map(str, side.connections))),
+    )
+    return {
+        "benchmark": f"push_fanout: {shape.proxies} proxies connect and converge "
+        f"({_protocol(shape)})",
+        "baseline": baseline(shape.workers),
+        **{k: v or None for k, v in per_side(rows, {"pilothouse": ours, "floor": floor}).items()},
+        "ratio_to_baseline": ratio(floor.connect_seconds, ours.connect_seconds),
+        "ratio_definition": "floor seconds ÷ pilothouse seconds",
+    }
+
+
+def spread_group(shape: Options, ours: ServerFigures, floor: ServerFigures) -> dict[str, Any]:
+    """The fan-out spread of both pushes, and the EDS spread's target."""
+    group: dict[str, Any] = {
+        "benchmark": f"push_fanout: fan-out spread, last − first proxy ({_protocol(shape)}, "
+        f"{shape.proxies} proxies)",
+        "baseline": baseline(shape.workers),
+        "headline": "pilothouse_eds_spread_ms",
+    }
+    for kind in ("eds", "cds"):
+        mine = _median(ours.runs[kind], lambda r: r.spread)
+        base = _median(floor.runs[kind], lambda r: r.spread)
+        group |= {f"pilothouse_{kind}_spread_ms": ms(mine), f"floor_{kind}_spread_ms": ms(base)}
+        group[f"{kind}_spread_ratio_floor_to_pilothouse"] = ratio(base, mine)
+    eds = group["eds_spread_ratio_floor_to_pilothouse"]
+    judged = shape.proxies == SPREAD_TARGET_PROXIES
+    return group | {
+        "ratio_to_baseline": eds,
+        "ratio_definition": f"EDS: floor spread ÷ pilothouse spread {SPREAD_DEFINITION}",
+        "target": SPREAD_TARGET_TEXT,
+        "target_met": spread_verdict(eds)
+        if judged
+        else f"not judged here ({shape.proxies} proxies)",
+    }
+
+
+def figure_groups(shape: Options, ours: ServerFigures, floor: ServerFigures) -> list[Any]:
+    return [
+        push_group("eds", "EDS change to every proxy", shape, ours, floor),
+        push_group("cds", "CDS change to every proxy", shape, ours, floor),
+        spread_group(shape, ours, floor),
+        memory_group(shape, ours, floor),
+        connect_group(shape, ours, floor),
+    ]
+
+
 async def run(options: Options) -> None:
-    began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="push-fanout-") as folder:
         work = Path(folder)
         mesh = FanoutMesh(work / "mesh", options.services, options.namespaces, options.endpoints)
@@ -201,12 +352,7 @@ async def run(options: Options) -> None:
         async with contextlib.AsyncExitStack() as stack:
             ours, floor = await compare(options, mesh, work, stack)
     emit(figure_groups(options, ours.figures, floor.figures))
-    note(f"done in {time.monotonic() - began:.0f}s")
-
-
-def main() -> None:
-    asyncio.run(run(parse_options()))
 
 
 if __name__ == "__main__":
-    main()
+    asyncio.run(run(parse_options()))

@@ -1,7 +1,8 @@
 """The fleet driver: simulated proxies (``pilothouse.loadtest``) on one server, and what
 the benchmarks read of them and of the server while they run.
 
-``connect`` makes a fleet of the mesh's proxies; ``FleetCounts`` is what the whole fleet
+``connect`` makes a fleet of the mesh's proxies (``converged_fleet``: started, converged and
+closed with an exit stack); ``FleetCounts`` is what the whole fleet
 has received and suffered so far (subtract two to get a run's share); ``PeakMemory``
 samples the server's RSS in the background; ``held_counts`` says what most proxies hold,
 for the report (what went wrong: :func:`pilothouse.loadtest.watch.error_examples`).
@@ -58,6 +59,29 @@ async def start_converged(fleet: ProxyFleet, timeout: float, name: str = "") -> 
     return report
 
 
+async def converged_fleet(
+    stack: contextlib.AsyncExitStack,
+    target: str,
+    proxies: int,
+    namespaces: Sequence[str],
+    *,
+    streams_per_channel: int,
+    timeout: float,
+    settle: float = 0.0,
+    delta: bool = False,
+    app: str = "app",
+) -> ProxyFleet:
+    """``connect`` and ``start_converged``, closed when ``stack`` closes; then ``settle``
+    seconds of quiet."""
+    fleet = connect(
+        target, proxies, namespaces, streams_per_channel=streams_per_channel, delta=delta, app=app
+    )
+    stack.push_async_callback(fleet.close)
+    await start_converged(fleet, timeout, target)
+    await asyncio.sleep(settle)
+    return fleet
+
+
 def holds_new(fleet: ProxyFleet, type_url: str, name: str) -> Callable[[SimulatedProxy], bool]:
     """Whether a proxy holds ``name`` of ``type_url`` other than the fleet's first proxy
     holds now (the predicate that ends a timed change)."""
@@ -96,9 +120,7 @@ class FleetCounts:
         )
 
     def __sub__(self, before: FleetCounts) -> FleetCounts:
-        return FleetCounts(
-            *(getattr(self, f.name) - getattr(before, f.name) for f in fields(self))
-        )
+        return FleetCounts(*(getattr(self, f.name) - getattr(before, f.name) for f in fields(self)))
 
 
 class PeakMemory:

@@ -1,12 +1,11 @@
 """A server under test in its own process: started, watched through /proc, always stopped.
 
 ``ServerProcess`` runs a command in a new session (its own process group) whose
-output goes to a log file, and reads CPU time and resident memory from ``/proc``:
+output goes to a log file, and reads CPU time and resident memory from ``/proc``
 of the whole process tree (the server and every live process it started, so the
-workers and the supervisor of ``serve --workers N``, or every process of a
-transport floor run with ``--processes N``), and of the started process alone
-(``own_cpu_seconds``). ``connections`` counts, per process of the tree, the
-established TCP connections on a listening port. The child is started through a
+workers and the supervisor of ``serve --workers N``, or every process of a transport
+floor run with ``--processes N``). ``connections`` counts, per process of the tree,
+the established TCP connections on a listening port. The child is started through a
 tiny launcher that asks the kernel to kill it when the benchmark dies
 (``PR_SET_PDEATHSIG``), so even a benchmark killed with SIGKILL leaves nothing
 behind; ``stop`` sends SIGTERM to the group, then SIGKILL.
@@ -18,7 +17,6 @@ import asyncio
 import contextlib
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -94,10 +92,6 @@ class ServerProcess:
         """The server's pid and those of every live process below it."""
         return process_tree(self.pid)
 
-    def own_cpu_seconds(self) -> float:
-        """User and system CPU time of the started process alone (threads that ended too)."""
-        return process_cpu_seconds(self.pid)
-
     def cpu_seconds(self) -> float:
         """User and system CPU time of the whole tree so far: the process and every live
         descendant (a process that ended since is no longer counted)."""
@@ -172,40 +166,3 @@ def established(pid: int, port: int) -> int:
                 if state == "01" and int(local.rsplit(":", 1)[1], 16) == port and inode in inodes:
                     count += 1
     return count
-
-
-class Profiler:
-    """``py-spy record`` attached to a server: one file of collapsed stacks (``--format raw``,
-    what flame-graph tools read) per ``start``/``stop``."""
-
-    def __init__(self, server: ServerProcess, folder: Path) -> None:
-        self.server = server
-        self.folder = folder
-        self._running: ServerProcess | None = None
-
-    def start(self, label: str) -> None:
-        self.stop()
-        self.folder.mkdir(parents=True, exist_ok=True)
-        output = self.folder / f"{self.server.name.replace(' ', '-')}-{label}.stacks"
-        self._running = ServerProcess(
-            f"py-spy {label}",
-            [
-                shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy")),
-                "record",
-                "--nonblocking",
-                "--format",
-                "raw",
-                "--rate",
-                "250",
-                "--pid",
-                str(self.server.pid),
-                "--output",
-                str(output),
-            ],
-            self.folder / f"py-spy-{label}.log",
-        )
-
-    def stop(self) -> None:
-        if self._running is not None:
-            self._running.stop(grace=30.0, first=signal.SIGINT)
-            self._running = None

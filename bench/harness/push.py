@@ -1,10 +1,11 @@
-"""Timing one push to a fleet of simulated proxies, and summarising repeated runs.
+"""Timing one push to a fleet of simulated proxies.
 
 A run starts just before the trigger (a file write for pilothouse, a control call
 for the floor) and ends when every proxy has accepted (and ACKed) a response in
 which the watched resource differs from what it held before. The proxies live in
 this process, so the trigger and the ACK times come from one clock. The server's
-CPU over the run (its idle rate subtracted) is the cost of the push.
+CPU over the run (its idle rate subtracted) is the cost of the push. A benchmark reports
+the medians of its runs' figures (``figures.medians``).
 """
 
 from __future__ import annotations
@@ -17,11 +18,7 @@ from dataclasses import dataclass
 
 from bench.harness.fleet import ServerGauge, holds_new
 from pilothouse.loadtest.fleet import ProxyFleet
-from pilothouse.loadtest.holdings import HeldResource
-from pilothouse.loadtest.proxy import SimulatedProxy
 from pilothouse.loadtest.stats import percentile
-
-Holdings = dict[str, HeldResource]
 
 
 @dataclass(frozen=True)
@@ -54,10 +51,6 @@ class PushRun:
         """The fan-out spread: the last proxy's time minus the first's (the debounce and
         the trigger, the same for every proxy, drop out)."""
         return max(self.durations) - min(self.durations)
-
-
-def holdings(proxy: SimulatedProxy, type_url: str) -> Holdings:
-    return dict(proxy.holds(type_url))
 
 
 def _received(fleet: ProxyFleet, type_urls: Sequence[str]) -> dict[str, tuple[int, int]]:
@@ -121,37 +114,17 @@ async def timed_push(
     )
 
 
-@dataclass(frozen=True)
-class PushSummary:
-    """Medians over runs of each run's p50, p99, last ACK and spread, and of the server CPU."""
-
-    p99_runs: tuple[float, ...]
-    runs: int
-    p50: float
-    p99: float
-    last: float
-    spread: float
-    cpu_seconds: float
-    unconverged: int
-    responses: Mapping[str, int]
-    """Per type, the median over runs of responses received by the fleet per run."""
-    received: Mapping[str, int]
-    """Per type, the median over runs of bytes received by the fleet per run."""
-
-
-def summarize_runs(runs: Sequence[PushRun]) -> PushSummary:
-    if not runs or any(not run.durations for run in runs):
-        raise RuntimeError("a run in which no proxy got the push")
-    types = runs[0].responses.keys()
-    return PushSummary(
-        p99_runs=tuple(run.p99 for run in runs),
-        runs=len(runs),
-        p50=statistics.median(run.p50 for run in runs),
-        p99=statistics.median(run.p99 for run in runs),
-        last=statistics.median(run.last for run in runs),
-        spread=statistics.median(run.spread for run in runs),
-        cpu_seconds=statistics.median(run.cpu_seconds for run in runs),
-        unconverged=max(run.unconverged for run in runs),
-        responses={t: round(statistics.median(run.responses[t] for run in runs)) for t in types},
-        received={t: round(statistics.median(run.received[t] for run in runs)) for t in types},
+def responses(runs: Sequence[PushRun]) -> str:
+    """Responses the fleet received per push, by type, with their total size (medians)."""
+    medians = {
+        name: (
+            statistics.median(r.responses[name] for r in runs),
+            statistics.median(r.received[name] for r in runs),
+        )
+        for name in runs[0].responses
+    }
+    return ", ".join(
+        f"{name} {round(count)} ({round(size) / 1e6:.2f} MB)"
+        for name, (count, size) in medians.items()
+        if round(count)
     )

@@ -4,12 +4,14 @@
 their own process (``ServerProcess``: /proc figures, stopped even if the benchmark dies),
 on 127.0.0.1 with ports the kernel picks. ``floor_load_requests`` turns what a converged
 proxy of pilothouse holds into the control calls that make the floor serve the same
-bytes; ``FloorControl`` sends them, to every process of a floor at once.
+bytes; ``FloorControl`` sends them, to every process of a floor at once. ``serving_*``
+start either on an exit stack that stops it, and wait until it is ready.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import resource
 import sys
@@ -44,73 +46,72 @@ def raise_open_file_limit() -> int:
     return target
 
 
-def start_pilothouse(
-    mesh_root: Path, log: Path, env: Mapping[str, str] | None = None, workers: int = 1
-) -> ServerProcess:
-    """``pilothouse serve`` on ``mesh_root``; ``env`` carries its ``PILOTHOUSE_*`` settings.
-    With ``workers`` above 1, ``serve --workers N`` (its CPU counts every worker)."""
-    return ServerProcess(
+async def serving_pilothouse(
+    stack: contextlib.AsyncExitStack,
+    mesh_root: Path,
+    log: Path,
+    env: Mapping[str, str] | None = None,
+    workers: int = 1,
+) -> tuple[ServerProcess, str]:
+    """``pilothouse serve`` on ``mesh_root`` (``env``: its ``PILOTHOUSE_*`` settings; with
+    ``workers`` above 1, ``serve --workers N``, whose CPU counts every worker), stopped when
+    ``stack`` closes; once it listens and every worker has built its first context, with
+    its xDS address."""
+    server = ServerProcess(
         "pilothouse" if workers == 1 else f"pilothouse --workers {workers}",
         [
-            sys.executable,
-            "-m",
-            "pilothouse.cli.main",
-            "serve",
-            "--config",
-            str(mesh_root),
-            "--xds-address",
-            "127.0.0.1:0",
-            "--admin-address",
-            "127.0.0.1:0",
+            sys.executable, "-m", "pilothouse.cli.main", "serve", "--config", str(mesh_root),
+            "--xds-address", "127.0.0.1:0", "--admin-address", "127.0.0.1:0",
             *(("--workers", str(workers)) if workers > 1 else ()),
         ],
         log,
         env={"PILOTHOUSE_DRAIN_SECONDS": "1", **(env or {})},
-    )
-
-
-def start_floor(log: Path, processes: int = 1, control: bool = False) -> ServerProcess:
-    """The transport floor; with ``processes`` above 1 (or ``control``) each of its
-    processes also listens on a control port of its own (``floor_controls``)."""
-    shared = ("--processes", str(processes)) if processes > 1 else ()
-    own = ("--control-address", "127.0.0.1:0") if control or processes > 1 else ()
-    return ServerProcess(
-        "transport floor",
-        [sys.executable, str(FLOOR_SCRIPT), "--address", "127.0.0.1:0", *shared, *own],
-        log,
-    )
-
-
-async def pilothouse_target(server: ServerProcess, workers: int = 1) -> str:
-    """Wait until pilothouse listens and has built its first context (every worker's);
-    its xDS address."""
+    )  # fmt: skip
+    stack.callback(server.stop)
     found = await server.wait_for_line(r"xDS listening on (\S+):(\d+)", STARTUP_TIMEOUT)
-    await server.wait_for_line(r"xds ready", STARTUP_TIMEOUT)
+    await server.wait_for_line(r"xds ready", STARTUP_TIMEOUT)  # fails at once if it exits
     deadline = time.monotonic() + STARTUP_TIMEOUT
     while server.output().count("xds ready") < workers:
         if time.monotonic() > deadline:
             raise TimeoutError(f"{server.name}: not every worker became ready")
         await asyncio.sleep(0.05)
-    return f"{found.group(1)}:{found.group(2)}"
-
-
-async def floor_target(server: ServerProcess) -> str:
-    found = await server.wait_for_line(r"floor listening on (\S+):(\d+)", STARTUP_TIMEOUT)
-    return f"{found.group(1)}:{found.group(2)}"
+    return server, f"{found.group(1)}:{found.group(2)}"
 
 
 async def floor_controls(floor: ServerProcess, processes: int) -> tuple[str, list[str]]:
-    """The floor's ADS address and the control address of each of its processes (a
-    floor started with a control port)."""
-    target = await floor_target(floor)
+    """The floor's ADS address and the control address of each of its processes (none for
+    a floor started without a control port)."""
+    found = await floor.wait_for_line(r"floor listening on (\S+):(\d+)", STARTUP_TIMEOUT)
     deadline = time.monotonic() + STARTUP_TIMEOUT
     while True:
         controls = re.findall(r"^floor control on (\S+:\d+)$", floor.output(), re.MULTILINE)
         if len(controls) >= processes:
-            return target, controls
+            return f"{found.group(1)}:{found.group(2)}", controls
         if time.monotonic() > deadline:
             raise TimeoutError(f"transport floor: {len(controls)} of {processes} processes up")
         await asyncio.sleep(0.05)
+
+
+async def serving_floor(
+    stack: contextlib.AsyncExitStack, log: Path, processes: int = 1, control: bool = False
+) -> tuple[ServerProcess, str, FloorControl]:
+    """The transport floor, stopped when ``stack`` closes, once listening; its ADS address
+    and its control. With ``processes`` above 1 (or ``control``) each of its processes
+    listens on a control port of its own, all of which the control drives; otherwise the
+    control calls go to the ADS port."""
+    controlled = control or processes > 1
+    shared = ("--processes", str(processes)) if processes > 1 else ()
+    own = ("--control-address", "127.0.0.1:0") if controlled else ()
+    server = ServerProcess(
+        "transport floor",
+        [sys.executable, str(FLOOR_SCRIPT), "--address", "127.0.0.1:0", *shared, *own],
+        log,
+    )
+    stack.callback(server.stop)
+    target, controls = await floor_controls(server, processes if controlled else 0)
+    floor = FloorControl(controls or [target])
+    stack.push_async_callback(floor.close)
+    return server, target, floor
 
 
 async def idle_cpu_rate(server: ServerProcess, seconds: float) -> float:

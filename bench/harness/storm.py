@@ -1,26 +1,32 @@
-"""One connect storm, and the median of several.
+"""One connect storm, and the figures every storm benchmark reports of several.
 
 A storm starts every proxy of a fleet at once against a server that has no
 proxy yet and waits until each is converged: every type it asks for (CDS, EDS,
 LDS, RDS for a sidecar) accepted and ACKed, and every name it asked for held.
 A proxy's time runs from its own start; the storm's time from the first
 proxy's start to the last one's convergence. Meanwhile the server's resident
-memory is sampled (its peak) and its CPU time read before and after.
+memory is sampled (its peak) and its CPU time read before and after. ``STORM_ROWS`` are
+the figures of one side's runs (medians) that every storm benchmark reports.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from bench.harness.fleet import FleetCounts, PeakMemory, ServerGauge, held_counts
+from bench.harness.figures import Row, mib, s
+from bench.harness.fleet import FleetCounts, PeakMemory, ServerGauge, connect, held_counts
 from pilothouse.loadtest.fleet import ProxyFleet
 from pilothouse.loadtest.stats import percentile
 from pilothouse.loadtest.watch import error_examples
 
 ERROR_EXAMPLES = 3
+SETTLE = 1.0
+"""Seconds a freshly started server is left alone before the storm."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,24 @@ class StormRun:
     @property
     def errors(self) -> int:
         return self.unconverged + self.stream_failures + self.nacks
+
+
+async def storm_on(
+    stack: contextlib.AsyncExitStack,
+    server: ServerGauge,
+    target: str,
+    proxies: int,
+    namespaces: Sequence[str],
+    *,
+    streams_per_channel: int,
+    timeout: float,
+) -> tuple[StormRun, ProxyFleet]:
+    """A storm of a new fleet (closed with ``stack``) against a server just started, after
+    ``SETTLE`` seconds left alone."""
+    await asyncio.sleep(SETTLE)
+    fleet = connect(target, proxies, namespaces, streams_per_channel=streams_per_channel)
+    stack.push_async_callback(fleet.close)
+    return await storm(fleet, server, timeout), fleet
 
 
 async def storm(fleet: ProxyFleet, server: ServerGauge, timeout: float) -> StormRun:
@@ -89,78 +113,22 @@ async def storm(fleet: ProxyFleet, server: ServerGauge, timeout: float) -> Storm
     )
 
 
-def _median(values: Sequence[float]) -> float:
-    return float(statistics.median(values))
+def median_of(runs: Sequence[StormRun], figure: Callable[[StormRun], float]) -> float:
+    """The median over ``runs`` of one figure of each."""
+    return float(statistics.median(figure(run) for run in runs))
 
 
-@dataclass(frozen=True)
-class StormSummary:
-    """The runs of one server at one fleet size: medians, and the worst errors."""
-
-    proxies: int
-    runs: tuple[StormRun, ...]
-
-    @property
-    def seconds(self) -> float:
-        return _median([run.seconds for run in self.runs])
-
-    def percentile(self, q: float) -> float:
-        """The median over runs of each run's per-proxy ``q``-th percentile."""
-        return _median([run.percentile(q) for run in self.runs])
-
-    @property
-    def peak_rss_kib(self) -> float:
-        return _median([run.peak_rss_kib for run in self.runs])
-
-    @property
-    def rss_before_kib(self) -> float:
-        return _median([run.rss_before_kib for run in self.runs])
-
-    @property
-    def cpu_seconds(self) -> float:
-        return _median([run.cpu_seconds for run in self.runs])
-
-    @property
-    def load_generator_cpu_seconds(self) -> float:
-        return _median([run.load_generator_cpu_seconds for run in self.runs])
-
-    @property
-    def unconverged(self) -> int:
-        return max(run.unconverged for run in self.runs)
-
-    @property
-    def stream_failures(self) -> int:
-        return sum(run.stream_failures for run in self.runs)
-
-    @property
-    def nacks(self) -> int:
-        return sum(run.nacks for run in self.runs)
-
-    @property
-    def odd_proxies(self) -> int:
-        return max(run.odd_proxies for run in self.runs)
-
-    def runs_holding_other_than(self, reference: tuple[tuple[str, int], ...]) -> int:
-        """Runs whose proxies mostly hold other resource counts than ``reference``."""
-        return sum(1 for run in self.runs if run.held != reference)
-
-    @property
-    def converged_every_run(self) -> bool:
-        return all(run.unconverged == 0 for run in self.runs)
-
-    @property
-    def error_examples(self) -> tuple[str, ...]:
-        seen: dict[str, None] = {}
-        for run in self.runs:
-            for example in run.error_examples:
-                seen.setdefault(example, None)
-        return tuple(seen)[:ERROR_EXAMPLES]
+STORM_ROWS: tuple[Row, ...] = (
+    ("{side}_s", lambda runs: s(median_of(runs, lambda r: r.seconds))),
+    ("{side}_runs_s", lambda runs: [s(run.seconds) for run in runs]),
+    ("{side}_per_proxy_p50_s", lambda runs: s(median_of(runs, lambda r: r.percentile(50)))),
+    ("{side}_per_proxy_p99_s", lambda runs: s(median_of(runs, lambda r: r.percentile(99)))),
+    ("{side}_server_rss_before_mib", lambda runs: mib(median_of(runs, lambda r: r.rss_before_kib))),
+    ("{side}_server_peak_rss_mib", lambda runs: mib(median_of(runs, lambda r: r.peak_rss_kib))),
+    ("{side}_server_cpu_s", lambda runs: s(median_of(runs, lambda r: r.cpu_seconds))),
+)
+"""The figures every storm benchmark reports per side, from that side's runs (medians)."""
 
 
-def summarize_storms(runs: Sequence[StormRun]) -> StormSummary:
-    if not runs:
-        raise ValueError("no storm to summarize")
-    sizes = {run.proxies for run in runs}
-    if len(sizes) != 1:
-        raise ValueError(f"storms of different fleet sizes: {sorted(sizes)}")
-    return StormSummary(proxies=runs[0].proxies, runs=tuple(runs))
+def median_seconds(runs: Sequence[StormRun]) -> float:
+    return median_of(runs, lambda r: r.seconds)

@@ -6,8 +6,16 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from bench.admission_figures import Admissions, admitted_times, busiest_window, refusals
-from bench.admission_storm import Options, Side, report, verdict
+from bench.admission_storm import (
+    Admissions,
+    Options,
+    Side,
+    admitted_times,
+    busiest_window,
+    refusals,
+    report,
+    verdict,
+)
 from bench.harness.storm import StormRun
 from bench.run_all import SCRIPTS
 from pilothouse import logfmt
@@ -97,9 +105,7 @@ def test_the_verdict_names_what_was_missed() -> None:
         "no: the slowest storm took 10.50 s"
     )
     assert verdict(OPTIONS, [side(9.0, 251)]) == "no: 251 admitted in one second"
-    assert verdict(OPTIONS, [side(60.0, 250, unconverged=2)]) == (
-        "no: 2 proxies never converged"
-    )
+    assert verdict(OPTIONS, [side(60.0, 250, unconverged=2)]) == ("no: 2 proxies never converged")
 
 
 def test_the_report_compares_with_the_storm_without_a_limit() -> None:

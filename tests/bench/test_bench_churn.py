@@ -1,5 +1,6 @@
-"""The endpoint churn benchmark's parts: event addresses, the ledger, the floor's batching,
-the watch log and the report."""
+"""The endpoint churn benchmark's parts (harness/churn.py, churn_runs.py, churn_floor.py,
+endpoint_churn.py): event addresses, the ledger, the floor's batching, the watch log and
+the report."""
 
 from __future__ import annotations
 
@@ -15,18 +16,6 @@ import pytest
 from envoy.config.endpoint.v3 import endpoint_pb2  # type: ignore[import-untyped]
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 
-from bench.churn_events import (
-    NO_EVENT,
-    ChurnEvent,
-    ChurnSchedule,
-    GenerationReader,
-    churn_address,
-    churn_number,
-    generation,
-    with_address,
-    workload_entry_path,
-    write_event,
-)
 from bench.churn_floor import (
     FloorBatcher,
     FloorPusher,
@@ -34,10 +23,29 @@ from bench.churn_floor import (
     completions_from_release,
     push_request,
 )
-from bench.churn_ledger import ChurnLedger, LedgerTap
-from bench.churn_report import ChurnShape, ChurnSize, figure_groups, verdict
-from bench.churn_runs import ChurnPlan, ChurnRun, by_quarter, make_events
-from bench.churn_watchlog import config_updates, watch_latencies
+from bench.churn_runs import (
+    ChurnOptions,
+    ChurnPlan,
+    ChurnRun,
+    by_quarter,
+    make_events,
+)
+from bench.endpoint_churn import ChurnSize, figure_groups, verdict
+from bench.harness.churn import (
+    NO_EVENT,
+    ChurnEvent,
+    ChurnLedger,
+    ChurnSchedule,
+    LedgerTap,
+    churn_address,
+    churn_number,
+    config_updates,
+    generation,
+    watch_latencies,
+    with_address,
+    workload_entry_path,
+    write_event,
+)
 from bench.harness.mesh import FanoutMesh, endpoint_address
 from bench.harness.rounds import percentiles
 from pilothouse.config.load import Loader
@@ -81,9 +89,6 @@ def test_the_generation_is_the_newest_event_in_the_assignment() -> None:
     body = assignment("c", endpoint_address(0, 0, 0), churn_address(7), churn_address(3))
     assert generation(body) == 7
     assert generation(assignment("c", endpoint_address(0, 0, 0))) == NO_EVENT
-    reader = GenerationReader()
-    assert reader(body) == 7
-    assert reader(bytes(body)) == 7
 
 
 def test_with_address_moves_only_the_named_endpoint() -> None:
@@ -144,7 +149,6 @@ def test_a_proxy_reaches_every_event_its_generation_covers() -> None:
     assert ledger.pending == 0
     assert ledger.delivered(3)
     assert ledger.completions() == pytest.approx((1.2, 2.1, 1.8))
-    assert ledger.last_reached_at == 3.2
 
 
 def test_the_ledger_refuses_events_out_of_order() -> None:
@@ -189,9 +193,7 @@ def test_the_tap_reports_accepted_eds_responses_once() -> None:
     ledger = ChurnLedger(proxies=2, services=2)
     proxies = [FakeProxy(), FakeProxy()]
     times = iter([0.0, 5.0, 6.0, 7.0, 8.0])
-    tap = LedgerTap(
-        proxies, ledger, {"c0": 0, "c1": 1}, GenerationReader(), clock=lambda: next(times)
-    )  # type: ignore[arg-type]
+    tap = LedgerTap(proxies, ledger, {"c0": 0, "c1": 1}, generation, clock=lambda: next(times))  # type: ignore[arg-type]
     tap.attach()
     ledger.add(event(1, 0, 4.0))
     proxies[0].accept(EDS, "c0", assignment("c0", churn_address(1)))
@@ -338,9 +340,17 @@ def churn_run(p99: float, proxies: int = 10, missed: int = 0) -> ChurnRun:
     )
 
 
+def options(debounce_after: float = 0.1, debounce_max: float = 0.1) -> ChurnOptions:
+    return ChurnOptions(
+        sizes=(10, 20), runs=1, rate=50.0, duration=20.0, services=100, namespaces=10,
+        endpoints=2, streams_per_channel=100, file_debounce=0.05, debounce_after=debounce_after,
+        debounce_max=debounce_max, connect_timeout=90.0, timeout=45.0, gate=5.0, target=1.0,
+    )  # fmt: skip
+
+
 def test_the_push_window_is_debounce_max_when_events_never_leave_quiet() -> None:
-    def shape(after: float, maximum: float) -> ChurnShape:
-        return ChurnShape(100, 50.0, 20.0, 0.05, after, maximum, 100, 1.0)
+    def shape(after: float, maximum: float) -> ChurnOptions:
+        return options(debounce_after=after, debounce_max=maximum)
 
     assert shape(0.1, 0.1).push_window == 0.1
     assert shape(0.1, 0.5).push_window == 0.5
@@ -349,7 +359,7 @@ def test_the_push_window_is_debounce_max_when_events_never_leave_quiet() -> None
 
 
 def test_the_churn_report_states_target_ratio_and_curve() -> None:
-    shape = ChurnShape(100, 50.0, 20.0, 0.05, 0.1, 0.1, 100, 1.0)
+    shape = options()
     sizes = [
         ChurnSize((churn_run(0.85),), (churn_run(0.5),)),
         ChurnSize((churn_run(1.65, 20),), (churn_run(0.6, 20),)),
@@ -374,7 +384,7 @@ def test_the_churn_report_states_target_ratio_and_curve() -> None:
 
 
 def test_the_churn_report_has_a_row_for_serve_with_workers_when_run() -> None:
-    shape = ChurnShape(100, 50.0, 20.0, 0.05, 0.1, 0.1, 100, 1.0)
+    shape = options()
     one = ChurnSize((churn_run(1.2),), (churn_run(0.5),))
     two = ChurnSize((churn_run(1.2),), (churn_run(0.5),), (churn_run(0.6),), 2)
     (without,) = figure_groups(shape, [one])

@@ -1,15 +1,17 @@
-"""bench/push_fanout.py's figures (fanout_report.py, harness/push.py), from made-up runs: the
+"""bench/push_fanout.py's figures (its figure tables, harness/push.py), from made-up runs: the
 fan-out spread of a push beside its p99, the spread's target at 1,000 proxies, and the floor
 named for what it is with ``--workers 2``."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import statistics
+from dataclasses import dataclass
 
 import pytest
 
-from bench.fanout_report import figure_groups, spread_verdict
-from bench.harness.push import PushRun, PushSummary, summarize_runs
+from bench.fanout_side import ServerFigures
+from bench.harness.push import PushRun
+from bench.push_fanout import figure_groups, spread_verdict
 
 
 @dataclass(frozen=True)
@@ -21,17 +23,6 @@ class Shape:
     file_debounce: float = 0.05
     debounce_after: float = 0.1
     workers: int = 1
-
-
-@dataclass
-class Figures:
-    pushes: dict[str, PushSummary]
-    connect_seconds: float = 5.0
-    rss_empty_kib: int = 80_000
-    rss_connected_kib: int = 150_000
-    rss_double_kib: int | None = None
-    watch_latency: dict[str, list[float]] = field(default_factory=dict)
-    connections: list[int] = field(default_factory=list)
 
 
 def push(first: float, last: float) -> PushRun:
@@ -50,12 +41,15 @@ def push(first: float, last: float) -> PushRun:
 def test_the_spread_is_the_last_proxys_time_minus_the_firsts_median_over_runs() -> None:
     runs = [push(0.2, 0.7), push(0.3, 1.3), push(0.25, 0.85)]
     assert runs[0].spread == pytest.approx(0.5)
-    assert summarize_runs(runs).spread == pytest.approx(0.6)  # median of 0.5, 1.0 and 0.6
+    assert statistics.median(r.spread for r in runs) == pytest.approx(0.6)  # of 0.5, 1.0, 0.6
 
 
-def figures(first: float, last: float, **more: object) -> Figures:
-    summary = summarize_runs([push(first, last)])
-    return Figures(pushes={"eds": summary, "cds": summary}, **more)  # type: ignore[arg-type]
+def figures(first: float, last: float, connections: list[int] | None = None) -> ServerFigures:
+    pushes = [push(first, last)]
+    return ServerFigures(
+        "server", 5.0, 80_000, 150_000, runs={"eds": pushes, "cds": pushes},
+        connections=connections or [],
+    )  # fmt: skip
 
 
 def test_the_spread_group_judges_the_eds_target_at_1000_proxies() -> None:

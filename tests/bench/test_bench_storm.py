@@ -5,10 +5,10 @@ from __future__ import annotations
 import resource
 from typing import Any
 
+from bench.connect_storm import Options, errors, figure_groups, verdict
 from bench.harness.floor import FloorService, add_floor_services
 from bench.harness.servers import floor_load_requests, raise_open_file_limit
-from bench.harness.storm import PeakMemory, StormRun, storm, summarize_storms
-from bench.storm_report import StormShape, StormSize, figure_groups, verdict
+from bench.harness.storm import PeakMemory, StormRun, median_of, median_seconds, storm
 from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
 from pilothouse.protocol.type_urls import CDS, EDS
 from pilothouse.xds.server.ads import new_grpc_server
@@ -49,46 +49,30 @@ def run(seconds: float, *, proxies: int = 10, unconverged: int = 0) -> StormRun:
     )
 
 
-def test_the_summary_takes_medians_and_the_worst_errors() -> None:
-    summary = summarize_storms([run(3.0), run(1.0, unconverged=2), run(2.0)])
-    assert summary.seconds == 2.0
-    assert summary.cpu_seconds == 1.0
-    assert summary.unconverged == 2
-    assert summary.stream_failures == 3
-    assert not summary.converged_every_run
-    assert summary.error_examples == ("UNAVAILABLE: x",)
-    assert summary.percentile(100) == 2.0
-
-
-def test_a_summary_needs_runs_of_one_size() -> None:
-    try:
-        summarize_storms([run(1.0, proxies=10), run(1.0, proxies=20)])
-    except ValueError:
-        pass
-    else:
-        raise AssertionError("mixed sizes were accepted")
+def test_the_figures_take_medians_and_the_worst_errors() -> None:
+    runs = [run(3.0), run(1.0, unconverged=2), run(2.0)]
+    assert median_seconds(runs) == 2.0
+    assert median_of(runs, lambda r: r.cpu_seconds) == 1.0
+    assert median_of(runs, lambda r: r.percentile(100)) == 2.0
+    text = errors(runs, HELD)
+    assert text.startswith("unconverged 2 (worst run), stream failures 3, NACKs 0")
+    assert text.endswith("; e.g. UNAVAILABLE: x")
 
 
 def test_the_verdict_says_how_far_the_target_is_missed() -> None:
-    assert verdict(summarize_storms([run(8.0)]), 10.0) == "yes"
-    assert verdict(summarize_storms([run(15.0)]), 10.0) == (
-        "no: missed by 5.00 s (1.50× the target)"
-    )
-    assert verdict(summarize_storms([run(1.0, unconverged=1)]), 10.0).startswith("no: 1 ")
+    assert verdict([run(8.0)], 10.0) == "yes"
+    assert verdict([run(15.0)], 10.0) == "no: missed by 5.00 s (1.50× the target)"
+    assert verdict([run(1.0, unconverged=1)], 10.0).startswith("no: 1 ")
     short = (("Cluster", 1),)
-    assert verdict(summarize_storms([run(8.0)]), 10.0, short).startswith("no: a storm ended")
-    assert verdict(summarize_storms([run(8.0)]), 10.0, HELD) == "yes"
+    assert verdict([run(8.0)], 10.0, short).startswith("no: a storm ended")
+    assert verdict([run(8.0)], 10.0, HELD) == "yes"
 
 
 def test_the_report_has_one_group_per_size_and_the_curve_on_the_largest() -> None:
-    shape = StormShape(
-        services=100, runs=1, streams_per_channel=100, target_seconds=10.0, held=HELD
-    )
-    small = StormSize(summarize_storms([run(4.0)]), summarize_storms([run(2.0)]))
-    large = StormSize(
-        summarize_storms([run(12.0, proxies=20)]), summarize_storms([run(3.0, proxies=20)])
-    )
-    groups = figure_groups(shape, [large, small])
+    options = Options((10, 20), 1, 100, 10, 2, 100, 60.0, 10.0)
+    small = {"pilothouse": [run(4.0)], "floor": [run(2.0)]}
+    large = {"pilothouse": [run(12.0, proxies=20)], "floor": [run(3.0, proxies=20)]}
+    groups = figure_groups(options, HELD, [large, small])
     assert [g["pilothouse_s"] for g in groups] == [4.0, 12.0]
     for group in groups:
         for key in ("benchmark", "baseline", "ratio_to_baseline", "target", "target_met"):

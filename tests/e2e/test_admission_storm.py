@@ -17,7 +17,7 @@ import shutil
 import time
 from pathlib import Path
 
-from bench.admission_figures import admitted_times, busiest_window, refusals
+from bench.admission_storm import admitted_times, busiest_window, refusals
 from bench.harness.mesh import FanoutMesh
 from bench.harness.servers import raise_open_file_limit
 from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
@@ -85,9 +85,7 @@ async def test_a_storm_of_2000_proxies_is_let_in_at_the_rate(tmp_path: Path) -> 
 
         # every proxy holds its full config: the same as every other, all services
         assert report.converged, f"{len(report.unconverged)} never converged"
-        held = {
-            tuple(len(proxy.holds(t)) for t in (CDS, EDS, LDS, RDS)) for proxy in fleet.proxies
-        }
+        held = {tuple(len(proxy.holds(t)) for t in (CDS, EDS, LDS, RDS)) for proxy in fleet.proxies}
         assert len(held) == 1, held
         ((clusters, assignments, listeners, routes),) = held
         assert clusters >= SERVICES and assignments == SERVICES and listeners and routes
@@ -124,4 +122,3 @@ async def test_a_storm_of_2000_proxies_is_let_in_at_the_rate(tmp_path: Path) -> 
             await fleet.close()
         await server.stop()
         shutil.rmtree(mesh.root, ignore_errors=True)
-

@@ -343,7 +343,7 @@ class Admission:
         or request, unauthenticated, permission denied)."""
         self._rejected[reason] += 1
         self.refusals.note(reason.value, peer, message or reason.value, node_id)
-        if log.isEnabledFor(logging.DEBUG):  # every one, unthrottled (bench/admission_figures)
+        if log.isEnabledFor(logging.DEBUG):  # every one, unthrottled (bench/admission_storm.py)
             log.debug("xds stream refused", extra={"reason": reason.value, "peer": peer})
 
     def refuse_not_ready(self) -> None:
