@@ -5,8 +5,8 @@ start their ADS streams at the same instant against ``pilothouse serve`` just st
 the push fan-out mesh, 100 services each proxy sees, and the storm lasts until every
 proxy has converged) against fresh servers with the stream rate limit at ``--rate`` new
 streams a second (default 250, in bursts of up to 25: the defaults), once for each
-``--waits`` (default 1 s, the default, and 10 s, which queues a whole storm of 2,000
-at 250 a second instead of refusing most of it), and, as the baseline in the same run,
+``--waits`` (default 1 s, istiod's, which refuses most of a storm of 2,000, and 10 s,
+the default, which queues the whole storm at 250 a second), and, as the baseline in the same run,
 with the limit off (``PILOTHOUSE_XDS_ADMISSION_RATE=0``). Refused proxies reconnect
 with Envoy's backoff (jittered, 0.5 s to 30 s), as real sidecars do.
 
