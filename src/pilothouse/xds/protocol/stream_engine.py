@@ -87,8 +87,10 @@ class StreamEngine:
         is the encoded field every response carries (which replica sent it);
         ``responses``, the server's SotW responses, shared among its streams."""
         self.order = MakeBeforeBreak()
+        self._contents = SharedContents(kept=32) if responses is None else responses.contents
+        """Where the clusters a push changed are worked out once per scope."""
         self._flavour: Flavour = (
-            DeltaFlavour(source, self.order, control_plane)
+            DeltaFlavour(source, self.order, control_plane, self._contents)
             if delta
             else SotwFlavour(source, self.order, control_plane, responses)
         )
@@ -96,8 +98,6 @@ class StreamEngine:
         self._warming_timeout = warming_timeout
         self._schedule = schedule
         self._eds_index: tuple[Subscription, Mapping[str, frozenset[str]]] | None = None
-        self._contents = SharedContents(kept=32) if responses is None else responses.contents
-        """Where the clusters a push changed are worked out once per scope."""
 
     @property
     def session(self) -> SotwSession | DeltaSession:
@@ -316,7 +316,8 @@ class StreamEngine:
         session = self._flavour.session
         now_held = self.order.sent(CDS)
         # worked out once for the streams of a scope, which move between the same mappings
-        changed, added = self._contents.difference(held, now_held)
+        difference = self._contents.difference(held, now_held)
+        changed, added = difference.changed, difference.added
         warming = self._source.warming(added) if added else _NO_NAMES
         ahead = _NO_NAMES
         if warming:

@@ -19,10 +19,11 @@ from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS, is_full_state_type
 from pilothouse.push.cache import Resource
 from pilothouse.xds.protocol.acked import AckedResources
 from pilothouse.xds.protocol.delta import DeltaDecision, DeltaKind, DeltaSession
+from pilothouse.xds.protocol.delta_basis import DeltaBasis, ResourceVersions
 from pilothouse.xds.protocol.delta_plan import plan_delta
 from pilothouse.xds.protocol.endpoint_basis import EndpointBasis
 from pilothouse.xds.protocol.ordering import MakeBeforeBreak
-from pilothouse.xds.protocol.shared_content import SotwContent, same_content
+from pilothouse.xds.protocol.shared_content import SharedContents, SotwContent, same_content
 from pilothouse.xds.protocol.sotw import SotwKind, SotwSession
 from pilothouse.xds.protocol.sotw_watch import SotwWatch, plan_sotw
 from pilothouse.xds.protocol.versions import NonceSource
@@ -296,18 +297,26 @@ class SotwFlavour(_Base):
 
 
 class DeltaFlavour(_Base):
-    """Incremental: responses carry what changed and what was removed."""
+    """Incremental: responses carry what changed and what was removed; a full push
+    compares only the names its mapping changed since the stream's basis
+    (:mod:`pilothouse.xds.protocol.delta_basis`)."""
 
     def __init__(
         self,
         source: ResourceSource,
         order: MakeBeforeBreak,
         control_plane: ControlPlaneField = NO_CONTROL_PLANE,
+        contents: SharedContents | None = None,
     ) -> None:
         super().__init__(source, order, control_plane)
         self.delta = DeltaSession()
         self._nonces = NonceSource()
         """Each delta response is this stream's own (SotW ones come from FanOutResponses)."""
+        self._contents = SharedContents(kept=32) if contents is None else contents
+        """Where the difference between two generated mappings is worked out once for
+        every stream that moves between them (the server's, shared)."""
+        self._bases: dict[str, DeltaBasis] = {}
+        """Per type: the generated mapping what the client holds agrees with."""
 
     @property
     def session(self) -> DeltaSession:
@@ -325,6 +334,10 @@ class DeltaFlavour(_Base):
                 rejected=kind is DeltaKind.NACK,
                 subscription=decision.subscription,
             )
+            if kind is DeltaKind.NACK:
+                basis = self._bases.get(decision.type_url)
+                if basis is not None:
+                    basis.drop()  # the client's holdings rolled back
         if not decision.respond:
             return None
         return self._respond(decision.type_url, decision, None, now)
@@ -364,12 +377,29 @@ class DeltaFlavour(_Base):
         resources = self._generate(type_url, names) if generated is None else generated
         if withheld(resources):
             return None
-        available = {name: r.version for name, r in resources.items()}
-        plan = plan_delta(watch, available, decision, changed, resend_all=resend, refresh=refresh)
+        whole = changed is None  # planned over every resource of the type
+        basis = self._bases.get(type_url)
+        if basis is None:
+            basis = self._bases[type_url] = DeltaBasis()
+        candidates = None
+        if whole and decision is None and not resend:
+            candidates = basis.candidates(watch, resources, self._contents)
+        if candidates is None:
+            available = {name: r.version for name, r in resources.items()}
+            plan = plan_delta(
+                watch, available, decision, changed, resend_all=resend, refresh=refresh
+            )
+        else:  # only the names the push's mapping changed since the stream's basis
+            plan = plan_delta(watch, ResourceVersions(resources), None, candidates, refresh=refresh)
         initial = decision is not None and decision.kind in (DeltaKind.INIT, DeltaKind.RECONNECT)
         if decision is not None and decision.kind is DeltaKind.RECONNECT:
             self.acked.seed(type_url, _still_held(watch.confirmed, resources))
+        # once a whole plan is sent (or owes nothing), the client holds, of every name it
+        # subscribes to, what ``resources`` has: the basis of the next push
+        rebase = whole and not watch.rejected
         if plan.empty and not initial:
+            if rebase:
+                basis.rebase(watch.subscription, resources)
             return None
         version = self._source.version
         nonce = self._nonces.next(version)
@@ -377,13 +407,26 @@ class DeltaFlavour(_Base):
         body = delta_response(
             version, type_url, nonce, chosen, sorted(plan.removed), self._control_plane
         )
-        self.delta.record_sent(
+        watch = self.delta.record_sent(
             type_url, nonce, plan.resources, plan.removed, now, system_version=version
         )
         # the generated mapping itself when all of it goes (shared by a scope's proxies)
         sent = resources if len(chosen) == len(resources) else {r.name: r for r in chosen}
         self.acked.sent(type_url, nonce, sent, plan.removed, replace=False)
-        self._order.record(type_url, sent, plan.removed, replace=False)
+        if rebase and not watch.rejected:
+            basis.rebase(watch.subscription, resources)
+            if is_full_state_type(type_url):
+                # what the proxy holds is the generated mapping itself, kept by reference
+                # (a scope's streams then share it, and its difference with the next one)
+                self._order.record(type_url, resources, replace=True)
+            else:
+                self._order.record(type_url, sent, plan.removed, replace=False)
+        else:
+            if not whole:
+                basis.sent(plan.resources.keys() | plan.removed)
+            else:
+                basis.drop()
+            self._order.record(type_url, sent, plan.removed, replace=False)
         return Outgoing(type_url, body, len(chosen))
 
     def changed_endpoints(self) -> frozenset[str] | None:
