@@ -232,7 +232,7 @@ class StreamEngine:
         out: list[Outgoing] = []
         order = self.order
         watched = self.watched_types()
-        routes_watched = any(t in ROUTE_TYPES for t in watched)
+        routes_watched = not ROUTE_TYPES.isdisjoint(watched)
         if unchanged and not resend:
             # EDS stays while CDS may change: the clusters it changes or adds warm on it
             cds_pushed = CDS not in unchanged
