@@ -141,8 +141,8 @@ class SotwFlavour(_Base):
         responses: FanOutResponses | None = None,
     ) -> None:
         super().__init__(source, order, control_plane)
-        self.sotw = SotwSession()
         self._responses = FanOutResponses(kept=2) if responses is None else responses
+        self.sotw = SotwSession(self._responses.name_sets)
         """Where responses come from: the server's, shared by every stream it pushes the
         same content to (a stream of its own keeps only its last few)."""
         self._serials: dict[str, int] = {}
