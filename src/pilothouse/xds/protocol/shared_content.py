@@ -36,7 +36,8 @@ used go first."""
 KEPT_NAMES: Final = 1 << 17
 """Resource names the remembered mappings may hold in all, however few they are."""
 KEPT_CHANGES: Final = 256
-"""Pairs of mappings whose difference is remembered at most."""
+"""Pairs of mappings whose difference is remembered at most (the least recently used
+go first)."""
 
 
 class ContentVersions(dict[str, str]):
@@ -152,6 +153,9 @@ class SharedContents:
         differences = self._differences
         found = differences.get(key)
         if found is not None and found[0] is before and found[1] is after:
+            # the most recently used goes last: a scope's pair, read by each of its streams,
+            # outlives the pairs of mappings made for one stream alone that come between
+            differences.move_to_end(key)
             return found[2]
         changed: set[str] = set()
         added: set[str] = set()
