@@ -26,7 +26,12 @@ a frozen value copied every per-name mapping (``held``, ``confirmed``, the recor
 on every response and every ACK of every proxy; in place, a send or an ACK touches
 only the names its responses carry.  A NACK and a subscription change still rebuild
 ``held`` (rare, and bounded by what the client holds).  What it hands out
-(``InFlight``, ``ResourceRecord``) is never changed once made.
+(``InFlight``, ``SentResponse``) is never changed once made.
+
+What was sent of each resource (``resources``, a ``ResourceRecord`` per name for
+``/debug/syncz``) is kept by response, as SotW keeps it: each name points at the
+response that last carried it, and an ACK or a NACK changes that one response, not a
+record per name.
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from dataclasses import dataclass
 
 from pilothouse.protocol.messages import NackError
 from pilothouse.protocol.subscriptions import Subscription
-from pilothouse.xds.protocol.records import ResourceRecord, sent_record
+from pilothouse.xds.protocol.records import HeldRecords, SentResponse
 from pilothouse.xds.protocol.sync_status import SyncStatus, sync_status
 from pilothouse.xds.protocol.versions import check_version_advance
 
@@ -56,7 +61,9 @@ class DeltaWatch:
     """One type's watch on a delta stream (mutable, owned by one session)."""
 
     __slots__ = (
+        "_live",
         "always_respond",
+        "carriers",
         "confirmed",
         "held",
         "in_flight",
@@ -64,7 +71,7 @@ class DeltaWatch:
         "nonce_acked",
         "nonce_sent",
         "rejected",
-        "resources",
+        "responses",
         "subscription",
         "type_url",
         "version_sent",
@@ -84,8 +91,12 @@ class DeltaWatch:
         self.last_error: NackError | None = None
         self.always_respond = False
         self.rejected: tuple[Mapping[str, str], ...] = ()
-        self.resources: dict[str, ResourceRecord] = {}
-        """Name → record of each resource sent and still subscribed to."""
+        self.carriers: dict[str, str] = {}
+        """Name → nonce of the response that last carried it (names still subscribed)."""
+        self.responses: dict[str, SentResponse] = {}
+        """Nonce → response, for every response a name in ``carriers`` points at."""
+        self._live: dict[str, int] = {}
+        """Nonce → how many names ``carriers`` points at it with."""
 
     @classmethod
     def start(
@@ -108,6 +119,12 @@ class DeltaWatch:
     def sync_status(self) -> SyncStatus:
         return sync_status(self.nonce_sent, self.nonce_acked, self.last_error)
 
+    @property
+    def resources(self) -> HeldRecords:
+        """Name → ``ResourceRecord`` of every resource sent and still subscribed to (read
+        it at once: it reads the watch as it is when used)."""
+        return HeldRecords(self.carriers, self.responses, None)
+
     def is_in_flight(self, nonce: str) -> bool:
         return bool(nonce) and any(r.nonce == nonce for r in self.in_flight)
 
@@ -118,7 +135,12 @@ class DeltaWatch:
         covers = subscription.covers
         self.subscription = subscription
         self.confirmed = {n: v for n, v in self.confirmed.items() if covers(n)}
-        self.resources = {n: r for n, r in self.resources.items() if covers(n)}
+        carriers = self.carriers = {n: c for n, c in self.carriers.items() if covers(n)}
+        live: dict[str, int] = {}
+        for nonce in carriers.values():
+            live[nonce] = live.get(nonce, 0) + 1
+        self._live = live
+        self.responses = {n: r for n, r in self.responses.items() if n in live}
         self.held = _fold(self.confirmed, self.in_flight, subscription)
         return self
 
@@ -149,14 +171,19 @@ class DeltaWatch:
             raise ValueError(f"{self.type_url}: {sorted(overlap)} both sent and removed")
         if system_version:
             check_version_advance(self.type_url, self.version_sent, system_version)
-        records, held, covers = self.resources, self.held, self.subscription.covers
+        held, covers = self.held, self.subscription.covers
+        carriers = self.carriers
         for name, version in content.items():
-            records[name] = sent_record(name, version, nonce, now)
             if covers(name):
                 held[name] = version
+            self._leave(carriers.get(name))
+        carriers.update(dict.fromkeys(content, nonce))
         for name in removed:
-            records.pop(name, None)
             held.pop(name, None)
+            self._leave(carriers.pop(name, None))
+        if content:
+            self._live[nonce] = len(content)
+            self.responses[nonce] = SentResponse(nonce, now, content)
         if self.rejected:
             self.rejected = tuple(
                 u for u in self.rejected if not _changes_unit(u, content, removed)
@@ -172,7 +199,7 @@ class DeltaWatch:
         index = self._index(nonce)
         settled, self.in_flight = self.in_flight[: index + 1], self.in_flight[index + 1 :]
         _apply(self.confirmed, settled, self.subscription)
-        _ack_records(self.resources, settled, now)
+        self._answer(settled, now)
         self.nonce_acked = nonce
         self.last_error = None
         return self
@@ -183,12 +210,10 @@ class DeltaWatch:
         earlier, response = self.in_flight[:index], self.in_flight[index]
         later = self.in_flight[index + 1 :]
         _apply(self.confirmed, earlier, self.subscription)
-        records = self.resources
-        _ack_records(records, earlier, now)
-        for name in response.content:
-            record = records.get(name)
-            if record is not None and record.nonce == nonce:
-                records[name] = record.nack(error)
+        self._answer(earlier, now)
+        rejected = self.responses.get(nonce)
+        if rejected is not None:
+            self.responses[nonce] = rejected.nack(error)
         if response.content:
             self.rejected = (*self.rejected, response.content)
         self.held = _fold(self.confirmed, later, self.subscription)
@@ -205,6 +230,25 @@ class DeltaWatch:
             if all(available.get(n) == v for n, v in unit.items()):
                 names.update(unit)
         return frozenset(names)
+
+    def _leave(self, nonce: str | None) -> None:
+        """A name no longer points at the response ``nonce``: forget it when none does."""
+        if nonce is None:
+            return
+        live = self._live
+        left = live[nonce] - 1
+        if left:
+            live[nonce] = left
+        else:
+            del live[nonce], self.responses[nonce]
+
+    def _answer(self, settled: tuple[InFlight, ...], now: float) -> None:
+        """The ``settled`` responses were ACKed: mark those names still point at."""
+        responses = self.responses
+        for response in settled:
+            sent = responses.get(response.nonce)
+            if sent is not None:
+                responses[response.nonce] = sent.ack(now)
 
     def _index(self, nonce: str) -> int:
         for index, response in enumerate(self.in_flight):
@@ -242,15 +286,3 @@ def _changes_unit(
         name in removed or (name in content and content[name] != version)
         for name, version in unit.items()
     )
-
-
-def _ack_records(
-    records: dict[str, ResourceRecord], settled: tuple[InFlight, ...], now: float
-) -> None:
-    """Mark ACKed, in place, the records the ``settled`` responses still carry."""
-    for response in settled:
-        nonce = response.nonce
-        for name in response.content:
-            record = records.get(name)
-            if record is not None and record.nonce == nonce:
-                records[name] = record.ack(now)

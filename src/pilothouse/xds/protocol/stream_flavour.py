@@ -142,9 +142,9 @@ class SotwFlavour(_Base):
     ) -> None:
         super().__init__(source, order, control_plane)
         self._responses = FanOutResponses(kept=2) if responses is None else responses
-        self.sotw = SotwSession(self._responses.name_sets)
         """Where responses come from: the server's, shared by every stream it pushes the
         same content to (a stream of its own keeps only its last few)."""
+        self.sotw = SotwSession(self._responses.name_sets)
         self._serials: dict[str, int] = {}
         """The serial of the last response sent per type: the next must be above it."""
         self._endpoints = EndpointBasis()
