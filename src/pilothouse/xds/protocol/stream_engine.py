@@ -31,11 +31,11 @@ from pilothouse.protocol.subscriptions import Subscription
 from pilothouse.protocol.type_urls import CDS, EDS, SDS, push_order_key
 from pilothouse.push.cache import Resource
 from pilothouse.xds.protocol.delta import DeltaSession
+from pilothouse.xds.protocol.delta_flavour import DeltaFlavour
 from pilothouse.xds.protocol.ordering import ROUTE_TYPES, MakeBeforeBreak
 from pilothouse.xds.protocol.shared_content import SharedContents
 from pilothouse.xds.protocol.sotw import SotwSession
 from pilothouse.xds.protocol.stream_flavour import (
-    DeltaFlavour,
     Flavour,
     Outgoing,
     ResourceSource,
