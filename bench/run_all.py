@@ -74,6 +74,7 @@ class Script:
 SCRIPTS: tuple[Script, ...] = (
     Script("config_load"),
     Script("push_fanout"),
+    Script("cds_messages", timeout=300.0),
     Script("push_cost", timeout=600.0),
     Script("workers_fanout", timeout=600.0),
     Script("fanout_curve", timeout=1200.0),

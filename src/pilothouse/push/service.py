@@ -29,7 +29,7 @@ import asyncio
 import logging
 import math
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Generic, TypeVar
 
 from pilothouse.config.mesh import MeshSettings
@@ -106,6 +106,8 @@ class PushService(Generic[T]):
             observe_debounce_time=metrics.debounce_time.observe,
         )
         self._unsubscribe = store.subscribe(self.config_changed)
+        self._convergence: tuple[float, Callable[[object], None]] | None = None
+        """The start of the change last pushed, and what observes its convergence."""
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -310,13 +312,25 @@ class PushService(Generic[T]):
         waiter = target.when_written()
         if request.full and math.isfinite(request.start):
             # istiod's convergence time: first event of the change → this proxy's push sent
-            start = request.start
             if waiter is None:
-                self._metrics.convergence.observe(time.monotonic() - start)
+                self._metrics.convergence.observe(time.monotonic() - request.start)
             else:
-                observe = self._metrics.convergence.observe
-                waiter.add_done_callback(lambda _: observe(time.monotonic() - start))
+                waiter.add_done_callback(self._converged(request.start))
         return waiter
+
+    def _converged(self, start: float) -> Callable[[object], None]:
+        """What observes the convergence of a push started at ``start`` once written: one
+        for every target of the same change (not one closure per target)."""
+        last = self._convergence
+        if last is not None and last[0] == start:
+            return last[1]
+        observe = self._metrics.convergence.observe
+
+        def converged(_: object) -> None:
+            observe(time.monotonic() - start)
+
+        self._convergence = (start, converged)
+        return converged
 
     def _endpoints_revision(self) -> int:
         return self._registry.endpoint_index.revision

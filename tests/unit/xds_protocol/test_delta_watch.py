@@ -41,9 +41,10 @@ def test_nack_rolls_back_only_its_response() -> None:
     nacked = watch.nacked("n2", ERR, 1.0)
     assert dict(nacked.confirmed) == {"a": "1"}, "n1 implicitly ACKed"
     assert dict(nacked.held) == {"b": "3"}, "n3 still in flight on top"
-    assert nacked.acked("n3", 2.0).confirmed == {"b": "3"}
     assert nacked.rejected == ({"a": "2", "b": "2"},)
     assert nacked.resources["b"].nonce == "n3" and nacked.resources["b"].pending
+    assert nacked.acked("n3", 2.0).confirmed == {"b": "3"}
+    assert nacked.resources["b"].acked and nacked.rejected == ({"a": "2", "b": "2"},)
 
 
 def test_nack_of_removal_keeps_the_name() -> None:

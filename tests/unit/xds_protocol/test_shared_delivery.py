@@ -19,6 +19,7 @@ from google.protobuf import any_pb2
 from pilothouse.protocol.type_urls import CDS, EDS, SDS
 from pilothouse.push.cache import Resource
 from pilothouse.xds.protocol.shared_content import (
+    KEPT_CHANGES,
     ContentVersions,
     SharedContents,
     same_content,
@@ -161,12 +162,28 @@ def test_contents_compare_by_digest_and_the_summaries_are_bounded() -> None:
         assert contents.of(resources) is None  # first seen: not summarised
     assert contents.of(mappings[-1]) is not None
     assert contents.of(mappings[0]) is None  # long forgotten: seen anew
-    assert contents.difference(mappings[0], mappings[1]) == (frozenset(mappings[1]), set())
-    assert contents.difference(mappings[1], clusters(2, "1")) == (set(), set())  # equal
-    assert contents.difference(mappings[1], mappings[1]) == (set(), set())
+    assert contents.difference(mappings[0], mappings[1]) == (
+        frozenset(mappings[1]), set(), set()
+    )  # fmt: skip
+    assert contents.difference(mappings[1], clusters(2, "1")) == (set(), set(), set())  # equal
+    assert contents.difference(mappings[1], mappings[1]) == (set(), set(), set())
     assert contents.difference(clusters(1, "1"), mappings[1]).added == {
         "outbound|80||s1.ns.svc.cluster.local"
     }
+    assert contents.difference(mappings[1], clusters(1, "1")) == (
+        set(), set(), {"outbound|80||s1.ns.svc.cluster.local"}
+    )  # fmt: skip
+
+
+def test_a_scopes_difference_outlives_the_pairs_of_single_streams() -> None:
+    contents = SharedContents()
+    before, after = clusters(50, "1"), clusters(50, "2")
+    found = contents.difference(before, after)
+    reads = before.reads + after.reads
+    for _ in range(3 * KEPT_CHANGES):  # each stream: its own pair, then the scope's
+        contents.difference(clusters(1, "1"), clusters(1, "2"))
+        assert contents.difference(before, after) is found
+    assert before.reads + after.reads == reads  # worked out once, never again
 
 
 def test_a_stream_of_its_own_summarises_few_mappings() -> None:

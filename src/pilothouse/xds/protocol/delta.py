@@ -60,6 +60,8 @@ from pilothouse.protocol.type_urls import WARMING_DEPENDENCIES
 from pilothouse.xds.protocol.delta_watch import DeltaWatch
 from pilothouse.xds.protocol.stream_state import StreamState
 
+_NONE: frozenset[str] = frozenset()
+
 
 class DeltaKind(enum.Enum):
     """What a delta request meant."""
@@ -128,8 +130,12 @@ class DeltaSession(StreamState[DeltaWatch]):
         else:
             kind = DeltaKind.SUBSCRIPTION
 
-        change = delta_change(watch.subscription, subscribe, unsubscribe)
-        watch = watch.with_subscription(change.after)
+        if subscribe or unsubscribe:
+            change = delta_change(watch.subscription, subscribe, unsubscribe)
+            watch = watch.with_subscription(change.after)
+        else:  # an ACK alone (most requests): the subscription stays, and is not copied
+            subscription = watch.subscription
+            change = SubscriptionChange(subscription, subscription, _NONE, _NONE, False)
         subscribed = change.subscribed
         if type_url in self._expected:
             subscribed = self._subscribed_ahead(type_url, change, watch)

@@ -15,9 +15,10 @@ Only mappings that are never changed once made may be given (every generated map
 streams already keep them by reference).
 
 How one mapping differs from an earlier one (:meth:`SharedContents.difference`: names
-at another version, names added) is likewise worked out once per pair: the streams of a
-scope move from the same clusters to the same clusters, and from the same assignments
-to the same ones (:mod:`pilothouse.xds.protocol.endpoint_basis`).
+at another version, names added, names removed) is likewise worked out once per pair:
+the streams of a scope move from the same clusters to the same clusters, and from the
+same assignments to the same ones (:mod:`pilothouse.xds.protocol.endpoint_basis`, and
+for delta streams :mod:`pilothouse.xds.protocol.delta_basis`).
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ used go first."""
 KEPT_NAMES: Final = 1 << 17
 """Resource names the remembered mappings may hold in all, however few they are."""
 KEPT_CHANGES: Final = 256
-"""Pairs of mappings whose difference is remembered at most."""
+"""Pairs of mappings whose difference is remembered at most (the least recently used
+go first)."""
 
 
 class ContentVersions(dict[str, str]):
@@ -142,14 +144,18 @@ class SharedContents:
     def difference(
         self, before: Mapping[str, Resource], after: Mapping[str, Resource]
     ) -> Difference:
-        """The names of ``after`` whose version differs in ``before``, and those ``before``
-        lacks: worked out once per pair of mappings."""
+        """The names of ``after`` whose version differs in ``before``, those ``before``
+        lacks, and those of ``before`` that ``after`` lacks: worked out once per pair of
+        mappings."""
         if after is before:
             return _NO_DIFFERENCE
         key = (id(before), id(after))
         differences = self._differences
         found = differences.get(key)
         if found is not None and found[0] is before and found[1] is after:
+            # the most recently used goes last: a scope's pair, read by each of its streams,
+            # outlives the pairs of mappings made for one stream alone that come between
+            differences.move_to_end(key)
             return found[2]
         changed: set[str] = set()
         added: set[str] = set()
@@ -159,7 +165,12 @@ class SharedContents:
                 added.add(name)
             elif previous.version != resource.version:
                 changed.add(name)
-        result = Difference(frozenset(changed), frozenset(added))
+        removed = (
+            frozenset(before.keys() - after.keys())
+            if len(before) > len(after) - len(added)
+            else _NO_NAMES
+        )  # every name of ``before`` is in ``after`` when it has no more than they share
+        result = Difference(frozenset(changed), frozenset(added), removed)
         differences[key] = (before, after, result)
         if len(differences) > KEPT_CHANGES:
             differences.popitem(last=False)
@@ -173,6 +184,9 @@ class Difference(NamedTuple):
     """Names in both, at another version."""
     added: frozenset[str]
     """Names the earlier one lacks."""
+    removed: frozenset[str]
+    """Names the later one lacks."""
 
 
-_NO_DIFFERENCE: Final = Difference(frozenset(), frozenset())
+_NO_NAMES: Final[frozenset[str]] = frozenset()
+_NO_DIFFERENCE: Final = Difference(_NO_NAMES, _NO_NAMES, _NO_NAMES)

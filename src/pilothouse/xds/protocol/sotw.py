@@ -51,6 +51,7 @@ from pilothouse.protocol.messages import (
 )
 from pilothouse.protocol.subscriptions import Subscription, sotw_subscription
 from pilothouse.protocol.type_urls import WARMING_DEPENDENCIES, is_wildcard_type
+from pilothouse.xds.protocol.name_sets import NameSets
 from pilothouse.xds.protocol.sotw_watch import SotwWatch
 from pilothouse.xds.protocol.stream_state import StreamState
 
@@ -86,11 +87,14 @@ class SotwDecision(NamedTuple):
 class SotwSession(StreamState[SotwWatch]):
     """Per-stream SotW state: the node, one ``SotwWatch`` per type, and counters."""
 
-    def __init__(self) -> None:
+    def __init__(self, name_sets: NameSets | None = None) -> None:
+        """``name_sets``: where a subscription's names are shared with other streams'
+        equal ones (the server's; None: kept as made)."""
         super().__init__()
         self._named: dict[str, tuple[int | list[str], Subscription]] = {}
         """Per type: the names the watch's subscription was last taken from (their
         fingerprint, or else the list)."""
+        self._name_sets = name_sets
 
     def receive(self, request: SotwRequest, now: float, names: int | None = None) -> SotwDecision:
         """Classify one request, update the state, and say whether to respond.
@@ -154,6 +158,10 @@ class SotwSession(StreamState[SotwWatch]):
         subscription = sotw_subscription(type_url, named, watch is not None and watch.named_before)
         if watch is not None and subscription == watch.subscription:
             subscription = watch.subscription  # keep one copy
+        elif self._name_sets is not None and subscription.names:
+            shared = self._name_sets.shared(subscription.names)
+            if shared is not subscription.names:  # one set for the streams naming the same
+                subscription = Subscription(shared, subscription.wildcard)
         return subscription, named if fingerprint is None else fingerprint
 
     def _remember(

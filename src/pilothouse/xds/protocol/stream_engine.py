@@ -31,11 +31,11 @@ from pilothouse.protocol.subscriptions import Subscription
 from pilothouse.protocol.type_urls import CDS, EDS, SDS, push_order_key
 from pilothouse.push.cache import Resource
 from pilothouse.xds.protocol.delta import DeltaSession
+from pilothouse.xds.protocol.delta_flavour import DeltaFlavour
 from pilothouse.xds.protocol.ordering import ROUTE_TYPES, MakeBeforeBreak
 from pilothouse.xds.protocol.shared_content import SharedContents
 from pilothouse.xds.protocol.sotw import SotwSession
 from pilothouse.xds.protocol.stream_flavour import (
-    DeltaFlavour,
     Flavour,
     Outgoing,
     ResourceSource,
@@ -87,8 +87,10 @@ class StreamEngine:
         is the encoded field every response carries (which replica sent it);
         ``responses``, the server's SotW responses, shared among its streams."""
         self.order = MakeBeforeBreak()
+        self._contents = SharedContents(kept=32) if responses is None else responses.contents
+        """Where the clusters a push changed are worked out once per scope."""
         self._flavour: Flavour = (
-            DeltaFlavour(source, self.order, control_plane)
+            DeltaFlavour(source, self.order, control_plane, self._contents)
             if delta
             else SotwFlavour(source, self.order, control_plane, responses)
         )
@@ -96,8 +98,6 @@ class StreamEngine:
         self._warming_timeout = warming_timeout
         self._schedule = schedule
         self._eds_index: tuple[Subscription, Mapping[str, frozenset[str]]] | None = None
-        self._contents = SharedContents(kept=32) if responses is None else responses.contents
-        """Where the clusters a push changed are worked out once per scope."""
 
     @property
     def session(self) -> SotwSession | DeltaSession:
@@ -232,7 +232,7 @@ class StreamEngine:
         out: list[Outgoing] = []
         order = self.order
         watched = self.watched_types()
-        routes_watched = any(t in ROUTE_TYPES for t in watched)
+        routes_watched = not ROUTE_TYPES.isdisjoint(watched)
         if unchanged and not resend:
             # EDS stays while CDS may change: the clusters it changes or adds warm on it
             cds_pushed = CDS not in unchanged
@@ -316,7 +316,8 @@ class StreamEngine:
         session = self._flavour.session
         now_held = self.order.sent(CDS)
         # worked out once for the streams of a scope, which move between the same mappings
-        changed, added = self._contents.difference(held, now_held)
+        difference = self._contents.difference(held, now_held)
+        changed, added = difference.changed, difference.added
         warming = self._source.warming(added) if added else _NO_NAMES
         ahead = _NO_NAMES
         if warming:

@@ -3,7 +3,8 @@
 The stream engine (:mod:`pilothouse.xds.protocol.stream_engine`) orders pushes and
 keeps make-before-break state the same way for both protocols; everything that
 depends on the protocol (which session classifies requests, how a response is
-planned and encoded, what counts as ACKed) is one of the two classes here. No I/O:
+planned and encoded, what counts as ACKed) is a flavour: :class:`SotwFlavour` here, and
+:class:`~pilothouse.xds.protocol.delta_flavour.DeltaFlavour`. No I/O:
 each step returns the bytes to write, or None (also when the generator withheld the
 type's answer, :mod:`pilothouse.xds.protocol.withheld`). Each also keeps what the proxy ACKed
 (:mod:`pilothouse.xds.protocol.acked`), from the resources it sends, by reference.
@@ -18,19 +19,16 @@ from pilothouse.protocol.messages import DeltaRequest, SotwRequest
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS, is_full_state_type
 from pilothouse.push.cache import Resource
 from pilothouse.xds.protocol.acked import AckedResources
-from pilothouse.xds.protocol.delta import DeltaDecision, DeltaKind, DeltaSession
-from pilothouse.xds.protocol.delta_plan import plan_delta
+from pilothouse.xds.protocol.delta import DeltaSession
 from pilothouse.xds.protocol.endpoint_basis import EndpointBasis
 from pilothouse.xds.protocol.ordering import MakeBeforeBreak
 from pilothouse.xds.protocol.shared_content import SotwContent, same_content
 from pilothouse.xds.protocol.sotw import SotwKind, SotwSession
 from pilothouse.xds.protocol.sotw_watch import SotwWatch, plan_sotw
-from pilothouse.xds.protocol.versions import NonceSource
 from pilothouse.xds.protocol.wire import (
     NO_CONTROL_PLANE,
     ControlPlaneField,
     FanOutResponses,
-    delta_response,
 )
 from pilothouse.xds.protocol.withheld import withheld
 
@@ -66,7 +64,10 @@ class ResourceSource(Protocol):
         ...
 
 
-class _Base:
+class FlavourBase:
+    """What both flavours hold: the resource source, the ordering, the control plane
+    field responses carry, and what the proxy ACKed."""
+
     def __init__(
         self,
         source: ResourceSource,
@@ -129,7 +130,7 @@ class Flavour(Protocol):
         ...
 
 
-class SotwFlavour(_Base):
+class SotwFlavour(FlavourBase):
     """State of the world: every response carries the full set of watched names."""
 
     def __init__(
@@ -140,10 +141,10 @@ class SotwFlavour(_Base):
         responses: FanOutResponses | None = None,
     ) -> None:
         super().__init__(source, order, control_plane)
-        self.sotw = SotwSession()
         self._responses = FanOutResponses(kept=2) if responses is None else responses
         """Where responses come from: the server's, shared by every stream it pushes the
         same content to (a stream of its own keeps only its last few)."""
+        self.sotw = SotwSession(self._responses.name_sets)
         self._serials: dict[str, int] = {}
         """The serial of the last response sent per type: the next must be above it."""
         self._endpoints = EndpointBasis()
@@ -293,120 +294,3 @@ class SotwFlavour(_Base):
             and bool(watch.nonce_sent)
             and (watch.nonce_acked != watch.nonce_sent and watch.last_error is None)
         )
-
-
-class DeltaFlavour(_Base):
-    """Incremental: responses carry what changed and what was removed."""
-
-    def __init__(
-        self,
-        source: ResourceSource,
-        order: MakeBeforeBreak,
-        control_plane: ControlPlaneField = NO_CONTROL_PLANE,
-    ) -> None:
-        super().__init__(source, order, control_plane)
-        self.delta = DeltaSession()
-        self._nonces = NonceSource()
-        """Each delta response is this stream's own (SotW ones come from FanOutResponses)."""
-
-    @property
-    def session(self) -> DeltaSession:
-        return self.delta
-
-    def answer(
-        self, request: SotwRequest | DeltaRequest, now: float, names: int | None = None
-    ) -> Outgoing | None:
-        decision = self.delta.receive(request, now)  # type: ignore[arg-type]
-        kind = decision.kind
-        if kind is DeltaKind.ACK or kind is DeltaKind.NACK:
-            self.acked.answered(
-                decision.type_url,
-                request.response_nonce,
-                rejected=kind is DeltaKind.NACK,
-                subscription=decision.subscription,
-            )
-        if not decision.respond:
-            return None
-        return self._respond(decision.type_url, decision, None, now)
-
-    def respond(
-        self,
-        type_url: str,
-        changed: frozenset[str] | None,
-        now: float,
-        generated: Mapping[str, Resource] | None = None,
-        *,
-        resend: bool = False,
-        refresh: frozenset[str] = frozenset(),
-    ) -> Outgoing | None:
-        return self._respond(
-            type_url, None, changed, now, generated, resend=resend, refresh=refresh
-        )
-
-    def _respond(
-        self,
-        type_url: str,
-        decision: DeltaDecision | None,
-        changed: frozenset[str] | None,
-        now: float,
-        generated: Mapping[str, Resource] | None = None,
-        *,
-        resend: bool = False,
-        refresh: frozenset[str] = frozenset(),
-    ) -> Outgoing | None:
-        watch = self.delta.watch(type_url)
-        if watch is None:
-            return None
-        subscription = watch.subscription
-        names = None if subscription.wildcard else subscription.names
-        if changed is not None and decision is None and names is not None:
-            names = names & changed
-        resources = self._generate(type_url, names) if generated is None else generated
-        if withheld(resources):
-            return None
-        available = {name: r.version for name, r in resources.items()}
-        plan = plan_delta(watch, available, decision, changed, resend_all=resend, refresh=refresh)
-        initial = decision is not None and decision.kind in (DeltaKind.INIT, DeltaKind.RECONNECT)
-        if decision is not None and decision.kind is DeltaKind.RECONNECT:
-            self.acked.seed(type_url, _still_held(watch.confirmed, resources))
-        if plan.empty and not initial:
-            return None
-        version = self._source.version
-        nonce = self._nonces.next(version)
-        chosen = [resources[n] for n in sorted(plan.resources)]
-        body = delta_response(
-            version, type_url, nonce, chosen, sorted(plan.removed), self._control_plane
-        )
-        self.delta.record_sent(
-            type_url, nonce, plan.resources, plan.removed, now, system_version=version
-        )
-        # the generated mapping itself when all of it goes (shared by a scope's proxies)
-        sent = resources if len(chosen) == len(resources) else {r.name: r for r in chosen}
-        self.acked.sent(type_url, nonce, sent, plan.removed, replace=False)
-        self._order.record(type_url, sent, plan.removed, replace=False)
-        return Outgoing(type_url, body, len(chosen))
-
-    def changed_endpoints(self) -> frozenset[str] | None:
-        """All of them: the delta plan sends only what the proxy does not hold."""
-        return None
-
-    def confirmed(self, names: frozenset[str]) -> bool:
-        watch = self.delta.watch(EDS)
-        return watch is not None and all(n in watch.confirmed for n in names)
-
-    def awaiting(self, type_url: str) -> bool:
-        watch = self.delta.watch(type_url)
-        return watch is not None and bool(watch.in_flight)
-
-
-def _still_held(
-    reported: Mapping[str, str], resources: Mapping[str, Resource]
-) -> Mapping[str, Resource]:
-    """Of the versions a reconnecting delta client reports, the resources it holds as
-    they are now (a delta version is the resource's content hash)."""
-    held = {}
-    for name, version in reported.items():
-        resource = resources.get(name)
-        if resource is not None and resource.version == version:
-            held[name] = resource
-    return held

@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 from pilothouse.protowire import LENGTH_DELIMITED, length_delimited, tag, text_field, varint
 from pilothouse.push.cache import Resource
+from pilothouse.xds.protocol.name_sets import KEPT_SETS, NameSets
 from pilothouse.xds.protocol.shared_content import KEPT_MAPPINGS, SharedContents, SotwContent
 from pilothouse.xds.protocol.versions import nonce_token
 
@@ -163,7 +164,16 @@ class FanOutResponses:
     response over the budget on its own is returned without being kept.
     """
 
-    __slots__ = ("_budget", "_entries", "_held", "_kept", "_serial", "_token", "contents")
+    __slots__ = (
+        "_budget",
+        "_entries",
+        "_held",
+        "_kept",
+        "_serial",
+        "_token",
+        "contents",
+        "name_sets",
+    )
 
     def __init__(
         self, token: str | None = None, budget: int = HEADS_BUDGET, kept: int = HEADS_KEPT
@@ -178,6 +188,9 @@ class FanOutResponses:
         self.contents = SharedContents(kept=min(KEPT_MAPPINGS, 16 * kept))
         """The summaries of the generated mappings these responses are made from (as
         many more as responses kept: a stream's own keeps few)."""
+        self.name_sets = NameSets(kept=min(KEPT_SETS, 16 * kept))
+        """The name sets the streams sent these responses subscribe with, one per
+        distinct set."""
 
     @property
     def held(self) -> int:
