@@ -39,7 +39,28 @@ FIELDS: Final[dict[str, dict[str, int]]] = {
         "subject_alt_names": 8,
     },
     f"{NET}.ServicePort": {"number": 1, "protocol": 2, "name": 3, "target_port": 4},
-    f"{NET}.ServiceEntryStatus": {"observed_generation": 3, "addresses": 10},
+    f"{NET}.ServiceEntryStatus": {
+        "conditions": 1,
+        "validation_messages": 2,
+        "observed_generation": 3,
+        "addresses": 10,
+    },
+    # the status parts ServiceEntryStatus carries (istio.meta / istio.analysis)
+    "istio.meta.v1alpha1.IstioCondition": {
+        "type": 1,
+        "status": 2,
+        "last_probe_time": 3,
+        "last_transition_time": 4,
+        "reason": 5,
+        "message": 6,
+        "observed_generation": 7,
+    },
+    "istio.analysis.v1alpha1.AnalysisMessageBase": {
+        "type": 1,
+        "level": 2,
+        "documentation_url": 3,
+    },
+    "istio.analysis.v1alpha1.AnalysisMessageBase.Type": {"name": 1, "code": 2},
     f"{NET}.ServiceEntryAddress": {"value": 1, "host": 2},
     # WorkloadEntry
     f"{NET}.WorkloadEntry": {
@@ -503,6 +524,12 @@ FIELDS: Final[dict[str, dict[str, int]]] = {
 
 # Enum full name -> {value name: number}.
 ENUMS: Final[dict[str, dict[str, int]]] = {
+    "istio.analysis.v1alpha1.AnalysisMessageBase.Level": {
+        "UNKNOWN": 0,
+        "ERROR": 3,
+        "WARNING": 8,
+        "INFO": 12,
+    },
     f"{TYPE}.WorkloadMode": {"UNDEFINED": 0, "CLIENT": 1, "SERVER": 2, "CLIENT_AND_SERVER": 3},
     f"{NET}.ServiceEntry.Location": {"MESH_EXTERNAL": 0, "MESH_INTERNAL": 1},
     f"{NET}.ServiceEntry.Resolution": {
