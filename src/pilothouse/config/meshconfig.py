@@ -30,6 +30,8 @@ NOT_APPLIED = frozenset(
         "h2_upgrade_policy", "inbound_cluster_stat_name", "outbound_cluster_stat_name",
         "service_settings", "enable_prometheus_merge", "verify_certificate_at_client", "ca",
         "path_normalization", "mesh_mTLS", "tls_defaults", "default_traffic_policy",
+        "discovery_selectors", "service_scope_configs", "service_entry_visibility",
+        "certificates",
     }
 )  # fmt: skip
 """MeshConfig fields (proto names) parsed and served over MCP, but not applied here."""

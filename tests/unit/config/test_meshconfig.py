@@ -112,6 +112,14 @@ ca: {address: ca.example:15012, requestTimeout: 5s, istiodSide: true}
 serviceSettings: [{settings: {clusterLocal: true}, hosts: ["*.local-only.svc.cluster.local"]}]
 defaultTrafficPolicy: {connectionPool: {tcp: {maxConnections: 10}}}
 tcpKeepalive: {time: 300s}
+discoverySelectors:
+- matchLabels: {istio-discovery: enabled}
+- matchExpressions: [{key: env, operator: In, values: [prod]}]
+serviceScopeConfigs:
+- {namespaceSelector: {matchLabels: {team: a}}, scope: GLOBAL}
+serviceEntryVisibility:
+  defaultVisibility: NAMESPACE
+  policies: [{visibility: PUBLIC, matchingRules: [{namespaceSelector: {matchLabels: {a: b}}}]}]
 """
 
 
@@ -120,7 +128,7 @@ def test_istio_fields_not_applied_are_kept_and_served_over_mcp() -> None:
     back unchanged in the MeshConfig served over MCP (the bytes of the MCP answer)."""
     loaded = load_mesh_config(ISTIO_FIELDS, "mesh.yaml")
     keys = [line.split(": ")[1] for line in loaded.warnings]
-    assert len(keys) == 19 and "rootNamespace" not in keys
+    assert len(keys) == 22 and "rootNamespace" not in keys
     assert all("not applied by pilothouse" in line for line in loaded.warnings)
     served = AnyMessage.FromString(wrap_mesh_config(loaded.mesh))
     assert served.type_url == "type.googleapis.com/istio.mesh.v1alpha1.MeshConfig"
@@ -132,6 +140,7 @@ def test_istio_fields_not_applied_are_kept_and_served_over_mcp() -> None:
     assert again["rootNamespace"] == "mesh-admin"
     assert sent.tls_defaults.ecdh_curves == ["X25519"]
     assert sent.ingress_controller_mode == MeshConfig.STRICT
+    assert sent.discovery_selectors[1].matchExpressions[0].values == ["prod"]
 
 
 def test_a_mesh_without_them_serves_what_it_served_before() -> None:

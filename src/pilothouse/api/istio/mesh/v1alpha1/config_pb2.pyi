@@ -19,7 +19,7 @@ class Resource(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
 SERVICE_REGISTRY: Resource
 
 class MeshConfig(_message.Message):
-    __slots__ = ("proxy_listen_port", "proxy_inbound_listen_port", "connect_timeout", "outbound_traffic_policy", "config_sources", "trust_domain", "trust_domain_aliases", "default_service_export_to", "default_virtual_service_export_to", "default_destination_rule_export_to", "root_namespace", "locality_lb_setting", "dns_refresh_rate", "enable_auto_mtls", "default_http_retry_policy", "proxy_http_port", "hbone_idle_timeout", "protocol_detection_timeout", "tcp_keepalive", "ingress_class", "ingress_service", "ingress_controller_mode", "ingress_selector", "enable_tracing", "access_log_file", "access_log_format", "access_log_encoding", "enable_envoy_access_log_service", "disable_envoy_listener_log", "inbound_traffic_policy", "ca_certificates", "zone_aware_lb_setting", "h2_upgrade_policy", "inbound_cluster_stat_name", "outbound_cluster_stat_name", "service_settings", "enable_prometheus_merge", "verify_certificate_at_client", "ca", "path_normalization", "mesh_mTLS", "tls_defaults", "default_traffic_policy")
+    __slots__ = ("proxy_listen_port", "proxy_inbound_listen_port", "connect_timeout", "outbound_traffic_policy", "config_sources", "trust_domain", "trust_domain_aliases", "default_service_export_to", "default_virtual_service_export_to", "default_destination_rule_export_to", "root_namespace", "locality_lb_setting", "dns_refresh_rate", "enable_auto_mtls", "default_http_retry_policy", "proxy_http_port", "hbone_idle_timeout", "protocol_detection_timeout", "tcp_keepalive", "ingress_class", "ingress_service", "ingress_controller_mode", "ingress_selector", "enable_tracing", "access_log_file", "access_log_format", "access_log_encoding", "enable_envoy_access_log_service", "disable_envoy_listener_log", "inbound_traffic_policy", "ca_certificates", "zone_aware_lb_setting", "h2_upgrade_policy", "inbound_cluster_stat_name", "outbound_cluster_stat_name", "service_settings", "enable_prometheus_merge", "verify_certificate_at_client", "ca", "path_normalization", "mesh_mTLS", "tls_defaults", "default_traffic_policy", "discovery_selectors", "service_scope_configs", "service_entry_visibility", "certificates")
     class IngressControllerMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
         __slots__ = ()
         UNSPECIFIED: _ClassVar[MeshConfig.IngressControllerMode]
@@ -139,6 +139,21 @@ class MeshConfig(_message.Message):
         connection_pool: _destination_rule_pb2.ConnectionPoolSettings
         outlier_detection: _destination_rule_pb2.OutlierDetection
         def __init__(self, connection_pool: _Optional[_Union[_destination_rule_pb2.ConnectionPoolSettings, _Mapping]] = ..., outlier_detection: _Optional[_Union[_destination_rule_pb2.OutlierDetection, _Mapping]] = ...) -> None: ...
+    class ServiceScopeConfigs(_message.Message):
+        __slots__ = ("namespace_selector", "services_selector", "scope")
+        class Scope(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+            __slots__ = ()
+            LOCAL: _ClassVar[MeshConfig.ServiceScopeConfigs.Scope]
+            GLOBAL: _ClassVar[MeshConfig.ServiceScopeConfigs.Scope]
+        LOCAL: MeshConfig.ServiceScopeConfigs.Scope
+        GLOBAL: MeshConfig.ServiceScopeConfigs.Scope
+        NAMESPACE_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+        SERVICES_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+        SCOPE_FIELD_NUMBER: _ClassVar[int]
+        namespace_selector: LabelSelector
+        services_selector: LabelSelector
+        scope: MeshConfig.ServiceScopeConfigs.Scope
+        def __init__(self, namespace_selector: _Optional[_Union[LabelSelector, _Mapping]] = ..., services_selector: _Optional[_Union[LabelSelector, _Mapping]] = ..., scope: _Optional[_Union[MeshConfig.ServiceScopeConfigs.Scope, str]] = ...) -> None: ...
     PROXY_LISTEN_PORT_FIELD_NUMBER: _ClassVar[int]
     PROXY_INBOUND_LISTEN_PORT_FIELD_NUMBER: _ClassVar[int]
     CONNECT_TIMEOUT_FIELD_NUMBER: _ClassVar[int]
@@ -182,6 +197,10 @@ class MeshConfig(_message.Message):
     MESH_MTLS_FIELD_NUMBER: _ClassVar[int]
     TLS_DEFAULTS_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_TRAFFIC_POLICY_FIELD_NUMBER: _ClassVar[int]
+    DISCOVERY_SELECTORS_FIELD_NUMBER: _ClassVar[int]
+    SERVICE_SCOPE_CONFIGS_FIELD_NUMBER: _ClassVar[int]
+    SERVICE_ENTRY_VISIBILITY_FIELD_NUMBER: _ClassVar[int]
+    CERTIFICATES_FIELD_NUMBER: _ClassVar[int]
     proxy_listen_port: int
     proxy_inbound_listen_port: int
     connect_timeout: _duration_pb2.Duration
@@ -225,7 +244,76 @@ class MeshConfig(_message.Message):
     mesh_mTLS: MeshConfig.TLSConfig
     tls_defaults: MeshConfig.TLSConfig
     default_traffic_policy: MeshConfig.DefaultTrafficPolicy
-    def __init__(self, proxy_listen_port: _Optional[int] = ..., proxy_inbound_listen_port: _Optional[int] = ..., connect_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., outbound_traffic_policy: _Optional[_Union[MeshConfig.OutboundTrafficPolicy, _Mapping]] = ..., config_sources: _Optional[_Iterable[_Union[ConfigSource, _Mapping]]] = ..., trust_domain: _Optional[str] = ..., trust_domain_aliases: _Optional[_Iterable[str]] = ..., default_service_export_to: _Optional[_Iterable[str]] = ..., default_virtual_service_export_to: _Optional[_Iterable[str]] = ..., default_destination_rule_export_to: _Optional[_Iterable[str]] = ..., root_namespace: _Optional[str] = ..., locality_lb_setting: _Optional[_Union[_destination_rule_pb2.LocalityLoadBalancerSetting, _Mapping]] = ..., dns_refresh_rate: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., enable_auto_mtls: _Optional[_Union[_wrappers_pb2.BoolValue, _Mapping]] = ..., default_http_retry_policy: _Optional[_Union[_virtual_service_pb2.HTTPRetry, _Mapping]] = ..., proxy_http_port: _Optional[int] = ..., hbone_idle_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., protocol_detection_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., tcp_keepalive: _Optional[_Union[_destination_rule_pb2.ConnectionPoolSettings.TCPSettings.TcpKeepalive, _Mapping]] = ..., ingress_class: _Optional[str] = ..., ingress_service: _Optional[str] = ..., ingress_controller_mode: _Optional[_Union[MeshConfig.IngressControllerMode, str]] = ..., ingress_selector: _Optional[str] = ..., enable_tracing: _Optional[bool] = ..., access_log_file: _Optional[str] = ..., access_log_format: _Optional[str] = ..., access_log_encoding: _Optional[_Union[MeshConfig.AccessLogEncoding, str]] = ..., enable_envoy_access_log_service: _Optional[bool] = ..., disable_envoy_listener_log: _Optional[bool] = ..., inbound_traffic_policy: _Optional[_Union[MeshConfig.InboundTrafficPolicy, _Mapping]] = ..., ca_certificates: _Optional[_Iterable[_Union[MeshConfig.CertificateData, _Mapping]]] = ..., zone_aware_lb_setting: _Optional[_Union[_destination_rule_pb2.ZoneAwareLoadBalancerSetting, _Mapping]] = ..., h2_upgrade_policy: _Optional[_Union[MeshConfig.H2UpgradePolicy, str]] = ..., inbound_cluster_stat_name: _Optional[str] = ..., outbound_cluster_stat_name: _Optional[str] = ..., service_settings: _Optional[_Iterable[_Union[MeshConfig.ServiceSettings, _Mapping]]] = ..., enable_prometheus_merge: _Optional[_Union[_wrappers_pb2.BoolValue, _Mapping]] = ..., verify_certificate_at_client: _Optional[_Union[_wrappers_pb2.BoolValue, _Mapping]] = ..., ca: _Optional[_Union[MeshConfig.CA, _Mapping]] = ..., path_normalization: _Optional[_Union[MeshConfig.ProxyPathNormalization, _Mapping]] = ..., mesh_mTLS: _Optional[_Union[MeshConfig.TLSConfig, _Mapping]] = ..., tls_defaults: _Optional[_Union[MeshConfig.TLSConfig, _Mapping]] = ..., default_traffic_policy: _Optional[_Union[MeshConfig.DefaultTrafficPolicy, _Mapping]] = ...) -> None: ...
+    discovery_selectors: _containers.RepeatedCompositeFieldContainer[LabelSelector]
+    service_scope_configs: _containers.RepeatedCompositeFieldContainer[MeshConfig.ServiceScopeConfigs]
+    service_entry_visibility: ServiceEntryVisibility
+    certificates: _containers.RepeatedCompositeFieldContainer[Certificate]
+    def __init__(self, proxy_listen_port: _Optional[int] = ..., proxy_inbound_listen_port: _Optional[int] = ..., connect_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., outbound_traffic_policy: _Optional[_Union[MeshConfig.OutboundTrafficPolicy, _Mapping]] = ..., config_sources: _Optional[_Iterable[_Union[ConfigSource, _Mapping]]] = ..., trust_domain: _Optional[str] = ..., trust_domain_aliases: _Optional[_Iterable[str]] = ..., default_service_export_to: _Optional[_Iterable[str]] = ..., default_virtual_service_export_to: _Optional[_Iterable[str]] = ..., default_destination_rule_export_to: _Optional[_Iterable[str]] = ..., root_namespace: _Optional[str] = ..., locality_lb_setting: _Optional[_Union[_destination_rule_pb2.LocalityLoadBalancerSetting, _Mapping]] = ..., dns_refresh_rate: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., enable_auto_mtls: _Optional[_Union[_wrappers_pb2.BoolValue, _Mapping]] = ..., default_http_retry_policy: _Optional[_Union[_virtual_service_pb2.HTTPRetry, _Mapping]] = ..., proxy_http_port: _Optional[int] = ..., hbone_idle_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., protocol_detection_timeout: _Optional[_Union[datetime.timedelta, _duration_pb2.Duration, _Mapping]] = ..., tcp_keepalive: _Optional[_Union[_destination_rule_pb2.ConnectionPoolSettings.TCPSettings.TcpKeepalive, _Mapping]] = ..., ingress_class: _Optional[str] = ..., ingress_service: _Optional[str] = ..., ingress_controller_mode: _Optional[_Union[MeshConfig.IngressControllerMode, str]] = ..., ingress_selector: _Optional[str] = ..., enable_tracing: _Optional[bool] = ..., access_log_file: _Optional[str] = ..., access_log_format: _Optional[str] = ..., access_log_encoding: _Optional[_Union[MeshConfig.AccessLogEncoding, str]] = ..., enable_envoy_access_log_service: _Optional[bool] = ..., disable_envoy_listener_log: _Optional[bool] = ..., inbound_traffic_policy: _Optional[_Union[MeshConfig.InboundTrafficPolicy, _Mapping]] = ..., ca_certificates: _Optional[_Iterable[_Union[MeshConfig.CertificateData, _Mapping]]] = ..., zone_aware_lb_setting: _Optional[_Union[_destination_rule_pb2.ZoneAwareLoadBalancerSetting, _Mapping]] = ..., h2_upgrade_policy: _Optional[_Union[MeshConfig.H2UpgradePolicy, str]] = ..., inbound_cluster_stat_name: _Optional[str] = ..., outbound_cluster_stat_name: _Optional[str] = ..., service_settings: _Optional[_Iterable[_Union[MeshConfig.ServiceSettings, _Mapping]]] = ..., enable_prometheus_merge: _Optional[_Union[_wrappers_pb2.BoolValue, _Mapping]] = ..., verify_certificate_at_client: _Optional[_Union[_wrappers_pb2.BoolValue, _Mapping]] = ..., ca: _Optional[_Union[MeshConfig.CA, _Mapping]] = ..., path_normalization: _Optional[_Union[MeshConfig.ProxyPathNormalization, _Mapping]] = ..., mesh_mTLS: _Optional[_Union[MeshConfig.TLSConfig, _Mapping]] = ..., tls_defaults: _Optional[_Union[MeshConfig.TLSConfig, _Mapping]] = ..., default_traffic_policy: _Optional[_Union[MeshConfig.DefaultTrafficPolicy, _Mapping]] = ..., discovery_selectors: _Optional[_Iterable[_Union[LabelSelector, _Mapping]]] = ..., service_scope_configs: _Optional[_Iterable[_Union[MeshConfig.ServiceScopeConfigs, _Mapping]]] = ..., service_entry_visibility: _Optional[_Union[ServiceEntryVisibility, _Mapping]] = ..., certificates: _Optional[_Iterable[_Union[Certificate, _Mapping]]] = ...) -> None: ...
+
+class LabelSelector(_message.Message):
+    __slots__ = ("matchLabels", "matchExpressions")
+    class MatchLabelsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    MATCHLABELS_FIELD_NUMBER: _ClassVar[int]
+    MATCHEXPRESSIONS_FIELD_NUMBER: _ClassVar[int]
+    matchLabels: _containers.ScalarMap[str, str]
+    matchExpressions: _containers.RepeatedCompositeFieldContainer[LabelSelectorRequirement]
+    def __init__(self, matchLabels: _Optional[_Mapping[str, str]] = ..., matchExpressions: _Optional[_Iterable[_Union[LabelSelectorRequirement, _Mapping]]] = ...) -> None: ...
+
+class LabelSelectorRequirement(_message.Message):
+    __slots__ = ("key", "operator", "values")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    OPERATOR_FIELD_NUMBER: _ClassVar[int]
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    operator: str
+    values: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, key: _Optional[str] = ..., operator: _Optional[str] = ..., values: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ServiceEntryVisibility(_message.Message):
+    __slots__ = ("default_visibility", "apply_to_sidecars", "policies")
+    class Visibility(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+        __slots__ = ()
+        VISIBILITY_UNSPECIFIED: _ClassVar[ServiceEntryVisibility.Visibility]
+        NONE: _ClassVar[ServiceEntryVisibility.Visibility]
+        NAMESPACE: _ClassVar[ServiceEntryVisibility.Visibility]
+        PUBLIC: _ClassVar[ServiceEntryVisibility.Visibility]
+    VISIBILITY_UNSPECIFIED: ServiceEntryVisibility.Visibility
+    NONE: ServiceEntryVisibility.Visibility
+    NAMESPACE: ServiceEntryVisibility.Visibility
+    PUBLIC: ServiceEntryVisibility.Visibility
+    class Policy(_message.Message):
+        __slots__ = ("visibility", "matching_rules")
+        VISIBILITY_FIELD_NUMBER: _ClassVar[int]
+        MATCHING_RULES_FIELD_NUMBER: _ClassVar[int]
+        visibility: ServiceEntryVisibility.Visibility
+        matching_rules: _containers.RepeatedCompositeFieldContainer[ServiceEntryVisibility.MatchRule]
+        def __init__(self, visibility: _Optional[_Union[ServiceEntryVisibility.Visibility, str]] = ..., matching_rules: _Optional[_Iterable[_Union[ServiceEntryVisibility.MatchRule, _Mapping]]] = ...) -> None: ...
+    class MatchRule(_message.Message):
+        __slots__ = ("namespace_selector",)
+        NAMESPACE_SELECTOR_FIELD_NUMBER: _ClassVar[int]
+        namespace_selector: LabelSelector
+        def __init__(self, namespace_selector: _Optional[_Union[LabelSelector, _Mapping]] = ...) -> None: ...
+    DEFAULT_VISIBILITY_FIELD_NUMBER: _ClassVar[int]
+    APPLY_TO_SIDECARS_FIELD_NUMBER: _ClassVar[int]
+    POLICIES_FIELD_NUMBER: _ClassVar[int]
+    default_visibility: ServiceEntryVisibility.Visibility
+    apply_to_sidecars: bool
+    policies: _containers.RepeatedCompositeFieldContainer[ServiceEntryVisibility.Policy]
+    def __init__(self, default_visibility: _Optional[_Union[ServiceEntryVisibility.Visibility, str]] = ..., apply_to_sidecars: _Optional[bool] = ..., policies: _Optional[_Iterable[_Union[ServiceEntryVisibility.Policy, _Mapping]]] = ...) -> None: ...
+
+class Certificate(_message.Message):
+    __slots__ = ("secret_name", "dns_names")
+    SECRET_NAME_FIELD_NUMBER: _ClassVar[int]
+    DNS_NAMES_FIELD_NUMBER: _ClassVar[int]
+    secret_name: str
+    dns_names: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, secret_name: _Optional[str] = ..., dns_names: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ConfigSource(_message.Message):
     __slots__ = ("address", "tls_settings", "subscribed_resources")
