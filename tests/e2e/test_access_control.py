@@ -150,7 +150,7 @@ spec:
         trustDomains: [cluster.local]
     to:
     - operation: {hosts: ["*.shop.example"], methods: [GET, POST], paths: [/api/*], ports: ["8080"]}
-    - operation: {paths: ["/users/{*}/keys/{**}"]}
+    - operation: {paths: ["/users/{*}/keys/{**}", "/static/{**}/index.html", "relative"]}
     when:
     - {key: "request.headers[x-user]", values: [alice]}
     - {key: "request.auth.claims[groups]", values: [admin]}

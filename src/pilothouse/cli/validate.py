@@ -4,6 +4,13 @@ Exit status: 0 when every object is valid (warnings allowed), 1 when anything is
 invalid, 2 on usage errors (such as a path that does not exist). Whatever goes wrong
 with one file (unreadable, not text, or a failure inside the loader) is a problem line
 for that file, never a traceback.
+
+Real manifests mix Istio config with Kubernetes objects: those (Service, Deployment,
+Namespace, ConfigMap, any apiVersion outside Istio's groups) are counted as skipped, and
+Services and Deployments get istioctl's checks as warnings
+(:mod:`pilothouse.cli.manifest_checks`); ``--strict-kinds`` makes them errors again.
+One object defined more than once (in one API version or several, across files) is one
+error that names every place.
 """
 
 from __future__ import annotations
@@ -12,9 +19,13 @@ import argparse
 import json
 import logging
 import sys
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
+from pilothouse.cli.manifest_checks import manifest_findings
 from pilothouse.config.documents import MAX_BYTES, internal_error
 from pilothouse.config.load import Loader, LoadResult, Problem, printable
 from pilothouse.config.model import Config, ConfigKey
@@ -46,6 +57,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--namespace",
         default=Settings.default_namespace,
         help="namespace for objects that name none (as serve's PILOTHOUSE_DEFAULT_NAMESPACE)",
+    )
+    parser.add_argument(
+        "--strict-kinds",
+        action="store_true",
+        help="objects that are not Istio config (Service, Deployment, other apiVersions)"
+        " are errors instead of being skipped",
     )
     parser.set_defaults(run=run)
 
@@ -108,32 +125,43 @@ def _failed(file: str, message: str) -> LoadResult:
     return LoadResult(problems=(Problem(Severity.ERROR, file, None, message),), unreadable=True)
 
 
-def validate_paths(paths: list[str], namespace: str, stdin: TextIO) -> tuple[int, list[Problem]]:
-    """Load every file; returns (number of valid objects, problems)."""
-    loader = Loader(SCHEMAS, default_namespace=namespace, source="validate", skip_plain=True)
-    seen: dict[ConfigKey, str] = {}
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What ``validate`` found over its paths."""
+
+    valid: int
+    problems: list[Problem]
+    skipped: Counter[str]
+    """Objects that are not Istio config, by kind."""
+
+
+def validate_paths(
+    paths: list[str], namespace: str, stdin: TextIO, *, strict_kinds: bool = False
+) -> Outcome:
+    """Load every file; the valid objects, the problems and what was skipped."""
+    loader = Loader(
+        SCHEMAS, default_namespace=namespace, source="validate", skip_plain=not strict_kinds
+    )
+    places: dict[ConfigKey, list[tuple[str, str]]] = {}
     loaded: dict[ConfigKey, Config] = {}
-    valid = 0
+    skipped: Counter[str] = Counter()
     files, _, problems = _files(paths)
     for file in files:
         result = _load_file(loader, file, stdin)
         problems.extend(result.problems)
-        for config in result.configs:
-            where = f"{config.origin.file}:{config.origin.line}"
-            if config.key in seen:
-                problems.append(
-                    Problem(
-                        Severity.ERROR,
-                        config.origin.file,
-                        config.origin.line,
-                        f"duplicate object: also defined at {seen[config.key]}",
-                        config.key,
-                    )
-                )
-                continue
-            seen[config.key] = where
-            loaded[config.key] = config
-            valid += 1
+        for raw in result.skipped:
+            skipped[str(raw.data.get("kind"))] += 1
+            findings = manifest_findings(raw.data)
+            key = _key_of(raw.data, namespace) if findings else None
+            for path, message in findings:
+                line = raw.line_of(path)
+                problems.append(Problem(Severity.WARNING, raw.file, line, message, key))
+        for config, version in zip(result.configs, result.api_versions, strict=True):
+            places.setdefault(config.key, []).append((str(config.origin), version))
+            loaded.setdefault(config.key, config)
+    for key, found in places.items():
+        if len(found) > 1:
+            problems.append(_duplicate(key, found, loaded[key]))
     try:
         for key, finding in analyze_proxyless_grpc(loaded.values()):
             origin = loaded[key].origin
@@ -142,7 +170,32 @@ def validate_paths(paths: list[str], namespace: str, stdin: TextIO) -> tuple[int
     except Exception as exc:
         log.debug("the proxyless gRPC analysis failed", exc_info=True)
         problems.append(Problem(Severity.ERROR, None, None, internal_error("the config", exc)))
-    return valid, problems
+    return Outcome(len(loaded), problems, skipped)
+
+
+def _key_of(data: Mapping[str, Any], namespace: str) -> ConfigKey | None:
+    """The key a skipped object's problems are shown under (``Service shop/reviews``)."""
+    metadata = data.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, Mapping) else None
+    if not isinstance(name, str) or not isinstance(metadata, Mapping):
+        return None
+    return ConfigKey(str(data.get("kind")), str(metadata.get("namespace") or namespace), name)
+
+
+def _duplicate(key: ConfigKey, found: list[tuple[str, str]], first: Config) -> Problem:
+    """One error for an object defined more than once, pinned to its second definition."""
+    file, _, line = found[1][0].rpartition(":")
+    versions = {version for _, version in found}
+    if len(versions) == 1:
+        others = ", ".join(where for where, _ in found if where != found[1][0])
+        message = f"duplicate object: also defined at {others}"
+    else:
+        each = ", ".join(f"{version} at {where}" for where, version in found)
+        message = (
+            f"the same object in several API versions ({each}): they are one object,"
+            " the last one applied replaces the others; keep one"
+        )
+    return Problem(Severity.ERROR, file, int(line) if line.isdigit() else None, message, key)
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -153,13 +206,19 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         for path in missing:
             print(f"pilothouse validate: {printable(path)}: no such file or directory", file=err)
         return EXIT_USAGE
-    valid, problems = validate_paths(args.paths, args.namespace, sys.stdin)
+    outcome = validate_paths(
+        args.paths, args.namespace, sys.stdin, strict_kinds=getattr(args, "strict_kinds", False)
+    )
+    valid, problems = outcome.valid, outcome.problems
     errors = [p for p in problems if p.severity is Severity.ERROR]
+    skipped = sum(outcome.skipped.values())
     if args.output == "json":
         json.dump(
             {
                 "valid": not errors,
                 "validObjects": valid,
+                "skippedObjects": skipped,
+                "skippedKinds": dict(sorted(outcome.skipped.items())),
                 "errors": len(errors),
                 "warnings": len(problems) - len(errors),
                 "problems": [p.as_dict() for p in problems],
@@ -172,8 +231,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         for problem in problems:
             print(problem, file=out)
         verdict = "invalid" if errors else "valid"
+        kinds = ", ".join(f"{kind} {count}" for kind, count in sorted(outcome.skipped.items()))
+        not_istio = f", {skipped} skipped as not Istio config ({kinds})" if skipped else ""
         print(
-            f"{verdict}: {valid} valid object(s), {len(errors)} error(s), "
+            f"{verdict}: {valid} valid object(s){not_istio}, {len(errors)} error(s), "
             f"{len(problems) - len(errors)} warning(s)",
             file=err,
         )

@@ -48,6 +48,9 @@ _WRAPPERS = {
     "google.protobuf.FloatValue": FieldDescriptor.TYPE_FLOAT,
     "google.protobuf.DoubleValue": FieldDescriptor.TYPE_DOUBLE,
 }
+_NON_EMPTY_MAPS = frozenset({"istio.security.v1beta1.PeerAuthentication.port_level_mtls"})
+"""Maps whose CRD schema in Istio says ``minProperties: 1``: written but empty is refused,
+as the API server refuses it (a decoded message cannot tell empty from absent)."""
 _INT_RANGES = {
     FieldDescriptor.TYPE_INT32: (-(2**31), 2**31 - 1),
     FieldDescriptor.TYPE_SINT32: (-(2**31), 2**31 - 1),
@@ -158,6 +161,8 @@ def _message(value: Any, descriptor: Descriptor, path: str, walk: _Walk) -> Any:
 def _field(value: Any, field: FieldDescriptor, path: str, walk: _Walk) -> Any:
     message_type = field.message_type
     if message_type is not None and message_type.GetOptions().map_entry:
+        if not value and isinstance(value, Mapping) and field.full_name in _NON_EMPTY_MAPS:
+            walk.fail(path, "must have at least one entry when it is written (Istio's schema)")
         return _map(value, message_type, path, walk)
     if field.is_repeated:
         if not isinstance(value, list):

@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from pilothouse.config.flow_scalars import UNEXPECTED_COLON, FlowColonLoader
 from pilothouse.config.scalars import ScalarProblem, collection_tag_problem, scalar_value
 
 log = logging.getLogger("pilothouse.config")
@@ -104,13 +105,24 @@ class _Problem(Exception):
 
 
 def read_documents(text: str, file: str) -> ReadResult:
-    """Split ``text`` into objects. Never raises: problems come back as errors."""
+    """Split ``text`` into objects. Never raises: problems come back as errors.
+
+    A text libyaml stops on at a colon inside a flow collection (``[1.2.3.4, 001:db8::]``)
+    is read again as Kubernetes reads it (:mod:`pilothouse.config.flow_scalars`).
+    """
     if len(text) > MAX_BYTES:
         return ReadResult((), (DocumentError(file, 1, f"file larger than {MAX_BYTES} bytes"),))
+    result = _read(text, file, _Loader)
+    if any(UNEXPECTED_COLON in error.message for error in result.errors):
+        return _read(text, file, FlowColonLoader)
+    return result
+
+
+def _read(text: str, file: str, loader_type: type[yaml.SafeLoader]) -> ReadResult:
     objects: list[RawObject] = []
     errors: list[DocumentError] = []
     try:
-        loader = _Loader(text)
+        loader = loader_type(text)
     except UnicodeError as exc:  # lone surrogates: text that came from no valid file
         return ReadResult((), (DocumentError(file, _line_at(text, exc), _NOT_UNICODE),))
     except Exception:

@@ -17,7 +17,7 @@ import functools
 import logging
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Protocol
 
@@ -53,8 +53,12 @@ class _Pin(Protocol):
 class Loader:
     """Loads text into Configs with one schema set and one default namespace.
 
-    With ``skip_plain``, an object of a plain Kubernetes kind the schema set knows (a
-    Service, a Deployment) is skipped with a warning instead of being an unknown kind.
+    With ``skip_plain``, an object that is not Istio config is skipped (listed in
+    :attr:`LoadResult.skipped`) instead of being an unknown kind: a plain Kubernetes kind
+    the schema set knows (a Service, a Deployment) and any object of an API group that is
+    neither served nor Istio's (``apps/v1``, ``example.com/v1``). An unknown kind of a
+    served or Istio group (``telemetry.istio.io``) is still an error: it is Istio config
+    that cannot be checked.
     """
 
     schemas: SchemaSet
@@ -79,16 +83,29 @@ class Loader:
         try:
             read = read_documents(text, file)
             configs: list[Config] = []
+            versions: list[str] = []
             problems = [Problem(Severity.ERROR, e.file, e.line, e.message) for e in read.errors]
             rejected: list[ConfigKey] = []
+            skipped: list[RawObject] = []
             for raw in read.objects:
+                if self.skip_plain and self.schemas.foreign(raw.data):
+                    skipped.append(raw)
+                    continue
                 config, found, key = self.load_object(raw)
                 problems.extend(found)
                 if config is not None:
                     configs.append(config)
+                    versions.append(str(raw.data.get("apiVersion")))
                 elif key is not None:
                     rejected.append(key)
-            return LoadResult(tuple(configs), tuple(problems), tuple(rejected), bool(read.errors))
+            return LoadResult(
+                tuple(configs),
+                tuple(problems),
+                tuple(rejected),
+                bool(read.errors),
+                tuple(skipped),
+                tuple(versions),
+            )
         except Exception as exc:  # a bug: this text is unreadable, nothing else is touched
             return _unreadable(file, exc)
 
@@ -127,8 +144,6 @@ class Loader:
             return [_field_problem(raw, p, key) for p in raw.problems]
 
         schema, early = self._schema_of(data, problem)
-        if schema is None and early and all(p.severity is Severity.WARNING for p in early):
-            return None, early, None  # a plain Kubernetes object, skipped
         if schema is None:
             return None, unreadable(None) + early, None
         metadata = data.get("metadata")
@@ -261,10 +276,6 @@ class Loader:
         if not isinstance(kind, str) or not kind:
             return None, [problem("kind", "kind is required")]
         schema = self.schemas.by_kind(kind)
-        plain = self.schemas.plain_kind(kind) if self.skip_plain else None
-        if schema is None and plain is not None and api_version in plain.api_versions:
-            note = f"{kind} ({api_version}) is a Kubernetes kind, not Istio config: skipped"
-            return None, [replace(problem("kind", note), severity=Severity.WARNING)]
         if schema is None:
             supported = ", ".join(sorted(self.schemas.kinds))
             return None, [problem("kind", f"unknown kind {kind!r}; supported kinds: {supported}")]

@@ -27,6 +27,9 @@ class MeshSettings:
     proxy_inbound_listen_port: int = 15006
     enable_auto_mtls: bool = True
     """Clusters without DestinationRule TLS use ISTIO_MUTUAL towards sidecar endpoints."""
+    unapplied: bytes = b""
+    """The MeshConfig fields read but not applied (access logs, ingress, TLS defaults, …),
+    as MeshConfig bytes: served again over MCP exactly as they were written."""
 
 
 def exported_to(

@@ -2,9 +2,11 @@
 
 The file is Istio's mesh config as users already have it: either the MeshConfig YAML
 itself, or the ``istio`` ConfigMap whose ``data.mesh`` key holds it as a string. Fields
-pilothouse does not model (``defaultConfig``, ``accessLogFile``, …) are reported as
+pilothouse does not model (``defaultConfig``, ``extensionProviders``, …) are reported as
 warnings and ignored, so an existing mesh config loads unchanged; fields it models are
-decoded strictly, with their path and line on error.
+decoded strictly, with their path and line on error. Of those, the ones in
+:data:`NOT_APPLIED` (``accessLogFile``, ``ingressClass``, ``tlsDefaults``, …) are kept and
+served again over MCP as written, with a warning that pilothouse does not apply them.
 """
 
 from __future__ import annotations
@@ -17,6 +19,22 @@ from pilothouse.api.istio.mesh.v1alpha1 import config_pb2
 from pilothouse.config.decode import decode_message
 from pilothouse.config.documents import read_documents
 from pilothouse.config.mesh import MeshSettings, OutboundPolicy
+
+NOT_APPLIED = frozenset(
+    {
+        "proxy_http_port", "hbone_idle_timeout", "protocol_detection_timeout", "tcp_keepalive",
+        "ingress_class", "ingress_service", "ingress_controller_mode", "ingress_selector",
+        "enable_tracing", "access_log_file", "access_log_format", "access_log_encoding",
+        "enable_envoy_access_log_service", "disable_envoy_listener_log",
+        "inbound_traffic_policy", "ca_certificates", "zone_aware_lb_setting",
+        "h2_upgrade_policy", "inbound_cluster_stat_name", "outbound_cluster_stat_name",
+        "service_settings", "enable_prometheus_merge", "verify_certificate_at_client", "ca",
+        "path_normalization", "mesh_mTLS", "tls_defaults", "default_traffic_policy",
+        "discovery_selectors", "service_scope_configs", "service_entry_visibility",
+        "certificates",
+    }
+)  # fmt: skip
+"""MeshConfig fields (proto names) parsed and served over MCP, but not applied here."""
 
 
 class MeshConfigError(ValueError):
@@ -72,10 +90,19 @@ def load_mesh_config(text: str, file: str) -> MeshFile:
     known = {f.json_name for f in config_pb2.MeshConfig.DESCRIPTOR.fields} | {
         f.name for f in config_pb2.MeshConfig.DESCRIPTOR.fields
     }
+    not_applied = {
+        name
+        for f in config_pb2.MeshConfig.DESCRIPTOR.fields
+        if f.name in NOT_APPLIED
+        for name in (f.name, f.json_name)
+    }
     warnings = tuple(
         f"{file}:{line_of(key)}: {prefix}{key}: not used by pilothouse; ignored"
-        for key in data
         if key not in known
+        else f"{file}:{line_of(key)}: {prefix}{key}: accepted and served over MCP;"
+        " not applied by pilothouse"
+        for key in data
+        if key not in known or key in not_applied
     )
     modelled = {k: v for k, v in data.items() if k in known}
     message, problems = decode_message(modelled, config_pb2.MeshConfig, path="")
@@ -122,19 +149,33 @@ def mesh_settings(message: config_pb2.MeshConfig, base: MeshSettings | None = No
         changes["proxy_inbound_listen_port"] = message.proxy_inbound_listen_port
     if message.HasField("enable_auto_mtls"):
         changes["enable_auto_mtls"] = message.enable_auto_mtls.value
+    changes["unapplied"] = _not_applied_bytes(message)
     return replace(settings, **changes)
+
+
+def _not_applied_bytes(message: config_pb2.MeshConfig) -> bytes:
+    """The :data:`NOT_APPLIED` fields of ``message`` alone, serialised (b"" when none)."""
+    kept = config_pb2.MeshConfig()
+    kept.CopyFrom(message)
+    for field, _ in message.ListFields():
+        if field.name not in NOT_APPLIED:
+            kept.ClearField(field.name)
+    return kept.SerializeToString(deterministic=True)
 
 
 def mesh_config_message(settings: MeshSettings) -> config_pb2.MeshConfig:
     """The MeshConfig that describes ``settings`` (served as ``core/v1alpha1/MeshConfig``)."""
-    message = config_pb2.MeshConfig(
-        root_namespace=settings.root_namespace,
-        trust_domain=settings.trust_domain,
-        proxy_listen_port=settings.proxy_listen_port,
-        proxy_inbound_listen_port=settings.proxy_inbound_listen_port,
-        default_service_export_to=sorted(settings.default_service_export_to),
-        default_virtual_service_export_to=sorted(settings.default_virtual_service_export_to),
-        default_destination_rule_export_to=sorted(settings.default_destination_rule_export_to),
+    message = config_pb2.MeshConfig.FromString(settings.unapplied)
+    message.MergeFrom(
+        config_pb2.MeshConfig(
+            root_namespace=settings.root_namespace,
+            trust_domain=settings.trust_domain,
+            proxy_listen_port=settings.proxy_listen_port,
+            proxy_inbound_listen_port=settings.proxy_inbound_listen_port,
+            default_service_export_to=sorted(settings.default_service_export_to),
+            default_virtual_service_export_to=sorted(settings.default_virtual_service_export_to),
+            default_destination_rule_export_to=sorted(settings.default_destination_rule_export_to),
+        )
     )
     message.connect_timeout.FromNanoseconds(int(settings.connect_timeout * 1e9))
     message.enable_auto_mtls.value = settings.enable_auto_mtls

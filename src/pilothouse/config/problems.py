@@ -1,5 +1,6 @@
 """What loading config found: :class:`Problem` (one problem, pinned to a file and line),
-:class:`LoadResult` (the configs and problems of one text) and :class:`ConfigError`.
+:class:`LoadResult` (the configs and problems of one text, and what was skipped) and
+:class:`ConfigError`.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pilothouse.config.documents import RawObject
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.config.validation.report import Severity
 
@@ -88,6 +90,10 @@ class LoadResult:
     unreadable: bool = False
     """True when some document could not be parsed at all (bad YAML): the text as a whole
     is not trustworthy, and sources keep what they loaded from it before."""
+    skipped: tuple[RawObject, ...] = ()
+    """Objects that are not Istio config, skipped by a loader asked to skip them."""
+    api_versions: tuple[str, ...] = ()
+    """The apiVersion each of ``configs`` was written in (same order)."""
 
     @property
     def errors(self) -> tuple[Problem, ...]:

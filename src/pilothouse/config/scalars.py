@@ -8,7 +8,9 @@ longer than :data:`MAX_NUMBER_CHARS` are refused with a :class:`ScalarProblem` t
 names the tag or the size: a problem of that one field, never a crash.
 
 A value with no tag written that merely looks like something (``2024-13-45`` looks
-like a date, ``0b_`` like a number) stays the string it is, as in Kubernetes.
+like a date, ``0b_`` like a number) stays the string it is, as in Kubernetes; so do
+YAML 1.1's base-60 numbers (``1:30``, or an IPv6 address such as ``1:2:3:4:5:6:7:8``),
+which Kubernetes' YAML does not have.
 """
 
 from __future__ import annotations
@@ -78,6 +80,8 @@ def scalar_value(node: yaml.ScalarNode, loader: yaml.SafeLoader) -> Any:
             f"YAML tag {short_tag(tag)} is not supported (Istio config holds plain values);"
             " remove the tag or quote the value"
         )
+    if tag in (_INT_TAG, _FLOAT_TAG) and ":" in node.value and _implicit(node, loader):
+        return node.value  # YAML 1.1 base 60 (``1:30`` = 90): Kubernetes reads text
     if tag in (_INT_TAG, _FLOAT_TAG) and len(node.value) > MAX_NUMBER_CHARS:
         raise ScalarProblem(
             f"number too long ({len(node.value)} characters; at most {MAX_NUMBER_CHARS})"

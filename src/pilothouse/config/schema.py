@@ -10,7 +10,7 @@ the CLI) is given or reads.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -62,7 +62,7 @@ class Schema:
 @dataclass(frozen=True, slots=True)
 class PlainKind:
     """A Kubernetes kind pilothouse does not serve (Service, Deployment, ConfigMap, …):
-    found in a manifest beside Istio config, it is skipped with a note, not an error."""
+    found in a manifest beside Istio config, ``validate`` counts it as skipped, not an error."""
 
     kind: str
     api_versions: tuple[str, ...]
@@ -79,6 +79,7 @@ class SchemaSet:
         self._by_gvk = MappingProxyType({g: s for s in self._schemas for g in s.gvks})
         self._by_collection = MappingProxyType({s.collection: s for s in self._schemas})
         self._by_proto = MappingProxyType({s.proto_name: s for s in self._schemas})
+        self._groups = frozenset(s.group for s in self._schemas)
 
     def __iter__(self) -> Iterator[Schema]:
         return iter(self._schemas)
@@ -105,3 +106,20 @@ class SchemaSet:
     def plain_kind(self, kind: str) -> PlainKind | None:
         """The plain Kubernetes kind ``kind`` names, if it is one (never a served kind)."""
         return self._plain.get(kind)
+
+    def foreign(self, data: Mapping[str, Any]) -> bool:
+        """True when the object ``data`` is not Istio config: a known plain Kubernetes kind
+        in one of its apiVersions, or any object of an API group that is neither served
+        here nor Istio's (``*.istio.io``). Objects without a usable kind or apiVersion are
+        not foreign: they are errors of their own."""
+        kind = data.get("kind")
+        api_version = data.get("apiVersion")
+        if not isinstance(kind, str) or not kind or not isinstance(api_version, str):
+            return False
+        plain = self._plain.get(kind)
+        if plain is not None and api_version in plain.api_versions:
+            return True
+        group = api_version.rpartition("/")[0] if "/" in api_version else ""
+        if group in self._groups or group == "istio.io" or group.endswith(".istio.io"):
+            return False
+        return bool(api_version)

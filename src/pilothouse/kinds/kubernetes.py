@@ -1,8 +1,9 @@
 """Plain Kubernetes kinds found beside Istio config in manifests, and not served.
 
 A mesh's files often hold the Deployments, ConfigMaps and Namespaces of the same
-application. ``validate`` skips them with a note instead of failing (the sources and
-``apply`` still reject them: they store Istio config only). ``Pod`` keys also name a
+application. ``validate`` counts them as skipped instead of failing, as it does any
+object outside Istio's API groups (the sources and ``apply`` still reject them: they
+store Istio config only). ``Pod`` keys also name a
 sidecar's own Pod in the push that completes it again (:mod:`pilothouse.push.pod_sidecars`,
 sent to that sidecar alone). The Kubernetes ``Service`` has its own module
 (:mod:`pilothouse.kinds.service`): the registry's services are named by its keys.

@@ -100,6 +100,12 @@ def test_snake_case_keys_are_accepted_too() -> None:
             "spec.portLevelMtls[http]",
             "expected a whole number",
         ),
+        (
+            {"selector": {"matchLabels": {"a": "b"}}, "portLevelMtls": {}},
+            peer_authentication_pb2.PeerAuthentication,
+            "spec.portLevelMtls",
+            "at least one entry",
+        ),
         ({"http": {"a": 1}}, VS, "spec.http", "expected a list"),
         ("text", VS, "spec", "expected an object"),
     ],

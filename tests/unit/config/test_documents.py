@@ -108,3 +108,56 @@ def test_recursive_alias_is_refused() -> None:
 def test_scalars_keep_types_and_dates_become_strings() -> None:
     (obj,) = read_documents("a: 1\nb: true\nc: 2024-01-02\nd: null\n", "s.yaml").objects
     assert obj.data == {"a": 1, "b": True, "c": "2024-01-02", "d": None}
+
+
+KUBERNETES_FLOW = """\
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: full}
+spec:
+  hosts: [example.com]
+  addresses: [1.2.3.4, 001:db8::]
+  exportTo: [foo, .]
+---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: second}
+spec:
+  hosts: [a:b, "x"]
+  endpoints: [{address: 2001:db8::1}]
+"""
+
+
+def test_colons_in_flow_collections_read_as_kubernetes_reads_them() -> None:
+    """libyaml refuses ``001:db8::`` before ``]`` (a colon before a flow indicator);
+    Kubernetes' YAML reads it as the string it looks like, and so does the reader now,
+    with every line kept and every document of the file read."""
+    result = read_documents(KUBERNETES_FLOW, "se.yaml")
+    assert not result.errors, result.errors
+    first, second = result.objects
+    assert first.data["spec"]["addresses"] == ["1.2.3.4", "001:db8::"]
+    assert first.data["spec"]["exportTo"] == ["foo", "."]
+    assert first.lines["spec.addresses[1]"] == 6
+    assert second.line == 9
+    assert second.data["spec"]["hosts"] == ["a:b", "x"]
+    assert second.data["spec"]["endpoints"] == [{"address": "2001:db8::1"}]
+
+
+def test_flow_mapping_after_a_colon_is_still_a_mapping() -> None:
+    (obj,) = read_documents("a: [k: v, x:y, {p: 001:db8::}]\n", "m.yaml").objects
+    assert obj.data == {"a": [{"k": "v"}, "x:y", {"p": "001:db8::"}]}
+
+
+def test_real_syntax_errors_stay_errors_after_the_second_reading() -> None:
+    result = read_documents("kind: A\nspec: [001:db8::, {\n", "bad.yaml")
+    assert not result.objects
+    (error,) = result.errors
+    assert "invalid YAML" in error.message
+
+
+def test_base_60_numbers_are_text_as_in_kubernetes() -> None:
+    """YAML 1.1 reads ``1:30`` as 90 and an all-digit IPv6 address as a number;
+    Kubernetes' YAML has no base 60, so both stay the text written."""
+    text = "a: 1:30\nb: [1:2:3:4:5:6:7:8]\nc: 1:30.5\nd: !!int 90\n"
+    (obj,) = read_documents(text, "n.yaml").objects
+    assert obj.data == {"a": "1:30", "b": ["1:2:3:4:5:6:7:8"], "c": "1:30.5", "d": 90}

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from google.protobuf.any_pb2 import Any as AnyMessage
+from google.protobuf.json_format import MessageToDict
 
+from pilothouse.api.istio.mesh.v1alpha1.config_pb2 import MeshConfig
 from pilothouse.config.mesh import OutboundPolicy
 from pilothouse.config.meshconfig import MeshConfigError, load_mesh_config, mesh_config_message
+from pilothouse.xds.generators.api_resource import wrap_mesh_config
 
 MESH = """\
 rootNamespace: mesh-admin
@@ -31,7 +35,7 @@ def test_plain_mesh_config() -> None:
     assert mesh.outbound_traffic_policy is OutboundPolicy.REGISTRY_ONLY
     assert mesh.default_service_export_to == frozenset({"."})
     assert loaded.warnings == (
-        "mesh.yaml:6: accessLogFile: not used by pilothouse; ignored",
+        "mesh.yaml:6: accessLogFile: accepted and served over MCP; not applied by pilothouse",
         "mesh.yaml:7: defaultConfig: not used by pilothouse; ignored",
     )
 
@@ -80,3 +84,67 @@ def test_auto_mtls_is_on_unless_turned_off(text: str, enabled: bool) -> None:
     mesh = load_mesh_config(text, "mesh.yaml").mesh
     assert mesh.enable_auto_mtls is enabled
     assert mesh_config_message(mesh).enable_auto_mtls.value is enabled
+
+
+ISTIO_FIELDS = """\
+rootNamespace: mesh-admin
+accessLogFile: /dev/stdout
+accessLogFormat: "[%START_TIME%] %REQ(:METHOD)%\\n"
+accessLogEncoding: JSON
+enableTracing: true
+ingressClass: istio
+ingressControllerMode: STRICT
+protocolDetectionTimeout: 100ms
+hboneIdleTimeout: 1h
+inboundTrafficPolicy: {mode: LOCALHOST}
+h2UpgradePolicy: UPGRADE
+enablePrometheusMerge: false
+pathNormalization: {normalization: MERGE_SLASHES}
+tlsDefaults:
+  minProtocolVersion: TLSV1_3
+  ecdhCurves: [X25519]
+  cipherSuites: [ECDHE-ECDSA-AES128-GCM-SHA256]
+meshMTLS: {minProtocolVersion: TLSV1_2}
+caCertificates:
+- {spiffeBundleUrl: "https://bundle.example/bundle", trustDomains: [example.org]}
+- {pem: "-----BEGIN CERTIFICATE-----", certSigners: [clusterissuers.cert-manager.io/x]}
+ca: {address: ca.example:15012, requestTimeout: 5s, istiodSide: true}
+serviceSettings: [{settings: {clusterLocal: true}, hosts: ["*.local-only.svc.cluster.local"]}]
+defaultTrafficPolicy: {connectionPool: {tcp: {maxConnections: 10}}}
+tcpKeepalive: {time: 300s}
+discoverySelectors:
+- matchLabels: {istio-discovery: enabled}
+- matchExpressions: [{key: env, operator: In, values: [prod]}]
+serviceScopeConfigs:
+- {namespaceSelector: {matchLabels: {team: a}}, scope: GLOBAL}
+serviceEntryVisibility:
+  defaultVisibility: NAMESPACE
+  policies: [{visibility: PUBLIC, matchingRules: [{namespaceSelector: {matchLabels: {a: b}}}]}]
+"""
+
+
+def test_istio_fields_not_applied_are_kept_and_served_over_mcp() -> None:
+    """Each field is decoded with its Istio number, reported as not applied, and comes
+    back unchanged in the MeshConfig served over MCP (the bytes of the MCP answer)."""
+    loaded = load_mesh_config(ISTIO_FIELDS, "mesh.yaml")
+    keys = [line.split(": ")[1] for line in loaded.warnings]
+    assert len(keys) == 22 and "rootNamespace" not in keys
+    assert all("not applied by pilothouse" in line for line in loaded.warnings)
+    served = AnyMessage.FromString(wrap_mesh_config(loaded.mesh))
+    assert served.type_url == "type.googleapis.com/istio.mesh.v1alpha1.MeshConfig"
+    sent = MeshConfig.FromString(served.value)
+    written = MessageToDict(loaded.message)
+    again = MessageToDict(sent)
+    for key in keys:
+        assert again[key] == written[key], key
+    assert again["rootNamespace"] == "mesh-admin"
+    assert sent.tls_defaults.ecdh_curves == ["X25519"]
+    assert sent.ingress_controller_mode == MeshConfig.STRICT
+    assert sent.discovery_selectors[1].matchExpressions[0].values == ["prod"]
+
+
+def test_a_mesh_without_them_serves_what_it_served_before() -> None:
+    mesh = load_mesh_config("rootNamespace: x\n", "m.yaml").mesh
+    assert mesh.unapplied == b""
+    assert mesh_config_message(mesh).ByteSize() > 0
+    assert not mesh_config_message(mesh).HasField("tls_defaults")

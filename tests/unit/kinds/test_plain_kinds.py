@@ -1,8 +1,9 @@
-"""Plain Kubernetes kinds beside Istio config: ``validate`` skips them with a note.
+"""Plain Kubernetes kinds beside Istio config: ``validate`` skips and counts them.
 
 A mesh's directory often holds the Deployments and Services of the application too.
-``validate`` recognises the plain kinds of the table (by kind and apiVersion) and skips
-each with a warning naming it, so the directory is valid when its Istio config is; the
+``validate`` recognises the plain kinds of the table (by kind and apiVersion), and any
+object outside Istio's API groups, and counts each as skipped (``--strict-kinds`` makes
+them errors), so the directory is valid when its Istio config is; the
 loader everything else uses (the sources, ``apply``, the webhook's schema lookups) still
 knows them as kinds it does not serve.
 """
@@ -42,34 +43,52 @@ spec:
 """
 
 
-def test_validate_skips_plain_kinds_with_a_note(
+def test_validate_skips_plain_kinds_and_counts_them(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "app.yaml").write_text(MANIFESTS)
     assert main(["validate", str(tmp_path)]) == 0
     captured = capsys.readouterr()
-    lines = captured.out.splitlines()
-    assert lines == [
-        f"{tmp_path / 'app.yaml'}:2: warning: Namespace (v1) is a Kubernetes kind,"
-        " not Istio config: skipped",
-        f"{tmp_path / 'app.yaml'}:6: warning: Deployment (apps/v1) is a Kubernetes kind,"
-        " not Istio config: skipped",
-        f"{tmp_path / 'app.yaml'}:11: warning: Service (v1) is a Kubernetes kind,"
-        " not Istio config: skipped",
+    # the Service's one port has no name: istioctl's naming check, as a warning
+    # (the Deployment has no pod template, so its problems point at its spec)
+    assert captured.out.splitlines() == [
+        f"{tmp_path / 'app.yaml'}:8: Deployment shop/reviews: warning: the pod template has no"
+        " 'app' label (app or app.kubernetes.io/name): Istio's telemetry cannot name the"
+        " workload's service",
+        f"{tmp_path / 'app.yaml'}:8: Deployment shop/reviews: warning: the pod template has no"
+        " 'version' label (version or app.kubernetes.io/version): Istio's telemetry cannot"
+        " name the workload's version",
+        f"{tmp_path / 'app.yaml'}:13: Service shop/reviews: warning: port 9080: no name does"
+        " not follow Istio's <protocol>[-<suffix>] convention and there is no appProtocol;"
+        " Istio will detect the protocol (name the port like http-web or set appProtocol: http)",
     ]
-    assert "valid: 1 valid object(s), 0 error(s), 3 warning(s)" in captured.err
+    assert (
+        "valid: 1 valid object(s), 3 skipped as not Istio config"
+        " (Deployment 1, Namespace 1, Service 1), 0 error(s), 3 warning(s)" in captured.err
+    )
 
 
-def test_validate_still_fails_on_unknown_kinds_and_wrong_versions(
+def test_validate_skips_other_groups_but_not_unknown_istio_kinds(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (tmp_path / "odd.yaml").write_text(
         "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n---\n"
-        "apiVersion: networking.istio.io/v1\nkind: Deployment\nmetadata: {name: d}\n"
+        "apiVersion: networking.istio.io/v1\nkind: Deployment\nmetadata: {name: d}\n---\n"
+        "apiVersion: telemetry.istio.io/v1\nkind: Mystery\nmetadata: {name: t}\n"
     )
     assert main(["validate", str(tmp_path)]) == 1
+    captured = capsys.readouterr()
+    assert "Widget" not in captured.out
+    assert "unknown kind 'Deployment'" in captured.out and "unknown kind 'Mystery'" in captured.out
+    assert "1 skipped as not Istio config (Widget 1)" in captured.err
+
+
+def test_strict_kinds_makes_them_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "app.yaml").write_text(MANIFESTS)
+    assert main(["validate", "--strict-kinds", str(tmp_path)]) == 1
     out = capsys.readouterr().out
-    assert "unknown kind 'Widget'" in out and "unknown kind 'Deployment'" in out
+    for kind in ("Namespace", "Deployment", "Service"):
+        assert f"unknown kind {kind!r}" in out
 
 
 def test_only_a_loader_asked_to_skips_plain_kinds() -> None:
@@ -79,8 +98,13 @@ def test_only_a_loader_asked_to_skips_plain_kinds() -> None:
     assert all("unknown kind" in p.message for p in strict.problems)
     lenient = Loader(SCHEMAS, skip_plain=True).load_text(MANIFESTS, "app.yaml")
     assert [c.kind for c in lenient.configs] == ["VirtualService"]
-    assert {p.severity for p in lenient.problems} == {Severity.WARNING}
-    assert lenient.ok
+    assert lenient.api_versions == ("networking.istio.io/v1",)
+    assert [(r.data["kind"], r.line) for r in lenient.skipped] == [
+        ("Namespace", 1),
+        ("Deployment", 5),
+        ("Service", 10),
+    ]
+    assert not lenient.problems and lenient.ok
 
 
 def test_plain_kinds_are_known_and_never_served() -> None:

@@ -75,6 +75,27 @@ def test_valid_policies(spec: dict[str, Any]) -> None:
     assert_clean(run(validate_authorization_policy, AuthorizationPolicy, spec))
 
 
+@pytest.mark.parametrize(
+    "paths",
+    [
+        ["/{**}/path/template", "/a/{**}/b/c.html"],  # literals after {**}: Istio only asks
+        # that {**} be the last operator
+        ["*/suffix", "admin", "prefix/*"],  # Istio requires no leading '/'
+    ],
+    ids=["literal-after-double-star", "no-leading-slash"],
+)
+def test_paths_istio_accepts(paths: list[str]) -> None:
+    spec = {"rules": [{"to": [{"operation": {"paths": paths, "notPaths": paths}}]}]}
+    assert_clean(run(validate_authorization_policy, AuthorizationPolicy, spec))
+
+
+def test_service_accounts_alone_and_split_sources_are_valid() -> None:
+    spec = {"rules": [{"from": [{"source": {"serviceAccounts": ["baz/sa", "sa"]}},
+                                {"source": {"principals": ["bar"]}},
+                                {"source": {"namespaces": ["bar"]}}]}]}  # fmt: skip
+    assert_no_errors(run(validate_authorization_policy, AuthorizationPolicy, spec))
+
+
 def test_principals_and_namespaces_warn_about_mtls() -> None:
     report = run(
         validate_authorization_policy,
@@ -213,10 +234,16 @@ INVALID: list[tuple[str, dict[str, Any], str, str]] = [
         "not a valid port",
     ),
     (
-        "relative-path",
-        {"rules": [{"to": [{"operation": {"paths": ["admin"]}}]}]},
-        "spec.rules[0].to[0].operation.paths[0]",
-        "must start with '/'",
+        "service-accounts-with-namespaces",
+        {"rules": [{"from": [{"source": {"serviceAccounts": ["bar/sa"], "namespaces": ["bar"]}}]}]},
+        "spec.rules[0].from[0].source",
+        "cannot be combined with principals or namespaces",
+    ),
+    (
+        "not-service-accounts-with-not-namespaces",
+        {"rules": [{"from": [{"source": {"notServiceAccounts": ["sa"], "notNamespaces": ["b"]}}]}]},
+        "spec.rules[0].from[0].source",
+        "cannot be combined with principals or namespaces",
     ),
     (
         "template-partial-segment",
@@ -225,10 +252,22 @@ INVALID: list[tuple[str, dict[str, Any], str, str]] = [
         "only whole segments",
     ),
     (
-        "template-double-star-not-last",
-        {"rules": [{"to": [{"operation": {"notPaths": ["/a/{**}/b"]}}]}]},
+        "template-operator-after-double-star",
+        {"rules": [{"to": [{"operation": {"notPaths": ["/a/{**}/{*}"]}}]}]},
         "spec.rules[0].to[0].operation.notPaths[0]",
-        "must be the last segment",
+        "must be the last operator",
+    ),
+    (
+        "template-glob-segment",
+        {"rules": [{"to": [{"operation": {"paths": ["/a/*/{**}"]}}]}]},
+        "spec.rules[0].to[0].operation.paths[0]",
+        "cannot also use '*' globs",
+    ),
+    (
+        "template-bad-literal",
+        {"rules": [{"to": [{"operation": {"paths": ["/a b/{*}"]}}]}]},
+        "spec.rules[0].to[0].operation.paths[0]",
+        "not a valid literal",
     ),
     (
         "when-empty-key",

@@ -159,6 +159,12 @@ INVALID: list[tuple[str, dict[str, Any], str, str]] = [
         "must not be empty",
     ),
     (
+        "empty-space-delimited-claim",
+        {"jwtRules": [{"issuer": "a", "spaceDelimitedClaims": ["scope", ""]}]},
+        "spec.jwtRules[0].spaceDelimitedClaims[1]",
+        "must not be empty",
+    ),
+    (
         "empty-cookie",
         {"jwtRules": [{"issuer": "a", "fromCookies": [""]}]},
         "spec.jwtRules[0].fromCookies[0]",

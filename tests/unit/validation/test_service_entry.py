@@ -113,8 +113,14 @@ INVALID: list[tuple[str, dict[str, Any], str, str]] = [
     ("bare-wildcard", with_resolution("NONE", hosts=["*"]), "spec.hosts[0]", "bare wildcard"),
     ("ip-host", with_resolution("NONE", hosts=["10.0.0.1"]), "spec.hosts[0]", "put IP addresses"),
     (
-        "partial-wildcard",
-        with_resolution("NONE", hosts=["*foo.example.com"]),
+        "wildcard-inside-name",
+        with_resolution("NONE", hosts=["foo.*.example.com"]),
+        "spec.hosts[0]",
+        "whole first label",
+    ),
+    (
+        "partial-wildcard-bad-label",
+        with_resolution("NONE", hosts=["*_x.example.com"]),
         "spec.hosts[0]",
         "whole first label",
     ),
@@ -394,6 +400,18 @@ def test_invalid_service_entries(spec: dict[str, Any], path: str, fragment: str)
             with_resolution("STATIC", workloadSelector={}),
             "spec.workloadSelector.labels",
             "selects every workload",
+        ),
+        # Istio accepts a first label of '*' glued to a DNS label (``*x``, ``*-x``)
+        (with_resolution("NONE", hosts=["*x"]), "spec.hosts[0]", "partial wildcard host '*x'"),
+        (
+            with_resolution("NONE", hosts=["*foo.example.com"]),
+            "spec.hosts[0]",
+            "partial wildcard host",
+        ),
+        (
+            with_resolution("NONE", hosts=["*-foo.example.com"]),
+            "spec.hosts[0]",
+            "partial wildcard host",
         ),
     ],
 )

@@ -137,6 +137,18 @@ INVALID: list[tuple[str, dict[str, Any], str, str]] = [
         "must be in 0..100",
     ),
     (
+        "warmup-without-duration",
+        lb(warmup={"minimumPercent": 5}),
+        f"{LB}.warmup.duration",
+        "needs a duration",
+    ),
+    (
+        "warmup-aggression-below-one",
+        lb(warmup={"duration": "300s", "aggression": 0.3}),
+        f"{LB}.warmup.aggression",
+        "at least 1",
+    ),
+    (
         "warmup-duration",
         lb(warmupDurationSecs="0s"),
         f"{LB}.warmupDurationSecs",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from pilothouse.api.istio.security.v1beta1.authorization_policy_pb2 import (
@@ -53,6 +54,9 @@ _GLOB_FIELDS = frozenset(
     {"principals", "notPrincipals", "requestPrincipals", "notRequestPrincipals",
      "namespaces", "notNamespaces", "hosts", "notHosts", "trustDomains", "notTrustDomains"}
 )  # fmt: skip
+_PATH_LITERAL = re.compile(r"[A-Za-z0-9\-._~!$&'()+,;=:@%]*")
+"""RFC 3986 ``pchar``, a template's literal segment (``*`` is refused earlier: Envoy would
+read it as an operator)."""
 _PEER_IDENTITY_FIELDS = frozenset({"principals", "notPrincipals", "namespaces", "notNamespaces"})
 
 
@@ -116,9 +120,11 @@ def _check_source(source: Source, path: str, report: Report) -> None:
                     at, f"{value!r} must be a service account name or namespace/serviceaccount"
                 )
     if (source.service_accounts or source.not_service_accounts) and (
-        source.principals or source.not_principals
+        source.principals or source.not_principals or source.namespaces or source.not_namespaces
     ):
-        report.error(path, "serviceAccounts cannot be combined with principals")
+        report.error(
+            path, "serviceAccounts cannot be combined with principals or namespaces (as istiod)"
+        )
     used = [name for field, name in _SOURCE_FIELDS if getattr(source, field)]
     for json_name in used:
         if json_name in _PEER_IDENTITY_FIELDS:
@@ -144,19 +150,28 @@ def _check_operation(operation: Operation, path: str, report: Report) -> None:
 
 
 def _path_problem(value: str) -> str | None:
-    """Paths are globs (``*`` first or last) or templates (``{*}`` / ``{**}`` segments)."""
-    if value != "*" and not value.startswith(("/", "*")):
-        return f"path {value!r} must start with '/'"
+    """Istio's rules for a path: a glob (``*`` first or last) or a template.
+
+    In a template every segment is ``{*}`` (one segment), ``{**}`` (any rest) or a
+    literal; ``{**}`` must be the last *operator* (literal segments may follow it, as in
+    ``/{**}/index.html``) and literals hold only RFC 3986 path characters. Istio does
+    not require a leading ``/``: a path without one is accepted (and matches nothing
+    a client can send, as under istiod).
+    """
     if "{" not in value and "}" not in value:
         return None
-    segments = value.split("/")[1:]
-    for position, segment in enumerate(segments):
-        if ("{" in segment or "}" in segment) and segment not in ("{*}", "{**}"):
+    seen_any = False
+    for segment in value.strip("/").split("/"):
+        if segment in ("{*}", "{**}"):
+            if seen_any:
+                return f"path template {value!r}: {{**}} must be the last operator"
+            seen_any = segment == "{**}"
+        elif "{" in segment or "}" in segment:
             return f"path template {value!r}: only whole segments {{*}} and {{**}} are allowed"
-        if segment == "{**}" and position != len(segments) - 1:
-            return f"path template {value!r}: {{**}} must be the last segment"
-    if "*" in value.replace("{*}", "").replace("{**}", ""):
-        return f"path template {value!r} cannot also use '*' globs"
+        elif "*" in segment:
+            return f"path template {value!r} cannot also use '*' globs"
+        elif _PATH_LITERAL.fullmatch(segment) is None:
+            return f"path template {value!r}: segment {segment!r} is not a valid literal"
     return None
 
 

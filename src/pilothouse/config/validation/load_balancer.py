@@ -38,15 +38,17 @@ def check_load_balancer(
         warmup = lb.warmup
         if warmup.HasField("duration"):
             check_duration(warmup.duration, f"{path}.warmup.duration", report)
+        else:
+            report.error(f"{path}.warmup.duration", "warmup needs a duration (as istiod)")
         if warmup.HasField("minimum_percent") and not 0 <= warmup.minimum_percent.value <= 100:
             report.error(
                 f"{path}.warmup.minimumPercent",
                 f"minimumPercent {warmup.minimum_percent.value:g} must be in 0..100",
             )
-        if warmup.HasField("aggression") and warmup.aggression.value <= 0:
+        if warmup.HasField("aggression") and warmup.aggression.value < 1:
             report.error(
                 f"{path}.warmup.aggression",
-                f"aggression {warmup.aggression.value:g} must be greater than 0",
+                f"aggression {warmup.aggression.value:g} must be at least 1 (as istiod)",
             )
 
 

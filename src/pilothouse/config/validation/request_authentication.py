@@ -88,7 +88,11 @@ def _check_rule(rule: JWTRule, path: str, report: Report) -> None:
         name_problem = header_name_problem(header.name)
         if name_problem is not None:
             report.error(f"{path}.fromHeaders[{i}].name", name_problem)
-    for field, json_name in (("from_params", "fromParams"), ("from_cookies", "fromCookies")):
+    for field, json_name in (
+        ("from_params", "fromParams"),
+        ("from_cookies", "fromCookies"),
+        ("space_delimited_claims", "spaceDelimitedClaims"),
+    ):
         for i, value in enumerate(getattr(rule, field)):
             if not value:
                 report.error(f"{path}.{json_name}[{i}]", "must not be empty")

@@ -75,10 +75,27 @@ def _check_hosts(hosts: Sequence[str], report: Report) -> None:
             )
             continue
         problem = host_problem(host)
-        if problem is not None:
+        if problem is not None and _is_partial_wildcard(host):
+            suffix = host[1:]
+            report.warn(
+                f"spec.hosts[{index}]",
+                f"partial wildcard host {host!r}: accepted as istiod does, but it matches any"
+                f" name ending in {suffix!r}, not only whole labels"
+                f" (prefer '*.{suffix.lstrip('-')}')",
+            )
+        elif problem is not None:
             report.error(
                 f"spec.hosts[{index}]", f"{problem}; put IP addresses in addresses or endpoints"
             )
+
+
+def _is_partial_wildcard(host: str) -> bool:
+    """``*x`` or ``*-x.example.com``: Istio lets a ServiceEntry's first label be ``*``
+    glued to a DNS label (its wildcard label rule), warning that it is partial."""
+    if not host.startswith("*") or host.startswith("*."):
+        return False
+    rest = host[1:].removeprefix("-")
+    return bool(rest) and host_problem(rest, wildcard=False) is None
 
 
 def _check_addresses(addresses: Sequence[str], resolution: int, report: Report) -> None:

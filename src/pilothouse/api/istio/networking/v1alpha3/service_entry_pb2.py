@@ -22,11 +22,13 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from pilothouse.api.istio.analysis.v1alpha1 import message_pb2 as istio_dot_analysis_dot_v1alpha1_dot_message__pb2
+from pilothouse.api.istio.meta.v1alpha1 import status_pb2 as istio_dot_meta_dot_v1alpha1_dot_status__pb2
 from pilothouse.api.istio.networking.v1alpha3 import sidecar_pb2 as istio_dot_networking_dot_v1alpha3_dot_sidecar__pb2
 from pilothouse.api.istio.networking.v1alpha3 import workload_entry_pb2 as istio_dot_networking_dot_v1alpha3_dot_workload__entry__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n-istio/networking/v1alpha3/service_entry.proto\x12\x19istio.networking.v1alpha3\x1a\'istio/networking/v1alpha3/sidecar.proto\x1a.istio/networking/v1alpha3/workload_entry.proto\"\xab\x04\n\x0cServiceEntry\x12\r\n\x05hosts\x18\x01 \x03(\t\x12\x11\n\taddresses\x18\x02 \x03(\t\x12\x35\n\x05ports\x18\x03 \x03(\x0b\x32&.istio.networking.v1alpha3.ServicePort\x12\x42\n\x08location\x18\x04 \x01(\x0e\x32\x30.istio.networking.v1alpha3.ServiceEntry.Location\x12\x46\n\nresolution\x18\x05 \x01(\x0e\x32\x32.istio.networking.v1alpha3.ServiceEntry.Resolution\x12;\n\tendpoints\x18\x06 \x03(\x0b\x32(.istio.networking.v1alpha3.WorkloadEntry\x12\x46\n\x11workload_selector\x18\t \x01(\x0b\x32+.istio.networking.v1alpha3.WorkloadSelector\x12\x11\n\texport_to\x18\x07 \x03(\t\x12\x19\n\x11subject_alt_names\x18\x08 \x03(\t\"0\n\x08Location\x12\x11\n\rMESH_EXTERNAL\x10\x00\x12\x11\n\rMESH_INTERNAL\x10\x01\"Q\n\nResolution\x12\x08\n\x04NONE\x10\x00\x12\n\n\x06STATIC\x10\x01\x12\x07\n\x03\x44NS\x10\x02\x12\x13\n\x0f\x44NS_ROUND_ROBIN\x10\x03\x12\x0f\n\x0b\x44YNAMIC_DNS\x10\x04\"R\n\x0bServicePort\x12\x0e\n\x06number\x18\x01 \x01(\r\x12\x10\n\x08protocol\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x13\n\x0btarget_port\x18\x04 \x01(\r\"t\n\x12ServiceEntryStatus\x12\x1b\n\x13observed_generation\x18\x03 \x01(\x03\x12\x41\n\taddresses\x18\n \x03(\x0b\x32..istio.networking.v1alpha3.ServiceEntryAddress\"2\n\x13ServiceEntryAddress\x12\r\n\x05value\x18\x01 \x01(\t\x12\x0c\n\x04host\x18\x02 \x01(\tB\"Z istio.io/api/networking/v1alpha3b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n-istio/networking/v1alpha3/service_entry.proto\x12\x19istio.networking.v1alpha3\x1a%istio/analysis/v1alpha1/message.proto\x1a istio/meta/v1alpha1/status.proto\x1a\'istio/networking/v1alpha3/sidecar.proto\x1a.istio/networking/v1alpha3/workload_entry.proto\"\xab\x04\n\x0cServiceEntry\x12\r\n\x05hosts\x18\x01 \x03(\t\x12\x11\n\taddresses\x18\x02 \x03(\t\x12\x35\n\x05ports\x18\x03 \x03(\x0b\x32&.istio.networking.v1alpha3.ServicePort\x12\x42\n\x08location\x18\x04 \x01(\x0e\x32\x30.istio.networking.v1alpha3.ServiceEntry.Location\x12\x46\n\nresolution\x18\x05 \x01(\x0e\x32\x32.istio.networking.v1alpha3.ServiceEntry.Resolution\x12;\n\tendpoints\x18\x06 \x03(\x0b\x32(.istio.networking.v1alpha3.WorkloadEntry\x12\x46\n\x11workload_selector\x18\t \x01(\x0b\x32+.istio.networking.v1alpha3.WorkloadSelector\x12\x11\n\texport_to\x18\x07 \x03(\t\x12\x19\n\x11subject_alt_names\x18\x08 \x03(\t\"0\n\x08Location\x12\x11\n\rMESH_EXTERNAL\x10\x00\x12\x11\n\rMESH_INTERNAL\x10\x01\"Q\n\nResolution\x12\x08\n\x04NONE\x10\x00\x12\n\n\x06STATIC\x10\x01\x12\x07\n\x03\x44NS\x10\x02\x12\x13\n\x0f\x44NS_ROUND_ROBIN\x10\x03\x12\x0f\n\x0b\x44YNAMIC_DNS\x10\x04\"R\n\x0bServicePort\x12\x0e\n\x06number\x18\x01 \x01(\r\x12\x10\n\x08protocol\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x13\n\x0btarget_port\x18\x04 \x01(\r\"\xf8\x01\n\x12ServiceEntryStatus\x12\x37\n\nconditions\x18\x01 \x03(\x0b\x32#.istio.meta.v1alpha1.IstioCondition\x12I\n\x13validation_messages\x18\x02 \x03(\x0b\x32,.istio.analysis.v1alpha1.AnalysisMessageBase\x12\x1b\n\x13observed_generation\x18\x03 \x01(\x03\x12\x41\n\taddresses\x18\n \x03(\x0b\x32..istio.networking.v1alpha3.ServiceEntryAddress\"2\n\x13ServiceEntryAddress\x12\r\n\x05value\x18\x01 \x01(\t\x12\x0c\n\x04host\x18\x02 \x01(\tB\"Z istio.io/api/networking/v1alpha3b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,16 +36,16 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'pilothouse.api.istio.networ
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'Z istio.io/api/networking/v1alpha3'
-  _globals['_SERVICEENTRY']._serialized_start=166
-  _globals['_SERVICEENTRY']._serialized_end=721
-  _globals['_SERVICEENTRY_LOCATION']._serialized_start=590
-  _globals['_SERVICEENTRY_LOCATION']._serialized_end=638
-  _globals['_SERVICEENTRY_RESOLUTION']._serialized_start=640
-  _globals['_SERVICEENTRY_RESOLUTION']._serialized_end=721
-  _globals['_SERVICEPORT']._serialized_start=723
-  _globals['_SERVICEPORT']._serialized_end=805
-  _globals['_SERVICEENTRYSTATUS']._serialized_start=807
-  _globals['_SERVICEENTRYSTATUS']._serialized_end=923
-  _globals['_SERVICEENTRYADDRESS']._serialized_start=925
-  _globals['_SERVICEENTRYADDRESS']._serialized_end=975
+  _globals['_SERVICEENTRY']._serialized_start=239
+  _globals['_SERVICEENTRY']._serialized_end=794
+  _globals['_SERVICEENTRY_LOCATION']._serialized_start=663
+  _globals['_SERVICEENTRY_LOCATION']._serialized_end=711
+  _globals['_SERVICEENTRY_RESOLUTION']._serialized_start=713
+  _globals['_SERVICEENTRY_RESOLUTION']._serialized_end=794
+  _globals['_SERVICEPORT']._serialized_start=796
+  _globals['_SERVICEPORT']._serialized_end=878
+  _globals['_SERVICEENTRYSTATUS']._serialized_start=881
+  _globals['_SERVICEENTRYSTATUS']._serialized_end=1129
+  _globals['_SERVICEENTRYADDRESS']._serialized_start=1131
+  _globals['_SERVICEENTRYADDRESS']._serialized_end=1181
 # @@protoc_insertion_point(module_scope)

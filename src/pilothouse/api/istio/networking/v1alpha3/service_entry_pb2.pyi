@@ -1,3 +1,5 @@
+from pilothouse.api.istio.analysis.v1alpha1 import message_pb2 as _message_pb2
+from pilothouse.api.istio.meta.v1alpha1 import status_pb2 as _status_pb2
 from pilothouse.api.istio.networking.v1alpha3 import sidecar_pb2 as _sidecar_pb2
 from pilothouse.api.istio.networking.v1alpha3 import workload_entry_pb2 as _workload_entry_pb2
 from google.protobuf.internal import containers as _containers
@@ -62,12 +64,16 @@ class ServicePort(_message.Message):
     def __init__(self, number: _Optional[int] = ..., protocol: _Optional[str] = ..., name: _Optional[str] = ..., target_port: _Optional[int] = ...) -> None: ...
 
 class ServiceEntryStatus(_message.Message):
-    __slots__ = ("observed_generation", "addresses")
+    __slots__ = ("conditions", "validation_messages", "observed_generation", "addresses")
+    CONDITIONS_FIELD_NUMBER: _ClassVar[int]
+    VALIDATION_MESSAGES_FIELD_NUMBER: _ClassVar[int]
     OBSERVED_GENERATION_FIELD_NUMBER: _ClassVar[int]
     ADDRESSES_FIELD_NUMBER: _ClassVar[int]
+    conditions: _containers.RepeatedCompositeFieldContainer[_status_pb2.IstioCondition]
+    validation_messages: _containers.RepeatedCompositeFieldContainer[_message_pb2.AnalysisMessageBase]
     observed_generation: int
     addresses: _containers.RepeatedCompositeFieldContainer[ServiceEntryAddress]
-    def __init__(self, observed_generation: _Optional[int] = ..., addresses: _Optional[_Iterable[_Union[ServiceEntryAddress, _Mapping]]] = ...) -> None: ...
+    def __init__(self, conditions: _Optional[_Iterable[_Union[_status_pb2.IstioCondition, _Mapping]]] = ..., validation_messages: _Optional[_Iterable[_Union[_message_pb2.AnalysisMessageBase, _Mapping]]] = ..., observed_generation: _Optional[int] = ..., addresses: _Optional[_Iterable[_Union[ServiceEntryAddress, _Mapping]]] = ...) -> None: ...
 
 class ServiceEntryAddress(_message.Message):
     __slots__ = ("value", "host")

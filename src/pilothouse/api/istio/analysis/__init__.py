@@ -1,0 +1,1 @@
+"""Generated protobuf modules for istio.analysis (from proto/, do not edit)."""

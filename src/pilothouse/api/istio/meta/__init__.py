@@ -1,0 +1,1 @@
+"""Generated protobuf modules for istio.meta (from proto/, do not edit)."""
