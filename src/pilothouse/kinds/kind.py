@@ -23,7 +23,9 @@ from pilothouse.config.schema import PlainKind, Schema
 
 class Audience(Enum):
     """Which proxies a change to a kind concerns: a rule over a proxy scope that
-    :meth:`pilothouse.push.scope.ProxyScope.sees` interprets."""
+    :meth:`pilothouse.push.scope.ProxyScope.sees` interprets, or (for
+    :attr:`SELECTED_WORKLOADS`) one :mod:`pilothouse.push.selected_workloads` asks of
+    each proxy."""
 
     EVERY_PROXY = "every proxy"
     """Any change may matter to any proxy (the rule for a kind no other rule fits)."""
