@@ -1,8 +1,9 @@
 """AuthorizationPolicy: who may call a workload (RBAC filters on its inbound listeners).
 
-It selects workloads by labels, so no scope sees it: the push pipeline asks each proxy
-(:mod:`pilothouse.push.authorization`). Only listeners read it; clusters and routes
-never do (istiod skips both too).
+It selects workloads by labels, so no scope sees it: a change concerns the proxies
+whose workload its old or new version selects, asked of the push context's
+``authorizations`` index (:mod:`pilothouse.push.selected_workloads`). Only listeners
+read it; clusters and routes never do (istiod skips both too).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ KIND = Kind(
         validate_authorization_policy,
     ),
     short_names=("ap",),
-    audience=Audience.PER_WORKLOAD,
+    audience=Audience.SELECTED_WORKLOADS,
     unread_by=frozenset({CDS, RDS}),
     index="authorizations",
 )

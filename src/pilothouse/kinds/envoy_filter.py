@@ -2,10 +2,13 @@
 
 Only ``networking.istio.io/v1alpha3`` (Istio serves no other version of it). One in the
 mesh's root namespace applies to every proxy, one elsewhere to its namespace's proxies,
-narrowed by ``workloadSelector`` or ``targetRefs``: a change concerns the scopes of its
-namespace, or every scope from the root (istiod's rule for sidecars; pilothouse applies
-it to gateways too). Its patches may change listeners, routes and clusters, so no type
-is left out for it; it moves no endpoint (EDS follows the clusters CDS changed).
+narrowed by ``workloadSelector`` or ``targetRefs``: a change concerns the proxies its old
+or new version selects (asked of the push context's ``envoy_filters`` index), and only
+the types the patches of either version change (:func:`patched_types`; listeners,
+routes, clusters). One that reached a push context before the request naming it did
+cannot be compared: it concerns every proxy of its namespace, or every proxy from the
+root, every type (istiod's rule for sidecars; pilothouse applies it to gateways too).
+It moves no endpoint (EDS follows the clusters CDS changed).
 """
 
 from __future__ import annotations
@@ -20,19 +23,6 @@ from pilothouse.kinds.groups import networking
 from pilothouse.kinds.kind import Audience, Kind
 from pilothouse.protocol.type_urls import CDS, LDS, RDS
 
-KIND = Kind(
-    name="EnvoyFilter",
-    schema=networking(
-        "EnvoyFilter",
-        envoy_filter_pb2.EnvoyFilter,
-        "envoyfilters",
-        validate_envoy_filter,
-        versions=("v1alpha3",),
-    ),
-    audience=Audience.PER_WORKLOAD,
-    index="envoy_filters",
-)
-
 GATEWAY_NAME_LABEL = "gateway.networking.k8s.io/gateway-name"
 """The label of a Kubernetes Gateway's proxies that ``targetRefs`` are matched against."""
 
@@ -43,6 +33,7 @@ def target_gateways(spec: envoy_filter_pb2.EnvoyFilter) -> frozenset[str] | None
     if not spec.target_refs:
         return None
     return frozenset(r.name for r in spec.target_refs if r.kind == "Gateway")
+
 
 _EF = envoy_filter_pb2.EnvoyFilter
 PATCHED_TYPES: Final[Mapping[int, str]] = MappingProxyType(
@@ -75,3 +66,19 @@ def patched_types(spec: envoy_filter_pb2.EnvoyFilter) -> frozenset[str]:
         if type_url == RDS and (not patch.HasField("match") or patch.match.context in inbound):
             found.add(LDS)
     return frozenset(found)
+
+
+KIND = Kind(
+    name="EnvoyFilter",
+    schema=networking(
+        "EnvoyFilter",
+        envoy_filter_pb2.EnvoyFilter,
+        "envoyfilters",
+        validate_envoy_filter,
+        versions=("v1alpha3",),
+    ),
+    audience=Audience.SELECTED_WORKLOADS,
+    index="envoy_filters",
+    changed_types=patched_types,
+    uncompared_audience=Audience.NAMESPACE_OR_ROOT,
+)

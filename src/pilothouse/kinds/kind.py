@@ -2,7 +2,9 @@
 
 A :class:`Kind` is plain data. The stages after config read it through the table
 (:mod:`pilothouse.kinds.table`) and interpret it themselves: the push scope reads
-:attr:`Kind.audience`, the affected-types rules :attr:`Kind.unread_by` and
+:attr:`Kind.audience`, the selected-workload rules (for the kinds whose audience is
+:attr:`Audience.SELECTED_WORKLOADS`) :attr:`Kind.index`, :attr:`Kind.changed_types` and
+:attr:`Kind.uncompared_audience`, the affected-types rules :attr:`Kind.unread_by` and
 :attr:`Kind.moves_endpoints`, change classification :attr:`Kind.in_registry`, the push
 context :attr:`Kind.index`, the CLI :attr:`Kind.short_names`, and the RBAC file
 (:mod:`pilothouse.kinds.rbac`) the schema row's group and plural. None of them spells a
@@ -11,15 +13,19 @@ kind's name.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
 
 from pilothouse.config.schema import PlainKind, Schema
 
 
 class Audience(Enum):
     """Which proxies a change to a kind concerns: a rule over a proxy scope that
-    :meth:`pilothouse.push.scope.ProxyScope.sees` interprets."""
+    :meth:`pilothouse.push.scope.ProxyScope.sees` interprets, or (for
+    :attr:`SELECTED_WORKLOADS`) one :mod:`pilothouse.push.selected_workloads` asks of
+    each proxy."""
 
     EVERY_PROXY = "every proxy"
     """Any change may matter to any proxy (the rule for a kind no other rule fits)."""
@@ -39,9 +45,11 @@ class Audience(Enum):
     """As :attr:`NAMESPACE_OR_ROOT`, or in a namespace one of the scope's services is from."""
     OWN_NAMESPACE = "the proxy's own namespace"
     """The changed key is in the proxies' namespace."""
-    PER_WORKLOAD = "asked of each proxy by selector"
-    """No scope sees it: the push pipeline asks each proxy (push/authorization.py,
-    push/envoy_filters.py)."""
+    SELECTED_WORKLOADS = "the workloads its version before or after the change selects"
+    """No scope sees it: the proxies whose workload the object's old or new version
+    selects (by namespace or the root, then its selector), each proxy asked of the
+    kind's :attr:`Kind.index` in the old and the new push context
+    (:mod:`pilothouse.push.selected_workloads`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +76,16 @@ class Kind:
     index: str | None = None
     """The PushContext field that indexes it (None: the push context holds no index of
     it; the registry's endpoint index, or nothing)."""
+    changed_types: Callable[[Any], frozenset[str]] | None = None
+    """For a :attr:`Audience.SELECTED_WORKLOADS` kind whose objects each change only some
+    of CDS, LDS and RDS: the types one object's spec can change. A push for a change
+    leaves the types neither its old nor its new version changes alone (None: every
+    type not in :attr:`unread_by`)."""
+    uncompared_audience: Audience | None = None
+    """For a :attr:`Audience.SELECTED_WORKLOADS` kind: the audience of a change whose old
+    and new versions cannot be compared (the change reached a push context before the
+    request naming it did, or the mesh settings changed), every type pushed. None: its
+    versions are always compared (a change is not tracked across contexts)."""
 
     @property
     def served(self) -> bool:

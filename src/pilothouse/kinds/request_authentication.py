@@ -1,8 +1,10 @@
 """RequestAuthentication: the JWT issuers a workload accepts (JWT filters inbound).
 
-It selects workloads by labels, so no scope sees it: the push pipeline asks each proxy
-(:mod:`pilothouse.push.authorization`). Only listeners read it (and the key sets fetched
-from its ``jwksUri``s); clusters and routes never do (istiod skips both too).
+It selects workloads by labels, so no scope sees it: a change concerns the proxies
+whose workload its old or new version selects, asked of the push context's
+``authorizations`` index (:mod:`pilothouse.push.selected_workloads`). Only listeners
+read it (and the key sets fetched from its ``jwksUri``s); clusters and routes never do
+(istiod skips both too).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ KIND = Kind(
         validate_request_authentication,
     ),
     short_names=("ra",),
-    audience=Audience.PER_WORKLOAD,
+    audience=Audience.SELECTED_WORKLOADS,
     unread_by=frozenset({CDS, RDS}),
     index="authorizations",
 )

@@ -4,8 +4,9 @@
 had), then the pseudo and plain Kubernetes kinds. :data:`SCHEMAS` is the schema set of
 the served kinds (with the plain ones, known to be skipped): what the loader, the
 sources, MCP, the webhook and the CLI are given. Everything else that depends on a kind
-(the push scope, the affected types, change classification, the push context's
-indexes, the CLI's short names, the RBAC file) reads :data:`KINDS` or :func:`kind_named`.
+(the push scope and its selected-workload rules, the affected types, change
+classification, the push context's indexes, the CLI's short names, the RBAC file) reads
+:data:`KINDS` or :func:`kind_named`.
 
 Adding a kind: its proto, its module here (a :class:`~pilothouse.kinds.kind.Kind`), one
 line in :data:`KINDS`, the builder it feeds, tests and docs.

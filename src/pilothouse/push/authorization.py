@@ -26,11 +26,11 @@ from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.kinds import authorization_policy, request_authentication
 from pilothouse.push.inputs import ConfigRevision
+from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.registry.model import Labels
 
 AUTHORIZATION_POLICY = authorization_policy.KIND.name
 REQUEST_AUTHENTICATION = request_authentication.KIND.name
-AUTHORIZATION_KINDS = frozenset({AUTHORIZATION_POLICY, REQUEST_AUTHENTICATION})
 
 JwksLookup = Callable[[str], str | None]
 """The key set last fetched from a ``jwksUri``, or None while there is none."""
@@ -114,6 +114,11 @@ class AuthorizationIndex:
     ) -> list[Config]:
         spaces = (self._root,) if namespace == self._root else (self._root, namespace)
         return [c for space in spaces for c in table.get(space, ()) if applies_to(c, labels)]
+
+    def selects(self, key: ConfigKey, proxy: ProxyIdentity) -> bool:
+        """Whether the policy ``key`` (if this index holds it) applies to ``proxy``'s
+        workload (what :mod:`pilothouse.push.selected_workloads` asks of it)."""
+        return selects(self.by_key.get(key), self._root, proxy.namespace, proxy.labels)
 
 
 def applies_to(config: Config, labels: Labels) -> bool:

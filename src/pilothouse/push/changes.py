@@ -18,6 +18,12 @@ REGISTRY_KINDS = frozenset(k.name for k in KINDS if k.in_registry)
 :attr:`~pilothouse.kinds.kind.Kind.in_registry`: ServiceEntry, WorkloadEntry)."""
 
 
+def in_registry(key: ConfigKey) -> bool:
+    """Whether the registry turns ``key``'s object into service and endpoint updates (its
+    kind is one of :data:`REGISTRY_KINDS`), so its own push comes from the registry."""
+    return key.kind in REGISTRY_KINDS
+
+
 def config_request(key: ConfigKey, start: float = math.inf) -> PushRequest:
     """The push a changed config asks for: full, naming the key, reason ``config``.
 

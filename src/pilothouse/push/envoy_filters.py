@@ -34,14 +34,7 @@ from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.config.validation.envoy_filter import LIST_INSERTS
 from pilothouse.config.validation.regex import MAX_REGEX_LENGTH
-from pilothouse.kinds import envoy_filter
-from pilothouse.kinds.envoy_filter import (
-    GATEWAY_NAME_LABEL,
-    PATCHED_TYPES,
-    patched_types,
-    target_gateways,
-)
-from pilothouse.protocol.type_urls import CDS, LDS, RDS
+from pilothouse.kinds.envoy_filter import GATEWAY_NAME_LABEL, PATCHED_TYPES, target_gateways
 from pilothouse.push.envoy_filter_status import PatchOutcomes, PatchReport, patch_statuses
 from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.registry.model import Labels
@@ -147,16 +140,12 @@ class EnvoyFilterIndex:
     def selects(self, key: ConfigKey, proxy: ProxyIdentity) -> bool:
         """Whether the EnvoyFilter ``key`` (if this index holds it) applies to ``proxy``
         (its namespace or the root, and its selector or targetRefs; not its patches'
-        ``match.proxy``: a proxy it selects is pushed, patched or not)."""
+        ``match.proxy``: a proxy it selects is pushed, patched or not). What
+        :mod:`pilothouse.push.selected_workloads` asks of it."""
         found = self._wrapped.get(key)
         if found is None or key.namespace not in (proxy.namespace, self.root):
             return False
         return _attaches(found, proxy, self.root)
-
-    def patched_types(self, key: ConfigKey) -> frozenset[str]:
-        """The xDS types the EnvoyFilter ``key`` (if this index holds it) can change."""
-        found = self.by_key.get(key)
-        return frozenset() if found is None else patched_types(found.spec)  # type: ignore[arg-type]
 
     def patching(self, proxy: ProxyIdentity, type_url: str) -> list[str]:
         """``ns/name`` of the EnvoyFilters with patches of ``type_url`` for ``proxy``, in
@@ -272,36 +261,4 @@ def _rule(config: Config, position: int, patch: Any) -> PatchRule | None:
         operation,
         match,
         value,
-    )
-
-
-ENVOY_FILTER: Final = envoy_filter.KIND.name
-PATCHABLE: Final = frozenset({CDS, LDS, RDS})
-
-
-def moved_filters(old: EnvoyFilterIndex, new: EnvoyFilterIndex) -> frozenset[ConfigKey]:
-    """The EnvoyFilters added, removed or replaced between two indexes."""
-    if old is new:
-        return frozenset()
-    before, after = old.by_key, new.by_key
-    return frozenset(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
-
-
-def concerns(
-    keys: Iterable[ConfigKey], proxy: ProxyIdentity, old: EnvoyFilterIndex, new: EnvoyFilterIndex
-) -> bool:
-    """Whether a change to any EnvoyFilter of ``keys`` can change what ``proxy`` gets: the
-    version before or after it applies to the proxy."""
-    return any(index.selects(key, proxy) for key in keys for index in (old, new))
-
-
-def inert_types(
-    keys: Iterable[ConfigKey], old: EnvoyFilterIndex, new: EnvoyFilterIndex
-) -> frozenset[tuple[str, ConfigKey]]:
-    """(type URL, key) for each changed EnvoyFilter and each type neither its version
-    before nor after the change patches: a push for it leaves those types alone."""
-    return frozenset(
-        (type_url, key)
-        for key in keys
-        for type_url in PATCHABLE - (old.patched_types(key) | new.patched_types(key))
     )

@@ -10,13 +10,13 @@ This is where the push stage decides (DESIGN §1, push/ *drives* the push):
    entries of the changed keys are evicted; a full request builds a new PushContext
    (reusing untouched indexes); an endpoint-only request takes the EDS fast path (no new
    context). Then only the connections the change concerns are chosen: for a full push,
-   those whose scope sees a changed key (before or after the change), and for an
-   AuthorizationPolicy or RequestAuthentication those whose workload it selects (before
-   or after: it changes their listeners alone), and for an EnvoyFilter those its old or
-   new version selects, its changed keys marked inert for the types neither version
-   patches (:mod:`pilothouse.push.envoy_filters`; one that reached a context before its
-   request, as an unsettled DestinationRule does, goes to every proxy of its namespace,
-   all types). A full push's request is queued per
+   those whose scope sees a changed key (before or after the change), and for a kind
+   whose objects select workloads (AuthorizationPolicy, RequestAuthentication,
+   EnvoyFilter) those whose workload its old or new version selects, the change marked
+   inert for the types neither version changes where the kind declares which
+   (:mod:`pilothouse.push.selected_workloads`; one that reached a context before its
+   request, as an unsettled DestinationRule does, follows its kind's uncompared
+   audience, all types). A full push's request is queued per
    scope: DestinationRule changes that leave a scope's routes alone are marked inert
    for RDS in its connections' request (``affected_types.inert_for_scope``), so those
    connections do not regenerate routes; for an endpoint
@@ -54,23 +54,23 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import ConfigKey
 from pilothouse.push.affected_types import inert_for_scope
-from pilothouse.push.authorization import AUTHORIZATION_KINDS, JwksLookup, selects
+from pilothouse.push.authorization import JwksLookup
 from pilothouse.push.cache import ResourceCache
-from pilothouse.push.changes import REGISTRY_KINDS, config_request, registry_request
+from pilothouse.push.changes import config_request, in_registry, registry_request
 from pilothouse.push.context import PushContext, build_context
-from pilothouse.push.envoy_filters import ENVOY_FILTER, concerns, inert_types, moved_filters
 from pilothouse.push.own_sidecars import OwnSidecars, proxy_update
-from pilothouse.push.proxy import GeneratorFamily, ProxyIdentity
+from pilothouse.push.proxy import GeneratorFamily
 from pilothouse.push.request import PushRequest, TriggerReason
 from pilothouse.push.rule_reads import RuleReads, moved_rules
 from pilothouse.push.secrets import has_secrets, secret_names
+from pilothouse.push.selected_workloads import moved_selections, selected_change
 from pilothouse.push.target import ProxyWatches
 from pilothouse.registry.model import Service, Workload, service_hosts
 from pilothouse.registry.update import RegistryUpdate
@@ -183,7 +183,7 @@ class PushPipeline(Generic[C]):
         """The push a store event for ``key`` asks for; None when there is nothing to push."""
         if self._context is None:
             return None  # the first PushContext is built from the whole store
-        if key.kind in REGISTRY_KINDS:
+        if in_registry(key):
             # The registry turns these into service and endpoint updates, which do not
             # name the object itself; MCP-over-xDS clients watch the objects, so name it.
             if not self._api_connections:
@@ -251,7 +251,7 @@ class PushPipeline(Generic[C]):
         self._context = context
         unsettled = self._unsettled
         moved = moved_rules(previous.destination_rules, context.destination_rules)
-        moved |= moved_filters(previous.envoy_filters, context.envoy_filters)
+        moved |= moved_selections(previous, context)
         self._unsettled = (unsettled - request.configs_updated) | (moved - request.configs_updated)
         # every type reads the mesh settings: across a change of them, nothing is compared
         compared = unsettled if previous.mesh == context.mesh else None
@@ -296,20 +296,10 @@ class PushPipeline(Generic[C]):
         connections = list(self._connections.values())
         if request.is_everything or request.forced:
             return tuple((c, request) for c in connections), ()
-        keys = request.configs_updated
         root = self._mesh.root_namespace
-        policies = [k for k in keys if k.kind in AUTHORIZATION_KINDS]
-        if policies:
-            keys = frozenset(k for k in keys if k.kind not in AUTHORIZATION_KINDS)
-        # EnvoyFilters: each proxy the old or new version selects, only the types they
-        # patch; one changed in a context before this request named it is unsettled
-        # (that context already held it): every proxy of its namespace, every type
-        filters = [k for k in keys if k.kind == ENVOY_FILTER]
-        settled = [k for k in filters if unsettled is not None and k not in unsettled]
-        filter_inert = inert_types(settled, old.envoy_filters, new.envoy_filters)
-        if settled:
-            keys = frozenset(keys) - frozenset(settled)
-        unsettled_filters = [k for k in filters if k not in settled]
+        # the kinds whose objects select workloads are asked per proxy, not per scope
+        selected = selected_change(request.configs_updated, old, new, unsettled)
+        keys = selected.others
         verdicts: dict[tuple[object, object], bool] = {}
         queued: dict[tuple[object, object], PushRequest] = {}
         reads: RuleReads = {}
@@ -325,20 +315,14 @@ class PushPipeline(Generic[C]):
                 pair = (old_scope.key, new_scope.key)
                 verdict = verdicts.get(pair)
                 if verdict is None:
-                    verdict = old_scope.key != new_scope.key or any(
-                        old_scope.sees(k, root) or new_scope.sees(k, root) for k in keys
+                    verdict = (
+                        old_scope.key != new_scope.key
+                        or any(old_scope.sees(k, root) or new_scope.sees(k, root) for k in keys)
+                        or selected.seen_by(old_scope, new_scope, root)
                     )
                     verdicts[pair] = verdict
-                if not verdict and policies:
-                    verdict = _selected(connection.proxy, policies, old, new, root)
-                if not verdict and settled:
-                    verdict = concerns(
-                        settled, connection.proxy, old.envoy_filters, new.envoy_filters
-                    )
-                if not verdict and unsettled_filters:
-                    verdict = any(
-                        k.namespace in (connection.proxy.namespace, root) for k in unsettled_filters
-                    )
+                if not verdict and selected.compared:
+                    verdict = selected.selects(connection.proxy)
                 if not verdict:
                     continue
                 scoped = queued.get(pair)
@@ -348,8 +332,8 @@ class PushPipeline(Generic[C]):
                         if unsettled is None
                         else inert_for_scope(request, old_scope, new_scope, unsettled, reads)
                     )
-                    if filter_inert:
-                        scoped = queued[pair] = scoped.with_inert(scoped.inert | filter_inert)
+                    if selected.inert:
+                        scoped = queued[pair] = scoped.with_inert(scoped.inert | selected.inert)
             except Exception:
                 self._failed(connection, "scoping a push", failed)
                 continue
@@ -374,20 +358,3 @@ class PushPipeline(Generic[C]):
         (called from an ``except`` block: the traceback is logged)."""
         log.exception("%s for %s failed; closing its stream", doing, connection.id)
         failed.append(connection)
-
-
-def _selected(
-    proxy: ProxyIdentity,
-    keys: Iterable[ConfigKey],
-    old: PushContext,
-    new: PushContext,
-    root: str,
-) -> bool:
-    """Whether an AuthorizationPolicy or RequestAuthentication among ``keys`` applies (or
-    applied, before the change) to the proxy's workload: only its listeners change."""
-    namespace, labels = proxy.namespace, proxy.labels
-    return any(
-        selects(context.authorizations.by_key.get(key), root, namespace, labels)
-        for key in keys
-        for context in (old, new)
-    )

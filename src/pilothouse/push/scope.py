@@ -236,8 +236,8 @@ def _own_namespace(scope: ProxyScope, key: ConfigKey, root_namespace: str) -> bo
     return key.namespace == scope.key.namespace
 
 
-def _per_workload(scope: ProxyScope, key: ConfigKey, root_namespace: str) -> bool:
-    return False  # per workload, by selector: the pipeline asks each proxy
+def _selected_workloads(scope: ProxyScope, key: ConfigKey, root_namespace: str) -> bool:
+    return False  # by selector, proxy by proxy: push/selected_workloads.py asks each one
 
 
 def _every_proxy(scope: ProxyScope, key: ConfigKey, root_namespace: str) -> bool:
@@ -255,7 +255,7 @@ AUDIENCE_RULES: Final[Mapping[Audience, SeesRule]] = MappingProxyType(
         Audience.NAMESPACE_OR_ROOT: _namespace_or_root,
         Audience.NAMESPACE_ROOT_OR_SERVICES: _namespace_root_or_services,
         Audience.OWN_NAMESPACE: _own_namespace,
-        Audience.PER_WORKLOAD: _per_workload,
+        Audience.SELECTED_WORKLOADS: _selected_workloads,
     }
 )
 """How :meth:`ProxyScope.sees` reads each audience a kind can declare."""

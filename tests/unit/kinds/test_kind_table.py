@@ -149,3 +149,82 @@ def test_push_xds_and_cli_spell_no_served_kind_s_name() -> None:
         if isinstance(node, ast.Constant) and node.value in names
     ]
     assert found == []
+
+
+def _kind_constants(path: Path) -> set[str]:
+    """The module-level names the module at ``path`` assigns a kind module's
+    ``KIND.name`` (constants of one kind's name)."""
+    found: set[str] = set()
+    for node in ast.parse(path.read_text(), str(path)).body:
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        if (
+            isinstance(value, ast.Attribute)
+            and value.attr == "name"
+            and isinstance(value.value, ast.Attribute)
+            and value.value.attr == "KIND"
+        ):
+            found.update(t.id for t in targets if isinstance(t, ast.Name))
+    return found
+
+
+def _kind_imports(path: Path, kind_constants: set[str]) -> set[str]:
+    """The kind modules (``pilothouse.kinds.<module>``, not the table, ``kind`` or
+    ``groups``) the module at ``path`` imports, and the constants of one kind's name
+    (``kind_constants``) it imports from push/ or xds/."""
+    kind_modules = {info.name for info in pkgutil.iter_modules(pilothouse.kinds.__path__)}
+    kind_modules -= {"kind", "table", "groups"}
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            dotted = (a.name.removeprefix("pilothouse.kinds.") for a in node.names)
+            found.update(name for name in dotted if name in kind_modules)
+        elif isinstance(node, ast.ImportFrom) and node.module == "pilothouse.kinds":
+            found.update(a.name for a in node.names if a.name in kind_modules)
+        elif isinstance(node, ast.ImportFrom) and node.module is not None:
+            module = node.module.removeprefix("pilothouse.kinds.")
+            if module in kind_modules:
+                found.add(module)
+            elif node.module.startswith(("pilothouse.push.", "pilothouse.xds.")):
+                found.update(a.name for a in node.names if a.name in kind_constants)
+    return found
+
+
+def test_push_and_xds_name_a_kind_only_where_they_index_or_build_from_it() -> None:
+    """Which proxies a change concerns and which types it can change are read from the
+    table (``push/scope.py``, ``push/selected_workloads.py``, ``push/affected_types.py``'s
+    rows, ``push/changes.py``): the pipeline and the rest of push/ and xds/ import no kind
+    module and no constant holding one kind's name. The modules listed here do, because
+    they index that kind in the push context or build Envoy config from its spec (its
+    readers), plus two rules kept in push/: ``affected_types``' comparisons (what routes
+    and endpoints read of DestinationRules, sidecar listeners of VirtualServices) and the
+    push service's lookup of the RequestAuthentications naming a refreshed ``jwksUri``."""
+    src = Path(pilothouse.kinds.__file__).resolve().parents[1]
+    paths = [p for package in ("push", "xds") for p in sorted((src / package).rglob("*.py"))]
+    constants = set().union(*(_kind_constants(p) for p in paths))
+    assert {"AUTHORIZATION_POLICY", "DESTINATION_RULE"} <= constants  # the check sees them
+    found = {
+        str(path.relative_to(src)): imported
+        for path in paths
+        if (imported := _kind_imports(path, constants))
+    }
+    policies = {"AUTHORIZATION_POLICY", "REQUEST_AUTHENTICATION"}
+    assert found == {
+        "push/affected_types.py": {"destination_rule", "virtual_service", *policies},
+        "push/authorization.py": {"authorization_policy", "request_authentication"},
+        "push/context.py": {
+            *("destination_rule", "envoy_filter", "gateway", "sidecar", "virtual_service"),
+            *policies,
+            "PEER_AUTHENTICATION",
+        },
+        "push/envoy_filters.py": {"envoy_filter"},
+        "push/indexes.py": {"virtual_service"},
+        "push/peer_authentication.py": {"peer_authentication"},
+        "push/service.py": {"REQUEST_AUTHENTICATION"},
+        "xds/generators/envoy_filters.py": {"envoy_filter"},
+        "xds/generators/routing.py": {"virtual_service"},
+    }
