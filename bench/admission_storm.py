@@ -275,8 +275,8 @@ def parse_options(argv: list[str] | None = None) -> Options:
     parser.add_argument(
         "--waits",
         type=_waits,
-        default=(AdmissionSettings.wait, 10.0),
-        help="longest waits for a turn to compare, seconds (default 1,10)",
+        default=tuple(sorted({1.0, AdmissionSettings.wait})),
+        help="longest waits for a turn to compare, seconds (default: istiod's 1 and ours, 10)",
     )
     parser.add_argument("--runs", type=int, default=2, help="storms per side")
     parser.add_argument("--timeout", type=float, default=60.0, help="longest storm, seconds")
