@@ -13,7 +13,9 @@ last; with a name nothing matches: nowhere), REPLACE swaps the first element so 
 REMOVE drops every one so named (a REMOVE without a name does nothing). MERGE merges the
 value's typed config into every element so named (:func:`merge_any`) and renames it when
 the value has a name. A MERGE of Anys of different types is skipped and the rest of the
-pass goes on (istiod drops the rest of its pass there).
+pass goes on (istiod drops the rest of its pass there). MERGE_AND_REPLACE_LIST is a MERGE
+whose value's lists replace the ones it merges into, for listeners and filter chains; on
+listener, network and HTTP filters it does nothing, as in istiod.
 
 Everything here is pure: protos in, protos out, and the (EnvoyFilter, patch) pairs
 that changed something added to ``applied``.
@@ -40,7 +42,13 @@ from pilothouse.xds.builders.envoy_patch_match import (
     listener_matches,
     sub_filter_name,
 )
-from pilothouse.xds.builders.envoy_patch_merge import MergeRefused, merge, merge_any
+from pilothouse.xds.builders.envoy_patch_merge import (
+    MERGES,
+    MergeRefused,
+    merge,
+    merge_any,
+    replaces_lists,
+)
 from pilothouse.xds.builders.envoy_patch_route import ROUTE_CLASS, patch_route_configuration
 from pilothouse.xds.builders.listener import HTTP_CONNECTION_MANAGER
 
@@ -87,8 +95,8 @@ def _patch_listener(
         if rule.operation == Patch.REMOVE:
             applied.add((rule.key, rule.position))
             return False
-        if rule.operation == Patch.MERGE:
-            merge(listener, rule.value)
+        if rule.operation in MERGES:
+            merge(listener, rule.value, replace_lists=replaces_lists(rule.operation))
             applied.add((rule.key, rule.position))
     listener_filters = [
         r for r in _of(rules, EnvoyFilter.LISTENER_FILTER) if listener_matches(r.match, listener)
@@ -124,8 +132,8 @@ def _patch_chain(
         if rule.operation == Patch.REMOVE:
             applied.add((rule.key, rule.position))
             return False
-        if rule.operation == Patch.MERGE:
-            _merge_chain(chain, rule.value)
+        if rule.operation in MERGES:
+            _merge_chain(chain, rule.value, replaces_lists(rule.operation))
             applied.add((rule.key, rule.position))
     network = [
         r
@@ -148,7 +156,7 @@ def _patch_chain(
     return True
 
 
-def _merge_chain(chain: Any, value: Any) -> None:
+def _merge_chain(chain: Any, value: Any, replace_lists: bool) -> None:
     """FILTER_CHAIN MERGE: the transport socket's config deep-merged when the names are
     equal, everything else merged."""
     socket = value.transport_socket if value.HasField("transport_socket") else None
@@ -156,11 +164,11 @@ def _merge_chain(chain: Any, value: Any) -> None:
         patch = type(value)()
         patch.CopyFrom(value)
         patch.ClearField("transport_socket")
-        merge(chain, patch)
+        merge(chain, patch, replace_lists=replace_lists)
         if socket.HasField("typed_config"):
             merge_any(chain.transport_socket.typed_config, socket.typed_config)
         return
-    merge(chain, value)
+    merge(chain, value, replace_lists=replace_lists)
 
 
 def _patch_manager(
