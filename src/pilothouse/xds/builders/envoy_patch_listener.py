@@ -90,7 +90,7 @@ def _patch_listener(
 ) -> bool:
     """Patch one listener; False when a LISTENER REMOVE dropped it."""
     for rule in _of(rules, EnvoyFilter.LISTENER):
-        if not listener_matches(rule.match, listener):
+        if not listener_matches(rule.match, listener, rule.apply_to):
             continue
         if rule.operation == Patch.REMOVE:
             applied.add((rule.key, rule.position))
@@ -99,7 +99,9 @@ def _patch_listener(
             merge(listener, rule.value, replace_lists=replaces_lists(rule.operation))
             applied.add((rule.key, rule.position))
     listener_filters = [
-        r for r in _of(rules, EnvoyFilter.LISTENER_FILTER) if listener_matches(r.match, listener)
+        r
+        for r in _of(rules, EnvoyFilter.LISTENER_FILTER)
+        if listener_matches(r.match, listener, r.apply_to)
     ]
     _patch_list(listener.listener_filters, listener_filters, listener_filter_name, applied)
     chains = [c for c in listener.filter_chains]
@@ -116,7 +118,7 @@ def _patch_listener(
     ):
         listener.ClearField("default_filter_chain")
     for rule in _of(rules, EnvoyFilter.FILTER_CHAIN):
-        if rule.operation == Patch.ADD and listener_matches(rule.match, listener):
+        if rule.operation == Patch.ADD and listener_matches(rule.match, listener, rule.apply_to):
             listener.filter_chains.add().CopyFrom(rule.value)
             applied.add((rule.key, rule.position))
     return True
@@ -127,7 +129,10 @@ def _patch_chain(
 ) -> bool:
     """Patch one filter chain; False when a FILTER_CHAIN REMOVE dropped it."""
     for rule in _of(rules, EnvoyFilter.FILTER_CHAIN):
-        if not (listener_matches(rule.match, listener) and chain_matches(rule.match, chain)):
+        if not (
+            listener_matches(rule.match, listener, rule.apply_to)
+            and chain_matches(rule.match, listener, chain)
+        ):
             continue
         if rule.operation == Patch.REMOVE:
             applied.add((rule.key, rule.position))
@@ -135,17 +140,9 @@ def _patch_chain(
         if rule.operation in MERGES:
             _merge_chain(chain, rule.value, replaces_lists(rule.operation))
             applied.add((rule.key, rule.position))
-    network = [
-        r
-        for r in _of(rules, EnvoyFilter.NETWORK_FILTER)
-        if listener_matches(r.match, listener) and chain_matches(r.match, chain, with_filter=False)
-    ]
+    network = [r for r in _of(rules, EnvoyFilter.NETWORK_FILTER) if _reaches(r, listener, chain)]
     _patch_list(chain.filters, network, filter_name, applied)
-    http = [
-        r
-        for r in _of(rules, EnvoyFilter.HTTP_FILTER)
-        if listener_matches(r.match, listener) and chain_matches(r.match, chain, with_filter=False)
-    ]
+    http = [r for r in _of(rules, EnvoyFilter.HTTP_FILTER) if _reaches(r, listener, chain)]
     routes = [r for r in rules if r.apply_to in ROUTE_CLASS]
     if http or routes:
         for network_filter in chain.filters:
@@ -154,6 +151,14 @@ def _patch_chain(
             ):
                 _patch_manager(network_filter, http, routes, context, applied)
     return True
+
+
+def _reaches(rule: PatchRule, listener: Any, chain: Any) -> bool:
+    """Whether a filter patch's listener and chain fields pick ``chain`` of ``listener``
+    (its filter name then picks the filters)."""
+    return listener_matches(rule.match, listener, rule.apply_to) and chain_matches(
+        rule.match, listener, chain, with_filter=False
+    )
 
 
 def _merge_chain(chain: Any, value: Any, replace_lists: bool) -> None:
