@@ -15,9 +15,8 @@ from typing import Any
 from pilothouse.api.istio.networking.v1alpha3.envoy_filter_pb2 import EnvoyFilter
 from pilothouse.push.envoy_filters import PatchRule
 from pilothouse.xds.builders.envoy_patch_match import Applied, cluster_matches, context_matches
-from pilothouse.xds.builders.envoy_patch_merge import MERGES, merge, merge_any, replaces_lists
-
-Patch = EnvoyFilter.Patch
+from pilothouse.xds.builders.envoy_patch_merge import merge, merge_any, replaces_lists
+from pilothouse.xds.builders.envoy_patch_object import appended, patch_object
 
 
 def patch_clusters(
@@ -30,34 +29,17 @@ def patch_clusters(
     ]
     if not rules:
         return list(clusters)
-    kept = []
-    for cluster in clusters:
-        removed = False
-        for rule in rules:
-            if rule.operation not in MERGES and rule.operation != Patch.REMOVE:
-                continue
-            if not cluster_matches(rule.match, cluster):
-                continue
-            applied.add((rule.key, rule.position))
-            if rule.operation == Patch.REMOVE:
-                removed = True
-                break
-            _merge_cluster(cluster, rule.value, replaces_lists(rule.operation))
-        if not removed:
-            kept.append(cluster)
-    for rule in rules:
-        if rule.operation != Patch.ADD:
-            continue
-        if rule.match.context == EnvoyFilter.ANY and context == EnvoyFilter.SIDECAR_INBOUND:
-            continue
-        added = type(rule.value)()
-        added.CopyFrom(rule.value)
-        kept.append(added)
-        applied.add((rule.key, rule.position))
-    return kept
+    kept = [c for c in clusters if patch_object(c, rules, _matches, _merge_cluster, applied)]
+    return kept + appended(rules, context, applied)
 
 
-def _merge_cluster(cluster: Any, value: Any, replace_lists: bool) -> None:
+def _matches(rule: PatchRule, cluster: Any) -> bool:
+    return cluster_matches(rule.match, cluster)
+
+
+def _merge_cluster(cluster: Any, rule: PatchRule) -> None:
+    value = rule.value
+    replace_lists = replaces_lists(rule.operation)
     if not value.HasField("transport_socket"):
         merge(cluster, value, replace_lists=replace_lists)
         return

@@ -43,12 +43,12 @@ from pilothouse.xds.builders.envoy_patch_match import (
     sub_filter_name,
 )
 from pilothouse.xds.builders.envoy_patch_merge import (
-    MERGES,
     MergeRefused,
     merge,
     merge_any,
     replaces_lists,
 )
+from pilothouse.xds.builders.envoy_patch_object import appended, patch_object
 from pilothouse.xds.builders.envoy_patch_route import ROUTE_CLASS, patch_route_configuration
 from pilothouse.xds.builders.listener import HTTP_CONNECTION_MANAGER
 
@@ -69,35 +69,18 @@ def patch_listeners(
     rules = [r for r in rules if context_matches(r.match, context)]
     if not rules:
         return list(listeners)
-    kept = []
-    for listener in listeners:
-        if _patch_listener(listener, rules, context, applied):
-            kept.append(listener)
-    for rule in rules:
-        if rule.apply_to != EnvoyFilter.LISTENER or rule.operation != Patch.ADD:
-            continue
-        if rule.match.context == EnvoyFilter.ANY and context == EnvoyFilter.SIDECAR_INBOUND:
-            continue
-        added = type(rule.value)()
-        added.CopyFrom(rule.value)
-        kept.append(added)
-        applied.add((rule.key, rule.position))
-    return kept
+    kept = [
+        listener for listener in listeners if _patch_listener(listener, rules, context, applied)
+    ]
+    return kept + appended(_of(rules, EnvoyFilter.LISTENER), context, applied)
 
 
 def _patch_listener(
     listener: Any, rules: Sequence[PatchRule], context: int, applied: Applied
 ) -> bool:
     """Patch one listener; False when a LISTENER REMOVE dropped it."""
-    for rule in _of(rules, EnvoyFilter.LISTENER):
-        if not listener_matches(rule.match, listener, rule.apply_to):
-            continue
-        if rule.operation == Patch.REMOVE:
-            applied.add((rule.key, rule.position))
-            return False
-        if rule.operation in MERGES:
-            merge(listener, rule.value, replace_lists=replaces_lists(rule.operation))
-            applied.add((rule.key, rule.position))
+    if not patch_object(listener, _of(rules, EnvoyFilter.LISTENER), _on, _merge, applied):
+        return False
     listener_filters = [
         r
         for r in _of(rules, EnvoyFilter.LISTENER_FILTER)
@@ -128,18 +111,16 @@ def _patch_chain(
     listener: Any, chain: Any, rules: Sequence[PatchRule], context: int, applied: Applied
 ) -> bool:
     """Patch one filter chain; False when a FILTER_CHAIN REMOVE dropped it."""
-    for rule in _of(rules, EnvoyFilter.FILTER_CHAIN):
-        if not (
-            listener_matches(rule.match, listener, rule.apply_to)
-            and chain_matches(rule.match, listener, chain)
-        ):
-            continue
-        if rule.operation == Patch.REMOVE:
-            applied.add((rule.key, rule.position))
-            return False
-        if rule.operation in MERGES:
-            _merge_chain(chain, rule.value, replaces_lists(rule.operation))
-            applied.add((rule.key, rule.position))
+
+    def on_chain(rule: PatchRule, _: Any) -> bool:
+        return listener_matches(rule.match, listener, rule.apply_to) and chain_matches(
+            rule.match, listener, chain
+        )
+
+    if not patch_object(
+        chain, _of(rules, EnvoyFilter.FILTER_CHAIN), on_chain, _merge_chain, applied
+    ):
+        return False
     network = [r for r in _of(rules, EnvoyFilter.NETWORK_FILTER) if _reaches(r, listener, chain)]
     _patch_list(chain.filters, network, filter_name, applied)
     http = [r for r in _of(rules, EnvoyFilter.HTTP_FILTER) if _reaches(r, listener, chain)]
@@ -161,9 +142,19 @@ def _reaches(rule: PatchRule, listener: Any, chain: Any) -> bool:
     )
 
 
-def _merge_chain(chain: Any, value: Any, replace_lists: bool) -> None:
+def _on(rule: PatchRule, listener: Any) -> bool:
+    return listener_matches(rule.match, listener, rule.apply_to)
+
+
+def _merge(listener: Any, rule: PatchRule) -> None:
+    merge(listener, rule.value, replace_lists=replaces_lists(rule.operation))
+
+
+def _merge_chain(chain: Any, rule: PatchRule) -> None:
     """FILTER_CHAIN MERGE: the transport socket's config deep-merged when the names are
     equal, everything else merged."""
+    value = rule.value
+    replace_lists = replaces_lists(rule.operation)
     socket = value.transport_socket if value.HasField("transport_socket") else None
     if socket is not None and chain.transport_socket.name == socket.name:
         patch = type(value)()

@@ -25,6 +25,7 @@ from pilothouse.xds.builders.envoy_patch_match import (
     virtual_host_matches,
 )
 from pilothouse.xds.builders.envoy_patch_merge import MERGES, merge, replaces_lists
+from pilothouse.xds.builders.envoy_patch_object import patch_object
 
 Patch = EnvoyFilter.Patch
 ROUTE_CLASS: Final = frozenset(
@@ -72,22 +73,21 @@ def patch_route_configuration(
 
 def _patch_host(host: Any, rules: Sequence[PatchRule], applied: Applied) -> Any:
     """Patch one virtual host; None when a VIRTUAL_HOST REMOVE dropped it."""
-    for rule in _of(rules, EnvoyFilter.VIRTUAL_HOST):
-        if not virtual_host_matches(rule.match, host):
-            continue
-        if rule.operation == Patch.REMOVE:
-            applied.add((rule.key, rule.position))
-            return None
-        if rule.operation in MERGES:
-            merge(host, rule.value, replace_lists=replaces_lists(rule.operation))
-            applied.add((rule.key, rule.position))
-        elif rule.operation == Patch.REPLACE:
-            host.CopyFrom(rule.value)
-            applied.add((rule.key, rule.position))
+    vhost_rules = _of(rules, EnvoyFilter.VIRTUAL_HOST)
+    if not patch_object(host, vhost_rules, _on_host, _merge, applied, replace=True):
+        return None
     for rule in _of(rules, EnvoyFilter.HTTP_ROUTE):
         if virtual_host_matches(rule.match, host):
             _patch_routes(host, rule, applied)
     return host
+
+
+def _on_host(rule: PatchRule, host: Any) -> bool:
+    return virtual_host_matches(rule.match, host)
+
+
+def _merge(target: Any, rule: PatchRule) -> None:
+    merge(target, rule.value, replace_lists=replaces_lists(rule.operation))
 
 
 def _patch_routes(host: Any, rule: PatchRule, applied: Applied) -> None:
