@@ -13,12 +13,15 @@ never patch each other's listeners:
 - a VIRTUAL_HOST MERGE adds a response header;
 - an HTTP_FILTER REMOVE of the fault filter lets requests a fault would abort through;
 - an EnvoyFilter with an unknown ``@type`` is refused by validation and never reaches
-  Envoy.
+  Envoy;
+- on a capturing sidecar's ``virtualOutbound``, ``portNumber`` picks the filter chain of
+  that destination port (checked in Envoy's ``/config_dump``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -27,6 +30,7 @@ import pytest
 
 from pilothouse.bootstrap.envoy import EnvoyBootstrapOptions, XdsTransport, envoy_bootstrap
 from pilothouse.config.load import Loader
+from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.problems import ConfigError
 from pilothouse.kinds.table import SCHEMAS
 from tests.e2e.harness.client import fetch
@@ -359,5 +363,80 @@ spec:
         assert f"inbound|{inbound}||" in {
             s["name"] for s in (await envoy.clusters_json())["cluster_statuses"]
         }
+    finally:
+        await plane.stop()
+
+
+async def test_port_number_on_virtual_outbound_picks_the_chain_of_that_port(
+    envoy_factory: EnvoyFleet,
+) -> None:
+    """On ``virtualOutbound`` (a sidecar that says it captures traffic), ``portNumber``
+    picks the filter chain whose destination port it is: the network filter goes into
+    the chain for the listener's own port only, not the catch-all, and Envoy takes it."""
+    listen = free_port()
+    plane = ControlPlane()
+    rbac = "type.googleapis.com/envoy.extensions.filters.network.rbac.v3.RBAC"
+    plane.apply_yaml(
+        render(
+            envoy_filter(
+                "virtual-port",
+                [
+                    {
+                        "applyTo": "NETWORK_FILTER",
+                        "match": {
+                            "context": "SIDECAR_OUTBOUND",
+                            "listener": {
+                                "name": "virtualOutbound",
+                                "portNumber": listen,
+                                "filterChain": {
+                                    "filter": {"name": "envoy.filters.network.tcp_proxy"}
+                                },
+                            },
+                        },
+                        "patch": {
+                            "operation": "INSERT_BEFORE",
+                            "value": {
+                                "name": "envoy.filters.network.rbac",
+                                "typed_config": {"@type": rbac, "stat_prefix": "ef_port"},
+                            },
+                        },
+                    }
+                ],
+                namespace="shop",
+            )
+        )
+    )
+    await plane.start()
+    try:
+        assert plane.discovery is not None
+        plane.discovery.set_mesh(dataclasses.replace(MeshSettings(), proxy_listen_port=listen))
+        options = EnvoyBootstrapOptions(
+            node_id="sidecar~127.0.0.1~cap-1.shop~shop.svc.cluster.local",
+            node_metadata={"INTERCEPTION_MODE": "REDIRECT"},
+            xds_port=plane.port,
+            admin_port=0,
+            transport=XdsTransport.DELTA,
+        )
+        envoy: EnvoyProcess = await envoy_factory(envoy_bootstrap(options))
+        await wait_for_port(listen, timeout=10)  # Envoy took the patched listener
+
+        async def chains() -> list[list[str]]:
+            for config in (await envoy.config_dump())["configs"]:
+                for entry in config.get("dynamic_listeners", []):
+                    active = entry.get("active_state", {}).get("listener", {})
+                    if entry["name"] == "virtualOutbound":
+                        return [
+                            [f["name"] for f in chain.get("filters", [])]
+                            for chain in active.get("filter_chains", [])
+                        ]
+            return []
+
+        async def patched() -> bool:
+            return bool(await chains())
+
+        await eventually(patched, "virtualOutbound is active")
+        own_port, catch_all = await chains()
+        assert own_port == ["envoy.filters.network.rbac", "envoy.filters.network.tcp_proxy"]
+        assert catch_all == ["envoy.filters.network.tcp_proxy"]
     finally:
         await plane.stop()

@@ -400,7 +400,12 @@ FIELDS: Final[dict[str, dict[str, int]]] = {
         "listener": 3,
         "route_configuration": 4,
         "cluster": 5,
+        "waypoint": 6,
     },
+    f"{_EF}.WaypointMatch": {"port_number": 1, "route": 2, "filter": 3},
+    f"{_EF}.WaypointMatch.RouteMatch": {"name": 1},
+    f"{_EF}.WaypointMatch.FilterMatch": {"name": 1, "sub_filter": 2},
+    f"{_EF}.WaypointMatch.FilterMatch.SubFilterMatch": {"name": 1},
     f"{_EF}.EnvoyConfigObjectPatch": {"apply_to": 1, "match": 2, "patch": 3},
     # Sidecar
     f"{NET}.Sidecar": {
@@ -748,6 +753,7 @@ ENUMS: Final[dict[str, dict[str, int]]] = {
         "INSERT_AFTER": 5,
         "INSERT_FIRST": 6,
         "REPLACE": 7,
+        "MERGE_AND_REPLACE_LIST": 8,
     },
     f"{_EF}.Patch.FilterClass": {"UNSPECIFIED": 0, "AUTHN": 1, "AUTHZ": 2, "STATS": 3},
     f"{SEC}.AuthorizationPolicy.Action": {"ALLOW": 0, "DENY": 1, "AUDIT": 2, "CUSTOM": 3},

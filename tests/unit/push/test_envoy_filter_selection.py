@@ -136,3 +136,19 @@ def test_what_a_proxy_gets_is_a_cache_input_that_changes_with_each_edit() -> Non
     edited = index(envoy_filter("f", "shop", version="2")).for_proxy(proxy())
     assert first == again and hash(first) == hash(again)
     assert first != edited
+
+
+def test_a_waypoint_patch_reaches_no_proxy_and_is_reported_dropped() -> None:
+    waypoint = {
+        "applyTo": "HTTP_ROUTE",
+        "match": {"context": "WAYPOINT", "waypoint": {"route": {"name": "default"}}},
+        "patch": {"operation": "MERGE", "value": {"name": "renamed"}},
+    }
+    filters = index(envoy_filter("wp", "shop", waypoint, REMOVE_CLUSTER))
+    assert [r.position for r in filters.for_proxy(proxy()).rules] == [1]
+    gateway = proxy(labels='{"istio": "ingressgateway"}')
+    assert [r.position for r in filters.for_proxy(gateway).rules] == [1]
+    assert [(r.position, str(r.status)) for r in filters.statuses()] == [
+        (0, "dropped"),
+        (1, "no proxy"),
+    ]

@@ -306,6 +306,10 @@ def test_invalid_envoy_filters(spec: dict[str, Any], path: str, fragment: str) -
         ("ADD", "HTTP_FILTER", "Envoy refuses"),
         ("ADD", "NETWORK_FILTER", "Envoy refuses"),
         ("MERGE", "BOOTSTRAP", "no effect"),
+        ("MERGE_AND_REPLACE_LIST", "HTTP_FILTER", "MERGE_AND_REPLACE_LIST has no effect on"),
+        ("MERGE_AND_REPLACE_LIST", "NETWORK_FILTER", "MERGE_AND_REPLACE_LIST has no effect"),
+        ("MERGE_AND_REPLACE_LIST", "LISTENER_FILTER", "MERGE_AND_REPLACE_LIST has no effect"),
+        ("MERGE_AND_REPLACE_LIST", "EXTENSION_CONFIG", "MERGE_AND_REPLACE_LIST has no effect"),
     ],
 )
 def test_operations_istiod_ignores_or_envoy_refuses_are_warned(
@@ -314,3 +318,46 @@ def test_operations_istiod_ignores_or_envoy_refuses_are_warned(
     report = check(patches({"applyTo": apply_to, "patch": {"operation": operation, "value": {}}}))
     assert_no_errors(report)
     assert_warning(report, "spec.configPatches[0].patch.operation", fragment)
+
+
+WAYPOINT_PATCH = {
+    "applyTo": "HTTP_FILTER",
+    "match": {
+        "context": "WAYPOINT",
+        "waypoint": {"portNumber": 8080, "filter": {"name": "envoy.filters.network.hcm"}},
+    },
+    "patch": {"operation": "REMOVE"},
+}
+
+
+def test_a_waypoint_match_is_accepted_with_a_warning_that_it_matches_nothing() -> None:
+    report = check(patches(WAYPOINT_PATCH))
+    assert_no_errors(report)
+    assert_warning(report, "spec.configPatches[0].match.context", "serves no waypoints")
+
+
+@pytest.mark.parametrize(
+    ("match", "path", "fragment"),
+    [
+        (
+            {"context": "SIDECAR_INBOUND", "waypoint": {"portNumber": 80}},
+            "spec.configPatches[0].match.waypoint",
+            "needs context WAYPOINT",
+        ),
+        (
+            {"waypoint": {"route": {"name": "default"}}},
+            "spec.configPatches[0].match.waypoint",
+            "needs context WAYPOINT",
+        ),
+        (
+            {"context": "WAYPOINT", "waypoint": {"portNumber": 70000}},
+            "spec.configPatches[0].match.waypoint.portNumber",
+            "between 1-65535",
+        ),
+    ],
+)
+def test_a_waypoint_match_out_of_its_context_or_range_is_refused(
+    match: dict[str, Any], path: str, fragment: str
+) -> None:
+    report = check(patches({**WAYPOINT_PATCH, "match": match}))
+    assert_error(report, path, fragment)

@@ -10,7 +10,8 @@ is an error at its path (``spec.configPatches[2].patch.value.typed_config.bogus`
 where istiod drops unknown fields with a warning. Operations istiod accepts and then
 ignores for an applyTo (REPLACE of a LISTENER, ADD of a ROUTE_CONFIGURATION …), and
 ADDs of network or HTTP filters (appended after the terminal filter: Envoy refuses the
-listener), are warnings.
+listener), are warnings. A ``waypoint`` match needs context WAYPOINT; a WAYPOINT patch
+is accepted with a warning that it matches nothing (pilothouse serves no waypoints).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pilothouse.config.validation.regex import MAX_REGEX_LENGTH, check_regex
 from pilothouse.config.validation.report import Report
 
 Patch = EnvoyFilter.Patch
+MAX_PORT: Final = 65535
 
 LISTENER_CLASS: Final = frozenset(
     {
@@ -58,7 +60,12 @@ _IGNORED: Final[dict[int, frozenset[int]]] = {
     EnvoyFilter.CLUSTER: frozenset({Patch.REPLACE}),
     EnvoyFilter.HTTP_ROUTE: frozenset({Patch.REPLACE}),
     EnvoyFilter.ROUTE_CONFIGURATION: frozenset({Patch.ADD, Patch.REMOVE, Patch.REPLACE, *_INSERTS}),
-    EnvoyFilter.EXTENSION_CONFIG: frozenset({Patch.MERGE, Patch.REMOVE, Patch.REPLACE, *_INSERTS}),
+    EnvoyFilter.EXTENSION_CONFIG: frozenset(
+        {Patch.MERGE, Patch.REMOVE, Patch.REPLACE, Patch.MERGE_AND_REPLACE_LIST, *_INSERTS}
+    ),
+    EnvoyFilter.LISTENER_FILTER: frozenset({Patch.MERGE_AND_REPLACE_LIST}),
+    EnvoyFilter.NETWORK_FILTER: frozenset({Patch.MERGE_AND_REPLACE_LIST}),
+    EnvoyFilter.HTTP_FILTER: frozenset({Patch.MERGE_AND_REPLACE_LIST}),
 }
 """applyTo → the operations istiod accepts and then does nothing with."""
 
@@ -141,6 +148,9 @@ def _check_match(patch: EnvoyFilter.EnvoyConfigObjectPatch, path: str, report: R
         else:
             check_regex(version, f"{path}.proxy.proxyVersion", report)
     kind = match.WhichOneof("object_types")
+    if kind == "waypoint" or match.context == EnvoyFilter.WAYPOINT:
+        _check_waypoint(match, path, report)
+        return
     if apply_to in LISTENER_CLASS and kind not in (None, "listener"):
         report.error(path, f"applyTo {EnvoyFilter.ApplyTo.Name(apply_to)} needs a listener match")
     elif apply_to in ROUTE_CLASS and kind not in (None, "route_configuration"):
@@ -169,3 +179,15 @@ def _check_match(patch: EnvoyFilter.EnvoyConfigObjectPatch, path: str, report: R
         )
     if not chain.filter.sub_filter.name:
         report.error(f"{filter_path}.subFilter.name", "a subFilter match needs a name")
+
+
+def _check_waypoint(match: EnvoyFilter.EnvoyConfigObjectMatch, path: str, report: Report) -> None:
+    """A ``waypoint`` match goes with context WAYPOINT only (Istio's CRD rule); neither
+    has an effect here, as pilothouse serves no waypoints."""
+    if match.WhichOneof("object_types") == "waypoint":
+        if match.context != EnvoyFilter.WAYPOINT:
+            report.error(f"{path}.waypoint", "a waypoint match needs context WAYPOINT")
+        if match.waypoint.port_number > MAX_PORT:
+            report.error(f"{path}.waypoint.portNumber", f"port must be between 1-{MAX_PORT}")
+    if match.context == EnvoyFilter.WAYPOINT:
+        report.warn(f"{path}.context", "pilothouse serves no waypoints: this patch matches nothing")

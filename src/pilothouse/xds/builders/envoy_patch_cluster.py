@@ -15,9 +15,8 @@ from typing import Any
 from pilothouse.api.istio.networking.v1alpha3.envoy_filter_pb2 import EnvoyFilter
 from pilothouse.push.envoy_filters import PatchRule
 from pilothouse.xds.builders.envoy_patch_match import Applied, cluster_matches, context_matches
-from pilothouse.xds.builders.envoy_patch_merge import merge, merge_any
-
-Patch = EnvoyFilter.Patch
+from pilothouse.xds.builders.envoy_patch_merge import merge, merge_any, replaces_lists
+from pilothouse.xds.builders.envoy_patch_object import appended, patch_object
 
 
 def patch_clusters(
@@ -30,56 +29,39 @@ def patch_clusters(
     ]
     if not rules:
         return list(clusters)
-    kept = []
-    for cluster in clusters:
-        removed = False
-        for rule in rules:
-            if rule.operation not in (Patch.MERGE, Patch.REMOVE):
-                continue
-            if not cluster_matches(rule.match, cluster):
-                continue
-            applied.add((rule.key, rule.position))
-            if rule.operation == Patch.REMOVE:
-                removed = True
-                break
-            _merge_cluster(cluster, rule.value)
-        if not removed:
-            kept.append(cluster)
-    for rule in rules:
-        if rule.operation != Patch.ADD:
-            continue
-        if rule.match.context == EnvoyFilter.ANY and context == EnvoyFilter.SIDECAR_INBOUND:
-            continue
-        added = type(rule.value)()
-        added.CopyFrom(rule.value)
-        kept.append(added)
-        applied.add((rule.key, rule.position))
-    return kept
+    kept = [c for c in clusters if patch_object(c, rules, _matches, _merge_cluster, applied)]
+    return kept + appended(rules, context, applied)
 
 
-def _merge_cluster(cluster: Any, value: Any) -> None:
+def _matches(rule: PatchRule, cluster: Any) -> bool:
+    return cluster_matches(rule.match, cluster)
+
+
+def _merge_cluster(cluster: Any, rule: PatchRule) -> None:
+    value = rule.value
+    replace_lists = replaces_lists(rule.operation)
     if not value.HasField("transport_socket"):
-        merge(cluster, value)
+        merge(cluster, value, replace_lists=replace_lists)
         return
     socket = value.transport_socket
     rest = type(value)()
     rest.CopyFrom(value)
     rest.ClearField("transport_socket")
-    merge(cluster, rest)
+    merge(cluster, rest, replace_lists=replace_lists)
     if cluster.transport_socket_matches:
         for entry in cluster.transport_socket_matches:
             if entry.transport_socket.name == socket.name:
-                _merge_socket(entry.transport_socket, socket)
+                _merge_socket(entry.transport_socket, socket, replace_lists)
                 return
         return  # no match of that socket name: istiod drops the socket patch
     if cluster.HasField("transport_socket") and cluster.transport_socket.name == socket.name:
-        _merge_socket(cluster.transport_socket, socket)
+        _merge_socket(cluster.transport_socket, socket, replace_lists)
     else:
         cluster.transport_socket.CopyFrom(socket)
 
 
-def _merge_socket(held: Any, patch: Any) -> None:
+def _merge_socket(held: Any, patch: Any, replace_lists: bool) -> None:
     if patch.HasField("typed_config") and held.HasField("typed_config"):
-        merge_any(held.typed_config, patch.typed_config)
+        merge_any(held.typed_config, patch.typed_config)  # lists inside append, as istiod
     else:
-        merge(held, patch)
+        merge(held, patch, replace_lists=replace_lists)

@@ -13,7 +13,9 @@ last; with a name nothing matches: nowhere), REPLACE swaps the first element so 
 REMOVE drops every one so named (a REMOVE without a name does nothing). MERGE merges the
 value's typed config into every element so named (:func:`merge_any`) and renames it when
 the value has a name. A MERGE of Anys of different types is skipped and the rest of the
-pass goes on (istiod drops the rest of its pass there).
+pass goes on (istiod drops the rest of its pass there). MERGE_AND_REPLACE_LIST is a MERGE
+whose value's lists replace the ones it merges into, for listeners and filter chains; on
+listener, network and HTTP filters it does nothing, as in istiod.
 
 Everything here is pure: protos in, protos out, and the (EnvoyFilter, patch) pairs
 that changed something added to ``applied``.
@@ -40,7 +42,13 @@ from pilothouse.xds.builders.envoy_patch_match import (
     listener_matches,
     sub_filter_name,
 )
-from pilothouse.xds.builders.envoy_patch_merge import MergeRefused, merge, merge_any
+from pilothouse.xds.builders.envoy_patch_merge import (
+    MergeRefused,
+    merge,
+    merge_any,
+    replaces_lists,
+)
+from pilothouse.xds.builders.envoy_patch_object import appended, patch_object
 from pilothouse.xds.builders.envoy_patch_route import ROUTE_CLASS, patch_route_configuration
 from pilothouse.xds.builders.listener import HTTP_CONNECTION_MANAGER
 
@@ -61,37 +69,22 @@ def patch_listeners(
     rules = [r for r in rules if context_matches(r.match, context)]
     if not rules:
         return list(listeners)
-    kept = []
-    for listener in listeners:
-        if _patch_listener(listener, rules, context, applied):
-            kept.append(listener)
-    for rule in rules:
-        if rule.apply_to != EnvoyFilter.LISTENER or rule.operation != Patch.ADD:
-            continue
-        if rule.match.context == EnvoyFilter.ANY and context == EnvoyFilter.SIDECAR_INBOUND:
-            continue
-        added = type(rule.value)()
-        added.CopyFrom(rule.value)
-        kept.append(added)
-        applied.add((rule.key, rule.position))
-    return kept
+    kept = [
+        listener for listener in listeners if _patch_listener(listener, rules, context, applied)
+    ]
+    return kept + appended(_of(rules, EnvoyFilter.LISTENER), context, applied)
 
 
 def _patch_listener(
     listener: Any, rules: Sequence[PatchRule], context: int, applied: Applied
 ) -> bool:
     """Patch one listener; False when a LISTENER REMOVE dropped it."""
-    for rule in _of(rules, EnvoyFilter.LISTENER):
-        if not listener_matches(rule.match, listener):
-            continue
-        if rule.operation == Patch.REMOVE:
-            applied.add((rule.key, rule.position))
-            return False
-        if rule.operation == Patch.MERGE:
-            merge(listener, rule.value)
-            applied.add((rule.key, rule.position))
+    if not patch_object(listener, _of(rules, EnvoyFilter.LISTENER), _on, _merge, applied):
+        return False
     listener_filters = [
-        r for r in _of(rules, EnvoyFilter.LISTENER_FILTER) if listener_matches(r.match, listener)
+        r
+        for r in _of(rules, EnvoyFilter.LISTENER_FILTER)
+        if listener_matches(r.match, listener, r.apply_to)
     ]
     _patch_list(listener.listener_filters, listener_filters, listener_filter_name, applied)
     chains = [c for c in listener.filter_chains]
@@ -108,7 +101,7 @@ def _patch_listener(
     ):
         listener.ClearField("default_filter_chain")
     for rule in _of(rules, EnvoyFilter.FILTER_CHAIN):
-        if rule.operation == Patch.ADD and listener_matches(rule.match, listener):
+        if rule.operation == Patch.ADD and listener_matches(rule.match, listener, rule.apply_to):
             listener.filter_chains.add().CopyFrom(rule.value)
             applied.add((rule.key, rule.position))
     return True
@@ -118,26 +111,19 @@ def _patch_chain(
     listener: Any, chain: Any, rules: Sequence[PatchRule], context: int, applied: Applied
 ) -> bool:
     """Patch one filter chain; False when a FILTER_CHAIN REMOVE dropped it."""
-    for rule in _of(rules, EnvoyFilter.FILTER_CHAIN):
-        if not (listener_matches(rule.match, listener) and chain_matches(rule.match, chain)):
-            continue
-        if rule.operation == Patch.REMOVE:
-            applied.add((rule.key, rule.position))
-            return False
-        if rule.operation == Patch.MERGE:
-            _merge_chain(chain, rule.value)
-            applied.add((rule.key, rule.position))
-    network = [
-        r
-        for r in _of(rules, EnvoyFilter.NETWORK_FILTER)
-        if listener_matches(r.match, listener) and chain_matches(r.match, chain, with_filter=False)
-    ]
+
+    def on_chain(rule: PatchRule, _: Any) -> bool:
+        return listener_matches(rule.match, listener, rule.apply_to) and chain_matches(
+            rule.match, listener, chain
+        )
+
+    if not patch_object(
+        chain, _of(rules, EnvoyFilter.FILTER_CHAIN), on_chain, _merge_chain, applied
+    ):
+        return False
+    network = [r for r in _of(rules, EnvoyFilter.NETWORK_FILTER) if _reaches(r, listener, chain)]
     _patch_list(chain.filters, network, filter_name, applied)
-    http = [
-        r
-        for r in _of(rules, EnvoyFilter.HTTP_FILTER)
-        if listener_matches(r.match, listener) and chain_matches(r.match, chain, with_filter=False)
-    ]
+    http = [r for r in _of(rules, EnvoyFilter.HTTP_FILTER) if _reaches(r, listener, chain)]
     routes = [r for r in rules if r.apply_to in ROUTE_CLASS]
     if http or routes:
         for network_filter in chain.filters:
@@ -148,19 +134,37 @@ def _patch_chain(
     return True
 
 
-def _merge_chain(chain: Any, value: Any) -> None:
+def _reaches(rule: PatchRule, listener: Any, chain: Any) -> bool:
+    """Whether a filter patch's listener and chain fields pick ``chain`` of ``listener``
+    (its filter name then picks the filters)."""
+    return listener_matches(rule.match, listener, rule.apply_to) and chain_matches(
+        rule.match, listener, chain, with_filter=False
+    )
+
+
+def _on(rule: PatchRule, listener: Any) -> bool:
+    return listener_matches(rule.match, listener, rule.apply_to)
+
+
+def _merge(listener: Any, rule: PatchRule) -> None:
+    merge(listener, rule.value, replace_lists=replaces_lists(rule.operation))
+
+
+def _merge_chain(chain: Any, rule: PatchRule) -> None:
     """FILTER_CHAIN MERGE: the transport socket's config deep-merged when the names are
     equal, everything else merged."""
+    value = rule.value
+    replace_lists = replaces_lists(rule.operation)
     socket = value.transport_socket if value.HasField("transport_socket") else None
     if socket is not None and chain.transport_socket.name == socket.name:
         patch = type(value)()
         patch.CopyFrom(value)
         patch.ClearField("transport_socket")
-        merge(chain, patch)
+        merge(chain, patch, replace_lists=replace_lists)
         if socket.HasField("typed_config"):
             merge_any(chain.transport_socket.typed_config, socket.typed_config)
         return
-    merge(chain, value)
+    merge(chain, value, replace_lists=replace_lists)
 
 
 def _patch_manager(

@@ -1,7 +1,10 @@
 """Which generated objects an EnvoyFilter patch's ``match`` picks (istiod's rules).
 
 Listeners: ``name`` exact, ``portNumber`` the socket's port, ``listenerFilter`` the name
-of one of its listener filters. Filter chains: ``name``, ``transportProtocol`` exact,
+of one of its listener filters. On ``virtualInbound`` and ``virtualOutbound`` (which take
+the traffic of every port), ``portNumber`` picks filter chains instead: every patch but a
+LISTENER one matches the listener whatever its port, and then only the chains whose
+``destination_port`` is that port. Filter chains: ``name``, ``transportProtocol`` exact,
 ``sni`` among the chain's server names, every one of the comma-separated
 ``applicationProtocols`` among its ALPNs, ``destinationPort`` its destination port, and
 ``filter.name`` the name of one of its network filters. Route configurations: ``name``
@@ -21,11 +24,16 @@ from typing import Any, Final
 
 from pilothouse.api.istio.networking.v1alpha3.envoy_filter_pb2 import EnvoyFilter
 from pilothouse.config.model import ConfigKey
+from pilothouse.xds.builders.listener import VIRTUAL_OUTBOUND_LISTENER
 
 ANY: Final = EnvoyFilter.ANY
 Applied = set[tuple[ConfigKey, int]]
 """The (EnvoyFilter, patch position) pairs that changed something, filled by the passes."""
 RouteAction = EnvoyFilter.RouteConfigurationMatch.RouteMatch
+VIRTUAL_LISTENERS: Final = frozenset({"virtualInbound", VIRTUAL_OUTBOUND_LISTENER})
+"""The listeners whose filter chains stand for ports: ``portNumber`` matches their chains
+(istiod's two; pilothouse builds no ``virtualInbound``, its inbound listeners are one
+per port)."""
 
 
 def context_matches(match: Any, context: int) -> bool:
@@ -33,25 +41,37 @@ def context_matches(match: Any, context: int) -> bool:
     return bool(match.context == ANY or match.context == context)
 
 
-def listener_matches(match: Any, listener: Any) -> bool:
-    """The listener fields of ``match`` against ``listener`` (not its chains)."""
+def listener_matches(match: Any, listener: Any, apply_to: int) -> bool:
+    """The listener fields of ``match`` against ``listener`` (not its chains), for a
+    patch of ``apply_to``."""
     if match.WhichOneof("object_types") != "listener":
         return True
     wanted = match.listener
     if wanted.name and wanted.name != listener.name:
         return False
-    if wanted.port_number and wanted.port_number != listener.address.socket_address.port_value:
+    by_chain = apply_to != EnvoyFilter.LISTENER and listener.name in VIRTUAL_LISTENERS
+    port = listener.address.socket_address.port_value
+    if wanted.port_number and not by_chain and wanted.port_number != port:
         return False
     return not wanted.listener_filter or any(
         f.name == wanted.listener_filter for f in listener.listener_filters
     )
 
 
-def chain_matches(match: Any, chain: Any, *, with_filter: bool = True) -> bool:
-    """The ``filterChain`` fields of ``match`` against ``chain`` (``with_filter``: also
-    that it holds a network filter named ``filter.name``)."""
+def chain_matches(match: Any, listener: Any, chain: Any, *, with_filter: bool = True) -> bool:
+    """The ``filterChain`` fields of ``match`` against ``chain`` of ``listener`` (and its
+    ``portNumber`` when that is a virtual listener; ``with_filter``: also that the chain
+    holds a network filter named ``filter.name``)."""
     if match.WhichOneof("object_types") != "listener":
         return True
+    port = match.listener.port_number
+    # an unset destination port reads 0: a virtual listener's catch-all matches no port
+    if (
+        port
+        and listener.name in VIRTUAL_LISTENERS
+        and chain.filter_chain_match.destination_port.value != port
+    ):
+        return False
     if not match.listener.HasField("filter_chain"):
         return True
     wanted = match.listener.filter_chain

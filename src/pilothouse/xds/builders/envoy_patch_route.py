@@ -24,7 +24,8 @@ from pilothouse.xds.builders.envoy_patch_match import (
     route_matches,
     virtual_host_matches,
 )
-from pilothouse.xds.builders.envoy_patch_merge import merge
+from pilothouse.xds.builders.envoy_patch_merge import MERGES, merge, replaces_lists
+from pilothouse.xds.builders.envoy_patch_object import patch_object
 
 Patch = EnvoyFilter.Patch
 ROUTE_CLASS: Final = frozenset(
@@ -50,8 +51,8 @@ def patch_route_configuration(
     if not rules:
         return
     for rule in _of(rules, EnvoyFilter.ROUTE_CONFIGURATION):
-        if rule.operation == Patch.MERGE:
-            merge(config, rule.value)
+        if rule.operation in MERGES:
+            merge(config, rule.value, replace_lists=replaces_lists(rule.operation))
             applied.add((rule.key, rule.position))
     hosts = []
     for host in config.virtual_hosts:
@@ -72,22 +73,21 @@ def patch_route_configuration(
 
 def _patch_host(host: Any, rules: Sequence[PatchRule], applied: Applied) -> Any:
     """Patch one virtual host; None when a VIRTUAL_HOST REMOVE dropped it."""
-    for rule in _of(rules, EnvoyFilter.VIRTUAL_HOST):
-        if not virtual_host_matches(rule.match, host):
-            continue
-        if rule.operation == Patch.REMOVE:
-            applied.add((rule.key, rule.position))
-            return None
-        if rule.operation == Patch.MERGE:
-            merge(host, rule.value)
-            applied.add((rule.key, rule.position))
-        elif rule.operation == Patch.REPLACE:
-            host.CopyFrom(rule.value)
-            applied.add((rule.key, rule.position))
+    vhost_rules = _of(rules, EnvoyFilter.VIRTUAL_HOST)
+    if not patch_object(host, vhost_rules, _on_host, _merge, applied, replace=True):
+        return None
     for rule in _of(rules, EnvoyFilter.HTTP_ROUTE):
         if virtual_host_matches(rule.match, host):
             _patch_routes(host, rule, applied)
     return host
+
+
+def _on_host(rule: PatchRule, host: Any) -> bool:
+    return virtual_host_matches(rule.match, host)
+
+
+def _merge(target: Any, rule: PatchRule) -> None:
+    merge(target, rule.value, replace_lists=replaces_lists(rule.operation))
 
 
 def _patch_routes(host: Any, rule: PatchRule, applied: Applied) -> None:
@@ -95,12 +95,12 @@ def _patch_routes(host: Any, rule: PatchRule, applied: Applied) -> None:
     routes = list(host.routes)
     matching = [i for i, r in enumerate(routes) if route_matches(wanted, r)]
     operation = rule.operation
-    if operation in (Patch.MERGE, Patch.REMOVE):
+    if operation in MERGES or operation == Patch.REMOVE:
         if not matching:
             return
-        if operation == Patch.MERGE:
+        if operation in MERGES:
             for index in matching:
-                merge(host.routes[index], rule.value)
+                merge(host.routes[index], rule.value, replace_lists=replaces_lists(operation))
         else:
             kept = [r for i, r in enumerate(routes) if i not in set(matching)]
             _set_routes(host, kept)

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
-from pilothouse.protocol.messages import DeltaRequest, SotwRequest
+from pilothouse.protocol.messages import DeltaRequest, SotwRequest, nack_error
 from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.push.proxy_push import EndpointPush, ProxyPush
 from pilothouse.settings import XdsSettings
@@ -37,6 +37,7 @@ from pilothouse.xds.protocol.stream_engine import Step, StreamEngine
 from pilothouse.xds.protocol.stream_flavour import Outgoing
 from pilothouse.xds.protocol.wire import NO_CONTROL_PLANE, ControlPlaneField, FanOutResponses
 from pilothouse.xds.server.backend import Backend
+from pilothouse.xds.server.nack_log import NackLog
 from pilothouse.xds.server.proxy_resources import ProxyResources
 
 log = logging.getLogger("pilothouse.xds")
@@ -122,6 +123,7 @@ class Connection:
         """Why the stream must end with PERMISSION_DENIED (a debug type it may not read)."""
         self._generation = generation
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._nacks = NackLog(proxy.node_id)
 
     def __repr__(self) -> str:
         return f"Connection({self.id}, {self.proxy.node_id})"
@@ -131,6 +133,7 @@ class Connection:
         what is generated from the next push on is for this identity."""
         self.proxy = proxy
         self._resources.reidentify(proxy)
+        self._nacks.reidentify(proxy.node_id)
 
     # -- what the server asks (answered by the stream engine) -------------------------
 
@@ -177,8 +180,19 @@ class Connection:
         self, request: SotwRequest | DeltaRequest, now: float, names: int | None = None
     ) -> None:
         """A request from the proxy; ``names`` fingerprints a SotW request's resource
-        names (:func:`pilothouse.protocol.request_bytes.names_fingerprint`)."""
+        names (:func:`pilothouse.protocol.request_bytes.names_fingerprint`); a NACK is
+        logged (:mod:`pilothouse.xds.server.nack_log`)."""
+        error = nack_error(request)
+        if error is not None:
+            type_url = request.type_url
+            self._nacks.nacked(
+                type_url, request.response_nonce, error, now, lambda: self._patching(type_url)
+            )
         self._write(self.engine.receive(request, now, names))
+
+    def _patching(self, type_url: str) -> list[str]:
+        """The ``ns/name`` of the EnvoyFilters that patch ``type_url`` for this proxy."""
+        return self._generation.context.envoy_filters.patching(self.proxy, type_url)
 
     def push(self, planned: ProxyPush, now: float) -> None:
         """Send what push/ planned for this proxy (:mod:`pilothouse.push.proxy_push`),

@@ -154,6 +154,32 @@ class EnvoyFilter(_message.Message):
         name: str
         listener_filter: str
         def __init__(self, port_number: _Optional[int] = ..., port_name: _Optional[str] = ..., filter_chain: _Optional[_Union[EnvoyFilter.ListenerMatch.FilterChainMatch, _Mapping]] = ..., name: _Optional[str] = ..., listener_filter: _Optional[str] = ...) -> None: ...
+    class WaypointMatch(_message.Message):
+        __slots__ = ("port_number", "route", "filter")
+        class RouteMatch(_message.Message):
+            __slots__ = ("name",)
+            NAME_FIELD_NUMBER: _ClassVar[int]
+            name: str
+            def __init__(self, name: _Optional[str] = ...) -> None: ...
+        class FilterMatch(_message.Message):
+            __slots__ = ("name", "sub_filter")
+            class SubFilterMatch(_message.Message):
+                __slots__ = ("name",)
+                NAME_FIELD_NUMBER: _ClassVar[int]
+                name: str
+                def __init__(self, name: _Optional[str] = ...) -> None: ...
+            NAME_FIELD_NUMBER: _ClassVar[int]
+            SUB_FILTER_FIELD_NUMBER: _ClassVar[int]
+            name: str
+            sub_filter: EnvoyFilter.WaypointMatch.FilterMatch.SubFilterMatch
+            def __init__(self, name: _Optional[str] = ..., sub_filter: _Optional[_Union[EnvoyFilter.WaypointMatch.FilterMatch.SubFilterMatch, _Mapping]] = ...) -> None: ...
+        PORT_NUMBER_FIELD_NUMBER: _ClassVar[int]
+        ROUTE_FIELD_NUMBER: _ClassVar[int]
+        FILTER_FIELD_NUMBER: _ClassVar[int]
+        port_number: int
+        route: EnvoyFilter.WaypointMatch.RouteMatch
+        filter: EnvoyFilter.WaypointMatch.FilterMatch
+        def __init__(self, port_number: _Optional[int] = ..., route: _Optional[_Union[EnvoyFilter.WaypointMatch.RouteMatch, _Mapping]] = ..., filter: _Optional[_Union[EnvoyFilter.WaypointMatch.FilterMatch, _Mapping]] = ...) -> None: ...
     class Patch(_message.Message):
         __slots__ = ("operation", "value", "filter_class")
         class Operation(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
@@ -166,6 +192,7 @@ class EnvoyFilter(_message.Message):
             INSERT_AFTER: _ClassVar[EnvoyFilter.Patch.Operation]
             INSERT_FIRST: _ClassVar[EnvoyFilter.Patch.Operation]
             REPLACE: _ClassVar[EnvoyFilter.Patch.Operation]
+            MERGE_AND_REPLACE_LIST: _ClassVar[EnvoyFilter.Patch.Operation]
         INVALID: EnvoyFilter.Patch.Operation
         MERGE: EnvoyFilter.Patch.Operation
         ADD: EnvoyFilter.Patch.Operation
@@ -174,6 +201,7 @@ class EnvoyFilter(_message.Message):
         INSERT_AFTER: EnvoyFilter.Patch.Operation
         INSERT_FIRST: EnvoyFilter.Patch.Operation
         REPLACE: EnvoyFilter.Patch.Operation
+        MERGE_AND_REPLACE_LIST: EnvoyFilter.Patch.Operation
         class FilterClass(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
             __slots__ = ()
             UNSPECIFIED: _ClassVar[EnvoyFilter.Patch.FilterClass]
@@ -192,18 +220,20 @@ class EnvoyFilter(_message.Message):
         filter_class: EnvoyFilter.Patch.FilterClass
         def __init__(self, operation: _Optional[_Union[EnvoyFilter.Patch.Operation, str]] = ..., value: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., filter_class: _Optional[_Union[EnvoyFilter.Patch.FilterClass, str]] = ...) -> None: ...
     class EnvoyConfigObjectMatch(_message.Message):
-        __slots__ = ("context", "proxy", "listener", "route_configuration", "cluster")
+        __slots__ = ("context", "proxy", "listener", "route_configuration", "cluster", "waypoint")
         CONTEXT_FIELD_NUMBER: _ClassVar[int]
         PROXY_FIELD_NUMBER: _ClassVar[int]
         LISTENER_FIELD_NUMBER: _ClassVar[int]
         ROUTE_CONFIGURATION_FIELD_NUMBER: _ClassVar[int]
         CLUSTER_FIELD_NUMBER: _ClassVar[int]
+        WAYPOINT_FIELD_NUMBER: _ClassVar[int]
         context: EnvoyFilter.PatchContext
         proxy: EnvoyFilter.ProxyMatch
         listener: EnvoyFilter.ListenerMatch
         route_configuration: EnvoyFilter.RouteConfigurationMatch
         cluster: EnvoyFilter.ClusterMatch
-        def __init__(self, context: _Optional[_Union[EnvoyFilter.PatchContext, str]] = ..., proxy: _Optional[_Union[EnvoyFilter.ProxyMatch, _Mapping]] = ..., listener: _Optional[_Union[EnvoyFilter.ListenerMatch, _Mapping]] = ..., route_configuration: _Optional[_Union[EnvoyFilter.RouteConfigurationMatch, _Mapping]] = ..., cluster: _Optional[_Union[EnvoyFilter.ClusterMatch, _Mapping]] = ...) -> None: ...
+        waypoint: EnvoyFilter.WaypointMatch
+        def __init__(self, context: _Optional[_Union[EnvoyFilter.PatchContext, str]] = ..., proxy: _Optional[_Union[EnvoyFilter.ProxyMatch, _Mapping]] = ..., listener: _Optional[_Union[EnvoyFilter.ListenerMatch, _Mapping]] = ..., route_configuration: _Optional[_Union[EnvoyFilter.RouteConfigurationMatch, _Mapping]] = ..., cluster: _Optional[_Union[EnvoyFilter.ClusterMatch, _Mapping]] = ..., waypoint: _Optional[_Union[EnvoyFilter.WaypointMatch, _Mapping]] = ...) -> None: ...
     class EnvoyConfigObjectPatch(_message.Message):
         __slots__ = ("apply_to", "match", "patch")
         APPLY_TO_FIELD_NUMBER: _ClassVar[int]
