@@ -101,7 +101,7 @@ def inbound_mtls(given: GenerationInput, port: InboundPort) -> MtlsMode:
 def inbound_authorization(given: GenerationInput) -> WorkloadAuthorization:
     """The AuthorizationPolicies and RequestAuthentications of the proxy's workload."""
     proxy = given.proxy
-    return given.context.authorizations.for_workload(proxy.namespace, proxy.labels)
+    return given.context.authorizations.for_workload(proxy.namespace, proxy.labels, given.cache)
 
 
 @dataclass(frozen=True, slots=True)

@@ -92,7 +92,7 @@ class ListenerGenerator:
         proxy = given.proxy
         capturing = (proxy.metadata or {}).get("INTERCEPTION_MODE", "") in CAPTURING
         authorization = (
-            given.context.authorizations.for_workload(proxy.namespace, proxy.labels)
+            given.context.authorizations.for_workload(proxy.namespace, proxy.labels, given.cache)
             if proxy.is_router
             else NO_AUTHORIZATION
         )
