@@ -161,28 +161,28 @@ def test_mesh_config_comes_from_the_servers_mesh_settings(store: MemoryStore) ->
 
 
 def test_each_object_is_encoded_once_for_every_spelling(store: MemoryStore) -> None:
-    api = ApiGenerator(store)
-    first = generate(api, "networking.istio.io/v1/ServiceEntry", store)
-    again = generate(api, "networking.istio.io/v1alpha3/ServiceEntry", store)
+    api, cache = ApiGenerator(store), ResourceCache()
+    first = generate(api, "networking.istio.io/v1/ServiceEntry", store, cache=cache)
+    again = generate(api, "networking.istio.io/v1alpha3/ServiceEntry", store, cache=cache)
     assert first and all(again[name] is first[name] for name in first)
 
 
 def test_warm_encodes_ahead_and_requests_reuse_it(store: MemoryStore) -> None:
-    api = ApiGenerator(store)
-    assert api.warm() == len(store)
+    api, cache = ApiGenerator(store), ResourceCache()
+    assert api.warm(cache) == len(store)
     generator = api.for_type("networking.istio.io/v1/ServiceEntry")
     assert isinstance(generator, KindGenerator)
     with unittest.mock.patch.object(api_module, "encode_api_resource", side_effect=AssertionError):
-        served = generate(api, "networking.istio.io/v1/ServiceEntry", store)
+        served = generate(api, "networking.istio.io/v1/ServiceEntry", store, cache=cache)
     assert set(served) == {"shop/httpbin", "shop/echo"}
 
 
 def test_only_changed_objects_are_encoded_again(store: MemoryStore) -> None:
-    api = ApiGenerator(store)
-    before = generate(api, "networking.istio.io/v1/ServiceEntry", store)
+    api, cache = ApiGenerator(store), ResourceCache()
+    before = generate(api, "networking.istio.io/v1/ServiceEntry", store, cache=cache)
     edited = load(SERVICE_ENTRY.replace("18000", "18001"), resource_version="")
     store.apply(edited)
-    after = generate(api, "networking.istio.io/v1/ServiceEntry", store)
+    after = generate(api, "networking.istio.io/v1/ServiceEntry", store, cache=cache)
     assert after["shop/httpbin"].version != before["shop/httpbin"].version
     assert after["shop/echo"] is before["shop/echo"]
     held = store.get(ConfigKey("ServiceEntry", "shop", "httpbin"))
@@ -194,11 +194,13 @@ def test_only_changed_objects_are_encoded_again(store: MemoryStore) -> None:
     assert elsewhere["shop/httpbin"].body == after["shop/httpbin"].body
 
 
-def test_deleted_objects_leave_the_memo(store: MemoryStore) -> None:
-    api = ApiGenerator(store)
-    generate(api, "networking.istio.io/v1/ServiceEntry", store)
+def test_deleted_objects_leave_the_answer(store: MemoryStore) -> None:
+    api, cache = ApiGenerator(store), ResourceCache()
+    generate(api, "networking.istio.io/v1/ServiceEntry", store, cache=cache)
     store.delete(ConfigKey("ServiceEntry", "shop", "echo"))
-    assert list(generate(api, "networking.istio.io/v1/ServiceEntry", store)) == ["shop/httpbin"]
+    assert list(generate(api, "networking.istio.io/v1/ServiceEntry", store, cache=cache)) == [
+        "shop/httpbin"
+    ]
 
 
 def test_changed_labels_change_the_resource_version(store: MemoryStore) -> None:

@@ -19,6 +19,7 @@ from pilothouse.api.istio.mcp.v1alpha1 import resource_pb2
 from pilothouse.api.istio.networking.v1alpha3 import service_entry_pb2
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.mcp.publisher import McpSourceOptions, SnapshotPublisher
+from pilothouse.push.cache import ResourceCache
 from pilothouse.sources.memory import MemoryStore
 from pilothouse.xds.generators.api import ApiGenerator
 from tests.unit.mcp_xds.mesh_objects import SERVICE_ENTRY, load
@@ -79,9 +80,11 @@ def create_times(resources: dict[str, resource_pb2.Resource]) -> dict[str, datet
     return times
 
 
-def api_push(api: ApiGenerator, store: MemoryStore) -> dict[str, resource_pb2.Resource]:
+def api_push(
+    api: ApiGenerator, store: MemoryStore, cache: ResourceCache
+) -> dict[str, resource_pb2.Resource]:
     """One MCP-over-xDS answer for ServiceEntry, decoded."""
-    served = generate(api, SE_TYPE, store)
+    served = generate(api, SE_TYPE, store, cache=cache)
     out = {}
     for name, resource in served.items():
         entry = any_pb2.Any.FromString(resource.body)
@@ -92,22 +95,22 @@ def api_push(api: ApiGenerator, store: MemoryStore) -> dict[str, resource_pb2.Re
 def test_api_create_time_is_set_and_stable_across_pushes_and_edits() -> None:
     store = mesh_store()
     clock = SteppingClock()
-    api = ApiGenerator(store, clock=clock)
-    first = create_times(api_push(api, store))
+    api, cache = ApiGenerator(store, clock=clock), ResourceCache()
+    first = create_times(api_push(api, store, cache))
     assert first["shop/httpbin"] == STAMPED
     assert first["shop/echo"] == first["shop/ratings"] == clock.readings[0]
     assert len(clock.readings) == 1  # one reading for everything new in one pass
 
-    assert create_times(api_push(api, store)) == first  # a second push
+    assert create_times(api_push(api, store, cache)) == first  # a second push
 
     store.apply(unstamped("ratings", "moved.shop.svc.cluster.local"))  # an edit elsewhere
-    after_edit = api_push(api, store)
+    after_edit = api_push(api, store, cache)
     assert create_times(after_edit) == first
     moved = service_entry_pb2.ServiceEntry.FromString(after_edit["shop/ratings"].body.value)
     assert moved.hosts == ["moved.shop.svc.cluster.local"]
 
     store.apply(unstamped("echo", "echo2.shop.svc.cluster.local"))  # the object itself
-    changed = api_push(api, store)
+    changed = api_push(api, store, cache)
     assert service_entry_pb2.ServiceEntry.FromString(changed["shop/echo"].body.value).hosts == [
         "echo2.shop.svc.cluster.local"
     ]
@@ -117,19 +120,19 @@ def test_api_create_time_is_set_and_stable_across_pushes_and_edits() -> None:
 def test_api_cached_bytes_are_reused_and_a_recreated_object_is_new() -> None:
     store = mesh_store()
     clock = SteppingClock()
-    api = ApiGenerator(store, clock=clock)
-    before = generate(api, SE_TYPE, store)
+    api, cache = ApiGenerator(store, clock=clock), ResourceCache()
+    before = generate(api, SE_TYPE, store, cache=cache)
     store.apply(unstamped("ratings", "moved.shop.svc.cluster.local"))
-    after = generate(api, SE_TYPE, store)
+    after = generate(api, SE_TYPE, store, cache=cache)
     assert after["shop/echo"] is before["shop/echo"]  # the unrelated object is not re-encoded
     assert after["shop/ratings"].version != before["shop/ratings"].version
     readings = len(clock.readings)
-    first = create_times(api_push(api, store))
+    first = create_times(api_push(api, store, cache))
 
     store.delete(ConfigKey("ServiceEntry", "shop", "echo"))
-    assert "shop/echo" not in api_push(api, store)
+    assert "shop/echo" not in api_push(api, store, cache)
     store.apply(unstamped("echo", "echo.shop.svc.cluster.local"))
-    again = create_times(api_push(api, store))
+    again = create_times(api_push(api, store, cache))
     assert again["shop/echo"] > first["shop/echo"]
     assert again["shop/echo"] == clock.readings[-1] and len(clock.readings) == readings + 1
 

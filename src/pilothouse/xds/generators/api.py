@@ -11,18 +11,19 @@ istiod that asks for it still becomes ready. ``core/v1alpha1/MeshConfig`` is ans
 with one unwrapped MeshConfig built from the server's mesh settings.
 
 Objects are read from the config store (the PushContext indexes only what Envoy
-config needs). Each wrapped object is encoded once per Config object (configs are
-immutable: a change is a new object) and kept in a memo per kind that every spelling of
-the kind shares; a kind's memo keeps exactly the objects the store holds, so it costs
-one encoded copy per object and never evicts a live one. The memo also keeps, beside the
-bytes, when it first saw each object: ``metadata.create_time`` of an object without a
-``creationTimestamp``. A changed object is encoded again with the same time (as
-Kubernetes keeps ``creationTimestamp`` across updates); one that leaves the store and
-comes back is a new object with a new time. :meth:`ApiGenerator.warm`
-encodes every object ahead of the first request (the config-server role does it before
-it reports ready, as Galley built its snapshots), so a sink that connects gets its
-answer without waiting for encoding. A resource's version is the hash of its bytes,
-so a push re-sends a kind only when something in it changed.
+config needs). Each wrapped object is a value of the resource cache under
+:class:`ApiResourceInputs` (the object by revision, and when the server first saw it), so
+it is encoded once per revision and evicted when the object changes; every spelling of a
+kind shares the entries. What is not a cache is kept beside it: :class:`FirstSeen`
+remembers, per kind, when the server first saw each object the store holds, which is
+``metadata.create_time`` of an object without a ``creationTimestamp``. That is history,
+not something to rebuild: a changed object keeps its time (as Kubernetes keeps
+``creationTimestamp`` across updates); one that leaves the store and comes back is a new
+object with a new time. :meth:`ApiGenerator.warm` encodes every object ahead of the
+first request (the config-server role does it before it reports ready, as Galley built
+its snapshots), so a sink that connects gets its answer without waiting for encoding. A
+resource's version is the hash of its bytes, so a push re-sends a kind only when
+something in it changed.
 """
 
 from __future__ import annotations
@@ -30,13 +31,13 @@ from __future__ import annotations
 import datetime
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.config.schema import Schema, SchemaSet
 from pilothouse.kinds.table import SCHEMAS
-from pilothouse.push.cache import Resource
+from pilothouse.push.cache import Resource, ResourceCache
+from pilothouse.push.inputs import ConfigRevision
 from pilothouse.sources.events import ConfigStore
 from pilothouse.xds.builders.encode import content_hash
 from pilothouse.xds.generators.api_resource import (
@@ -53,7 +54,7 @@ MESH_CONFIG_NAME = "mesh"
 
 
 def wall_clock_now() -> datetime.datetime:
-    """Now, in UTC: when a memo first sees an object."""
+    """Now, in UTC: when the server first sees an object."""
     return datetime.datetime.now(datetime.UTC)
 
 
@@ -71,17 +72,18 @@ class ApiGenerator:
         self._schemas = schemas if schemas is not None else SCHEMAS
         self._clock = clock if clock is not None else wall_clock_now
         self._by_type: dict[str, Generator] = {}
-        self._memos: dict[str, KindMemo] = {}
+        self._first_seen: dict[str, FirstSeen] = {}
 
-    def warm(self) -> int:
-        """Encode every object of every kind the store holds now; returns how many."""
-        return sum(len(self._memo(schema).current()) for schema in self._schemas)
+    def warm(self, cache: ResourceCache) -> int:
+        """Encode every object of every kind the store holds now into ``cache``; returns
+        how many."""
+        return sum(len(self._seen(schema).current(cache)) for schema in self._schemas)
 
-    def _memo(self, schema: Schema) -> KindMemo:
-        memo = self._memos.get(schema.kind)
-        if memo is None:
-            memo = self._memos[schema.kind] = KindMemo(schema.kind, self._store, self._clock)
-        return memo
+    def _seen(self, schema: Schema) -> FirstSeen:
+        seen = self._first_seen.get(schema.kind)
+        if seen is None:
+            seen = self._first_seen[schema.kind] = FirstSeen(schema.kind, self._store, self._clock)
+        return seen
 
     def for_type(self, type_name: str) -> Generator | None:
         """The generator for ``type_name``, or None when it is not an Istio GVK."""
@@ -93,7 +95,7 @@ class ApiGenerator:
         schema = self._schemas.by_gvk(type_name)
         made: Generator
         if schema is not None:
-            made = KindGenerator(type_name, self._memo(schema))
+            made = KindGenerator(type_name, self._seen(schema))
         elif type_name == MESH_CONFIG_GVK:
             made = MeshConfigGenerator(type_name)
         else:
@@ -102,8 +104,9 @@ class ApiGenerator:
         return made
 
 
-class KindMemo:
-    """The encoded MCP resources of one kind, kept in step with the store."""
+class FirstSeen:
+    """When the server first saw each object of one kind that the store holds (state that
+    must outlive any cache: it is the objects' history), and their resources now."""
 
     def __init__(
         self,
@@ -114,46 +117,54 @@ class KindMemo:
         self.kind = kind
         self._store = store
         self._clock = clock
-        self._held: dict[ConfigKey, _Held] = {}
+        self._times: dict[ConfigKey, datetime.datetime] = {}
 
-    def current(self) -> list[Resource]:
-        """Every object of the kind now, in key order; only new or changed ones are encoded."""
-        held = self._held
-        fresh: dict[ConfigKey, _Held] = {}
+    def current(self, cache: ResourceCache) -> list[Resource]:
+        """Every object of the kind now, in key order, from ``cache`` (only new or changed
+        objects are encoded); objects gone from the store are forgotten."""
+        times = self._times
+        fresh: dict[ConfigKey, datetime.datetime] = {}
         now: datetime.datetime | None = None  # one reading per pass, shared by what is new
+        found: list[Resource] = []
         for config in self._store.configs(self.kind):
-            entry = held.get(config.key)
-            if entry is None:
-                now = now if now is not None else self._clock()
-                entry = _Held(config, now, encode_api_resource(config, now))
-            elif entry.config is not config:
-                seen = entry.first_seen
-                entry = _Held(config, seen, encode_api_resource(config, seen))
-            fresh[config.key] = entry
-        self._held = fresh
-        return [entry.resource for entry in fresh.values()]
+            seen = times.get(config.key)
+            if seen is None:
+                seen = now = now if now is not None else self._clock()
+            fresh[config.key] = seen
+            inputs = ApiResourceInputs(
+                ConfigRevision(config.key, config.origin.source, config.resource_version, config),
+                seen,
+            )
+            found.append(cache.resource(inputs, api_resource))
+        self._times = fresh
+        return found
 
 
-class _Held(NamedTuple):
-    """One object of a kind memo: the Config, when the memo first saw it, its resource."""
+@dataclass(frozen=True, slots=True)
+class ApiResourceInputs:
+    """What one MCP resource is encoded from: the object, by revision, and when the
+    server first saw it."""
 
-    config: Config
+    config: ConfigRevision
     first_seen: datetime.datetime
-    resource: Resource
+
+
+def api_resource(inputs: ApiResourceInputs) -> Resource:
+    return encode_api_resource(inputs.config.config, inputs.first_seen)
 
 
 class KindGenerator:
     """Every object of one kind, wrapped as MCP resources named ``ns/name``."""
 
-    def __init__(self, type_url: str, memo: KindMemo) -> None:
+    def __init__(self, type_url: str, seen: FirstSeen) -> None:
         self.type_url = type_url
-        self._memo = memo
+        self._seen = seen
 
     def generate(self, given: GenerationInput) -> Resources:
         names = given.names
         return {
             resource.name: resource
-            for resource in self._memo.current()
+            for resource in self._seen.current(given.cache)
             if names is None or resource.name in names
         }
 
