@@ -209,6 +209,8 @@ def _collect(value: object, found: set[ConfigKey], compared: dict[type, tuple[st
     elif kind is tuple or kind is frozenset:
         for part in value:  # type: ignore[attr-defined]
             _collect(part, found, compared)
+    elif kind is ConfigRevision:  # the commonest dataclass: its key is all it names
+        found.add(value.key)  # type: ignore[attr-defined]
     elif isinstance(value, Service):
         found.add(value.source)
     elif isinstance(value, Config):
