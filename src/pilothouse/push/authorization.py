@@ -45,8 +45,8 @@ JwksLookup = Callable[[str], str | None]
 """The key set last fetched from a ``jwksUri``, or None while there is none."""
 
 
-@dataclass(frozen=True, slots=True)
-class WorkloadAuthorization:
+@dataclass(frozen=True, slots=True, eq=False)
+class WorkloadAuthorization(FrozenInputs):
     """The access-control inputs of one workload's listeners."""
 
     policies: tuple[ConfigRevision, ...] = ()

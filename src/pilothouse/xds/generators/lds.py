@@ -43,6 +43,7 @@ from pilothouse.protocol.type_urls import LDS
 from pilothouse.push.authorization import NO_AUTHORIZATION, WorkloadAuthorization
 from pilothouse.push.cache import Resource, ResourceGroup
 from pilothouse.push.hostnames import host_matches
+from pilothouse.push.inputs import FrozenInputs
 from pilothouse.xds.builders.access_control import AccessFilters, guard_listener
 from pilothouse.xds.builders.cluster import RestPolling
 from pilothouse.xds.builders.filter_chain import WeightedCluster
@@ -113,8 +114,8 @@ class ListenerGenerator:
         return everything
 
 
-@dataclass(frozen=True, slots=True)
-class ListenerInputs:
+@dataclass(frozen=True, slots=True, eq=False)
+class ListenerInputs(FrozenInputs):
     """What a scope's outbound listeners are built from: the scope's inputs, whether the
     proxy captures traffic (``virtualOutbound``) and its transport."""
 
