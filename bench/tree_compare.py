@@ -23,7 +23,8 @@ while slows both sides of the rounds it spans instead of one tree's figure.
 ``ratio_to_baseline`` is the median of the rounds' ratios and ``ratio_spread`` their
 lowest and highest; ``verdict`` says "regression beyond spread" when even the median
 plus half the spread stays below 1, "faster beyond spread" when the median minus half
-the spread stays above 1, and "no regression beyond spread" otherwise. Each side's own
+the spread stays above 1, and "no regression beyond spread" otherwise (``target_met``
+is "no" only for a regression beyond spread). Each side's own
 in-run ratio to its floor (``ratio_to_baseline`` of the inner benchmark, where it has
 one) is reported beside it, median of the rounds: the floor is measured in the very same
 run as the side, so it cancels most of the machine's noise.
@@ -144,6 +145,8 @@ def run_once(tree: Path, bench: Bench) -> list[dict[str, Any]]:
     return [r for r in results if "error" not in r]
 
 
+REGRESSION = "regression beyond spread"
+
 Round = list[dict[str, Any]]
 """One run's JSON results."""
 
@@ -158,7 +161,7 @@ def verdict(ratios: Sequence[float]) -> str:
     middle = statistics.median(ratios)
     half_spread = (max(ratios) - min(ratios)) / 2
     if middle + half_spread < 1:
-        return "regression beyond spread"
+        return REGRESSION
     if middle - half_spread > 1:
         return "faster beyond spread"
     return "no regression beyond spread"
@@ -208,6 +211,7 @@ def compare(
             "target": "no regression beyond the rounds' spread",
             "verdict": verdict(ratios),
         }
+        entry["target_met"] = "no" if entry["verdict"] == REGRESSION else "yes"
         floor_old = [o["ratio_to_baseline"] for o, _ in pairs if "ratio_to_baseline" in o]
         floor_new = [n["ratio_to_baseline"] for _, n in pairs if "ratio_to_baseline" in n]
         if floor_old and floor_new:

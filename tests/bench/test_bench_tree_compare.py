@@ -34,12 +34,14 @@ def test_each_round_is_compared_with_its_own_pair_not_with_the_best_of_the_other
     assert entry["old_us_per_resource"] == entry["new_us_per_resource"] == 10.0
     assert entry["rounds"] == 3
     assert entry["verdict"] == "no regression beyond spread"
+    assert entry["target_met"] == "yes"
 
 
 def test_a_consistent_slowdown_is_a_regression_beyond_spread() -> None:
     entry = only(list(compare(BENCH, rounds([10, 10, 10]), rounds([12, 12.5, 12]), "abc")))
     assert entry["ratio_to_baseline"] == 0.833
     assert entry["verdict"] == "regression beyond spread"
+    assert entry["target_met"] == "no"
 
 
 def test_a_slower_median_inside_a_wide_spread_is_not_called_a_regression() -> None:
