@@ -161,28 +161,28 @@ def test_mesh_config_comes_from_the_servers_mesh_settings(store: MemoryStore) ->
 
 
 def test_each_object_is_encoded_once_for_every_spelling(store: MemoryStore) -> None:
-    api, cache = ApiGenerator(store), ResourceCache()
-    first = generate(api, "networking.istio.io/v1/ServiceEntry", store, cache=cache)
-    again = generate(api, "networking.istio.io/v1alpha3/ServiceEntry", store, cache=cache)
+    api = ApiGenerator(store)
+    first = generate(api, "networking.istio.io/v1/ServiceEntry", store)
+    again = generate(api, "networking.istio.io/v1alpha3/ServiceEntry", store)
     assert first and all(again[name] is first[name] for name in first)
 
 
 def test_warm_encodes_ahead_and_requests_reuse_it(store: MemoryStore) -> None:
-    api, cache = ApiGenerator(store), ResourceCache()
-    assert api.warm(cache) == len(store)
+    api = ApiGenerator(store)
+    assert api.warm() == len(store)
     generator = api.for_type("networking.istio.io/v1/ServiceEntry")
     assert isinstance(generator, KindGenerator)
     with unittest.mock.patch.object(api_module, "encode_api_resource", side_effect=AssertionError):
-        served = generate(api, "networking.istio.io/v1/ServiceEntry", store, cache=cache)
+        served = generate(api, "networking.istio.io/v1/ServiceEntry", store)
     assert set(served) == {"shop/httpbin", "shop/echo"}
 
 
 def test_only_changed_objects_are_encoded_again(store: MemoryStore) -> None:
-    api, cache = ApiGenerator(store), ResourceCache()
-    before = generate(api, "networking.istio.io/v1/ServiceEntry", store, cache=cache)
+    api = ApiGenerator(store)
+    before = generate(api, "networking.istio.io/v1/ServiceEntry", store)
     edited = load(SERVICE_ENTRY.replace("18000", "18001"), resource_version="")
     store.apply(edited)
-    after = generate(api, "networking.istio.io/v1/ServiceEntry", store, cache=cache)
+    after = generate(api, "networking.istio.io/v1/ServiceEntry", store)
     assert after["shop/httpbin"].version != before["shop/httpbin"].version
     assert after["shop/echo"] is before["shop/echo"]
     held = store.get(ConfigKey("ServiceEntry", "shop", "httpbin"))
@@ -195,12 +195,10 @@ def test_only_changed_objects_are_encoded_again(store: MemoryStore) -> None:
 
 
 def test_deleted_objects_leave_the_answer(store: MemoryStore) -> None:
-    api, cache = ApiGenerator(store), ResourceCache()
-    generate(api, "networking.istio.io/v1/ServiceEntry", store, cache=cache)
+    api = ApiGenerator(store)
+    generate(api, "networking.istio.io/v1/ServiceEntry", store)
     store.delete(ConfigKey("ServiceEntry", "shop", "echo"))
-    assert list(generate(api, "networking.istio.io/v1/ServiceEntry", store, cache=cache)) == [
-        "shop/httpbin"
-    ]
+    assert list(generate(api, "networking.istio.io/v1/ServiceEntry", store)) == ["shop/httpbin"]
 
 
 def test_changed_labels_change_the_resource_version(store: MemoryStore) -> None:
@@ -228,3 +226,17 @@ def test_watched_kinds() -> None:
             "type.googleapis.com/envoy.config.cluster.v3.Cluster",
         ]
     ) == frozenset({"ServiceEntry", "MeshConfig"})
+
+
+def test_the_encodings_held_are_one_per_object_the_store_holds(store: MemoryStore) -> None:
+    """The generator's cache has no size bound (a store larger than an LRU bound would be
+    encoded again in full on every pass), so it must drop an object's encoding when the
+    object changes or leaves: it holds exactly one per object (a look inside: its size)."""
+    api = ApiGenerator(store)
+    assert api.warm() == len(store) == len(api._cache)
+    store.apply(load(SERVICE_ENTRY.replace("18000", "18001"), resource_version=""))
+    generate(api, "networking.istio.io/v1/ServiceEntry", store)
+    assert len(api._cache) == len(store)
+    store.delete(ConfigKey("ServiceEntry", "shop", "echo"))
+    generate(api, "networking.istio.io/v1/ServiceEntry", store)
+    assert len(api._cache) == len(store)

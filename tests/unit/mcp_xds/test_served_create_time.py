@@ -19,7 +19,6 @@ from pilothouse.api.istio.mcp.v1alpha1 import resource_pb2
 from pilothouse.api.istio.networking.v1alpha3 import service_entry_pb2
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.mcp.publisher import McpSourceOptions, SnapshotPublisher
-from pilothouse.push.cache import ResourceCache
 from pilothouse.sources.memory import MemoryStore
 from pilothouse.xds.generators.api import ApiGenerator
 from tests.unit.mcp_xds.mesh_objects import SERVICE_ENTRY, load
@@ -80,11 +79,9 @@ def create_times(resources: dict[str, resource_pb2.Resource]) -> dict[str, datet
     return times
 
 
-def api_push(
-    api: ApiGenerator, store: MemoryStore, cache: ResourceCache
-) -> dict[str, resource_pb2.Resource]:
+def api_push(api: ApiGenerator, store: MemoryStore) -> dict[str, resource_pb2.Resource]:
     """One MCP-over-xDS answer for ServiceEntry, decoded."""
-    served = generate(api, SE_TYPE, store, cache=cache)
+    served = generate(api, SE_TYPE, store)
     out = {}
     for name, resource in served.items():
         entry = any_pb2.Any.FromString(resource.body)
@@ -95,22 +92,22 @@ def api_push(
 def test_api_create_time_is_set_and_stable_across_pushes_and_edits() -> None:
     store = mesh_store()
     clock = SteppingClock()
-    api, cache = ApiGenerator(store, clock=clock), ResourceCache()
-    first = create_times(api_push(api, store, cache))
+    api = ApiGenerator(store, clock=clock)
+    first = create_times(api_push(api, store))
     assert first["shop/httpbin"] == STAMPED
     assert first["shop/echo"] == first["shop/ratings"] == clock.readings[0]
     assert len(clock.readings) == 1  # one reading for everything new in one pass
 
-    assert create_times(api_push(api, store, cache)) == first  # a second push
+    assert create_times(api_push(api, store)) == first  # a second push
 
     store.apply(unstamped("ratings", "moved.shop.svc.cluster.local"))  # an edit elsewhere
-    after_edit = api_push(api, store, cache)
+    after_edit = api_push(api, store)
     assert create_times(after_edit) == first
     moved = service_entry_pb2.ServiceEntry.FromString(after_edit["shop/ratings"].body.value)
     assert moved.hosts == ["moved.shop.svc.cluster.local"]
 
     store.apply(unstamped("echo", "echo2.shop.svc.cluster.local"))  # the object itself
-    changed = api_push(api, store, cache)
+    changed = api_push(api, store)
     assert service_entry_pb2.ServiceEntry.FromString(changed["shop/echo"].body.value).hosts == [
         "echo2.shop.svc.cluster.local"
     ]
@@ -120,19 +117,19 @@ def test_api_create_time_is_set_and_stable_across_pushes_and_edits() -> None:
 def test_api_cached_bytes_are_reused_and_a_recreated_object_is_new() -> None:
     store = mesh_store()
     clock = SteppingClock()
-    api, cache = ApiGenerator(store, clock=clock), ResourceCache()
-    before = generate(api, SE_TYPE, store, cache=cache)
+    api = ApiGenerator(store, clock=clock)
+    before = generate(api, SE_TYPE, store)
     store.apply(unstamped("ratings", "moved.shop.svc.cluster.local"))
-    after = generate(api, SE_TYPE, store, cache=cache)
+    after = generate(api, SE_TYPE, store)
     assert after["shop/echo"] is before["shop/echo"]  # the unrelated object is not re-encoded
     assert after["shop/ratings"].version != before["shop/ratings"].version
     readings = len(clock.readings)
-    first = create_times(api_push(api, store, cache))
+    first = create_times(api_push(api, store))
 
     store.delete(ConfigKey("ServiceEntry", "shop", "echo"))
-    assert "shop/echo" not in api_push(api, store, cache)
+    assert "shop/echo" not in api_push(api, store)
     store.apply(unstamped("echo", "echo.shop.svc.cluster.local"))
-    again = create_times(api_push(api, store, cache))
+    again = create_times(api_push(api, store))
     assert again["shop/echo"] > first["shop/echo"]
     assert again["shop/echo"] == clock.readings[-1] and len(clock.readings) == readings + 1
 

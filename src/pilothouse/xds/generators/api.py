@@ -11,24 +11,28 @@ istiod that asks for it still becomes ready. ``core/v1alpha1/MeshConfig`` is ans
 with one unwrapped MeshConfig built from the server's mesh settings.
 
 Objects are read from the config store (the PushContext indexes only what Envoy
-config needs). Each wrapped object is a value of the resource cache under
+config needs). Each wrapped object is a value of a resource cache under
 :class:`ApiResourceInputs` (the object by revision, and when the server first saw it), so
-it is encoded once per revision and evicted when the object changes; every spelling of a
-kind shares the entries. What is not a cache is kept beside it: :class:`FirstSeen`
-remembers, per kind, when the server first saw each object the store holds, which is
-``metadata.create_time`` of an object without a ``creationTimestamp``. That is history,
-not something to rebuild: a changed object keeps its time (as Kubernetes keeps
-``creationTimestamp`` across updates); one that leaves the store and comes back is a new
-object with a new time. :meth:`ApiGenerator.warm` encodes every object ahead of the
-first request (the config-server role does it before it reports ready, as Galley built
-its snapshots), so a sink that connects gets its answer without waiting for encoding. A
-resource's version is the hash of its bytes, so a push re-sends a kind only when
-something in it changed.
+it is encoded once per revision; every spelling of a kind shares the entries. The cache
+is the generator's own and has no size bound: its entries live exactly as long as their
+objects do, since :class:`FirstSeen` evicts an object's entry when it changes or leaves
+the store (under an LRU bound, a store larger than the bound would be encoded again in
+full on every pass, each lookup evicting the entry the next pass needs first). What is
+not a cache is kept beside it: :class:`FirstSeen` remembers, per kind, when the server
+first saw each object the store holds, which is ``metadata.create_time`` of an object
+without a ``creationTimestamp``. That is history, not something to rebuild: a changed
+object keeps its time (as Kubernetes keeps ``creationTimestamp`` across updates); one
+that leaves the store and comes back is a new object with a new time.
+:meth:`ApiGenerator.warm` encodes every object ahead of the first request (the
+config-server role does it before it reports ready, as Galley built its snapshots), so
+a sink that connects gets its answer without waiting for encoding. A resource's version
+is the hash of its bytes, so a push re-sends a kind only when something in it changed.
 """
 
 from __future__ import annotations
 
 import datetime
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -73,16 +77,19 @@ class ApiGenerator:
         self._clock = clock if clock is not None else wall_clock_now
         self._by_type: dict[str, Generator] = {}
         self._first_seen: dict[str, FirstSeen] = {}
+        self._cache = ResourceCache(max_entries=sys.maxsize)
+        """The encoded objects, each held while it is in the store (see the module doc)."""
 
-    def warm(self, cache: ResourceCache) -> int:
-        """Encode every object of every kind the store holds now into ``cache``; returns
-        how many."""
-        return sum(len(self._seen(schema).current(cache)) for schema in self._schemas)
+    def warm(self) -> int:
+        """Encode every object of every kind the store holds now; returns how many."""
+        return sum(len(self._seen(schema).current()) for schema in self._schemas)
 
     def _seen(self, schema: Schema) -> FirstSeen:
         seen = self._first_seen.get(schema.kind)
         if seen is None:
-            seen = self._first_seen[schema.kind] = FirstSeen(schema.kind, self._store, self._clock)
+            seen = self._first_seen[schema.kind] = FirstSeen(
+                schema.kind, self._store, self._cache, self._clock
+            )
         return seen
 
     def for_type(self, type_name: str) -> Generator | None:
@@ -112,31 +119,40 @@ class FirstSeen:
         self,
         kind: str,
         store: ConfigStore,
+        cache: ResourceCache,
         clock: Callable[[], datetime.datetime] = wall_clock_now,
     ) -> None:
         self.kind = kind
         self._store = store
+        self._cache = cache
         self._clock = clock
-        self._times: dict[ConfigKey, datetime.datetime] = {}
+        self._held: dict[ConfigKey, ApiResourceInputs] = {}
+        """Each object's inputs as last encoded: its first-seen time, and which entry of
+        the cache is its own (evicted when the object changes or leaves)."""
 
-    def current(self, cache: ResourceCache) -> list[Resource]:
-        """Every object of the kind now, in key order, from ``cache`` (only new or changed
-        objects are encoded); objects gone from the store are forgotten."""
-        times = self._times
-        fresh: dict[ConfigKey, datetime.datetime] = {}
+    def current(self) -> list[Resource]:
+        """Every object of the kind now, in key order (only new or changed objects are
+        encoded); objects gone from the store are forgotten."""
+        cache, held = self._cache, self._held
+        fresh: dict[ConfigKey, ApiResourceInputs] = {}
+        changed: list[ConfigKey] = []
         now: datetime.datetime | None = None  # one reading per pass, shared by what is new
         found: list[Resource] = []
         for config in self._store.configs(self.kind):
-            seen = times.get(config.key)
-            if seen is None:
-                seen = now = now if now is not None else self._clock()
-            fresh[config.key] = seen
-            inputs = ApiResourceInputs(
-                ConfigRevision(config.key, config.origin.source, config.resource_version, config),
-                seen,
-            )
+            key = config.key
+            revision = ConfigRevision(key, config.origin.source, config.resource_version, config)
+            inputs = held.get(key)
+            if inputs is None:
+                now = now if now is not None else self._clock()
+                inputs = ApiResourceInputs(revision, now)
+            elif inputs.config != revision:
+                changed.append(key)
+                inputs = ApiResourceInputs(revision, inputs.first_seen)
+            fresh[key] = inputs
+        cache.invalidate([*changed, *(key for key in held if key not in fresh)])
+        for inputs in fresh.values():
             found.append(cache.resource(inputs, api_resource))
-        self._times = fresh
+        self._held = fresh
         return found
 
 
@@ -164,7 +180,7 @@ class KindGenerator:
         names = given.names
         return {
             resource.name: resource
-            for resource in self._seen.current(given.cache)
+            for resource in self._seen.current()
             if names is None or resource.name in names
         }
 

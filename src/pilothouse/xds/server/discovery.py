@@ -228,7 +228,7 @@ class DiscoveryServer:
             # services and endpoints are for Envoy config only
             self.pushes.start(load_registry=not self._config_server)
             if self._config_server:
-                encoded = self._api.warm(self.cache)  # sinks are what this role is for: be ready
+                encoded = self._api.warm()  # sinks are what this role is for: be ready
                 log.debug("encoded %d objects for MCP-over-xDS", encoded)
         self._ready.set()
         log.info(
