@@ -41,7 +41,7 @@ from pilothouse.config.model import Config, ConfigKey
 from pilothouse.config.schema import Schema, SchemaSet
 from pilothouse.kinds.table import SCHEMAS
 from pilothouse.push.cache import Resource, ResourceCache
-from pilothouse.push.inputs import ConfigRevision
+from pilothouse.push.inputs import ConfigRevision, FrozenInputs
 from pilothouse.sources.events import ConfigStore
 from pilothouse.xds.builders.encode import content_hash
 from pilothouse.xds.generators.api_resource import (
@@ -140,12 +140,13 @@ class FirstSeen:
         found: list[Resource] = []
         for config in self._store.configs(self.kind):
             key = config.key
-            revision = ConfigRevision(key, config.origin.source, config.resource_version, config)
             inputs = held.get(key)
-            if inputs is None:
+            if inputs is not None and inputs.config.config is config:
+                pass  # the very object encoded last time: its inputs as they were
+            elif inputs is None:
                 now = now if now is not None else self._clock()
-                inputs = ApiResourceInputs(revision, now)
-            elif inputs.config != revision:
+                inputs = ApiResourceInputs(_revision(config), now)
+            elif inputs.config != (revision := _revision(config)):
                 changed.append(key)
                 inputs = ApiResourceInputs(revision, inputs.first_seen)
             fresh[key] = inputs
@@ -156,13 +157,17 @@ class FirstSeen:
         return found
 
 
-@dataclass(frozen=True, slots=True)
-class ApiResourceInputs:
+@dataclass(frozen=True, slots=True, eq=False)
+class ApiResourceInputs(FrozenInputs):
     """What one MCP resource is encoded from: the object, by revision, and when the
-    server first saw it."""
+    server first saw it (hashed once: every pass looks every object up)."""
 
     config: ConfigRevision
     first_seen: datetime.datetime
+
+
+def _revision(config: Config) -> ConfigRevision:
+    return ConfigRevision(config.key, config.origin.source, config.resource_version, config)
 
 
 def api_resource(inputs: ApiResourceInputs) -> Resource:
