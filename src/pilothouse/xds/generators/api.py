@@ -11,16 +11,17 @@ istiod that asks for it still becomes ready. ``core/v1alpha1/MeshConfig`` is ans
 with one unwrapped MeshConfig built from the server's mesh settings.
 
 Objects are read from the config store (the PushContext indexes only what Envoy
-config needs). Each wrapped object is a value of a resource cache under
-:class:`ApiResourceInputs` (the object by revision, and when the server first saw it), so
-it is encoded once per revision; every spelling of a kind shares the entries. The cache
-is the generator's own and has no size bound: its entries live exactly as long as their
-objects do, since :class:`FirstSeen` evicts an object's entry when it changes or leaves
-the store (under an LRU bound, a store larger than the bound would be encoded again in
-full on every pass, each lookup evicting the entry the next pass needs first). What is
-not a cache is kept beside it: :class:`FirstSeen` remembers, per kind, when the server
-first saw each object the store holds, which is ``metadata.create_time`` of an object
-without a ``creationTimestamp``. That is history, not something to rebuild: a changed
+config needs). Each wrapped object is encoded from :class:`ApiResourceInputs` (the
+object by revision, and when the server first saw it) and kept beside those inputs by
+:class:`FirstSeen`, which reuses the bytes only while an object's inputs are equal to
+the ones they were made from, and drops them when the object leaves the store: one
+encoded copy per object, every spelling of a kind sharing them, nothing keyed by hand.
+They are not in the server's resource cache on purpose: their lifetime is the object's,
+which FirstSeen tracks anyway, whereas a cache entry per object pays for LRU
+bookkeeping and dependency sets (mcp_sync at 10,000 objects ran at 0.62× with them),
+and a store above the cache's bound would be encoded again in full on every pass.
+What FirstSeen keeps is history, not something to rebuild: ``metadata.create_time`` of
+an object without a ``creationTimestamp`` is when the server first saw it; a changed
 object keeps its time (as Kubernetes keeps ``creationTimestamp`` across updates); one
 that leaves the store and comes back is a new object with a new time.
 :meth:`ApiGenerator.warm` encodes every object ahead of the first request (the
@@ -32,16 +33,16 @@ is the hash of its bytes, so a push re-sends a kind only when something in it ch
 from __future__ import annotations
 
 import datetime
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.config.schema import Schema, SchemaSet
 from pilothouse.kinds.table import SCHEMAS
-from pilothouse.push.cache import Resource, ResourceCache
-from pilothouse.push.inputs import ConfigRevision, FrozenInputs
+from pilothouse.push.cache import Resource
+from pilothouse.push.inputs import ConfigRevision
 from pilothouse.sources.events import ConfigStore
 from pilothouse.xds.builders.encode import content_hash
 from pilothouse.xds.generators.api_resource import (
@@ -77,8 +78,6 @@ class ApiGenerator:
         self._clock = clock if clock is not None else wall_clock_now
         self._by_type: dict[str, Generator] = {}
         self._first_seen: dict[str, FirstSeen] = {}
-        self._cache = ResourceCache(max_entries=sys.maxsize)
-        """The encoded objects, each held while it is in the store (see the module doc)."""
 
     def warm(self) -> int:
         """Encode every object of every kind the store holds now; returns how many."""
@@ -87,9 +86,7 @@ class ApiGenerator:
     def _seen(self, schema: Schema) -> FirstSeen:
         seen = self._first_seen.get(schema.kind)
         if seen is None:
-            seen = self._first_seen[schema.kind] = FirstSeen(
-                schema.kind, self._store, self._cache, self._clock
-            )
+            seen = self._first_seen[schema.kind] = FirstSeen(schema.kind, self._store, self._clock)
         return seen
 
     def for_type(self, type_name: str) -> Generator | None:
@@ -113,54 +110,56 @@ class ApiGenerator:
 
 class FirstSeen:
     """When the server first saw each object of one kind that the store holds (state that
-    must outlive any cache: it is the objects' history), and their resources now."""
+    must outlive any cache: it is the objects' history), and each object's resource with
+    the inputs it was encoded from."""
 
     def __init__(
         self,
         kind: str,
         store: ConfigStore,
-        cache: ResourceCache,
         clock: Callable[[], datetime.datetime] = wall_clock_now,
     ) -> None:
         self.kind = kind
         self._store = store
-        self._cache = cache
         self._clock = clock
-        self._held: dict[ConfigKey, ApiResourceInputs] = {}
-        """Each object's inputs as last encoded: its first-seen time, and which entry of
-        the cache is its own (evicted when the object changes or leaves)."""
+        self._held: dict[ConfigKey, Encoded] = {}
 
     def current(self) -> list[Resource]:
         """Every object of the kind now, in key order (only new or changed objects are
         encoded); objects gone from the store are forgotten."""
-        cache, held = self._cache, self._held
-        fresh: dict[ConfigKey, ApiResourceInputs] = {}
-        changed: list[ConfigKey] = []
+        held = self._held
+        fresh: dict[ConfigKey, Encoded] = {}
         now: datetime.datetime | None = None  # one reading per pass, shared by what is new
-        found: list[Resource] = []
         for config in self._store.configs(self.kind):
             key = config.key
-            inputs = held.get(key)
-            if inputs is not None and inputs.config.config is config:
-                pass  # the very object encoded last time: its inputs as they were
-            elif inputs is None:
+            encoded = held.get(key)
+            if encoded is None:
                 now = now if now is not None else self._clock()
-                inputs = ApiResourceInputs(_revision(config), now)
-            elif inputs.config != (revision := _revision(config)):
-                changed.append(key)
-                inputs = ApiResourceInputs(revision, inputs.first_seen)
-            fresh[key] = inputs
-        cache.invalidate([*changed, *(key for key in held if key not in fresh)])
-        for inputs in fresh.values():
-            found.append(cache.resource(inputs, api_resource))
+                encoded = Encoded.of(ApiResourceInputs(_revision(config), now))
+            elif encoded.inputs.config.config is not config:  # else: the same inputs
+                inputs = ApiResourceInputs(_revision(config), encoded.inputs.first_seen)
+                if inputs != encoded.inputs:
+                    encoded = Encoded.of(inputs)
+            fresh[key] = encoded
         self._held = fresh
-        return found
+        return [encoded.resource for encoded in fresh.values()]
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class ApiResourceInputs(FrozenInputs):
+class Encoded(NamedTuple):
+    """One object's resource and the inputs it was encoded from (and only from)."""
+
+    inputs: ApiResourceInputs
+    resource: Resource
+
+    @classmethod
+    def of(cls, inputs: ApiResourceInputs) -> Encoded:
+        return cls(inputs, api_resource(inputs))
+
+
+@dataclass(frozen=True, slots=True)
+class ApiResourceInputs:
     """What one MCP resource is encoded from: the object, by revision, and when the
-    server first saw it (hashed once: every pass looks every object up)."""
+    server first saw it."""
 
     config: ConfigRevision
     first_seen: datetime.datetime
