@@ -8,8 +8,8 @@ eviction: its own push path) takes random edits of every kind (add, change, dele
 after each one has been pushed, every proxy's resources are generated as a connection
 generates them, which fills the ResourceCache (resources, and every value generators
 derive on the way: inbound ports, EDS watch answers, access filters, which
-AuthorizationPolicies and RequestAuthentications apply to a workload, the MCP-over-xDS
-encoding of each object...). At the
+AuthorizationPolicies and RequestAuthentications apply to a workload...; the api
+generator's encodings of each object, kept beside their inputs, fill the same way). At the
 end a fresh server is started on the same final configs, and every resource of every
 type URL, for every proxy (sidecars in three namespaces, one with a selecting Sidecar
 and one that captures traffic, an ingress gateway, a proxyless gRPC client), must be
