@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from pilothouse.config.load import Loader
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.kinds.table import SCHEMAS
+from tests.unit.security.sample_keys import RSA_2048_JWKS
 
 NAMESPACES = ("bookinfo", "shop", "bank")
 SERVICES = ("reviews", "ratings", "productpage", "a", "b")
@@ -32,6 +33,7 @@ KINDS = (
     "PeerAuthentication",
     "AuthorizationPolicy",
     "EnvoyFilter",
+    "RequestAuthentication",
 )
 NAMES: dict[str, tuple[str, ...]] = {
     "ServiceEntry": SERVICES,
@@ -43,6 +45,7 @@ NAMES: dict[str, tuple[str, ...]] = {
     "PeerAuthentication": ("default",),
     "AuthorizationPolicy": ("reviews-read-only", "p1"),
     "EnvoyFilter": ("f1", "f2"),
+    "RequestAuthentication": ("jwt", "r1"),
 }
 
 
@@ -292,6 +295,24 @@ def envoy_filters(draw: st.DrawFn, at: Slot | None = None) -> Config:
     )
 
 
+@st.composite
+def request_authentications(draw: st.DrawFn, at: Slot | None = None) -> Config:
+    """A JWT rule on a workload (or a gateway), namespace-wide or mesh-wide, its key set
+    inline (a ``jwksUri`` would make what the servers send depend on a fetch)."""
+    namespace, name = at or draw(slots("RequestAuthentication"))
+    selected = draw(st.sampled_from((*APPS, "ingressgateway", None)))
+    key = "istio" if selected == "ingressgateway" else "app"
+    selector = "" if selected is None else f"selector: {{matchLabels: {{{key}: {selected}}}}}, "
+    issuer = draw(st.sampled_from(("https://issuer.test", "https://other.test")))
+    forward = draw(st.sampled_from(("", ", forwardOriginalToken: true")))
+    return load_one(
+        "apiVersion: security.istio.io/v1\nkind: RequestAuthentication\n"
+        f"metadata: {{name: {name}, namespace: {namespace}}}\n"
+        f"spec: {{{selector}jwtRules: "
+        f"[{{issuer: '{issuer}', jwks: '{RSA_2048_JWKS}'{forward}}}]}}\n"
+    )
+
+
 CONFIGS: dict[str, Callable[[Slot | None], st.SearchStrategy[Config]]] = {
     "ServiceEntry": service_entries,
     "WorkloadEntry": workload_entries,
@@ -302,6 +323,7 @@ CONFIGS: dict[str, Callable[[Slot | None], st.SearchStrategy[Config]]] = {
     "PeerAuthentication": peer_authentications,
     "AuthorizationPolicy": authorization_policies,
     "EnvoyFilter": envoy_filters,
+    "RequestAuthentication": request_authentications,
 }
 
 

@@ -7,7 +7,9 @@ running :class:`DiscoveryServer` (debouncer, registry, PushContext reuse, cache
 eviction: its own push path) takes random edits of every kind (add, change, delete);
 after each one has been pushed, every proxy's resources are generated as a connection
 generates them, which fills the ResourceCache (resources, and every value generators
-derive on the way: inbound ports, EDS watch answers, access filters...). At the
+derive on the way: inbound ports, EDS watch answers, access filters, which
+AuthorizationPolicies and RequestAuthentications apply to a workload...; the api
+generator's encodings of each object, kept beside their inputs, fill the same way). At the
 end a fresh server is started on the same final configs, and every resource of every
 type URL, for every proxy (sidecars in three namespaces, one with a selecting Sidecar
 and one that captures traffic, an ingress gateway, a proxyless gRPC client), must be
@@ -38,7 +40,8 @@ from pilothouse.xds.generators.api_resource import MESH_CONFIG_GVK
 from pilothouse.xds.generators.base import GenerationInput
 from pilothouse.xds.server.discovery import DiscoveryServer, XdsSettings
 from tests.fuzz.budget import fuzz_settings
-from tests.fuzz.mesh_edits import Apply, Delete, Edit, configs, edits
+from tests.fuzz.mesh_edits import Apply, Delete, Edit, configs, edits, load_one
+from tests.unit.security.sample_keys import RSA_2048_JWKS
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "bookinfo"
 SETTLE_TIMEOUT = 20.0
@@ -262,4 +265,39 @@ def test_deleting_and_restoring_every_example_object_leaves_the_output_as_it_was
     mesh = example_mesh()
     history: list[Edit] = [Delete(c.key) for c in mesh]
     history += [Apply(c) for c in mesh]
+    asyncio.run(warm_then_cold(mesh, lambda _store: iter(history)))
+
+
+def test_policies_that_come_go_and_change_what_they_select_leave_no_stale_selection() -> None:
+    """A fixed history of access control: a mesh-wide policy in the root namespace, then
+    narrowed to one app; a RequestAuthentication that moves from one workload to
+    another; the mesh-wide policy deleted and put back (which policies apply to a
+    workload is a cached value: each step must reach every proxy it concerns)."""
+    mesh = example_mesh()
+
+    def policy(selector: str) -> Config:
+        return load_one(
+            "apiVersion: security.istio.io/v1\nkind: AuthorizationPolicy\n"
+            "metadata: {name: mesh-wide, namespace: istio-system}\n"
+            f"spec: {{{selector}action: DENY, "
+            "rules: [{to: [{operation: {methods: [PUT]}}]}]}\n"
+        )
+
+    def authentication(app: str) -> Config:
+        return load_one(
+            "apiVersion: security.istio.io/v1\nkind: RequestAuthentication\n"
+            "metadata: {name: jwt, namespace: bookinfo}\n"
+            f"spec: {{selector: {{matchLabels: {{app: {app}}}}}, "
+            f"jwtRules: [{{issuer: 'https://issuer.test', jwks: '{RSA_2048_JWKS}'}}]}}\n"
+        )
+
+    everywhere = policy("")
+    history: list[Edit] = [
+        Apply(everywhere),
+        Apply(policy("selector: {matchLabels: {app: reviews}}, ")),
+        Apply(authentication("productpage")),
+        Apply(authentication("reviews")),
+        Delete(everywhere.key),
+        Apply(everywhere),
+    ]
     asyncio.run(warm_then_cold(mesh, lambda _store: iter(history)))

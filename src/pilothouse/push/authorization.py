@@ -14,6 +14,14 @@ istiod's selection, for both kinds:
 policies that apply (each as a :class:`~pilothouse.push.inputs.ConfigRevision`, so the
 value names them as cache dependencies and compares by revision) and the JSON Web Key
 Sets fetched for its JWT rules. It is a cache input of the inbound and gateway listeners.
+
+Which policies apply to a workload is a value in the resource cache, under
+:class:`AuthorizationInputs`: the workload's labels and the :class:`CandidatePolicies` of
+its namespace (every policy of the namespace and of the root, by revision). The index
+only groups the candidates by namespace; a selection outlives the PushContext it was
+first made for, and an edit evicts the selections of the policies it changes. The key
+sets are not part of it: they are looked up for each workload, as the last fetch left
+them.
 """
 
 from __future__ import annotations
@@ -25,7 +33,8 @@ from typing import Any
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.kinds import authorization_policy, request_authentication
-from pilothouse.push.inputs import ConfigRevision
+from pilothouse.push.cache import ResourceCache
+from pilothouse.push.inputs import ConfigRevision, FrozenInputs
 from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.registry.model import Labels
 
@@ -36,8 +45,8 @@ JwksLookup = Callable[[str], str | None]
 """The key set last fetched from a ``jwksUri``, or None while there is none."""
 
 
-@dataclass(frozen=True, slots=True)
-class WorkloadAuthorization:
+@dataclass(frozen=True, slots=True, eq=False)
+class WorkloadAuthorization(FrozenInputs):
     """The access-control inputs of one workload's listeners."""
 
     policies: tuple[ConfigRevision, ...] = ()
@@ -61,6 +70,54 @@ class WorkloadAuthorization:
 NO_AUTHORIZATION = WorkloadAuthorization()
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class CandidatePolicies(FrozenInputs):
+    """What may apply to a workload of one namespace: the policies of the root namespace
+    then of the namespace, each by name."""
+
+    policies: tuple[ConfigRevision, ...]
+    authentications: tuple[ConfigRevision, ...]
+
+    @property
+    def empty(self) -> bool:
+        return not self.policies and not self.authentications
+
+
+NO_CANDIDATES = CandidatePolicies((), ())
+
+
+@dataclass(frozen=True, slots=True)
+class AuthorizationInputs:
+    """What decides which policies apply to a workload: its namespace's candidates and
+    its labels."""
+
+    candidates: CandidatePolicies
+    labels: Labels
+
+
+@dataclass(frozen=True, slots=True)
+class PolicySelection:
+    """The candidates that apply to a workload (key sets not yet added), and the
+    ``jwksUri``s their rules name, sorted."""
+
+    authorization: WorkloadAuthorization
+    uris: tuple[str, ...]
+
+
+NOTHING_SELECTED = PolicySelection(NO_AUTHORIZATION, ())
+
+
+def select_policies(inputs: AuthorizationInputs) -> PolicySelection:
+    """The candidates that apply to ``inputs.labels``."""
+    candidates, labels = inputs.candidates, inputs.labels
+    policies = tuple(p for p in candidates.policies if applies_to(p.config, labels))
+    authentications = tuple(a for a in candidates.authentications if applies_to(a.config, labels))
+    if not policies and not authentications:
+        return NOTHING_SELECTED
+    uris = tuple(sorted({uri for a in authentications for uri in _uris(a.config)}))
+    return PolicySelection(WorkloadAuthorization(policies, authentications), uris)
+
+
 class AuthorizationIndex:
     """The AuthorizationPolicies and RequestAuthentications of the mesh, by namespace."""
 
@@ -71,49 +128,59 @@ class AuthorizationIndex:
         mesh: MeshSettings,
         jwks: JwksLookup | None = None,
     ) -> None:
-        self._root = mesh.root_namespace
+        root = self._root = mesh.root_namespace
         self._jwks = jwks or _no_jwks
-        self._policies = _by_namespace(policies)
-        self._authentications = _by_namespace(authentications)
+        by_policies = _by_namespace(policies)
+        by_authentications = _by_namespace(authentications)
         self.by_key: Mapping[ConfigKey, Config] = {
             c.key: c
-            for found in (*self._policies.values(), *self._authentications.values())
+            for found in (*by_policies.values(), *by_authentications.values())
             for c in found
         }
-        self._memo: dict[tuple[str, Labels], WorkloadAuthorization] = {}
+        self._uris = frozenset(
+            uri for found in by_authentications.values() for c in found for uri in _uris(c)
+        )
+
+        def candidates(spaces: tuple[str, ...]) -> CandidatePolicies:
+            return CandidatePolicies(
+                tuple(_revision(c) for space in spaces for c in by_policies.get(space, ())),
+                tuple(_revision(c) for space in spaces for c in by_authentications.get(space, ())),
+            )
+
+        root_only = candidates((root,))
+        self._root_only = NO_CANDIDATES if root_only.empty else root_only
+        self._by_namespace: Mapping[str, CandidatePolicies] = {
+            space: candidates((root, space))
+            for space in {*by_policies, *by_authentications}
+            if space != root
+        }
 
     def jwks_uris(self) -> frozenset[str]:
         """Every ``jwksUri`` the RequestAuthentications name."""
-        return frozenset(
-            uri for found in self._authentications.values() for c in found for uri in _uris(c)
-        )
+        return self._uris
 
-    def for_workload(self, namespace: str, labels: Labels) -> WorkloadAuthorization:
-        """The policies that apply to a workload of ``namespace`` with ``labels``."""
-        key = (namespace, labels)
-        found = self._memo.get(key)
-        if found is None:
-            found = self._memo[key] = self._select(namespace, labels)
-        return found
+    def candidates(self, namespace: str) -> CandidatePolicies:
+        """What may apply to a workload of ``namespace`` (see :class:`CandidatePolicies`)."""
+        return self._by_namespace.get(namespace, self._root_only)
 
-    def _select(self, namespace: str, labels: Labels) -> WorkloadAuthorization:
-        policies = self._pick(self._policies, namespace, labels)
-        authentications = self._pick(self._authentications, namespace, labels)
-        if not policies and not authentications:
+    def for_workload(
+        self, namespace: str, labels: Labels, cache: ResourceCache
+    ) -> WorkloadAuthorization:
+        """The policies that apply to a workload of ``namespace`` with ``labels`` (chosen
+        once per distinct candidates and labels, kept in ``cache``), with the key sets
+        last fetched for the URIs they name (looked up now: a lookup is what asks for a
+        URI's first fetch)."""
+        candidates = self.candidates(namespace)
+        if candidates.empty:
             return NO_AUTHORIZATION
-        uris = sorted({uri for c in authentications for uri in _uris(c)})
-        jwks = tuple((uri, text) for uri in uris if (text := self._jwks(uri)) is not None)
-        return WorkloadAuthorization(
-            tuple(_revision(c) for c in policies),
-            tuple(_revision(c) for c in authentications),
-            jwks,
-        )
-
-    def _pick(
-        self, table: Mapping[str, list[Config]], namespace: str, labels: Labels
-    ) -> list[Config]:
-        spaces = (self._root,) if namespace == self._root else (self._root, namespace)
-        return [c for space in spaces for c in table.get(space, ()) if applies_to(c, labels)]
+        inputs = AuthorizationInputs(candidates, labels)
+        selected = cache.value(inputs, lambda: select_policies(inputs))
+        if not selected.uris:
+            return selected.authorization
+        lookup = self._jwks
+        jwks = tuple((uri, text) for uri in selected.uris if (text := lookup(uri)) is not None)
+        chosen = selected.authorization
+        return WorkloadAuthorization(chosen.policies, chosen.authentications, jwks)
 
     def selects(self, key: ConfigKey, proxy: ProxyIdentity) -> bool:
         """Whether the policy ``key`` (if this index holds it) applies to ``proxy``'s

@@ -16,8 +16,9 @@ that are only known together (a scope's outbound listeners: which ones exist is 
 out by building them), with the few facts about them its generator needs later.
 :meth:`ResourceCache.value` keeps anything else a builder derives from an inputs value
 alone (an inbound listener's address template, a workload's inbound ports, the answer to
-a set of watched EDS names), under the same rules, so that it outlives the PushContext
-it was first built for: generators keep no memo of their own.
+a set of watched EDS names, which access policies apply to a workload), under the same
+rules, so that it outlives the PushContext it was first built for: generators keep no
+memo of their own.
 """
 
 from __future__ import annotations

@@ -17,8 +17,10 @@ place:
   in comparison) are walked; anything else names nothing.
 
 An inputs value of many parts that the cache hashes often (a scope's hundreds of
-services) is hashed once and walked once: an :class:`InputKey` of parts, or a dataclass
-with named fields built on :class:`FrozenInputs`.
+services), or one made for every proxy on every push (a workload's ports, its inbound
+listeners, its policies), is hashed once and walked once: an :class:`InputKey` of parts,
+or a dataclass with named fields built on :class:`FrozenInputs` (a lookup that hits
+hashes the key twice, to find it and to refresh its place in the LRU).
 
 Nothing writes a key or a dependency set by hand, so neither can forget an input.
 Dependencies only free memory early: correctness comes from the key, which holds every
@@ -209,6 +211,8 @@ def _collect(value: object, found: set[ConfigKey], compared: dict[type, tuple[st
     elif kind is tuple or kind is frozenset:
         for part in value:  # type: ignore[attr-defined]
             _collect(part, found, compared)
+    elif kind is ConfigRevision:  # the commonest dataclass: its key is all it names
+        found.add(value.key)  # type: ignore[attr-defined]
     elif isinstance(value, Service):
         found.add(value.source)
     elif isinstance(value, Config):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import functools
+import operator
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -38,13 +39,20 @@ class Labels(Mapping[str, str]):
     _lookup: dict[str, str] = field(
         init=False, repr=False, compare=False, hash=False, default_factory=dict
     )
+    _hash: int = field(init=False, repr=False, compare=False, default=0)
+    """Made once: labels are part of the cache inputs of every workload's inbound ports
+    and access policies, hashed on each lookup."""
 
     def __post_init__(self) -> None:
         ordered = tuple(sorted(self.pairs))
         object.__setattr__(self, "pairs", ordered)
         object.__setattr__(self, "_lookup", dict(ordered))
+        object.__setattr__(self, "_hash", hash(ordered))
         if len(self._lookup) != len(ordered):
             raise ValueError(f"duplicate label keys in {ordered!r}")
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @classmethod
     def of(cls, labels: Mapping[str, str] | Iterable[tuple[str, str]] | None = None) -> Labels:
@@ -198,6 +206,9 @@ class Service:
     creation_time: datetime.datetime | None = None
     key: ServiceKey = field(init=False, repr=False, compare=False)
     """hostname and namespace as one value (made once: it is looked up all the time)."""
+    _hash: int = field(init=False, repr=False, compare=False)
+    """The hash of the compared fields, 0 until first asked for: a Service is part of
+    the cache inputs of every cluster and scope that holds it, hashed on each lookup."""
 
     def __init__(
         self,
@@ -227,6 +238,14 @@ class Service:
         assign(self, "workload_selector", workload_selector)
         assign(self, "creation_time", creation_time)
         assign(self, "key", ServiceKey(hostname, namespace))
+        assign(self, "_hash", 0)
+
+    def __hash__(self) -> int:
+        found = self._hash
+        if not found:
+            found = hash(_service_fields(self)) or 1
+            object.__setattr__(self, "_hash", found)
+        return found
 
     def port_by_number(self, number: int) -> ServicePort | None:
         for port in self.ports:
@@ -250,6 +269,22 @@ class Service:
         if not export_to or EXPORT_ALL in export_to:
             return True
         return namespace in export_to
+
+
+_service_fields = operator.attrgetter(
+    "hostname",
+    "namespace",
+    "ports",
+    "resolution",
+    "location",
+    "source",
+    "addresses",
+    "export_to",
+    "subject_alt_names",
+    "workload_selector",
+    "creation_time",
+)
+"""The fields a Service compares by (every one but ``key`` and ``_hash``), as a tuple."""
 
 
 @dataclass(frozen=True, slots=True)

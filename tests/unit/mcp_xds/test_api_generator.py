@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import unittest.mock
 
 import pytest
@@ -11,8 +12,8 @@ from google.protobuf import any_pb2
 from pilothouse.api.istio.mcp.v1alpha1 import resource_pb2
 from pilothouse.api.istio.mesh.v1alpha1 import config_pb2
 from pilothouse.config.mesh import MeshSettings
-from pilothouse.config.model import ConfigKey, Origin
-from pilothouse.push.cache import ResourceCache
+from pilothouse.config.model import Config, ConfigKey, Origin
+from pilothouse.push.cache import Resource, ResourceCache
 from pilothouse.push.context import build_context
 from pilothouse.push.proxy import parse_node
 from pilothouse.registry.endpoint_index import EndpointIndex
@@ -193,7 +194,7 @@ def test_only_changed_objects_are_encoded_again(store: MemoryStore) -> None:
     assert elsewhere["shop/httpbin"].body == after["shop/httpbin"].body
 
 
-def test_deleted_objects_leave_the_memo(store: MemoryStore) -> None:
+def test_deleted_objects_leave_the_answer(store: MemoryStore) -> None:
     api = ApiGenerator(store)
     generate(api, "networking.istio.io/v1/ServiceEntry", store)
     store.delete(ConfigKey("ServiceEntry", "shop", "echo"))
@@ -225,3 +226,35 @@ def test_watched_kinds() -> None:
             "type.googleapis.com/envoy.config.cluster.v3.Cluster",
         ]
     ) == frozenset({"ServiceEntry", "MeshConfig"})
+
+
+def test_an_object_is_encoded_once_per_revision_and_again_when_it_comes_back(
+    store: MemoryStore,
+) -> None:
+    """Encodings are reused exactly while an object's inputs are equal: nothing is encoded
+    again on a second pass, one edit encodes one object, and an object deleted then put
+    back is a new object (a new first-seen time)."""
+    api = ApiGenerator(store)
+    encoded: list[str] = []
+    real = api_module.encode_api_resource
+
+    def counting(config: Config, first_seen: datetime.datetime) -> Resource:
+        encoded.append(str(config.key))
+        return real(config, first_seen)
+
+    se = "networking.istio.io/v1/ServiceEntry"
+    with unittest.mock.patch.object(api_module, "encode_api_resource", counting):
+        assert api.warm() == len(store) == len(encoded)
+        encoded.clear()
+        generate(api, se, store)
+        assert encoded == []
+        store.apply(load(SERVICE_ENTRY.replace("18000", "18001"), resource_version=""))
+        generate(api, se, store)
+        assert encoded == ["ServiceEntry shop/httpbin"]
+        echo = store.get(ConfigKey("ServiceEntry", "shop", "echo"))
+        assert echo is not None
+        store.delete(echo.key)
+        generate(api, se, store)
+        store.apply(echo)
+        generate(api, se, store)
+        assert encoded == ["ServiceEntry shop/httpbin", "ServiceEntry shop/echo"]

@@ -74,3 +74,31 @@ def test_registry_export_to() -> None:
 def test_registry_service_port_endpoint_port() -> None:
     assert ServicePort("http", 80, "HTTP", 8080).endpoint_port == 8080
     assert ServicePort("http", 80, "HTTP").endpoint_port == 80
+
+
+def _http_service(hostname: str = "a.shop.svc", number: int = 80) -> Service:
+    return Service(
+        hostname,
+        "shop",
+        (ServicePort("http", number, "HTTP"),),
+        Resolution.STATIC,
+        Location.MESH_INTERNAL,
+        ConfigKey("ServiceEntry", "shop", "a"),
+        workload_selector=Labels.of({"app": "a"}),
+    )
+
+
+def test_registry_service_hash_is_made_once_from_every_compared_field() -> None:
+    """The hash is kept after the first use; it must still follow equality: equal services
+    hash alike, and a service that differs in any compared field is another key."""
+    import dataclasses
+
+    a, b = _http_service(), _http_service()
+    assert a == b and hash(a) == hash(b) and hash(a) == hash(a)
+    assert len({a, b}) == 1
+    assert _http_service(number=81) != a and len({a, _http_service(number=81)}) == 2
+    assert dataclasses.replace(a, addresses=("10.0.0.1",)) not in {a}
+    compared = tuple(f.name for f in dataclasses.fields(Service) if f.compare)
+    from pilothouse.registry import model
+
+    assert model._service_fields(a) == tuple(getattr(a, name) for name in compared)

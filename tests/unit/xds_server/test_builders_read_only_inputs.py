@@ -414,7 +414,7 @@ def _authorization(world: World, proxy: ProxyIdentity) -> WorkloadAuthorization:
     """A gateway's access-control inputs (sidecars' guard their inbound listeners)."""
     if not proxy.is_router:
         return NO_AUTHORIZATION
-    found = world.context.authorizations.for_workload(proxy.namespace, proxy.labels)
+    found = world.context.authorizations.for_workload(proxy.namespace, proxy.labels, world.cache)
     assert found.policies  # the EXTRA policy selecting the gateway
     return found
 

@@ -37,7 +37,7 @@ from typing import Any
 
 from pilothouse.protocol.type_urls import CDS
 from pilothouse.push.cache import Resource, ResourceCache, ResourceGroup
-from pilothouse.push.inputs import ConfigRevision, EndpointsAt, InputKey
+from pilothouse.push.inputs import ConfigRevision, EndpointsAt, FrozenInputs, InputKey
 from pilothouse.push.peer_authentication import MtlsMode
 from pilothouse.push.rule_reads import subsets_of
 from pilothouse.push.scope import ProxyScope, ScopeContext
@@ -325,8 +325,8 @@ def _inbound_cluster(given: GenerationInput, inbound: InboundPort) -> Resource:
     return given.cache.resource(inputs, inbound_cluster)
 
 
-@dataclass(frozen=True, slots=True)
-class InboundClusterInputs:
+@dataclass(frozen=True, slots=True, eq=False)
+class InboundClusterInputs(FrozenInputs):
     """What an ``inbound|<port>||`` cluster is built from: the port, its protocol, where
     the application listens and the connect timeout."""
 

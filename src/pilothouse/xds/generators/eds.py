@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from pilothouse.protocol.type_urls import EDS
 from pilothouse.push.cache import Resource
-from pilothouse.push.inputs import EndpointsAt, InputKey
+from pilothouse.push.inputs import EndpointsAt, FrozenInputs, InputKey
 from pilothouse.push.peer_authentication import PeerAuthenticationAt
 from pilothouse.push.rule_reads import Subsets, subsets_of
 from pilothouse.push.scope import ProxyScope, ScopeContext
@@ -164,8 +164,8 @@ def all_names(inputs: AllNamesInputs) -> frozenset[str]:
     return frozenset(names)
 
 
-@dataclass(frozen=True, slots=True)
-class WatchInputs:
+@dataclass(frozen=True, slots=True, eq=False)
+class WatchInputs(FrozenInputs):
     """What the answer to one set of watched names is made from: the scope's services
     and their subsets (which say what each name means) and the names."""
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from pilothouse.push.authorization import WorkloadAuthorization
 from pilothouse.push.cache import ResourceCache
-from pilothouse.push.inputs import ConfigRevision, InputKey
+from pilothouse.push.inputs import ConfigRevision, FrozenInputs, InputKey
 from pilothouse.push.peer_authentication import MtlsMode
 from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.registry.model import Endpoint, Labels, Service
@@ -101,7 +101,7 @@ def inbound_mtls(given: GenerationInput, port: InboundPort) -> MtlsMode:
 def inbound_authorization(given: GenerationInput) -> WorkloadAuthorization:
     """The AuthorizationPolicies and RequestAuthentications of the proxy's workload."""
     proxy = given.proxy
-    return given.context.authorizations.for_workload(proxy.namespace, proxy.labels)
+    return given.context.authorizations.for_workload(proxy.namespace, proxy.labels, given.cache)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,8 +136,8 @@ def ingress_ports(inputs: IngressPortsInputs) -> tuple[InboundPort, ...]:
     return tuple(ports)
 
 
-@dataclass(frozen=True, slots=True)
-class WorkloadPortsInputs:
+@dataclass(frozen=True, slots=True, eq=False)
+class WorkloadPortsInputs(FrozenInputs):
     """What the inbound ports of a proxy found through its WorkloadEntry are built from:
     its addresses and labels, the services of its namespace, and the endpoint index at a
     revision (compared; the index rides along for the builder to read)."""

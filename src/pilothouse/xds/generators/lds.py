@@ -43,6 +43,7 @@ from pilothouse.protocol.type_urls import LDS
 from pilothouse.push.authorization import NO_AUTHORIZATION, WorkloadAuthorization
 from pilothouse.push.cache import Resource, ResourceGroup
 from pilothouse.push.hostnames import host_matches
+from pilothouse.push.inputs import FrozenInputs
 from pilothouse.xds.builders.access_control import AccessFilters, guard_listener
 from pilothouse.xds.builders.cluster import RestPolling
 from pilothouse.xds.builders.filter_chain import WeightedCluster
@@ -98,7 +99,7 @@ class ListenerGenerator:
         proxy = given.proxy
         capturing = (proxy.metadata or {}).get("INTERCEPTION_MODE", "") in CAPTURING
         authorization = (
-            given.context.authorizations.for_workload(proxy.namespace, proxy.labels)
+            given.context.authorizations.for_workload(proxy.namespace, proxy.labels, given.cache)
             if proxy.is_router
             else NO_AUTHORIZATION
         )
@@ -122,8 +123,8 @@ class ListenerGenerator:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class ListenerInputs:
+@dataclass(frozen=True, slots=True, eq=False)
+class ListenerInputs(FrozenInputs):
     """What a scope's outbound listeners are built from: the scope's inputs, whether the
     proxy captures traffic (``virtualOutbound``) and its transport."""
 

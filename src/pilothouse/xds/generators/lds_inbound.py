@@ -19,6 +19,7 @@ from typing import Any
 
 from pilothouse.push.authorization import NO_AUTHORIZATION, WorkloadAuthorization
 from pilothouse.push.cache import Resource
+from pilothouse.push.inputs import FrozenInputs
 from pilothouse.push.peer_authentication import MtlsMode
 from pilothouse.xds.builders.access_control import AccessFilters
 from pilothouse.xds.builders.cluster import RestPolling
@@ -32,8 +33,8 @@ from pilothouse.xds.generators.cds import encode
 from pilothouse.xds.generators.inbound import InboundPort, inbound_authorization, inbound_mtls
 
 
-@dataclass(frozen=True, slots=True)
-class InboundListenerInputs:
+@dataclass(frozen=True, slots=True, eq=False)
+class InboundListenerInputs(FrozenInputs):
     """Everything an inbound listener is built from besides the proxy's address: the
     port, its protocol, whether it binds, a Sidecar ingress listener's TLS settings (by
     their bytes), the port's mutual-TLS mode and the transport."""
@@ -101,8 +102,8 @@ def inbound_listener(given: GenerationInput, port: InboundPort) -> Resource:
     return encode(built, built.name)
 
 
-@dataclass(frozen=True, slots=True)
-class InboundTemplateKey:
+@dataclass(frozen=True, slots=True, eq=False)
+class InboundTemplateKey(FrozenInputs):
     """The resource cache's key for an inbound listener's :class:`AddressTemplate`."""
 
     inputs: InboundListenerInputs
