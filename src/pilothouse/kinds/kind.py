@@ -39,6 +39,8 @@ class Audience(Enum):
     """As :attr:`NAMESPACE_OR_ROOT`, or in a namespace one of the scope's services is from."""
     OWN_NAMESPACE = "the proxy's own namespace"
     """The changed key is in the proxies' namespace."""
+    NO_PROXY = "no proxy's xDS resources"
+    """It changes no xDS resource (it is applied in bootstraps): no scope sees it."""
     PER_WORKLOAD = "asked of each proxy by selector"
     """No scope sees it: the push pipeline asks each proxy (push/authorization.py,
     push/envoy_filters.py)."""

@@ -240,6 +240,10 @@ def _per_workload(scope: ProxyScope, key: ConfigKey, root_namespace: str) -> boo
     return False  # per workload, by selector: the pipeline asks each proxy
 
 
+def _no_proxy(scope: ProxyScope, key: ConfigKey, root_namespace: str) -> bool:
+    return False  # applied in bootstraps, never in xDS resources
+
+
 def _every_proxy(scope: ProxyScope, key: ConfigKey, root_namespace: str) -> bool:
     return True
 
@@ -256,6 +260,7 @@ AUDIENCE_RULES: Final[Mapping[Audience, SeesRule]] = MappingProxyType(
         Audience.NAMESPACE_ROOT_OR_SERVICES: _namespace_root_or_services,
         Audience.OWN_NAMESPACE: _own_namespace,
         Audience.PER_WORKLOAD: _per_workload,
+        Audience.NO_PROXY: _no_proxy,
     }
 )
 """How :meth:`ProxyScope.sees` reads each audience a kind can declare."""

@@ -362,6 +362,15 @@ FIELDS: Final[dict[str, dict[str, int]]] = {
         "private_key": 2,
         "ca_certificates": 3,
     },
+    # ProxyConfig (reference telemetry-wasm.md section 8; istio/api
+    # networking/v1beta1/proxy_config.proto)
+    "istio.networking.v1beta1.ProxyConfig": {
+        "selector": 1,
+        "concurrency": 2,
+        "environment_variables": 3,
+        "image": 4,
+    },
+    "istio.networking.v1beta1.ProxyImage": {"image_type": 1},
     # EnvoyFilter (istio/api networking/v1alpha3/envoy_filter.proto; the reference has
     # no table for it: typed in from Istio's file, so this agrees with the .proto only)
     f"{_EF}": {"workload_selector": 3, "target_refs": 6, "config_patches": 4, "priority": 5},
