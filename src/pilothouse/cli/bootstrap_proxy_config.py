@@ -112,7 +112,10 @@ def read_applied(
         annotation = settings_of_mesh_proxy_config(message, f"annotation {ANNOTATION}")
         notes.extend(f"{ANNOTATION}: {name}: accepted; not applied" for name in dropped)
     configs = _proxy_configs(config_paths)
-    notes.extend(ignored_namespace_wide(configs))
+    notes.extend(
+        f"ProxyConfig {c.namespace}/{c.name}: {message}"
+        for c, message in ignored_namespace_wide(configs)
+    )
     settings = effective_settings(
         configs, namespace, labels, root_namespace, mesh_default, annotation
     )

@@ -162,20 +162,20 @@ def effective_settings(
     return result
 
 
-def ignored_namespace_wide(configs: Iterable[Config]) -> tuple[str, ...]:
-    """A warning for each namespace holding more than one ProxyConfig without a selector:
-    only the oldest applies (istiod ignores the others)."""
+def ignored_namespace_wide(configs: Iterable[Config]) -> tuple[tuple[Config, str], ...]:
+    """Each ProxyConfig without a selector that another one of its namespace overrides
+    (only the oldest applies; istiod ignores the others), with the warning to give."""
     by_namespace: dict[str, list[Config]] = {}
     for config in configs:
         if config.kind == KIND.name and not _has_selector(config):
             by_namespace.setdefault(config.namespace, []).append(config)
     warnings = []
     for namespace in sorted(by_namespace):
-        found = sorted(by_namespace[namespace], key=_oldest_first)
-        if len(found) > 1:
-            ignored = ", ".join(c.name for c in found[1:])
-            warnings.append(
-                f"namespace {namespace}: more than one ProxyConfig without a selector; "
-                f"{found[0].name} applies, {ignored} ignored"
+        applied, *ignored = sorted(by_namespace[namespace], key=_oldest_first)
+        for config in ignored:
+            message = (
+                f"ignored: namespace {namespace} has more than one ProxyConfig without a"
+                f" selector and {applied.name} applies"
             )
+            warnings.append((config, message))
     return tuple(warnings)

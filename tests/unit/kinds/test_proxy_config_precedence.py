@@ -129,9 +129,11 @@ def test_zero_concurrency_is_set_and_wins() -> None:
 def test_the_oldest_of_several_candidates_applies_and_the_others_are_warned() -> None:
     configs = [pc("shop", "newer", concurrency=1), pc("shop", "older", concurrency=2, age=3)]
     assert effective(configs).concurrency == 2
-    assert ignored_namespace_wide(configs) == (
-        "namespace shop: more than one ProxyConfig without a selector; older applies, "
-        "newer ignored",
+    ((ignored, message),) = ignored_namespace_wide(configs)
+    assert ignored.name == "newer"
+    assert message == (
+        "ignored: namespace shop has more than one ProxyConfig without a selector and older"
+        " applies"
     )
     selected = [
         pc("shop", "a-new", concurrency=1, selector={"app": "ratings"}),
