@@ -17,6 +17,7 @@ import pytest
 
 from tests.e2e.harness.cli_in_process import Ran, run_cli
 from tests.e2e.harness.envoy import EnvoyProcess
+from tests.e2e.harness.ports import free_port
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -149,3 +150,26 @@ def test_bad_inputs_are_usage_errors_naming_the_input(tmp_path: Path) -> None:
     assert bootstrap("--annotation", "novalue").returncode == 2
     done = bootstrap("--config", str(tmp_path / "absent"))
     assert done.returncode == 2 and "absent" in done.stderr
+
+
+async def test_the_mesh_s_proxy_admin_port_is_envoy_s_admin_port_unless_given(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    (tmp_path / "mesh.yaml").write_text(f"defaultConfig: {{proxyAdminPort: {port}}}\n")
+    mesh = ("--mesh", str(tmp_path / "mesh.yaml"))
+    done = run_cli("bootstrap", "--node", NODE, *mesh, "-o", "json")
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert document["node"]["metadata"]["ENVOY_ADMIN_ADDRESS"] == f"127.0.0.1:{port}"
+    envoy = EnvoyProcess(document, workdir=tmp_path / "envoy").start()
+    try:
+        assert await envoy.admin_address() == ("127.0.0.1", port)
+        info = json.loads((await envoy.admin("/server_info")).body)
+        assert info["command_line_options"]["concurrency"] == 1
+    finally:
+        await envoy.stop()
+    given = run_cli("bootstrap", "--node", NODE, *mesh, "--admin-port", "15123", "-o", "json")
+    assert json.loads(given.stdout)["admin"]["address"]["socket_address"]["port_value"] == 15123
+    plain = run_cli("bootstrap", "--node", NODE, "-o", "json")
+    assert json.loads(plain.stdout)["admin"]["address"]["socket_address"]["port_value"] == 15000

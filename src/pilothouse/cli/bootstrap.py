@@ -15,7 +15,8 @@ into the bootstrap as ``authorization: Bearer`` metadata).
 ProxyConfig (:mod:`pilothouse.cli.bootstrap_proxy_config`): with ``--config`` (ProxyConfig
 objects), ``--mesh`` (``defaultConfig``, ``rootNamespace``) and ``--annotation`` (the pod's
 ``proxy.istio.io/config``), the proxy's effective settings are applied: ``ISTIO_META_*``
-variables become node metadata, and ``--envoy-args`` prints Envoy's arguments
+variables become node metadata, ``proxyAdminPort`` the admin port (unless
+``--admin-port`` is given), and ``--envoy-args`` prints Envoy's arguments
 (``--concurrency N``) instead of the bootstrap. Without them the output is unchanged.
 """
 
@@ -48,6 +49,8 @@ from pilothouse.settings import AdminSettings, XdsSettings
 
 ADMIN_HOST = "127.0.0.1"
 """Where the bootstrapped Envoy's admin API listens."""
+DEFAULT_ADMIN_PORT = 15000
+"""Its port when neither ``--admin-port`` nor ``proxyAdminPort`` says (Istio's)."""
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -68,9 +71,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--admin-port",
         type=int,
-        default=15000,
+        default=None,
         help=f"Envoy's admin port on 127.0.0.1 (named in metadata {ENVOY_ADMIN_ADDRESS} "
-        "unless 0: chosen by the kernel)",
+        "unless 0: chosen by the kernel; default: the ProxyConfig's proxyAdminPort, else "
+        f"{DEFAULT_ADMIN_PORT})",
     )
     parser.add_argument("--cluster", default="istio-proxy", help="Envoy node.cluster")
     parser.add_argument(
@@ -186,15 +190,18 @@ def run(args: argparse.Namespace) -> int:
         transport = XdsTransport.DELTA
     elif args.rest:
         transport = XdsTransport.REST
-    if 0 < args.admin_port < 65536:
-        metadata[ENVOY_ADMIN_ADDRESS] = f"{ADMIN_HOST}:{args.admin_port}"
+    admin_port = args.admin_port
+    if admin_port is None:
+        admin_port = applied.settings.admin_port or DEFAULT_ADMIN_PORT
+    if 0 < admin_port < 65536:
+        metadata[ENVOY_ADMIN_ADDRESS] = f"{ADMIN_HOST}:{admin_port}"
     _apply_metadata(applied, metadata)
     try:
         xds_tls = _xds_tls(args)
         options = EnvoyBootstrapOptions(
             node_id=args.node, node_cluster=args.cluster, node_metadata=metadata,
             xds_host=xds.host, xds_port=xds.port, admin_host=ADMIN_HOST,
-            admin_port=args.admin_port,
+            admin_port=admin_port,
             transport=transport, xds_tls=xds_tls,
         )  # fmt: skip
     except (ValueError, OSError) as problem:

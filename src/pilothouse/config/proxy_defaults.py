@@ -3,9 +3,9 @@ pod annotation ``proxy.istio.io/config``.
 
 Both are written as Istio's ``istio.mesh.v1alpha1.ProxyConfig`` (about seventy fields).
 pilothouse models the ones its bootstrap applies (:data:`APPLIED`: ``concurrency``,
-``proxyMetadata``, and ``image``, which is kept and shown but chooses nothing here since
-pilothouse starts no container); every other field is accepted, named as not applied,
-and dropped, so an existing mesh config or annotation loads unchanged.
+``proxyMetadata``, ``proxyAdminPort``, and ``image``, which is kept and shown but chooses
+nothing here since pilothouse starts no container); every other field is accepted, named
+as not applied, and dropped, so an existing mesh config or annotation loads unchanged.
 """
 
 from __future__ import annotations

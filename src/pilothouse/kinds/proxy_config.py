@@ -58,6 +58,8 @@ class ProxySettings:
     """The proxy's environment (``environmentVariables`` / ``proxyMetadata``)."""
     image_type: str | None = None
     """``default``, ``debug`` or ``distroless``: shown, chooses nothing here."""
+    admin_port: int | None = None
+    """Envoy's admin port (mesh ``proxyAdminPort``; a ProxyConfig object has none)."""
     origins: tuple[str, ...] = ()
     """Where the values came from, lowest precedence first (``meshConfig.defaultConfig``,
     ``ProxyConfig shop/threads``, the annotation)."""
@@ -71,6 +73,7 @@ class ProxySettings:
             concurrency=self.concurrency if self.concurrency is not None else lower.concurrency,
             environment=MappingProxyType({**lower.environment, **self.environment}),
             image_type=self.image_type if self.image_type is not None else lower.image_type,
+            admin_port=self.admin_port if self.admin_port is not None else lower.admin_port,
             origins=lower.origins + self.origins,
         )
 
@@ -94,6 +97,7 @@ def settings_of_mesh_proxy_config(message: proxy_pb2.ProxyConfig, origin: str) -
         concurrency=message.concurrency.value if message.HasField("concurrency") else None,
         environment=MappingProxyType(dict(message.proxy_metadata)),
         image_type=message.image.image_type if message.HasField("image") else None,
+        admin_port=message.proxy_admin_port or None,
         origins=(origin,),
     )
 

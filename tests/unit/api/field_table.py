@@ -372,7 +372,12 @@ FIELDS: Final[dict[str, dict[str, int]]] = {
     },
     "istio.networking.v1beta1.ProxyImage": {"image_type": 1},
     # the mesh ProxyConfig's fields pilothouse models (istio/api mesh/v1alpha1/proxy.proto)
-    f"{MESH}.ProxyConfig": {"concurrency": 16, "proxy_metadata": 24, "image": 35},
+    f"{MESH}.ProxyConfig": {
+        "proxy_admin_port": 11,
+        "concurrency": 16,
+        "proxy_metadata": 24,
+        "image": 35,
+    },
     # EnvoyFilter (istio/api networking/v1alpha3/envoy_filter.proto; the reference has
     # no table for it: typed in from Istio's file, so this agrees with the .proto only)
     f"{_EF}": {"workload_selector": 3, "target_refs": 6, "config_patches": 4, "priority": 5},

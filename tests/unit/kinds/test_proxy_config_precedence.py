@@ -146,3 +146,16 @@ def test_the_oldest_of_several_candidates_applies_and_the_others_are_warned() ->
 def test_other_kinds_are_ignored() -> None:
     other = Config("Sidecar", "default", "shop", ProxyConfig())
     assert effective([other]).origins == ()
+
+
+def test_the_admin_port_comes_from_mesh_proxy_configs_only() -> None:
+    message = proxy_pb2.ProxyConfig(proxy_admin_port=15100)
+    default = settings_of_mesh_proxy_config(message, "meshConfig.defaultConfig")
+    pod = settings_of_mesh_proxy_config(
+        proxy_pb2.ProxyConfig(proxy_admin_port=15200), "annotation proxy.istio.io/config"
+    )
+    configs = [pc("shop", "ratings", concurrency=6, selector={"app": "ratings"})]
+    assert effective(configs, mesh_default=default).admin_port == 15100
+    assert effective(configs, mesh_default=default, annotation=pod).admin_port == 15200
+    unset = settings_of_mesh_proxy_config(proxy_pb2.ProxyConfig(), "annotation")
+    assert effective([], mesh_default=default, annotation=unset).admin_port == 15100

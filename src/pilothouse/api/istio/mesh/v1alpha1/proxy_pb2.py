@@ -26,7 +26,7 @@ from google.protobuf import wrappers_pb2 as google_dot_protobuf_dot_wrappers__pb
 from pilothouse.api.istio.networking.v1beta1 import proxy_config_pb2 as istio_dot_networking_dot_v1beta1_dot_proxy__config__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fistio/mesh/v1alpha1/proxy.proto\x12\x13istio.mesh.v1alpha1\x1a\x1egoogle/protobuf/wrappers.proto\x1a+istio/networking/v1beta1/proxy_config.proto\"\xf7\x01\n\x0bProxyConfig\x12\x30\n\x0b\x63oncurrency\x18\x10 \x01(\x0b\x32\x1b.google.protobuf.Int32Value\x12K\n\x0eproxy_metadata\x18\x18 \x03(\x0b\x32\x33.istio.mesh.v1alpha1.ProxyConfig.ProxyMetadataEntry\x12\x33\n\x05image\x18# \x01(\x0b\x32$.istio.networking.v1beta1.ProxyImage\x1a\x34\n\x12ProxyMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x1cZ\x1aistio.io/api/mesh/v1alpha1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fistio/mesh/v1alpha1/proxy.proto\x12\x13istio.mesh.v1alpha1\x1a\x1egoogle/protobuf/wrappers.proto\x1a+istio/networking/v1beta1/proxy_config.proto\"\x91\x02\n\x0bProxyConfig\x12\x18\n\x10proxy_admin_port\x18\x0b \x01(\x05\x12\x30\n\x0b\x63oncurrency\x18\x10 \x01(\x0b\x32\x1b.google.protobuf.Int32Value\x12K\n\x0eproxy_metadata\x18\x18 \x03(\x0b\x32\x33.istio.mesh.v1alpha1.ProxyConfig.ProxyMetadataEntry\x12\x33\n\x05image\x18# \x01(\x0b\x32$.istio.networking.v1beta1.ProxyImage\x1a\x34\n\x12ProxyMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x1cZ\x1aistio.io/api/mesh/v1alpha1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,7 +37,7 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_PROXYCONFIG_PROXYMETADATAENTRY']._loaded_options = None
   _globals['_PROXYCONFIG_PROXYMETADATAENTRY']._serialized_options = b'8\001'
   _globals['_PROXYCONFIG']._serialized_start=134
-  _globals['_PROXYCONFIG']._serialized_end=381
-  _globals['_PROXYCONFIG_PROXYMETADATAENTRY']._serialized_start=329
-  _globals['_PROXYCONFIG_PROXYMETADATAENTRY']._serialized_end=381
+  _globals['_PROXYCONFIG']._serialized_end=407
+  _globals['_PROXYCONFIG_PROXYMETADATAENTRY']._serialized_start=355
+  _globals['_PROXYCONFIG_PROXYMETADATAENTRY']._serialized_end=407
 # @@protoc_insertion_point(module_scope)
