@@ -224,3 +224,34 @@ async def test_get_names_a_stored_value_that_is_not_valid(etcd: EtcdServer) -> N
     assert code == 0 and "No resources found in shop namespace." in err
     code, out, _ = await cli("delete", "vs", "junk", "-n", "shop", "--store", store)
     assert code == 0 and "deleted" in out
+
+
+PROXY_CONFIG = """\
+apiVersion: networking.istio.io/v1beta1
+kind: ProxyConfig
+metadata: {name: threads, namespace: shop}
+spec:
+  concurrency: 2
+  environmentVariables: {ISTIO_META_TEAM: shop}
+"""
+
+
+async def test_proxy_config_apply_get_delete_and_a_refused_one(
+    etcd: EtcdServer, tmp_path: Path
+) -> None:
+    store = etcd.address("/mesh")
+    path = write(tmp_path / "pc", "pc.yaml", PROXY_CONFIG)
+    code, out, err = await cli("apply", "-f", str(path), "--store", store)
+    assert (code, out, err) == (0, "proxyconfig.networking.istio.io/threads created\n", "")
+    assert await stored_keys(etcd) == ["/mesh/networking.istio.io/ProxyConfig/shop/threads"]
+    code, out, _ = await cli("get", "pc", "threads", "-n", "shop", "-o", "json", "--store", store)
+    shown = json.loads(out)
+    assert shown["apiVersion"] == "networking.istio.io/v1beta1"
+    assert shown["spec"] == {"concurrency": 2, "environmentVariables": {"ISTIO_META_TEAM": "shop"}}
+    broken = PROXY_CONFIG.replace("concurrency: 2", "concurrency: x")
+    bad = write(tmp_path / "bad", "bad.yaml", broken)
+    code, _, err = await cli("apply", "-f", str(bad), "--store", store)
+    assert code == 1 and "spec.concurrency" in err
+    code, out, _ = await cli("delete", "proxyconfig", "threads", "-n", "shop", "--store", store)
+    assert (code, out) == (0, 'proxyconfig.networking.istio.io "threads" deleted\n')
+    assert await stored_keys(etcd) == []

@@ -153,3 +153,35 @@ def test_istio_examples_with_kubernetes_flow_sequences(
     captured = capsys.readouterr()
     assert "valid: 2 valid object(s), 0 error(s), 1 warning(s)" in captured.err
     assert "partial wildcard host '*x'" in captured.out
+
+
+PROXY_CONFIGS = """\
+apiVersion: networking.istio.io/v1beta1
+kind: ProxyConfig
+metadata: {name: threads, namespace: shop}
+spec: {concurrency: 2}
+---
+apiVersion: networking.istio.io/v1beta1
+kind: ProxyConfig
+metadata: {name: env, namespace: shop}
+spec: {environmentVariables: {ISTIO_META_A: b}}
+---
+apiVersion: networking.istio.io/v1beta1
+kind: ProxyConfig
+metadata: {name: ratings, namespace: shop}
+spec: {selector: {matchLabels: {app: ratings}}, concurrency: 1}
+"""
+
+
+def test_a_second_namespace_wide_proxy_config_is_warned_where_it_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without creation times, the first by name applies (istiod's order after age)."""
+    (tmp_path / "pc.yaml").write_text(PROXY_CONFIGS)
+    assert main(["validate", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    warnings = [line for line in out.splitlines() if "ProxyConfig" in line]
+    assert warnings == [
+        f"{tmp_path / 'pc.yaml'}:1: ProxyConfig shop/threads: warning: ignored: namespace shop"
+        " has more than one ProxyConfig without a selector and env applies"
+    ]

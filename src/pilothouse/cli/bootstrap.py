@@ -11,6 +11,13 @@ it in node metadata ``ENVOY_ADMIN_ADDRESS`` (``pilothouse inspect --sample`` rea
 address ``127.0.0.1:15012``) trusting that root; the proxy proves who it is with
 ``--xds-tls-cert``/``--xds-tls-key`` or with ``--xds-token-file`` (a JWT, written
 into the bootstrap as ``authorization: Bearer`` metadata).
+
+ProxyConfig (:mod:`pilothouse.cli.bootstrap_proxy_config`): with ``--config`` (ProxyConfig
+objects), ``--mesh`` (``defaultConfig``, ``rootNamespace``) and ``--annotation`` (the pod's
+``proxy.istio.io/config``), the proxy's effective settings are applied: ``ISTIO_META_*``
+variables become node metadata, ``proxyAdminPort`` the admin port (unless
+``--admin-port`` is given), and ``--envoy-args`` prints Envoy's arguments
+(``--concurrency N``) instead of the bootstrap. Without them the output is unchanged.
 """
 
 from __future__ import annotations
@@ -31,12 +38,19 @@ from pilothouse.bootstrap.envoy import (
     envoy_bootstrap,
 )
 from pilothouse.bootstrap.grpc import grpc_bootstrap
+from pilothouse.cli.bootstrap_proxy_config import (
+    AppliedProxyConfig,
+    ProxyConfigInputError,
+    read_applied,
+)
 from pilothouse.inspector.admin_address import ENVOY_ADMIN_ADDRESS
 from pilothouse.push.proxy import BadNode, parse_node
 from pilothouse.settings import AdminSettings, XdsSettings
 
 ADMIN_HOST = "127.0.0.1"
 """Where the bootstrapped Envoy's admin API listens."""
+DEFAULT_ADMIN_PORT = 15000
+"""Its port when neither ``--admin-port`` nor ``proxyAdminPort`` says (Istio's)."""
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -57,9 +71,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--admin-port",
         type=int,
-        default=15000,
+        default=None,
         help=f"Envoy's admin port on 127.0.0.1 (named in metadata {ENVOY_ADMIN_ADDRESS} "
-        "unless 0: chosen by the kernel)",
+        "unless 0: chosen by the kernel; default: the ProxyConfig's proxyAdminPort, else "
+        f"{DEFAULT_ADMIN_PORT})",
     )
     parser.add_argument("--cluster", default="istio-proxy", help="Envoy node.cluster")
     parser.add_argument(
@@ -69,6 +84,34 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="KEY=VALUE",
         help="a workload label, in node metadata LABELS (repeatable; e.g. istio=ingressgateway"
         " for a gateway that Gateway selectors pick)",
+    )
+    proxy_config = parser.add_argument_group("ProxyConfig (what of it the bootstrap applies)")
+    proxy_config.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="PATH",
+        help="a file or directory of Istio YAML whose ProxyConfig objects apply (repeatable)",
+    )
+    proxy_config.add_argument(
+        "--mesh",
+        type=Path,
+        metavar="FILE",
+        help="Istio mesh config: its defaultConfig and rootNamespace",
+    )
+    proxy_config.add_argument(
+        "--annotation",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a pod annotation (repeatable); proxy.istio.io/config holds a ProxyConfig",
+    )
+    proxy_config.add_argument(
+        "--envoy-args",
+        action="store_true",
+        help="print Envoy's command-line arguments the ProxyConfig implies (--concurrency N)"
+        " instead of the bootstrap",
     )
     flavour = parser.add_mutually_exclusive_group()
     flavour.add_argument("--delta", action="store_true", help="DELTA_GRPC ADS")
@@ -119,10 +162,23 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if labels:
         metadata["LABELS"] = labels
+    annotations = dict(item.partition("=")[::2] for item in args.annotation)
+    if any(not key for key in annotations) or any("=" not in a for a in args.annotation):
+        print("pilothouse bootstrap: --annotation must be KEY=VALUE", file=sys.stderr)
+        return 2
+    try:
+        applied = read_applied(args.config, args.mesh, annotations, proxy.namespace, labels)
+    except ProxyConfigInputError as problem:
+        print(f"pilothouse bootstrap: {problem}", file=sys.stderr)
+        return 2
+    if args.envoy_args:
+        print(" ".join(applied.envoy_args()))
+        return 0
     if args.xds_tls_root and (args.grpc or args.rest):
         print("pilothouse bootstrap: --xds-tls-root is for Envoy over gRPC", file=sys.stderr)
         return 2
     if args.grpc:
+        _apply_metadata(applied, metadata)
         document = grpc_bootstrap(
             node_id=args.node, server_uri=address, node_cluster=args.cluster,
             metadata=metadata,
@@ -134,25 +190,40 @@ def run(args: argparse.Namespace) -> int:
         transport = XdsTransport.DELTA
     elif args.rest:
         transport = XdsTransport.REST
-    if 0 < args.admin_port < 65536:
-        metadata[ENVOY_ADMIN_ADDRESS] = f"{ADMIN_HOST}:{args.admin_port}"
+    admin_port = args.admin_port
+    if admin_port is None:
+        admin_port = applied.settings.admin_port or DEFAULT_ADMIN_PORT
+    if 0 < admin_port < 65536:
+        metadata[ENVOY_ADMIN_ADDRESS] = f"{ADMIN_HOST}:{admin_port}"
+    _apply_metadata(applied, metadata)
     try:
         xds_tls = _xds_tls(args)
         options = EnvoyBootstrapOptions(
             node_id=args.node, node_cluster=args.cluster, node_metadata=metadata,
             xds_host=xds.host, xds_port=xds.port, admin_host=ADMIN_HOST,
-            admin_port=args.admin_port,
+            admin_port=admin_port,
             transport=transport, xds_tls=xds_tls,
         )  # fmt: skip
     except (ValueError, OSError) as problem:
         print(f"pilothouse bootstrap: {problem}", file=sys.stderr)
         return 2
     document = envoy_bootstrap(options)
+    if applied.envoy_args():
+        print(f"pilothouse bootstrap: run Envoy with {' '.join(applied.envoy_args())}"
+              " (--envoy-args prints them)", file=sys.stderr)  # fmt: skip
     if args.output == "json":
         print(json.dumps(document, indent=2))
     else:
         print(yaml.safe_dump(document, sort_keys=False), end="")
     return 0
+
+
+def _apply_metadata(applied: AppliedProxyConfig, metadata: dict[str, Any]) -> None:
+    """``ISTIO_META_*`` variables into ``metadata``; notes on what is not applied."""
+    extra, notes = applied.node_metadata(metadata)
+    metadata.update(extra)
+    for note in applied.notes + notes:
+        print(f"pilothouse bootstrap: {note}", file=sys.stderr)
 
 
 def _xds_tls(args: argparse.Namespace) -> XdsTls | None:

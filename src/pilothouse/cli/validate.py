@@ -31,6 +31,7 @@ from pilothouse.config.load import Loader, LoadResult, Problem, printable
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.config.validation.proxyless_grpc import analyze_proxyless_grpc
 from pilothouse.config.validation.report import Severity
+from pilothouse.kinds.proxy_config import ignored_namespace_wide
 from pilothouse.kinds.table import SCHEMAS
 from pilothouse.settings import Settings
 from pilothouse.sources.fs_tree import RootUnavailable, reason_of, scan_tree
@@ -162,6 +163,9 @@ def validate_paths(
     for key, found in places.items():
         if len(found) > 1:
             problems.append(_duplicate(key, found, loaded[key]))
+    for ignored, message in ignored_namespace_wide(loaded.values()):
+        origin = ignored.origin
+        problems.append(Problem(Severity.WARNING, origin.file, origin.line, message, ignored.key))
     try:
         for key, finding in analyze_proxyless_grpc(loaded.values()):
             origin = loaded[key].origin

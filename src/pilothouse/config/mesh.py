@@ -29,7 +29,8 @@ class MeshSettings:
     """Clusters without DestinationRule TLS use ISTIO_MUTUAL towards sidecar endpoints."""
     unapplied: bytes = b""
     """The MeshConfig fields read but not applied (access logs, ingress, TLS defaults, …),
-    as MeshConfig bytes: served again over MCP exactly as they were written."""
+    and ``defaultConfig`` (which bootstraps apply, not the server), as MeshConfig bytes:
+    served again over MCP exactly as they were written."""
 
 
 def exported_to(

@@ -2,8 +2,10 @@
 
 The file is Istio's mesh config as users already have it: either the MeshConfig YAML
 itself, or the ``istio`` ConfigMap whose ``data.mesh`` key holds it as a string. Fields
-pilothouse does not model (``defaultConfig``, ``extensionProviders``, …) are reported as
-warnings and ignored, so an existing mesh config loads unchanged; fields it models are
+pilothouse does not model (``extensionProviders``, …) are reported as warnings and
+ignored, so an existing mesh config loads unchanged; so are the fields of ``defaultConfig``
+other than those ``pilothouse bootstrap`` applies (:mod:`pilothouse.config.proxy_defaults`:
+``concurrency``, ``proxyMetadata``, ``image``). Fields it models are
 decoded strictly, with their path and line on error. Of those, the ones in
 :data:`NOT_APPLIED` (``accessLogFile``, ``ingressClass``, ``tlsDefaults``, …) are kept and
 served again over MCP as written, with a warning that pilothouse does not apply them.
@@ -19,6 +21,7 @@ from pilothouse.api.istio.mesh.v1alpha1 import config_pb2
 from pilothouse.config.decode import decode_message
 from pilothouse.config.documents import read_documents
 from pilothouse.config.mesh import MeshSettings, OutboundPolicy
+from pilothouse.config.proxy_defaults import split_proxy_config
 
 NOT_APPLIED = frozenset(
     {
@@ -105,6 +108,14 @@ def load_mesh_config(text: str, file: str) -> MeshFile:
         if key not in known or key in not_applied
     )
     modelled = {k: v for k, v in data.items() if k in known}
+    for key in ("defaultConfig", "default_config"):
+        if isinstance(modelled.get(key), Mapping):
+            modelled[key], dropped = split_proxy_config(modelled[key])
+            warnings += tuple(
+                f"{file}:{line_of(f'{key}.{name}')}: {prefix}{key}.{name}: accepted;"
+                " not applied by pilothouse"
+                for name in dropped
+            )
     message, problems = decode_message(modelled, config_pb2.MeshConfig, path="")
     if message is None:
         first = problems[0]
@@ -154,11 +165,12 @@ def mesh_settings(message: config_pb2.MeshConfig, base: MeshSettings | None = No
 
 
 def _not_applied_bytes(message: config_pb2.MeshConfig) -> bytes:
-    """The :data:`NOT_APPLIED` fields of ``message`` alone, serialised (b"" when none)."""
+    """The :data:`NOT_APPLIED` fields of ``message`` alone, serialised (b"" when none),
+    with ``defaultConfig`` (applied by bootstraps, not by the server: served as written)."""
     kept = config_pb2.MeshConfig()
     kept.CopyFrom(message)
     for field, _ in message.ListFields():
-        if field.name not in NOT_APPLIED:
+        if field.name not in NOT_APPLIED and field.name != "default_config":
             kept.ClearField(field.name)
     return kept.SerializeToString(deterministic=True)
 

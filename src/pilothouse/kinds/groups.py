@@ -26,10 +26,13 @@ def networking(
     plural: str,
     check: Validator,
     versions: tuple[str, ...] = NETWORKING_VERSIONS,
+    mcp_version: str = "v1alpha3",
 ) -> Schema:
     """The schema row of a ``networking.istio.io`` kind (``versions``: the few kinds
-    Istio serves in fewer versions, such as EnvoyFilter's ``v1alpha3`` alone)."""
-    return _row(kind, message, plural, check, NETWORKING, versions, "v1alpha3")
+    Istio serves in fewer versions, such as EnvoyFilter's ``v1alpha3`` alone;
+    ``mcp_version``: the version of its legacy MCP collection, ``v1beta1`` for
+    ProxyConfig, which Istio never had as ``v1alpha3``)."""
+    return _row(kind, message, plural, check, NETWORKING, versions, mcp_version)
 
 
 def security(kind: str, message: type[Message], plural: str, check: Validator) -> Schema:

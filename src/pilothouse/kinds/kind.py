@@ -50,6 +50,8 @@ class Audience(Enum):
     selects (by namespace or the root, then its selector), each proxy asked of the
     kind's :attr:`Kind.index` in the old and the new push context
     (:mod:`pilothouse.push.selected_workloads`)."""
+    NO_PROXY = "no proxy's xDS resources"
+    """It changes no xDS resource (it is applied in bootstraps): no scope sees it."""
 
 
 @dataclass(frozen=True, slots=True)

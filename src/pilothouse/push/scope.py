@@ -240,6 +240,10 @@ def _selected_workloads(scope: ProxyScope, key: ConfigKey, root_namespace: str) 
     return False  # by selector, proxy by proxy: push/selected_workloads.py asks each one
 
 
+def _no_proxy(scope: ProxyScope, key: ConfigKey, root_namespace: str) -> bool:
+    return False  # applied in bootstraps, never in xDS resources
+
+
 def _every_proxy(scope: ProxyScope, key: ConfigKey, root_namespace: str) -> bool:
     return True
 
@@ -256,6 +260,7 @@ AUDIENCE_RULES: Final[Mapping[Audience, SeesRule]] = MappingProxyType(
         Audience.NAMESPACE_ROOT_OR_SERVICES: _namespace_root_or_services,
         Audience.OWN_NAMESPACE: _own_namespace,
         Audience.SELECTED_WORKLOADS: _selected_workloads,
+        Audience.NO_PROXY: _no_proxy,
     }
 )
 """How :meth:`ProxyScope.sees` reads each audience a kind can declare."""

@@ -362,6 +362,22 @@ FIELDS: Final[dict[str, dict[str, int]]] = {
         "private_key": 2,
         "ca_certificates": 3,
     },
+    # ProxyConfig (reference telemetry-wasm.md section 8; istio/api
+    # networking/v1beta1/proxy_config.proto)
+    "istio.networking.v1beta1.ProxyConfig": {
+        "selector": 1,
+        "concurrency": 2,
+        "environment_variables": 3,
+        "image": 4,
+    },
+    "istio.networking.v1beta1.ProxyImage": {"image_type": 1},
+    # the mesh ProxyConfig's fields pilothouse models (istio/api mesh/v1alpha1/proxy.proto)
+    f"{MESH}.ProxyConfig": {
+        "proxy_admin_port": 11,
+        "concurrency": 16,
+        "proxy_metadata": 24,
+        "image": 35,
+    },
     # EnvoyFilter (istio/api networking/v1alpha3/envoy_filter.proto; the reference has
     # no table for it: typed in from Istio's file, so this agrees with the .proto only)
     f"{_EF}": {"workload_selector": 3, "target_refs": 6, "config_patches": 4, "priority": 5},
@@ -560,6 +576,7 @@ FIELDS: Final[dict[str, dict[str, int]]] = {
         "dns_refresh_rate": 36,
         "enable_auto_mtls": 43,
         "default_http_retry_policy": 62,
+        "default_config": 14,
         # parsed and served, not applied (numbers from istio/api mesh/v1alpha1/config.proto)
         "proxy_http_port": 5,
         "hbone_idle_timeout": 70,

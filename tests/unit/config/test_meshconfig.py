@@ -36,7 +36,7 @@ def test_plain_mesh_config() -> None:
     assert mesh.default_service_export_to == frozenset({"."})
     assert loaded.warnings == (
         "mesh.yaml:6: accessLogFile: accepted and served over MCP; not applied by pilothouse",
-        "mesh.yaml:7: defaultConfig: not used by pilothouse; ignored",
+        "mesh.yaml:8: defaultConfig.discoveryAddress: accepted; not applied by pilothouse",
     )
 
 

@@ -34,7 +34,7 @@ from pilothouse.push.scope import AUDIENCE_RULES, ProxyScope, ScopeKey
 
 ISTIO_KINDS = {
     "ServiceEntry", "WorkloadEntry", "WorkloadGroup", "VirtualService", "DestinationRule",
-    "Gateway", "Sidecar", "EnvoyFilter", "PeerAuthentication", "AuthorizationPolicy",
+    "Gateway", "Sidecar", "EnvoyFilter", "ProxyConfig", "PeerAuthentication", "AuthorizationPolicy",
     "RequestAuthentication",
 }  # fmt: skip
 
@@ -115,7 +115,9 @@ def test_every_index_a_kind_names_is_a_push_context_field() -> None:
     for index, kinds in INDEXED_KINDS.items():
         assert kinds == {k.name for k in KINDS if k.index == index}
     unindexed = {k.name for k in served() if k.index is None}
-    assert unindexed == {"WorkloadEntry", "WorkloadGroup"}, "the registry's, or no one's"
+    assert unindexed == {"WorkloadEntry", "WorkloadGroup", "ProxyConfig"}, (
+        "the registry's, or no one's (ProxyConfig is read by bootstraps, not pushes)"
+    )
 
 
 def test_short_names_come_from_the_served_kinds() -> None:

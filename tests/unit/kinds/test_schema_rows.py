@@ -8,8 +8,8 @@ from pilothouse.kinds.table import SCHEMAS
 def test_kinds() -> None:
     assert set(SCHEMAS.kinds) == {
         "ServiceEntry", "WorkloadEntry", "WorkloadGroup", "VirtualService", "DestinationRule",
-        "Gateway", "Sidecar", "EnvoyFilter", "PeerAuthentication", "AuthorizationPolicy",
-        "RequestAuthentication",
+        "Gateway", "Sidecar", "EnvoyFilter", "ProxyConfig", "PeerAuthentication",
+        "AuthorizationPolicy", "RequestAuthentication",
     }
 
 

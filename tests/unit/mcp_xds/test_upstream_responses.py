@@ -57,6 +57,7 @@ def test_asks_for_mesh_config_first_then_every_kind_in_v1() -> None:
         "networking.istio.io/v1/Gateway",
         "networking.istio.io/v1/Sidecar",
         "networking.istio.io/v1alpha3/EnvoyFilter",
+        "networking.istio.io/v1beta1/ProxyConfig",
         "security.istio.io/v1/PeerAuthentication",
         "security.istio.io/v1/AuthorizationPolicy",
         "security.istio.io/v1/RequestAuthentication",

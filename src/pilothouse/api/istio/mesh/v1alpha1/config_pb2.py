@@ -25,10 +25,11 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 from google.protobuf import wrappers_pb2 as google_dot_protobuf_dot_wrappers__pb2
 from pilothouse.api.istio.networking.v1alpha3 import destination_rule_pb2 as istio_dot_networking_dot_v1alpha3_dot_destination__rule__pb2
+from pilothouse.api.istio.mesh.v1alpha1 import proxy_pb2 as istio_dot_mesh_dot_v1alpha1_dot_proxy__pb2
 from pilothouse.api.istio.networking.v1alpha3 import virtual_service_pb2 as istio_dot_networking_dot_v1alpha3_dot_virtual__service__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n istio/mesh/v1alpha1/config.proto\x12\x13istio.mesh.v1alpha1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1egoogle/protobuf/wrappers.proto\x1a\x30istio/networking/v1alpha3/destination_rule.proto\x1a/istio/networking/v1alpha3/virtual_service.proto\"\xca\"\n\nMeshConfig\x12\x19\n\x11proxy_listen_port\x18\x04 \x01(\x05\x12!\n\x19proxy_inbound_listen_port\x18\x41 \x01(\x05\x12\x32\n\x0f\x63onnect_timeout\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12V\n\x17outbound_traffic_policy\x18\x11 \x01(\x0b\x32\x35.istio.mesh.v1alpha1.MeshConfig.OutboundTrafficPolicy\x12\x39\n\x0e\x63onfig_sources\x18\x16 \x03(\x0b\x32!.istio.mesh.v1alpha1.ConfigSource\x12\x14\n\x0ctrust_domain\x18\x1a \x01(\t\x12\x1c\n\x14trust_domain_aliases\x18. \x03(\t\x12!\n\x19\x64\x65\x66\x61ult_service_export_to\x18\x1f \x03(\t\x12)\n!default_virtual_service_export_to\x18  \x03(\t\x12*\n\"default_destination_rule_export_to\x18! \x03(\t\x12\x16\n\x0eroot_namespace\x18\" \x01(\t\x12S\n\x13locality_lb_setting\x18# \x01(\x0b\x32\x36.istio.networking.v1alpha3.LocalityLoadBalancerSetting\x12\x33\n\x10\x64ns_refresh_rate\x18$ \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x34\n\x10\x65nable_auto_mtls\x18+ \x01(\x0b\x32\x1a.google.protobuf.BoolValue\x12G\n\x19\x64\x65\x66\x61ult_http_retry_policy\x18> \x01(\x0b\x32$.istio.networking.v1alpha3.HTTPRetry\x12\x17\n\x0fproxy_http_port\x18\x05 \x01(\x05\x12\x35\n\x12hbone_idle_timeout\x18\x46 \x01(\x0b\x32\x19.google.protobuf.Duration\x12=\n\x1aprotocol_detection_timeout\x18* \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x61\n\rtcp_keepalive\x18\x1c \x01(\x0b\x32J.istio.networking.v1alpha3.ConnectionPoolSettings.TCPSettings.TcpKeepalive\x12\x15\n\ringress_class\x18\x07 \x01(\t\x12\x17\n\x0fingress_service\x18\x08 \x01(\t\x12V\n\x17ingress_controller_mode\x18\t \x01(\x0e\x32\x35.istio.mesh.v1alpha1.MeshConfig.IngressControllerMode\x12\x18\n\x10ingress_selector\x18\x34 \x01(\t\x12\x16\n\x0e\x65nable_tracing\x18\x0c \x01(\x08\x12\x17\n\x0f\x61\x63\x63\x65ss_log_file\x18\r \x01(\t\x12\x19\n\x11\x61\x63\x63\x65ss_log_format\x18\x18 \x01(\t\x12N\n\x13\x61\x63\x63\x65ss_log_encoding\x18\x1b \x01(\x0e\x32\x31.istio.mesh.v1alpha1.MeshConfig.AccessLogEncoding\x12\'\n\x1f\x65nable_envoy_access_log_service\x18( \x01(\x08\x12\"\n\x1a\x64isable_envoy_listener_log\x18\x38 \x01(\x08\x12T\n\x16inbound_traffic_policy\x18\x42 \x01(\x0b\x32\x34.istio.mesh.v1alpha1.MeshConfig.InboundTrafficPolicy\x12H\n\x0f\x63\x61_certificates\x18: \x03(\x0b\x32/.istio.mesh.v1alpha1.MeshConfig.CertificateData\x12V\n\x15zone_aware_lb_setting\x18I \x01(\x0b\x32\x37.istio.networking.v1alpha3.ZoneAwareLoadBalancerSetting\x12J\n\x11h2_upgrade_policy\x18) \x01(\x0e\x32/.istio.mesh.v1alpha1.MeshConfig.H2UpgradePolicy\x12!\n\x19inbound_cluster_stat_name\x18, \x01(\t\x12\"\n\x1aoutbound_cluster_stat_name\x18- \x01(\t\x12I\n\x10service_settings\x18\x32 \x03(\x0b\x32/.istio.mesh.v1alpha1.MeshConfig.ServiceSettings\x12;\n\x17\x65nable_prometheus_merge\x18\x33 \x01(\x0b\x32\x1a.google.protobuf.BoolValue\x12@\n\x1cverify_certificate_at_client\x18\x36 \x01(\x0b\x32\x1a.google.protobuf.BoolValue\x12.\n\x02\x63\x61\x18\x37 \x01(\x0b\x32\".istio.mesh.v1alpha1.MeshConfig.CA\x12R\n\x12path_normalization\x18= \x01(\x0b\x32\x36.istio.mesh.v1alpha1.MeshConfig.ProxyPathNormalization\x12<\n\tmesh_mTLS\x18? \x01(\x0b\x32).istio.mesh.v1alpha1.MeshConfig.TLSConfig\x12?\n\x0ctls_defaults\x18@ \x01(\x0b\x32).istio.mesh.v1alpha1.MeshConfig.TLSConfig\x12T\n\x16\x64\x65\x66\x61ult_traffic_policy\x18G \x01(\x0b\x32\x34.istio.mesh.v1alpha1.MeshConfig.DefaultTrafficPolicy\x12?\n\x13\x64iscovery_selectors\x18; \x03(\x0b\x32\".istio.mesh.v1alpha1.LabelSelector\x12R\n\x15service_scope_configs\x18\x43 \x03(\x0b\x32\x33.istio.mesh.v1alpha1.MeshConfig.ServiceScopeConfigs\x12M\n\x18service_entry_visibility\x18H \x01(\x0b\x32+.istio.mesh.v1alpha1.ServiceEntryVisibility\x12\x36\n\x0c\x63\x65rtificates\x18/ \x03(\x0b\x32 .istio.mesh.v1alpha1.Certificate\x1a\x8b\x01\n\x15OutboundTrafficPolicy\x12H\n\x04mode\x18\x01 \x01(\x0e\x32:.istio.mesh.v1alpha1.MeshConfig.OutboundTrafficPolicy.Mode\"(\n\x04Mode\x12\x11\n\rREGISTRY_ONLY\x10\x00\x12\r\n\tALLOW_ANY\x10\x01\x1a\x87\x01\n\x14InboundTrafficPolicy\x12G\n\x04mode\x18\x01 \x01(\x0e\x32\x39.istio.mesh.v1alpha1.MeshConfig.InboundTrafficPolicy.Mode\"&\n\x04Mode\x12\x0f\n\x0bPASSTHROUGH\x10\x00\x12\r\n\tLOCALHOST\x10\x01\x1a~\n\x0f\x43\x65rtificateData\x12\r\n\x03pem\x18\x01 \x01(\tH\x00\x12\x1b\n\x11spiffe_bundle_url\x18\x02 \x01(\tH\x00\x12\x14\n\x0c\x63\x65rt_signers\x18\x03 \x03(\t\x12\x15\n\rtrust_domains\x18\x04 \x03(\tB\x12\n\x10\x63\x65rtificate_data\x1a\x8f\x01\n\x0fServiceSettings\x12J\n\x08settings\x18\x01 \x01(\x0b\x32\x38.istio.mesh.v1alpha1.MeshConfig.ServiceSettings.Settings\x12\r\n\x05hosts\x18\x02 \x03(\t\x1a!\n\x08Settings\x12\x15\n\rcluster_local\x18\x01 \x01(\x08\x1a\xa2\x01\n\x02\x43\x41\x12\x0f\n\x07\x61\x64\x64ress\x18\x01 \x01(\t\x12\x42\n\x0ctls_settings\x18\x02 \x01(\x0b\x32,.istio.networking.v1alpha3.ClientTLSSettings\x12\x32\n\x0frequest_timeout\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x13\n\x0bistiod_side\x18\x04 \x01(\x08\x1a\xe0\x01\n\x16ProxyPathNormalization\x12_\n\rnormalization\x18\x01 \x01(\x0e\x32H.istio.mesh.v1alpha1.MeshConfig.ProxyPathNormalization.NormalizationType\"e\n\x11NormalizationType\x12\x0b\n\x07\x44\x45\x46\x41ULT\x10\x00\x12\x08\n\x04NONE\x10\x01\x12\x08\n\x04\x42\x41SE\x10\x02\x12\x11\n\rMERGE_SLASHES\x10\x03\x12\x1c\n\x18\x44\x45\x43ODE_AND_MERGE_SLASHES\x10\x04\x1a\xc3\x01\n\tTLSConfig\x12S\n\x14min_protocol_version\x18\x01 \x01(\x0e\x32\x35.istio.mesh.v1alpha1.MeshConfig.TLSConfig.TLSProtocol\x12\x13\n\x0b\x65\x63\x64h_curves\x18\x02 \x03(\t\x12\x15\n\rcipher_suites\x18\x03 \x03(\t\"5\n\x0bTLSProtocol\x12\x0c\n\x08TLS_AUTO\x10\x00\x12\x0b\n\x07TLSV1_2\x10\x01\x12\x0b\n\x07TLSV1_3\x10\x02\x1a\xaa\x01\n\x14\x44\x65\x66\x61ultTrafficPolicy\x12J\n\x0f\x63onnection_pool\x18\x01 \x01(\x0b\x32\x31.istio.networking.v1alpha3.ConnectionPoolSettings\x12\x46\n\x11outlier_detection\x18\x02 \x01(\x0b\x32+.istio.networking.v1alpha3.OutlierDetection\x1a\xfe\x01\n\x13ServiceScopeConfigs\x12>\n\x12namespace_selector\x18\x01 \x01(\x0b\x32\".istio.mesh.v1alpha1.LabelSelector\x12=\n\x11services_selector\x18\x02 \x01(\x0b\x32\".istio.mesh.v1alpha1.LabelSelector\x12H\n\x05scope\x18\x03 \x01(\x0e\x32\x39.istio.mesh.v1alpha1.MeshConfig.ServiceScopeConfigs.Scope\"\x1e\n\x05Scope\x12\t\n\x05LOCAL\x10\x00\x12\n\n\x06GLOBAL\x10\x01\"J\n\x15IngressControllerMode\x12\x0f\n\x0bUNSPECIFIED\x10\x00\x12\x07\n\x03OFF\x10\x01\x12\x0b\n\x07\x44\x45\x46\x41ULT\x10\x02\x12\n\n\x06STRICT\x10\x03\"\'\n\x11\x41\x63\x63\x65ssLogEncoding\x12\x08\n\x04TEXT\x10\x00\x12\x08\n\x04JSON\x10\x01\"2\n\x0fH2UpgradePolicy\x12\x12\n\x0e\x44O_NOT_UPGRADE\x10\x00\x12\x0b\n\x07UPGRADE\x10\x01J\x04\x08\x01\x10\x04J\x04\x08\n\x10\x0bJ\x04\x08\x0b\x10\x0cJ\x04\x08\x0f\x10\x10J\x04\x08\x10\x10\x11J\x04\x08\x12\x10\x16J\x04\x08\x17\x10\x18J\x04\x08\x19\x10\x1aJ\x04\x08\x1d\x10\x1eJ\x04\x08\x1e\x10\x1fJ\x04\x08%\x10(J\x04\x08\x30\x10\x31J\x04\x08\x31\x10\x32J\x04\x08\x35\x10\x36\"\xd6\x01\n\rLabelSelector\x12H\n\x0bmatchLabels\x18\x01 \x03(\x0b\x32\x33.istio.mesh.v1alpha1.LabelSelector.MatchLabelsEntry\x12G\n\x10matchExpressions\x18\x02 \x03(\x0b\x32-.istio.mesh.v1alpha1.LabelSelectorRequirement\x1a\x32\n\x10MatchLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"I\n\x18LabelSelectorRequirement\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x10\n\x08operator\x18\x02 \x01(\t\x12\x0e\n\x06values\x18\x03 \x03(\t\"\x9c\x04\n\x16ServiceEntryVisibility\x12R\n\x12\x64\x65\x66\x61ult_visibility\x18\x01 \x01(\x0e\x32\x36.istio.mesh.v1alpha1.ServiceEntryVisibility.Visibility\x12\x19\n\x11\x61pply_to_sidecars\x18\x02 \x01(\x08\x12\x44\n\x08policies\x18\x03 \x03(\x0b\x32\x32.istio.mesh.v1alpha1.ServiceEntryVisibility.Policy\x1a\xa3\x01\n\x06Policy\x12J\n\nvisibility\x18\x01 \x01(\x0e\x32\x36.istio.mesh.v1alpha1.ServiceEntryVisibility.Visibility\x12M\n\x0ematching_rules\x18\x02 \x03(\x0b\x32\x35.istio.mesh.v1alpha1.ServiceEntryVisibility.MatchRule\x1aX\n\tMatchRule\x12@\n\x12namespace_selector\x18\x01 \x01(\x0b\x32\".istio.mesh.v1alpha1.LabelSelectorH\x00\x42\t\n\x07matcher\"M\n\nVisibility\x12\x1a\n\x16VISIBILITY_UNSPECIFIED\x10\x00\x12\x08\n\x04NONE\x10\x01\x12\r\n\tNAMESPACE\x10\x02\x12\n\n\x06PUBLIC\x10\x03\"5\n\x0b\x43\x65rtificate\x12\x13\n\x0bsecret_name\x18\x01 \x01(\t\x12\x11\n\tdns_names\x18\x02 \x03(\t\"\xa0\x01\n\x0c\x43onfigSource\x12\x0f\n\x07\x61\x64\x64ress\x18\x01 \x01(\t\x12\x42\n\x0ctls_settings\x18\x02 \x01(\x0b\x32,.istio.networking.v1alpha3.ClientTLSSettings\x12;\n\x14subscribed_resources\x18\x03 \x03(\x0e\x32\x1d.istio.mesh.v1alpha1.Resource* \n\x08Resource\x12\x14\n\x10SERVICE_REGISTRY\x10\x00\x42\x1cZ\x1aistio.io/api/mesh/v1alpha1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n istio/mesh/v1alpha1/config.proto\x12\x13istio.mesh.v1alpha1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1egoogle/protobuf/wrappers.proto\x1a\x30istio/networking/v1alpha3/destination_rule.proto\x1a\x1fistio/mesh/v1alpha1/proxy.proto\x1a/istio/networking/v1alpha3/virtual_service.proto\"\x84#\n\nMeshConfig\x12\x19\n\x11proxy_listen_port\x18\x04 \x01(\x05\x12!\n\x19proxy_inbound_listen_port\x18\x41 \x01(\x05\x12\x32\n\x0f\x63onnect_timeout\x18\x06 \x01(\x0b\x32\x19.google.protobuf.Duration\x12V\n\x17outbound_traffic_policy\x18\x11 \x01(\x0b\x32\x35.istio.mesh.v1alpha1.MeshConfig.OutboundTrafficPolicy\x12\x39\n\x0e\x63onfig_sources\x18\x16 \x03(\x0b\x32!.istio.mesh.v1alpha1.ConfigSource\x12\x14\n\x0ctrust_domain\x18\x1a \x01(\t\x12\x1c\n\x14trust_domain_aliases\x18. \x03(\t\x12!\n\x19\x64\x65\x66\x61ult_service_export_to\x18\x1f \x03(\t\x12)\n!default_virtual_service_export_to\x18  \x03(\t\x12*\n\"default_destination_rule_export_to\x18! \x03(\t\x12\x16\n\x0eroot_namespace\x18\" \x01(\t\x12S\n\x13locality_lb_setting\x18# \x01(\x0b\x32\x36.istio.networking.v1alpha3.LocalityLoadBalancerSetting\x12\x33\n\x10\x64ns_refresh_rate\x18$ \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x34\n\x10\x65nable_auto_mtls\x18+ \x01(\x0b\x32\x1a.google.protobuf.BoolValue\x12G\n\x19\x64\x65\x66\x61ult_http_retry_policy\x18> \x01(\x0b\x32$.istio.networking.v1alpha3.HTTPRetry\x12\x38\n\x0e\x64\x65\x66\x61ult_config\x18\x0e \x01(\x0b\x32 .istio.mesh.v1alpha1.ProxyConfig\x12\x17\n\x0fproxy_http_port\x18\x05 \x01(\x05\x12\x35\n\x12hbone_idle_timeout\x18\x46 \x01(\x0b\x32\x19.google.protobuf.Duration\x12=\n\x1aprotocol_detection_timeout\x18* \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x61\n\rtcp_keepalive\x18\x1c \x01(\x0b\x32J.istio.networking.v1alpha3.ConnectionPoolSettings.TCPSettings.TcpKeepalive\x12\x15\n\ringress_class\x18\x07 \x01(\t\x12\x17\n\x0fingress_service\x18\x08 \x01(\t\x12V\n\x17ingress_controller_mode\x18\t \x01(\x0e\x32\x35.istio.mesh.v1alpha1.MeshConfig.IngressControllerMode\x12\x18\n\x10ingress_selector\x18\x34 \x01(\t\x12\x16\n\x0e\x65nable_tracing\x18\x0c \x01(\x08\x12\x17\n\x0f\x61\x63\x63\x65ss_log_file\x18\r \x01(\t\x12\x19\n\x11\x61\x63\x63\x65ss_log_format\x18\x18 \x01(\t\x12N\n\x13\x61\x63\x63\x65ss_log_encoding\x18\x1b \x01(\x0e\x32\x31.istio.mesh.v1alpha1.MeshConfig.AccessLogEncoding\x12\'\n\x1f\x65nable_envoy_access_log_service\x18( \x01(\x08\x12\"\n\x1a\x64isable_envoy_listener_log\x18\x38 \x01(\x08\x12T\n\x16inbound_traffic_policy\x18\x42 \x01(\x0b\x32\x34.istio.mesh.v1alpha1.MeshConfig.InboundTrafficPolicy\x12H\n\x0f\x63\x61_certificates\x18: \x03(\x0b\x32/.istio.mesh.v1alpha1.MeshConfig.CertificateData\x12V\n\x15zone_aware_lb_setting\x18I \x01(\x0b\x32\x37.istio.networking.v1alpha3.ZoneAwareLoadBalancerSetting\x12J\n\x11h2_upgrade_policy\x18) \x01(\x0e\x32/.istio.mesh.v1alpha1.MeshConfig.H2UpgradePolicy\x12!\n\x19inbound_cluster_stat_name\x18, \x01(\t\x12\"\n\x1aoutbound_cluster_stat_name\x18- \x01(\t\x12I\n\x10service_settings\x18\x32 \x03(\x0b\x32/.istio.mesh.v1alpha1.MeshConfig.ServiceSettings\x12;\n\x17\x65nable_prometheus_merge\x18\x33 \x01(\x0b\x32\x1a.google.protobuf.BoolValue\x12@\n\x1cverify_certificate_at_client\x18\x36 \x01(\x0b\x32\x1a.google.protobuf.BoolValue\x12.\n\x02\x63\x61\x18\x37 \x01(\x0b\x32\".istio.mesh.v1alpha1.MeshConfig.CA\x12R\n\x12path_normalization\x18= \x01(\x0b\x32\x36.istio.mesh.v1alpha1.MeshConfig.ProxyPathNormalization\x12<\n\tmesh_mTLS\x18? \x01(\x0b\x32).istio.mesh.v1alpha1.MeshConfig.TLSConfig\x12?\n\x0ctls_defaults\x18@ \x01(\x0b\x32).istio.mesh.v1alpha1.MeshConfig.TLSConfig\x12T\n\x16\x64\x65\x66\x61ult_traffic_policy\x18G \x01(\x0b\x32\x34.istio.mesh.v1alpha1.MeshConfig.DefaultTrafficPolicy\x12?\n\x13\x64iscovery_selectors\x18; \x03(\x0b\x32\".istio.mesh.v1alpha1.LabelSelector\x12R\n\x15service_scope_configs\x18\x43 \x03(\x0b\x32\x33.istio.mesh.v1alpha1.MeshConfig.ServiceScopeConfigs\x12M\n\x18service_entry_visibility\x18H \x01(\x0b\x32+.istio.mesh.v1alpha1.ServiceEntryVisibility\x12\x36\n\x0c\x63\x65rtificates\x18/ \x03(\x0b\x32 .istio.mesh.v1alpha1.Certificate\x1a\x8b\x01\n\x15OutboundTrafficPolicy\x12H\n\x04mode\x18\x01 \x01(\x0e\x32:.istio.mesh.v1alpha1.MeshConfig.OutboundTrafficPolicy.Mode\"(\n\x04Mode\x12\x11\n\rREGISTRY_ONLY\x10\x00\x12\r\n\tALLOW_ANY\x10\x01\x1a\x87\x01\n\x14InboundTrafficPolicy\x12G\n\x04mode\x18\x01 \x01(\x0e\x32\x39.istio.mesh.v1alpha1.MeshConfig.InboundTrafficPolicy.Mode\"&\n\x04Mode\x12\x0f\n\x0bPASSTHROUGH\x10\x00\x12\r\n\tLOCALHOST\x10\x01\x1a~\n\x0f\x43\x65rtificateData\x12\r\n\x03pem\x18\x01 \x01(\tH\x00\x12\x1b\n\x11spiffe_bundle_url\x18\x02 \x01(\tH\x00\x12\x14\n\x0c\x63\x65rt_signers\x18\x03 \x03(\t\x12\x15\n\rtrust_domains\x18\x04 \x03(\tB\x12\n\x10\x63\x65rtificate_data\x1a\x8f\x01\n\x0fServiceSettings\x12J\n\x08settings\x18\x01 \x01(\x0b\x32\x38.istio.mesh.v1alpha1.MeshConfig.ServiceSettings.Settings\x12\r\n\x05hosts\x18\x02 \x03(\t\x1a!\n\x08Settings\x12\x15\n\rcluster_local\x18\x01 \x01(\x08\x1a\xa2\x01\n\x02\x43\x41\x12\x0f\n\x07\x61\x64\x64ress\x18\x01 \x01(\t\x12\x42\n\x0ctls_settings\x18\x02 \x01(\x0b\x32,.istio.networking.v1alpha3.ClientTLSSettings\x12\x32\n\x0frequest_timeout\x18\x03 \x01(\x0b\x32\x19.google.protobuf.Duration\x12\x13\n\x0bistiod_side\x18\x04 \x01(\x08\x1a\xe0\x01\n\x16ProxyPathNormalization\x12_\n\rnormalization\x18\x01 \x01(\x0e\x32H.istio.mesh.v1alpha1.MeshConfig.ProxyPathNormalization.NormalizationType\"e\n\x11NormalizationType\x12\x0b\n\x07\x44\x45\x46\x41ULT\x10\x00\x12\x08\n\x04NONE\x10\x01\x12\x08\n\x04\x42\x41SE\x10\x02\x12\x11\n\rMERGE_SLASHES\x10\x03\x12\x1c\n\x18\x44\x45\x43ODE_AND_MERGE_SLASHES\x10\x04\x1a\xc3\x01\n\tTLSConfig\x12S\n\x14min_protocol_version\x18\x01 \x01(\x0e\x32\x35.istio.mesh.v1alpha1.MeshConfig.TLSConfig.TLSProtocol\x12\x13\n\x0b\x65\x63\x64h_curves\x18\x02 \x03(\t\x12\x15\n\rcipher_suites\x18\x03 \x03(\t\"5\n\x0bTLSProtocol\x12\x0c\n\x08TLS_AUTO\x10\x00\x12\x0b\n\x07TLSV1_2\x10\x01\x12\x0b\n\x07TLSV1_3\x10\x02\x1a\xaa\x01\n\x14\x44\x65\x66\x61ultTrafficPolicy\x12J\n\x0f\x63onnection_pool\x18\x01 \x01(\x0b\x32\x31.istio.networking.v1alpha3.ConnectionPoolSettings\x12\x46\n\x11outlier_detection\x18\x02 \x01(\x0b\x32+.istio.networking.v1alpha3.OutlierDetection\x1a\xfe\x01\n\x13ServiceScopeConfigs\x12>\n\x12namespace_selector\x18\x01 \x01(\x0b\x32\".istio.mesh.v1alpha1.LabelSelector\x12=\n\x11services_selector\x18\x02 \x01(\x0b\x32\".istio.mesh.v1alpha1.LabelSelector\x12H\n\x05scope\x18\x03 \x01(\x0e\x32\x39.istio.mesh.v1alpha1.MeshConfig.ServiceScopeConfigs.Scope\"\x1e\n\x05Scope\x12\t\n\x05LOCAL\x10\x00\x12\n\n\x06GLOBAL\x10\x01\"J\n\x15IngressControllerMode\x12\x0f\n\x0bUNSPECIFIED\x10\x00\x12\x07\n\x03OFF\x10\x01\x12\x0b\n\x07\x44\x45\x46\x41ULT\x10\x02\x12\n\n\x06STRICT\x10\x03\"\'\n\x11\x41\x63\x63\x65ssLogEncoding\x12\x08\n\x04TEXT\x10\x00\x12\x08\n\x04JSON\x10\x01\"2\n\x0fH2UpgradePolicy\x12\x12\n\x0e\x44O_NOT_UPGRADE\x10\x00\x12\x0b\n\x07UPGRADE\x10\x01J\x04\x08\x01\x10\x04J\x04\x08\n\x10\x0bJ\x04\x08\x0b\x10\x0cJ\x04\x08\x0f\x10\x10J\x04\x08\x10\x10\x11J\x04\x08\x12\x10\x16J\x04\x08\x17\x10\x18J\x04\x08\x19\x10\x1aJ\x04\x08\x1d\x10\x1eJ\x04\x08\x1e\x10\x1fJ\x04\x08%\x10(J\x04\x08\x30\x10\x31J\x04\x08\x31\x10\x32J\x04\x08\x35\x10\x36\"\xd6\x01\n\rLabelSelector\x12H\n\x0bmatchLabels\x18\x01 \x03(\x0b\x32\x33.istio.mesh.v1alpha1.LabelSelector.MatchLabelsEntry\x12G\n\x10matchExpressions\x18\x02 \x03(\x0b\x32-.istio.mesh.v1alpha1.LabelSelectorRequirement\x1a\x32\n\x10MatchLabelsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"I\n\x18LabelSelectorRequirement\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x10\n\x08operator\x18\x02 \x01(\t\x12\x0e\n\x06values\x18\x03 \x03(\t\"\x9c\x04\n\x16ServiceEntryVisibility\x12R\n\x12\x64\x65\x66\x61ult_visibility\x18\x01 \x01(\x0e\x32\x36.istio.mesh.v1alpha1.ServiceEntryVisibility.Visibility\x12\x19\n\x11\x61pply_to_sidecars\x18\x02 \x01(\x08\x12\x44\n\x08policies\x18\x03 \x03(\x0b\x32\x32.istio.mesh.v1alpha1.ServiceEntryVisibility.Policy\x1a\xa3\x01\n\x06Policy\x12J\n\nvisibility\x18\x01 \x01(\x0e\x32\x36.istio.mesh.v1alpha1.ServiceEntryVisibility.Visibility\x12M\n\x0ematching_rules\x18\x02 \x03(\x0b\x32\x35.istio.mesh.v1alpha1.ServiceEntryVisibility.MatchRule\x1aX\n\tMatchRule\x12@\n\x12namespace_selector\x18\x01 \x01(\x0b\x32\".istio.mesh.v1alpha1.LabelSelectorH\x00\x42\t\n\x07matcher\"M\n\nVisibility\x12\x1a\n\x16VISIBILITY_UNSPECIFIED\x10\x00\x12\x08\n\x04NONE\x10\x01\x12\r\n\tNAMESPACE\x10\x02\x12\n\n\x06PUBLIC\x10\x03\"5\n\x0b\x43\x65rtificate\x12\x13\n\x0bsecret_name\x18\x01 \x01(\t\x12\x11\n\tdns_names\x18\x02 \x03(\t\"\xa0\x01\n\x0c\x43onfigSource\x12\x0f\n\x07\x61\x64\x64ress\x18\x01 \x01(\t\x12\x42\n\x0ctls_settings\x18\x02 \x01(\x0b\x32,.istio.networking.v1alpha3.ClientTLSSettings\x12;\n\x14subscribed_resources\x18\x03 \x03(\x0e\x32\x1d.istio.mesh.v1alpha1.Resource* \n\x08Resource\x12\x14\n\x10SERVICE_REGISTRY\x10\x00\x42\x1cZ\x1aistio.io/api/mesh/v1alpha1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,62 +39,62 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._serialized_options = b'Z\032istio.io/api/mesh/v1alpha1'
   _globals['_LABELSELECTOR_MATCHLABELSENTRY']._loaded_options = None
   _globals['_LABELSELECTOR_MATCHLABELSENTRY']._serialized_options = b'8\001'
-  _globals['_RESOURCE']._serialized_start=5702
-  _globals['_RESOURCE']._serialized_end=5734
-  _globals['_MESHCONFIG']._serialized_start=221
-  _globals['_MESHCONFIG']._serialized_end=4647
-  _globals['_MESHCONFIG_OUTBOUNDTRAFFICPOLICY']._serialized_start=2823
-  _globals['_MESHCONFIG_OUTBOUNDTRAFFICPOLICY']._serialized_end=2962
-  _globals['_MESHCONFIG_OUTBOUNDTRAFFICPOLICY_MODE']._serialized_start=2922
-  _globals['_MESHCONFIG_OUTBOUNDTRAFFICPOLICY_MODE']._serialized_end=2962
-  _globals['_MESHCONFIG_INBOUNDTRAFFICPOLICY']._serialized_start=2965
-  _globals['_MESHCONFIG_INBOUNDTRAFFICPOLICY']._serialized_end=3100
-  _globals['_MESHCONFIG_INBOUNDTRAFFICPOLICY_MODE']._serialized_start=3062
-  _globals['_MESHCONFIG_INBOUNDTRAFFICPOLICY_MODE']._serialized_end=3100
-  _globals['_MESHCONFIG_CERTIFICATEDATA']._serialized_start=3102
-  _globals['_MESHCONFIG_CERTIFICATEDATA']._serialized_end=3228
-  _globals['_MESHCONFIG_SERVICESETTINGS']._serialized_start=3231
-  _globals['_MESHCONFIG_SERVICESETTINGS']._serialized_end=3374
-  _globals['_MESHCONFIG_SERVICESETTINGS_SETTINGS']._serialized_start=3341
-  _globals['_MESHCONFIG_SERVICESETTINGS_SETTINGS']._serialized_end=3374
-  _globals['_MESHCONFIG_CA']._serialized_start=3377
-  _globals['_MESHCONFIG_CA']._serialized_end=3539
-  _globals['_MESHCONFIG_PROXYPATHNORMALIZATION']._serialized_start=3542
-  _globals['_MESHCONFIG_PROXYPATHNORMALIZATION']._serialized_end=3766
-  _globals['_MESHCONFIG_PROXYPATHNORMALIZATION_NORMALIZATIONTYPE']._serialized_start=3665
-  _globals['_MESHCONFIG_PROXYPATHNORMALIZATION_NORMALIZATIONTYPE']._serialized_end=3766
-  _globals['_MESHCONFIG_TLSCONFIG']._serialized_start=3769
-  _globals['_MESHCONFIG_TLSCONFIG']._serialized_end=3964
-  _globals['_MESHCONFIG_TLSCONFIG_TLSPROTOCOL']._serialized_start=3911
-  _globals['_MESHCONFIG_TLSCONFIG_TLSPROTOCOL']._serialized_end=3964
-  _globals['_MESHCONFIG_DEFAULTTRAFFICPOLICY']._serialized_start=3967
-  _globals['_MESHCONFIG_DEFAULTTRAFFICPOLICY']._serialized_end=4137
-  _globals['_MESHCONFIG_SERVICESCOPECONFIGS']._serialized_start=4140
-  _globals['_MESHCONFIG_SERVICESCOPECONFIGS']._serialized_end=4394
-  _globals['_MESHCONFIG_SERVICESCOPECONFIGS_SCOPE']._serialized_start=4364
-  _globals['_MESHCONFIG_SERVICESCOPECONFIGS_SCOPE']._serialized_end=4394
-  _globals['_MESHCONFIG_INGRESSCONTROLLERMODE']._serialized_start=4396
-  _globals['_MESHCONFIG_INGRESSCONTROLLERMODE']._serialized_end=4470
-  _globals['_MESHCONFIG_ACCESSLOGENCODING']._serialized_start=4472
-  _globals['_MESHCONFIG_ACCESSLOGENCODING']._serialized_end=4511
-  _globals['_MESHCONFIG_H2UPGRADEPOLICY']._serialized_start=4513
-  _globals['_MESHCONFIG_H2UPGRADEPOLICY']._serialized_end=4563
-  _globals['_LABELSELECTOR']._serialized_start=4650
-  _globals['_LABELSELECTOR']._serialized_end=4864
-  _globals['_LABELSELECTOR_MATCHLABELSENTRY']._serialized_start=4814
-  _globals['_LABELSELECTOR_MATCHLABELSENTRY']._serialized_end=4864
-  _globals['_LABELSELECTORREQUIREMENT']._serialized_start=4866
-  _globals['_LABELSELECTORREQUIREMENT']._serialized_end=4939
-  _globals['_SERVICEENTRYVISIBILITY']._serialized_start=4942
-  _globals['_SERVICEENTRYVISIBILITY']._serialized_end=5482
-  _globals['_SERVICEENTRYVISIBILITY_POLICY']._serialized_start=5150
-  _globals['_SERVICEENTRYVISIBILITY_POLICY']._serialized_end=5313
-  _globals['_SERVICEENTRYVISIBILITY_MATCHRULE']._serialized_start=5315
-  _globals['_SERVICEENTRYVISIBILITY_MATCHRULE']._serialized_end=5403
-  _globals['_SERVICEENTRYVISIBILITY_VISIBILITY']._serialized_start=5405
-  _globals['_SERVICEENTRYVISIBILITY_VISIBILITY']._serialized_end=5482
-  _globals['_CERTIFICATE']._serialized_start=5484
-  _globals['_CERTIFICATE']._serialized_end=5537
-  _globals['_CONFIGSOURCE']._serialized_start=5540
-  _globals['_CONFIGSOURCE']._serialized_end=5700
+  _globals['_RESOURCE']._serialized_start=5793
+  _globals['_RESOURCE']._serialized_end=5825
+  _globals['_MESHCONFIG']._serialized_start=254
+  _globals['_MESHCONFIG']._serialized_end=4738
+  _globals['_MESHCONFIG_OUTBOUNDTRAFFICPOLICY']._serialized_start=2914
+  _globals['_MESHCONFIG_OUTBOUNDTRAFFICPOLICY']._serialized_end=3053
+  _globals['_MESHCONFIG_OUTBOUNDTRAFFICPOLICY_MODE']._serialized_start=3013
+  _globals['_MESHCONFIG_OUTBOUNDTRAFFICPOLICY_MODE']._serialized_end=3053
+  _globals['_MESHCONFIG_INBOUNDTRAFFICPOLICY']._serialized_start=3056
+  _globals['_MESHCONFIG_INBOUNDTRAFFICPOLICY']._serialized_end=3191
+  _globals['_MESHCONFIG_INBOUNDTRAFFICPOLICY_MODE']._serialized_start=3153
+  _globals['_MESHCONFIG_INBOUNDTRAFFICPOLICY_MODE']._serialized_end=3191
+  _globals['_MESHCONFIG_CERTIFICATEDATA']._serialized_start=3193
+  _globals['_MESHCONFIG_CERTIFICATEDATA']._serialized_end=3319
+  _globals['_MESHCONFIG_SERVICESETTINGS']._serialized_start=3322
+  _globals['_MESHCONFIG_SERVICESETTINGS']._serialized_end=3465
+  _globals['_MESHCONFIG_SERVICESETTINGS_SETTINGS']._serialized_start=3432
+  _globals['_MESHCONFIG_SERVICESETTINGS_SETTINGS']._serialized_end=3465
+  _globals['_MESHCONFIG_CA']._serialized_start=3468
+  _globals['_MESHCONFIG_CA']._serialized_end=3630
+  _globals['_MESHCONFIG_PROXYPATHNORMALIZATION']._serialized_start=3633
+  _globals['_MESHCONFIG_PROXYPATHNORMALIZATION']._serialized_end=3857
+  _globals['_MESHCONFIG_PROXYPATHNORMALIZATION_NORMALIZATIONTYPE']._serialized_start=3756
+  _globals['_MESHCONFIG_PROXYPATHNORMALIZATION_NORMALIZATIONTYPE']._serialized_end=3857
+  _globals['_MESHCONFIG_TLSCONFIG']._serialized_start=3860
+  _globals['_MESHCONFIG_TLSCONFIG']._serialized_end=4055
+  _globals['_MESHCONFIG_TLSCONFIG_TLSPROTOCOL']._serialized_start=4002
+  _globals['_MESHCONFIG_TLSCONFIG_TLSPROTOCOL']._serialized_end=4055
+  _globals['_MESHCONFIG_DEFAULTTRAFFICPOLICY']._serialized_start=4058
+  _globals['_MESHCONFIG_DEFAULTTRAFFICPOLICY']._serialized_end=4228
+  _globals['_MESHCONFIG_SERVICESCOPECONFIGS']._serialized_start=4231
+  _globals['_MESHCONFIG_SERVICESCOPECONFIGS']._serialized_end=4485
+  _globals['_MESHCONFIG_SERVICESCOPECONFIGS_SCOPE']._serialized_start=4455
+  _globals['_MESHCONFIG_SERVICESCOPECONFIGS_SCOPE']._serialized_end=4485
+  _globals['_MESHCONFIG_INGRESSCONTROLLERMODE']._serialized_start=4487
+  _globals['_MESHCONFIG_INGRESSCONTROLLERMODE']._serialized_end=4561
+  _globals['_MESHCONFIG_ACCESSLOGENCODING']._serialized_start=4563
+  _globals['_MESHCONFIG_ACCESSLOGENCODING']._serialized_end=4602
+  _globals['_MESHCONFIG_H2UPGRADEPOLICY']._serialized_start=4604
+  _globals['_MESHCONFIG_H2UPGRADEPOLICY']._serialized_end=4654
+  _globals['_LABELSELECTOR']._serialized_start=4741
+  _globals['_LABELSELECTOR']._serialized_end=4955
+  _globals['_LABELSELECTOR_MATCHLABELSENTRY']._serialized_start=4905
+  _globals['_LABELSELECTOR_MATCHLABELSENTRY']._serialized_end=4955
+  _globals['_LABELSELECTORREQUIREMENT']._serialized_start=4957
+  _globals['_LABELSELECTORREQUIREMENT']._serialized_end=5030
+  _globals['_SERVICEENTRYVISIBILITY']._serialized_start=5033
+  _globals['_SERVICEENTRYVISIBILITY']._serialized_end=5573
+  _globals['_SERVICEENTRYVISIBILITY_POLICY']._serialized_start=5241
+  _globals['_SERVICEENTRYVISIBILITY_POLICY']._serialized_end=5404
+  _globals['_SERVICEENTRYVISIBILITY_MATCHRULE']._serialized_start=5406
+  _globals['_SERVICEENTRYVISIBILITY_MATCHRULE']._serialized_end=5494
+  _globals['_SERVICEENTRYVISIBILITY_VISIBILITY']._serialized_start=5496
+  _globals['_SERVICEENTRYVISIBILITY_VISIBILITY']._serialized_end=5573
+  _globals['_CERTIFICATE']._serialized_start=5575
+  _globals['_CERTIFICATE']._serialized_end=5628
+  _globals['_CONFIGSOURCE']._serialized_start=5631
+  _globals['_CONFIGSOURCE']._serialized_end=5791
 # @@protoc_insertion_point(module_scope)
