@@ -14,7 +14,9 @@ place:
 - a :class:`~pilothouse.registry.model.ServiceKey` on the service's own key (what an
   endpoint change names);
 - tuples, frozensets, :class:`InputKey` parts and dataclass fields (those that take part
-  in comparison) are walked; anything else names nothing.
+  in comparison) are walked; anything else names nothing (nor do
+  :class:`~pilothouse.registry.model.Labels`, string pairs, which are not walked: every
+  workload's inputs hold its labels).
 
 An inputs value of many parts that the cache hashes often (a scope's hundreds of
 services), or one made for every proxy on every push (a workload's ports, its inbound
@@ -37,7 +39,7 @@ from typing import Any, ClassVar
 
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.registry.endpoint_index import EndpointIndex
-from pilothouse.registry.model import Endpoint, Service, ServiceKey
+from pilothouse.registry.model import Endpoint, Labels, Service, ServiceKey
 
 
 class InputKey:
@@ -204,7 +206,7 @@ def dependencies(
     return frozenset(found)
 
 
-_LEAVES = frozenset({str, int, float, bool, bytes, type(None)})
+_LEAVES = frozenset({str, int, float, bool, bytes, type(None), Labels})
 
 
 def _collect(value: object, found: set[ConfigKey], compared: dict[type, tuple[str, ...]]) -> None:
