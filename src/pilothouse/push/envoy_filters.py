@@ -125,9 +125,12 @@ class EnvoyFilterIndex:
 
     def for_proxy(self, proxy: ProxyIdentity) -> ProxyPatches:
         """The patches that apply to ``proxy``, in istiod's order."""
-        candidates = list(self._by_namespace.get(self.root, ()))
+        by_namespace = self._by_namespace
+        if not by_namespace:  # no EnvoyFilter at all: asked per proxy and type, keep it cheap
+            return NO_PATCHES
+        candidates = list(by_namespace.get(self.root, ()))
         if proxy.namespace != self.root:
-            candidates += self._by_namespace.get(proxy.namespace, ())
+            candidates += by_namespace.get(proxy.namespace, ())
         if not candidates:
             return NO_PATCHES
         metadata = proxy.metadata or {}

@@ -14,7 +14,9 @@ place:
 - a :class:`~pilothouse.registry.model.ServiceKey` on the service's own key (what an
   endpoint change names);
 - tuples, frozensets, :class:`InputKey` parts and dataclass fields (those that take part
-  in comparison) are walked; anything else names nothing.
+  in comparison) are walked; anything else names nothing (nor do
+  :class:`~pilothouse.registry.model.Labels`, string pairs, which are not walked: every
+  workload's inputs hold its labels).
 
 An inputs value of many parts that the cache hashes often (a scope's hundreds of
 services), or one made for every proxy on every push (a workload's ports, its inbound
@@ -37,7 +39,7 @@ from typing import Any, ClassVar
 
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.registry.endpoint_index import EndpointIndex
-from pilothouse.registry.model import Endpoint, Service, ServiceKey
+from pilothouse.registry.model import Endpoint, Labels, Service, ServiceKey
 
 
 class InputKey:
@@ -85,22 +87,31 @@ class FrozenInputs:
     Subclass as ``@dataclass(frozen=True, slots=True, eq=False)``: equality and the hash
     come from here and cover every field that takes part in comparison (fields with
     ``compare=False`` may hold what is derived from the others, made on first use). Two
-    values are equal when they are of the same class and their compared fields are.
+    values are equal when they are of the same class and their compared fields are: the
+    fields are read into a tuple once, at construction, and a comparison (every cache
+    hit makes one) compares the hashes, then the two tuples.
     """
 
-    __slots__ = ("_depends", "_hash")
+    __slots__ = ("_compared", "_depends", "_hash")
 
     _hash: int
+    _compared: tuple[object, ...]
+    """The compared fields' values, read once (what equality compares after the hash)."""
     _depends: frozenset[ConfigKey] | None
     _compared_getter: ClassVar[Callable[[Any], tuple[object, ...]]]
     """Reads the compared fields of an instance (made once per class, on first use)."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_hash", hash(self.compared()))
+        compared = self._read_compared()
+        object.__setattr__(self, "_compared", compared)
+        object.__setattr__(self, "_hash", hash(compared))
         object.__setattr__(self, "_depends", None)
 
     def compared(self) -> tuple[object, ...]:
         """The values of the fields that take part in comparison, in field order."""
+        return self._compared
+
+    def _read_compared(self) -> tuple[object, ...]:
         kind = type(self)
         try:
             getter = kind.__dict__["_compared_getter"]
@@ -114,7 +125,7 @@ class FrozenInputs:
         """The config keys the compared fields name (see :func:`dependencies`)."""
         found = self._depends
         if found is None:
-            found = dependencies(self.compared())
+            found = dependencies(self._compared)
             object.__setattr__(self, "_depends", found)
         return found
 
@@ -127,7 +138,7 @@ class FrozenInputs:
         if type(other) is not type(self):
             return NotImplemented
         assert isinstance(other, FrozenInputs)
-        return self._hash == other._hash and self.compared() == other.compared()
+        return self._hash == other._hash and self._compared == other._compared
 
 
 def _reader(names: tuple[str, ...]) -> Callable[[Any], tuple[object, ...]]:
@@ -195,7 +206,7 @@ def dependencies(
     return frozenset(found)
 
 
-_LEAVES = frozenset({str, int, float, bool, bytes, type(None)})
+_LEAVES = frozenset({str, int, float, bool, bytes, type(None), Labels})
 
 
 def _collect(value: object, found: set[ConfigKey], compared: dict[type, tuple[str, ...]]) -> None:

@@ -183,7 +183,7 @@ class ServicePort:
         return self.target_port or self.number
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(frozen=True, slots=True, init=False, eq=False)
 class Service:
     """One host of a ServiceEntry, as the rest of the mesh sees it.
 
@@ -208,7 +208,8 @@ class Service:
     """hostname and namespace as one value (made once: it is looked up all the time)."""
     _hash: int = field(init=False, repr=False, compare=False)
     """The hash of the compared fields, 0 until first asked for: a Service is part of
-    the cache inputs of every cluster and scope that holds it, hashed on each lookup."""
+    the cache inputs of every cluster and scope that holds it, hashed on each lookup.
+    Equality compares it first when both sides have one."""
 
     def __init__(
         self,
@@ -246,6 +247,17 @@ class Service:
             found = hash(_service_fields(self)) or 1
             object.__setattr__(self, "_hash", found)
         return found
+
+    def __eq__(self, other: object) -> bool:
+        # the same object, or hashes both known and different, answer without the fields
+        if self is other:
+            return True
+        if type(other) is not Service:
+            return NotImplemented
+        mine, theirs = self._hash, other._hash
+        if mine and theirs and mine != theirs:
+            return False
+        return bool(_service_fields(self) == _service_fields(other))
 
     def port_by_number(self, number: int) -> ServicePort | None:
         for port in self.ports:

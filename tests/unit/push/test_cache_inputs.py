@@ -17,7 +17,14 @@ from pilothouse.push.inputs import (
     dependencies,
 )
 from pilothouse.registry.endpoint_index import EndpointIndex
-from pilothouse.registry.model import Endpoint, Location, Resolution, Service, ServiceKey
+from pilothouse.registry.model import (
+    Endpoint,
+    Labels,
+    Location,
+    Resolution,
+    Service,
+    ServiceKey,
+)
 
 ENTRY = ConfigKey("ServiceEntry", "shop", "web")
 SERVICE = Service("web.shop.svc", "shop", (), Resolution.STATIC, Location.MESH_INTERNAL, ENTRY)
@@ -65,6 +72,8 @@ def test_dependencies_are_derived_from_the_compared_fields_by_type() -> None:
         sidecar,
     }  # Inner.ignored is not compared, so it is not a dependency
     assert dependencies(("plain", 1, b"bytes")) == frozenset()
+    # labels (string pairs) name nothing, however they sit in the value
+    assert dependencies((Labels.of({"app": "web"}), ENTRY)) == {ENTRY}
 
 
 def test_a_config_revision_compares_by_key_source_and_resource_version() -> None:

@@ -102,3 +102,18 @@ def test_registry_service_hash_is_made_once_from_every_compared_field() -> None:
     from pilothouse.registry import model
 
     assert model._service_fields(a) == tuple(getattr(a, name) for name in compared)
+
+
+def test_registry_service_equality_is_the_same_before_and_after_hashing() -> None:
+    """Equality looks at the kept hashes first when both sides have one; the answer must
+    be what comparing the fields gives, hashed or not."""
+    import dataclasses
+
+    a, b = _http_service(), _http_service()
+    other = _http_service(number=81)
+    elsewhere = dataclasses.replace(a, creation_time=None, addresses=("10.0.0.1",))
+    assert a == b and a != other and a != elsewhere  # no hash made yet
+    for service in (a, b, other, elsewhere):
+        hash(service)
+    assert a == b and b == a and a != other and other != a and a != elsewhere
+    assert (a == "web") is False and a.__eq__("web") is NotImplemented

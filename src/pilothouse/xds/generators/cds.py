@@ -191,26 +191,18 @@ def scope_services(scope: ProxyScope, context: ScopeContext, rules: ScopeRules) 
     )
 
 
-@dataclass(frozen=True, slots=True)
-class ScopeClusterInputs:
+@dataclass(frozen=True, slots=True, eq=False)
+class ScopeClusterInputs(FrozenInputs):
     """What a scope's outbound clusters are built from: its services with their rules'
     revisions (in hostname order), the endpoints of its DNS services, the connect timeout,
-    the transport, and the namespaces auto-mTLS applies to."""
+    the transport, and the namespaces auto-mTLS applies to (hashed once: the cache hashes
+    a key again for each of its many dependencies)."""
 
     services: InputKey
     dns: tuple[EndpointsAt, ...]
     connect_timeout: float
     rest: RestPolling | None
     auto_mtls: tuple[str, ...] = ()
-    _hash: int = field(default=0, init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        # hashed once: the cache hashes a key again for each of its (many) dependencies
-        parts = (self.services, self.dns, self.connect_timeout, self.rest, self.auto_mtls)
-        object.__setattr__(self, "_hash", hash(parts))
-
-    def __hash__(self) -> int:
-        return self._hash
 
 
 def build_scope_clusters(cache: ResourceCache, inputs: ScopeClusterInputs) -> ResourceGroup:
@@ -241,11 +233,12 @@ def build_scope_clusters(cache: ResourceCache, inputs: ScopeClusterInputs) -> Re
 _DNS = frozenset({Discovery.STRICT_DNS, Discovery.LOGICAL_DNS})
 
 
-@dataclass(frozen=True, slots=True)
-class ServiceClusterInputs:
+@dataclass(frozen=True, slots=True, eq=False)
+class ServiceClusterInputs(FrozenInputs):
     """What one service's clusters (a port each, times its DestinationRule's subsets) are
     built from. ``endpoints`` only for a DNS service, whose clusters hold them;
-    ``auto_mtls`` when its clusters without DestinationRule TLS take auto-mTLS."""
+    ``auto_mtls`` when its clusters without DestinationRule TLS take auto-mTLS (hashed
+    once, and compared by hash first: every scope holding the service looks it up)."""
 
     service: Service
     rule: ConfigRevision | None
@@ -253,22 +246,6 @@ class ServiceClusterInputs:
     connect_timeout: float
     rest: RestPolling | None
     auto_mtls: bool = False
-    _hash: int = field(default=0, init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        # hashed once: a Service hashes every field it has, each time
-        parts = (
-            self.service,
-            self.rule,
-            self.endpoints,
-            self.connect_timeout,
-            self.rest,
-            self.auto_mtls,
-        )
-        object.__setattr__(self, "_hash", hash(parts))
-
-    def __hash__(self) -> int:
-        return self._hash
 
 
 def build_service_clusters(inputs: ServiceClusterInputs) -> ResourceGroup:
