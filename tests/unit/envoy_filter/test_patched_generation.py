@@ -18,21 +18,10 @@ from envoy.extensions.filters.network.http_connection_manager.v3 import (
 from google.protobuf import any_pb2
 
 from pilothouse.admin.metrics_pilot import envoy_filter_status
-from pilothouse.config.load import Loader
-from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import ConfigKey
-from pilothouse.kinds.table import SCHEMAS
 from pilothouse.protocol.type_urls import CDS, LDS, RDS
-from pilothouse.push.cache import ResourceCache
-from pilothouse.push.context import PushContext, build_context
 from pilothouse.push.proxy import ProxyIdentity, parse_node
-from pilothouse.push.request import PushRequest
-from pilothouse.registry.controller import ServiceEntryRegistry
-from pilothouse.sources.memory import MemoryStore
-from pilothouse.xds.generators.base import GenerationInput
-from pilothouse.xds.generators.cds import ClusterGenerator
-from pilothouse.xds.generators.lds import ListenerGenerator
-from pilothouse.xds.generators.rds import RouteGenerator
+from tests.unit.xds_server.generation_server import GenerationServer
 
 from .patching import http_filter_names
 
@@ -97,59 +86,6 @@ spec:
 """
 
 
-class Server:
-    """The store, registry, context and cache a discovery server would hold."""
-
-    def __init__(self, *texts: str) -> None:
-        self.store = MemoryStore("test")
-        self.registry = ServiceEntryRegistry(self.store, lambda update: None)
-        self.cache = ResourceCache()
-        for text in texts:
-            self.apply(text)
-        self.store.mark_synced()
-        self.registry.initial_load()
-        self.context: PushContext = build_context(
-            self.store, self.registry.services, MeshSettings(), "v1"
-        )
-
-    def apply(self, text: str) -> list[ConfigKey]:
-        return [
-            config.key
-            for config in Loader(SCHEMAS, source="test").load_strict(text, "mesh.yaml")
-            if self.store.apply(config) is not None
-        ]
-
-    def push(self, changed: list[ConfigKey]) -> None:
-        self.cache.invalidate(changed)
-        self.context = build_context(
-            self.store,
-            self.registry.services,
-            MeshSettings(),
-            "v2",
-            self.context,
-            PushRequest.for_configs(changed),
-        )
-
-    def generate(self, proxy: ProxyIdentity) -> dict[str, dict[str, bytes]]:
-        out: dict[str, dict[str, bytes]] = {}
-        for type_url, generator in (
-            (CDS, ClusterGenerator()),
-            (LDS, ListenerGenerator()),
-            (RDS, RouteGenerator()),
-        ):
-            made = generator.generate(
-                GenerationInput(
-                    proxy=proxy,
-                    scope=self.context.scope(proxy),
-                    context=self.context,
-                    endpoints=self.registry.endpoint_index,
-                    cache=self.cache,
-                )
-            )
-            out[type_url] = {name: r.body for name, r in made.items()}
-        return out
-
-
 def proxy(ns: str, app: str = "web") -> ProxyIdentity:
     return parse_node(
         f"sidecar~10.0.0.1~{app}-1.{ns}~{ns}.svc.cluster.local",
@@ -168,8 +104,8 @@ def outbound_http_filters(generated: dict[str, dict[str, bytes]]) -> list[str]:
 
 
 def test_a_namespace_filter_patches_the_proxies_it_selects_and_no_other() -> None:
-    plain = Server(MESH)
-    patched = Server(MESH, LUA_IN_SHOP % "1")
+    plain = GenerationServer(MESH)
+    patched = GenerationServer(MESH, LUA_IN_SHOP % "1")
     shop = patched.generate(proxy("shop"))
     assert outbound_http_filters(shop)[-2:] == [
         "envoy.filters.http.lua",
@@ -181,7 +117,7 @@ def test_a_namespace_filter_patches_the_proxies_it_selects_and_no_other() -> Non
 
 
 def test_root_namespace_filters_patch_clusters_and_routes_of_every_namespace() -> None:
-    server = Server(MESH, MESH_WIDE)
+    server = GenerationServer(MESH, MESH_WIDE)
     for ns in ("shop", "bank"):
         generated = server.generate(proxy(ns))
         web = decoded(
@@ -195,21 +131,21 @@ def test_root_namespace_filters_patch_clusters_and_routes_of_every_namespace() -
 
 
 def test_an_edit_and_a_delete_give_what_a_cold_server_gives() -> None:
-    server = Server(MESH, LUA_IN_SHOP % "1")
+    server = GenerationServer(MESH, LUA_IN_SHOP % "1")
     shop = proxy("shop")
     first = server.generate(shop)
     server.push(server.apply(LUA_IN_SHOP % "2"))
     edited = server.generate(shop)
     assert edited != first
-    assert edited == Server(MESH, LUA_IN_SHOP % "2").generate(shop)
+    assert edited == GenerationServer(MESH, LUA_IN_SHOP % "2").generate(shop)
     key = ConfigKey("EnvoyFilter", "shop", "lua")
     server.store.delete(key)
     server.push([key])
-    assert server.generate(shop) == Server(MESH).generate(shop)
+    assert server.generate(shop) == GenerationServer(MESH).generate(shop)
 
 
 def test_patched_resources_are_cached_by_their_inputs() -> None:
-    server = Server(MESH, LUA_IN_SHOP % "1")
+    server = GenerationServer(MESH, LUA_IN_SHOP % "1")
     server.generate(proxy("shop"))
     entries = len(server.cache)
     hits = server.cache.stats.hits
@@ -245,7 +181,7 @@ spec:
 
 
 def test_each_patch_says_what_it_did_on_the_debug_view_and_the_metric() -> None:
-    server = Server(MESH, STATUSES)
+    server = GenerationServer(MESH, STATUSES)
     index = server.context.envoy_filters
     assert {r.status for r in index.statuses()} == {"no proxy", "dropped"}
     server.generate(proxy("shop"))
@@ -269,7 +205,7 @@ def test_each_patch_says_what_it_did_on_the_debug_view_and_the_metric() -> None:
 
 
 def test_a_patch_that_never_matches_is_reported_in_the_metric() -> None:
-    server = Server(MESH, STATUSES.replace("web.shop", "gone.shop"))
+    server = GenerationServer(MESH, STATUSES.replace("web.shop", "gone.shop"))
     server.generate(proxy("shop"))
     samples = envoy_filter_status(server.context.envoy_filters.statuses()).samples
     assert [(s.labels, s.value) for s in samples] == [
@@ -307,8 +243,8 @@ spec:
 
 
 def test_route_patches_reach_the_inline_routes_of_inbound_listeners() -> None:
-    plain = Server(MESH, INBOUND_SIDECAR)
-    patched = Server(MESH, INBOUND_SIDECAR, INBOUND_ROUTES)
+    plain = GenerationServer(MESH, INBOUND_SIDECAR)
+    patched = GenerationServer(MESH, INBOUND_SIDECAR, INBOUND_ROUTES)
     before, after = plain.generate(proxy("shop")), patched.generate(proxy("shop"))
     assert after[RDS] == before[RDS]  # the outbound route configurations are not inbound
     (name,) = [n for n in after[LDS] if n.endswith("_9080")]

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from pilothouse.protocol.type_urls import CDS, LDS
 from pilothouse.push.proxy import ProxyIdentity, parse_node
+from tests.unit.xds_server.generation_server import GenerationServer
 
-from .test_patched_generation import MESH, Server
+from .test_patched_generation import MESH
 
 AUTHZ = "outbound|8080||web.bank.svc.cluster.local"
 ROUTE_TO_SHOP_ONLY = """\
@@ -67,7 +68,7 @@ def gateway() -> ProxyIdentity:
 def test_a_service_only_an_envoy_filter_names_has_its_cluster_on_the_gateway() -> None:
     annotated = '{"envoyfilter.istio.io/referenced-services": "bank/web.bank.svc.cluster.local"}'
     for annotation in (annotated, "{}"):
-        server = Server(MESH, ROUTE_TO_SHOP_ONLY, EXT_AUTHZ % annotation)
+        server = GenerationServer(MESH, ROUTE_TO_SHOP_ONLY, EXT_AUTHZ % annotation)
         generated = server.generate(gateway())
         assert AUTHZ in generated[CDS]  # no route reaches it; the patch names it
         assert "0.0.0.0_8081" in generated[LDS]

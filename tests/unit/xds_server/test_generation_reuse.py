@@ -14,27 +14,16 @@ import ipaddress
 import pytest
 from google.protobuf import any_pb2
 
-from pilothouse.config.load import Loader
-from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import ConfigKey
-from pilothouse.kinds.table import SCHEMAS
-from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
-from pilothouse.push.cache import ResourceCache
-from pilothouse.push.context import PushContext, build_context
+from pilothouse.protocol.type_urls import CDS, LDS, RDS
 from pilothouse.push.proxy import ProxyIdentity, parse_node
-from pilothouse.push.request import PushRequest
 from pilothouse.push.rule_reads import hash_policy_inputs
-from pilothouse.registry.controller import ServiceEntryRegistry
-from pilothouse.sources.memory import MemoryStore
 from pilothouse.xds.builders.listener_sidecar import build_inbound_listener
-from pilothouse.xds.generators.base import GenerationInput
-from pilothouse.xds.generators.cds import ClusterGenerator, encode
-from pilothouse.xds.generators.eds import EndpointGenerator
+from pilothouse.xds.generators.cds import encode
 from pilothouse.xds.generators.inbound import InboundPort
-from pilothouse.xds.generators.lds import ListenerGenerator
 from pilothouse.xds.generators.lds_inbound import AddressTemplate
-from pilothouse.xds.generators.rds import RouteGenerator
 from pilothouse.xds.generators.routing import label_key
+from tests.unit.xds_server.generation_server import GenerationServer
 
 NAMESPACES = ("shop", "bank")
 
@@ -100,60 +89,14 @@ def _proxy(ns: str) -> ProxyIdentity:
     )
 
 
-class Server:
-    """The store, registry, context and cache a discovery server would hold."""
+class Server(GenerationServer):
+    """Generation as the server does it, seen as ``{type: {name: version}}``."""
 
-    def __init__(self) -> None:
-        self.store = MemoryStore("test")
-        self.registry = ServiceEntryRegistry(self.store, lambda update: None)
-        self.cache = ResourceCache()
-        self.context: PushContext | None = None
-
-    def apply(self, text: str) -> list[ConfigKey]:
-        keys = []
-        for config in Loader(SCHEMAS, source="test").load_strict(text, "mesh.yaml"):
-            if self.store.apply(config) is not None:
-                keys.append(config.key)
-        return keys
-
-    def start(self) -> None:
-        self.store.mark_synced()
-        self.registry.initial_load()
-        self.context = build_context(self.store, self.registry.services, MeshSettings(), "v1")
-
-    def push(self, changed: list[ConfigKey]) -> None:
-        assert self.context is not None
-        self.cache.invalidate(changed)
-        request = PushRequest.for_configs(changed)
-        self.context = build_context(
-            self.store, self.registry.services, MeshSettings(), "v2", self.context, request
-        )
-
-    def generate(self, proxy: ProxyIdentity) -> dict[str, dict[str, str]]:
-        """``{type: {name: version}}``: CDS, LDS and RDS by wildcard, EDS for the clusters."""
-        context = self.context
-        assert context is not None
-        out: dict[str, dict[str, str]] = {}
-        names: dict[str, frozenset[str] | None] = {CDS: None, LDS: None, RDS: None}
-        for type_url, generator in (
-            (CDS, ClusterGenerator()),
-            (EDS, EndpointGenerator()),
-            (LDS, ListenerGenerator()),
-            (RDS, RouteGenerator()),
-        ):
-            given = GenerationInput(
-                proxy=proxy,
-                scope=context.scope(proxy),
-                context=context,
-                endpoints=self.registry.endpoint_index,
-                cache=self.cache,
-                names=names.get(type_url),
-            )
-            generated = generator.generate(given)
-            out[type_url] = {name: r.version for name, r in generated.items()}
-            if type_url == CDS:
-                names[EDS] = frozenset(n for n in generated if n.startswith("outbound|"))
-        return out
+    def versions(self, proxy: ProxyIdentity) -> dict[str, dict[str, str]]:
+        return {
+            type_url: {name: r.version for name, r in made.items()}
+            for type_url, made in self.resources(proxy).items()
+        }
 
 
 def _mesh(**changed: object) -> str:
@@ -179,11 +122,11 @@ def test_after_an_edit_every_resource_is_what_a_fresh_server_gives(
     change: dict[str, object],
 ) -> None:
     server = _fresh(_mesh())
-    before = {ns: server.generate(_proxy(ns)) for ns in NAMESPACES}
+    before = {ns: server.versions(_proxy(ns)) for ns in NAMESPACES}
     server.push(server.apply(_mesh(**change)))
-    after = {ns: server.generate(_proxy(ns)) for ns in NAMESPACES}
+    after = {ns: server.versions(_proxy(ns)) for ns in NAMESPACES}
     fresh = _fresh(_mesh(**change))
-    assert after == {ns: fresh.generate(_proxy(ns)) for ns in NAMESPACES}
+    assert after == {ns: fresh.versions(_proxy(ns)) for ns in NAMESPACES}
     assert after["bank"] == before["bank"]
     assert after["shop"][CDS] != before["shop"][CDS]
     hashed = after["shop"][RDS] != before["shop"][RDS]
@@ -278,16 +221,16 @@ def test_inbound_ports_follow_an_endpoint_change_within_one_context() -> None:
     server = _fresh(_mesh())
     proxy = _proxy("shop")
     inbound = "inbound|8080||"
-    before = server.generate(proxy)
+    before = server.versions(proxy)
     assert inbound in before[CDS] and inbound in before[LDS]
     workload = ConfigKey("WorkloadEntry", "shop", "web-1")
     held = server.store.get(workload)
     assert held is not None
     server.store.delete(workload)
-    gone = server.generate(proxy)
+    gone = server.versions(proxy)
     assert inbound not in gone[CDS] and inbound not in gone[LDS]
     server.store.apply(held)
-    assert server.generate(proxy) == before
+    assert server.versions(proxy) == before
 
 
 def _read_only(ns: str, methods: str = "[GET]") -> str:
@@ -322,20 +265,20 @@ def test_inbound_listener_templates_outlive_a_context_until_their_policies_chang
     monkeypatch.setattr(AddressTemplate, "make", staticmethod(counting))
     policies = "".join(_read_only(ns) for ns in NAMESPACES)
     server = _fresh(_mesh() + policies)
-    before = {ns: server.generate(_proxy(ns)) for ns in NAMESPACES}
+    before = {ns: server.versions(_proxy(ns)) for ns in NAMESPACES}
     assert len(made) == 2  # one guarded template per namespace: their policies differ
 
     made.clear()
     server.push(server.apply(_mesh(max_connections=11) + policies))
-    assert {ns: server.generate(_proxy(ns))[LDS] for ns in NAMESPACES} == {
+    assert {ns: server.versions(_proxy(ns))[LDS] for ns in NAMESPACES} == {
         ns: before[ns][LDS] for ns in NAMESPACES
     }
     assert made == []
 
     edited = _mesh(max_connections=11) + _read_only("shop") + _read_only("bank", "[GET, HEAD]")
     server.push(server.apply(edited))
-    after = {ns: server.generate(_proxy(ns)) for ns in NAMESPACES}
+    after = {ns: server.versions(_proxy(ns)) for ns in NAMESPACES}
     assert len(made) == 1
     assert after["bank"][LDS]["inbound|8080||"] != before["bank"][LDS]["inbound|8080||"]
     assert after["shop"][LDS] == before["shop"][LDS]
-    assert after == {ns: _fresh(edited).generate(_proxy(ns)) for ns in NAMESPACES}
+    assert after == {ns: _fresh(edited).versions(_proxy(ns)) for ns in NAMESPACES}

@@ -21,24 +21,11 @@ from typing import Any
 
 import pytest
 
-from pilothouse.config.load import Loader
-from pilothouse.config.mesh import MeshSettings
-from pilothouse.config.model import ConfigKey
-from pilothouse.kinds.table import SCHEMAS
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
-from pilothouse.push.cache import ResourceCache
-from pilothouse.push.context import PushContext, build_context
 from pilothouse.push.proxy import ProxyIdentity, parse_node
-from pilothouse.push.request import PushRequest
-from pilothouse.registry.controller import ServiceEntryRegistry
 from pilothouse.security.identity import Caller, ProvedBy, SpiffeId
-from pilothouse.sources.memory import MemoryStore
 from pilothouse.xds.generators import eds, lds, rds, scope_rules
-from pilothouse.xds.generators.base import GenerationInput
-from pilothouse.xds.generators.cds import ClusterGenerator
-from pilothouse.xds.generators.eds import EndpointGenerator
-from pilothouse.xds.generators.lds import ListenerGenerator
-from pilothouse.xds.generators.rds import RouteGenerator
+from tests.unit.xds_server.generation_server import GenerationServer
 
 NAMESPACES = ("shop", "bank")
 
@@ -116,69 +103,11 @@ def _proxy(ns: str) -> ProxyIdentity:
     )
 
 
-class Server:
-    """The store, registry, context and cache a discovery server would hold."""
-
-    def __init__(self, text: str) -> None:
-        self.store = MemoryStore("test")
-        self.registry = ServiceEntryRegistry(self.store, lambda update: None)
-        self.cache = ResourceCache()
-        self.apply(text)
-        self.store.mark_synced()
-        self.registry.initial_load()
-        self.context: PushContext = build_context(
-            self.store, self.registry.services, MeshSettings(), "v1"
-        )
-
-    def apply(self, text: str) -> list[ConfigKey]:
-        return [
-            config.key
-            for config in Loader(SCHEMAS, source="test").load_strict(text, "mesh.yaml")
-            if self.store.apply(config) is not None
-        ]
-
-    def push(self, changed: list[ConfigKey]) -> None:
-        self.cache.invalidate(changed)
-        self.context = build_context(
-            self.store,
-            self.registry.services,
-            MeshSettings(),
-            "v2",
-            self.context,
-            PushRequest.for_configs(changed),
-        )
-
-    def generate(self, proxy: ProxyIdentity) -> dict[str, dict[str, bytes]]:
-        """``{type: {name: body}}``: CDS, LDS and RDS by wildcard, EDS for the clusters."""
-        out: dict[str, dict[str, bytes]] = {}
-        names: dict[str, frozenset[str] | None] = {}
-        for type_url, generator in (
-            (CDS, ClusterGenerator()),
-            (EDS, EndpointGenerator()),
-            (LDS, ListenerGenerator()),
-            (RDS, RouteGenerator()),
-        ):
-            made = generator.generate(
-                GenerationInput(
-                    proxy=proxy,
-                    scope=self.context.scope(proxy),
-                    context=self.context,
-                    endpoints=self.registry.endpoint_index,
-                    cache=self.cache,
-                    names=names.get(type_url),
-                )
-            )
-            out[type_url] = {name: r.body for name, r in made.items()}
-            if type_url == CDS:
-                names[EDS] = frozenset(n for n in made if n.startswith("outbound|"))
-        return out
-
-
 def test_dns_clusters_follow_an_endpoint_change_within_one_context() -> None:
     """A DNS service's clusters hold its endpoints, which move by the EDS fast path
     without a new PushContext: a proxy generated after the move gets the new address
     (the scope's clusters were once kept per context, keyed without the endpoints)."""
-    server = Server(_mesh())
+    server = GenerationServer(_mesh())
     proxy = _proxy("shop")
     cluster = "outbound|5432||db.shop.svc.cluster.local"
     before = server.generate(proxy)
@@ -188,7 +117,7 @@ def test_dns_clusters_follow_an_endpoint_change_within_one_context() -> None:
     assert server.context is context  # no push: the endpoints moved in place
     after = server.generate(proxy)
     assert b"10.9.0.2" in after[CDS][cluster] and b"10.9.0.1" not in after[CDS][cluster]
-    assert after == Server(_mesh(db_address="10.9.0.2")).generate(proxy)
+    assert after == GenerationServer(_mesh(db_address="10.9.0.2")).generate(proxy)
 
 
 def test_an_edit_rebuilds_only_what_reads_it_and_the_rest_comes_from_the_cache(
@@ -212,7 +141,7 @@ def test_an_edit_rebuilds_only_what_reads_it_and_the_rest_comes_from_the_cache(
     counting(LDS, lds, "build_listeners")
     counting(RDS, rds, "build_route")
     counting(EDS, eds, "watched_assignments")
-    server = Server(_mesh())
+    server = GenerationServer(_mesh())
     before = {ns: server.generate(_proxy(ns)) for ns in NAMESPACES}
     assert built == {(t, ns): 1 for t in (LDS, RDS, EDS) for ns in NAMESPACES}
     built.clear()
@@ -222,7 +151,7 @@ def test_an_edit_rebuilds_only_what_reads_it_and_the_rest_comes_from_the_cache(
     assert after["bank"] == before["bank"]
     assert after["shop"][CDS] != before["shop"][CDS]
     assert after["shop"][LDS] == before["shop"][LDS] and after["shop"][RDS] == before["shop"][RDS]
-    fresh = Server(_mesh(max_connections=11))
+    fresh = GenerationServer(_mesh(max_connections=11))
     assert after == {ns: fresh.generate(_proxy(ns)) for ns in NAMESPACES}
 
 
@@ -239,7 +168,7 @@ def test_an_equal_scope_is_taken_over_only_when_what_its_inputs_read_is_the_same
     context takes over the scope object with its interned inputs. A PeerAuthentication
     edit changes what the interned cluster inputs read (the namespaces auto-mTLS applies
     to), so no scope is taken over and a proved proxy's clusters follow the edit."""
-    server = Server(_mesh())
+    server = GenerationServer(_mesh())
     proxy = dataclasses.replace(
         _proxy("bank"), caller=Caller((SpiffeId("cluster.local", "bank", "web"),), ProvedBy.JWT)
     )
@@ -259,7 +188,7 @@ spec: {mtls: {mode: DISABLE}}
     after = server.generate(proxy)
     cluster = "outbound|8080||web.bank.svc.cluster.local"
     assert after[CDS][cluster] != before[CDS][cluster]  # no auto-mTLS to a DISABLE namespace
-    fresh = Server(_mesh(max_connections=11) + disable)
+    fresh = GenerationServer(_mesh(max_connections=11) + disable)
     assert after == fresh.generate(proxy)
 
 
@@ -277,7 +206,7 @@ def test_a_rule_is_read_once_for_every_scope_and_type_and_again_only_when_edited
         return original(inputs)
 
     monkeypatch.setattr(scope_rules, "rule_readings", counting)
-    server = Server(_mesh())
+    server = GenerationServer(_mesh())
     for ns in NAMESPACES:
         server.generate(_proxy(ns))
         server.generate(_proxy(ns))
