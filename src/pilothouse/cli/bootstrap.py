@@ -10,7 +10,9 @@ it in node metadata ``ENVOY_ADMIN_ADDRESS`` (``pilothouse inspect --sample`` rea
 ``--xds-tls-root FILE`` points the ``xds-grpc`` cluster at the TLS port (default
 address ``127.0.0.1:15012``) trusting that root; the proxy proves who it is with
 ``--xds-tls-cert``/``--xds-tls-key`` or with ``--xds-token-file`` (a JWT, written
-into the bootstrap as ``authorization: Bearer`` metadata).
+into the bootstrap as ``authorization: Bearer`` metadata). A sidecar bootstrapped so gets
+a workload certificate; unless ``--label security.istio.io/tlsMode=istio`` says its
+WorkloadEntry carries that label, a note says callers use mutual TLS only where it does.
 
 ProxyConfig (:mod:`pilothouse.cli.bootstrap_proxy_config`): with ``--config`` paths and
 ``--config-source`` addresses (ProxyConfig objects; :mod:`pilothouse.cli.bootstrap_inputs`),
@@ -49,7 +51,7 @@ from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config
 from pilothouse.environment import SettingsError, from_environment
 from pilothouse.inspector.admin_address import ENVOY_ADMIN_ADDRESS
-from pilothouse.push.proxy import BadNode, parse_node
+from pilothouse.push.proxy import BadNode, ProxyType, parse_node
 from pilothouse.settings import AdminSettings, Settings, XdsSettings
 from pilothouse.xds.builders.envoy_patch_bootstrap import (
     BootstrapPatchError,
@@ -60,6 +62,15 @@ ADMIN_HOST = "127.0.0.1"
 """Where the bootstrapped Envoy's admin API listens."""
 DEFAULT_ADMIN_PORT = 15000
 """Its port when neither ``--admin-port`` nor ``proxyAdminPort`` says (Istio's)."""
+TLS_MODE_LABEL = "security.istio.io/tlsMode"
+TLS_MODE_ISTIO = "istio"
+TLS_MODE_NOTE = (
+    "pilothouse bootstrap: note: this sidecar gets a workload certificate, and callers use"
+    f" mutual TLS to it only where its WorkloadEntry is labelled {TLS_MODE_LABEL}:"
+    f" {TLS_MODE_ISTIO} (as the sidecar injector labels pods); --label"
+    f" {TLS_MODE_LABEL}={TLS_MODE_ISTIO} says it is"
+)
+"""Said when a sidecar bootstrapped over TLS is not labelled as one that speaks mTLS."""
 DEFAULT_SOURCE_TIMEOUT = 10.0
 """How long a ``--config-source`` may take to sync, in seconds."""
 
@@ -250,6 +261,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"pilothouse bootstrap: EnvoyFilter {name}: merged", file=sys.stderr)
     for note in patched.skipped:
         print(f"pilothouse bootstrap: EnvoyFilter {note}", file=sys.stderr)
+    unlabelled = labels.get(TLS_MODE_LABEL) != TLS_MODE_ISTIO
+    if xds_tls is not None and proxy.type is ProxyType.SIDECAR and unlabelled:
+        print(TLS_MODE_NOTE, file=sys.stderr)
     if applied.envoy_args():
         print(f"pilothouse bootstrap: run Envoy with {' '.join(applied.envoy_args())}"
               " (--envoy-args prints them)", file=sys.stderr)  # fmt: skip

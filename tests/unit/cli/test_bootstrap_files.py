@@ -81,3 +81,13 @@ def test_good_files_give_a_bootstrap(files: dict[str, str]) -> None:
     code, out, err = bootstrap("--xds-tls-root", files["root"], "--xds-token-file", files["token"])
     assert code == 0, err
     assert "Bearer a.b.c" in out
+
+
+def test_a_tls_sidecar_not_labelled_for_mutual_tls_gets_a_note(files: dict[str, str]) -> None:
+    tls = ("--xds-tls-root", files["root"], "--xds-token-file", files["token"])
+    _, _, err = bootstrap(*tls)
+    assert "security.istio.io/tlsMode: istio" in err
+    _, _, err = bootstrap(*tls, "--label", "security.istio.io/tlsMode=istio")
+    assert err == ""
+    _, _, err = bootstrap()  # plaintext: no certificate, nothing to say
+    assert err == ""
