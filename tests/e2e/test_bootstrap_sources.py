@@ -23,7 +23,7 @@ from tests.e2e.harness.etcd import EtcdServer
 from tests.e2e.harness.ports import free_port
 from tests.integration.serve_in_process import serve_in_process
 
-pytestmark = [pytest.mark.etcd, pytest.mark.timeout(60)]
+pytestmark = pytest.mark.timeout(60)
 
 NODE = "sidecar~127.0.0.1~ratings-v1.shop~shop.svc.cluster.local"
 OBJECTS = """\

@@ -28,7 +28,7 @@ from tests.e2e.harness.ports import LOOPBACK, free_port, wait_for_port
 from tests.e2e.harness.upstreams import UpstreamPool
 from tests.integration.serve_in_process import serve_in_process
 
-pytestmark = [pytest.mark.envoy, pytest.mark.timeout(90)]
+pytestmark = pytest.mark.timeout(90)
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 SECTION = "## Mutual TLS without Kubernetes"

@@ -6,9 +6,10 @@ They come from ``--config`` paths (files or directories of Istio YAML, read as
 ``k8s://``, ``xds://`` (MCP over xDS), ``mcp://`` and ``fs://``. Each source is started,
 read once it has synced (its first full list), and closed; the ``PILOTHOUSE_ETCD_*`` and
 ``PILOTHOUSE_KUBECONFIG`` variables say how to reach a protected etcd or a cluster, as for
-``serve``. A path that cannot be read, a source that has not synced within the timeout,
-or an object of these kinds that does not validate is a :class:`BootstrapInputError`
-naming it: the bootstrap would otherwise silently differ from what the mesh says.
+``serve``. A path that cannot be read (an ``fs://`` source's directory too, as ``serve``
+refuses one), a source that has not synced within the timeout, or an object of these
+kinds that does not validate is a :class:`BootstrapInputError` naming it: the bootstrap
+would otherwise silently differ from what the mesh says.
 
 Sources are read on a thread of their own, with their own event loop, so the readers
 can be called from a running loop too.
@@ -24,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
+from pilothouse.cli.config_sources import SourceSetupError, check_config_directories
 from pilothouse.config.load import Loader
 from pilothouse.config.model import Config
 from pilothouse.config.validation.report import Severity
@@ -84,6 +86,12 @@ def configs_from_sources(
     order; BootstrapInputError naming the first address that cannot be read."""
     if not addresses:
         return []
+    try:  # a file source's directory must exist, as for serve
+        check_config_directories(
+            settings.with_overrides({"config_dirs": (), "config_sources": tuple(addresses)})
+        )
+    except SourceSetupError as problem:
+        raise BootstrapInputError(str(problem)) from None
     sources = [_source(address, settings) for address in addresses]
     with concurrent.futures.ThreadPoolExecutor(1, "bootstrap-sources") as thread:
         return thread.submit(asyncio.run, _read(addresses, sources, timeout)).result()
