@@ -4,18 +4,21 @@ The EnvoyFilters come from a ``--config`` directory, as ProxyConfig does; the on
 select the proxy (namespace, workloadSelector, ``match.proxy``) are merged in istiod's
 order, MERGE only. Envoy started from the printed bootstrap shows the patched fields in the
 bootstrap section of its ``/config_dump``, the extra static cluster in ``/clusters`` and the
-runtime key in ``/runtime``.
+runtime key in ``/runtime``. A patched bootstrap of every transport, over TLS with a token
+too, is one Envoy accepts (``envoy --mode validate``): the patch is merged into Envoy's own
+message and printed back in its JSON mapping.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.harness.cli_in_process import Ran, run_cli
-from tests.e2e.harness.envoy import EnvoyProcess
+from tests.e2e.harness.envoy import EnvoyProcess, validate_bootstrap
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -115,3 +118,22 @@ def test_a_proxy_no_patch_selects_gets_the_plain_bootstrap(tmp_path: Path) -> No
                     "-o", "json")  # fmt: skip
     assert done.returncode == 0 and done.stderr == ""
     assert done.stdout == plain.stdout
+
+
+@pytest.mark.parametrize("transport", [(), ("--delta",), ("--rest",)])
+async def test_a_patched_bootstrap_of_each_transport_is_one_envoy_accepts(
+    tmp_path: Path, transport: tuple[str, ...]
+) -> None:
+    (tmp_path / "filters.yaml").write_text(FILTERS)
+    tls: tuple[str, ...] = ()
+    if not transport:  # TLS to the xDS port, with a token (gRPC transports only)
+        (tmp_path / "token").write_text("a.b.c\n")
+        root = Path(os.environ["PILOTHOUSE_CA_DIR"]) / "root-cert.pem"
+        tls = ("--xds-tls-root", str(root), "--xds-token-file", str(tmp_path / "token"))
+    done = bootstrap(tmp_path, "--label", "app=ratings", *transport, *tls, "-o", "json")
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert document["stats_flush_interval"] == "7s"
+    (tmp_path / "bootstrap.json").write_text(done.stdout)
+    passed, output = await validate_bootstrap(tmp_path / "bootstrap.json")
+    assert passed, output
