@@ -10,14 +10,21 @@ it in node metadata ``ENVOY_ADMIN_ADDRESS`` (``pilothouse inspect --sample`` rea
 ``--xds-tls-root FILE`` points the ``xds-grpc`` cluster at the TLS port (default
 address ``127.0.0.1:15012``) trusting that root; the proxy proves who it is with
 ``--xds-tls-cert``/``--xds-tls-key`` or with ``--xds-token-file`` (a JWT, written
-into the bootstrap as ``authorization: Bearer`` metadata).
+into the bootstrap as ``authorization: Bearer`` metadata). A sidecar bootstrapped so gets
+a workload certificate; unless ``--label security.istio.io/tlsMode=istio`` says its
+WorkloadEntry carries that label, a note says callers use mutual TLS only where it does.
 
-ProxyConfig (:mod:`pilothouse.cli.bootstrap_proxy_config`): with ``--config`` (ProxyConfig
-objects), ``--mesh`` (``defaultConfig``, ``rootNamespace``) and ``--annotation`` (the pod's
+ProxyConfig (:mod:`pilothouse.cli.bootstrap_proxy_config`): with ``--config`` paths and
+``--config-source`` addresses (ProxyConfig objects; :mod:`pilothouse.cli.bootstrap_inputs`),
+``--mesh`` (``defaultConfig``, ``rootNamespace``) and ``--annotation`` (the pod's
 ``proxy.istio.io/config``), the proxy's effective settings are applied: ``ISTIO_META_*``
 variables become node metadata, ``proxyAdminPort`` the admin port (unless
 ``--admin-port`` is given), and ``--envoy-args`` prints Envoy's arguments
-(``--concurrency N``) instead of the bootstrap. Without them the output is unchanged.
+(``--concurrency N``) instead of the bootstrap. The EnvoyFilters among the same objects
+that select the proxy have their BOOTSTRAP MERGEs merged into an Envoy bootstrap
+(:mod:`pilothouse.xds.builders.envoy_patch_bootstrap`), each named on standard error.
+Without these flags the output is unchanged. Every file a flag names is checked before
+anything is printed (:mod:`pilothouse.cli.bootstrap_files`).
 """
 
 from __future__ import annotations
@@ -31,26 +38,41 @@ from typing import Any
 import yaml
 
 from pilothouse.addresses import AddressError, parse_host_port
-from pilothouse.bootstrap.envoy import (
-    EnvoyBootstrapOptions,
-    XdsTls,
-    XdsTransport,
-    envoy_bootstrap,
-)
+from pilothouse.bootstrap.envoy import EnvoyBootstrapOptions, XdsTls, XdsTransport
 from pilothouse.bootstrap.grpc import grpc_bootstrap
-from pilothouse.cli.bootstrap_proxy_config import (
-    AppliedProxyConfig,
-    ProxyConfigInputError,
-    read_applied,
+from pilothouse.cli.bootstrap_files import checked_file
+from pilothouse.cli.bootstrap_inputs import (
+    BootstrapInputError,
+    configs_from_sources,
+    configs_in_paths,
 )
+from pilothouse.cli.bootstrap_proxy_config import AppliedProxyConfig, read_applied
+from pilothouse.config.mesh import MeshSettings
+from pilothouse.config.model import Config
+from pilothouse.environment import SettingsError, from_environment
 from pilothouse.inspector.admin_address import ENVOY_ADMIN_ADDRESS
-from pilothouse.push.proxy import BadNode, parse_node
-from pilothouse.settings import AdminSettings, XdsSettings
+from pilothouse.push.proxy import BadNode, ProxyType, parse_node
+from pilothouse.settings import AdminSettings, Settings, XdsSettings
+from pilothouse.xds.builders.envoy_patch_bootstrap import (
+    BootstrapPatchError,
+    patched_envoy_bootstrap,
+)
 
 ADMIN_HOST = "127.0.0.1"
 """Where the bootstrapped Envoy's admin API listens."""
 DEFAULT_ADMIN_PORT = 15000
 """Its port when neither ``--admin-port`` nor ``proxyAdminPort`` says (Istio's)."""
+TLS_MODE_LABEL = "security.istio.io/tlsMode"
+TLS_MODE_ISTIO = "istio"
+TLS_MODE_NOTE = (
+    "pilothouse bootstrap: note: this sidecar gets a workload certificate, and callers use"
+    f" mutual TLS to it only where its WorkloadEntry is labelled {TLS_MODE_LABEL}:"
+    f" {TLS_MODE_ISTIO} (as the sidecar injector labels pods); --label"
+    f" {TLS_MODE_LABEL}={TLS_MODE_ISTIO} says it is"
+)
+"""Said when a sidecar bootstrapped over TLS is not labelled as one that speaks mTLS."""
+DEFAULT_SOURCE_TIMEOUT = 10.0
+"""How long a ``--config-source`` may take to sync, in seconds."""
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -85,14 +107,32 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="a workload label, in node metadata LABELS (repeatable; e.g. istio=ingressgateway"
         " for a gateway that Gateway selectors pick)",
     )
-    proxy_config = parser.add_argument_group("ProxyConfig (what of it the bootstrap applies)")
+    proxy_config = parser.add_argument_group(
+        "ProxyConfig and EnvoyFilter BOOTSTRAP patches (what of them the bootstrap applies)"
+    )
     proxy_config.add_argument(
         "--config",
         action="append",
         default=[],
         type=Path,
         metavar="PATH",
-        help="a file or directory of Istio YAML whose ProxyConfig objects apply (repeatable)",
+        help="a file or directory of Istio YAML whose ProxyConfig and EnvoyFilter objects "
+        "apply (repeatable)",
+    )
+    proxy_config.add_argument(
+        "--config-source",
+        action="append",
+        default=[],
+        metavar="ADDRESS",
+        help="a config source whose ProxyConfig and EnvoyFilter objects apply, as for serve: "
+        "etcd://host:port/prefix, k8s://, xds://host:port, mcp://host:port (repeatable)",
+    )
+    proxy_config.add_argument(
+        "--config-timeout",
+        type=float,
+        default=DEFAULT_SOURCE_TIMEOUT,
+        metavar="SECONDS",
+        help=f"how long a --config-source may take to sync (default {DEFAULT_SOURCE_TIMEOUT:g})",
     )
     proxy_config.add_argument(
         "--mesh",
@@ -167,8 +207,11 @@ def run(args: argparse.Namespace) -> int:
         print("pilothouse bootstrap: --annotation must be KEY=VALUE", file=sys.stderr)
         return 2
     try:
-        applied = read_applied(args.config, args.mesh, annotations, proxy.namespace, labels)
-    except ProxyConfigInputError as problem:
+        configs = _configs(args)
+        applied = read_applied(
+            args.config, args.mesh, annotations, proxy.namespace, labels, configs=configs
+        )
+    except BootstrapInputError as problem:
         print(f"pilothouse bootstrap: {problem}", file=sys.stderr)
         return 2
     if args.envoy_args:
@@ -207,7 +250,20 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as problem:
         print(f"pilothouse bootstrap: {problem}", file=sys.stderr)
         return 2
-    document = envoy_bootstrap(options)
+    mesh = MeshSettings(root_namespace=applied.root_namespace)
+    try:
+        patched = patched_envoy_bootstrap(options, configs, mesh)
+    except (BadNode, BootstrapPatchError) as problem:
+        print(f"pilothouse bootstrap: {problem}", file=sys.stderr)
+        return 2
+    document = patched.document
+    for name in patched.applied:
+        print(f"pilothouse bootstrap: EnvoyFilter {name}: merged", file=sys.stderr)
+    for note in patched.skipped:
+        print(f"pilothouse bootstrap: EnvoyFilter {note}", file=sys.stderr)
+    unlabelled = labels.get(TLS_MODE_LABEL) != TLS_MODE_ISTIO
+    if xds_tls is not None and proxy.type is ProxyType.SIDECAR and unlabelled:
+        print(TLS_MODE_NOTE, file=sys.stderr)
     if applied.envoy_args():
         print(f"pilothouse bootstrap: run Envoy with {' '.join(applied.envoy_args())}"
               " (--envoy-args prints them)", file=sys.stderr)  # fmt: skip
@@ -216,6 +272,20 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(yaml.safe_dump(document, sort_keys=False), end="")
     return 0
+
+
+def _configs(args: argparse.Namespace) -> list[Config]:
+    """The ProxyConfig and EnvoyFilter objects of ``--config`` and ``--config-source``."""
+    found = configs_in_paths(args.config)
+    if args.config_source:
+        if not args.config_timeout > 0:
+            raise BootstrapInputError("--config-timeout must be a positive number of seconds")
+        try:
+            settings = Settings().with_overrides(from_environment())
+        except SettingsError as problem:
+            raise BootstrapInputError(str(problem)) from None
+        found += configs_from_sources(args.config_source, settings, args.config_timeout)
+    return found
 
 
 def _apply_metadata(applied: AppliedProxyConfig, metadata: dict[str, Any]) -> None:
@@ -236,9 +306,12 @@ def _xds_tls(args: argparse.Namespace) -> XdsTls | None:
         return None
     token = ""
     if args.xds_token_file:
-        token = Path(args.xds_token_file).read_text(encoding="utf-8").strip()
-        if not token:
-            raise ValueError(f"--xds-token-file {args.xds_token_file}: the file is empty")
+        token = checked_file(args.xds_token_file, "--xds-token-file", "token").strip()
+    checked_file(args.xds_tls_root, "--xds-tls-root", "certificate")
+    if args.xds_tls_cert:
+        checked_file(args.xds_tls_cert, "--xds-tls-cert", "certificate")
+    if args.xds_tls_key:
+        checked_file(args.xds_tls_key, "--xds-tls-key", "key")
     return XdsTls(
         root_file=str(Path(args.xds_tls_root).resolve()),
         cert_file=str(Path(args.xds_tls_cert).resolve()) if args.xds_tls_cert else "",

@@ -2,8 +2,8 @@
 
 A bootstrap is written for one proxy: its namespace (from the node id), its labels
 (``--label``) and its pod's annotations (``--annotation``, of which
-``proxy.istio.io/config`` counts). The ProxyConfig objects come from ``--config`` paths
-(files or directories of Istio YAML, like ``serve --config``; other kinds are ignored) and
+``proxy.istio.io/config`` counts). The ProxyConfig objects come from ``--config`` paths and
+``--config-source`` addresses (:mod:`pilothouse.cli.bootstrap_inputs`) and
 MeshConfig ``defaultConfig`` and ``rootNamespace`` from ``--mesh``. The effective settings
 (:func:`~pilothouse.kinds.proxy_config.effective_settings`) are applied as Envoy's
 ``--concurrency`` (printed with ``--envoy-args``) and ``ISTIO_META_*`` variables as node
@@ -15,11 +15,11 @@ proxy's container nor its process.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from pilothouse.config.load import Loader
+from pilothouse.cli.bootstrap_inputs import BootstrapInputError, configs_in_paths
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.meshconfig import MeshConfigError, load_mesh_config
 from pilothouse.config.model import Config
@@ -28,7 +28,6 @@ from pilothouse.config.proxy_defaults import (
     ProxyDefaultsError,
     parse_proxy_config_annotation,
 )
-from pilothouse.config.validation.report import Severity
 from pilothouse.kinds.proxy_config import (
     KIND,
     ProxySettings,
@@ -36,14 +35,12 @@ from pilothouse.kinds.proxy_config import (
     ignored_namespace_wide,
     settings_of_mesh_proxy_config,
 )
-from pilothouse.kinds.table import SCHEMAS
-from pilothouse.sources.fs_tree import RootUnavailable, scan_tree
 
 METADATA_PREFIX: Final = "ISTIO_META_"
 """Environment variables with this prefix become node metadata (without it)."""
 
 
-class ProxyConfigInputError(ValueError):
+class ProxyConfigInputError(BootstrapInputError):
     """A ``--config``, ``--mesh`` or ``--annotation`` input that cannot be used."""
 
 
@@ -53,6 +50,9 @@ class AppliedProxyConfig:
 
     settings: ProxySettings
     notes: tuple[str, ...] = ()
+    root_namespace: str = field(default_factory=lambda: MeshSettings().root_namespace)
+    """The mesh's root namespace (``--mesh`` ``rootNamespace``), whose objects apply to
+    every proxy."""
 
     def envoy_args(self) -> tuple[str, ...]:
         """Envoy's command-line arguments the settings imply: ``--concurrency N`` for a
@@ -86,9 +86,13 @@ def read_applied(
     annotations: Mapping[str, str],
     namespace: str,
     labels: Mapping[str, str],
+    *,
+    configs: Sequence[Config] | None = None,
 ) -> AppliedProxyConfig:
-    """The proxy's effective ProxyConfig from the given inputs; ProxyConfigInputError
-    names the file, object or annotation that cannot be used."""
+    """The proxy's effective ProxyConfig from the given inputs (the ProxyConfig objects
+    among ``configs``, else those in ``config_paths``); ProxyConfigInputError (or
+    :class:`~pilothouse.cli.bootstrap_inputs.BootstrapInputError`) names the file,
+    object or annotation that cannot be used."""
     notes: list[str] = []
     root_namespace = MeshSettings().root_namespace
     mesh_default: ProxySettings | None = None
@@ -111,7 +115,9 @@ def read_applied(
             raise ProxyConfigInputError(f"--annotation {problem}") from None
         annotation = settings_of_mesh_proxy_config(message, f"annotation {ANNOTATION}")
         notes.extend(f"{ANNOTATION}: {name}: accepted; not applied" for name in dropped)
-    configs = _proxy_configs(config_paths)
+    if configs is None:
+        configs = configs_in_paths(config_paths)
+    configs = [c for c in configs if c.kind == KIND.name]
     notes.extend(
         f"ProxyConfig {c.namespace}/{c.name}: {message}"
         for c, message in ignored_namespace_wide(configs)
@@ -121,30 +127,4 @@ def read_applied(
     )
     if settings.image_type is not None:
         notes.append(f"image {settings.image_type}: accepted; not applied by a bootstrap")
-    return AppliedProxyConfig(settings, tuple(notes))
-
-
-def _proxy_configs(paths: Sequence[Path]) -> list[Config]:
-    """Every ProxyConfig in ``paths``; an unreadable path or a rejected ProxyConfig is an
-    error (the settings would silently differ), problems of other kinds are not."""
-    loader = Loader(SCHEMAS, source="bootstrap", skip_plain=True)
-    found: list[Config] = []
-    for path in paths:
-        try:
-            files = scan_tree(path).files if path.is_dir() else [str(path)]
-        except RootUnavailable as gone:
-            raise ProxyConfigInputError(f"--config {path}: {gone.reason}") from None
-        for file in files:
-            try:
-                result = loader.load_bytes(Path(file).read_bytes(), file)
-            except OSError as unreadable:
-                reason = unreadable.strerror or str(unreadable)
-                raise ProxyConfigInputError(f"--config {file}: {reason}") from None
-            for problem in result.problems:
-                if problem.severity is Severity.ERROR and (
-                    problem.key is None or problem.key.kind == KIND.name
-                ):
-                    where = f"{problem.file}:{problem.line}" if problem.line else problem.file
-                    raise ProxyConfigInputError(f"--config {where}: {problem.message}")
-            found.extend(c for c in result.configs if c.kind == KIND.name)
-    return found
+    return AppliedProxyConfig(settings, tuple(notes), root_namespace)

@@ -17,6 +17,7 @@ from pilothouse.cli import (
     proxy_config,
     proxy_status,
     serve,
+    tokens,
     validate,
 )
 
@@ -31,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_parser(commands)
     serve.add_parser(commands)
     bootstrap.add_parser(commands)
+    tokens.add_parser(commands)
     loadtest.add_parser(commands)
     proxy_status.add_parser(commands)
     proxy_config.add_parser(commands)

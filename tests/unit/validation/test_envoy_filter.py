@@ -305,7 +305,9 @@ def test_invalid_envoy_filters(spec: dict[str, Any], path: str, fragment: str) -
         ("MERGE", "EXTENSION_CONFIG", "MERGE has no effect on EXTENSION_CONFIG"),
         ("ADD", "HTTP_FILTER", "Envoy refuses"),
         ("ADD", "NETWORK_FILTER", "Envoy refuses"),
-        ("MERGE", "BOOTSTRAP", "no effect"),
+        ("ADD", "BOOTSTRAP", "ADD has no effect on BOOTSTRAP: only MERGE is applied"),
+        ("REPLACE", "BOOTSTRAP", "REPLACE has no effect on BOOTSTRAP"),
+        ("MERGE_AND_REPLACE_LIST", "BOOTSTRAP", "MERGE_AND_REPLACE_LIST has no effect on"),
         ("MERGE_AND_REPLACE_LIST", "HTTP_FILTER", "MERGE_AND_REPLACE_LIST has no effect on"),
         ("MERGE_AND_REPLACE_LIST", "NETWORK_FILTER", "MERGE_AND_REPLACE_LIST has no effect"),
         ("MERGE_AND_REPLACE_LIST", "LISTENER_FILTER", "MERGE_AND_REPLACE_LIST has no effect"),
@@ -318,6 +320,19 @@ def test_operations_istiod_ignores_or_envoy_refuses_are_warned(
     report = check(patches({"applyTo": apply_to, "patch": {"operation": operation, "value": {}}}))
     assert_no_errors(report)
     assert_warning(report, "spec.configPatches[0].patch.operation", fragment)
+
+
+def test_a_bootstrap_merge_is_accepted_without_a_warning_on_its_operation() -> None:
+    patch = {"operation": "MERGE", "value": {"stats_flush_interval": "7s"}}
+    report = check(patches({"applyTo": "BOOTSTRAP", "patch": patch}))
+    assert_no_errors(report)
+    assert not [w for w in report.warnings if w.path.endswith("patch.operation")]
+
+
+def test_a_bootstrap_value_is_read_as_envoy_s_bootstrap() -> None:
+    patch = {"operation": "MERGE", "value": {"stats_flush_interval": "7s", "no_such_field": 1}}
+    report = check(patches({"applyTo": "BOOTSTRAP", "patch": patch}))
+    assert_error(report, "spec.configPatches[0].patch.value.no_such_field", "Bootstrap")
 
 
 WAYPOINT_PATCH = {

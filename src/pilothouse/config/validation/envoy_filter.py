@@ -10,8 +10,10 @@ is an error at its path (``spec.configPatches[2].patch.value.typed_config.bogus`
 where istiod drops unknown fields with a warning. Operations istiod accepts and then
 ignores for an applyTo (REPLACE of a LISTENER, ADD of a ROUTE_CONFIGURATION …), and
 ADDs of network or HTTP filters (appended after the terminal filter: Envoy refuses the
-listener), are warnings. A ``waypoint`` match needs context WAYPOINT; a WAYPOINT patch
-is accepted with a warning that it matches nothing (pilothouse serves no waypoints).
+listener), are warnings; so is any BOOTSTRAP operation but MERGE (istiod skipped them
+when it served bootstraps; ``pilothouse bootstrap`` merges the MERGEs). A ``waypoint``
+match needs context WAYPOINT; a WAYPOINT patch is accepted with a warning that it matches
+nothing (pilothouse serves no waypoints).
 """
 
 from __future__ import annotations
@@ -121,7 +123,8 @@ def _check_operation(apply_to: int, operation: int, path: str, report: Report) -
     name = EnvoyFilter.ApplyTo.Name(apply_to)
     doing = Patch.Operation.Name(operation)
     if apply_to == EnvoyFilter.BOOTSTRAP:
-        report.warn(path, "BOOTSTRAP patches have no effect (istiod dropped them too)")
+        if operation != Patch.MERGE:
+            report.warn(path, f"{doing} has no effect on BOOTSTRAP: only MERGE is applied")
     elif operation in _IGNORED.get(apply_to, frozenset()):
         report.warn(path, f"{doing} has no effect on {name}")
     elif operation == Patch.ADD and apply_to in (
