@@ -146,8 +146,13 @@ def dumps() -> dict[str, dict[str, Any]]:
 def test_cluster_table_of_the_sidecar(dumps: dict[str, dict[str, Any]]) -> None:
     header, rows = cluster_rows(clusters_of(dumps["sidecar"]))
     assert header[0] == "SERVICE FQDN" and header[-1] == "DESTINATION RULE"
-    assert ["reviews.bookinfo.svc.cluster.local", "9080", "v3", "outbound", "EDS", "-"] in rows
-    assert ["books.example.com", "443", "-", "outbound", "STRICT_DNS", "-"] in rows
+    # the DestinationRule behind a cluster, named as istioctl prints it (name.namespace)
+    reviews = "reviews.bookinfo"
+    assert ["reviews.bookinfo.svc.cluster.local", "9080", "v3", "outbound", "EDS", reviews] in rows
+    assert ["reviews.bookinfo.svc.cluster.local", "9080", "-", "outbound", "EDS", reviews] in rows
+    assert ["books.example.com", "443", "-", "outbound", "STRICT_DNS", "books-api.bookinfo"] in rows
+    details = next(row for row in rows if row[0].startswith("details."))
+    assert details[-1] == "-"  # no rule for details
     assert rows[-2:] == [
         ["BlackHoleCluster", "-", "-", "-", "STATIC", "-"],
         ["PassthroughCluster", "-", "-", "-", "ORIGINAL_DST", "-"],
