@@ -158,6 +158,13 @@ def report_failures(prog: str, answers: Sequence[ReplicaAnswer]) -> list[Replica
     failed = [a for a in answers if not a.ok]
     for answer in failed:
         print(f"{prog}: {answer.problem}", file=sys.stderr)
+    for answer in answers:
+        if answer.missing_workers:
+            print(
+                f"{prog}: warning: {answer.url} answered without its workers "
+                f"{answer.missing_workers}",
+                file=sys.stderr,
+            )
     return failed
 
 

@@ -187,6 +187,7 @@ def admin_server(
                     else ()
                 ),
             ],
+            middlewares=(worker.middleware(),) if worker is not None else (),
         )
     )
 
@@ -273,6 +274,8 @@ async def serve(
     opening.append(ControlZListener(ControlZ(settings.ctrlz, knobs, access)))
     listeners = Listeners()
     ports = await listeners.start(*opening)
+    if worker is not None:  # so that the other workers can ask this one (worker_debug)
+        await worker.listen_privately(admin)
 
     # The CA (an Authority) for the certificate service, SDS and the TLS port is opened
     # inside the task group, so that the sources run while its shared store is asked
