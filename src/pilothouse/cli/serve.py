@@ -33,7 +33,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from pilothouse import logfmt
+from pilothouse import logfmt, logscopes
 from pilothouse.addresses import HostPort
 from pilothouse.admin.access import AccessPolicy
 from pilothouse.admin.api import AdminApi
@@ -359,6 +359,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"pilothouse serve: {problem}", file=sys.stderr)
         return 2
     try:
+        logscopes.check_level_spec(settings.log_level)
         logfmt.configure(settings.log_level, sys.stderr)
     except logfmt.LevelSpecError as problem:
         print(f"pilothouse serve: {problem}", file=sys.stderr)

@@ -101,12 +101,13 @@ def test_statuses_from_our_entries_and_from_istiods() -> None:
 
 def test_commands_parse_their_arguments() -> None:
     parser = build_parser()
-    args = parser.parse_args(["proxy-status", "p.ns", "--admin", "a:1", "b:2", "-o", "json"])
+    args = parser.parse_args(["proxy-status", "p.ns", "--admin", "a:1", "--admin", "b:2", "-o",
+                              "json"])  # fmt: skip
     assert (args.proxy, args.admin, args.output) == ("p.ns", ["a:1", "b:2"], "json")
     args = parser.parse_args(["proxy-config", "ep", "p.ns", "--admin", "a:1"])
     assert (args.kind, args.proxy, args.output) == ("ep", "p.ns", "short")
     with pytest.raises(SystemExit) as exited:
-        parser.parse_args(["proxy-config", "secret", "p.ns"])
+        parser.parse_args(["proxy-config", "bootstrap", "p.ns"])
     assert exited.value.code == 2
 
 
