@@ -1,7 +1,8 @@
 """istioctl's and kubectl's habits in the debug commands, without a server: the ``ps`` and
 ``pc`` aliases, ``--admin`` that takes one address (repeatable, or ``A,B``) and leaves
 the proxy name alone, ``-n`` completing a pod name, ``--version``, ``proxy-config``'s
-filters, and the secret table read from an Envoy config dump (certificates made here)."""
+filters, and the secret table read from an Envoy config dump (certificates made here);
+kubectl's label selectors and kind lists of the store commands."""
 
 from __future__ import annotations
 
@@ -16,9 +17,12 @@ from cryptography.x509.oid import NameOID
 
 from pilothouse import __version__
 from pilothouse.cli.config_filters import ConfigFilter
+from pilothouse.cli.label_selector import BadSelector, parse_selector
 from pilothouse.cli.main import build_parser
 from pilothouse.cli.proxy_status import admin_urls, in_namespace, proxy_name
 from pilothouse.cli.secret_table import SECRETS, secret_rows, secrets_of
+from pilothouse.cli.store_objects import UnknownKind, resolve_kinds
+from pilothouse.kinds.table import SCHEMAS
 
 REVIEWS = "outbound|9080|v3|reviews.bookinfo.svc.cluster.local"
 
@@ -119,3 +123,27 @@ def test_secret_table_from_an_envoy_dump() -> None:
          "2026-11-29T05:00:00Z"],
         ["kubernetes://db", "-", "WARMING", "false", "-", "-", "-"],
     ]  # fmt: skip
+
+
+def test_label_selectors_read_as_kubectl_does() -> None:
+    labels = {"app": "reviews", "version": "v2"}
+    assert parse_selector(None).matches(labels) and parse_selector("").matches({})
+    for holds in ("app=reviews", "app==reviews", "app!=ratings", "app", "!canary",
+                  "version in (v1, v2)", "version notin (v3),app", "tier!=web"):  # fmt: skip
+        assert parse_selector(holds).matches(labels), holds
+    for fails in ("app=ratings", "!app", "version in (v1)", "app,canary", "version notin (v2)"):
+        assert not parse_selector(fails).matches(labels), fails
+    for bad, said in (("=x", "cannot read '=x'"), ("a in ()", "lists no values"),
+                      ("a b", "cannot read 'a b'")):  # fmt: skip
+        with pytest.raises(BadSelector, match=said):
+            parse_selector(bad)
+
+
+def test_kinds_are_named_by_their_short_names_in_lists_with_a_hint() -> None:
+    assert [s.kind for s in resolve_kinds("vs,dr,ef,se,gw,pa,ra,ap,we,wg,vs", SCHEMAS)] == [
+        "VirtualService", "DestinationRule", "EnvoyFilter", "ServiceEntry", "Gateway",
+        "PeerAuthentication", "RequestAuthentication", "AuthorizationPolicy",
+        "WorkloadEntry", "WorkloadGroup",
+    ]  # fmt: skip
+    with pytest.raises(UnknownKind, match=r"\"destinationrul\" \(did you mean 'destinationrule'"):
+        resolve_kinds("vs,destinationrul", SCHEMAS)
