@@ -2,7 +2,9 @@
 
 Each replica (and, behind one admin port, each ``serve --workers`` worker) knows only
 the proxies connected to it. :class:`ReplicaAdmins` lists the proxies of every replica
-given, remembers which one holds each, and asks that one what the proxy acknowledged.
+given (once each), remembers which ones hold each, and asks those what the proxy
+acknowledged: a proxy that takes some types from one control plane and the rest from
+another acknowledged, per type, what the replica serving that type recorded.
 A replica that cannot be read is left out (and named in :attr:`ReplicaAdmins.unreachable`)
 as long as another one answers.
 """
@@ -30,7 +32,7 @@ class ReplicaAdmins(PilothouseAdmin):
             raise ValueError("at least one admin address")
         self._admins = [PilothouseAdmin(session, address) for address in addresses]
         self.url = ", ".join(admin.url for admin in self._admins)
-        self._holders: dict[str, PilothouseAdmin] = {}
+        self._holders: dict[str, list[PilothouseAdmin]] = {}
         self.unreachable: list[str] = []
         """Why each replica that could not be read at the last :meth:`proxies` was not."""
 
@@ -38,8 +40,9 @@ class ReplicaAdmins(PilothouseAdmin):
         answers = await asyncio.gather(
             *(admin.proxies() for admin in self._admins), return_exceptions=True
         )
-        found: list[ConnectedProxy] = []
+        found: dict[str, ConnectedProxy] = {}
         self.unreachable = []
+        self._holders = {}
         for admin, answer in zip(self._admins, answers, strict=True):
             if isinstance(answer, Unreachable):
                 self.unreachable.append(str(answer))
@@ -47,17 +50,25 @@ class ReplicaAdmins(PilothouseAdmin):
             if isinstance(answer, BaseException):
                 raise answer
             for proxy in answer:
-                self._holders[proxy.node_id] = admin
-                found.append(proxy)
+                self._holders.setdefault(proxy.node_id, []).append(admin)
+                held = found.get(proxy.node_id)
+                if held is None or held.envoy_admin is None:
+                    found[proxy.node_id] = proxy
         if len(self.unreachable) == len(self._admins):
             raise Unreachable("; ".join(self.unreachable))
-        return found
+        return list(found.values())
 
     async def acked(self, node_id: str) -> dict[str, dict[str, str]]:
-        holder = self._holders.get(node_id)
-        if holder is None:
+        """What ``node_id`` acknowledged, per type, at every replica that holds it (a
+        type recorded at several: the union of its resources)."""
+        holders = self._holders.get(node_id)
+        if not holders:
             await self.proxies()
-            holder = self._holders.get(node_id)
-        if holder is None:
+            holders = self._holders.get(node_id)
+        if not holders:
             raise NotConnected(f"proxy {node_id!r}: not connected to any of {self.url}")
-        return await holder.acked(node_id)
+        merged: dict[str, dict[str, str]] = {}
+        for answer in await asyncio.gather(*(admin.acked(node_id) for admin in holders)):
+            for type_url, digests in answer.items():
+                merged.setdefault(type_url, {}).update(digests)
+        return merged
