@@ -22,7 +22,7 @@ from typing import Any, Final
 from cryptography import x509
 
 SECRETS: Final = "type.googleapis.com/envoy.admin.v3.SecretsConfigDump"
-HEADER: Final = [
+HEADER: Final = (
     "RESOURCE NAME",
     "TYPE",
     "STATUS",
@@ -30,7 +30,7 @@ HEADER: Final = [
     "SERIAL NUMBER",
     "NOT AFTER",
     "NOT BEFORE",
-]
+)
 
 
 def secrets_of(dump: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -72,7 +72,7 @@ def secret_rows(
                 _time(before),
             ]
         rows.append(row)
-    return HEADER, rows
+    return list(HEADER), rows
 
 
 def _first_certificate(source: Mapping[str, Any]) -> x509.Certificate | None:

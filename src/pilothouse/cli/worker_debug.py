@@ -32,6 +32,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, Final
 
 import aiohttp
@@ -110,14 +111,16 @@ def _refusals(answers: list[tuple[int, Answer]]) -> Answer:
     return 200, {"reasons": dict(sorted(reasons.items())), "recent": recent}
 
 
-MERGED: Final[Mapping[str, Merge]] = {
-    "/debug/syncz": _syncz,
-    "/debug/connections": _concat,
-    "/debug/adsz": _concat,
-    "/debug/config_dump": _holder,
-    "/debug/acked": _acked,
-    "/debug/refusals": _refusals,
-}
+MERGED: Final[Mapping[str, Merge]] = MappingProxyType(
+    {
+        "/debug/syncz": _syncz,
+        "/debug/connections": _concat,
+        "/debug/adsz": _concat,
+        "/debug/config_dump": _holder,
+        "/debug/acked": _acked,
+        "/debug/refusals": _refusals,
+    }
+)
 
 
 def whole_answers(board: WorkerBoard, index: int) -> Middleware:
