@@ -12,11 +12,14 @@ A scope is one of pilothouse's loggers, named as its log lines name it (:mod:`lo
 
 The last two are kept by a :class:`ScopeExtras` filter on the scope's logger, made the
 first time one of them is set; the logger carries its own settings, so nothing is kept
-here. ControlZ's ``scope`` topic and the admin API's ``log.<scope>`` knobs both come here.
+here. ControlZ's ``scope`` topic and the admin API's ``log.<scope>`` knobs both come here,
+and so does ``--log-level``'s check (:func:`check_level_spec`): a scope no logger has
+is refused with the nearest name, not accepted to log nothing.
 """
 
 from __future__ import annotations
 
+import difflib
 import logging
 import sys
 import traceback
@@ -25,7 +28,7 @@ from dataclasses import dataclass
 from types import FrameType, MappingProxyType
 from typing import Any, Final
 
-from pilothouse.logfmt import LEVELS, ROOT
+from pilothouse.logfmt import LEVELS, ROOT, SCOPE_ALIASES, LevelSpecError, parse_levels
 
 LEVEL_NAMES: Final = ("debug", "info", "warn", "error", "none")
 """The levels a scope can be set to, most talkative first (istio's names)."""
@@ -203,3 +206,21 @@ def set_log_callers(scope: str, enabled: bool) -> None:
     extras = _extras(logger_of(scope), create=enabled)
     if extras is not None:
         extras.log_callers = enabled
+
+
+def check_level_spec(spec: str) -> None:
+    """Raise :class:`~pilothouse.logfmt.LevelSpecError` when ``spec`` (``--log-level``)
+    has a bad level or names a scope that is neither a logger of pilothouse (nor a parent
+    of one) nor an older name (:data:`~pilothouse.logfmt.SCOPE_ALIASES`), with the
+    nearest scope: ``unknown log scope 'xdss' in 'xdss:debug': did you mean 'xds'?``.
+    Call it once the commands' modules are imported (their loggers exist then)."""
+    _, scopes = parse_levels(spec)
+    names = scope_names()
+    known = {*names, *DESCRIPTIONS, *SCOPE_ALIASES}
+    known |= {name.rsplit(".", i)[0] for name in names for i in range(1, name.count(".") + 1)}
+    for scope in scopes:
+        if scope in known:
+            continue
+        close = difflib.get_close_matches(scope, sorted(known), n=1, cutoff=0.5)
+        hint = f": did you mean {close[0]!r}?" if close else f"; the scopes are: {', '.join(names)}"
+        raise LevelSpecError(f"unknown log scope {scope!r} in {spec!r}{hint}")

@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+import yaml
 from google.rpc import status_pb2
 
 from pilothouse.bootstrap.envoy import EnvoyBootstrapOptions, XdsTransport, envoy_bootstrap
@@ -173,7 +174,17 @@ async def test_one_replica_with_envoy(
 
     code, out, _ = await cli("proxy-config", "cluster", "productpage-v1.bookinfo", "--admin", admin)
     row = row_of(out, "reviews.bookinfo.svc.cluster.local", "9080", "v3")
-    assert row == ["reviews.bookinfo.svc.cluster.local", "9080", "v3", "outbound", "EDS", "-"]
+    assert row == [
+        "reviews.bookinfo.svc.cluster.local", "9080", "v3", "outbound", "EDS", "reviews.bookinfo"
+    ]  # fmt: skip
+    # and Envoy holds the rule's name in the cluster's metadata too, as from istiod
+    reviews_v3 = next(
+        c["cluster"] for c in clusters["dynamic_active_clusters"]
+        if c["cluster"]["name"] == "outbound|9080|v3|reviews.bookinfo.svc.cluster.local"
+    )  # fmt: skip
+    assert reviews_v3["metadata"]["filter_metadata"]["istio"]["config"].endswith(
+        "/namespaces/bookinfo/destination-rule/reviews"
+    )
     code, out, _ = await cli("proxy-config", "ep", "productpage-v1.bookinfo", "--admin", admin)
     v3 = "outbound|9080|v3|reviews.bookinfo.svc.cluster.local"
     assert row_of(out, "127.0.0.1:19084", "HEALTHY", "-", v3)
@@ -185,6 +196,35 @@ async def test_one_replica_with_envoy(
     assert "not connected to this pilothouse instance" in body["error"]
     code, _, err = await cli("proxy-config", "listener", "nobody.x", "--admin", admin)
     assert code == 1 and "not connected to any of the given replicas" in err
+
+    # istioctl's habits: ps/pc, -n, --admin before PROXY, filters, all, -o yaml
+    code, out, err = await cli("ps", "-n", "bookinfo", "--admin", admin)
+    assert code == 0 and row_of(out, "productpage-v1.bookinfo"), err
+    code, out, _ = await cli("ps", "-n", "default", "--admin", admin)
+    assert code == 0 and "no proxies in namespace default connected" in out
+    code, out, err = await cli("ps", "--admin", admin, "productpage-v1", "-n", "bookinfo")
+    assert code == 0 and "NODE:     " + PRODUCTPAGE in out, err
+    code, out, _ = await cli(
+        "pc", "c", "--admin", admin, "productpage-v1", "-n", "bookinfo",
+        "--fqdn", "reviews", "--subset", "v3", "--direction", "outbound", "--port", "9080",
+    )  # fmt: skip
+    assert code == 0 and len(out.splitlines()) == 2 and "reviews.bookinfo" in out, out
+    code, out, _ = await cli("pc", "cluster", "productpage-v1.bookinfo", "--admin", admin,
+                             "--fqdn", "reviews", "-o", "yaml")  # fmt: skip
+    names = {c["name"] for c in yaml.safe_load(out)}
+    assert code == 0 and names == {
+        f"outbound|9080|{subset}|reviews.bookinfo.svc.cluster.local"
+        for subset in ("", "v1", "v2", "v3")
+    }
+    code, out, _ = await cli("pc", "ep", "productpage-v1.bookinfo", "--admin", admin,
+                             "--port", "19084")  # fmt: skip
+    endpoints = {line.split()[0] for line in out.splitlines()[1:]}
+    assert code == 0 and endpoints == {"127.0.0.1:19084"}, out  # reviews v3, in two clusters
+    code, out, _ = await cli("pc", "all", "productpage-v1.bookinfo", "--admin", admin)
+    tables = ("SERVICE FQDN", "ADDRESSES", "NAME", "ENDPOINT")
+    assert code == 0 and len([h for h in out.splitlines() if h.startswith(tables)]) == 4, out
+    code, out, _ = await cli("pc", "all", "productpage-v1.bookinfo", "--admin", admin, "-o=json")
+    assert code == 0 and len(json.loads(out)["configs"]) == 4
 
 
 async def test_debug_views_refuse_a_client_off_loopback(replica: ServeProcess) -> None:
@@ -224,10 +264,12 @@ async def test_two_replicas_are_aggregated_and_a_nack_is_an_error(
         stream = await nacking_proxy(second.xds_port)
         await synced(first.admin_port, "productpage-v1.bookinfo")
         admins = [f"127.0.0.1:{first.admin_port}", f"http://127.0.0.1:{second.admin_port}"]
+        flags = ["--admin", admins[0], "--admin", admins[1]]  # repeated, or A,B:
+        assert (await cli("ps", "--admin", ",".join(admins), "-o", "json"))[0] == 0
 
         deadline = time.monotonic() + 10
         while True:
-            code, out, err = await cli("proxy-status", "--admin", *admins)
+            code, out, err = await cli("proxy-status", *flags)
             assert code == 0, err
             if "ratings-v1.bookinfo" in out and "ERROR" in out:
                 break
@@ -239,22 +281,22 @@ async def test_two_replicas_are_aggregated_and_a_nack_is_an_error(
         assert nacked[2].startswith("ERROR") and nacked[6] == f"{HOST}:{second.xds_port}"
         assert nacked[3:6] == ["NOT SENT"] * 3
 
-        code, out, _ = await cli("proxy-status", "ratings-v1.bookinfo", "--admin", *admins)
+        code, out, _ = await cli("proxy-status", "ratings-v1.bookinfo", *flags)
         assert code == 0 and "CDS rejected: cluster BlackHoleCluster: not today" in out
 
         # the proxy on the second replica is found there; the first says 404
         code, out, err = await cli(
-            "proxy-config", "cluster", "ratings-v1.bookinfo", "--admin", *admins, "-o", "json"
+            "proxy-config", "cluster", "ratings-v1.bookinfo", *flags, "-o", "json"
         )
         assert code == 0, err
         assert "BlackHoleCluster" in {c["name"] for c in json.loads(out)}
 
         # an unreachable replica is reported, the others still shown, exit 1
         dead = f"127.0.0.1:{free_port()}"
-        code, out, err = await cli_process("proxy-status", "--admin", *admins, dead)
+        code, out, err = await cli_process("proxy-status", *flags, "--admin", dead)
         assert code == 1 and f"cannot reach http://{dead}" in err
         assert "productpage-v1.bookinfo" in out and "ratings-v1.bookinfo" in out
-        code, _, err = await cli("proxy-status", "nobody.x", "--admin", *admins)
+        code, _, err = await cli("proxy-status", "nobody.x", *flags)
         assert code == 1 and "not connected to any of the given replicas" in err
         code, _, err = await cli("proxy-status", "--admin", "productpage-v1.bookinfo")
         assert code == 2 and "expected http://host:port" in err

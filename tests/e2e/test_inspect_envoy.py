@@ -5,10 +5,13 @@
    (another ``pilothouse serve``, on an empty directory at first): ``inspect`` says
    SYNCED (exit 0), every cluster and endpoint compared. Then a TCP service appears in
    the rogue's directory, behind pilothouse's back; the Envoy takes the rogue's listener
-   and ``inspect`` says DIVERGED (exit 1), naming that listener and nothing else.
+   and ``inspect`` says DIVERGED (exit 1), naming that listener and nothing else; asked
+   of both control planes (two ``--admin``), it is SYNCED again, each type read from the
+   one that serves it.
 2. Three Envoys (SotW and delta) on pilothouse alone, two of them bootstrapped with a
    known admin port (so their metadata names it): ``inspect --sample`` picks those two
-   and finds both SYNCED; the third, whose admin address is unknown, is not eligible.
+   and finds both SYNCED; the third, whose admin address is unknown, is not eligible. A
+   second ``--admin`` that cannot be read is named, and the sample still made.
 
 Both tests read from one ``pilothouse serve`` of the example mesh, shared by the module
 (``plane``); each test's Envoys are gone from it before the next test begins. The first
@@ -230,6 +233,12 @@ async def test_inspect_is_synced_then_names_a_listener_from_a_rogue_control_plan
     assert status == 1, err
     kinds = {(d["type"], d["kind"]) for d in json.loads(out)["differences"]}
     assert kinds == {("CDS", "held-not-acked"), ("EDS", "held-not-acked")}
+    # asked of both (-n completing the pod name): each type from the one that serves it
+    both = (*to_plane, "--admin", f"{LOOPBACK}:{rogue.admin_port}")
+    status, out, err = await pilothouse(
+        "inspect", "reviews-v1", "-n", "bookinfo", "--envoy-admin", admin, *both, "--recheck", "0"
+    )
+    assert status == 0 and out.startswith("reviews-v1.bookinfo: SYNCED\n"), out + err
 
 
 async def test_inspect_a_sample_of_the_envoys_whose_admin_address_is_known(
@@ -270,3 +279,8 @@ async def test_inspect_a_sample_of_the_envoys_whose_admin_address_is_known(
     # by name, the admin address comes from the proxy's metadata
     status, out, err = await pilothouse("inspect", "ratings-v1.bookinfo", *to_plane)
     assert status == 0 and out.startswith("ratings-v1.bookinfo: SYNCED\n"), out + err
+    # a replica that cannot be read is named; the proxies of the others are inspected
+    dead = f"{LOOPBACK}:{free_ports(1)[0]}"
+    status, out, err = await pilothouse("inspect", "--sample", "5", *to_plane, "--admin", dead)
+    assert status == 0 and "SYNCED: 2 inspected" in out, out + err
+    assert f"warning: http://{dead}/debug/acked" in err

@@ -1,7 +1,9 @@
 """`pilothouse serve --workers 2` as real processes: connections spread over both workers,
-which serve the same config; a worker killed is logged and restarted and its proxies come
-back; `/ready` fails while a worker is missing; SIGTERM to the parent stops every worker;
-the shared port stays exclusive to the group (a one-worker serve on it fails loudly).
+which serve the same config; the debug answers about proxies (and so `proxy-status`,
+`proxy-config`, `inspect`) cover every worker's, every time; a worker killed is logged
+and restarted and its proxies come back; `/ready` fails while a worker is missing;
+SIGTERM to the parent stops every worker; the shared port stays exclusive to the group
+(a one-worker serve on it fails loudly).
 
 The tests that leave the group as they found it share one per module (``group``);
 those that stop or kill its parent start their own (``own_group``)."""
@@ -176,6 +178,62 @@ async def test_connections_spread_and_a_killed_worker_restarts(group: ServeProce
         await fleet.close()
 
 
+async def test_debug_answers_and_the_cli_see_every_workers_proxies(group: ServeProcess) -> None:
+    count = 10
+    fleet = ProxyFleet(
+        f"{LOOPBACK}:{group.xds_port}",
+        fleet_identities(count, app="seen"),
+        streams_per_channel=1,  # one TCP connection per proxy, so the kernel spreads them
+        backoff=Backoff(initial=0.1, maximum=0.4),
+        seed=11,
+    )
+    await fleet.start()
+    try:
+        report = await fleet.wait_converged(timeout=20)
+        assert report.converged, report.unconverged
+        answer = await wait_workers(
+            group,
+            lambda rows: all(row["connections"] > 0 for row in rows)
+            and all(row["admin_port"] > 0 for row in rows),
+        )
+        ids = {f"seen-{i}.default" for i in range(count)}
+        for _ in range(6):  # each request lands on either worker: all of them, every time
+            response = await fetch(LOOPBACK, group.admin_port, "/debug/syncz", timeout=5.0)
+            assert response.status == 200 and "Pilothouse-Workers-Missing" not in response.headers
+            entries = [e for e in json.loads(response.body) if e["proxy"] in ids]
+            assert {e["proxy"] for e in entries} == ids and len(entries) == count
+            assert {e["worker"] for e in entries} == {0, 1}, answer
+        for proxy in sorted(ids):  # whichever worker holds it, and whichever answers
+            for path in (
+                f"/debug/config_dump?proxyID={proxy}&types=cds",
+                f"/debug/acked?proxyID={proxy}",
+            ):
+                response = await fetch(LOOPBACK, group.admin_port, path, timeout=5.0)
+                assert response.status == 200, (path, response.body)
+        response = await fetch(LOOPBACK, group.admin_port, "/debug/config_dump?proxyID=nobody.x")
+        assert response.status == 404
+        listed = json.loads((await fetch(LOOPBACK, group.admin_port, "/debug/acked")).body)
+        assert ids <= {p["proxyID"] for p in listed["proxies"]}
+
+        admin = f"{LOOPBACK}:{group.admin_port}"
+        status = await _cli("proxy-status", "--admin", admin, "-o", "json")
+        assert status.returncode == 0, status.stderr
+        assert ids <= {e["proxy"] for e in json.loads(status.stdout)}
+        for proxy in ("seen-0.default", "seen-1.default", "seen-2.default"):
+            config = await _cli("proxy-config", "cluster", proxy, "--admin", admin)
+            assert config.returncode == 0 and "PassthroughCluster" in config.stdout, config.stderr
+    finally:
+        await fleet.close()
+
+
+async def _cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    return await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "pilothouse.cli.main", *argv],
+        capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+
+
 async def test_the_tls_port_completes_handshakes_under_workers(group: ServeProcess) -> None:
     assert group.xds_tls_port > 0
     trust = ssl.create_default_context(
@@ -206,7 +264,7 @@ async def test_the_shared_port_is_not_open_to_a_single_worker_serve(
         env={**os.environ, "PILOTHOUSE_WORKERS": "1"},
     )  # fmt: skip
     assert single.returncode != 0
-    assert f"cannot listen on {LOOPBACK}:{group.xds_port}" in single.stderr
+    assert f"cannot listen on {LOOPBACK}:{group.xds_port}: address already in use" in single.stderr
 
 
 async def test_sigterm_drains_every_worker_and_leaves_no_orphan(own_group: ServeProcess) -> None:

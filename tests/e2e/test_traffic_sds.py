@@ -5,7 +5,8 @@ pilothouse runs its real ``serve`` wiring in process (TLS xDS port, CA, a JWT is
 ``--secrets DIR``); a real Envoy gateway authenticates on the TLS port with a service
 account token and gets its Gateway server's ``credentialName`` as SDS
 ``kubernetes://<name>``. A real HTTPS client checks the certificate the gateway serves;
-after the files are replaced it sees the new one from the same Envoy process.
+after the files are replaced it sees the new one from the same Envoy process, and
+``proxy-config secret`` shows the new one's serial, read from that Envoy.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pilothouse.bootstrap.envoy import (
     envoy_bootstrap,
 )
 from pilothouse.security import ca_dir
+from tests.e2e.harness.cli_in_process import run_cli_in_thread
 from tests.e2e.harness.client import fetch
 from tests.e2e.harness.fleet import EnvoyFleet
 from tests.e2e.harness.ports import LOOPBACK, free_port, wait_for_port
@@ -149,6 +151,15 @@ async def test_a_gateway_serves_its_credential_over_sds_and_follows_its_replacem
         )
         assert again.status == 200
         assert envoy.pid == pid and envoy.running()
+        # proxy-config secret reads them from the gateway's Envoy, as istioctl does
+        host, admin_port = await envoy.admin_address()
+        shown = await run_cli_in_thread(
+            "pc", "secret", gateway_node(NAMESPACE), "--envoy-admin", f"{host}:{admin_port}",
+            "--admin", f"127.0.0.1:{running.bound.admin_port}",
+        )  # fmt: skip
+        assert shown.returncode == 0, shown.stderr
+        row = next(r for r in shown.stdout.splitlines() if r.startswith(f"kubernetes://{CREDENTIAL}"))
+        assert row.split()[1:6] == ["Cert", "Chain", "ACTIVE", "true", f"{_serial(second.cert):x}"]
         stats = await envoy.stats("sds")
         assert running.discovery.stats.secret_pushes >= 1
     assert stats.get(f"sds.kubernetes_{CREDENTIAL}.update_success", 0) >= 2, stats

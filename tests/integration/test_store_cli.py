@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import io
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -255,3 +256,115 @@ async def test_proxy_config_apply_get_delete_and_a_refused_one(
     code, out, _ = await cli("delete", "proxyconfig", "threads", "-n", "shop", "--store", store)
     assert (code, out) == (0, 'proxyconfig.networking.istio.io "threads" deleted\n')
     assert await stored_keys(etcd) == []
+
+
+LABELLED = """\
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: reviews, namespace: shop, labels: {team: books, tier: back}}
+spec:
+  hosts: [reviews]
+  gateways: [shop-gateway]
+  http:
+  - route:
+    - destination: {host: reviews, subset: v1}
+---
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: front, namespace: shop, labels: {team: web}}
+spec:
+  hosts: [front]
+  http:
+  - route:
+    - destination: {host: front}
+---
+apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: ratings, namespace: shop, labels: {team: books}}
+spec:
+  host: ratings
+---
+apiVersion: networking.istio.io/v1alpha3
+kind: EnvoyFilter
+metadata: {name: buffers, namespace: other}
+spec:
+  configPatches: []
+"""
+
+
+async def test_kubectl_habits_lists_selectors_outputs_server_dry_run_and_delete_all(
+    etcd: EtcdServer, tmp_path: Path
+) -> None:
+    store = etcd.address("/mesh")
+    path = write(tmp_path / "m", "all.yaml", LABELLED)
+    code, out, err = await cli("apply", "-f", str(path), "-l", "team=books", "--store", store)
+    assert code == 0, err
+    assert out.splitlines() == ["virtualservice.networking.istio.io/reviews created",
+                                "destinationrule.networking.istio.io/ratings created"]  # fmt: skip
+    assert (await cli("apply", "-f", str(path), "--store", store))[0] == 0
+
+    code, out, _ = await cli("get", "vs,dr", "-n", "shop", "-o", "name", "--store", store)
+    assert out.splitlines() == [
+        "virtualservice.networking.istio.io/front",
+        "virtualservice.networking.istio.io/reviews",
+        "destinationrule.networking.istio.io/ratings",
+    ]
+    code, out, _ = await cli("get", "vs,dr", "-n", "shop", "--store", store)
+    assert [line.split()[0] if line else "" for line in out.splitlines()] == [
+        "NAME", "virtualservice.networking.istio.io/front",
+        "virtualservice.networking.istio.io/reviews", "",  # a table per kind
+        "NAME", "destinationrule.networking.istio.io/ratings",
+    ]  # fmt: skip
+    code, out, _ = await cli("get", "vs", "-n", "shop", "-o", "wide", "--store", store)
+    assert out.split()[:5] == ["NAME", "HOSTS", "GATEWAYS", "AGE", "LABELS"]
+    assert re.search(r"reviews\s+reviews\s+shop-gateway\s+\S+\s+team=books,tier=back", out), out
+    code, out, _ = await cli("get", "vs,dr", "-l", "team in (books),tier!=front", "-n", "shop",
+                             "-o", "name", "--store", store)  # fmt: skip
+    assert out.splitlines() == ["virtualservice.networking.istio.io/reviews",
+                                "destinationrule.networking.istio.io/ratings"]  # fmt: skip
+    code, out, _ = await cli("get", "ef", "-A", "-o", "name", "--store", store)
+    assert out == "envoyfilter.networking.istio.io/buffers\n"
+    code, _, err = await cli("get", "vss", "--store", store)
+    assert code == 1 and "did you mean 'vs'?" in err
+    code, _, err = await cli("get", "vs", "-l", "team==", "--store", store)  # empty value: fine
+    assert code == 0
+    code, _, err = await cli("get", "vs", "-l", "=x", "--store", store)
+    assert code == 1 and "cannot read '=x'" in err
+
+    # server dry run: reports what would change, and etcd judges the transaction
+    before = await etcd.etcdctl("get", "--prefix", "/mesh/", "-w", "json")
+    changed = write(tmp_path / "c", "reviews.yaml",
+                    LABELLED.split("---")[0].replace("subset: v1", "subset: v2"))  # fmt: skip
+    code, out, err = await cli("apply", "-f", str(changed), "--dry-run=server", "--store", store)
+    assert code == 0, err
+    assert out.splitlines() == [
+        "virtualservice.networking.istio.io/reviews configured (server dry run)",
+        "  changes: spec.http",
+    ]
+    documents = [yaml.safe_load(RATINGS) for _ in range(200)]
+    for index, document in enumerate(documents):
+        document["metadata"]["name"] = f"rule-{index}"
+    many = write(tmp_path, "many.yaml", yaml.safe_dump_all(documents))
+    code, out, _ = await cli("apply", "-f", str(many), "--dry-run", "--store", store)
+    assert code == 0 and out.count("created (dry run)") == 200  # client: not judged
+    code, out, err = await cli("apply", "-f", str(many), "--dry-run=server", "--store", store)
+    assert (code, out) == (1, "") and "--max-txn-ops" in err
+    after = await etcd.etcdctl("get", "--prefix", "/mesh/", "-w", "json")
+    assert json.loads(after)["kvs"] == json.loads(before)["kvs"]  # nothing changed
+
+    code, out, err = await cli("delete", "vs,dr", "-l", "team=books", "-n", "shop",
+                               "--store", store)  # fmt: skip
+    assert code == 0 and sorted(out.splitlines()) == [
+        'destinationrule.networking.istio.io "ratings" deleted',
+        'virtualservice.networking.istio.io "reviews" deleted',
+    ]
+    code, out, err = await cli("delete", "vs,ef", "--all", "-A", "--store", store)
+    assert code == 0 and sorted(out.splitlines()) == [
+        'envoyfilter.networking.istio.io "buffers" deleted',
+        'virtualservice.networking.istio.io "front" deleted',
+    ]
+    code, out, err = await cli("delete", "vs", "--all", "-n", "shop", "--store", store)
+    assert (code, out, err.strip()) == (0, "", "No resources found in shop namespace.")
+    assert await stored_keys(etcd) == []
+    code, _, err = await cli("delete", "vs", "a", "--all", "--store", store)
+    assert code == 1 and "NAMEs, --all or -l" in err

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, Protocol
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 from pilothouse.admin.readiness import (
     PendingSource,
@@ -65,6 +66,7 @@ def build_admin_app(
     source_states: SourceStates | None = None,
     names: ServerNames | None = None,
     sources: Callable[[], Iterable[PendingSource]] | None = None,
+    middlewares: Iterable[Middleware] = (),
 ) -> web.Application:
     """The admin app for ``discovery`` (the discovery server's debug view), serving REST
     discovery with ``rest`` when given.
@@ -79,7 +81,8 @@ def build_admin_app(
 
     Every route, those given in ``routes`` too, answers only requests whose ``Host``
     names this server (``names``, by default :meth:`ServerNames.of_this_host`); others
-    get 403, so a web page cannot read them through DNS rebinding.
+    get 403, so a web page cannot read them through DNS rebinding. ``middlewares`` run
+    inside those two guards (a ``serve --workers`` worker merges its debug answers so).
     """
     app = web.Application(
         client_max_size=(rest.settings if rest is not None else RestSettings()).max_body_bytes,
@@ -90,6 +93,7 @@ def build_admin_app(
             (names if names is not None else ServerNames.of_this_host())
             .including(XDS_REST_CLUSTER)
             .middleware(json_error),
+            *middlewares,
         ],
     )
     app[DISCOVERY] = discovery

@@ -6,6 +6,8 @@ are off: Envoy's REST polls alone would flood them.
 
 from __future__ import annotations
 
+import socket
+
 from aiohttp import web
 
 
@@ -34,6 +36,22 @@ class AdminServer:
         self._runner = runner
         self.port = int(runner.addresses[0][1])
         return self.port
+
+    async def listen_also(self, host: str) -> int:
+        """Serve the same application on ``host`` too, on a port the kernel chooses (a
+        ``serve --workers`` worker's private port); returns that port."""
+        if self._runner is None:
+            raise RuntimeError("the admin server is not started")
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.bind((host, 0))
+            port = int(sock.getsockname()[1])
+            await web.SockSite(self._runner, sock).start()
+        except BaseException:
+            sock.close()
+            raise
+        return port
 
     async def stop(self) -> None:
         runner, self._runner = self._runner, None

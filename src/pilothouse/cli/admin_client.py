@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
+from pilothouse.cli.worker_debug import PARTIAL
 from pilothouse.environment import from_environment
 from pilothouse.settings import Settings
 
@@ -40,6 +41,9 @@ class ReplicaAnswer:
     status: int = 0
     body: Any = None
     problem: str = ""
+    missing_workers: str = ""
+    """For a ``serve --workers N`` replica: the workers whose part is missing from the
+    answer, as the server names them (header ``Pilothouse-Workers-Missing``)."""
 
     @property
     def ok(self) -> bool:
@@ -84,6 +88,7 @@ async def _ask(session: aiohttp.ClientSession, url: str, path: str) -> ReplicaAn
         async with session.get(url + path) as response:
             text = await response.text(errors="replace")
             status = response.status
+            missing = response.headers.get(PARTIAL, "")
     except TimeoutError:
         return ReplicaAnswer(url, problem=f"cannot reach {url}: no answer in time")
     except aiohttp.ClientError as failure:
@@ -98,7 +103,7 @@ async def _ask(session: aiohttp.ClientSession, url: str, path: str) -> ReplicaAn
         said = body.get("error") if isinstance(body, dict) else None
         detail = said if isinstance(said, str) else text.strip()[:200] or f"HTTP {status}"
         return ReplicaAnswer(url, status, body, problem=f"{url}: {detail}")
-    return ReplicaAnswer(url, status, body)
+    return ReplicaAnswer(url, status, body, missing_workers=missing)
 
 
 def _reason(failure: aiohttp.ClientError) -> str:

@@ -10,9 +10,17 @@ refused with an error saying so, and nothing is written. An object
 that carries ``metadata.resourceVersion`` must match the stored one (its mod revision):
 a stale version is refused with a conflict naming the object, and nothing is written.
 
+``--dry-run`` (``=client``, as bare) plans against the store as read and writes nothing;
+``--dry-run=server`` also hands the planned transaction to etcd behind a guard that cannot
+hold, so that etcd itself judges it (its size against ``--max-txn-ops``, the user's
+permissions) and changes nothing. Either says, under each object that would be
+configured, which parts of it would change (``spec.http``, ``metadata.labels``). ``-l``
+applies only the objects whose labels match a kubectl selector.
+
 Output and exit codes follow kubectl: ``virtualservice.networking.istio.io/reviews
-created|configured|unchanged`` (``(dry run)`` with ``--dry-run``), errors as
-``Error from server (Conflict): …``, exit status 1 on any error.
+created|configured|unchanged`` (``(dry run)`` or ``(server dry run)`` with
+``--dry-run``), errors as ``Error from server (Conflict): …``, exit status 1 on any
+error.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from typing import Any, TextIO
 import aetcd
 from aetcd.utils import prefix_range_end
 
+from pilothouse.cli.label_selector import BadSelector, parse_selector
 from pilothouse.cli.store_objects import Manifest, read_manifests, resource
 from pilothouse.cli.store_session import (
     EXIT_ERROR,
@@ -61,7 +70,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="namespace for objects that name none",
     )  # fmt: skip
     parser.add_argument(
-        "--dry-run", action="store_true", help="validate and compare, write nothing"
+        "--dry-run", nargs="?", const="client", default="none",
+        choices=("none", "client", "server"),
+        help="validate and compare with the store, write nothing (server: etcd also judges "
+        "the transaction)",
+    )  # fmt: skip
+    parser.add_argument(
+        "-l", "--selector", metavar="SELECTOR", help="apply only the objects whose labels match"
     )
     add_store_argument(parser)
     parser.set_defaults(run=run)
@@ -76,6 +91,8 @@ class Outcome:
     verb: str
     mod_revision: int
     value: bytes
+    changes: tuple[str, ...] = ()
+    """For ``configured``: the parts that change (``spec.http``, ``metadata.labels``)."""
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None = None) -> int:
@@ -87,6 +104,11 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     except ValueError as unusable:
         print(f"error: {unusable}", file=err)
         return EXIT_ERROR
+    try:
+        selector = parse_selector(args.selector)
+    except BadSelector as problem:
+        print(f"error: {problem}", file=err)
+        return EXIT_ERROR
     loader = Loader(schemas=schemas, default_namespace=args.namespace, source="apply")
     manifests = read_manifests(args.filename, loader)
     if manifests.errors:
@@ -96,11 +118,12 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         return EXIT_ERROR
     for found in manifests.problems:
         print(f"Warning: {found}", file=err)
-    if not manifests.manifests:
+    chosen = tuple(m for m in manifests.manifests if selector.matches(m.config.labels))
+    if not chosen:
         print("error: no objects passed to apply", file=err)
         return EXIT_ERROR
     try:
-        return asyncio.run(_apply(store, manifests.manifests, args, out, err))
+        return asyncio.run(_apply(store, chosen, args, out, err))
     except (StoreUnreachable, EtcdUnavailable, aetcd.exceptions.ClientError) as problem:
         print(f"error: {reason(problem)}", file=err)
         return EXIT_ERROR
@@ -125,9 +148,11 @@ async def _apply(
             writes = [
                 client.transactions.put(o.key, o.value) for o in outcomes if o.verb != "unchanged"
             ]
-            if not writes or args.dry_run:
+            if not writes or args.dry_run == "client":
                 break
             unchanged_since = client.transactions.mod(root, prefix_range_end(root)) < revision + 1
+            if args.dry_run == "server":  # no revision is below 0: etcd judges, writes nothing
+                unchanged_since = client.transactions.mod(root, prefix_range_end(root)) < 0
             try:
                 done, _ = await client.transaction(
                     compare=[unchanged_since], success=writes, failure=[]
@@ -137,17 +162,19 @@ async def _apply(
                     raise
                 print(_TOO_MANY.format(len(writes)), file=err)
                 return EXIT_ERROR
-            if done:
+            if done or args.dry_run == "server":
                 break
         else:
             print(_CHANGED, file=err)
             return EXIT_ERROR
-    suffix = " (dry run)" if args.dry_run else ""
+    suffix = {"none": "", "client": " (dry run)", "server": " (server dry run)"}[args.dry_run]
     for outcome in outcomes:
         schema = store.layout.schemas.by_kind(outcome.manifest.config.kind)
         assert schema is not None
         name = outcome.manifest.config.name
         print(f"{resource(schema)}/{name} {outcome.verb}{suffix}", file=out)
+        if suffix and outcome.changes:
+            print(f"  changes: {', '.join(outcome.changes)}", file=out)
     return EXIT_OK
 
 
@@ -189,8 +216,32 @@ async def _plan(
         held = layout.decode(Loader(schemas=layout.schemas), key, current.value, 0)
         same = held.config is not None and held.config.same_content(config)
         verb = "unchanged" if same else "configured"
-        outcomes.append(Outcome(manifest, key, verb, current.mod_revision, value))
+        changes = () if same else changed_parts(current.value, value)
+        outcomes.append(Outcome(manifest, key, verb, current.mod_revision, value, changes))
     return outcomes, conflicts
+
+
+def changed_parts(stored: bytes, wanted: bytes) -> tuple[str, ...]:
+    """The labels, annotations and top-level spec fields that differ between two stored
+    values (``metadata.labels``, ``spec.http``)."""
+    try:
+        old, new = json.loads(stored), json.loads(wanted)
+    except ValueError:
+        return ()
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return ()
+    parts = []
+    for field in ("labels", "annotations"):
+        if (old.get("metadata") or {}).get(field) != (new.get("metadata") or {}).get(field):
+            parts.append(f"metadata.{field}")
+    old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
+    if isinstance(old_spec, dict) and isinstance(new_spec, dict):
+        parts += [
+            f"spec.{field}"
+            for field in sorted({*old_spec, *new_spec})
+            if old_spec.get(field) != new_spec.get(field)
+        ]
+    return tuple(parts)
 
 
 def _created(value: bytes) -> str | None:

@@ -6,7 +6,10 @@ proxy hold what pilothouse sent it and it acknowledged?
 them resource by resource (:mod:`pilothouse.inspector`). ``--sample N`` inspects N
 connected proxies chosen at random among those whose node metadata names their Envoy
 admin address (``ENVOY_ADMIN_ADDRESS``). ``--admin`` is pilothouse's admin address
-(default: ``PILOTHOUSE_ADMIN_ADDRESS``, else 127.0.0.1:15014).
+(default: ``PILOTHOUSE_ADMIN_ADDRESS``, else 127.0.0.1:15014); given several times, or as
+``A,B``, the proxies of every replica are inspected, each read from the replica holding
+it (:class:`~pilothouse.inspector.replicas.ReplicaAdmins`). ``-n NS`` completes a bare pod
+name to ``pod.NS``, as istioctl does.
 
 Exit status: 0 SYNCED (every proxy, with ``--sample``), 1 DIVERGED (any), 2 usage
 error, 3 could not inspect (pilothouse or an Envoy unreachable, the proxy not
@@ -24,11 +27,14 @@ from typing import Final
 
 import aiohttp
 
-from pilothouse.environment import SettingsError, from_environment
+from pilothouse.cli.admin_client import BadAdminAddress
+from pilothouse.cli.proxy_status import admin_urls, proxy_name
+from pilothouse.environment import SettingsError
 from pilothouse.inspector.admin_clients import EnvoyAdmin, InspectionFailed, PilothouseAdmin
 from pilothouse.inspector.compare import Verdict
 from pilothouse.inspector.inspection import Inspection, Inspector, Sample
 from pilothouse.inspector.message_types import MessageTypes
+from pilothouse.inspector.replicas import ReplicaAdmins
 from pilothouse.inspector.report import (
     inspection_json,
     inspection_text,
@@ -68,9 +74,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--admin",
+        action="append",
         metavar="URL",
-        help="pilothouse's admin address (default: PILOTHOUSE_ADMIN_ADDRESS, "
-        f"else {Settings().admin.address})",
+        help="pilothouse's admin address; repeat it (or give A,B) for several replicas "
+        f"(default: PILOTHOUSE_ADMIN_ADDRESS, else {Settings().admin.address})",
+    )
+    parser.add_argument(
+        "-n", "--namespace", metavar="NS", help="the namespace of a PROXY given as a pod name"
     )
     parser.add_argument(
         "--recheck",
@@ -102,17 +112,24 @@ def run(args: argparse.Namespace) -> int:
     if args.recheck < 0 or args.timeout <= 0:
         return _usage("--recheck must be 0 or more and --timeout more than 0")
     try:
-        admin = args.admin or Settings().with_overrides(from_environment()).admin.address
-    except SettingsError as problem:
+        admins = admin_urls(args.admin)
+    except (BadAdminAddress, SettingsError) as problem:
         return _usage(str(problem))
-    return asyncio.run(_inspect(args, admin))
+    if args.proxy is not None:
+        args.proxy = proxy_name(args.proxy, args.namespace)
+    return asyncio.run(_inspect(args, admins))
 
 
-async def _inspect(args: argparse.Namespace, admin: str) -> int:
+async def _inspect(args: argparse.Namespace, admins: list[str]) -> int:
     timeout = aiohttp.ClientTimeout(total=args.timeout)
     async with aiohttp.ClientSession(timeout=timeout) as session:
+        pilothouse = (
+            PilothouseAdmin(session, admins[0])
+            if len(admins) == 1
+            else ReplicaAdmins(session, admins)
+        )
         inspector = Inspector(
-            PilothouseAdmin(session, admin),
+            pilothouse,
             lambda address: EnvoyAdmin(session, address),
             MessageTypes(),
             recheck=args.recheck,
@@ -124,6 +141,9 @@ async def _inspect(args: argparse.Namespace, admin: str) -> int:
         except InspectionFailed as problem:
             print(f"pilothouse inspect: {problem}", file=sys.stderr)
             return FAILED
+        finally:
+            for unread in getattr(pilothouse, "unreachable", ()):
+                print(f"pilothouse inspect: warning: {unread}", file=sys.stderr)
 
 
 def _show(inspection: Inspection, args: argparse.Namespace) -> int:

@@ -27,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="pilothouse",
         description="A service-mesh control plane: Istio config in, xDS and MCP out.",
     )
+    parser.add_argument("--version", action="version", version=f"pilothouse {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
     validate.add_parser(commands)

@@ -1,8 +1,10 @@
-"""`pilothouse proxy-status [PROXY]`: is every proxy up to date, and on which replica?
+"""`pilothouse proxy-status [PROXY]` (``ps``): is every proxy up to date, and on which replica?
 
-Reads ``/debug/syncz`` from each replica given with ``--admin`` (default: the local
-admin address) and merges the answers, since each replica knows only the proxies
-connected to it. Per proxy, CDS, LDS, EDS and RDS are each:
+Reads ``/debug/syncz`` from each replica given with ``--admin`` (repeated, or ``A,B``;
+default: the local admin address) and merges the answers, since each replica knows only
+the proxies connected to it (a ``serve --workers N`` replica answers for all its
+workers). ``-n NS`` keeps the proxies of one namespace and completes a bare pod name to
+``pod.NS``, as istioctl does. Per proxy, CDS, LDS, EDS and RDS are each:
 
 - ``SYNCED``: the proxy ACKed the latest response of the type;
 - ``NOT SENT``: nothing of the type was ever sent (e.g. RDS on a gateway without routes);
@@ -12,8 +14,8 @@ connected to it. Per proxy, CDS, LDS, EDS and RDS are each:
 with the time since the latest response in parentheses, as istioctl shows them. The
 REPLICA column is the replica holding the proxy's stream (``PILOTHOUSE_REPLICA_ID``, by
 default ``<hostname>:<xDS port>``). With ``PROXY`` (``pod.namespace`` or a full node id),
-that proxy's types in detail, and its last NACK per type. ``-o json`` prints the syncz
-entries themselves (each with ``replica`` and ``admin``, the URL it came from).
+that proxy's types in detail, and its last NACK per type. ``-o json|yaml`` prints the
+syncz entries themselves (each with ``replica`` and ``admin``, the URL it came from).
 
 With no proxy connected to any replica it says so (``no proxies connected``) and, to
 tell why, shows the xDS connections the replicas refused lately, by reason, from their
@@ -36,6 +38,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 from urllib.parse import urlsplit
+
+import yaml
 
 from pilothouse.cli.admin_client import (
     BadAdminAddress,
@@ -65,6 +69,7 @@ COLUMNS: Final = (
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = commands.add_parser(
         "proxy-status",
+        aliases=["ps"],
         help="sync status of the proxies connected to one or more replicas",
         description="Per proxy, whether its CDS, LDS, EDS and RDS are SYNCED, NOT SENT, "
         "STALE or ERROR, and the replica it is connected to, read from each replica's "
@@ -74,19 +79,25 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "proxy", nargs="?", metavar="PROXY", help="one proxy: pod.namespace or its node id"
     )
-    parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    parser.add_argument("-o", "--output", choices=("text", "json", "yaml"), default="text")
     parser.set_defaults(run=run)
 
 
 def add_admin_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--admin URL...`` and ``--timeout``, shared with ``proxy-config``."""
+    """``--admin URL`` (repeatable), ``-n NS`` and ``--timeout``, shared with
+    ``proxy-config``."""
     parser.add_argument(
         "--admin",
-        action="extend",
-        nargs="+",
+        action="append",
         metavar="URL",
-        help="admin address of a replica, http://host:port or host:port (several may be "
-        "given; default: PILOTHOUSE_ADMIN_ADDRESS, else 127.0.0.1:15014)",
+        help="admin address of a replica, http://host:port or host:port; repeat it (or "
+        "give A,B) for several (default: PILOTHOUSE_ADMIN_ADDRESS, else 127.0.0.1:15014)",
+    )
+    parser.add_argument(
+        "-n",
+        "--namespace",
+        metavar="NS",
+        help="the proxies of this namespace; a PROXY given as a pod name is pod.NS",
     )
     parser.add_argument(
         "--timeout", type=float, default=10.0, metavar="S", help="seconds per replica (10)"
@@ -94,9 +105,28 @@ def add_admin_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def admin_urls(values: Sequence[str] | None) -> list[str]:
-    """The replicas to ask, without repeats; raises BadAdminAddress or SettingsError."""
-    urls = [admin_url(v) for v in values] if values else [default_admin_url()]
+    """The replicas to ask (``--admin`` values, each maybe ``A,B``), without repeats;
+    raises BadAdminAddress or SettingsError."""
+    given = [part for value in values or () for part in value.split(",") if part.strip()]
+    urls = [admin_url(v) for v in given] if given else [default_admin_url()]
     return list(dict.fromkeys(urls))
+
+
+def proxy_name(proxy: str, namespace: str | None) -> str:
+    """``pod`` as ``pod.NS`` when a namespace is given and the name has none (istioctl's
+    ``-n``); a ``pod.namespace`` or a node id as it is."""
+    if namespace and "." not in proxy and "~" not in proxy:
+        return f"{proxy}.{namespace}"
+    return proxy
+
+
+def in_namespace(entry: Mapping[str, Any], namespace: str) -> bool:
+    """Whether a syncz entry is a proxy of ``namespace`` (its ``namespace``, else the
+    namespace of its ``pod.namespace`` name, as istiod's entries carry none)."""
+    found = entry.get("namespace")
+    if isinstance(found, str) and found:
+        return found == namespace
+    return str(entry.get("proxy", "")).rpartition(".")[2] == namespace
 
 
 def run(args: argparse.Namespace) -> int:
@@ -110,21 +140,27 @@ def run(args: argparse.Namespace) -> int:
     if len(failed) == len(answers):
         return 1
     entries = merged(answers)
+    if args.namespace and not args.proxy:
+        entries = [e for e in entries if in_namespace(e, args.namespace)]
     if args.proxy:
-        entries = [e for e in entries if args.proxy in (e.get("proxy"), e.get("node_id"))]
+        wanted = proxy_name(args.proxy, args.namespace)
+        entries = [e for e in entries if wanted in (e.get("proxy"), e.get("node_id"))]
         if not entries:
             print(
-                f"{PROG}: proxy {args.proxy} is not connected to any of the given replicas "
+                f"{PROG}: proxy {wanted} is not connected to any of the given replicas "
                 f"({', '.join(urls)})",
                 file=sys.stderr,
             )
             return 1
     if args.output == "json":
         print(json.dumps(entries, indent=2))
+    elif args.output == "yaml":
+        print(yaml.safe_dump(entries, sort_keys=False), end="")
     elif args.proxy:
         print("\n".join(proxy_detail(e, time.time()) for e in entries), end="")
     elif not entries:
-        print(nothing_connected(urls, reason_rows(refused), time.time()), end="")
+        where = f" in namespace {args.namespace}" if args.namespace else ""
+        print(nothing_connected(urls, reason_rows(refused), time.time(), where), end="")
     else:
         print(status_table(entries, time.time()), end="")
         rows = reason_rows(refused)
@@ -144,9 +180,12 @@ async def _ask(
     return syncz, refusals
 
 
-def nothing_connected(urls: Sequence[str], refused: Sequence[ReasonRow], now: float) -> str:
-    """What to say when no replica has a proxy: that, and the refusals by reason."""
-    text = f"no proxies connected to {', '.join(urls)}\n"
+def nothing_connected(
+    urls: Sequence[str], refused: Sequence[ReasonRow], now: float, where: str = ""
+) -> str:
+    """What to say when no replica has a proxy (``where``: of the namespace asked for):
+    that, and the refusals by reason."""
+    text = f"no proxies{where} connected to {', '.join(urls)}\n"
     if refused:
         text += "\nrefused xDS connections and streams, by reason:\n"
         text += reasons_table(refused, now)
@@ -158,6 +197,13 @@ def report_failures(prog: str, answers: Sequence[ReplicaAnswer]) -> list[Replica
     failed = [a for a in answers if not a.ok]
     for answer in failed:
         print(f"{prog}: {answer.problem}", file=sys.stderr)
+    for answer in answers:
+        if answer.missing_workers:
+            print(
+                f"{prog}: warning: {answer.url} answered without its workers "
+                f"{answer.missing_workers}",
+                file=sys.stderr,
+            )
     return failed
 
 

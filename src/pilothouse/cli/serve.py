@@ -33,7 +33,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from pilothouse import logfmt
+from pilothouse import logfmt, logscopes
 from pilothouse.addresses import HostPort
 from pilothouse.admin.access import AccessPolicy
 from pilothouse.admin.api import AdminApi
@@ -187,6 +187,7 @@ def admin_server(
                     else ()
                 ),
             ],
+            middlewares=(worker.middleware(),) if worker is not None else (),
         )
     )
 
@@ -273,6 +274,8 @@ async def serve(
     opening.append(ControlZListener(ControlZ(settings.ctrlz, knobs, access)))
     listeners = Listeners()
     ports = await listeners.start(*opening)
+    if worker is not None:  # so that the other workers can ask this one (worker_debug)
+        await worker.listen_privately(admin)
 
     # The CA (an Authority) for the certificate service, SDS and the TLS port is opened
     # inside the task group, so that the sources run while its shared store is asked
@@ -356,6 +359,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"pilothouse serve: {problem}", file=sys.stderr)
         return 2
     try:
+        logscopes.check_level_spec(settings.log_level)
         logfmt.configure(settings.log_level, sys.stderr)
     except logfmt.LevelSpecError as problem:
         print(f"pilothouse serve: {problem}", file=sys.stderr)

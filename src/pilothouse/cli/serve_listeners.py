@@ -20,6 +20,7 @@ import grpc
 
 from pilothouse.addresses import HostPort, join_host_port
 from pilothouse.admin.controlz.app import ControlZ
+from pilothouse.cli.serve_listen import bind_problem
 from pilothouse.xds.server.discovery import DiscoveryServer
 from pilothouse.xds.server.tls_port import TlsPort
 
@@ -115,10 +116,9 @@ class XdsListener:
     async def start(self) -> int:
         try:
             port = self._server.add_insecure_port(str(self._address))
-        except RuntimeError as problem:  # grpcio's way of saying it cannot bind
-            raise CannotListen(
-                f"pilothouse: cannot listen on {self._configured}: {problem}"
-            ) from None
+        except RuntimeError as problem:  # grpcio's way of saying it cannot bind, not why
+            why = bind_problem(self._address) or str(problem)
+            raise CannotListen(f"pilothouse: cannot listen on {self._configured}: {why}") from None
         if port == 0:
             raise CannotListen(f"pilothouse: cannot listen on {self._configured}")
         self._discovery.identify(port)

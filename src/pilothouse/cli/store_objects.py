@@ -7,6 +7,7 @@ every file (with file and line) and the caller writes nothing when there is one.
 
 from __future__ import annotations
 
+import difflib
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -128,6 +129,26 @@ def resolve_kind(text: str, schemas: SchemaSet) -> Schema | None:
         if wanted in (schema.kind.lower(), schema.plural.lower()):
             return schema
     return None
+
+
+class UnknownKind(ValueError):
+    """A KIND the store commands do not know; the message is kubectl's, with a hint."""
+
+
+def resolve_kinds(text: str, schemas: SchemaSet) -> list[Schema]:
+    """The kinds a comma-separated list names (``vs,dr``), without repeats; UnknownKind
+    for the first that names none, with the nearest short name or kind."""
+    found: list[Schema] = []
+    for word in (w.strip() for w in text.split(",")):
+        schema = resolve_kind(word, schemas) if word else None
+        if schema is None:
+            names = sorted({*SHORT_NAMES, *(s.kind.lower() for s in schemas)})
+            close = difflib.get_close_matches(word.lower(), names, n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise UnknownKind(f'the server doesn\'t have a resource type "{word}"{hint}')
+        if schema not in found:
+            found.append(schema)
+    return found
 
 
 def resource(schema: Schema, *, plural: bool = False) -> str:

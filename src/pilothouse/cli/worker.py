@@ -4,7 +4,9 @@
 runs in each process it forks: the parent's imports come along, shared copy-on-write,
 and nothing of gRPC (the parent never starts it). The worker runs the ordinary
 ``serve`` with its :class:`WorkerRole`: its listening ports shared with the other workers
-(``SO_REUSEPORT``), ``/ready`` answering for every worker, ``/debug/workers``, and a
+(``SO_REUSEPORT``), ``/ready`` answering for every worker, ``/debug/workers``, debug
+answers about proxies merged from every worker through a private admin port each
+(:mod:`pilothouse.cli.worker_debug`), and a
 task that writes its row of the :class:`~pilothouse.cli.worker_board.WorkerBoard` and
 stops the worker if the parent is gone (no orphan serves on after it). Every log line
 carries ``worker=<index>``.
@@ -23,10 +25,13 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 from pilothouse import logfmt
 from pilothouse.admin.debug_routes import debug_only
+from pilothouse.admin.server import AdminServer
 from pilothouse.cli.worker_board import WorkerBoard
+from pilothouse.cli.worker_debug import PRIVATE_HOST, whole_answers
 from pilothouse.settings import Settings
 
 log = logging.getLogger("pilothouse.serve")
@@ -85,6 +90,18 @@ class WorkerRole:
             )
 
         return [web.get("/debug/workers", debug_only(workers, allow_remote=allow_remote))]
+
+    def middleware(self) -> Middleware:
+        """The admin app's merge of the workers' debug answers
+        (:mod:`pilothouse.cli.worker_debug`)."""
+        return whole_answers(self.board, self.index)
+
+    async def listen_privately(self, admin: AdminServer) -> int:
+        """Serve ``admin`` on this worker's own loopback port too, and say so on the board
+        (the other workers ask it there); returns the port."""
+        port = await admin.listen_also(PRIVATE_HOST)
+        self.board.publish_admin_port(self.index, port)
+        return port
 
 
 class Serve(Protocol):

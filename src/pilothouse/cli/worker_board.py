@@ -1,6 +1,7 @@
 """``WorkerBoard``: what every ``serve --workers N`` worker tells the others, in shared memory.
 
-The supervising parent allocates one row per worker slot (pid, ready, xDS connections)
+The supervising parent allocates one row per worker slot (pid, ready, xDS connections,
+the worker's private admin port: :mod:`pilothouse.cli.worker_debug`)
 in a shared array before it starts any worker and hands it to each of them; a worker
 writes only its own row, a few times a second, and reads every row to answer ``/ready``
 (ready only when every slot holds a live worker that is ready) and ``/debug/workers``.
@@ -17,8 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-_FIELDS: Final = 3
-_PID, _READY, _CONNECTIONS = range(_FIELDS)
+_FIELDS: Final = 4
+_PID, _READY, _CONNECTIONS, _ADMIN_PORT = range(_FIELDS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +32,8 @@ class WorkerRow:
     ready: bool
     connections: int
     """xDS streams the worker serves (plaintext and TLS ports)."""
+    admin_port: int = 0
+    """The worker's private admin port on loopback (0: not listening yet)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -38,6 +41,7 @@ class WorkerRow:
             "pid": self.pid,
             "ready": self.ready,
             "connections": self.connections,
+            "admin_port": self.admin_port,
         }
 
 
@@ -57,9 +61,14 @@ class WorkerBoard:
         self._cells[base + _CONNECTIONS] = connections
         self._cells[base + _READY] = 1 if ready else 0
 
+    def publish_admin_port(self, index: int, port: int) -> None:
+        """Worker ``index`` listens privately on ``port`` (loopback)."""
+        self._cells[index * _FIELDS + _ADMIN_PORT] = port
+
     def clear(self, index: int) -> None:
         """The slot holds no live worker (the parent saw it die)."""
         base = index * _FIELDS
+        self._cells[base + _ADMIN_PORT] = 0
         self._cells[base + _READY] = 0
         self._cells[base + _CONNECTIONS] = 0
         self._cells[base + _PID] = 0
@@ -72,6 +81,7 @@ class WorkerBoard:
                 pid=int(cells[index * _FIELDS + _PID]),
                 ready=bool(cells[index * _FIELDS + _READY]),
                 connections=int(cells[index * _FIELDS + _CONNECTIONS]),
+                admin_port=int(cells[index * _FIELDS + _ADMIN_PORT]),
             )
             for index in range(self.workers)
         ]

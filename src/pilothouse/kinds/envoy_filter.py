@@ -77,6 +77,7 @@ KIND = Kind(
         validate_envoy_filter,
         versions=("v1alpha3",),
     ),
+    short_names=("ef",),
     audience=Audience.SELECTED_WORKLOADS,
     index="envoy_filters",
     changed_types=patched_types,

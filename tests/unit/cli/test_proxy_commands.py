@@ -101,12 +101,13 @@ def test_statuses_from_our_entries_and_from_istiods() -> None:
 
 def test_commands_parse_their_arguments() -> None:
     parser = build_parser()
-    args = parser.parse_args(["proxy-status", "p.ns", "--admin", "a:1", "b:2", "-o", "json"])
+    args = parser.parse_args(["proxy-status", "p.ns", "--admin", "a:1", "--admin", "b:2", "-o",
+                              "json"])  # fmt: skip
     assert (args.proxy, args.admin, args.output) == ("p.ns", ["a:1", "b:2"], "json")
     args = parser.parse_args(["proxy-config", "ep", "p.ns", "--admin", "a:1"])
     assert (args.kind, args.proxy, args.output) == ("ep", "p.ns", "short")
     with pytest.raises(SystemExit) as exited:
-        parser.parse_args(["proxy-config", "secret", "p.ns"])
+        parser.parse_args(["proxy-config", "bootstrap", "p.ns"])
     assert exited.value.code == 2
 
 
@@ -146,8 +147,13 @@ def dumps() -> dict[str, dict[str, Any]]:
 def test_cluster_table_of_the_sidecar(dumps: dict[str, dict[str, Any]]) -> None:
     header, rows = cluster_rows(clusters_of(dumps["sidecar"]))
     assert header[0] == "SERVICE FQDN" and header[-1] == "DESTINATION RULE"
-    assert ["reviews.bookinfo.svc.cluster.local", "9080", "v3", "outbound", "EDS", "-"] in rows
-    assert ["books.example.com", "443", "-", "outbound", "STRICT_DNS", "-"] in rows
+    # the DestinationRule behind a cluster, named as istioctl prints it (name.namespace)
+    reviews = "reviews.bookinfo"
+    assert ["reviews.bookinfo.svc.cluster.local", "9080", "v3", "outbound", "EDS", reviews] in rows
+    assert ["reviews.bookinfo.svc.cluster.local", "9080", "-", "outbound", "EDS", reviews] in rows
+    assert ["books.example.com", "443", "-", "outbound", "STRICT_DNS", "books-api.bookinfo"] in rows
+    details = next(row for row in rows if row[0].startswith("details."))
+    assert details[-1] == "-"  # no rule for details
     assert rows[-2:] == [
         ["BlackHoleCluster", "-", "-", "-", "STATIC", "-"],
         ["PassthroughCluster", "-", "-", "-", "ORIGINAL_DST", "-"],

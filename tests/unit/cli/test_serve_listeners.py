@@ -2,15 +2,19 @@
 is all or nothing, and stopping (after a failed start or at shutdown) drains the xDS
 ports together before stopping the rest, newest first. Fake listeners record what
 happens to them: the rule is about order, not sockets (the real ports are covered by
-the serve process tests)."""
+the serve process tests). A real gRPC server on a taken port says so in plain words."""
 
 from __future__ import annotations
 
 import asyncio
+import socket
 
+import grpc
 import pytest
 
-from pilothouse.cli.serve_listeners import CannotListen, Listeners
+from pilothouse.addresses import parse_host_port
+from pilothouse.cli.serve_listen import bind_problem
+from pilothouse.cli.serve_listeners import CannotListen, Listeners, XdsListener
 
 
 class Recorded:
@@ -112,3 +116,23 @@ async def test_shutdown_drains_xds_ports_together_then_stops_the_rest_newest_fir
 
     await listeners.stop(3)  # a second shutdown stops nothing twice
     assert len(journal) == 7
+
+
+async def test_an_xds_port_in_use_is_named_as_such_with_its_address() -> None:
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    address = f"127.0.0.1:{taken.getsockname()[1]}"
+    parsed = parse_host_port(address, "--xds-address")
+    server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+    try:
+        listener = XdsListener(server, parsed, address, discovery=None)  # type: ignore[arg-type]
+        with pytest.raises(CannotListen) as refused:
+            await listener.start()  # fails before it would tell discovery its port
+        said = str(refused.value)
+        assert said == f"pilothouse: cannot listen on {address}: address already in use"
+        assert bind_problem(parsed) == "address already in use"
+    finally:
+        taken.close()
+        await server.stop(None)
+    assert bind_problem(parsed) == ""  # free again

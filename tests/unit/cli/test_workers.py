@@ -13,6 +13,7 @@ from pilothouse.cli.port_reservation import reserve
 from pilothouse.cli.serve_args import settings_from
 from pilothouse.cli.supervisor import reserve_all, shared_addresses, worker_settings
 from pilothouse.cli.worker_board import WorkerBoard
+from pilothouse.cli.worker_debug import MERGED
 from pilothouse.environment import SettingsError
 from pilothouse.settings import Settings
 
@@ -35,13 +36,15 @@ def test_the_board_is_ready_only_when_every_slot_holds_a_ready_worker() -> None:
     board.publish(1, 101, ready=False, connections=0)
     assert board.not_ready() == "workers not ready: 1 (pid 101)"
     board.publish(1, 101, ready=True, connections=4)
+    board.publish_admin_port(1, 40001)
     assert board.not_ready() is None
     assert [row.as_dict() for row in board.rows()] == [
-        {"index": 0, "pid": 100, "ready": True, "connections": 3},
-        {"index": 1, "pid": 101, "ready": True, "connections": 4},
+        {"index": 0, "pid": 100, "ready": True, "connections": 3, "admin_port": 0},
+        {"index": 1, "pid": 101, "ready": True, "connections": 4, "admin_port": 40001},
     ]
     board.clear(1)  # the parent saw worker 1 die
     assert board.not_ready() == "workers not ready: 1 (not started)"
+    assert board.rows()[1].admin_port == 0  # nobody asks a dead worker's port
 
 
 def test_a_reservation_picks_one_port_that_workers_can_share_and_others_cannot() -> None:
@@ -111,3 +114,29 @@ def test_only_worker_zero_runs_controlz_and_writes_kubernetes_status() -> None:
     assert second.with_overrides(
         {"ctrlz.address": settings.ctrlz.address, "kube.write_status": True}
     ) == settings
+
+
+def test_worker_answers_merge_as_one_replicas() -> None:
+    merge_syncz = MERGED["/debug/syncz"]
+    syncz = merge_syncz([(1, (200, [{"proxy": "a.ns"}])), (0, (200, [{"proxy": "b.ns"}]))])
+    assert syncz == (200, [{"proxy": "a.ns", "worker": 1}, {"proxy": "b.ns", "worker": 0}])
+    gone = (404, {"error": "proxy p.ns is not connected", "status": 404})
+    held = (200, {"configs": []})
+    assert MERGED["/debug/config_dump"]([(0, gone), (1, held)]) == held
+    assert MERGED["/debug/config_dump"]([(0, gone), (1, gone)]) == gone  # nobody holds it
+    listed = MERGED["/debug/acked"]([(0, (200, {"proxies": [{"proxyID": "a"}]})),
+                                     (1, (200, {"proxies": [{"proxyID": "b"}]}))])  # fmt: skip
+    assert listed == (200, {"proxies": [{"proxyID": "a"}, {"proxyID": "b"}]})
+    early = {"count": 2, "lastTime": "2026-01-01T00:00:01", "lastPeer": "p1"}
+    late = {"count": 3, "lastTime": "2026-01-01T00:00:05", "lastPeer": "p2"}
+    refused = MERGED["/debug/refusals"](
+        [(0, (200, {"reasons": {"rate": late}, "recent": [{"time": "5"}]})),
+         (1, (200, {"reasons": {"rate": early, "auth": early}, "recent": [{"time": "7"}]}))]
+    )  # fmt: skip
+    assert refused == (
+        200,
+        {
+            "reasons": {"auth": early, "rate": {**late, "count": 5}},
+            "recent": [{"time": "7"}, {"time": "5"}],
+        },
+    )

@@ -8,7 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
+import pilothouse.cli.main  # noqa: F401  # every command's loggers, as serve has them
 from pilothouse import logfmt, logscopes
+from pilothouse.logfmt import LevelSpecError
 
 
 @pytest.fixture(autouse=True)
@@ -106,3 +108,15 @@ def test_stack_traces_and_callers_are_added_per_scope() -> None:
     stream.seek(0)
     emit_warning(log)
     assert stream.getvalue().count("\n") == 1 and "caller=" not in stream.getvalue()
+
+
+def test_log_level_scopes_are_checked_with_the_nearest_name() -> None:
+    for spec in ("info", "warn,serve:info,xds.admission:debug", "kube:debug", "registry:debug"):
+        logscopes.check_level_spec(spec)  # loggers, their parents, older names
+    said = r"unknown log scope 'xdss' in 'xdss:debug': did you mean 'xds'\?"
+    with pytest.raises(LevelSpecError, match=said):
+        logscopes.check_level_spec("xdss:debug")
+    with pytest.raises(LevelSpecError, match="the scopes are: default, admin"):
+        logscopes.check_level_spec("info,qqqqzz:debug")
+    with pytest.raises(LevelSpecError, match="unknown log level 'loud'"):
+        logscopes.check_level_spec("xds:loud")

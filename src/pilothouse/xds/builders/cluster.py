@@ -21,12 +21,15 @@ What a cluster gets (in Istio's order):
    matches (:mod:`.auto_mtls`), except on ORIGINAL_DST clusters, as in istiod.
 4. HTTP protocol options (:mod:`.upstream_protocol`) in
    ``typed_extension_protocol_options``.
+5. With a DestinationRule, ``metadata.filter_metadata["istio"]["config"]`` names it
+   (``/apis/networking.istio.io/v1/namespaces/<ns>/destination-rule/<name>``), as
+   istiod does: ``istioctl proxy-config cluster`` shows it as DESTINATION RULE.
 
 Inbound clusters are recognised by their name (``inbound|<port>||``) and take
 only the connection pool from the policy, as in Istio.  Not translated (yet):
 ``tunnel``, ``proxy_protocol``, ``retry_budget``, the rule's
-``outlier_detection_http_error_codes``, Istio's cluster metadata and stats
-names, and the per-proxy locality weights/priorities (an EDS concern).
+``outlier_detection_http_error_codes``, Istio's cluster stats names, and the
+per-proxy locality weights/priorities (an EDS concern).
 """
 
 from __future__ import annotations
@@ -86,6 +89,7 @@ Cluster = cluster_pb2.Cluster
 ISTIO_MUTUAL: Final = dr_pb2.ClientTLSSettings(mode=dr_pb2.ClientTLSSettings.ISTIO_MUTUAL)
 MESH_CONNECT_TIMEOUT: Final = timedelta(seconds=10)
 PASSTHROUGH_IDLE_TIMEOUT: Final = timedelta(minutes=5)
+ISTIO_METADATA_KEY: Final = "istio"
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +150,8 @@ class ClusterInputs:
     """None: EDS over ADS; else the REST source an EDS cluster polls."""
     auto_mtls: bool = False
     """Without TLS in ``policy``: mutual TLS to sidecar endpoints, plaintext to others."""
+    config_path: str = ""
+    """The DestinationRule behind ``policy`` (:func:`destination_rule_config_path`), or ""."""
     message_key: tuple[bytes | None, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -217,7 +223,14 @@ def build_cluster(inputs: ClusterInputs) -> cluster_pb2.Cluster:
 
     if options is not None:
         _set_http_protocol_options(cluster, options)
+    if inputs.config_path:
+        cluster.metadata.filter_metadata[ISTIO_METADATA_KEY].update({"config": inputs.config_path})
     return cluster
+
+
+def destination_rule_config_path(namespace: str, name: str) -> str:
+    """The path istiod puts in cluster metadata to name a DestinationRule."""
+    return f"/apis/networking.istio.io/v1/namespaces/{namespace}/destination-rule/{name}"
 
 
 def build_blackhole_cluster(

@@ -50,6 +50,7 @@ from pilothouse.xds.builders.cluster import (
     build_blackhole_cluster,
     build_cluster,
     build_passthrough_cluster,
+    destination_rule_config_path,
 )
 from pilothouse.xds.builders.encode import content_hash, to_any_bytes
 from pilothouse.xds.builders.endpoint import LbEndpointInput
@@ -255,6 +256,9 @@ def build_service_clusters(inputs: ServiceClusterInputs) -> ResourceGroup:
     discovery = _DISCOVERY[service.resolution]
     # only EDS clusters read it
     eds_polling = inputs.rest if discovery is Discovery.EDS else None
+    config_path = (
+        destination_rule_config_path(rule.namespace, rule.name) if rule is not None else ""
+    )
     built: list[Resource] = []
     for port in service.ports:
         for subset, labels in (("", ()), *subsets_of(rule)):
@@ -277,6 +281,7 @@ def build_service_clusters(inputs: ServiceClusterInputs) -> ResourceGroup:
                 service_accounts=(),
                 eds_polling=eds_polling,
                 auto_mtls=inputs.auto_mtls,
+                config_path=config_path,
             )
             built.append(encode(build_cluster(cluster), name))
     return ResourceGroup(tuple(built))
