@@ -11,7 +11,9 @@ so the tests look at real responses:
   takes the header away;
 - a plugin from ``http://`` (a local server; loopback opted in) is fetched once;
 - an edit whose module does not match its ``sha256`` is not served: the mismatch is
-  counted and the last good module keeps answering; a matching module then replaces it.
+  counted and the last good module keeps answering; a matching module then replaces it;
+- an EnvoyFilter that inserts a filter loading its config over ECDS and ADDs that config
+  (``applyTo: EXTENSION_CONFIG``) runs it (a Lua filter adding a header).
 """
 
 from __future__ import annotations
@@ -239,4 +241,69 @@ async def test_an_http_plugin_is_fetched_once_and_a_mismatch_keeps_the_last_good
 
         await eventually(replaced, "the matching module replaces the last good one")
         assert fetches[OK] == served + 1
+        shared.delete(keys)
+
+
+LUA = "type.googleapis.com/envoy.extensions.filters.http.lua.v3.Lua"
+
+
+def ecds_envoy_filter(port: int) -> dict[str, Any]:
+    code = 'function envoy_on_response(h) h:headers():add("x-ecds", "lua") end'
+    discovered = {
+        "name": "ecds-lua",
+        "config_discovery": {
+            "config_source": {"ads": {}, "initial_fetch_timeout": "0s"},
+            "type_urls": [LUA],
+        },
+    }
+    return {
+        "apiVersion": "networking.istio.io/v1alpha3",
+        "kind": "EnvoyFilter",
+        "metadata": {"name": "ecds-lua", "namespace": GATEWAY_NAMESPACE},
+        "spec": {
+            "workloadSelector": {"labels": {"istio": "ingressgateway"}},
+            "configPatches": [
+                {
+                    "applyTo": "HTTP_FILTER",
+                    "match": {
+                        "context": "GATEWAY",
+                        "listener": {
+                            "portNumber": port,
+                            "filterChain": {"filter": {"name": HCM, "subFilter": {"name": ROUTER}}},
+                        },
+                    },
+                    "patch": {"operation": "INSERT_BEFORE", "value": discovered},
+                },
+                {
+                    "applyTo": "EXTENSION_CONFIG",
+                    "patch": {
+                        "operation": "ADD",
+                        "value": {
+                            "name": "ecds-lua",
+                            "typed_config": {
+                                "@type": LUA,
+                                "default_source_code": {"inline_string": code},
+                            },
+                        },
+                    },
+                },
+            ],
+        },
+    }
+
+
+async def test_an_envoy_filter_extension_config_is_served_over_ecds(
+    gateway_turn: GatewayTurn,
+) -> None:
+    namespace, port = "wasm-ecds", free_port()
+    web = await gateway_turn.upstream("web")
+    shared = gateway_turn.gateway
+    async with gateway_turn.serving(web_mesh(namespace, port, web), port):
+        keys = shared.apply(render(ecds_envoy_filter(port)))
+
+        async def added() -> bool:
+            response = await fetch(LOOPBACK, port, "/")
+            return response.status == 200 and response.header("x-ecds") == "lua"
+
+        await eventually(added, "the Lua filter from ECDS adds its header")
         shared.delete(keys)

@@ -199,3 +199,22 @@ def test_ecds_serves_the_named_plugins_and_envoy_filter_additions() -> None:
     any_pb2.Any.FromString(found["my-lua"].body).Unpack(added)
     assert added.typed_config.type_url.endswith("lua.v3.Lua")
     assert generate(ExtensionConfigGenerator(), gateway, None) == {}
+
+
+def test_an_extension_config_addition_is_reported_applied_once_served() -> None:
+    context, registry = context_with(GATEWAY)
+    gateway = router(istio="ingressgateway")
+    given = GenerationInput(
+        proxy=gateway,
+        scope=context.scope(gateway),  # type: ignore[attr-defined]
+        context=context,  # type: ignore[arg-type]
+        endpoints=registry.endpoint_index,
+        cache=ResourceCache(),
+        names=frozenset({"my-lua"}),
+    )
+    envoy_filters = context.envoy_filters  # type: ignore[attr-defined]
+    statuses = {r.position: str(r.status) for r in envoy_filters.statuses()}
+    assert statuses == {0: "no proxy", 1: "dropped"}  # MERGE has no effect there
+    ExtensionConfigGenerator().generate(given)
+    statuses = {r.position: str(r.status) for r in envoy_filters.statuses()}
+    assert statuses == {0: "applied", 1: "dropped"}

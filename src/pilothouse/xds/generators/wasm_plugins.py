@@ -17,9 +17,11 @@ bytes, the plugins, the side), so proxies with the same listeners and plugins sh
 :class:`ExtensionConfigGenerator` serves ECDS
 (``type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig``), by name as Envoy
 asks: the extension configs the proxy's EnvoyFilters ADD (``applyTo:
-EXTENSION_CONFIG``; istiod ignores MERGE, REPLACE and the rest there), then the
-proxy's plugins, each encoded once under its :class:`ServedPlugin` value. A name
-neither answers is left out (Envoy keeps waiting for it).
+EXTENSION_CONFIG``; istiod ignores MERGE, REPLACE and the rest there; each is
+recorded as applied once a proxy asked for its name, see
+:mod:`pilothouse.push.envoy_filter_status`), then the proxy's plugins, each encoded once
+under its :class:`ServedPlugin` value. A name neither answers is left out (Envoy keeps
+waiting for it).
 """
 
 from __future__ import annotations
@@ -129,14 +131,21 @@ class ExtensionConfigGenerator:
         if not names:
             return {}
         found: dict[str, Resource] = {}
-        patches = given.context.envoy_filters.for_proxy(given.proxy)
-        for rule in patches.rules:
-            if rule.apply_to != EnvoyFilter.EXTENSION_CONFIG or rule.operation != _ADD:
-                continue
+        filters = given.context.envoy_filters
+        additions = [
+            r
+            for r in filters.for_proxy(given.proxy).rules
+            if r.apply_to == EnvoyFilter.EXTENSION_CONFIG and r.operation == _ADD
+        ]
+        applied = []
+        for rule in additions:
             name = rule.value.name
             if name in names and name not in found:
                 body = to_any_bytes(rule.value)
                 found[name] = Resource(name, content_hash(body), body)
+                applied.append((rule.key, rule.position))
+        if additions:
+            filters.outcomes.record(((r.key, r.position) for r in additions), applied)
         plugins = given.context.wasm_plugins.for_proxy(given.proxy).named()
         for name in sorted(names):
             plugin = plugins.get(name)
