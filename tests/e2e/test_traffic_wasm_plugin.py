@@ -12,6 +12,8 @@ so the tests look at real responses:
 - a plugin from ``http://`` (a local server; loopback opted in) is fetched once;
 - an edit whose module does not match its ``sha256`` is not served: the mismatch is
   counted and the last good module keeps answering; a matching module then replaces it;
+- a NETWORK plugin loads as a network filter before the HCM (Envoy takes the listener,
+  requests still flow);
 - an EnvoyFilter that inserts a filter loading its config over ECDS and ADDs that config
   (``applyTo: EXTENSION_CONFIG``) runs it (a Lua filter adding a header).
 """
@@ -241,6 +243,44 @@ async def test_an_http_plugin_is_fetched_once_and_a_mismatch_keeps_the_last_good
 
         await eventually(replaced, "the matching module replaces the last good one")
         assert fetches[OK] == served + 1
+        shared.delete(keys)
+
+
+def network_filters(dump: dict[str, Any], port: int) -> list[str]:
+    for config in dump["configs"]:
+        for entry in config.get("dynamic_listeners", []):
+            listener = entry.get("active_state", {}).get("listener", {})
+            if listener.get("address", {}).get("socket_address", {}).get("port_value") != port:
+                continue
+            for chain in listener.get("filter_chains", []):
+                return [f["name"] for f in chain.get("filters", [])]
+    return []
+
+
+async def test_a_network_plugin_loads_before_the_connection_manager(
+    gateway_turn: GatewayTurn, module: bytes, tmp_path: Path
+) -> None:
+    namespace, port = "wasm-network", free_port()
+    web = await gateway_turn.upstream("web")
+    network = with_header_value(module, "network-l4")
+    path = tmp_path / "network.wasm"
+    path.write_bytes(network)
+    digest = hashlib.sha256(network).hexdigest()
+    plugin = wasm_plugin("wasm-network", port, f"file://{path}", digest, type="NETWORK")
+    shared = gateway_turn.gateway
+    envoy = shared.envoy
+    assert envoy is not None
+    resource = f"extensions.istio.io/wasmplugin/{GATEWAY_NAMESPACE}.wasm-network"
+    async with gateway_turn.serving(web_mesh(namespace, port, web), port):
+        keys = shared.apply(render(plugin))
+
+        async def loaded() -> bool:
+            dump = await envoy.config_dump()
+            return network_filters(dump, port) == [resource, HCM] and resource in ecds_names(dump)
+
+        await eventually(loaded, "the listener runs the network plugin")
+        response = await fetch(LOOPBACK, port, "/")
+        assert response.status == 200 and response.header(HEADER[0]) is None
         shared.delete(keys)
 
 

@@ -1,4 +1,4 @@
-"""WasmPlugin: a proxy-wasm module run in the HTTP filter chain of the proxies it selects.
+"""WasmPlugin: a proxy-wasm module run as an HTTP (or network) filter of the proxies it selects.
 
 Only ``extensions.istio.io/v1alpha1``. Selection is istiod's (``policyattachment.go``):
 one in the mesh's root namespace applies to every proxy, one elsewhere to its

@@ -59,6 +59,11 @@ class ServedPlugin:
     def spec(self) -> Any:
         return self.config.spec
 
+    @property
+    def is_http(self) -> bool:
+        """An HTTP filter (else a network filter)."""
+        return is_http(self.config.spec)  # type: ignore[arg-type]
+
     def runs_on(self, server_side: bool, port: int) -> bool:
         """Whether it runs on a listener of that side and port (its ``match``)."""
         return runs_on(self.config.spec, server_side, port)  # type: ignore[arg-type]
@@ -66,7 +71,7 @@ class ServedPlugin:
 
 @dataclass(frozen=True, slots=True)
 class ProxyPlugins:
-    """The HTTP plugins that apply to one proxy, in the order they run."""
+    """The plugins (HTTP and network) that apply to one proxy, in the order they run."""
 
     plugins: tuple[ServedPlugin, ...] = ()
 
@@ -117,8 +122,7 @@ class WasmPluginIndex:
         self.served: Mapping[ConfigKey, ServedPlugin] = served
         by_namespace: dict[str, list[ServedPlugin]] = {}
         for plugin in served.values():
-            if is_http(plugin.spec):
-                by_namespace.setdefault(plugin.key.namespace, []).append(plugin)
+            by_namespace.setdefault(plugin.key.namespace, []).append(plugin)
         self._by_namespace = by_namespace
         self._chosen: dict[Hashable, ProxyPlugins] = {}
 
@@ -130,7 +134,7 @@ class WasmPluginIndex:
     __hash__ = None  # type: ignore[assignment]
 
     def for_proxy(self, proxy: ProxyIdentity) -> ProxyPlugins:
-        """The served HTTP plugins that apply to ``proxy``, phase by phase."""
+        """The served plugins that apply to ``proxy``, phase by phase."""
         if not self._by_namespace:
             return NO_PLUGINS
         seen = (proxy.namespace, proxy.labels)

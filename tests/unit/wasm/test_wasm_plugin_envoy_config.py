@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from envoy.config.core.v3 import extension_pb2
-from envoy.config.listener.v3 import listener_pb2
+from envoy.config.listener.v3 import listener_components_pb2, listener_pb2
 from envoy.extensions.filters.http.wasm.v3 import wasm_pb2 as http_wasm_pb2
 from envoy.extensions.filters.network.http_connection_manager.v3 import (
     http_connection_manager_pb2 as hcm_pb2,
@@ -23,7 +23,11 @@ from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.push.wasm_plugins import WasmPluginIndex
 from pilothouse.registry.controller import ServiceEntryRegistry
 from pilothouse.sources.memory import MemoryStore
-from pilothouse.xds.builders.wasm_plugin import extension_config, place_plugins
+from pilothouse.xds.builders.wasm_plugin import (
+    extension_config,
+    place_network_plugins,
+    place_plugins,
+)
 from pilothouse.xds.generators.base import GenerationInput
 from pilothouse.xds.generators.lds import ListenerGenerator
 from pilothouse.xds.generators.wasm_plugins import ExtensionConfigGenerator
@@ -52,6 +56,11 @@ apiVersion: extensions.istio.io/v1alpha1
 kind: WasmPlugin
 metadata: {name: inbound-only, namespace: shop}
 spec: {url: "file:///m.wasm", match: [{mode: SERVER}]}
+---
+apiVersion: extensions.istio.io/v1alpha1
+kind: WasmPlugin
+metadata: {name: l4, namespace: shop}
+spec: {url: "file:///m.wasm", type: NETWORK}
 ---
 apiVersion: networking.istio.io/v1alpha3
 kind: EnvoyFilter
@@ -142,6 +151,33 @@ def test_plugins_go_to_istiods_slots_around_authentication_and_authorization() -
     assert not discovered.HasField("default_config")
 
 
+def test_network_plugins_go_before_the_terminal_filter_around_network_rbac() -> None:
+    index = WasmPluginIndex(
+        [
+            plugin("n", phase="AUTHN", type="NETWORK"),
+            plugin("z", phase="AUTHZ", type="NETWORK"),
+            plugin("s", phase="STATS", type="NETWORK"),
+        ],
+        MeshSettings(),
+        every_module,
+    )
+    plugins = index.for_proxy(sidecar()).plugins
+    chain = [
+        listener_components_pb2.Filter(name=n)
+        for n in ("envoy.filters.network.rbac", "envoy.filters.network.tcp_proxy")
+    ]
+    placed = [f.name.rsplit(".", 1)[-1] for f in place_network_plugins(chain, plugins)]
+    assert placed == ["n", "z", "rbac", "s", "tcp_proxy"]
+    assert list(place_network_plugins(chain, plugins)[0].config_discovery.type_urls) == [
+        "type.googleapis.com/envoy.extensions.filters.network.wasm.v3.Wasm",
+        "type.googleapis.com/envoy.extensions.filters.network.rbac.v3.RBAC",
+    ]
+    no_terminal = [listener_components_pb2.Filter(name="envoy.filters.network.rbac")]
+    assert place_network_plugins(no_terminal, plugins) == no_terminal
+    (config,) = [extension_config(p) for p in plugins if p.key.name == "s"]
+    assert config.typed_config.type_url.endswith("filters.network.wasm.v3.Wasm")
+
+
 def context_with(text: str) -> tuple[object, ServiceEntryRegistry]:
     store = MemoryStore("test")
     for config in Loader(SCHEMAS, source="test").load_strict(text, "mesh.yaml"):
@@ -182,9 +218,21 @@ def http_filters(resources: dict) -> list[str]:  # type: ignore[type-arg]
     return found
 
 
+def network_filters(resources: dict) -> list[str]:  # type: ignore[type-arg]
+    found = []
+    for resource in resources.values():
+        listener = listener_pb2.Listener()
+        any_pb2.Any.FromString(resource.body).Unpack(listener)
+        for chain in listener.filter_chains:
+            found += [f.name for f in chain.filters]
+    return found
+
+
 def test_a_gateway_listener_names_its_client_side_plugins_before_the_router() -> None:
     gateway = router(istio="ingressgateway")
-    filters = http_filters(generate(ListenerGenerator(), gateway, None))
+    listeners = generate(ListenerGenerator(), gateway, None)
+    assert network_filters(listeners) == ["extensions.istio.io/wasmplugin/shop.l4", HCM]
+    filters = http_filters(listeners)
     assert filters.count(NAME) == 1
     assert "extensions.istio.io/wasmplugin/shop.inbound-only" not in filters
     assert filters.index(NAME) < filters.index("envoy.filters.http.router")

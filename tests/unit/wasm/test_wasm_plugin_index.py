@@ -92,6 +92,7 @@ def test_a_version_whose_module_is_missing_keeps_the_last_good_one() -> None:
     assert now.resource_version == "2" and not fixed.waiting
 
 
-def test_network_plugins_are_not_placed() -> None:
+def test_network_plugins_are_among_the_proxys_plugins() -> None:
     index = WasmPluginIndex([plugin(type="NETWORK"), plugin("h", type="HTTP")], MESH, every_module)
-    assert names(index, sidecar()) == ["h"]
+    found = index.for_proxy(sidecar()).plugins
+    assert [(p.key.name, p.is_http) for p in found] == [("h", True), ("p", False)]

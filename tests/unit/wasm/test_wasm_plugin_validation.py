@@ -140,10 +140,9 @@ def test_an_oci_image_is_refused_with_the_way_out(url: str) -> None:
     assert "OCI image" in error.message and "file:// or http(s)://" in error.message
 
 
-def test_a_network_plugin_is_accepted_with_a_warning_that_it_is_not_applied() -> None:
+def test_a_network_plugin_is_accepted() -> None:
     report = check({"url": "http://test", "type": "NETWORK"})
-    assert not report.errors
-    assert [w.path for w in report.warnings] == ["spec.type"]
+    assert not report.errors and not report.warnings
 
 
 def test_the_loader_reads_wasm_plugin_yaml_and_refuses_unknown_fields() -> None:

@@ -12,7 +12,7 @@ import re
 from typing import Final
 from urllib.parse import urlsplit
 
-from pilothouse.api.istio.extensions.v1alpha1.wasm_pb2 import EnvValueSource, PluginType, WasmPlugin
+from pilothouse.api.istio.extensions.v1alpha1.wasm_pb2 import EnvValueSource, WasmPlugin
 from pilothouse.config.validation.policy_target import check_policy_target
 from pilothouse.config.validation.ports import port_number_ok
 from pilothouse.config.validation.report import Report
@@ -39,8 +39,7 @@ def validate_wasm_plugin(spec: WasmPlugin, report: Report) -> None:
     ``url`` of a known scheme, a 64-digit lowercase hex ``sha256``, length limits on
     ``imagePullSecret``, ``pluginName`` and env names, unique env names whose ``value``
     is only set for INLINE, match ports in 1-65535. pilothouse refuses ``oci://`` (and a
-    URL without a scheme): it fetches no image from a registry; and warns that a NETWORK
-    plugin is accepted but not applied."""
+    URL without a scheme): it fetches no image from a registry."""
     check_policy_target(
         spec.selector if spec.HasField("selector") else None,
         spec.target_ref if spec.HasField("target_ref") else None,
@@ -60,11 +59,6 @@ def validate_wasm_plugin(spec: WasmPlugin, report: Report) -> None:
             "spec.pluginName", f"pluginName field must be at most {MAX_NAME} characters long"
         )
     _check_env(spec, report)
-    if spec.type == PluginType.NETWORK:
-        report.warn(
-            "spec.type",
-            "NETWORK plugins are accepted but not applied: pilothouse places HTTP plugins only",
-        )
     for i, selector in enumerate(spec.match):
         for j, port in enumerate(selector.ports):
             if not port_number_ok(port.number):

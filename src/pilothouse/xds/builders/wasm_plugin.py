@@ -1,9 +1,10 @@
-"""WasmPlugins in Envoy's terms: the extension config ECDS serves, and the HTTP filter that
-names it in each connection manager.
+"""WasmPlugins in Envoy's terms: the extension config ECDS serves, and the filter that names
+it in each connection manager (or filter chain, for a NETWORK plugin).
 
 :func:`extension_config` is istiod's ``TypedExtensionConfig`` for one plugin: named
 ``extensions.istio.io/wasmplugin/<ns>.<name>``, holding an
-``envoy.extensions.filters.http.wasm.v3.Wasm`` whose ``PluginConfig`` has
+``envoy.extensions.filters.http.wasm.v3.Wasm`` (``…network.wasm.v3.Wasm`` for a NETWORK
+plugin) whose ``PluginConfig`` has
 
 - ``name`` ``<ns>.<name>``, ``root_id`` = ``pluginName``;
 - ``configuration`` = ``google.protobuf.StringValue`` of ``pluginConfig`` as JSON (an
@@ -25,6 +26,9 @@ config arrives). :func:`place_plugins` puts the filters of a listener's plugins 
 HCM's filter list at istiod's slots: AUTHN plugins before authentication
 (``jwt_authn``), AUTHZ ones after it and before authorization (RBAC), STATS then
 UNSPECIFIED ones after authorization, before fault, CORS and the router.
+:func:`place_network_plugins` does the same for ``type: NETWORK`` plugins among a filter
+chain's network filters, before its ``tcp_proxy`` or HCM (AUTHN, AUTHZ before the
+network RBAC filters, STATS, UNSPECIFIED after them).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from envoy.config.core.v3 import (  # type: ignore[import-untyped]
     config_source_pb2,
     extension_pb2,
 )
+from envoy.config.listener.v3 import listener_components_pb2  # type: ignore[import-untyped]
 from envoy.extensions.filters.http.rbac.v3 import rbac_pb2  # type: ignore[import-untyped]
 from envoy.extensions.filters.http.wasm.v3 import (  # type: ignore[import-untyped]
     wasm_pb2 as http_wasm_pb2,
@@ -44,21 +49,31 @@ from envoy.extensions.filters.http.wasm.v3 import (  # type: ignore[import-untyp
 from envoy.extensions.filters.network.http_connection_manager.v3 import (  # type: ignore[import-untyped]
     http_connection_manager_pb2 as hcm_pb2,
 )
+from envoy.extensions.filters.network.rbac.v3 import (  # type: ignore[import-untyped]
+    rbac_pb2 as network_rbac_pb2,
+)
+from envoy.extensions.filters.network.wasm.v3 import (  # type: ignore[import-untyped]
+    wasm_pb2 as network_wasm_pb2,
+)
 from envoy.extensions.wasm.v3 import wasm_pb2  # type: ignore[import-untyped]
 from google.protobuf import any_pb2, json_format, wrappers_pb2
 
 from pilothouse.api.istio.extensions.v1alpha1 import wasm_pb2 as istio_wasm
-from pilothouse.kinds.wasm_plugin import plugin_name
+from pilothouse.kinds.wasm_plugin import is_http, plugin_name
 from pilothouse.push.wasm_plugins import ServedPlugin
 from pilothouse.xds.builders.cluster import ads_config_source
 from pilothouse.xds.builders.encode import type_url
 from pilothouse.xds.builders.http_connection_manager import GRPC_WEB_FILTER
 from pilothouse.xds.builders.jwt_authn import JWT_AUTHN_FILTER
-from pilothouse.xds.builders.rbac import HTTP_RBAC_FILTER
+from pilothouse.xds.builders.listener import HTTP_CONNECTION_MANAGER, TCP_PROXY
+from pilothouse.xds.builders.rbac import HTTP_RBAC_FILTER, NETWORK_RBAC_FILTER
 
 V8_RUNTIME: Final = "envoy.wasm.runtime.v8"
 HTTP_WASM_TYPE: Final = type_url(http_wasm_pb2.Wasm())
 HTTP_RBAC_TYPE: Final = type_url(rbac_pb2.RBAC())
+NETWORK_WASM_TYPE: Final = type_url(network_wasm_pb2.Wasm())
+NETWORK_RBAC_TYPE: Final = type_url(network_rbac_pb2.RBAC())
+TERMINAL_FILTERS: Final = frozenset({HTTP_CONNECTION_MANAGER, TCP_PROXY})
 EXT_AUTHZ_FILTER: Final = "envoy.filters.http.ext_authz"
 AUTHN_FILTERS: Final = frozenset({JWT_AUTHN_FILTER})
 AUTHZ_FILTERS: Final = frozenset({HTTP_RBAC_FILTER, EXT_AUTHZ_FILTER})
@@ -70,7 +85,8 @@ _FAILURE_POLICY: Final = {
 
 
 def extension_config(plugin: ServedPlugin) -> extension_pb2.TypedExtensionConfig:
-    """The ECDS resource of ``plugin``: its Wasm HTTP filter config, module inline."""
+    """The ECDS resource of ``plugin``: its Wasm HTTP (or network) filter config, module
+    inline."""
     spec: istio_wasm.WasmPlugin = plugin.spec
     config = wasm_pb2.PluginConfig(
         name=plugin_name(plugin.key.namespace, plugin.key.name),
@@ -89,7 +105,10 @@ def extension_config(plugin: ServedPlugin) -> extension_pb2.TypedExtensionConfig
             vm.environment_variables.key_values[env.name] = env.value
     vm.environment_variables.host_env_keys.extend(host_keys)
     wrapped = any_pb2.Any()
-    wrapped.Pack(http_wasm_pb2.Wasm(config=config))
+    if is_http(spec):
+        wrapped.Pack(http_wasm_pb2.Wasm(config=config))
+    else:
+        wrapped.Pack(network_wasm_pb2.Wasm(config=config))
     return extension_pb2.TypedExtensionConfig(name=plugin.resource_name, typed_config=wrapped)
 
 
@@ -125,8 +144,41 @@ def discovery_filter(name: str) -> hcm_pb2.HttpFilter:
     return found
 
 
+def network_discovery_filter(name: str) -> listener_components_pb2.Filter:
+    """The network filter ``name`` whose config comes over ECDS (ADS), Wasm or RBAC."""
+    found = listener_components_pb2.Filter(name=name)
+    discovery = found.config_discovery
+    discovery.config_source.CopyFrom(_ecds_source())
+    discovery.type_urls.extend([NETWORK_WASM_TYPE, NETWORK_RBAC_TYPE])
+    return found
+
+
 def _ecds_source() -> config_source_pb2.ConfigSource:
     return ads_config_source()
+
+
+def place_network_plugins(
+    filters: list[listener_components_pb2.Filter], plugins: Sequence[ServedPlugin]
+) -> list[listener_components_pb2.Filter]:
+    """``filters`` (a filter chain's) with the discovery filters of the NETWORK
+    ``plugins`` before its ``tcp_proxy`` or HCM: AUTHN and AUTHZ plugins before the
+    network RBAC filters there, STATS then UNSPECIFIED ones after them (``filters``
+    unchanged when it ends in neither)."""
+    end = next((i for i, f in enumerate(filters) if f.name in TERMINAL_FILTERS), None)
+    if end is None or not plugins:
+        return filters
+    rbac = end
+    while rbac > 0 and filters[rbac - 1].name == NETWORK_RBAC_FILTER:
+        rbac -= 1
+    early = [p for p in plugins if p.spec.phase in (istio_wasm.AUTHN, istio_wasm.AUTHZ)]
+    late = [p for p in plugins if p not in early]
+    return [
+        *filters[:rbac],
+        *(network_discovery_filter(p.resource_name) for p in early),
+        *filters[rbac:end],
+        *(network_discovery_filter(p.resource_name) for p in late),
+        *filters[end:],
+    ]
 
 
 def place_plugins(manager: hcm_pb2.HttpConnectionManager, plugins: Sequence[ServedPlugin]) -> bool:

@@ -7,7 +7,9 @@ patches afterwards): it takes the listeners built for a proxy and the pass's con
 returns them with the discovery filter of each plugin that applies to the proxy and
 runs on that side and port (:meth:`~pilothouse.push.wasm_plugins.ServedPlugin.runs_on`)
 in every HTTP connection manager
-(:func:`~pilothouse.xds.builders.wasm_plugin.place_plugins`). A proxy with none gets
+(:func:`~pilothouse.xds.builders.wasm_plugin.place_plugins`), or for a NETWORK plugin
+among each filter chain's network filters
+(:func:`~pilothouse.xds.builders.wasm_plugin.place_network_plugins`). A proxy with none gets
 the very mapping it gave. Proxies that poll REST get none: their listeners cannot load
 an extension config over ADS.
 
@@ -43,7 +45,11 @@ from pilothouse.push.cache import Resource
 from pilothouse.push.wasm_plugins import ProxyPlugins, ServedPlugin
 from pilothouse.xds.builders.encode import content_hash, to_any_bytes
 from pilothouse.xds.builders.listener import HTTP_CONNECTION_MANAGER
-from pilothouse.xds.builders.wasm_plugin import extension_config, place_plugins
+from pilothouse.xds.builders.wasm_plugin import (
+    extension_config,
+    place_network_plugins,
+    place_plugins,
+)
 from pilothouse.xds.generators.base import GenerationInput, Resources
 from pilothouse.xds.generators.envoy_filters import SIDECAR_INBOUND
 
@@ -109,13 +115,24 @@ def _place_in_listener(
         running = [p for p in plugins.plugins if p.runs_on(server_side, port)]
         if not running:
             continue
+        network = [p for p in running if not p.is_http]
+        if network:
+            present = list(chain.filters)
+            placed = place_network_plugins(present, network)
+            if len(placed) != len(present):
+                del chain.filters[:]
+                chain.filters.extend(placed)
+                changed = True
+        http = [p for p in running if p.is_http]
+        if not http:
+            continue
         for network_filter in chain.filters:
             if network_filter.name != HTTP_CONNECTION_MANAGER:
                 continue
             manager = hcm_pb2.HttpConnectionManager()
             if not network_filter.typed_config.Unpack(manager):
                 continue
-            if place_plugins(manager, running):
+            if place_plugins(manager, http):
                 network_filter.typed_config.Pack(manager)
                 changed = True
     return changed
