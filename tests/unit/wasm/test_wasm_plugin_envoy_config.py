@@ -29,8 +29,8 @@ from pilothouse.xds.builders.wasm_plugin import (
     place_plugins,
 )
 from pilothouse.xds.generators.base import GenerationInput
+from pilothouse.xds.generators.ecds import ExtensionConfigGenerator
 from pilothouse.xds.generators.lds import ListenerGenerator
-from pilothouse.xds.generators.wasm_plugins import ExtensionConfigGenerator
 
 from .plugins import MODULE, every_module, plugin, router, sidecar
 

@@ -1,37 +1,25 @@
-"""WasmPlugins put into what the LDS generator built, and served as ECDS resources.
+"""WasmPlugins put into what the LDS generator built (ECDS serves them: see ecds.py).
 
-:func:`with_plugins` is the hook the LDS generator calls on each set of listeners
-before the EnvoyFilter patches (istiod places plugins while it builds listeners, and
-patches afterwards): it takes the listeners built for a proxy and the pass's context
-(GATEWAY or SIDECAR_OUTBOUND: the client side; SIDECAR_INBOUND: the server side) and
-returns them with the discovery filter of each plugin that applies to the proxy and
-runs on that side and port (:meth:`~pilothouse.push.wasm_plugins.ServedPlugin.runs_on`)
-in every HTTP connection manager
-(:func:`~pilothouse.xds.builders.wasm_plugin.place_plugins`), or for a NETWORK plugin
-among each filter chain's network filters
-(:func:`~pilothouse.xds.builders.wasm_plugin.place_network_plugins`). A proxy with none gets
-the very mapping it gave. Proxies that poll REST get none: their listeners cannot load
-an extension config over ADS.
+:func:`with_plugins` is the hook the LDS generator calls on each set of listeners before
+the EnvoyFilter patches (istiod places plugins while it builds listeners, and patches
+afterwards): it takes the listeners built for a proxy and the pass's context (GATEWAY or
+SIDECAR_OUTBOUND: the client side; SIDECAR_INBOUND: the server side) and returns them
+with the discovery filter of each plugin that applies to the proxy and runs on that side
+and port (:meth:`~pilothouse.push.wasm_plugins.ServedPlugin.runs_on`) in every HTTP
+connection manager (:func:`~pilothouse.xds.builders.wasm_plugin.place_plugins`), or for
+a NETWORK plugin among each filter chain's network filters
+(:func:`~pilothouse.xds.builders.wasm_plugin.place_network_plugins`). A proxy with none
+gets the very mapping it gave. Proxies that poll REST get none: their listeners cannot
+load an extension config over ADS.
 
 The result is kept in the resource cache under :class:`PlacedInputs` (the listeners'
 bytes, the plugins, the side), so proxies with the same listeners and plugins share it.
-
-:class:`ExtensionConfigGenerator` serves ECDS
-(``type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig``), by name as Envoy
-asks: the extension configs the proxy's EnvoyFilters ADD (``applyTo:
-EXTENSION_CONFIG``; istiod ignores MERGE, REPLACE and the rest there; each is
-recorded as applied once a proxy asked for its name, see
-:mod:`pilothouse.push.envoy_filter_status`), then the proxy's plugins, each encoded once
-under its :class:`ServedPlugin` value. A name neither answers is left out (Envoy keeps
-waiting for it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import partial
-from typing import Final
 
 from envoy.config.listener.v3 import listener_pb2  # type: ignore[import-untyped]
 from envoy.extensions.filters.network.http_connection_manager.v3 import (  # type: ignore[import-untyped]
@@ -39,21 +27,13 @@ from envoy.extensions.filters.network.http_connection_manager.v3 import (  # typ
 )
 from google.protobuf import any_pb2
 
-from pilothouse.api.istio.networking.v1alpha3.envoy_filter_pb2 import EnvoyFilter
-from pilothouse.protocol.type_urls import ECDS
 from pilothouse.push.cache import Resource
-from pilothouse.push.wasm_plugins import ProxyPlugins, ServedPlugin
+from pilothouse.push.wasm_plugins import ProxyPlugins
 from pilothouse.xds.builders.encode import content_hash, to_any_bytes
 from pilothouse.xds.builders.listener import HTTP_CONNECTION_MANAGER
-from pilothouse.xds.builders.wasm_plugin import (
-    extension_config,
-    place_network_plugins,
-    place_plugins,
-)
+from pilothouse.xds.builders.wasm_plugin import place_network_plugins, place_plugins
 from pilothouse.xds.generators.base import GenerationInput, Resources
 from pilothouse.xds.generators.envoy_filters import SIDECAR_INBOUND
-
-_ADD: Final = EnvoyFilter.Patch.ADD
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,13 +44,6 @@ class PlacedInputs:
     resources: tuple[Resource, ...]
     plugins: ProxyPlugins
     server_side: bool
-
-
-@dataclass(frozen=True, slots=True)
-class ExtensionInputs:
-    """What one plugin's ECDS resource is made from: the plugin (its version, module)."""
-
-    plugin: ServedPlugin
 
 
 def with_plugins(given: GenerationInput, resources: Resources, context: int) -> Resources:
@@ -136,43 +109,3 @@ def _place_in_listener(
                 network_filter.typed_config.Pack(manager)
                 changed = True
     return changed
-
-
-class ExtensionConfigGenerator:
-    """ECDS: the extension configs a proxy's listeners name."""
-
-    type_url = ECDS
-
-    def generate(self, given: GenerationInput) -> Resources:
-        names = given.names
-        if not names:
-            return {}
-        found: dict[str, Resource] = {}
-        filters = given.context.envoy_filters
-        additions = [
-            r
-            for r in filters.for_proxy(given.proxy).rules
-            if r.apply_to == EnvoyFilter.EXTENSION_CONFIG and r.operation == _ADD
-        ]
-        applied = []
-        for rule in additions:
-            name = rule.value.name
-            if name in names and name not in found:
-                body = to_any_bytes(rule.value)
-                found[name] = Resource(name, content_hash(body), body)
-                applied.append((rule.key, rule.position))
-        if additions:
-            filters.outcomes.record(((r.key, r.position) for r in additions), applied)
-        plugins = given.context.wasm_plugins.for_proxy(given.proxy).named()
-        for name in sorted(names):
-            plugin = plugins.get(name)
-            if plugin is None or name in found:
-                continue
-            found[name] = given.cache.value(ExtensionInputs(plugin), partial(_encode, plugin))
-        return found
-
-
-def _encode(plugin: ServedPlugin) -> Resource:
-    message = extension_config(plugin)
-    body = to_any_bytes(message)
-    return Resource(message.name, content_hash(body), body)

@@ -32,6 +32,7 @@ from pilothouse.sources.events import ConfigStore
 from pilothouse.xds.generators.api import ApiGenerator, watched_kinds
 from pilothouse.xds.generators.base import Generator
 from pilothouse.xds.generators.cds import ClusterGenerator
+from pilothouse.xds.generators.ecds import ExtensionConfigGenerator
 from pilothouse.xds.generators.eds import EndpointGenerator
 from pilothouse.xds.generators.grpc_cds import GrpcClusterGenerator
 from pilothouse.xds.generators.grpc_flavour import ByFlavour
@@ -39,7 +40,6 @@ from pilothouse.xds.generators.grpc_lds import GrpcListenerGenerator
 from pilothouse.xds.generators.grpc_rds import GrpcRouteGenerator
 from pilothouse.xds.generators.lds import ListenerGenerator
 from pilothouse.xds.generators.rds import RouteGenerator
-from pilothouse.xds.generators.wasm_plugins import ExtensionConfigGenerator
 from pilothouse.xds.protocol.versions import PushVersions
 from pilothouse.xds.server.connection import Connection
 from pilothouse.xds.server.stats import XdsStats
