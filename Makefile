@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install browser run demo check test lint unit protos bench fuzz clean
+.PHONY: install browser wabt run demo check test lint unit protos bench fuzz clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,14 @@ browser:
 	@test -x /usr/bin/chromium || { $(SUDO) apt-get update -q && \
 		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
 			-o DPkg::Lock::Timeout=600 chromium; }
+
+## wabt: Debian's WebAssembly binary toolkit, whose wat2wasm assembles the WasmPlugin e2e
+## module from its WAT. Not fatal when apt cannot install it: the test then uses the
+## checked-in bytes (tests/e2e/wasm/add_header.wasm, sha256 checked).
+wabt:
+	@command -v wat2wasm >/dev/null || { $(SUDO) apt-get update -q && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+			-o DPkg::Lock::Timeout=600 wabt; } || echo "wabt not installed: using the checked-in module"
 
 ## run: install, validate and serve the example mesh
 NODE := sidecar~127.0.0.1~productpage-v1.bookinfo~bookinfo.svc.cluster.local
@@ -59,7 +67,7 @@ PYTEST       := PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -q
 check: install
 	$(PYTEST) -n $(WORKERS) tests/unit tests/golden
 
-test: lint browser
+test: lint browser wabt
 	$(PYTEST) -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 ## fuzz: the fuzz suite with thousands of cases per test (before a release)

@@ -125,6 +125,7 @@ class XdsSettings:
             "debug_allow_remote": "PILOTHOUSE_DEBUG_ALLOW_REMOTE",
             "jwks_fetch": "PILOTHOUSE_JWKS_FETCH",
             "jwks_allowed_hosts": "PILOTHOUSE_JWKS_ALLOWED_HOSTS",
+            "wasm_allowed_hosts": "PILOTHOUSE_WASM_ALLOWED_HOSTS",
         }
     )
 
@@ -152,6 +153,9 @@ class XdsSettings:
     addresses a host resolves to and on every redirect): host names (a URL naming that
     host), addresses or CIDRs (``10.0.0.0/8``). istiod fetches from anywhere; this is the
     opt-in for an issuer on the private network."""
+    wasm_allowed_hosts: tuple[str, ...] = ()
+    """Where a WasmPlugin's ``http(s)`` ``url`` may lead although it is loopback,
+    private, link-local... (the ``jwks_allowed_hosts`` rules, for modules)."""
     max_receive_bytes: int = 4 * 1024 * 1024
     """ISTIO_GPRC_MAXRECVMSGSIZE: largest request accepted on an xDS stream."""
     max_send_bytes: int = 512 * 1024 * 1024
@@ -234,6 +238,12 @@ class XdsSettings:
             if not _host_or_network(entry):
                 raise ValueError(
                     f"PILOTHOUSE_JWKS_ALLOWED_HOSTS: {entry!r} is neither a host name "
+                    "nor an address or CIDR"
+                )
+        for entry in self.wasm_allowed_hosts:
+            if not _host_or_network(entry):
+                raise ValueError(
+                    f"PILOTHOUSE_WASM_ALLOWED_HOSTS: {entry!r} is neither a host name "
                     "nor an address or CIDR"
                 )
 

@@ -31,6 +31,7 @@ from pilothouse.admin.metrics_pilothouse import (
     ConfigSourceCollector,
     NamedSource,
     ResourceCacheCollector,
+    WasmModuleCollector,
 )
 from pilothouse.metrics.families import gauge
 from pilothouse.xds.server.debug_view import DebugView
@@ -86,6 +87,7 @@ def server_metrics(
     registry.register(PilotCollector(discovery))
     registry.register(admission)
     registry.register(ResourceCacheCollector(discovery.cache))
+    registry.register(WasmModuleCollector(discovery.wasm_module_fetches))
     registry.register(ConfigSourceCollector(sources))
     ProcessCollector(registry=registry)
     return ServerMetrics(registry, admission)

@@ -1,4 +1,4 @@
-"""pilothouse's own ``pilothouse_*`` metrics: resource cache, config sources, refused streams.
+"""pilothouse's own ``pilothouse_*`` metrics: cache, config sources, refused streams, Wasm.
 
 Like the ``pilot_*`` collector, these read plain counters and states when ``/metrics``
 is scraped and cost the push path nothing. They follow Prometheus's naming
@@ -50,6 +50,24 @@ class AdmissionRejections(Collector):
             "is not a discovery request).",
             totals,
             "reason",
+        )
+
+
+class WasmModuleCollector(Collector):
+    """``pilothouse_wasm_module_fetches_total{result}``: WasmPlugin modules fetched (``ok``)
+    or not kept (``checksum_mismatch``, ``not_wasm``, ``fetch_failure``, ``refused``)."""
+
+    def __init__(self, fetches: Callable[[], Mapping[str, int]]) -> None:
+        self._fetches = fetches
+
+    def collect(self) -> Iterator[Metric]:
+        yield counter(
+            "pilothouse_wasm_module_fetches",
+            "WasmPlugin module fetches by result: ok, checksum_mismatch (the module does not "
+            "hash to the plugin's sha256), not_wasm, fetch_failure, refused (the address "
+            "policy). A plugin whose module is not kept keeps its last good one.",
+            dict(self._fetches()),
+            "result",
         )
 
 

@@ -108,6 +108,13 @@ def add_arguments(
         "it is loopback, private or this host's own (repeatable; default: none)",
     )
     parser.add_argument(
+        "--wasm-allowed-host",
+        action="append",
+        metavar="HOST|CIDR",
+        help="a host name, address or CIDR a WasmPlugin http(s) url may lead to although it "
+        "is loopback, private or this host's own (repeatable; default: none)",
+    )
+    parser.add_argument(
         "--secrets",
         type=Path,
         metavar="DIR",
@@ -163,6 +170,7 @@ FLAGS: Final[Mapping[str, str]] = MappingProxyType(
         "ca_dir": "ca.dir",
         "jwt_issuer": "auth.jwt_issuers",
         "jwks_allowed_host": "xds.jwks_allowed_hosts",
+        "wasm_allowed_host": "xds.wasm_allowed_hosts",
         "secrets": "sds.secrets_dir",
         "admin_address": "admin.address",
         "ctrlz_address": "ctrlz.address",

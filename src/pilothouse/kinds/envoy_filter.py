@@ -49,8 +49,9 @@ PATCHED_TYPES: Final[Mapping[int, str]] = MappingProxyType(
         _EF.CLUSTER: CDS,
     }
 )
-"""applyTo → the xDS type whose resources its patches change (EXTENSION_CONFIG and
-BOOTSTRAP change none that pilothouse serves)."""
+"""applyTo → the xDS type whose resources its patches change (BOOTSTRAP changes none that
+pilothouse serves; EXTENSION_CONFIG ADDs are extension configs served over ECDS, a type
+every change of a selected proxy regenerates)."""
 
 
 def patched_types(spec: envoy_filter_pb2.EnvoyFilter) -> frozenset[str]:

@@ -1,9 +1,10 @@
-"""The two Istio API groups pilothouse serves, and the schema row each gives a kind.
+"""The Istio API groups pilothouse serves, and the schema row each gives a kind.
 
 A networking kind is accepted as ``networking.istio.io`` ``v1``, ``v1beta1`` and
 ``v1alpha3`` and travels over legacy MCP in ``istio/networking/v1alpha3/<plural>``; a
 security kind as ``security.istio.io`` ``v1`` and ``v1beta1``, in
-``istio/security/v1beta1/<plural>``. Every one is namespaced.
+``istio/security/v1beta1/<plural>``; an extensions kind (WasmPlugin) as
+``extensions.istio.io`` ``v1alpha1``. Every one is namespaced.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ NETWORKING: Final = "networking.istio.io"
 SECURITY: Final = "security.istio.io"
 NETWORKING_VERSIONS: Final = ("v1", "v1beta1", "v1alpha3")
 SECURITY_VERSIONS: Final = ("v1", "v1beta1")
+EXTENSIONS: Final = "extensions.istio.io"
 
 
 def networking(
@@ -38,6 +40,12 @@ def networking(
 def security(kind: str, message: type[Message], plural: str, check: Validator) -> Schema:
     """The schema row of a ``security.istio.io`` kind."""
     return _row(kind, message, plural, check, SECURITY, SECURITY_VERSIONS, "v1beta1")
+
+
+def extensions(kind: str, message: type[Message], plural: str, check: Validator) -> Schema:
+    """The schema row of an ``extensions.istio.io`` kind: ``v1alpha1`` only, over legacy
+    MCP in ``istio/extensions/v1alpha1/<plural>``."""
+    return _row(kind, message, plural, check, EXTENSIONS, ("v1alpha1",), "v1alpha1")
 
 
 def _row(

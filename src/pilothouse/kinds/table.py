@@ -32,6 +32,7 @@ from pilothouse.kinds import (
     service_entry,
     sidecar,
     virtual_service,
+    wasm_plugin,
     workload_entry,
     workload_group,
 )
@@ -50,6 +51,7 @@ KINDS: Final[tuple[Kind, ...]] = (
     peer_authentication.KIND,
     authorization_policy.KIND,
     request_authentication.KIND,
+    wasm_plugin.KIND,
     service.KIND,
     *kubernetes.KINDS,
 )

@@ -28,7 +28,14 @@ from typing import Any, Final, NamedTuple
 
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config
-from pilothouse.kinds import destination_rule, envoy_filter, gateway, sidecar, virtual_service
+from pilothouse.kinds import (
+    destination_rule,
+    envoy_filter,
+    gateway,
+    sidecar,
+    virtual_service,
+    wasm_plugin,
+)
 from pilothouse.kinds.table import KINDS
 from pilothouse.push.authorization import (
     AUTHORIZATION_POLICY,
@@ -55,6 +62,7 @@ from pilothouse.push.scope import (
     egress_hosts,
     egress_namespaces,
 )
+from pilothouse.push.wasm_plugins import ModuleLookup, WasmPluginIndex
 from pilothouse.registry.model import Labels, Service
 from pilothouse.sources.events import ConfigStore
 
@@ -140,6 +148,7 @@ class PushContext:
     peer_authentications: PeerAuthenticationIndex
     authorizations: AuthorizationIndex
     envoy_filters: EnvoyFilterIndex
+    wasm_plugins: WasmPluginIndex
     stats: ContextStats = field(default_factory=ContextStats, compare=False)
     _scopes: dict[ScopeKey, ProxyScope] = field(default_factory=dict, compare=False, repr=False)
     _proxy_scopes: dict[ScopeSelector, ProxyScope] = field(
@@ -242,10 +251,12 @@ def build_context(
     previous: PushContext | None = None,
     request: PushRequest | None = None,
     jwks: JwksLookup | None = None,
+    wasm_modules: ModuleLookup | None = None,
 ) -> PushContext:
     """A new context, reusing ``previous``'s indexes that ``request`` did not touch.
 
-    ``jwks`` gives the key sets fetched from the RequestAuthentications' ``jwksUri``s.
+    ``jwks`` gives the key sets fetched from the RequestAuthentications' ``jwksUri``s,
+    ``wasm_modules`` the modules fetched for the WasmPlugins' ``url``s.
     """
     start = time.perf_counter()
     touched: frozenset[str] | None = None
@@ -318,6 +329,17 @@ def build_context(
             INDEXED_KINDS["envoy_filters"],
             previous.envoy_filters if previous else None,
             lambda: EnvoyFilterIndex(configs(envoy_filter.KIND.name), mesh),
+        ),
+        wasm_plugins=pick(
+            "wasm_plugins",
+            INDEXED_KINDS["wasm_plugins"],
+            previous.wasm_plugins if previous else None,
+            lambda: WasmPluginIndex(
+                configs(wasm_plugin.KIND.name),
+                mesh,
+                wasm_modules,
+                previous.wasm_plugins if previous else None,
+            ),
         ),
     )
     if previous is not None and previous.scope_context.same(context.scope_context):

@@ -31,7 +31,8 @@ class PatchStatus(StrEnum):
     NO_PROXY = "no proxy"
     """No proxy generated since it changed got it (none selected, or none connected)."""
     DROPPED = "dropped"
-    """It is never applied (no effect in pilothouse: EXTENSION_CONFIG, BOOTSTRAP, WAYPOINT)."""
+    """It is never applied (no effect in pilothouse, as in istiod: EXTENSION_CONFIG other
+    than ADD, BOOTSTRAP, WAYPOINT)."""
 
 
 METRIC_PATCH: Final[Mapping[int, str]] = {

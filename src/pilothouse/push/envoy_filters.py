@@ -164,7 +164,7 @@ class EnvoyFilterIndex:
             (r.key, r.position)
             for f in self._wrapped.values()
             for r in f.rules
-            if r.apply_to in PATCHED_TYPES
+            if r.apply_to in PATCHED_TYPES or _served_over_ecds(r)
         ]
         return patch_statuses(self.by_key.values(), self.outcomes, kept)
 
@@ -173,6 +173,11 @@ class EnvoyFilterIndex:
         chosen.sort(key=functools.partial(_order, self.root))
         rules = tuple(r for f in chosen for r in f.rules if _proxy_matches(r.match, proxy))
         return ProxyPatches(rules) if rules else NO_PATCHES
+
+
+def _served_over_ecds(rule: PatchRule) -> bool:
+    """An EXTENSION_CONFIG ADD: the one EXTENSION_CONFIG operation istiod serves (ECDS)."""
+    return rule.apply_to == EnvoyFilter.EXTENSION_CONFIG and rule.operation == Patch.ADD
 
 
 def _order(root: str, found: _Filter) -> tuple[int, int, datetime.datetime, str]:

@@ -72,6 +72,7 @@ from pilothouse.push.rule_reads import RuleReads, moved_rules
 from pilothouse.push.secrets import has_secrets, secret_names
 from pilothouse.push.selected_workloads import moved_selections, selected_change
 from pilothouse.push.target import ProxyWatches
+from pilothouse.push.wasm_plugins import ModuleLookup
 from pilothouse.registry.model import Service, Workload, service_hosts
 from pilothouse.registry.update import RegistryUpdate
 from pilothouse.sources.events import ConfigStore
@@ -113,9 +114,11 @@ class PushPipeline(Generic[C]):
         next_version: Callable[[], str],
         api_kinds: Callable[[list[str]], frozenset[str]],
         jwks: JwksLookup | None = None,
+        wasm_modules: ModuleLookup | None = None,
     ) -> None:
         self._store = store
         self._jwks = jwks
+        self._wasm_modules = wasm_modules
         self._services = services
         self._mesh = mesh
         self._cache = cache
@@ -158,7 +161,12 @@ class PushPipeline(Generic[C]):
     def start(self) -> PushContext:
         """Build the first PushContext from the whole store."""
         self._context = build_context(
-            self._store, self._services, self._mesh, self._version, jwks=self._jwks
+            self._store,
+            self._services,
+            self._mesh,
+            self._version,
+            jwks=self._jwks,
+            wasm_modules=self._wasm_modules,
         )
         return self._context
 
@@ -246,7 +254,14 @@ class PushPipeline(Generic[C]):
     ) -> PushPlan[C]:
         self._cache.invalidate(request.configs_updated)
         context = build_context(
-            self._store, self._services, self._mesh, self._version, previous, request, self._jwks
+            self._store,
+            self._services,
+            self._mesh,
+            self._version,
+            previous,
+            request,
+            self._jwks,
+            self._wasm_modules,
         )
         self._context = context
         unsettled = self._unsettled

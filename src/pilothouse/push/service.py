@@ -14,13 +14,14 @@ One VirtualService edit, left to right (DESIGN §1):
 7. ``target.push(planned)``: the one hand-off into the xDS server, whose stream engine
    generates the responses; the worker waits until its stream writer has sent them.
 
-Registry updates, changed Pods and changed key sets (a RequestAuthentication's jwksUri)
-come in the same way (:meth:`registry_changed`, :meth:`pods_changed`,
-:meth:`jwks_changed`); a changed workload's own sidecars skip the debouncer and are
-queued at once, each for a push of its own (istiod's ProxyUpdate). Faults stop at the
-target: one the pipeline reports failed, or whose push raised, has its stream ended
-(:meth:`PushTarget.fail`); the others are still pushed, and a plan that raises as a
-whole is logged by the debouncer and its changes ride along with the next push.
+Registry updates, changed Pods, changed key sets (a RequestAuthentication's jwksUri) and
+fetched modules (a WasmPlugin's url) come in the same way (:meth:`registry_changed`,
+:meth:`pods_changed`, :meth:`jwks_changed`, :meth:`wasm_module_arrived`); a changed
+workload's own sidecars skip the debouncer and are queued at once, each for a push of
+its own (istiod's ProxyUpdate). Faults stop at the target: one the pipeline reports
+failed, or whose push raised, has its stream ended (:meth:`PushTarget.fail`); the others
+are still pushed, and a plan that raises as a whole is logged by the debouncer and its
+changes ride along with the next push.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from typing import Generic, TypeVar
 
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import ConfigKey
+from pilothouse.kinds.wasm_plugin import KIND as WASM_PLUGIN_KIND
 from pilothouse.metrics.push import PushMetrics
 from pilothouse.push.authorization import REQUEST_AUTHENTICATION
 from pilothouse.push.cache import ResourceCache
@@ -223,6 +225,16 @@ class PushService(Generic[T]):
     def jwks_changed(self, uri: str) -> None:
         """A key set changed: push the proxies of the RequestAuthentications naming it."""
         keys = self.jwks_users(uri)
+        if keys:
+            self.debouncer.enqueue(PushRequest.for_configs(keys, start=time.monotonic()))
+
+    def wasm_module_arrived(self, url: str) -> None:
+        """A module was fetched: push the proxies of the WasmPlugins naming ``url``."""
+        keys = [
+            config.key
+            for config in self._store.configs(WASM_PLUGIN_KIND.name)
+            if config.spec.url == url  # type: ignore[attr-defined]
+        ]
         if keys:
             self.debouncer.enqueue(PushRequest.for_configs(keys, start=time.monotonic()))
 

@@ -378,6 +378,29 @@ FIELDS: Final[dict[str, dict[str, int]]] = {
         "proxy_metadata": 24,
         "image": 35,
     },
+    # WasmPlugin (istio/api extensions/v1alpha1/wasm.proto; the reference has no table
+    # for it: typed in from Istio's file, so this agrees with the .proto only)
+    "istio.extensions.v1alpha1.WasmPlugin": {
+        "selector": 1,
+        "url": 2,
+        "sha256": 3,
+        "image_pull_policy": 4,
+        "image_pull_secret": 5,
+        "verification_key": 6,
+        "plugin_config": 7,
+        "plugin_name": 8,
+        "phase": 9,
+        "priority": 10,
+        "vm_config": 11,
+        "match": 12,
+        "fail_strategy": 13,
+        "type": 14,
+        "target_ref": 15,
+        "target_refs": 16,
+    },
+    "istio.extensions.v1alpha1.WasmPlugin.TrafficSelector": {"mode": 1, "ports": 2},
+    "istio.extensions.v1alpha1.VmConfig": {"env": 1},
+    "istio.extensions.v1alpha1.EnvVar": {"name": 1, "value": 2, "value_from": 3},
     # EnvoyFilter (istio/api networking/v1alpha3/envoy_filter.proto; the reference has
     # no table for it: typed in from Istio's file, so this agrees with the .proto only)
     f"{_EF}": {"workload_selector": 3, "target_refs": 6, "config_patches": 4, "priority": 5},
@@ -657,6 +680,24 @@ FIELDS: Final[dict[str, dict[str, int]]] = {
 
 # Enum full name -> {value name: number}.
 ENUMS: Final[dict[str, dict[str, int]]] = {
+    "istio.extensions.v1alpha1.PluginType": {
+        "UNSPECIFIED_PLUGIN_TYPE": 0,
+        "HTTP": 1,
+        "NETWORK": 2,
+    },
+    "istio.extensions.v1alpha1.PluginPhase": {
+        "UNSPECIFIED_PHASE": 0,
+        "AUTHN": 1,
+        "AUTHZ": 2,
+        "STATS": 3,
+    },
+    "istio.extensions.v1alpha1.PullPolicy": {
+        "UNSPECIFIED_POLICY": 0,
+        "IfNotPresent": 1,
+        "Always": 2,
+    },
+    "istio.extensions.v1alpha1.EnvValueSource": {"INLINE": 0, "HOST": 1},
+    "istio.extensions.v1alpha1.FailStrategy": {"FAIL_CLOSE": 0, "FAIL_OPEN": 1, "FAIL_RELOAD": 2},
     f"{MESH}.MeshConfig.IngressControllerMode": {
         "UNSPECIFIED": 0,
         "OFF": 1,

@@ -167,7 +167,7 @@ spec:
     match: {cluster: {service: nowhere.shop.svc.cluster.local}}
     patch: {operation: MERGE, value: {per_connection_buffer_limit_bytes: 1}}
   - applyTo: EXTENSION_CONFIG
-    patch: {operation: ADD, value: {name: ext}}
+    patch: {operation: MERGE, value: {name: ext}}
 ---
 apiVersion: networking.istio.io/v1alpha3
 kind: EnvoyFilter

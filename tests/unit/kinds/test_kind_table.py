@@ -35,7 +35,7 @@ from pilothouse.push.scope import AUDIENCE_RULES, ProxyScope, ScopeKey
 ISTIO_KINDS = {
     "ServiceEntry", "WorkloadEntry", "WorkloadGroup", "VirtualService", "DestinationRule",
     "Gateway", "Sidecar", "EnvoyFilter", "ProxyConfig", "PeerAuthentication", "AuthorizationPolicy",
-    "RequestAuthentication",
+    "RequestAuthentication", "WasmPlugin",
 }  # fmt: skip
 
 
@@ -204,7 +204,8 @@ def test_push_and_xds_name_a_kind_only_where_they_index_or_build_from_it() -> No
     they index that kind in the push context or build Envoy config from its spec (its
     readers), plus two rules kept in push/: ``affected_types``' comparisons (what routes
     and endpoints read of DestinationRules, sidecar listeners of VirtualServices) and the
-    push service's lookup of the RequestAuthentications naming a refreshed ``jwksUri``."""
+    push service's lookup of the RequestAuthentications naming a refreshed ``jwksUri`` and of
+    the WasmPlugins naming a fetched module's ``url``."""
     src = Path(pilothouse.kinds.__file__).resolve().parents[1]
     paths = [p for package in ("push", "xds") for p in sorted((src / package).rglob("*.py"))]
     constants = set().union(*(_kind_constants(p) for p in paths))
@@ -220,13 +221,16 @@ def test_push_and_xds_name_a_kind_only_where_they_index_or_build_from_it() -> No
         "push/authorization.py": {"authorization_policy", "request_authentication"},
         "push/context.py": {
             *("destination_rule", "envoy_filter", "gateway", "sidecar", "virtual_service"),
+            "wasm_plugin",
             *policies,
             "PEER_AUTHENTICATION",
         },
         "push/envoy_filters.py": {"envoy_filter"},
         "push/indexes.py": {"virtual_service"},
         "push/peer_authentication.py": {"peer_authentication"},
-        "push/service.py": {"REQUEST_AUTHENTICATION"},
+        "push/service.py": {"REQUEST_AUTHENTICATION", "wasm_plugin"},
+        "push/wasm_plugins.py": {"wasm_plugin"},
+        "xds/builders/wasm_plugin.py": {"wasm_plugin"},
         "xds/generators/envoy_filters.py": {"envoy_filter"},
         "xds/generators/routing.py": {"virtual_service"},
     }

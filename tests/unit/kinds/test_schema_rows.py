@@ -9,7 +9,7 @@ def test_kinds() -> None:
     assert set(SCHEMAS.kinds) == {
         "ServiceEntry", "WorkloadEntry", "WorkloadGroup", "VirtualService", "DestinationRule",
         "Gateway", "Sidecar", "EnvoyFilter", "ProxyConfig", "PeerAuthentication",
-        "AuthorizationPolicy", "RequestAuthentication",
+        "AuthorizationPolicy", "RequestAuthentication", "WasmPlugin",
     }
 
 

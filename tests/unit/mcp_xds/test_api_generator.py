@@ -122,7 +122,6 @@ def test_metadata_version_is_the_resource_version(store: MemoryStore) -> None:
     "type_name",
     [
         "telemetry.istio.io/v1/Telemetry",
-        "extensions.istio.io/v1alpha1/WasmPlugin",
         "networking.istio.io/v1/ProxyConfig",
         "security.istio.io/v1alpha1/PeerAuthentication",
     ],

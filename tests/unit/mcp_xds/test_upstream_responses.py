@@ -61,6 +61,7 @@ def test_asks_for_mesh_config_first_then_every_kind_in_v1() -> None:
         "security.istio.io/v1/PeerAuthentication",
         "security.istio.io/v1/AuthorizationPolicy",
         "security.istio.io/v1/RequestAuthentication",
+        "extensions.istio.io/v1alpha1/WasmPlugin",
     )
 
 

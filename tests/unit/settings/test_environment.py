@@ -17,6 +17,10 @@ SAMPLES: dict[str, tuple[str, Any]] = {
         "issuer.internal, 10.0.0.0/8",
         ("issuer.internal", "10.0.0.0/8"),
     ),
+    "PILOTHOUSE_WASM_ALLOWED_HOSTS": (
+        "modules.internal, 10.0.0.0/8",
+        ("modules.internal", "10.0.0.0/8"),
+    ),
 }
 """Knobs that check their values: a value they take."""
 

@@ -5,8 +5,8 @@ Clients (istiod, another pilothouse) ask for GVK type names such as
 response, each object an ``Any`` of ``istio.mcp.v1alpha1.Resource``
 (:mod:`~pilothouse.xds.generators.api_resource`). Every spelling of a kind the schema
 table accepts (v1, v1beta1, v1alpha3 …) lists the same objects; the server echoes the
-requested type name. A kind pilothouse has no schema for (Telemetry,
-WasmPlugin …) is answered with an empty list, so an
+requested type name. A kind pilothouse has no schema for (Telemetry …) is
+answered with an empty list, so an
 istiod that asks for it still becomes ready. ``core/v1alpha1/MeshConfig`` is answered
 with one unwrapped MeshConfig built from the server's mesh settings.
 

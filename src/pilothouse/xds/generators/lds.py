@@ -28,7 +28,8 @@ value and nothing else (the scope's inputs, see scope_inputs.py, whether the pro
 captures traffic, and its transport), and the ResourceCache keeps it under that value,
 so it survives pushes that leave the inputs alone. Inbound listeners are encoded once
 per inputs value and address length and patched with each proxy's address (see
-lds_inbound.py).
+lds_inbound.py). The proxy's WasmPlugins are placed in each set (see wasm_plugins.py),
+then its EnvoyFilters patch it.
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ from pilothouse.xds.generators.inbound import inbound_ports
 from pilothouse.xds.generators.lds_inbound import inbound_listener
 from pilothouse.xds.generators.routing import resolver_for
 from pilothouse.xds.generators.scope_inputs import ScopeInputs, scope_inputs
+from pilothouse.xds.generators.wasm_plugins import with_plugins
 
 log = logging.getLogger("pilothouse.xds")
 
@@ -106,10 +108,11 @@ class ListenerGenerator:
         inputs = ListenerInputs(scope_inputs(given), capturing, given.rest, authorization)
         outbound = given.cache.group(inputs, build_listeners)
         if proxy.is_router:
-            return patched(given, LDS, outbound.named(), GATEWAY)
+            return patched(given, LDS, with_plugins(given, outbound.named(), GATEWAY), GATEWAY)
+        outbound_placed = with_plugins(given, outbound.named(), SIDECAR_OUTBOUND)
         inbound = inbound_ports(given)
         if not inbound:
-            return patched(given, LDS, outbound.named(), SIDECAR_OUTBOUND)
+            return patched(given, LDS, outbound_placed, SIDECAR_OUTBOUND)
         taken = outbound.notes
         listeners: dict[str, Resource] = {}
         for port in inbound:
@@ -118,8 +121,8 @@ class ListenerGenerator:
             resource = inbound_listener(given, port)
             listeners[resource.name] = resource
         return {
-            **patched(given, LDS, outbound.named(), SIDECAR_OUTBOUND),
-            **patched(given, LDS, listeners, SIDECAR_INBOUND),
+            **patched(given, LDS, outbound_placed, SIDECAR_OUTBOUND),
+            **patched(given, LDS, with_plugins(given, listeners, SIDECAR_INBOUND), SIDECAR_INBOUND),
         }
 
 

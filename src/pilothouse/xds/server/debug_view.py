@@ -181,6 +181,10 @@ class DebugView(Protocol):
         """Streams refused since start, by reason."""
         ...
 
+    def wasm_module_fetches(self) -> Mapping[str, int]:
+        """WasmPlugin module fetches since start, by result (``ok``, ``checksum_mismatch``…)."""
+        ...
+
     def refusals(self) -> dict[str, Any]:
         """The refusal record as ``/debug/refusals`` serves it."""
         ...

@@ -88,6 +88,8 @@ class DiscoveryServer:
         self.cache, self.registry, self.kube = wired.cache, wired.registry, wired.kube
         self.jwks = wired.jwks
         """The key sets of RequestAuthentication jwksUris, fetched and inlined."""
+        self.wasm_modules = wired.wasm_modules
+        """The modules of WasmPlugin urls, fetched, checked and served inline over ECDS."""
         self.pushes = wired.pushes
         """The push service: debounces every change and pushes the connections it concerns."""
         self._generators, self._api = wired.generators, wired.api
@@ -239,13 +241,16 @@ class DiscoveryServer:
             self.pushes.run(tasks)
             if not self._config_server:
                 tasks.create_task(self.jwks.run())
+                tasks.create_task(self.wasm_modules.run())
             await self._closed.wait()
             self.pushes.close()
             self.jwks.close()
+            self.wasm_modules.close()
 
     def close(self) -> None:
         self._closed.set()
         self.jwks.close()
+        self.wasm_modules.close()
         self.pushes.close()
         for connection in list(self.connections.values()):
             connection.close()

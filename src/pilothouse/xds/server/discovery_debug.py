@@ -184,6 +184,9 @@ class DiscoveryDebugView:
     def refused(self) -> Mapping[str, int]:
         return self._discovery.admission.snapshot().rejected
 
+    def wasm_module_fetches(self) -> Mapping[str, int]:
+        return dict(self._discovery.wasm_modules.fetches)
+
     def refusals(self) -> dict[str, Any]:
         return self._discovery.admission.refusals.view()
 

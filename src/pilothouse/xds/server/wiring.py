@@ -2,10 +2,11 @@
 
 :func:`wire` builds, in the pipeline's order: the resource cache; the registries (the
 ServiceEntry registry, and the Kubernetes one beside it when its feeds are given); the
-key sets of RequestAuthentication jwksUris; the push pipeline and, with Kubernetes, the
-Pods' sidecars; the push service, which every registry, key-set and store change is
-handed to; and the generator table by type URL, with the ``api`` generator behind it for
-Istio types. The discovery server keeps what it is given and only serves streams from it.
+key sets of RequestAuthentication jwksUris; the modules of WasmPlugin urls; the push
+pipeline and, with Kubernetes, the Pods' sidecars; the push service, which every
+registry, key-set, module and store change is handed to; and the generator table by type
+URL, with the ``api`` generator behind it for Istio types. The discovery server keeps
+what it is given and only serves streams from it.
 """
 
 from __future__ import annotations
@@ -25,11 +26,13 @@ from pilothouse.registry.controller import ServiceEntryRegistry
 from pilothouse.registry.kubernetes.registry import KubeFeeds, KubeRegistry
 from pilothouse.security.jwks import JwksResolver
 from pilothouse.security.jwks_addresses import JwksAddressPolicy
+from pilothouse.security.wasm_modules import WasmModules
 from pilothouse.settings import XdsSettings
 from pilothouse.sources.events import ConfigStore
 from pilothouse.xds.generators.api import ApiGenerator, watched_kinds
 from pilothouse.xds.generators.base import Generator
 from pilothouse.xds.generators.cds import ClusterGenerator
+from pilothouse.xds.generators.ecds import ExtensionConfigGenerator
 from pilothouse.xds.generators.eds import EndpointGenerator
 from pilothouse.xds.generators.grpc_cds import GrpcClusterGenerator
 from pilothouse.xds.generators.grpc_flavour import ByFlavour
@@ -50,6 +53,7 @@ class Wired:
     registry: ServiceRegistry
     kube: KubeRegistry | None
     jwks: JwksResolver
+    wasm_modules: WasmModules
     pushes: PushService[Connection]
     generators: dict[str, Generator]
     """The Envoy generators by type URL (empty in the config-server role)."""
@@ -89,6 +93,10 @@ def wire(
         policy=JwksAddressPolicy(settings.jwks_allowed_hosts),
         named_by=lambda uri: [str(key) for key in pushes.jwks_users(uri)],
     )
+    wasm_modules = WasmModules(
+        lambda url: pushes.wasm_module_arrived(url),
+        policy=JwksAddressPolicy(settings.wasm_allowed_hosts),
+    )
     pipeline: PushPipeline[Connection] = PushPipeline(
         store,
         registry.services,
@@ -97,6 +105,7 @@ def wire(
         next_version=PushVersions().next,
         api_kinds=watched_kinds,
         jwks=jwks,
+        wasm_modules=wasm_modules,
     )
     pod_sidecars = None
     if kube_registry is not None:
@@ -107,6 +116,7 @@ def wire(
         registry,
         kube_registry,
         jwks,
+        wasm_modules,
         pushes,
         envoy_generator_table() if envoy_generators else {},
         ApiGenerator(store, clock=api_clock),
@@ -114,11 +124,13 @@ def wire(
 
 
 def envoy_generator_table() -> dict[str, Generator]:
-    """CDS, EDS, LDS and RDS by type URL, each in its Envoy and proxyless gRPC flavour."""
+    """CDS, EDS, LDS and RDS by type URL, each in its Envoy and proxyless gRPC flavour,
+    and ECDS (Envoy's alone)."""
     envoy: tuple[Generator, ...] = (
         ByFlavour(ClusterGenerator(), GrpcClusterGenerator()),
         EndpointGenerator(),
         ByFlavour(ListenerGenerator(), GrpcListenerGenerator()),
         ByFlavour(RouteGenerator(), GrpcRouteGenerator()),
+        ExtensionConfigGenerator(),
     )
     return {generator.type_url: generator for generator in envoy}

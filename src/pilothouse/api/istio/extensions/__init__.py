@@ -1,0 +1,1 @@
+"""Generated protobuf modules for istio.extensions (from proto/, do not edit)."""

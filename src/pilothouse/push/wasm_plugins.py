@@ -1,0 +1,178 @@
+"""The WasmPlugins of a push context, with their modules, and which apply to a proxy.
+
+istiod's selection (``push_context.go`` WasmPlugins, ``policyattachment.go``): the
+candidates are the plugins of the mesh's root namespace and of the proxy's namespace;
+one with ``targetRefs`` applies only to a Kubernetes Gateway proxy of its own namespace
+that a ``Gateway`` ref names, otherwise its ``selector`` labels must all be the proxy's
+(none: every proxy of the namespace). What a proxy gets (:class:`ProxyPlugins`) is a
+frozen value of :class:`ServedPlugin` in the order they run (phase by phase, see
+:func:`~pilothouse.kinds.wasm_plugin.phase_order`), so it is a cache input.
+
+A plugin is served only with its module (``modules(url, sha256)``, see
+:mod:`pilothouse.security.wasm_modules`). While the module of a plugin's current version
+is not there (not fetched yet, or it failed: a checksum mismatch, a fetch error), the
+plugin keeps the version it was last served with, module and all, from the previous
+index (the last good stays); a plugin never served before is left out of the proxies'
+listeners and extension configs until its module arrives (:attr:`waiting` names it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from pilothouse.config.mesh import MeshSettings
+from pilothouse.config.model import Config, ConfigKey
+from pilothouse.kinds.wasm_plugin import (
+    PHASES,
+    attaches,
+    is_http,
+    phase_order,
+    resource_name,
+    runs_on,
+)
+from pilothouse.push.proxy import ProxyIdentity
+from pilothouse.security.wasm_modules import WasmModule
+
+ModuleLookup = Callable[[str, str], WasmModule | None]
+"""(url, sha256) → the module fetched and checked, None while there is none."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServedPlugin:
+    """One WasmPlugin version with its module: compared by key, source, resource
+    version and module digest (every edit changes the version)."""
+
+    key: ConfigKey
+    source: str
+    resource_version: str
+    module: WasmModule
+    config: Config = field(compare=False, repr=False)
+
+    @property
+    def resource_name(self) -> str:
+        """Its ECDS resource name (and HTTP filter name)."""
+        return resource_name(self.key.namespace, self.key.name)
+
+    @property
+    def spec(self) -> Any:
+        return self.config.spec
+
+    @property
+    def is_http(self) -> bool:
+        """An HTTP filter (else a network filter)."""
+        return is_http(self.config.spec)  # type: ignore[arg-type]
+
+    def runs_on(self, server_side: bool, port: int) -> bool:
+        """Whether it runs on a listener of that side and port (its ``match``)."""
+        return runs_on(self.config.spec, server_side, port)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyPlugins:
+    """The plugins (HTTP and network) that apply to one proxy, in the order they run."""
+
+    plugins: tuple[ServedPlugin, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.plugins)
+
+    def named(self) -> Mapping[str, ServedPlugin]:
+        """By ECDS resource name."""
+        return {p.resource_name: p for p in self.plugins}
+
+
+NO_PLUGINS: Final = ProxyPlugins()
+
+
+def _no_modules(url: str, sha256: str) -> WasmModule | None:
+    return None
+
+
+class WasmPluginIndex:
+    """The WasmPlugins of a context by namespace, each with the module it is served with."""
+
+    def __init__(
+        self,
+        configs: Iterable[Config],
+        mesh: MeshSettings,
+        modules: ModuleLookup | None = None,
+        previous: WasmPluginIndex | None = None,
+    ) -> None:
+        self.root = mesh.root_namespace
+        lookup = modules or _no_modules
+        self.by_key: dict[ConfigKey, Config] = {}
+        self.waiting: dict[ConfigKey, str] = {}
+        """Plugins whose current version is not served, with the URL they wait for."""
+        served: dict[ConfigKey, ServedPlugin] = {}
+        for config in configs:
+            self.by_key[config.key] = config
+            spec: Any = config.spec
+            module = lookup(spec.url, spec.sha256)
+            if module is not None:
+                served[config.key] = ServedPlugin(
+                    config.key, config.origin.source, config.resource_version, module, config
+                )
+                continue
+            self.waiting[config.key] = spec.url
+            kept = previous.served.get(config.key) if previous is not None else None
+            if kept is not None:
+                served[config.key] = kept
+        self.served: Mapping[ConfigKey, ServedPlugin] = served
+        by_namespace: dict[str, list[ServedPlugin]] = {}
+        for plugin in served.values():
+            by_namespace.setdefault(plugin.key.namespace, []).append(plugin)
+        self._by_namespace = by_namespace
+        self._chosen: dict[Hashable, ProxyPlugins] = {}
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, WasmPluginIndex):
+            return NotImplemented
+        return (self.root, self.by_key, self.served) == (other.root, other.by_key, other.served)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def for_proxy(self, proxy: ProxyIdentity) -> ProxyPlugins:
+        """The served plugins that apply to ``proxy``, phase by phase."""
+        if not self._by_namespace:
+            return NO_PLUGINS
+        seen = (proxy.namespace, proxy.labels)
+        found = self._chosen.get(seen)
+        if found is None:
+            found = self._chosen[seen] = self._choose(proxy)
+        return found
+
+    def selects(self, key: ConfigKey, proxy: ProxyIdentity) -> bool:
+        """Whether the WasmPlugin ``key`` (if this index holds it) applies to ``proxy``,
+        served or not (what :mod:`pilothouse.push.selected_workloads` asks)."""
+        config = self.by_key.get(key)
+        if config is None or key.namespace not in (proxy.namespace, self.root):
+            return False
+        return _attaches(config, proxy)
+
+    def _choose(self, proxy: ProxyIdentity) -> ProxyPlugins:
+        candidates = list(self._by_namespace.get(self.root, ()))
+        if proxy.namespace != self.root:
+            candidates += self._by_namespace.get(proxy.namespace, ())
+        chosen = {p.key: p for p in candidates if _attaches(p.config, proxy)}
+        if not chosen:
+            return NO_PLUGINS
+        ordered: list[ServedPlugin] = []
+        for phase in PHASES:
+            in_phase = [p.config for p in chosen.values() if p.spec.phase == phase]
+            ordered.extend(chosen[c.key] for c in phase_order(in_phase))
+        return ProxyPlugins(tuple(ordered))
+
+
+def _attaches(config: Config, proxy: ProxyIdentity) -> bool:
+    return attaches(config, proxy.namespace, proxy.labels)
+
+
+__all__ = [
+    "NO_PLUGINS",
+    "ModuleLookup",
+    "ProxyPlugins",
+    "ServedPlugin",
+    "WasmPluginIndex",
+]
