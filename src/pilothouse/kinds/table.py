@@ -31,6 +31,7 @@ from pilothouse.kinds import (
     service,
     service_entry,
     sidecar,
+    telemetry,
     virtual_service,
     workload_entry,
     workload_group,
@@ -50,6 +51,7 @@ KINDS: Final[tuple[Kind, ...]] = (
     peer_authentication.KIND,
     authorization_policy.KIND,
     request_authentication.KIND,
+    telemetry.KIND,
     service.KIND,
     *kubernetes.KINDS,
 )

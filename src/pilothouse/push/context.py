@@ -28,7 +28,14 @@ from typing import Any, Final, NamedTuple
 
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config
-from pilothouse.kinds import destination_rule, envoy_filter, gateway, sidecar, virtual_service
+from pilothouse.kinds import (
+    destination_rule,
+    envoy_filter,
+    gateway,
+    sidecar,
+    telemetry,
+    virtual_service,
+)
 from pilothouse.kinds.table import KINDS
 from pilothouse.push.authorization import (
     AUTHORIZATION_POLICY,
@@ -55,6 +62,7 @@ from pilothouse.push.scope import (
     egress_hosts,
     egress_namespaces,
 )
+from pilothouse.push.telemetry import TelemetryIndex
 from pilothouse.registry.model import Labels, Service
 from pilothouse.sources.events import ConfigStore
 
@@ -94,6 +102,18 @@ class ServiceIndex:
         for position, service in enumerate(self.services):
             found.setdefault(service.namespace, []).append(position)
         return {namespace: tuple(positions) for namespace, positions in found.items()}
+
+    @functools.cached_property
+    def _hosts(self) -> Mapping[str, tuple[tuple[str, str], ...]]:
+        found: dict[str, list[tuple[str, str]]] = {}
+        for service in self.services:
+            found.setdefault(service.hostname, []).append((service.hostname, service.namespace))
+        return {host: tuple(entries) for host, entries in found.items()}
+
+    def hosts(self, hostname: str) -> tuple[tuple[str, str], ...]:
+        """(hostname, namespace) of each service called ``hostname`` (a Telemetry
+        provider's ``service`` is resolved through this)."""
+        return self._hosts.get(hostname, ())
 
     def in_namespaces(self, namespaces: Collection[str]) -> tuple[Service, ...]:
         """The services declared in any of ``namespaces``, in the index's order."""
@@ -140,6 +160,7 @@ class PushContext:
     peer_authentications: PeerAuthenticationIndex
     authorizations: AuthorizationIndex
     envoy_filters: EnvoyFilterIndex
+    telemetries: TelemetryIndex
     stats: ContextStats = field(default_factory=ContextStats, compare=False)
     _scopes: dict[ScopeKey, ProxyScope] = field(default_factory=dict, compare=False, repr=False)
     _proxy_scopes: dict[ScopeSelector, ProxyScope] = field(
@@ -318,6 +339,12 @@ def build_context(
             INDEXED_KINDS["envoy_filters"],
             previous.envoy_filters if previous else None,
             lambda: EnvoyFilterIndex(configs(envoy_filter.KIND.name), mesh),
+        ),
+        telemetries=pick(
+            "telemetries",
+            INDEXED_KINDS["telemetries"],
+            previous.telemetries if previous else None,
+            lambda: TelemetryIndex(configs(telemetry.KIND.name), mesh),
         ),
     )
     if previous is not None and previous.scope_context.same(context.scope_context):

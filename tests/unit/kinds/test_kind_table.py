@@ -35,7 +35,7 @@ from pilothouse.push.scope import AUDIENCE_RULES, ProxyScope, ScopeKey
 ISTIO_KINDS = {
     "ServiceEntry", "WorkloadEntry", "WorkloadGroup", "VirtualService", "DestinationRule",
     "Gateway", "Sidecar", "EnvoyFilter", "ProxyConfig", "PeerAuthentication", "AuthorizationPolicy",
-    "RequestAuthentication",
+    "RequestAuthentication", "Telemetry",
 }  # fmt: skip
 
 
@@ -222,11 +222,13 @@ def test_push_and_xds_name_a_kind_only_where_they_index_or_build_from_it() -> No
             *("destination_rule", "envoy_filter", "gateway", "sidecar", "virtual_service"),
             *policies,
             "PEER_AUTHENTICATION",
+            "telemetry",
         },
         "push/envoy_filters.py": {"envoy_filter"},
         "push/indexes.py": {"virtual_service"},
         "push/peer_authentication.py": {"peer_authentication"},
         "push/service.py": {"REQUEST_AUTHENTICATION"},
+        "push/telemetry.py": {"telemetry"},
         "xds/generators/envoy_filters.py": {"envoy_filter"},
         "xds/generators/routing.py": {"virtual_service"},
     }

@@ -74,7 +74,9 @@ def contexts() -> tuple[PushContext, PushContext]:
 def test_the_selecting_kinds_are_those_the_table_declares_and_each_has_an_index() -> None:
     before, _ = contexts()
     assert set(SELECTING) == {k.name for k in KINDS if k.audience is Audience.SELECTED_WORKLOADS}
-    assert set(SELECTING) == {"AuthorizationPolicy", "RequestAuthentication", "EnvoyFilter"}
+    assert set(SELECTING) == {
+        "AuthorizationPolicy", "RequestAuthentication", "EnvoyFilter", "Telemetry"
+    }  # fmt: skip
     for kind in SELECTING.values():
         index = index_of(before, kind)
         assert kind.index is not None and index is getattr(before, kind.index)
