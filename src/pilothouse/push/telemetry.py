@@ -269,7 +269,7 @@ class TelemetryIndex:
             sampling if sampling is not None else _mesh_sampling(mesh),
             tags if tags is not None else legacy_tags,
             proxy.node_cluster if isinstance(found, OtelTracer) else "",
-            mesh.max_path_tag_length,
+            found.max_tag_length or mesh.max_path_tag_length,
             fields.get("use_request_id", True),
         )
 

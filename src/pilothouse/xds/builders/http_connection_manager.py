@@ -23,7 +23,8 @@ By listener class (istiod's ``ProxyHeaders`` defaults): gateways present as
 ``server_name: istio-envoy``, sanitise and set ``x-forwarded-client-cert``
 (subject, cert, DNS and URI SANs); sidecar inbound presents as
 ``istio-envoy`` and appends-and-forwards the XFCC (subject, DNS, URI); sidecar
-outbound keeps Envoy's defaults.  Not set: tracing, Istio's metadata-exchange,
+outbound keeps Envoy's defaults.  Access logs and tracing from Telemetry are added
+to built listeners by telemetry.py.  Not set: Istio's metadata-exchange,
 stats and Wasm filters (they need Istio's Envoy build or features
 pilothouse does not have yet).
 

@@ -13,7 +13,8 @@ and ``tcp_proxy`` of a listener, as istiod does (``accesslog.go``, ``tracing.go`
   sampling the effective percentage, the custom tags, and the provider
   (``envoy.tracers.zipkin``: HTTP JSON v2 to ``http://<host><path>`` through the
   cluster ``outbound|<port>||<host>``; ``envoy.tracers.opentelemetry``: OTLP over gRPC
-  or HTTP to that cluster); gateways spawn an upstream span.
+  or HTTP to that cluster); gateways spawn an upstream span; ``useRequestIdForTraceSampling:
+  false`` sets the UUID request-id extension so that ids stop deciding sampling.
 
 Nothing else of the listener is touched. It reads only its arguments, so the listener
 generators call it from builds cached under inputs holding the telemetry.
@@ -47,6 +48,7 @@ from envoy.extensions.filters.network.http_connection_manager.v3 import (  # typ
 from envoy.extensions.filters.network.tcp_proxy.v3 import (  # type: ignore[import-untyped]
     tcp_proxy_pb2,
 )
+from envoy.extensions.request_id.uuid.v3 import uuid_pb2  # type: ignore[import-untyped]
 from envoy.type.tracing.v3 import custom_tag_pb2  # type: ignore[import-untyped]
 from google.protobuf import json_format
 
@@ -59,6 +61,10 @@ FILE_LOGGER: Final = "envoy.access_loggers.file"
 OTEL_LOGGER: Final = "envoy.access_loggers.open_telemetry"
 CEL_FILTER: Final = "envoy.access_loggers.extension_filters.cel"
 ZIPKIN: Final = "envoy.tracers.zipkin"
+_NO_ID_SAMPLING: Final = uuid_pb2.UuidRequestIdConfig(
+    use_request_id_for_trace_sampling={"value": False}
+)
+"""``useRequestIdForTraceSampling: false``: Envoy's UUID request ids stop deciding sampling."""
 OPENTELEMETRY: Final = "envoy.tracers.opentelemetry"
 
 
@@ -70,7 +76,9 @@ def apply_telemetry(
     if not telemetry:
         return
     logs = [access_log(entry) for entry in telemetry.access_logs]
-    tracing = tracing_config(telemetry.tracing, gateway) if telemetry.tracing else None
+    settings = telemetry.tracing
+    tracing = tracing_config(settings, gateway) if settings is not None else None
+    no_id_sampling = settings is not None and not settings.use_request_id
     for chain in [*listener.filter_chains, *_default_chain(listener)]:
         for network_filter in chain.filters:
             if network_filter.name == HTTP_CONNECTION_MANAGER:
@@ -79,6 +87,8 @@ def apply_telemetry(
                 manager.access_log.extend(logs)
                 if tracing is not None:
                     manager.tracing.CopyFrom(tracing)
+                    if no_id_sampling:
+                        manager.request_id_extension.typed_config.Pack(_NO_ID_SAMPLING)
                 network_filter.typed_config.Pack(manager)
             elif network_filter.name == TCP_PROXY and logs:
                 proxy = tcp_proxy_pb2.TcpProxy()
