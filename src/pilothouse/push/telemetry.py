@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from pilothouse.api.istio.telemetry.v1alpha1 import telemetry_pb2
@@ -109,6 +109,15 @@ class ModeTelemetry:
 
     access_logs: tuple[AccessLog, ...] = ()
     tracing: TracingSettings | None = None
+    _hash: int = field(init=False, repr=False, compare=False, default=0)
+    """Made once: it is part of the listener cache inputs of every proxy it applies to,
+    hashed on each lookup."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.access_logs, self.tracing)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     def __bool__(self) -> bool:
         return bool(self.access_logs) or self.tracing is not None
@@ -125,6 +134,10 @@ class ProxyTelemetry:
     server: ModeTelemetry = NO_TELEMETRY
     applied_from: tuple[ConfigKey, ...] = ()
     not_applied: tuple[str, ...] = ()
+
+
+NOTHING: Final = ProxyTelemetry()
+"""No Telemetry and no mesh-wide telemetry setting: listeners as they were."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +163,10 @@ class TelemetryIndex:
             found.setdefault(config.namespace, []).append(config)
         self._by_namespace = {n: tuple(c) for n, c in found.items()}
         self._chosen: dict[Hashable, tuple[Config, ...]] = {}
+        self._resolved: dict[Hashable, ProxyTelemetry] = {}
+        """What :meth:`for_proxy` gave each (namespace, labels, node cluster) while the
+        host lookup stayed the same (every listener generation asks it)."""
+        self._hosts: Callable[[str], Sequence[tuple[str, str]]] | None = None
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TelemetryIndex):
@@ -196,10 +213,27 @@ class TelemetryIndex:
         self, proxy: ProxyIdentity, hosts: Callable[[str], Sequence[tuple[str, str]]]
     ) -> ProxyTelemetry:
         """The effective telemetry of ``proxy``. ``hosts(hostname)`` gives the (hostname,
-        namespace) of each known service of that name, to resolve providers' ``service``."""
+        namespace) of each known service of that name, to resolve providers' ``service``
+        (the answers are kept while the same ``hosts`` is given: the services of one
+        push context)."""
         chain = self.chain(proxy)
         if not chain and not _mesh_says_anything(self.mesh):
-            return ProxyTelemetry()
+            return NOTHING
+        if hosts != self._hosts:  # another context's services: resolve providers again
+            self._resolved.clear()
+            self._hosts = hosts
+        seen = (proxy.namespace, proxy.labels, proxy.node_cluster)
+        found = self._resolved.get(seen)
+        if found is None:
+            found = self._resolved[seen] = self._effective(chain, proxy, hosts)
+        return found
+
+    def _effective(
+        self,
+        chain: tuple[Config, ...],
+        proxy: ProxyIdentity,
+        hosts: Callable[[str], Sequence[tuple[str, str]]],
+    ) -> ProxyTelemetry:
         notes: list[str] = []
         specs = [_spec(c) for c in chain]
         if any(s.metrics for s in specs):

@@ -183,3 +183,32 @@ def test_an_edit_reaches_the_listeners_and_a_revert_gives_the_same_bytes() -> No
     keys = made.apply(CONFIG)
     made.push(keys)
     assert made.generate(web)[LDS] == before
+
+
+GATEWAY_CONFIG = """\
+apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: edge, namespace: shop}
+spec:
+  selector: {istio: ingressgateway}
+  servers: [{port: {number: 8080, name: http, protocol: HTTP}, hosts: ["*"]}]
+---
+apiVersion: telemetry.istio.io/v1
+kind: Telemetry
+metadata: {name: mesh, namespace: istio-system}
+spec:
+  accessLogging: [{providers: [{name: file-log}], match: {mode: CLIENT}}]
+  tracing: [{providers: [{name: zipkin}]}]
+"""
+
+
+def test_a_gateway_takes_the_client_side_and_spawns_an_upstream_span() -> None:
+    made = server(CONFIG.split("---\napiVersion: telemetry.istio.io")[0] + "---\n" + GATEWAY_CONFIG)
+    node = "router~10.0.0.9~edge-1.istio-system~istio-system.svc.cluster.local"
+    edge = parse_node(node, {"LABELS": {"istio": "ingressgateway"}})
+    built = listeners(made, edge)
+    (name,) = built
+    manager = network_filter(built[name], HCM)
+    assert [log["typedConfig"]["path"] for log in manager["accessLog"]] == ["/tmp/mesh.log"]
+    assert manager["tracing"]["spawnUpstreamSpan"] is True
+    assert manager["tracing"]["randomSampling"] == {"value": 1.0}  # the 1 % default
