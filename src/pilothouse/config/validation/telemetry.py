@@ -1,8 +1,10 @@
 """Telemetry: where it applies and what each access-logging, tracing and metrics entry
 says, checked as istiod's ``ValidateTelemetry`` checks them.
 
-A provider name is checked for its form here (not empty); whether the mesh defines it is
-a question for the mesh config, which a validator is not given: the effective telemetry
+A provider name is checked for its form by :func:`validate_telemetry` (not empty);
+whether the mesh defines it is a question for the mesh config, which a kind's validator
+is not given: :func:`check_telemetry_providers` answers it where a mesh config is at hand
+(``pilothouse validate --mesh FILE``), and the effective telemetry
 (:mod:`pilothouse.push.telemetry`) skips an unknown provider and ``/debug/telemetryz``
 names it.
 """
@@ -17,6 +19,12 @@ from pilothouse.api.istio.telemetry.v1alpha1.telemetry_pb2 import (
     ProviderRef,
     Telemetry,
     Tracing,
+)
+from pilothouse.config.telemetry_providers import (
+    LOG_PROVIDERS,
+    TRACING_PROVIDERS,
+    MeshTelemetry,
+    UnappliedProvider,
 )
 from pilothouse.config.validation.policy_target import check_policy_target
 from pilothouse.config.validation.report import Report
@@ -106,3 +114,32 @@ def _check_access_logging(logging: AccessLogging, path: str, report: Report) -> 
     _check_providers(logging.providers, path, report)
     if logging.HasField("filter") and not logging.filter.expression.strip():
         report.error(f"{path}.filter.expression", "an access-log filter needs an expression")
+
+
+def check_telemetry_providers(spec: Telemetry, mesh: MeshTelemetry, report: Report) -> None:
+    """The providers ``spec`` names against the mesh config's: a name the mesh does not
+    define, or a provider of another purpose (a tracer named for access logging), is an
+    error naming the field; one pilothouse accepts and does not apply is a warning."""
+    named: list[tuple[str, Sequence[ProviderRef], tuple[type, ...]]] = [
+        *((f"accessLogging[{i}]", e.providers, LOG_PROVIDERS)
+          for i, e in enumerate(spec.access_logging)),
+        *((f"tracing[{i}]", e.providers, TRACING_PROVIDERS) for i, e in enumerate(spec.tracing)),
+        *((f"metrics[{i}]", e.providers, ()) for i, e in enumerate(spec.metrics)),
+    ]  # fmt: skip
+    for where, providers, kinds in named:
+        purpose = where.partition("[")[0]
+        for position, ref in enumerate(providers):
+            path = f"spec.{where}.providers[{position}].name"
+            found = mesh.provider(ref.name)
+            if not ref.name.strip():
+                continue  # validate_telemetry says so
+            if found is None:
+                message = f"provider {ref.name!r} is not defined in the mesh config's"
+                report.error(path, message + " extensionProviders")
+            elif purpose == "metrics":
+                continue  # metrics are accepted and not applied, whatever the provider
+            elif isinstance(found, UnappliedProvider):
+                message = f"provider {ref.name!r} ({found.type}): accepted; not applied"
+                report.warn(path, message + " by pilothouse")
+            elif not isinstance(found, kinds):
+                report.error(path, f"provider {ref.name!r} cannot be used for {purpose}")
