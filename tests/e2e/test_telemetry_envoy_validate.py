@@ -24,7 +24,8 @@ from pilothouse.config.telemetry_providers import (
     OtelTracer,
     ZipkinTracer,
 )
-from pilothouse.push.telemetry import AccessLog, ModeTelemetry, SpanTag, TracingSettings, Upstream
+from pilothouse.push.telemetry import AccessLog, ModeTelemetry, TracingSettings, Upstream
+from pilothouse.push.telemetry_merge import SpanTag
 from pilothouse.xds.builders.filter_chain import WeightedCluster
 from pilothouse.xds.builders.listener_sidecar import build_inbound_listener, build_outbound_listener
 from pilothouse.xds.builders.telemetry import apply_telemetry

@@ -25,8 +25,10 @@ A provider the mesh does not define, of the wrong type, not applied by pilothous
 whose ``service`` names no known host is skipped and named in
 :attr:`ProxyTelemetry.not_applied` (shown on ``/debug/telemetryz``).
 
-The values are plain frozen data: the listener builders take :class:`ModeTelemetry`
-as part of their cache inputs.
+The merge of the specs is :mod:`pilothouse.push.telemetry_merge`; this module chooses the
+objects, looks the providers up and resolves their collectors. The values are plain
+frozen data: the listener builders take :class:`ModeTelemetry` as part of their cache
+inputs.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from __future__ import annotations
 import datetime
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
 from pilothouse.api.istio.telemetry.v1alpha1 import telemetry_pb2
 from pilothouse.config.mesh import MeshSettings
@@ -51,6 +53,7 @@ from pilothouse.config.telemetry_providers import (
 )
 from pilothouse.kinds.telemetry import attaches, is_namespace_wide
 from pilothouse.push.proxy import ProxyIdentity
+from pilothouse.push.telemetry_merge import Layered, SpanTag, layer
 
 CLIENT: Final = telemetry_pb2.CLIENT
 SERVER: Final = telemetry_pb2.SERVER
@@ -75,17 +78,6 @@ class AccessLog:
     provider: FileLog | OtelLog
     filter: str = ""
     upstream: Upstream | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class SpanTag:
-    """A custom span tag: ``literal`` value, ``environment`` variable or request
-    ``header`` (with a default), or a ``formatter`` (Envoy's access-log command)."""
-
-    name: str
-    kind: str
-    value: str
-    default: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,17 +130,6 @@ class ProxyTelemetry:
 
 NOTHING: Final = ProxyTelemetry()
 """No Telemetry and no mesh-wide telemetry setting: listeners as they were."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Layered:
-    """One mode's result before providers are resolved to their collectors."""
-
-    logs: tuple[tuple[str, str], ...]
-    """(provider, filter) in provider-name order."""
-    legacy_log: bool
-    tracing: tuple[str | None, dict[str, Any]] | None
-    """(provider, overrides) or None (no tracing Telemetry: the legacy rule)."""
 
 
 class TelemetryIndex:
@@ -250,7 +231,7 @@ class TelemetryIndex:
 
     def _resolve(
         self,
-        layered: _Layered,
+        layered: Layered,
         proxy: ProxyIdentity,
         hosts: Callable[[str], Sequence[tuple[str, str]]],
         notes: list[str],
@@ -272,7 +253,7 @@ class TelemetryIndex:
 
     def _tracing(
         self,
-        layered: _Layered,
+        layered: Layered,
         proxy: ProxyIdentity,
         hosts: Callable[[str], Sequence[tuple[str, str]]],
         notes: list[str],
@@ -306,95 +287,6 @@ class TelemetryIndex:
             found.max_tag_length or mesh.max_path_tag_length,
             fields.get("use_request_id", True),
         )
-
-
-def layer(specs: Sequence[telemetry_pb2.Telemetry], mesh: MeshTelemetry, mode: int) -> _Layered:
-    """One mode's providers and overrides from ``specs`` (lowest level first), before
-    the providers are looked up (istiod's ``mergeLogs`` and ``mergeTracing``)."""
-    return _Layered(*_logging(specs, mesh, mode), _tracing_fields(specs, mesh, mode))
-
-
-def _applies(match: Any, holder: Any, mode: int) -> bool:
-    wanted = match.mode if holder.HasField("match") else telemetry_pb2.CLIENT_AND_SERVER
-    return wanted in (telemetry_pb2.CLIENT_AND_SERVER, mode)
-
-
-def _logging(
-    specs: Sequence[telemetry_pb2.Telemetry], mesh: MeshTelemetry, mode: int
-) -> tuple[tuple[tuple[str, str], ...], bool]:
-    levels = [s.access_logging for s in specs if s.access_logging]
-    if not levels:
-        if mesh.default_logging:
-            return tuple((n, "") for n in sorted(set(mesh.default_logging))), False
-        return (), True
-    in_scope = list(mesh.default_logging)
-    filters: dict[str, str] = {}
-    for entries in levels:
-        named: list[str] = []
-        for entry in entries:
-            if not _applies(entry.match, entry, mode):
-                continue
-            names = [p.name for p in entry.providers]
-            named.extend(names)
-            if entry.HasField("filter"):
-                filters.update((n, entry.filter.expression) for n in names)
-        if named:
-            in_scope = named
-    scope = set(in_scope)
-    chosen: dict[str, str] = {}
-    parent = list(mesh.default_logging)
-    for entries in levels:
-        for entry in entries:
-            names = [p.name for p in entry.providers] or parent
-            parent = names
-            if not _applies(entry.match, entry, mode):
-                continue
-            for name in names:
-                if name not in scope:
-                    continue
-                if entry.disabled.value:
-                    chosen.pop(name, None)
-                else:
-                    chosen[name] = filters.get(name, "")
-    return tuple(sorted(chosen.items())), False
-
-
-def _tracing_fields(
-    specs: Sequence[telemetry_pb2.Telemetry], mesh: MeshTelemetry, mode: int
-) -> tuple[str | None, dict[str, Any]] | None:
-    levels = [s.tracing for s in specs if s.tracing]
-    if not levels:
-        return None
-    providers = list(mesh.default_tracing)
-    fields: dict[str, Any] = {}
-    for entries in levels:
-        for entry in entries:
-            if not _applies(entry.match, entry, mode):
-                continue
-            if entry.providers:
-                providers = [p.name for p in entry.providers]
-            if entry.HasField("disable_span_reporting"):
-                fields["disabled"] = entry.disable_span_reporting.value
-            if entry.custom_tags:
-                fields["tags"] = tuple(
-                    _tag(name, entry.custom_tags[name]) for name in sorted(entry.custom_tags)
-                )
-            if entry.HasField("random_sampling_percentage"):
-                fields["sampling"] = entry.random_sampling_percentage.value
-            if entry.HasField("use_request_id_for_trace_sampling"):
-                fields["use_request_id"] = entry.use_request_id_for_trace_sampling.value
-    return (providers[0] if providers else None), fields
-
-
-def _tag(name: str, tag: telemetry_pb2.Tracing.CustomTag) -> SpanTag:
-    kind = tag.WhichOneof("type") or "literal"
-    if kind == "environment":
-        return SpanTag(name, kind, tag.environment.name, tag.environment.default_value)
-    if kind == "header":
-        return SpanTag(name, kind, tag.header.name, tag.header.default_value)
-    if kind == "formatter":
-        return SpanTag(name, kind, tag.formatter.value)
-    return SpanTag(name, kind, tag.literal.value)
 
 
 def _usable(

@@ -17,12 +17,8 @@ from pilothouse.config.model import Config, ConfigKey
 from pilothouse.config.telemetry_providers import FileLog, ZipkinTracer
 from pilothouse.kinds.table import SCHEMAS
 from pilothouse.push.proxy import ProxyIdentity, parse_node
-from pilothouse.push.telemetry import (
-    ProxyTelemetry,
-    SpanTag,
-    TelemetryIndex,
-    Upstream,
-)
+from pilothouse.push.telemetry import ProxyTelemetry, TelemetryIndex, Upstream
+from pilothouse.push.telemetry_merge import SpanTag
 
 MESH = """\
 rootNamespace: istio-system

@@ -53,7 +53,8 @@ from envoy.type.tracing.v3 import custom_tag_pb2  # type: ignore[import-untyped]
 from google.protobuf import json_format
 
 from pilothouse.config.telemetry_providers import FileLog, LogFormat, OtelTracer, ZipkinTracer
-from pilothouse.push.telemetry import AccessLog, ModeTelemetry, SpanTag, TracingSettings
+from pilothouse.push.telemetry import AccessLog, ModeTelemetry, TracingSettings
+from pilothouse.push.telemetry_merge import SpanTag
 from pilothouse.xds.builders.listener import HTTP_CONNECTION_MANAGER, TCP_PROXY, typed
 from pilothouse.xds.builders.names import outbound_cluster_name
 
