@@ -34,6 +34,7 @@ KINDS = (
     "AuthorizationPolicy",
     "EnvoyFilter",
     "RequestAuthentication",
+    "Telemetry",
 )
 NAMES: dict[str, tuple[str, ...]] = {
     "ServiceEntry": SERVICES,
@@ -46,6 +47,7 @@ NAMES: dict[str, tuple[str, ...]] = {
     "AuthorizationPolicy": ("reviews-read-only", "p1"),
     "EnvoyFilter": ("f1", "f2"),
     "RequestAuthentication": ("jwt", "r1"),
+    "Telemetry": ("logs", "t1"),
 }
 
 
@@ -313,6 +315,28 @@ def request_authentications(draw: st.DrawFn, at: Slot | None = None) -> Config:
     )
 
 
+@st.composite
+def telemetries(draw: st.DrawFn, at: Slot | None = None) -> Config:
+    """Access logs (the built-in ``envoy`` provider, the only one every mesh config has)
+    for one workload (or a gateway), a namespace, or (from the root namespace) the mesh:
+    on or off, filtered or not, on one side or both."""
+    namespace, name = at or draw(slots("Telemetry"))
+    if at is None and draw(st.booleans()):
+        namespace = "istio-system"
+    selected = draw(st.sampled_from((*APPS, "ingressgateway", None)))
+    key = "istio" if selected == "ingressgateway" else "app"
+    selector = "" if selected is None else f"selector: {{matchLabels: {{{key}: {selected}}}}}, "
+    mode = draw(st.sampled_from(("", ", match: {mode: CLIENT}", ", match: {mode: SERVER}")))
+    switch = draw(st.sampled_from(("", ", disabled: true", ", filter: {expression: 'true'}")))
+    providers = draw(st.sampled_from(("providers: [{name: envoy}]", "")))
+    entry = f"{{{providers}{mode}{switch}}}".replace("{, ", "{")
+    return load_one(
+        "apiVersion: telemetry.istio.io/v1\nkind: Telemetry\n"
+        f"metadata: {{name: {name}, namespace: {namespace}}}\n"
+        f"spec: {{{selector}accessLogging: [{entry}]}}\n"
+    )
+
+
 CONFIGS: dict[str, Callable[[Slot | None], st.SearchStrategy[Config]]] = {
     "ServiceEntry": service_entries,
     "WorkloadEntry": workload_entries,
@@ -324,6 +348,7 @@ CONFIGS: dict[str, Callable[[Slot | None], st.SearchStrategy[Config]]] = {
     "AuthorizationPolicy": authorization_policies,
     "EnvoyFilter": envoy_filters,
     "RequestAuthentication": request_authentications,
+    "Telemetry": telemetries,
 }
 
 

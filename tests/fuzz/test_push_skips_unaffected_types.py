@@ -382,6 +382,17 @@ spec:
 """
 
 
+def _telemetry(expression: str) -> str:
+    return f"""\
+apiVersion: telemetry.istio.io/v1
+kind: Telemetry
+metadata: {{name: reviews-logs, namespace: bookinfo}}
+spec:
+  selector: {{matchLabels: {{app: reviews}}}}
+  accessLogging: [{{providers: [{{name: envoy}}], filter: {{expression: "{expression}"}}}}]
+"""
+
+
 HISTORY = (
     # each of these changes what some proxy is given, in a type of its kind's row
     TCP_GATEWAY,  # a gateway's listeners, not its clusters
@@ -395,12 +406,15 @@ HISTORY = (
     _authorization("ALLOW"),  # a workload's listeners only
     _authorization("DENY"),
     WASM_PLUGIN,  # a workload's listeners (and extension configs) only
+    _telemetry("response.code >= 500"),  # the selected workloads' listeners only
+    _telemetry("response.code >= 400"),
 )
 
 
 def test_a_change_of_every_kind_the_table_names_skips_only_what_it_cannot_change() -> None:
     """A fixed history through every kind a row names (AuthorizationPolicy,
-    DestinationRule, Gateway, PeerAuthentication, VirtualService, WasmPlugin), each edit one that
+    DestinationRule, Gateway, PeerAuthentication, VirtualService, WasmPlugin,
+    Telemetry), each edit one that
     changes the types beside those its kind skips; each must skip at least one type for
     some proxy it pushes, and change none it skips."""
     history = [Apply(load_one(text)) for text in HISTORY]

@@ -29,6 +29,9 @@ path                      answer (JSON)
 ``/debug/envoyfilterz``   every EnvoyFilter patch and what it did: applied, matched
                           nothing, reached no proxy yet, or dropped
                           (:mod:`pilothouse.push.envoy_filter_status`)
+``/debug/telemetryz``     each connected proxy's effective Telemetry: access logs,
+                          tracing, what is accepted and not applied
+                          (:mod:`pilothouse.admin.telemetryz`)
 ========================  ==========================================================
 
 Every endpoint is a GET that only reads: none pushes, changes config or state (what acts
@@ -59,6 +62,7 @@ from pilothouse.admin.debug_views import (
     sources_view,
 )
 from pilothouse.admin.refusals import refusal_routes
+from pilothouse.admin.telemetryz import telemetryz
 from pilothouse.boundary.contain import json_error
 from pilothouse.boundary.debug_access import debug_denial
 from pilothouse.xds.server.debug_view import DebugView
@@ -79,6 +83,7 @@ ENDPOINTS: Final = (
     ("/debug/acked", "?proxyID=: digests of what that proxy acknowledged (the Inspector)"),
     ("/debug/refusals", "refused xDS connections and streams: counts by reason, latest few"),
     ("/debug/envoyfilterz", "every EnvoyFilter patch: applied, matched nothing, no proxy, dropped"),
+    ("/debug/telemetryz", "each proxy's effective Telemetry, and what is not applied"),
 )
 
 
@@ -124,6 +129,7 @@ class DebugEndpoints:
             "/debug/push_status": self.push_status,
             "/debug/sources": self.sources,
             "/debug/envoyfilterz": self.envoy_filterz,
+            "/debug/telemetryz": self.telemetryz,
         }
         for acked in acked_routes(self._discovery):
             handlers[acked.path] = acked.handler
@@ -200,6 +206,9 @@ class DebugEndpoints:
             return _json({"patches": []})
         reports = self._discovery.context.envoy_filters.statuses()
         return _json({"patches": [r.view() for r in reports]})
+
+    async def telemetryz(self, request: web.Request) -> web.Response:
+        return _json(telemetryz(self._discovery))
 
 
 def debug_routes(discovery: DebugView, sources: Sequence[NamedSource] = ()) -> list[web.RouteDef]:

@@ -10,7 +10,9 @@ Namespace, ConfigMap, any apiVersion outside Istio's groups) are counted as skip
 Services and Deployments get istioctl's checks as warnings
 (:mod:`pilothouse.cli.manifest_checks`); ``--strict-kinds`` makes them errors again.
 One object defined more than once (in one API version or several, across files) is one
-error that names every place.
+error that names every place. With ``--mesh FILE``, the providers Telemetry objects name
+are checked against that mesh config's ``extensionProviders`` (an unknown one is an
+error naming the field).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import json
 import logging
 import sys
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -28,9 +30,13 @@ from typing import Any, TextIO
 from pilothouse.cli.manifest_checks import manifest_findings
 from pilothouse.config.documents import MAX_BYTES, internal_error
 from pilothouse.config.load import Loader, LoadResult, Problem, printable
+from pilothouse.config.meshconfig import MeshConfigError, load_mesh_config
 from pilothouse.config.model import Config, ConfigKey
+from pilothouse.config.telemetry_providers import MeshTelemetry
 from pilothouse.config.validation.proxyless_grpc import analyze_proxyless_grpc
-from pilothouse.config.validation.report import Severity
+from pilothouse.config.validation.report import Report, Severity
+from pilothouse.config.validation.telemetry import check_telemetry_providers
+from pilothouse.kinds import telemetry
 from pilothouse.kinds.proxy_config import ignored_namespace_wide
 from pilothouse.kinds.table import SCHEMAS
 from pilothouse.settings import Settings
@@ -64,6 +70,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="objects that are not Istio config (Service, Deployment, other apiVersions)"
         " are errors instead of being skipped",
+    )
+    parser.add_argument(
+        "--mesh",
+        metavar="FILE",
+        help="a mesh config (MeshConfig YAML or the istio ConfigMap): Telemetry providers"
+        " are checked against its extensionProviders",
     )
     parser.set_defaults(run=run)
 
@@ -137,7 +149,12 @@ class Outcome:
 
 
 def validate_paths(
-    paths: list[str], namespace: str, stdin: TextIO, *, strict_kinds: bool = False
+    paths: list[str],
+    namespace: str,
+    stdin: TextIO,
+    *,
+    strict_kinds: bool = False,
+    mesh: MeshTelemetry | None = None,
 ) -> Outcome:
     """Load every file; the valid objects, the problems and what was skipped."""
     loader = Loader(
@@ -166,6 +183,8 @@ def validate_paths(
     for ignored, message in ignored_namespace_wide(loaded.values()):
         origin = ignored.origin
         problems.append(Problem(Severity.WARNING, origin.file, origin.line, message, ignored.key))
+    if mesh is not None:
+        problems.extend(_provider_problems(loaded.values(), mesh))
     try:
         for key, finding in analyze_proxyless_grpc(loaded.values()):
             origin = loaded[key].origin
@@ -175,6 +194,21 @@ def validate_paths(
         log.debug("the proxyless gRPC analysis failed", exc_info=True)
         problems.append(Problem(Severity.ERROR, None, None, internal_error("the config", exc)))
     return Outcome(len(loaded), problems, skipped)
+
+
+def _provider_problems(configs: Iterable[Config], mesh: MeshTelemetry) -> list[Problem]:
+    """The Telemetry objects' providers checked against the mesh config's."""
+    found: list[Problem] = []
+    for config in configs:
+        if config.kind != telemetry.KIND.name:
+            continue
+        report = Report(config.namespace, config.name)
+        check_telemetry_providers(config.spec, mesh, report)  # type: ignore[arg-type]
+        origin = config.origin
+        for finding in report.findings:
+            message = f"{finding.path}: {finding.message}"
+            found.append(Problem(finding.severity, origin.file, origin.line, message, config.key))
+    return found
 
 
 def _key_of(data: Mapping[str, Any], namespace: str) -> ConfigKey | None:
@@ -210,8 +244,20 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         for path in missing:
             print(f"pilothouse validate: {printable(path)}: no such file or directory", file=err)
         return EXIT_USAGE
+    mesh = None
+    if getattr(args, "mesh", None):
+        try:
+            text = Path(args.mesh).read_text()
+            mesh = load_mesh_config(text, args.mesh).mesh.telemetry
+        except (OSError, UnicodeDecodeError, MeshConfigError) as exc:
+            print(f"pilothouse validate: --mesh: {exc}", file=err)
+            return EXIT_USAGE
     outcome = validate_paths(
-        args.paths, args.namespace, sys.stdin, strict_kinds=getattr(args, "strict_kinds", False)
+        args.paths,
+        args.namespace,
+        sys.stdin,
+        strict_kinds=getattr(args, "strict_kinds", False),
+        mesh=mesh,
     )
     valid, problems = outcome.valid, outcome.problems
     errors = [p for p in problems if p.severity is Severity.ERROR]

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from pilothouse.config.telemetry_providers import NO_MESH_TELEMETRY, MeshTelemetry
+
 
 class OutboundPolicy(StrEnum):
     ALLOW_ANY = "ALLOW_ANY"
@@ -27,10 +29,14 @@ class MeshSettings:
     proxy_inbound_listen_port: int = 15006
     enable_auto_mtls: bool = True
     """Clusters without DestinationRule TLS use ISTIO_MUTUAL towards sidecar endpoints."""
+    telemetry: MeshTelemetry = NO_MESH_TELEMETRY
+    """``extensionProviders``, ``defaultProviders`` and the legacy access-log and tracing
+    fields, as Telemetry resolution reads them."""
     unapplied: bytes = b""
-    """The MeshConfig fields read but not applied (access logs, ingress, TLS defaults, …),
-    and ``defaultConfig`` (which bootstraps apply, not the server), as MeshConfig bytes:
-    served again over MCP exactly as they were written."""
+    """The MeshConfig fields read but not applied (ingress, TLS defaults, …), the
+    telemetry fields (applied through :attr:`telemetry`) and ``defaultConfig`` (which
+    bootstraps apply, not the server), as MeshConfig bytes: served again over MCP exactly
+    as they were written."""
 
 
 def exported_to(

@@ -2,13 +2,16 @@
 
 The file is Istio's mesh config as users already have it: either the MeshConfig YAML
 itself, or the ``istio`` ConfigMap whose ``data.mesh`` key holds it as a string. Fields
-pilothouse does not model (``extensionProviders``, …) are reported as warnings and
-ignored, so an existing mesh config loads unchanged; so are the fields of ``defaultConfig``
-other than those ``pilothouse bootstrap`` applies (:mod:`pilothouse.config.proxy_defaults`:
-``concurrency``, ``proxyMetadata``, ``image``). Fields it models are
-decoded strictly, with their path and line on error. Of those, the ones in
-:data:`NOT_APPLIED` (``accessLogFile``, ``ingressClass``, ``tlsDefaults``, …) are kept and
-served again over MCP as written, with a warning that pilothouse does not apply them.
+pilothouse does not model are reported as warnings and ignored, so an existing mesh
+config loads unchanged; so are the fields of ``defaultConfig`` other than those
+``pilothouse bootstrap`` applies (:mod:`pilothouse.config.proxy_defaults`:
+``concurrency``, ``proxyMetadata``, ``image``) and ``tracing``, which Telemetry
+resolution reads. Fields it models are decoded strictly, with their path and line on
+error. Of those, the ones in :data:`NOT_APPLIED` (``ingressClass``, ``tlsDefaults``, …) are
+kept and served again over MCP as written, with a warning that pilothouse does not apply
+them; the :data:`TELEMETRY` ones (``extensionProviders``, ``defaultProviders``,
+``accessLogFile``, …) are applied (:mod:`pilothouse.config.telemetry_providers`), with a
+warning for each provider accepted and not applied.
 """
 
 from __future__ import annotations
@@ -22,12 +25,12 @@ from pilothouse.config.decode import decode_message
 from pilothouse.config.documents import read_documents
 from pilothouse.config.mesh import MeshSettings, OutboundPolicy
 from pilothouse.config.proxy_defaults import split_proxy_config
+from pilothouse.config.telemetry_providers import mesh_telemetry, provider_warnings
 
 NOT_APPLIED = frozenset(
     {
         "proxy_http_port", "hbone_idle_timeout", "protocol_detection_timeout", "tcp_keepalive",
         "ingress_class", "ingress_service", "ingress_controller_mode", "ingress_selector",
-        "enable_tracing", "access_log_file", "access_log_format", "access_log_encoding",
         "enable_envoy_access_log_service", "disable_envoy_listener_log",
         "inbound_traffic_policy", "ca_certificates", "zone_aware_lb_setting",
         "h2_upgrade_policy", "inbound_cluster_stat_name", "outbound_cluster_stat_name",
@@ -38,6 +41,15 @@ NOT_APPLIED = frozenset(
     }
 )  # fmt: skip
 """MeshConfig fields (proto names) parsed and served over MCP, but not applied here."""
+
+TELEMETRY = frozenset(
+    {
+        "extension_providers", "default_providers", "enable_tracing", "access_log_file",
+        "access_log_format", "access_log_encoding",
+    }
+)  # fmt: skip
+"""MeshConfig fields (proto names) Telemetry resolution applies
+(:mod:`pilothouse.config.telemetry_providers`); served over MCP as written."""
 
 
 class MeshConfigError(ValueError):
@@ -123,6 +135,12 @@ def load_mesh_config(text: str, file: str) -> MeshFile:
             f"{file}:{line_of(first.path)}: {prefix}{first.path}: {first.message}"
         )
     assert isinstance(message, config_pb2.MeshConfig)
+    for key in ("extensionProviders", "extension_providers"):
+        if key in modelled:
+            warnings += tuple(
+                f"{file}:{line_of(f'{key}[{index}]')}: {prefix}{key}[{index}]: {warning}"
+                for index, warning in provider_warnings(message)
+            )
     sources = tuple(source.address for source in message.config_sources)
     for index, address in enumerate(sources):
         if not address:
@@ -160,17 +178,19 @@ def mesh_settings(message: config_pb2.MeshConfig, base: MeshSettings | None = No
         changes["proxy_inbound_listen_port"] = message.proxy_inbound_listen_port
     if message.HasField("enable_auto_mtls"):
         changes["enable_auto_mtls"] = message.enable_auto_mtls.value
+    changes["telemetry"] = mesh_telemetry(message)
     changes["unapplied"] = _not_applied_bytes(message)
     return replace(settings, **changes)
 
 
 def _not_applied_bytes(message: config_pb2.MeshConfig) -> bytes:
-    """The :data:`NOT_APPLIED` fields of ``message`` alone, serialised (b"" when none),
-    with ``defaultConfig`` (applied by bootstraps, not by the server: served as written)."""
+    """The :data:`NOT_APPLIED` and :data:`TELEMETRY` fields of ``message`` alone,
+    serialised (b"" when none), with ``defaultConfig`` (applied by bootstraps, not by the
+    server: served as written)."""
     kept = config_pb2.MeshConfig()
     kept.CopyFrom(message)
     for field, _ in message.ListFields():
-        if field.name not in NOT_APPLIED and field.name != "default_config":
+        if field.name not in NOT_APPLIED | TELEMETRY and field.name != "default_config":
             kept.ClearField(field.name)
     return kept.SerializeToString(deterministic=True)
 

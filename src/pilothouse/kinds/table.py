@@ -31,6 +31,7 @@ from pilothouse.kinds import (
     service,
     service_entry,
     sidecar,
+    telemetry,
     virtual_service,
     wasm_plugin,
     workload_entry,
@@ -52,6 +53,7 @@ KINDS: Final[tuple[Kind, ...]] = (
     authorization_policy.KIND,
     request_authentication.KIND,
     wasm_plugin.KIND,
+    telemetry.KIND,
     service.KIND,
     *kubernetes.KINDS,
 )

@@ -33,6 +33,7 @@ from pilothouse.kinds import (
     envoy_filter,
     gateway,
     sidecar,
+    telemetry,
     virtual_service,
     wasm_plugin,
 )
@@ -62,6 +63,7 @@ from pilothouse.push.scope import (
     egress_hosts,
     egress_namespaces,
 )
+from pilothouse.push.telemetry import TelemetryIndex
 from pilothouse.push.wasm_plugins import ModuleLookup, WasmPluginIndex
 from pilothouse.registry.model import Labels, Service
 from pilothouse.sources.events import ConfigStore
@@ -102,6 +104,18 @@ class ServiceIndex:
         for position, service in enumerate(self.services):
             found.setdefault(service.namespace, []).append(position)
         return {namespace: tuple(positions) for namespace, positions in found.items()}
+
+    @functools.cached_property
+    def _hosts(self) -> Mapping[str, tuple[tuple[str, str], ...]]:
+        found: dict[str, list[tuple[str, str]]] = {}
+        for service in self.services:
+            found.setdefault(service.hostname, []).append((service.hostname, service.namespace))
+        return {host: tuple(entries) for host, entries in found.items()}
+
+    def hosts(self, hostname: str) -> tuple[tuple[str, str], ...]:
+        """(hostname, namespace) of each service called ``hostname`` (a Telemetry
+        provider's ``service`` is resolved through this)."""
+        return self._hosts.get(hostname, ())
 
     def in_namespaces(self, namespaces: Collection[str]) -> tuple[Service, ...]:
         """The services declared in any of ``namespaces``, in the index's order."""
@@ -149,6 +163,7 @@ class PushContext:
     authorizations: AuthorizationIndex
     envoy_filters: EnvoyFilterIndex
     wasm_plugins: WasmPluginIndex
+    telemetries: TelemetryIndex
     stats: ContextStats = field(default_factory=ContextStats, compare=False)
     _scopes: dict[ScopeKey, ProxyScope] = field(default_factory=dict, compare=False, repr=False)
     _proxy_scopes: dict[ScopeSelector, ProxyScope] = field(
@@ -340,6 +355,12 @@ def build_context(
                 wasm_modules,
                 previous.wasm_plugins if previous else None,
             ),
+        ),
+        telemetries=pick(
+            "telemetries",
+            INDEXED_KINDS["telemetries"],
+            previous.telemetries if previous else None,
+            lambda: TelemetryIndex(configs(telemetry.KIND.name), mesh),
         ),
     )
     if previous is not None and previous.scope_context.same(context.scope_context):

@@ -35,9 +35,9 @@ def test_plain_mesh_config() -> None:
     assert mesh.outbound_traffic_policy is OutboundPolicy.REGISTRY_ONLY
     assert mesh.default_service_export_to == frozenset({"."})
     assert loaded.warnings == (
-        "mesh.yaml:6: accessLogFile: accepted and served over MCP; not applied by pilothouse",
         "mesh.yaml:8: defaultConfig.discoveryAddress: accepted; not applied by pilothouse",
     )
+    assert mesh.telemetry.access_log_file == "/dev/stdout"  # applied: Telemetry's fallback
 
 
 def test_configmap_form() -> None:
@@ -46,7 +46,7 @@ def test_configmap_form() -> None:
     loaded = load_mesh_config(text, "cm.yaml")
     assert loaded.mesh.root_namespace == "mesh-admin"
     first = loaded.warnings[0]
-    assert first.startswith("cm.yaml:") and "data.mesh.accessLogFile" in first
+    assert first.startswith("cm.yaml:") and "data.mesh.defaultConfig.discoveryAddress" in first
 
 
 @pytest.mark.parametrize(
@@ -128,7 +128,9 @@ def test_istio_fields_not_applied_are_kept_and_served_over_mcp() -> None:
     back unchanged in the MeshConfig served over MCP (the bytes of the MCP answer)."""
     loaded = load_mesh_config(ISTIO_FIELDS, "mesh.yaml")
     keys = [line.split(": ")[1] for line in loaded.warnings]
-    assert len(keys) == 22 and "rootNamespace" not in keys
+    assert len(keys) == 18 and "rootNamespace" not in keys
+    assert "accessLogFile" not in keys  # the telemetry fields are applied, and served too
+    keys += ["accessLogFile", "accessLogFormat", "accessLogEncoding", "enableTracing"]
     assert all("not applied by pilothouse" in line for line in loaded.warnings)
     served = AnyMessage.FromString(wrap_mesh_config(loaded.mesh))
     assert served.type_url == "type.googleapis.com/istio.mesh.v1alpha1.MeshConfig"

@@ -35,7 +35,7 @@ from pilothouse.push.scope import AUDIENCE_RULES, ProxyScope, ScopeKey
 ISTIO_KINDS = {
     "ServiceEntry", "WorkloadEntry", "WorkloadGroup", "VirtualService", "DestinationRule",
     "Gateway", "Sidecar", "EnvoyFilter", "ProxyConfig", "PeerAuthentication", "AuthorizationPolicy",
-    "RequestAuthentication", "WasmPlugin",
+    "RequestAuthentication", "WasmPlugin", "Telemetry",
 }  # fmt: skip
 
 
@@ -224,6 +224,7 @@ def test_push_and_xds_name_a_kind_only_where_they_index_or_build_from_it() -> No
             "wasm_plugin",
             *policies,
             "PEER_AUTHENTICATION",
+            "telemetry",
         },
         "push/envoy_filters.py": {"envoy_filter"},
         "push/indexes.py": {"virtual_service"},
@@ -231,6 +232,7 @@ def test_push_and_xds_name_a_kind_only_where_they_index_or_build_from_it() -> No
         "push/service.py": {"REQUEST_AUTHENTICATION", "wasm_plugin"},
         "push/wasm_plugins.py": {"wasm_plugin"},
         "xds/builders/wasm_plugin.py": {"wasm_plugin"},
+        "push/telemetry.py": {"telemetry"},
         "xds/generators/envoy_filters.py": {"envoy_filter"},
         "xds/generators/routing.py": {"virtual_service"},
     }

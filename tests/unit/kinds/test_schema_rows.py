@@ -9,8 +9,21 @@ def test_kinds() -> None:
     assert set(SCHEMAS.kinds) == {
         "ServiceEntry", "WorkloadEntry", "WorkloadGroup", "VirtualService", "DestinationRule",
         "Gateway", "Sidecar", "EnvoyFilter", "ProxyConfig", "PeerAuthentication",
-        "AuthorizationPolicy", "RequestAuthentication", "WasmPlugin",
+        "AuthorizationPolicy", "RequestAuthentication", "WasmPlugin", "Telemetry",
     }
+
+
+def test_telemetry_names() -> None:
+    schema = SCHEMAS.by_kind("Telemetry")
+    assert schema is not None
+    assert schema.api_versions == ("telemetry.istio.io/v1", "telemetry.istio.io/v1alpha1")
+    assert schema.gvks == (
+        "telemetry.istio.io/v1/Telemetry",
+        "telemetry.istio.io/v1alpha1/Telemetry",
+    )
+    assert schema.body_type_url == "type.googleapis.com/istio.telemetry.v1alpha1.Telemetry"
+    assert schema.collection == "istio/telemetry/v1alpha1/telemetries"
+    assert schema.plural == "telemetries" and schema.namespaced
 
 
 def test_networking_names() -> None:

@@ -121,7 +121,7 @@ def test_metadata_version_is_the_resource_version(store: MemoryStore) -> None:
 @pytest.mark.parametrize(
     "type_name",
     [
-        "telemetry.istio.io/v1/Telemetry",
+        "telemetry.istio.io/v1/NoSuchKind",
         "networking.istio.io/v1/ProxyConfig",
         "security.istio.io/v1alpha1/PeerAuthentication",
     ],

@@ -62,6 +62,7 @@ def test_asks_for_mesh_config_first_then_every_kind_in_v1() -> None:
         "security.istio.io/v1/AuthorizationPolicy",
         "security.istio.io/v1/RequestAuthentication",
         "extensions.istio.io/v1alpha1/WasmPlugin",
+        "telemetry.istio.io/v1/Telemetry",
     )
 
 
@@ -192,7 +193,7 @@ def test_mesh_config_is_kept_and_acked() -> None:
 
 def test_a_type_that_was_not_requested_is_nacked_unimplemented() -> None:
     source = XdsUpstreamSource("a", 1)
-    reply = source.on_response(response("telemetry.istio.io/v1/Telemetry", [], "v", "n"))
+    reply = source.on_response(response("telemetry.istio.io/v1/NoSuchKind", [], "v", "n"))
     assert reply.error_detail.code == code_pb2.UNIMPLEMENTED
     assert reply.response_nonce == "n"
     assert source.store.keys() == []

@@ -75,7 +75,7 @@ def test_the_selecting_kinds_are_those_the_table_declares_and_each_has_an_index(
     before, _ = contexts()
     assert set(SELECTING) == {k.name for k in KINDS if k.audience is Audience.SELECTED_WORKLOADS}
     assert set(SELECTING) == {
-        "AuthorizationPolicy", "RequestAuthentication", "EnvoyFilter", "WasmPlugin"
+        "AuthorizationPolicy", "RequestAuthentication", "EnvoyFilter", "WasmPlugin", "Telemetry"
     }  # fmt: skip
     for kind in SELECTING.values():
         index = index_of(before, kind)

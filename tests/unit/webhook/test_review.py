@@ -208,17 +208,17 @@ def test_dry_run_denial_message_says_so() -> None:
 
 
 def test_unknown_istio_kind_is_denied_with_the_supported_kinds() -> None:
-    telemetry = {
+    unknown = {
         "apiVersion": "telemetry.istio.io/v1",
-        "kind": "Telemetry",
+        "kind": "NoSuchKind",
         "metadata": {"name": "mesh-default"},
         "spec": {"tracing": []},
     }
-    result = review(admission_review(telemetry), JSON)
+    result = review(admission_review(unknown), JSON)
     response = response_of(result)
     assert response["allowed"] is False
     message = response["status"]["message"]
-    assert "Telemetry" in message
+    assert "NoSuchKind" in message and "Telemetry" in message
     for kind in ("VirtualService", "DestinationRule", "Gateway", "PeerAuthentication"):
         assert kind in message
     assert result.reason == REASON_UNKNOWN_TYPE
@@ -400,4 +400,20 @@ def test_an_operation_that_is_not_a_string_is_400(operation: Any) -> None:
     assert result.status == 400
     assert result.payload == (
         "could not decode body: AdmissionReview request.operation is not a string"
+    )
+
+
+def test_telemetry_is_admitted_and_a_bad_sampling_percentage_denied() -> None:
+    good = {
+        "apiVersion": "telemetry.istio.io/v1",
+        "kind": "Telemetry",
+        "metadata": {"name": "mesh-default", "namespace": "istio-system"},
+        "spec": {"tracing": [{"randomSamplingPercentage": 10}]},
+    }
+    assert response_of(review(admission_review(good), JSON))["allowed"] is True
+    bad = {**good, "spec": {"tracing": [{"randomSamplingPercentage": 150}]}}
+    response = response_of(review(admission_review(bad), JSON))
+    assert response["allowed"] is False
+    assert response["status"]["message"].startswith(
+        "spec.tracing[0].randomSamplingPercentage: 150 is not a percentage between 0 and 100"
     )

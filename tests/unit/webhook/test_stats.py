@@ -31,7 +31,7 @@ def test_counts_by_outcome_kind_reason_and_status() -> None:
         (body(GOOD), "application/json"),
         (body(GOOD), "application/json"),
         (body({**GOOD, "spec": {"servers": "no"}}), "application/json"),
-        (body({**GOOD, "kind": "Telemetry"}), "application/json"),
+        (body({**GOOD, "kind": "NoSuchKind"}), "application/json"),
         (body(GOOD, operation="DELETE"), "application/json"),
         (b"", "application/json"),
         (b"{}", "text/plain"),
@@ -42,7 +42,7 @@ def test_counts_by_outcome_kind_reason_and_status() -> None:
     assert dict(counts.passed) == {"Gateway": 2}
     assert dict(counts.failed) == {
         ("Gateway", "invalid_config"): 1,
-        ("Telemetry", "unknown_type"): 1,
+        ("NoSuchKind", "unknown_type"): 1,
         ("", "unsupported_operation"): 1,
     }
     assert dict(counts.http_error) == {400: 2, 415: 1}

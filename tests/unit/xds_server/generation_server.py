@@ -32,6 +32,7 @@ class GenerationServer:
         self.store = MemoryStore("test")
         self.registry = ServiceEntryRegistry(self.store, lambda update: None)
         self.cache = ResourceCache()
+        self.mesh = MeshSettings()
         self._context: PushContext | None = None
         for text in texts:
             self.apply(text)
@@ -53,14 +54,14 @@ class GenerationServer:
     def start(self) -> None:
         self.store.mark_synced()
         self.registry.initial_load()
-        self._context = build_context(self.store, self.registry.services, MeshSettings(), "v1")
+        self._context = build_context(self.store, self.registry.services, self.mesh, "v1")
 
     def push(self, changed: list[ConfigKey]) -> None:
         self.cache.invalidate(changed)
         self._context = build_context(
             self.store,
             self.registry.services,
-            MeshSettings(),
+            self.mesh,
             "v2",
             self.context,
             PushRequest.for_configs(changed),

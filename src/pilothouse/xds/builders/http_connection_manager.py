@@ -23,10 +23,10 @@ By listener class (istiod's ``ProxyHeaders`` defaults): gateways present as
 ``server_name: istio-envoy``, sanitise and set ``x-forwarded-client-cert``
 (subject, cert, DNS and URI SANs); sidecar inbound presents as
 ``istio-envoy`` and appends-and-forwards the XFCC (subject, DNS, URI); sidecar
-outbound keeps Envoy's defaults.  Not set: tracing, Istio's metadata-exchange
-and stats filters (they need Istio's Envoy build or features pilothouse does not have
-yet). WasmPlugins are placed in the built HCMs per proxy afterwards
-(:mod:`pilothouse.xds.builders.wasm_plugin`).
+outbound keeps Envoy's defaults.  Access logs and tracing from Telemetry are added
+to built listeners by telemetry.py; WasmPlugins are placed in the built HCMs per
+proxy afterwards (:mod:`pilothouse.xds.builders.wasm_plugin`).  Not set: Istio's
+metadata-exchange and stats filters (they need Istio's Envoy build).
 
 :func:`build_router_only_connection_manager` is the bare HCM that proxyless
 gRPC understands: a route specifier and the router filter, nothing else

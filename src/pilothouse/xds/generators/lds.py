@@ -45,6 +45,7 @@ from pilothouse.push.authorization import NO_AUTHORIZATION, WorkloadAuthorizatio
 from pilothouse.push.cache import Resource, ResourceGroup
 from pilothouse.push.hostnames import host_matches
 from pilothouse.push.inputs import FrozenInputs
+from pilothouse.push.telemetry import NO_TELEMETRY, ModeTelemetry
 from pilothouse.xds.builders.access_control import AccessFilters, guard_listener
 from pilothouse.xds.builders.cluster import RestPolling
 from pilothouse.xds.builders.filter_chain import WeightedCluster
@@ -62,6 +63,7 @@ from pilothouse.xds.builders.listener_sidecar import (
 from pilothouse.xds.builders.names import outbound_cluster_name
 from pilothouse.xds.builders.route_l4 import build_tcp_route_clusters, tls_route_matches
 from pilothouse.xds.builders.route_match import resolve_gateway_name
+from pilothouse.xds.builders.telemetry import apply_telemetry
 from pilothouse.xds.generators.base import GenerationInput, Resources
 from pilothouse.xds.generators.cds import encode
 from pilothouse.xds.generators.envoy_filters import (
@@ -105,7 +107,10 @@ class ListenerGenerator:
             if proxy.is_router
             else NO_AUTHORIZATION
         )
-        inputs = ListenerInputs(scope_inputs(given), capturing, given.rest, authorization)
+        telemetry = given.context.telemetries.for_proxy(proxy, given.context.services.hosts)
+        inputs = ListenerInputs(
+            scope_inputs(given), capturing, given.rest, authorization, telemetry.client
+        )
         outbound = given.cache.group(inputs, build_listeners)
         if proxy.is_router:
             return patched(given, LDS, with_plugins(given, outbound.named(), GATEWAY), GATEWAY)
@@ -118,7 +123,7 @@ class ListenerGenerator:
         for port in inbound:
             if not port.bind and (port.address, port.port) in taken:
                 continue  # the egress listener owns that address; the cluster still exists
-            resource = inbound_listener(given, port)
+            resource = inbound_listener(given, port, telemetry.server)
             listeners[resource.name] = resource
         return {
             **patched(given, LDS, outbound_placed, SIDECAR_OUTBOUND),
@@ -129,7 +134,8 @@ class ListenerGenerator:
 @dataclass(frozen=True, slots=True, eq=False)
 class ListenerInputs(FrozenInputs):
     """What a scope's outbound listeners are built from: the scope's inputs, whether the
-    proxy captures traffic (``virtualOutbound``) and its transport."""
+    proxy captures traffic (``virtualOutbound``), its transport and its client-side
+    telemetry."""
 
     scope: ScopeInputs
     capturing: bool
@@ -137,6 +143,9 @@ class ListenerInputs(FrozenInputs):
     authorization: WorkloadAuthorization = NO_AUTHORIZATION
     """A gateway's AuthorizationPolicies and RequestAuthentications (sidecars': none,
     theirs guard the inbound listeners)."""
+    telemetry: ModeTelemetry = NO_TELEMETRY
+    """The proxy's client-side access logs and tracing (its Telemetry, see
+    :mod:`pilothouse.push.telemetry`)."""
 
 
 def build_listeners(inputs: ListenerInputs) -> ResourceGroup:
@@ -146,6 +155,7 @@ def build_listeners(inputs: ListenerInputs) -> ResourceGroup:
     access = AccessFilters.of(inputs.authorization)
     for listener in listeners:
         guard_listener(listener, access)
+        apply_telemetry(listener, inputs.telemetry, gateway=scope.router)
     if inputs.rest is not None:
         for listener in listeners:
             rds_over_rest(listener, inputs.rest)

@@ -3,7 +3,8 @@
 :class:`InboundListenerInputs` is all a listener is built from besides the proxy's
 address: the port, its protocol, whether it binds, a Sidecar ingress listener's TLS
 settings, the port's PeerAuthentication mode (see listener_mtls.py), the workload's
-AuthorizationPolicies and RequestAuthentications (see access_control.py) and the transport.
+AuthorizationPolicies and RequestAuthentications (see access_control.py), its server-side
+telemetry (see telemetry.py) and the transport.
 The listeners of a workload's proxies differ only by that address, which they hold
 verbatim, so each is encoded once per inputs value and address length and patched with
 each proxy's address (:class:`AddressTemplate`).
@@ -21,6 +22,7 @@ from pilothouse.push.authorization import NO_AUTHORIZATION, WorkloadAuthorizatio
 from pilothouse.push.cache import Resource
 from pilothouse.push.inputs import FrozenInputs
 from pilothouse.push.peer_authentication import MtlsMode
+from pilothouse.push.telemetry import NO_TELEMETRY, ModeTelemetry
 from pilothouse.xds.builders.access_control import AccessFilters
 from pilothouse.xds.builders.cluster import RestPolling
 from pilothouse.xds.builders.encode import content_hash, to_any_bytes
@@ -28,6 +30,7 @@ from pilothouse.xds.builders.listener import UNIX_PREFIX, listener_name
 from pilothouse.xds.builders.listener_rest import rds_over_rest
 from pilothouse.xds.builders.listener_sidecar import build_inbound_listener
 from pilothouse.xds.builders.names import inbound_cluster_name
+from pilothouse.xds.builders.telemetry import apply_telemetry
 from pilothouse.xds.generators.base import GenerationInput
 from pilothouse.xds.generators.cds import encode
 from pilothouse.xds.generators.inbound import InboundPort, inbound_authorization, inbound_mtls
@@ -46,13 +49,17 @@ class InboundListenerInputs(FrozenInputs):
     mtls: MtlsMode
     rest: RestPolling | None
     authorization: WorkloadAuthorization = NO_AUTHORIZATION
+    telemetry: ModeTelemetry = NO_TELEMETRY
+    """The proxy's server-side access logs and tracing."""
     tls: Any = field(default=None, compare=False, repr=False)
     """The TLS settings ``tls_bytes`` serialise, for the builder to read."""
     access: AccessFilters | None = field(default=None, compare=False, repr=False)
     """The filters ``authorization`` becomes, built once per distinct policies."""
 
     @classmethod
-    def of(cls, given: GenerationInput, port: InboundPort) -> InboundListenerInputs:
+    def of(
+        cls, given: GenerationInput, port: InboundPort, telemetry: ModeTelemetry = NO_TELEMETRY
+    ) -> InboundListenerInputs:
         tls = port.tls
         authorization = inbound_authorization(given)
         return cls(
@@ -63,6 +70,7 @@ class InboundListenerInputs(FrozenInputs):
             mtls=inbound_mtls(given, port),
             rest=given.rest,
             authorization=authorization,
+            telemetry=telemetry,
             tls=tls,
         )
 
@@ -74,8 +82,11 @@ class InboundListenerInputs(FrozenInputs):
         return dataclasses.replace(self, access=access_filters(given, self.authorization))
 
 
-def inbound_listener(given: GenerationInput, port: InboundPort) -> Resource:
-    """The inbound listener of one port of the proxy's workload.
+def inbound_listener(
+    given: GenerationInput, port: InboundPort, telemetry: ModeTelemetry = NO_TELEMETRY
+) -> Resource:
+    """The inbound listener of one port of the proxy's workload, with ``telemetry`` (the
+    proxy's server side).
 
     The listener differs between the proxies of a workload only by their address, which
     it holds verbatim (socket, names, stat prefix). So it is encoded once per inputs value
@@ -86,7 +97,7 @@ def inbound_listener(given: GenerationInput, port: InboundPort) -> Resource:
     everything the listener is built from, so a template outlives its PushContext (a
     new context after an unrelated change rebuilds none of them).
     """
-    inputs = InboundListenerInputs.of(given, port)
+    inputs = InboundListenerInputs.of(given, port, telemetry)
     address = port.address
     # ASCII: the placeholder's length in characters is its length in bytes
     if address and address.isascii() and not address.startswith(UNIX_PREFIX):
@@ -141,6 +152,7 @@ def build_inbound(inputs: InboundListenerInputs, address: str) -> Any:
         authorization=inputs.authorization,
         access=inputs.access,
     )
+    apply_telemetry(listener, inputs.telemetry, gateway=False)
     if not inputs.bind:
         listener.name = inbound_cluster_name(inputs.port)
         listener.bind_to_port.value = False

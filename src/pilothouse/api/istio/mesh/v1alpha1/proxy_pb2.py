@@ -23,10 +23,11 @@ _sym_db = _symbol_database.Default()
 
 
 from google.protobuf import wrappers_pb2 as google_dot_protobuf_dot_wrappers__pb2
+from pilothouse.api.istio.networking.v1alpha3 import destination_rule_pb2 as istio_dot_networking_dot_v1alpha3_dot_destination__rule__pb2
 from pilothouse.api.istio.networking.v1beta1 import proxy_config_pb2 as istio_dot_networking_dot_v1beta1_dot_proxy__config__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fistio/mesh/v1alpha1/proxy.proto\x12\x13istio.mesh.v1alpha1\x1a\x1egoogle/protobuf/wrappers.proto\x1a+istio/networking/v1beta1/proxy_config.proto\"\x91\x02\n\x0bProxyConfig\x12\x18\n\x10proxy_admin_port\x18\x0b \x01(\x05\x12\x30\n\x0b\x63oncurrency\x18\x10 \x01(\x0b\x32\x1b.google.protobuf.Int32Value\x12K\n\x0eproxy_metadata\x18\x18 \x03(\x0b\x32\x33.istio.mesh.v1alpha1.ProxyConfig.ProxyMetadataEntry\x12\x33\n\x05image\x18# \x01(\x0b\x32$.istio.networking.v1beta1.ProxyImage\x1a\x34\n\x12ProxyMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x1cZ\x1aistio.io/api/mesh/v1alpha1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fistio/mesh/v1alpha1/proxy.proto\x12\x13istio.mesh.v1alpha1\x1a\x1egoogle/protobuf/wrappers.proto\x1a\x30istio/networking/v1alpha3/destination_rule.proto\x1a+istio/networking/v1beta1/proxy_config.proto\"\xc0\x02\n\x0bProxyConfig\x12\x18\n\x10proxy_admin_port\x18\x0b \x01(\x05\x12\x30\n\x0b\x63oncurrency\x18\x10 \x01(\x0b\x32\x1b.google.protobuf.Int32Value\x12K\n\x0eproxy_metadata\x18\x18 \x03(\x0b\x32\x33.istio.mesh.v1alpha1.ProxyConfig.ProxyMetadataEntry\x12\x33\n\x05image\x18# \x01(\x0b\x32$.istio.networking.v1beta1.ProxyImage\x12-\n\x07tracing\x18\x13 \x01(\x0b\x32\x1c.istio.mesh.v1alpha1.Tracing\x1a\x34\n\x12ProxyMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x8a\x0c\n\x07Tracing\x12\x35\n\x06zipkin\x18\x01 \x01(\x0b\x32#.istio.mesh.v1alpha1.Tracing.ZipkinH\x00\x12;\n\tlightstep\x18\x02 \x01(\x0b\x32&.istio.mesh.v1alpha1.Tracing.LightstepH\x00\x12\x37\n\x07\x64\x61tadog\x18\x03 \x01(\x0b\x32$.istio.mesh.v1alpha1.Tracing.DatadogH\x00\x12?\n\x0bstackdriver\x18\x04 \x01(\x0b\x32(.istio.mesh.v1alpha1.Tracing.StackdriverH\x00\x12I\n\x11open_census_agent\x18\t \x01(\x0b\x32,.istio.mesh.v1alpha1.Tracing.OpenCensusAgentH\x00\x12\x41\n\x0b\x63ustom_tags\x18\x05 \x03(\x0b\x32,.istio.mesh.v1alpha1.Tracing.CustomTagsEntry\x12\x1b\n\x13max_path_tag_length\x18\x06 \x01(\r\x12\x10\n\x08sampling\x18\x07 \x01(\x01\x12\x42\n\x0ctls_settings\x18\x08 \x01(\x0b\x32,.istio.networking.v1alpha3.ClientTLSSettings\x12\x35\n\x11\x65nable_istio_tags\x18\n \x01(\x0b\x32\x1a.google.protobuf.BoolValue\x1a\x19\n\x06Zipkin\x12\x0f\n\x07\x61\x64\x64ress\x18\x01 \x01(\t\x1a\x32\n\tLightstep\x12\x0f\n\x07\x61\x64\x64ress\x18\x01 \x01(\t\x12\x14\n\x0c\x61\x63\x63\x65ss_token\x18\x02 \x01(\t\x1a\x1a\n\x07\x44\x61tadog\x12\x0f\n\x07\x61\x64\x64ress\x18\x01 \x01(\t\x1a\xde\x01\n\x0bStackdriver\x12\r\n\x05\x64\x65\x62ug\x18\x01 \x01(\x08\x12=\n\x18max_number_of_attributes\x18\x02 \x01(\x0b\x32\x1b.google.protobuf.Int64Value\x12>\n\x19max_number_of_annotations\x18\x03 \x01(\x0b\x32\x1b.google.protobuf.Int64Value\x12\x41\n\x1cmax_number_of_message_events\x18\x04 \x01(\x0b\x32\x1b.google.protobuf.Int64Value\x1a\xd5\x01\n\x0fOpenCensusAgent\x12\x0f\n\x07\x61\x64\x64ress\x18\x01 \x01(\t\x12J\n\x07\x63ontext\x18\x02 \x03(\x0e\x32\x39.istio.mesh.v1alpha1.Tracing.OpenCensusAgent.TraceContext\"e\n\x0cTraceContext\x12\x0f\n\x0bUNSPECIFIED\x10\x00\x12\x15\n\x11W3C_TRACE_CONTEXT\x10\x01\x12\x0c\n\x08GRPC_BIN\x10\x02\x12\x17\n\x13\x43LOUD_TRACE_CONTEXT\x10\x03\x12\x06\n\x02\x42\x33\x10\x04\x1a\xcb\x01\n\tCustomTag\x12\x37\n\x07literal\x18\x01 \x01(\x0b\x32$.istio.mesh.v1alpha1.Tracing.LiteralH\x00\x12?\n\x0b\x65nvironment\x18\x02 \x01(\x0b\x32(.istio.mesh.v1alpha1.Tracing.EnvironmentH\x00\x12<\n\x06header\x18\x03 \x01(\x0b\x32*.istio.mesh.v1alpha1.Tracing.RequestHeaderH\x00\x42\x06\n\x04type\x1a\x18\n\x07Literal\x12\r\n\x05value\x18\x01 \x01(\t\x1a\x32\n\x0b\x45nvironment\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x15\n\rdefault_value\x18\x02 \x01(\t\x1a\x34\n\rRequestHeader\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x15\n\rdefault_value\x18\x02 \x01(\t\x1aY\n\x0f\x43ustomTagsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\x35\n\x05value\x18\x02 \x01(\x0b\x32&.istio.mesh.v1alpha1.Tracing.CustomTag:\x02\x38\x01\x42\x08\n\x06tracerB\x1cZ\x1aistio.io/api/mesh/v1alpha1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,8 +37,34 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._serialized_options = b'Z\032istio.io/api/mesh/v1alpha1'
   _globals['_PROXYCONFIG_PROXYMETADATAENTRY']._loaded_options = None
   _globals['_PROXYCONFIG_PROXYMETADATAENTRY']._serialized_options = b'8\001'
-  _globals['_PROXYCONFIG']._serialized_start=134
-  _globals['_PROXYCONFIG']._serialized_end=407
-  _globals['_PROXYCONFIG_PROXYMETADATAENTRY']._serialized_start=355
-  _globals['_PROXYCONFIG_PROXYMETADATAENTRY']._serialized_end=407
+  _globals['_TRACING_CUSTOMTAGSENTRY']._loaded_options = None
+  _globals['_TRACING_CUSTOMTAGSENTRY']._serialized_options = b'8\001'
+  _globals['_PROXYCONFIG']._serialized_start=184
+  _globals['_PROXYCONFIG']._serialized_end=504
+  _globals['_PROXYCONFIG_PROXYMETADATAENTRY']._serialized_start=452
+  _globals['_PROXYCONFIG_PROXYMETADATAENTRY']._serialized_end=504
+  _globals['_TRACING']._serialized_start=507
+  _globals['_TRACING']._serialized_end=2053
+  _globals['_TRACING_ZIPKIN']._serialized_start=1068
+  _globals['_TRACING_ZIPKIN']._serialized_end=1093
+  _globals['_TRACING_LIGHTSTEP']._serialized_start=1095
+  _globals['_TRACING_LIGHTSTEP']._serialized_end=1145
+  _globals['_TRACING_DATADOG']._serialized_start=1147
+  _globals['_TRACING_DATADOG']._serialized_end=1173
+  _globals['_TRACING_STACKDRIVER']._serialized_start=1176
+  _globals['_TRACING_STACKDRIVER']._serialized_end=1398
+  _globals['_TRACING_OPENCENSUSAGENT']._serialized_start=1401
+  _globals['_TRACING_OPENCENSUSAGENT']._serialized_end=1614
+  _globals['_TRACING_OPENCENSUSAGENT_TRACECONTEXT']._serialized_start=1513
+  _globals['_TRACING_OPENCENSUSAGENT_TRACECONTEXT']._serialized_end=1614
+  _globals['_TRACING_CUSTOMTAG']._serialized_start=1617
+  _globals['_TRACING_CUSTOMTAG']._serialized_end=1820
+  _globals['_TRACING_LITERAL']._serialized_start=1822
+  _globals['_TRACING_LITERAL']._serialized_end=1846
+  _globals['_TRACING_ENVIRONMENT']._serialized_start=1848
+  _globals['_TRACING_ENVIRONMENT']._serialized_end=1898
+  _globals['_TRACING_REQUESTHEADER']._serialized_start=1900
+  _globals['_TRACING_REQUESTHEADER']._serialized_end=1952
+  _globals['_TRACING_CUSTOMTAGSENTRY']._serialized_start=1954
+  _globals['_TRACING_CUSTOMTAGSENTRY']._serialized_end=2043
 # @@protoc_insertion_point(module_scope)

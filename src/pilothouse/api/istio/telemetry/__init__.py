@@ -1,0 +1,1 @@
+"""Generated protobuf modules for istio.telemetry (from proto/, do not edit)."""

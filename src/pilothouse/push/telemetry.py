@@ -1,0 +1,349 @@
+"""The Telemetry objects of a push context, and the telemetry they give one proxy.
+
+istiod's hierarchy (``pilot/pkg/model/telemetry.go``), lowest first: the oldest
+Telemetry of the mesh's root namespace without a selector or targetRefs, the oldest of the
+proxy's namespace without them, then every one of the proxy's namespace whose selector
+or targetRefs pick the proxy, oldest first. Later levels win field by field:
+
+- **access logging**, per mode (CLIENT: outbound listeners and gateways; SERVER: inbound
+  listeners): the providers named by the last level that names any (MeshConfig
+  ``defaultProviders.accessLogging`` before the first) are in scope; then every entry,
+  in order, applies to the providers it names, or those of the entry before it:
+  ``disabled: true`` turns them off, otherwise on with the filter of the last entry that
+  named the provider with one. No Telemetry with access logging and no default
+  provider: the legacy ``accessLogFile`` (when set).
+- **tracing**, per mode: only the first in-scope provider is used (none: no tracing);
+  ``randomSamplingPercentage``, ``customTags`` (the whole map),
+  ``disableSpanReporting`` and ``useRequestIdForTraceSampling`` are overridden one by
+  one. Sampling falls back to ``defaultConfig.tracing.sampling`` (above 100 counts as
+  1), then 1 %. No Telemetry with tracing: MeshConfig ``enableTracing`` gives sampling
+  and the legacy custom tags, with no provider.
+- **metrics** need Istio's own proxy build (the ``istio.stats`` filter): accepted, named
+  in :attr:`ProxyTelemetry.not_applied`, never turned into Envoy config.
+
+A provider the mesh does not define, of the wrong type, not applied by pilothouse, or
+whose ``service`` names no known host is skipped and named in
+:attr:`ProxyTelemetry.not_applied` (shown on ``/debug/telemetryz``).
+
+The merge of the specs is :mod:`pilothouse.push.telemetry_merge`; this module chooses the
+objects, looks the providers up and resolves their collectors. The values are plain
+frozen data: the listener builders take :class:`ModeTelemetry` as part of their cache
+inputs.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from pilothouse.api.istio.telemetry.v1alpha1 import telemetry_pb2
+from pilothouse.config.mesh import MeshSettings
+from pilothouse.config.model import Config, ConfigKey
+from pilothouse.config.telemetry_providers import (
+    LOG_PROVIDERS,
+    TRACING_PROVIDERS,
+    FileLog,
+    MeshTelemetry,
+    OtelLog,
+    OtelTracer,
+    UnappliedProvider,
+    ZipkinTracer,
+)
+from pilothouse.kinds.telemetry import attaches, is_namespace_wide
+from pilothouse.push.proxy import ProxyIdentity
+from pilothouse.push.telemetry_merge import Layered, SpanTag, layer
+
+CLIENT: Final = telemetry_pb2.CLIENT
+SERVER: Final = telemetry_pb2.SERVER
+DEFAULT_SAMPLING: Final = 1.0
+"""istiod's ``PILOT_TRACE_SAMPLING`` default (percent)."""
+_EARLIEST: Final = datetime.datetime.min.replace(tzinfo=datetime.UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Upstream:
+    """Where a provider sends: the host its ``service`` resolves to, and its port (the
+    builders name the cluster, ``outbound|<port>||<host>``)."""
+
+    host: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
+class AccessLog:
+    """One access log of a listener: its provider, its CEL filter, its collector."""
+
+    provider: FileLog | OtelLog
+    filter: str = ""
+    upstream: Upstream | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TracingSettings:
+    """An HTTP connection manager's tracing: the provider (None: sampling and tags only),
+    its collector, the random sampling percentage, the tags."""
+
+    provider: ZipkinTracer | OtelTracer | None
+    upstream: Upstream | None
+    sampling: float
+    tags: tuple[SpanTag, ...] = ()
+    service_name: str = ""
+    """The span's service (opentelemetry): the proxy's node cluster."""
+    max_path_tag_length: int = 0
+    use_request_id: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ModeTelemetry:
+    """What the listeners of one mode (client or server side) carry."""
+
+    access_logs: tuple[AccessLog, ...] = ()
+    tracing: TracingSettings | None = None
+    _hash: int = field(init=False, repr=False, compare=False, default=0)
+    """Made once: it is part of the listener cache inputs of every proxy it applies to,
+    hashed on each lookup."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.access_logs, self.tracing)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __bool__(self) -> bool:
+        return bool(self.access_logs) or self.tracing is not None
+
+
+NO_TELEMETRY: Final = ModeTelemetry()
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyTelemetry:
+    """A proxy's effective telemetry, both modes, and what was accepted and not applied."""
+
+    client: ModeTelemetry = NO_TELEMETRY
+    server: ModeTelemetry = NO_TELEMETRY
+    applied_from: tuple[ConfigKey, ...] = ()
+    not_applied: tuple[str, ...] = ()
+
+
+NOTHING: Final = ProxyTelemetry()
+"""No Telemetry and no mesh-wide telemetry setting: listeners as they were."""
+
+
+class TelemetryIndex:
+    """The Telemetry objects of a context by namespace, and each proxy's layers."""
+
+    def __init__(self, configs: Iterable[Config], mesh: MeshSettings) -> None:
+        self.root = mesh.root_namespace
+        self.mesh: MeshTelemetry = mesh.telemetry
+        self.by_key: dict[ConfigKey, Config] = {c.key: c for c in configs}
+        found: dict[str, list[Config]] = {}
+        for config in sorted(self.by_key.values(), key=_oldest_first):
+            found.setdefault(config.namespace, []).append(config)
+        self._by_namespace = {n: tuple(c) for n, c in found.items()}
+        self._chosen: dict[Hashable, tuple[Config, ...]] = {}
+        self._resolved: dict[Hashable, ProxyTelemetry] = {}
+        """What :meth:`for_proxy` gave each (namespace, labels, node cluster) while the
+        host lookup stayed the same (every listener generation asks it)."""
+        self._hosts: Callable[[str], Sequence[tuple[str, str]]] | None = None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TelemetryIndex):
+            return NotImplemented
+        return (self.root, self.mesh, self.by_key) == (other.root, other.mesh, other.by_key)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def selects(self, key: ConfigKey, proxy: ProxyIdentity) -> bool:
+        """Whether the Telemetry ``key`` (if held here) applies to ``proxy``: one of the
+        root namespace without a selector applies to every proxy; otherwise it must be of
+        the proxy's namespace and, if it names workloads, select the proxy."""
+        config = self.by_key.get(key)
+        if config is None:
+            return False
+        spec = _spec(config)
+        if is_namespace_wide(spec):
+            return config.namespace in (self.root, proxy.namespace)
+        return config.namespace == proxy.namespace and attaches(spec, proxy.labels)
+
+    def chain(self, proxy: ProxyIdentity) -> tuple[Config, ...]:
+        """The Telemetry objects that apply to ``proxy``, lowest level first."""
+        if not self._by_namespace:
+            return ()
+        seen = (proxy.namespace, proxy.labels)
+        found = self._chosen.get(seen)
+        if found is None:
+            found = self._chosen[seen] = self._chain(proxy.namespace, proxy.labels)
+        return found
+
+    def _chain(self, namespace: str, labels: Mapping[str, str]) -> tuple[Config, ...]:
+        chosen: list[Config] = []
+        for level in dict.fromkeys((self.root, namespace)):
+            wide = [c for c in self._by_namespace.get(level, ()) if is_namespace_wide(_spec(c))]
+            chosen.extend(wide[:1])
+        chosen.extend(
+            c
+            for c in self._by_namespace.get(namespace, ())
+            if not is_namespace_wide(_spec(c)) and attaches(_spec(c), labels)
+        )
+        return tuple(chosen)
+
+    def for_proxy(
+        self, proxy: ProxyIdentity, hosts: Callable[[str], Sequence[tuple[str, str]]]
+    ) -> ProxyTelemetry:
+        """The effective telemetry of ``proxy``. ``hosts(hostname)`` gives the (hostname,
+        namespace) of each known service of that name, to resolve providers' ``service``
+        (the answers are kept while the same ``hosts`` is given: the services of one
+        push context)."""
+        chain = self.chain(proxy)
+        if not chain and not _mesh_says_anything(self.mesh):
+            return NOTHING
+        if hosts != self._hosts:  # another context's services: resolve providers again
+            self._resolved.clear()
+            self._hosts = hosts
+        seen = (proxy.namespace, proxy.labels, proxy.node_cluster)
+        found = self._resolved.get(seen)
+        if found is None:
+            found = self._resolved[seen] = self._effective(chain, proxy, hosts)
+        return found
+
+    def _effective(
+        self,
+        chain: tuple[Config, ...],
+        proxy: ProxyIdentity,
+        hosts: Callable[[str], Sequence[tuple[str, str]]],
+    ) -> ProxyTelemetry:
+        notes: list[str] = []
+        specs = [_spec(c) for c in chain]
+        if any(s.metrics for s in specs):
+            notes.append(
+                "metrics: accepted; not applied (Istio's stats filter needs Istio's proxy build)"
+            )
+        modes = []
+        for mode in (CLIENT, SERVER):
+            layered = layer(specs, self.mesh, mode)
+            modes.append(self._resolve(layered, proxy, hosts, notes))
+        return ProxyTelemetry(
+            modes[0], modes[1], tuple(c.key for c in chain), tuple(dict.fromkeys(notes))
+        )
+
+    def _resolve(
+        self,
+        layered: Layered,
+        proxy: ProxyIdentity,
+        hosts: Callable[[str], Sequence[tuple[str, str]]],
+        notes: list[str],
+    ) -> ModeTelemetry:
+        mesh = self.mesh
+        logs: list[AccessLog] = []
+        for name, expression in layered.logs:
+            provider = _usable(mesh, name, LOG_PROVIDERS, "access logging", notes)
+            if isinstance(provider, FileLog):
+                logs.append(AccessLog(provider, expression))
+            elif isinstance(provider, OtelLog):
+                upstream = _upstream(provider.name, provider.service, provider.port, hosts, notes)
+                if upstream is not None:
+                    logs.append(AccessLog(provider, expression, upstream))
+        if layered.legacy_log and mesh.access_log_file:
+            legacy = FileLog("mesh accessLogFile", mesh.access_log_file, mesh.envoy_format)
+            logs.append(AccessLog(legacy))
+        return ModeTelemetry(tuple(logs), self._tracing(layered, proxy, hosts, notes))
+
+    def _tracing(
+        self,
+        layered: Layered,
+        proxy: ProxyIdentity,
+        hosts: Callable[[str], Sequence[tuple[str, str]]],
+        notes: list[str],
+    ) -> TracingSettings | None:
+        mesh = self.mesh
+        legacy_tags = tuple(SpanTag(t.name, t.kind, t.value, t.default) for t in mesh.custom_tags)
+        if layered.tracing is None:
+            if not mesh.enable_tracing:
+                return None
+            return TracingSettings(
+                None, None, _mesh_sampling(mesh), legacy_tags,
+                max_path_tag_length=mesh.max_path_tag_length,
+            )  # fmt: skip
+        name, fields = layered.tracing
+        if name is None or fields.get("disabled"):
+            return None
+        found = _usable(mesh, name, TRACING_PROVIDERS, "tracing", notes)
+        if not isinstance(found, ZipkinTracer | OtelTracer):
+            return None
+        upstream = _upstream(found.name, found.service, found.port, hosts, notes)
+        if upstream is None:
+            return None
+        sampling = fields.get("sampling")
+        tags = fields.get("tags")
+        return TracingSettings(
+            found,
+            upstream,
+            sampling if sampling is not None else _mesh_sampling(mesh),
+            tags if tags is not None else legacy_tags,
+            proxy.node_cluster if isinstance(found, OtelTracer) else "",
+            found.max_tag_length or mesh.max_path_tag_length,
+            fields.get("use_request_id", True),
+        )
+
+
+def _usable(
+    mesh: MeshTelemetry, name: str, kinds: tuple[type, ...], purpose: str, notes: list[str]
+) -> object | None:
+    found = mesh.provider(name)
+    if found is None:
+        notes.append(f"{purpose}: provider {name!r} is not defined in extensionProviders")
+        return None
+    if isinstance(found, UnappliedProvider):
+        notes.append(f"{purpose}: provider {name!r} ({found.type}) accepted; not applied")
+        return None
+    if not isinstance(found, kinds):
+        notes.append(f"{purpose}: provider {name!r} cannot be used for {purpose}")
+        return None
+    return found
+
+
+def _upstream(
+    name: str,
+    service: str,
+    port: int,
+    hosts: Callable[[str], Sequence[tuple[str, str]]],
+    notes: list[str],
+) -> Upstream | None:
+    """istiod's ``LookupCluster``: ``namespace/host`` or a host known in one namespace."""
+    namespace, _, host = service.rpartition("/")
+    found = [h for h in hosts(host) if not namespace or h[1] == namespace]
+    if len(found) != 1 or not port:
+        why = "is not a known service" if not found else "names services in several namespaces"
+        if not port:
+            why = "has no port"
+        notes.append(f"provider {name!r}: service {service!r} {why}; skipped")
+        return None
+    return Upstream(found[0][0], port)
+
+
+def _mesh_sampling(mesh: MeshTelemetry) -> float:
+    if mesh.sampling is None:
+        return DEFAULT_SAMPLING
+    return 1.0 if mesh.sampling > 100.0 else mesh.sampling
+
+
+def _mesh_says_anything(mesh: MeshTelemetry) -> bool:
+    return bool(
+        mesh.default_logging or mesh.default_tracing or mesh.access_log_file or mesh.enable_tracing
+    )
+
+
+def _spec(config: Config) -> telemetry_pb2.Telemetry:
+    spec = config.spec
+    assert isinstance(spec, telemetry_pb2.Telemetry)
+    return spec
+
+
+def _oldest_first(config: Config) -> tuple[datetime.datetime, str, str]:
+    created = config.creation_time or _EARLIEST
+    if created.tzinfo is None:
+        created = created.replace(tzinfo=datetime.UTC)
+    return (created, config.name, config.namespace)
