@@ -185,17 +185,6 @@ class MetricWork:
         self.best = min(self.best, (time.perf_counter() - started) / repetitions * 1e6)
 
 
-def metric_work_us(samples: int = 60, repetitions: int = 5_000) -> dict[bool, float]:
-    """µs of that work per response, recording and not: the fastest of many short
-    samples, the two alternating (short samples are seldom interrupted)."""
-    work = {recording: MetricWork(recording) for recording in (True, False)}
-    for _ in range(samples):
-        sample_work(work, repetitions)
-    for one in work.values():
-        one.server.close()
-    return {recording: one.best for recording, one in work.items()}
-
-
 def sample_work(work: dict[bool, MetricWork], repetitions: int = 5_000) -> None:
     for one in work.values():
         one.sample(repetitions)

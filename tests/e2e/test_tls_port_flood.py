@@ -46,6 +46,8 @@ NODE = "sidecar~127.0.0.1~productpage-v1.bookinfo~bookinfo.svc.cluster.local"
 DEADLINE = 2.0
 """The front's handshake and authentication timeouts in these tests, seconds."""
 IDLE_TLS = 600
+LIMIT = 128
+"""The unauthenticated-connection limit of the first test."""
 
 
 @contextlib.asynccontextmanager
@@ -162,20 +164,25 @@ def small_log(process: ServeProcess) -> list[str]:
 
 
 async def test_the_unauthenticated_limit_holds_a_flood_off(tmp_path: Path) -> None:
-    environment = {"PILOTHOUSE_XDS_TLS_MAX_UNAUTHENTICATED": "128"}
+    environment = {"PILOTHOUSE_XDS_TLS_MAX_UNAUTHENTICATED": str(LIMIT)}
     async with serve_with_fd_limit(tmp_path, 1024, environment) as (process, issuer):
         attacker = Attacker(process.xds_tls_port)
         try:
             await attacker.flood(client_context(), no_handshake=64)
+            # On a loaded machine the flood outlasts the deadlines, which close held
+            # connections and make room for more: the limit is on those held at once.
+            during = await refusal_counts(process)
+            freed = during.get("tls_auth_timeout", 0) + during.get("tls_handshake", 0)
             assert len(attacker.idle) >= 32  # some got in and are held idle...
-            assert attacker.turned_away >= IDLE_TLS - 64  # ...the surplus closed at once
+            assert len(attacker.idle) <= LIMIT + freed  # ...never more than the limit...
+            assert attacker.turned_away >= IDLE_TLS - LIMIT - freed  # ...the surplus closed
             waited = await legitimate_client(process, issuer)
             assert waited < 2 * DEADLINE + 8
             await attacker.all_closed_by_server(within=2 * DEADLINE + 5)
         finally:
             attacker.close()
         counts = await refusal_counts(process)
-        assert counts["tls_busy"] >= IDLE_TLS - 64
+        assert counts["tls_busy"] >= IDLE_TLS - LIMIT - freed
         assert counts["tls_handshake"] >= 1  # the ones that never started a handshake
         assert counts.get("tls_auth_timeout", 0) >= 1  # the idle ones that got in
         lines = small_log(process)
