@@ -106,7 +106,9 @@ class EnvoyProcess:
         self.process = process = await asyncio.create_subprocess_exec(
             *self.command.args(), env={**os.environ, **self.command.environment}
         )
-        log.info("Envoy started", extra={"pid": process.pid, "args": " ".join(self.command.args())})
+        log.info(
+            "Envoy started", extra={"pid": process.pid, "command": " ".join(self.command.args())}
+        )
         exited = asyncio.create_task(process.wait())
         stopping = asyncio.create_task(stop.wait())
         try:

@@ -99,7 +99,8 @@ class Upstream:
         async with self._lock:
             if channel is not self._channel:
                 return  # another stream already moved on
-            log.warning(
+            report = log.warning if self._failures == 0 else log.debug  # once per outage
+            report(
                 "the xDS stream to pilothouse broke (%s); trying the next replica",
                 reason,
                 extra={"address": self.address},

@@ -49,6 +49,8 @@ class XdsProxy:
         self._identity = identity
         self.first_response = asyncio.Event()
         """Set once a response from pilothouse reached Envoy (readiness)."""
+        self.responses = 0
+        """Responses from pilothouse relayed to Envoy so far."""
         self.streams: list[ProxiedStream] = []
 
     def add_to(self, server: grpc.aio.Server) -> None:
@@ -59,11 +61,15 @@ class XdsProxy:
             [grpc.method_handlers_generic_handler(SERVICE, {"StreamAggregatedResources": handler})]
         )
 
+    def _responded(self) -> None:
+        self.responses += 1
+        self.first_response.set()
+
     async def stream(
         self, requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext[Any, Any]
     ) -> None:
         relay = ProxiedStream(self._upstream, self._identity, self._identity.primary)
-        relay.on_response = self.first_response.set
+        relay.on_response = self._responded
         self.streams.append(relay)
         try:
             await relay.run(requests, context.write)
