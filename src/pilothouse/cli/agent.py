@@ -11,6 +11,10 @@ connection authenticated with the workload certificate (failing over between the
 ``--status-port`` and drains Envoy on SIGTERM. The identity is
 ``spiffe://<trust domain>/ns/<namespace>/sa/<service account>`` from the node id's
 namespace and ``--service-account``.
+
+Node mode (``--workloads FILE``, :mod:`pilothouse.agent.node_agent`): one agent for
+several workloads of a node, each with its own sockets, a caller admitted only when its
+peer uid is one the file gives that workload.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any
 from pilothouse.addresses import AddressError, parse_host_port
 from pilothouse.agent.envoy_bootstrap import agent_bootstrap
 from pilothouse.agent.envoy_process import EnvoyCommand, EnvoyProcess
+from pilothouse.agent.node_agent import NodeAgent, read_node_config
 from pilothouse.agent.remote_authority import CaEndpoint
 from pilothouse.agent.sidecar_agent import AgentOptions, SidecarAgent
 from pilothouse.agent.status import StatusServer
@@ -44,6 +49,7 @@ ROOT = "./var/run/secrets/istio/root-cert.pem"
 SDS_SOCKET = "./var/run/secrets/workload-spiffe-uds/socket"
 XDS_SOCKET = "./etc/istio/proxy/XDS"
 BOOTSTRAP = "./etc/istio/proxy/envoy-rev.json"
+STATE_DIR = "./var/run/pilothouse-agent"
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -53,7 +59,20 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Run the node agent for one workload (istio-agent's role).",
     )
     parser.add_argument(
-        "--node", required=True, help="Istio node id: type~ip~pod.ns~ns.svc.cluster.local"
+        "--node", help="Istio node id: type~ip~pod.ns~ns.svc.cluster.local (one workload)"
+    )
+    parser.add_argument(
+        "--workloads",
+        type=Path,
+        metavar="FILE",
+        help="node mode: serve every workload of this YAML file, each on its own sockets, "
+        "callers told apart by their peer uid (instead of --node; no Envoy is started)",
+    )
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        default=Path(STATE_DIR),
+        help=f"node mode: the agent's private sockets (default {STATE_DIR})",
     )
     parser.add_argument("--service-account", default="default", help="the workload's account")
     parser.add_argument("--trust-domain", default="cluster.local")
@@ -97,11 +116,24 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     try:
-        agent = build(args)
+        agent = build_node(args) if args.workloads else build(args)
     except (ValueError, OSError, AddressError, BadNode, ProxyConfigInputError) as problem:
         print(f"pilothouse agent: {problem}", file=sys.stderr)
         return 2
     return asyncio.run(_serve(agent))
+
+
+def build_node(args: argparse.Namespace) -> NodeAgent:
+    """Node mode: the agent for every workload of ``--workloads``."""
+    if args.node:
+        raise ValueError("give --node (one workload) or --workloads (node mode), not both")
+    path: Path = args.workloads
+    config = read_node_config(path.read_text(encoding="utf-8"), str(path))
+    for address in config.xds_addresses:
+        parse_host_port(address, "xdsAddresses", dial=True)
+    return NodeAgent(
+        config, args.state_dir.absolute(), ttl=args.cert_ttl, key=KeyAlgorithm(args.key)
+    )
 
 
 def _pairs(items: list[str], flag: str) -> dict[str, str]:
@@ -112,6 +144,8 @@ def _pairs(items: list[str], flag: str) -> dict[str, str]:
 
 def build(args: argparse.Namespace) -> SidecarAgent:
     """The agent the flags describe (no I/O but reading the ProxyConfig inputs)."""
+    if not args.node:
+        raise ValueError("--node is required (or --workloads for node mode)")
     proxy = parse_node(args.node)
     identity = SpiffeId(args.trust_domain, proxy.namespace, args.service_account)
     addresses = args.xds_address or ["127.0.0.1:15012"]
@@ -168,12 +202,12 @@ def build(args: argparse.Namespace) -> SidecarAgent:
     return SidecarAgent(options, envoy=EnvoyProcess(command, bootstrap), status=status)
 
 
-async def _serve(agent: SidecarAgent) -> int:
+async def _serve(agent: SidecarAgent | NodeAgent) -> int:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, agent.close)
     await agent.run()
-    if agent.envoy_exit is not None:
+    if isinstance(agent, SidecarAgent) and agent.envoy_exit is not None:
         print(f"pilothouse agent: Envoy exited with status {agent.envoy_exit}", file=sys.stderr)
         return 1
     return 0
