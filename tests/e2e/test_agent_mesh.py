@@ -158,6 +158,8 @@ async def agent_mesh(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[
             agent.close()
         for task in running:
             await asyncio.wait_for(task, 15)
+        # SIGTERM's path: each Envoy's listeners were drained before it was stopped
+        assert all(a.envoy is not None and a.envoy.drained for a in agents)
         await serve.stop()
         await upstreams.close_all()
 
