@@ -7,6 +7,7 @@ server agent each make their workload key locally, get it signed through the CSR
 service with their service account token, serve it to their Envoy over SDS and carry
 their Envoy's ADS to pilothouse. Certificates live 10 s, so they rotate every ~5 s.
 
+- The client's Envoy speaks delta ADS to its agent, the server's SotW.
 - The client's requests reach the application over mutual TLS with both SPIFFE ids;
   both agents report ``/healthz/ready``; each Envoy runs with istio-agent's flags and
   its bootstrap holds no token, no key and no TLS to pilothouse.
@@ -37,7 +38,7 @@ from pilothouse.agent.envoy_process import EnvoyCommand, EnvoyProcess
 from pilothouse.agent.remote_authority import CaEndpoint
 from pilothouse.agent.sidecar_agent import AgentOptions, SidecarAgent
 from pilothouse.agent.status import StatusServer
-from pilothouse.bootstrap.envoy import EnvoyBootstrapOptions
+from pilothouse.bootstrap.envoy import EnvoyBootstrapOptions, XdsTransport
 from pilothouse.security import ca_dir
 from pilothouse.security.identity import SpiffeId
 from pilothouse.security.workload_keys import KeyAlgorithm
@@ -75,7 +76,7 @@ class AgentMesh:
 
 async def start_agent(
     root: Path, name: str, labels: dict[str, str], account: str, mesh_: ServeProcess,
-    tls_port: int, issuer: Issuer, ca_root: Path,
+    tls_port: int, issuer: Issuer, ca_root: Path, transport: XdsTransport,
 ) -> SidecarAgent:  # fmt: skip
     home = root / name
     home.mkdir()
@@ -95,7 +96,7 @@ async def start_agent(
     bootstrap = agent_bootstrap(
         EnvoyBootstrapOptions(
             node_id=node, node_metadata={"NAMESPACE": NAMESPACE, "LABELS": labels},
-            admin_port=admin,
+            admin_port=admin, transport=transport,
         ),
         options.xds_socket,
         options.sds_socket,
@@ -146,8 +147,13 @@ async def agent_mesh(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[
         await serve.wait_ready()
         ca_root = Path(ca) / ca_dir.ROOT_CERT
         server_labels = {"app": "server", **SIDECAR_LABEL}
-        for name, labels in (("server", server_labels), ("client", {"app": "client"})):
-            agent = await start_agent(root, name, labels, name, serve, tls_port, issuer, ca_root)
+        for name, labels, transport in (
+            ("server", server_labels, XdsTransport.SOTW),
+            ("client", {"app": "client"}, XdsTransport.DELTA),
+        ):
+            agent = await start_agent(
+                root, name, labels, name, serve, tls_port, issuer, ca_root, transport
+            )
             agents.append(agent)
             running.append(asyncio.create_task(agent.run()))
         await wait_for_port(ports.inbound, timeout=20)
@@ -226,24 +232,27 @@ async def test_rotation_under_traffic_fails_no_request(agent_mesh: AgentMesh) ->
 
 
 async def test_envoy_keeps_its_stream_while_pilothouse_restarts(agent_mesh: AgentMesh) -> None:
+    """Both flavours: the client's Envoy speaks delta to its agent, the server's SotW."""
     await wait_traffic(agent_mesh)
-    client = agent_mesh.client
-    assert client.envoy is not None
-    streams = await envoy_stat(client, "cluster.xds-grpc.upstream_rq_total")
-    relayed = client.xds.responses
-    connects = client.upstream.connects
+    agents = (agent_mesh.client, agent_mesh.server)
+    streams = [await envoy_stat(a, "cluster.xds-grpc.upstream_rq_total") for a in agents]
+    relayed = [a.xds.responses for a in agents]
+    connects = [a.upstream.connects for a in agents]
     agent_mesh.serve.kill()
-    # pilothouse is gone: Envoy is still connected to its agent and still routes
+    # pilothouse is gone: each Envoy is still connected to its agent and still routes
     report = await send_requests(LOOPBACK, agent_mesh.ports.egress, 3, authority=HOST)
     assert report.ok == 3, report.summary()
-    assert await envoy_stat(client, "control_plane.connected_state") == 1
+    for agent in agents:
+        assert await envoy_stat(agent, "control_plane.connected_state") == 1
     agent_mesh.serve.start()
     await agent_mesh.serve.wait_ready()
     async with asyncio.timeout(20):
-        while client.xds.responses <= relayed or client.upstream.connects <= connects:
-            await asyncio.sleep(0.1)
-    assert await envoy_stat(client, "cluster.xds-grpc.upstream_rq_total") == streams
-    assert await envoy_stat(client, "control_plane.connected_state") == 1
+        for agent, before, dialled in zip(agents, relayed, connects, strict=True):
+            while agent.xds.responses <= before or agent.upstream.connects <= dialled:
+                await asyncio.sleep(0.1)
+    for agent, opened in zip(agents, streams, strict=True):
+        assert await envoy_stat(agent, "cluster.xds-grpc.upstream_rq_total") == opened
+        assert await envoy_stat(agent, "control_plane.connected_state") == 1
     await wait_traffic(agent_mesh)
 
 

@@ -27,9 +27,12 @@ SDS_GRPC_CLUSTER: Final = "sds-grpc"
 def agent_bootstrap(
     options: EnvoyBootstrapOptions, xds_socket: Path, sds_socket: Path
 ) -> dict[str, Any]:
-    """The bootstrap for ``options`` with ADS on ``xds_socket`` and ``sds-grpc`` on
-    ``sds_socket`` (``options``' xDS host, port, TLS and transport are replaced)."""
-    options = replace(options, xds_tls=None, transport=XdsTransport.SOTW, xds_port=15010)
+    """The bootstrap for ``options`` with ADS (SotW or delta, as ``options`` says) on
+    ``xds_socket`` and ``sds-grpc`` on ``sds_socket`` (``options``' xDS host, port and
+    TLS are replaced); ValueError for the REST transport (the agent relays gRPC)."""
+    if options.transport is XdsTransport.REST:
+        raise ValueError("the agent relays ADS over gRPC: use the sotw or delta transport")
+    options = replace(options, xds_tls=None, xds_port=15010)
     bootstrap = envoy_bootstrap(options)
     clusters = bootstrap["static_resources"]["clusters"]
     xds = next(c for c in clusters if c["name"] == XDS_GRPC_CLUSTER)

@@ -5,10 +5,11 @@
 makes keys, rotates and retries exactly as the server-side issuer does, with the
 signing done elsewhere: ``sign`` sends only the CSR (the key never leaves the agent).
 
-A call proves the workload's identity with its current certificate when it has one
-(a TLS client certificate) and otherwise with the token file, re-read on every call
+A call proves the workload's identity with its current certificate when it has a valid
+one (a TLS client certificate) and otherwise with the token file, re-read on every call
 (istio-agent's ``/var/run/secrets/tokens/istio-token``), sent as
-``authorization: Bearer``. The answer must hold at least two certificates (leaf …
+``authorization: Bearer``; a certificate the CA refuses (UNAUTHENTICATED) is followed by
+one call with the token. The answer must hold at least two certificates (leaf …
 root, istio-agent's "invalid empty CertChain"); its last one is the root served as
 ``ROOTCA`` and trusted for xDS. ``sign`` blocks (a synchronous gRPC call): the issuer
 runs it in a thread, and bundle changes are reported on the event loop.
@@ -130,16 +131,15 @@ class RemoteAuthority:
         if client is None and token is not None:
             metadata.append(("authorization", f"Bearer {token}"))
         request = ca_pb2.IstioCertificateRequest(csr=csr_pem, validity_duration=ttl_seconds)
-        credentials = self._endpoint.channel_credentials(client)
-        with grpc.secure_channel(
-            self._endpoint.address, credentials, options=self._endpoint.channel_options()
-        ) as channel:
-            call = channel.unary_unary(
-                CREATE_CERTIFICATE,
-                request_serializer=ca_pb2.IstioCertificateRequest.SerializeToString,
-                response_deserializer=ca_pb2.IstioCertificateResponse.FromString,
-            )
-            response = call(request, metadata=tuple(metadata), timeout=CALL_TIMEOUT)
+        try:
+            response = self._call(request, client, metadata)
+        except grpc.RpcError as error:
+            refused = error.code() is grpc.StatusCode.UNAUTHENTICATED
+            if client is None or token is None or not refused:
+                raise
+            log.info("the certificate was refused for a renewal; proving %s with the token",
+                     identity)  # fmt: skip
+            response = self._call(request, None, [("authorization", f"Bearer {token}")])
         chain = tuple(response.cert_chain)
         if len(chain) < 2:
             raise SigningRefused("the CA answered an empty certificate chain")
@@ -151,6 +151,26 @@ class RemoteAuthority:
             not_after=leaf.not_valid_after_utc,
             serial=leaf.serial_number,
         )
+
+    def _call(
+        self,
+        request: ca_pb2.IstioCertificateRequest,
+        client: ClientCertificate | None,
+        metadata: list[tuple[str, str | bytes]],
+    ) -> ca_pb2.IstioCertificateResponse:
+        credentials = self._endpoint.channel_credentials(client)
+        with grpc.secure_channel(
+            self._endpoint.address, credentials, options=self._endpoint.channel_options()
+        ) as channel:
+            call = channel.unary_unary(
+                CREATE_CERTIFICATE,
+                request_serializer=ca_pb2.IstioCertificateRequest.SerializeToString,
+                response_deserializer=ca_pb2.IstioCertificateResponse.FromString,
+            )
+            response: ca_pb2.IstioCertificateResponse = call(
+                request, metadata=tuple(metadata), timeout=CALL_TIMEOUT
+            )
+        return response
 
     def _root_seen(self, root: str) -> None:
         if self._bundle == (root,):

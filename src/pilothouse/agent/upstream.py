@@ -26,9 +26,6 @@ from pilothouse.backoff import Backoff
 
 log = logging.getLogger("pilothouse.agent.upstream")
 
-ADS_METHOD: Final = (
-    "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
-)
 RECONNECT: Final = Backoff(0.1, 5.0)
 """Delay before dialling again once every replica failed in a row."""
 

@@ -4,8 +4,10 @@
 sidecar mode, several in node mode). Keys and CSRs are made by
 :class:`~pilothouse.security.workload_certificates.WorkloadCertificates` on this node and
 signed by :class:`~pilothouse.agent.remote_authority.RemoteAuthority`; rotation follows
-istio-agent's grace ratio (0.5 ± 0.01 of the lifetime). A rotation authenticates with
-the certificate being replaced; the first issue with the token.
+istio-agent's grace ratio (0.5 ± 0.01 of the lifetime), a failed CSR is tried again
+from 100 ms up to every 5 s. A rotation authenticates with the certificate being
+replaced while it is valid, the first issue (and one after an outage that outlasted
+the certificate) with the token.
 
 :meth:`secret` encodes the SDS ``Secret`` for ``default`` (key and chain) and ``ROOTCA``
 (the CA's root) as ``Any`` bytes; listeners hear which identity changed (None: the root).
@@ -16,9 +18,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable
+from datetime import UTC, datetime, timedelta
 from typing import Final
 
 from pilothouse.agent.remote_authority import ClientCertificate, RemoteAuthority
+from pilothouse.backoff import Backoff
 from pilothouse.security.identity import SpiffeId
 from pilothouse.security.workload_certificates import WorkloadCertificate, WorkloadCertificates
 from pilothouse.security.workload_keys import KeyAlgorithm
@@ -29,6 +33,11 @@ log = logging.getLogger("pilothouse.agent.identity")
 
 WORKLOAD_SECRET: Final = "default"
 ROOT_SECRET: Final = "ROOTCA"
+EXPIRY_MARGIN: Final = timedelta(seconds=1)
+"""A certificate this close to expiry no longer authenticates a call."""
+AGENT_RETRY: Final = Backoff(0.1, 5.0)
+"""How a failed CSR is tried again: from 100 ms up to 5 s (a local agent's certificate
+must not expire while it waits for a control plane that came back)."""
 
 Listener = Callable[[SpiffeId | None], None]
 
@@ -51,7 +60,12 @@ class WorkloadIdentity:
             raise ValueError("the agent serves at least one identity")
         self.authority = authority
         self.certificates = WorkloadCertificates(
-            authority, ttl=ttl, algorithm=algorithm, grace_ratio=grace_ratio, jitter=jitter
+            authority,
+            ttl=ttl,
+            algorithm=algorithm,
+            grace_ratio=grace_ratio,
+            jitter=jitter,
+            retry=AGENT_RETRY,
         )
         self._listeners: list[Listener] = []
         self._issued: dict[SpiffeId, asyncio.Event] = {i: asyncio.Event() for i in self.identities}
@@ -73,8 +87,8 @@ class WorkloadIdentity:
         if event is None or not event.is_set():  # read from the signing thread: no side effect
             return None
         held = self.certificates.current(identity)
-        if held is None:
-            return None
+        if held is None or held.not_after <= datetime.now(UTC) + EXPIRY_MARGIN:
+            return None  # expired (an outage outlasted it): the token must prove it again
         return ClientCertificate("".join(_lines(held.chain)), held.private_key)
 
     def current(self, identity: SpiffeId) -> WorkloadCertificate | None:

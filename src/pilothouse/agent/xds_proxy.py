@@ -1,5 +1,6 @@
 """Envoy's ADS stream, proxied by the agent to pilothouse over its own authenticated
-connection (SotW ``StreamAggregatedResources`` on the agent's Unix socket).
+connection (SotW ``StreamAggregatedResources`` and delta ``DeltaAggregatedResources``
+on the agent's Unix socket; each goes up as it came, :mod:`.relay_flavour`).
 
 Each Envoy stream gets a :class:`ProxiedStream`, which opens an ADS call on the agent's
 :class:`~pilothouse.agent.upstream.Upstream` and relays both ways: requests from Envoy
@@ -25,14 +26,13 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any, Final
 
 import grpc
-from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 from google.protobuf.message import DecodeError
 
+from pilothouse.agent.relay_flavour import DeltaFlavour, Flavour, SotwFlavour
 from pilothouse.agent.response_fields import response_fields
-from pilothouse.agent.secret_stream import SecretStream
-from pilothouse.agent.upstream import ADS_METHOD, Upstream
+from pilothouse.agent.upstream import Upstream
 from pilothouse.agent.workload_identity import WorkloadIdentity
-from pilothouse.protocol.type_urls import SDS, push_order_key
+from pilothouse.protocol.type_urls import SDS
 from pilothouse.protowire import WireError
 from pilothouse.security.identity import SpiffeId
 
@@ -54,12 +54,14 @@ class XdsProxy:
         self.streams: list[ProxiedStream] = []
 
     def add_to(self, server: grpc.aio.Server) -> None:
-        handler = grpc.stream_stream_rpc_method_handler(
+        sotw = grpc.stream_stream_rpc_method_handler(
             self.stream, request_deserializer=_raw, response_serializer=_raw
         )
-        server.add_generic_rpc_handlers(
-            [grpc.method_handlers_generic_handler(SERVICE, {"StreamAggregatedResources": handler})]
+        delta = grpc.stream_stream_rpc_method_handler(
+            self.delta_stream, request_deserializer=_raw, response_serializer=_raw
         )
+        methods = {"StreamAggregatedResources": sotw, "DeltaAggregatedResources": delta}
+        server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(SERVICE, methods)])
 
     def _responded(self) -> None:
         self.responses += 1
@@ -68,7 +70,20 @@ class XdsProxy:
     async def stream(
         self, requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext[Any, Any]
     ) -> None:
-        relay = ProxiedStream(self._upstream, self._identity, self._identity.primary)
+        await self._relay(SotwFlavour(), requests, context)
+
+    async def delta_stream(
+        self, requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext[Any, Any]
+    ) -> None:
+        await self._relay(DeltaFlavour(), requests, context)
+
+    async def _relay(
+        self,
+        flavour: Flavour,
+        requests: AsyncIterator[bytes],
+        context: grpc.aio.ServicerContext[Any, Any],
+    ) -> None:
+        relay = ProxiedStream(self._upstream, self._identity, self._identity.primary, flavour)
         relay.on_response = self._responded
         self.streams.append(relay)
         try:
@@ -80,13 +95,19 @@ class XdsProxy:
 class ProxiedStream:
     """One Envoy ADS stream and the upstream calls that carry it."""
 
-    def __init__(self, upstream: Upstream, identity: WorkloadIdentity, caller: SpiffeId) -> None:
+    def __init__(
+        self,
+        upstream: Upstream,
+        identity: WorkloadIdentity,
+        caller: SpiffeId,
+        flavour: Flavour | None = None,
+    ) -> None:
         self._upstream = upstream
         self._identity = identity
-        self.secrets = SecretStream(caller, identity.secret)
+        self.flavour: Flavour = flavour if flavour is not None else SotwFlavour()
+        """The messages, and what Envoy subscribes to now, by type."""
+        self.secrets = self.flavour.secrets(caller, identity.secret)
         self.node: Any = None
-        self.subscriptions: dict[str, tuple[str, ...]] = {}
-        """What Envoy asks for now, by type (its last request's names)."""
         self._nonces: set[str] = set()
         """Nonces the current upstream call sent."""
         self._latest: dict[str, str] = {}
@@ -117,7 +138,7 @@ class ProxiedStream:
     async def _read_envoy(self, requests: AsyncIterator[bytes]) -> None:
         async for body in requests:
             try:
-                request = discovery_pb2.DiscoveryRequest.FromString(body)
+                request = self.flavour.parse(body)
             except DecodeError:
                 log.warning("a request from Envoy does not decode; ignored")
                 continue
@@ -127,7 +148,7 @@ class ProxiedStream:
                 if self.secrets.request(request):
                     self._sds_due.set()
                 continue
-            self.subscriptions[request.type_url] = tuple(request.resource_names)
+            self.flavour.record(request)
             queue = self._queue
             if queue is None:
                 continue  # resent from the subscriptions once connected
@@ -144,15 +165,7 @@ class ProxiedStream:
     def resend(self) -> list[bytes]:
         """What a new upstream call is sent first: every subscription, version and nonce
         cleared, the node on the first (push order: CDS, EDS, LDS, RDS, others)."""
-        out: list[bytes] = []
-        for type_url in sorted(self.subscriptions, key=push_order_key):
-            request = discovery_pb2.DiscoveryRequest(
-                type_url=type_url, resource_names=self.subscriptions[type_url]
-            )
-            if not out and self.node is not None:
-                request.node.CopyFrom(self.node)
-            out.append(request.SerializeToString())
-        return out
+        return self.flavour.resend(self.node)
 
     # -- agent ↔ pilothouse -----------------------------------------------------------
 
@@ -173,7 +186,7 @@ class ProxiedStream:
         self._queue = queue
         self.upstream_calls += 1
         call = channel.stream_stream(
-            ADS_METHOD, request_serializer=_raw, response_deserializer=_raw
+            self.flavour.method, request_serializer=_raw, response_deserializer=_raw
         )()
         sender = asyncio.create_task(self._send_up(call, queue))
         try:
@@ -184,10 +197,14 @@ class ProxiedStream:
                 await self._response(answer)
         except grpc.aio.AioRpcError as error:
             return f"{error.code().name}: {error.details()}"
+        except grpc.aio.UsageError as error:  # the channel was closed under the call
+            return str(error)
         finally:
             self._queue = None
             sender.cancel()
-            with contextlib.suppress(asyncio.CancelledError, grpc.aio.AioRpcError):
+            with contextlib.suppress(
+                asyncio.CancelledError, grpc.aio.AioRpcError, grpc.aio.UsageError
+            ):
                 await sender
             call.cancel()
 

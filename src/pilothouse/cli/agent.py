@@ -35,7 +35,7 @@ from pilothouse.agent.node_agent import NodeAgent, read_node_config
 from pilothouse.agent.remote_authority import CaEndpoint
 from pilothouse.agent.sidecar_agent import AgentOptions, SidecarAgent
 from pilothouse.agent.status import StatusServer
-from pilothouse.bootstrap.envoy import EnvoyBootstrapOptions
+from pilothouse.bootstrap.envoy import EnvoyBootstrapOptions, XdsTransport
 from pilothouse.cli.bootstrap_proxy_config import ProxyConfigInputError, read_applied
 from pilothouse.inspector.admin_address import ENVOY_ADMIN_ADDRESS
 from pilothouse.push.proxy import BadNode, parse_node
@@ -111,6 +111,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     envoy.add_argument("--mesh", type=Path, metavar="FILE", help="mesh config (defaultConfig)")
     envoy.add_argument("--annotation", action="append", default=[], metavar="KEY=VALUE")
     envoy.add_argument("--log-level", default="", help="Envoy's -l")
+    envoy.add_argument(
+        "--xds-transport",
+        choices=("delta", "sotw"),
+        default="delta",
+        help="Envoy's ADS to the agent: delta (Istio's default) or sotw",
+    )
     parser.set_defaults(run=run)
 
 
@@ -183,7 +189,10 @@ def build(args: argparse.Namespace) -> SidecarAgent:
         log.info(note)
     bootstrap = agent_bootstrap(
         EnvoyBootstrapOptions(
-            node_id=args.node, node_metadata=metadata, admin_port=args.admin_port
+            node_id=args.node,
+            node_metadata=metadata,
+            admin_port=args.admin_port,
+            transport=XdsTransport(args.xds_transport),
         ),
         options.xds_socket,
         options.sds_socket,

@@ -67,7 +67,8 @@ def test_envoy_runs_with_istio_agent_s_flags_and_the_proxy_config_s_concurrency(
         assert endpoint["endpoint"]["address"] == {"pipe": {"path": str(tmp_path / path)}}
         assert "transport_socket" not in clusters[name]
     ads = bootstrap["dynamic_resources"]["ads_config"]
-    assert ads["api_type"] == "GRPC" and "initial_metadata" not in ads["grpc_services"][0]
+    assert ads["api_type"] == "DELTA_GRPC"  # Istio's default; --xds-transport sotw for GRPC
+    assert "initial_metadata" not in ads["grpc_services"][0]
 
 
 @pytest.mark.parametrize(
