@@ -39,6 +39,8 @@ from pilothouse.security.identity import SpiffeId
 log = logging.getLogger("pilothouse.agent.xds")
 
 SERVICE: Final = "envoy.service.discovery.v3.AggregatedDiscoveryService"
+REMEMBERED_NONCES: Final = 4096
+"""Nonces of the current upstream call kept to tell them from an old call's."""
 
 
 class XdsProxy:
@@ -221,6 +223,8 @@ class ProxiedStream:
         self._upstream.succeeded()
         if type_url == SDS:
             return  # secrets are the agent's; never from the server
+        if len(self._nonces) >= REMEMBERED_NONCES:  # only the latest ones still matter
+            self._nonces = set(self._latest.values())
         self._nonces.add(nonce)
         self._latest[type_url] = nonce
         await self._down(body)
