@@ -135,7 +135,7 @@ async def test_sds_on_the_socket_serves_a_key_made_by_the_agent(tmp_path: Path) 
 async def test_rotation_reaches_the_stream_and_renews_with_the_certificate(tmp_path: Path) -> None:
     async with (
         replica(tmp_path / "a") as served,
-        agent_for(tmp_path, served, ttl=3.0) as agent,
+        agent_for(tmp_path, served, ttl=6.0) as agent,
         grpc.aio.insecure_channel(f"unix:{agent.options.sds_socket}") as channel,
     ):
         call = stream(channel, SECRETS)

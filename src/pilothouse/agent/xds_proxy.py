@@ -174,7 +174,10 @@ class ProxiedStream:
     async def _relay(self) -> None:
         while True:
             channel = await self._upstream.channel()
-            reason = await self._one_call(channel)
+            try:
+                reason = await self._one_call(channel)
+            except (grpc.aio.UsageError, asyncio.InvalidStateError, OSError) as problem:
+                reason = f"{type(problem).__name__}: {problem}"  # never Envoy's stream's end
             await self._upstream.failed(channel, reason)
 
     async def _one_call(self, channel: grpc.aio.Channel) -> str:
@@ -204,10 +207,8 @@ class ProxiedStream:
         finally:
             self._queue = None
             sender.cancel()
-            with contextlib.suppress(
-                asyncio.CancelledError, grpc.aio.AioRpcError, grpc.aio.UsageError
-            ):
-                await sender
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await sender  # its failure shows on the read side, which says why
             call.cancel()
 
     async def _send_up(self, call: Any, queue: asyncio.Queue[bytes]) -> None:

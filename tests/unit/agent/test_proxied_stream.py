@@ -4,9 +4,11 @@ what it makes of Envoy's later requests (no network: the stream is fed by hand).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+import grpc
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 
 from pilothouse.agent.secret_stream import encode_response
@@ -93,3 +95,49 @@ def test_an_old_server_s_nonce_becomes_the_new_server_s() -> None:
     second = discovery_pb2.DiscoveryRequest.FromString(queue.get_nowait())
     assert first.response_nonce == "new-1"  # the old server's nonce is replaced
     assert second.response_nonce == "new-2"  # the new server's own is kept
+
+
+class FinishedCall:
+    """An upstream call that is over: writes raise as grpc.aio's do, reads end."""
+
+    async def write(self, body: bytes) -> None:
+        raise asyncio.InvalidStateError("RPC already finished.")
+
+    async def read(self) -> object:
+        await asyncio.sleep(0)
+        return grpc.aio.EOF
+
+    def cancel(self) -> bool:
+        return True
+
+
+class FinishedChannel:
+    def stream_stream(self, *args: Any, **kwargs: Any) -> Any:
+        return lambda: FinishedCall()
+
+
+class CountingUpstream(Upstream):
+    def __init__(self) -> None:
+        self.reasons: list[str] = []
+
+    async def channel(self) -> Any:
+        return FinishedChannel()
+
+    async def failed(self, channel: Any, reason: str) -> None:
+        self.reasons.append(reason)
+        if len(self.reasons) == 3:
+            raise asyncio.CancelledError  # the test has seen enough
+
+
+def test_a_broken_upstream_call_is_retried_and_never_ends_envoy_s_stream() -> None:
+    upstream = CountingUpstream()
+    stream = ProxiedStream(upstream, Identity(), None)  # type: ignore[arg-type]
+    stream.flavour.record(discovery_pb2.DiscoveryRequest(type_url=CDS))
+
+    async def relay() -> None:
+        with contextlib.suppress(asyncio.CancelledError):
+            await stream._relay()
+
+    asyncio.run(relay())
+    assert upstream.reasons == ["the server ended the stream"] * 3
+    assert stream.upstream_calls == 3
