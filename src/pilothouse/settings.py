@@ -381,6 +381,11 @@ class SdsSettings:
     """Random spread of the grace period ratio, drawn per certificate (istio-agent's)."""
     workload_key: Literal["rsa", "ecdsa"] = "rsa"
     """Workload private keys: RSA 2048 (istiod's default) or ECDSA P-256."""
+    server_keys: bool = False
+    """Make workload keys on the server and serve them as ``default`` to proxies that
+    authenticate on the TLS port without a node agent. Weaker than the agent (the
+    control plane then knows those keys), so off: with the agent
+    (``pilothouse agent``) keys are made on the node and only CSRs reach the server."""
 
     def __post_init__(self) -> None:
         if self.workload_cert_ttl <= 0:

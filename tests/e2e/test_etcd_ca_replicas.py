@@ -128,6 +128,7 @@ async def test_two_replicas_started_together_sign_with_one_root(
                     "--xds-tls-address", f"{LOOPBACK}:0",
                     "--ca-dir", str(tmp_path / f"ca-{name}"),
                     "--jwt-issuer", f"{ISSUER}={jwks}",
+                    "--sds-server-keys",  # these sidecars have no node agent
                 ),
             )
             for name in ("a", "b")

@@ -268,6 +268,7 @@ async def test_policies_and_tokens_over_real_traffic(
     root = Path(ca) / ca_dir.ROOT_CERT
     overrides = {
         "xds.tls_address": "127.0.0.1:0",
+        "sds.server_keys": True,  # these proxies have no node agent
         "ca.dir": ca,
         "auth.jwt_issuers": (f"{ISSUER}={jwks}",),
         "xds.jwks_allowed_hosts": (LOOPBACK,),  # the key server is on loopback: opt in

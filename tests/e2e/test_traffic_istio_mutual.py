@@ -84,6 +84,7 @@ async def test_sidecar_to_gateway_over_istio_mutual_with_rotating_certificates(
     ca = os.environ["PILOTHOUSE_CA_DIR"]  # tests/conftest.py: made once for the suite
     overrides = {
         "xds.tls_address": "127.0.0.1:0",
+        "sds.server_keys": True,  # these proxies have no node agent
         "ca.dir": ca,
         "auth.jwt_issuers": (f"{ISSUER}={jwks}",),
         "sds.workload_cert_ttl": 4.0,

@@ -198,6 +198,7 @@ async def two_sidecars(
     ca = os.environ["PILOTHOUSE_CA_DIR"]  # tests/conftest.py: made once for the suite
     overrides: dict[str, Any] = {
         "xds.tls_address": "127.0.0.1:0",
+        "sds.server_keys": True,  # these proxies have no node agent
         "ca.dir": ca,
         "auth.jwt_issuers": (f"{ISSUER}={jwks}",),
     }

@@ -123,6 +123,7 @@ async def test_a_gateway_serves_its_credential_over_sds_and_follows_its_replacem
     ca = os.environ["PILOTHOUSE_CA_DIR"]  # tests/conftest.py: made once for the suite
     overrides = {
         "xds.tls_address": "127.0.0.1:0",
+        "sds.server_keys": True,  # these proxies have no node agent
         "ca.dir": ca,
         "auth.jwt_issuers": (f"{ISSUER}={jwks}",),
         "sds.secrets_dir": str(secrets),

@@ -61,6 +61,7 @@ async def test_a_token_authenticated_stream_gets_its_secrets_and_a_plaintext_one
     ca = os.environ["PILOTHOUSE_CA_DIR"]  # tests/conftest.py: made once for the suite
     overrides = {
         "xds.tls_address": "127.0.0.1:0",
+        "sds.server_keys": True,  # these proxies have no node agent
         "ca.dir": ca,
         "auth.jwt_issuers": (f"{ISSUER}={jwks}",),
         "sds.secrets_dir": str(secrets),

@@ -23,6 +23,7 @@ from pilothouse.settings import (
     CaSettings,
     ControlZSettings,
     DebounceSettings,
+    SdsSettings,
     Settings,
     XdsSettings,
 )
@@ -63,10 +64,13 @@ class Served:
             return await answer.text()
 
 
-async def running(tmp_path: Path, **xds: Any) -> AsyncIterator[Served]:
+async def running(
+    tmp_path: Path, *, server_keys: bool = True, **xds: Any
+) -> AsyncIterator[Served]:
     """``serve()`` on the example mesh: both xDS ports on loopback ports of their own,
     the suite's CA (``PILOTHOUSE_CA_DIR``, made once by ``tests/conftest.py``), bearer
-    tokens from a test issuer."""
+    tokens from a test issuer. ``server_keys``: SDS ``default`` from keys the server
+    makes, for these tests' agentless proxies (the node agent's tests turn it off)."""
     issuer = Issuer()
     jwks = issuer.write_jwks(tmp_path / "jwks.json")
     ca_dir = Path(os.environ["PILOTHOUSE_CA_DIR"])
@@ -82,6 +86,7 @@ async def running(tmp_path: Path, **xds: Any) -> AsyncIterator[Served]:
         ctrlz=ControlZSettings(address="off"),
         ca=CaSettings(dir=str(ca_dir)),
         auth=AuthSettings(jwt_issuers=(f"{issuer.name}={jwks}",)),
+        sds=SdsSettings(server_keys=server_keys),
         drain_seconds=0.2,
     )
     stop = asyncio.Event()

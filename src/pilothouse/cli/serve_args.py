@@ -122,6 +122,13 @@ def add_arguments(
         "served over SDS as kubernetes://<name> and followed on change",
     )
     parser.add_argument(
+        "--sds-server-keys",
+        action="store_true",
+        default=None,
+        help="make workload keys on the server and serve them over SDS to proxies without "
+        "a node agent (weaker: the server then knows those keys; default off)",
+    )
+    parser.add_argument(
         "--admin-address",
         metavar="HOST:PORT",
         help=f"HTTP for /ready and REST xDS; default {AdminSettings.address}",
@@ -172,6 +179,7 @@ FLAGS: Final[Mapping[str, str]] = MappingProxyType(
         "jwks_allowed_host": "xds.jwks_allowed_hosts",
         "wasm_allowed_host": "xds.wasm_allowed_hosts",
         "secrets": "sds.secrets_dir",
+        "sds_server_keys": "sds.server_keys",
         "admin_address": "admin.address",
         "ctrlz_address": "ctrlz.address",
         "webhook_address": "webhook.address",

@@ -31,7 +31,12 @@ async def served_with_issuer(
         admin_port=0,
         log_path=tmp_path / "serve.log",
         log_level="info",
-        environment={"PILOTHOUSE_AUTH_JWT_ISSUERS": f"{issuer.name}={jwks}", **(environment or {})},
+        environment={
+            "PILOTHOUSE_AUTH_JWT_ISSUERS": f"{issuer.name}={jwks}",
+            # these tests' Envoys have no node agent: the server makes their keys
+            "PILOTHOUSE_SDS_SERVER_KEYS": "true",
+            **(environment or {}),
+        },
     )
     process.start()
     try:

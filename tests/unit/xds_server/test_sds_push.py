@@ -73,7 +73,7 @@ async def mesh(
     secrets = SecretsDirectory(tmp_path, debounce=0.05, poll=0.1, force_polling=True)
     delivery = SecretDelivery(
         discovery,
-        settings if settings is not None else SdsSettings(workload_cert_ttl=3600),
+        settings if settings is not None else SdsSettings(workload_cert_ttl=3600, server_keys=True),
         authority=ca,
         credentials=secrets,
     )
@@ -224,7 +224,7 @@ async def test_credentials_can_be_kept_to_one_namespace(
     ca: CertificateAuthority, tmp_path: Path
 ) -> None:
     write_pair(tmp_path, "gw", "one.example")
-    settings = SdsSettings(workload_cert_ttl=3600, credentials_namespace="edge")
+    settings = SdsSettings(workload_cert_ttl=3600, credentials_namespace="edge", server_keys=True)
     async with mesh(ca, tmp_path, settings) as running:
         gateway = running.connect("ingress", GATEWAY)
         ask(gateway, "kubernetes://gw")
@@ -239,7 +239,7 @@ async def test_credentials_can_be_kept_to_one_namespace(
 async def test_a_rotated_certificate_is_pushed_to_its_identity_only(
     ca: CertificateAuthority, tmp_path: Path
 ) -> None:
-    async with mesh(ca, tmp_path, SdsSettings(workload_cert_ttl=2)) as running:
+    async with mesh(ca, tmp_path, SdsSettings(workload_cert_ttl=2, server_keys=True)) as running:
         alice = running.connect("app", ALICE)
         ask(alice, "default")
         first = await received(alice, "default")

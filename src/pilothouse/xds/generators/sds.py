@@ -4,7 +4,9 @@ Names served (istiod's, conventions §10):
 
 - ``default``: the workload's key and certificate chain, for ``proxy.caller.primary``
   (:class:`~pilothouse.security.workload_certificates.WorkloadCertificates`: one per
-  identity, shared by every proxy of it, issued off the event loop). While the first
+  identity, shared by every proxy of it, issued off the event loop), only when
+  server-made keys are on (``--sds-server-keys``; otherwise the node agent serves
+  ``default`` from a key it made and this name is left out). While the first
   certificate of an identity is being signed it is left out; the push that follows
   its issue sends it.
 - ``ROOTCA``: a validation context holding the Authority's trust bundle (read again

@@ -8,7 +8,8 @@ is planned without a new PushContext, and only the connections that hold one of 
 are pushed, SDS only:
 
 - a workload certificate issued or rotated → ``default`` to the connections
-  authenticated as that identity;
+  authenticated as that identity (only with ``server_keys``: keys made by the server,
+  for proxies without a node agent; off by default, the agent makes keys on the node);
 - the Authority's trust bundle changed → ``ROOTCA`` to every connection holding it;
 - a credential's files replaced → ``kubernetes://<name>`` (or ``-cacert``) to the
   gateways holding it.
@@ -47,12 +48,13 @@ class SecretDelivery:
         authority: Authority | None = None,
         credentials: SecretsDirectory | None = None,
     ) -> None:
-        """``authority`` (the CA) serves ``default`` and ``ROOTCA``; ``credentials``
-        (the secrets directory) the ``kubernetes://`` names. Without either, nothing."""
+        """``authority`` (the CA) serves ``ROOTCA``, and ``default`` (keys made here)
+        only with ``settings.server_keys``; ``credentials`` (the secrets directory) the
+        ``kubernetes://`` names. Without either, nothing."""
         self._discovery = discovery
         self.credentials = credentials
         self.certificates: WorkloadCertificates | None = None
-        if authority is not None:
+        if authority is not None and settings.server_keys:
             self.certificates = WorkloadCertificates(
                 authority,
                 ttl=settings.workload_cert_ttl,
@@ -63,6 +65,7 @@ class SecretDelivery:
             )
             self.certificates.on_issued(self._certificate_issued)
             self.certificates.on_error(self._count_error)
+        if authority is not None:
             authority.on_bundle_change(self._bundle_changed)
         if credentials is not None:
             credentials.on_change(self._credentials_changed)
