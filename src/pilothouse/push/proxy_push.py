@@ -74,11 +74,18 @@ W = TypeVar("W", bound=Watching)
 
 class ProxyPushRules(Generic[W]):
     """Plans each connection's push; remembers, per connection, the endpoints' revision
-    (``revision``, the endpoint index's) at its last full push."""
+    (``revision``, the endpoint index's) at its last full push.
+
+    A full push's plan depends on the request and on whether the connection is settled,
+    nothing else of it: the two plans of the latest request are made once and handed to
+    every connection it is queued for (the queue hands each the very same request
+    unless it merged it with another)."""
 
     def __init__(self, revision: Callable[[], int]) -> None:
         self._revision = revision
         self._pushed_at: dict[W, int] = {}
+        self._plans: tuple[PushRequest, FullPush, FullPush] | None = None
+        """The latest full request, its plan for a settled connection and for another."""
 
     def plan(self, connection: W, request: PushRequest) -> ProxyPush:
         """What ``connection`` is sent for ``request``."""
@@ -89,12 +96,21 @@ class ProxyPushRules(Generic[W]):
         revision = self._revision()
         settled = self._pushed_at.get(connection) == revision
         self._pushed_at[connection] = revision
-        return FullPush(
-            request,
-            endpoints=moves_endpoints(request, trust_inert=settled),
-            unchanged=unaffected_types(request) if settled else frozenset(),
-        )
+        plans = self._plans
+        if plans is None or plans[0] is not request:
+            plans = self._plans = (request, _full(request, True), _full(request, False))
+        return plans[1] if settled else plans[2]
 
     def forget(self, connection: W) -> None:
         """``connection`` is gone: its next full push, if it came back, would be a first."""
         self._pushed_at.pop(connection, None)
+
+
+def _full(request: PushRequest, settled: bool) -> FullPush:
+    """The full push of ``request`` for a connection ``settled`` or not (see the module
+    doc: a first push, or the first after endpoints moved, trusts no inert mark)."""
+    return FullPush(
+        request,
+        endpoints=moves_endpoints(request, trust_inert=settled),
+        unchanged=unaffected_types(request) if settled else frozenset(),
+    )

@@ -24,7 +24,7 @@ import pytest
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.proxy import ProxyIdentity, parse_node
 from pilothouse.security.identity import Caller, ProvedBy, SpiffeId
-from pilothouse.xds.generators import eds, lds, rds, scope_rules
+from pilothouse.xds.generators import eds, inbound, lds, rds, scope_rules
 from tests.unit.xds_server.generation_server import GenerationServer
 
 NAMESPACES = ("shop", "bank")
@@ -91,8 +91,9 @@ spec:
 """
 
 
-def _mesh(**shop: Any) -> str:
-    return "".join(_namespace(ns, **(shop if ns == "shop" else {})) for ns in NAMESPACES)
+def _mesh(bank: dict[str, Any] | None = None, **shop: Any) -> str:
+    chosen = {"shop": shop, "bank": bank or {}}
+    return "".join(_namespace(ns, **chosen[ns]) for ns in NAMESPACES)
 
 
 def _proxy(ns: str) -> ProxyIdentity:
@@ -118,6 +119,57 @@ def test_dns_clusters_follow_an_endpoint_change_within_one_context() -> None:
     after = server.generate(proxy)
     assert b"10.9.0.2" in after[CDS][cluster] and b"10.9.0.1" not in after[CDS][cluster]
     assert after == GenerationServer(_mesh(db_address="10.9.0.2")).generate(proxy)
+
+
+def test_inbound_ports_are_built_again_only_when_their_namespace_endpoints_move(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A proxy's inbound ports read the labelled endpoints of its own namespace: an
+    endpoint moving in another namespace (the endpoint index's revision moves) leaves
+    them found in the cache, one moving in its namespace builds them again, once for
+    CDS and LDS together; the inbound cluster and listener are what a fresh server
+    gives either way."""
+    built: Counter[str] = Counter()
+    original = inbound.workload_ports
+
+    def counting(cache: Any, inputs: inbound.WorkloadPortsInputs) -> Any:
+        built[inputs.ip] += 1
+        return original(cache, inputs)
+
+    monkeypatch.setattr(inbound, "workload_ports", counting)
+    server = GenerationServer(_mesh())
+    proxy = _proxy("shop")
+    first = server.generate(proxy)
+    assert "inbound|8080||" in first[CDS]
+    assert built == {"10.0.0.1": 1}
+    index = server.registry.endpoint_index
+    revision = index.revision
+    server.apply(_mesh(bank={"db_address": "10.9.0.2"}))
+    assert index.revision != revision  # moved, in the other namespace
+    assert server.generate(proxy) == first
+    assert built == {"10.0.0.1": 1}
+    server.apply(_mesh(bank={"db_address": "10.9.0.2"}, db_address="10.9.0.3"))
+    moved = server.generate(proxy)
+    assert built == {"10.0.0.1": 2}
+    assert moved[CDS]["inbound|8080||"] == first[CDS]["inbound|8080||"]
+    fresh = GenerationServer(_mesh(bank={"db_address": "10.9.0.2"}, db_address="10.9.0.3"))
+    assert moved == fresh.generate(proxy)
+
+
+def test_a_proxy_at_no_labelled_endpoint_has_no_inbound_ports(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A proxy none of whose addresses holds a labelled endpoint of its namespace gets no
+    inbound cluster, and no per-proxy inputs are made or looked up for it."""
+    monkeypatch.setattr(inbound, "WorkloadPortsInputs", None)  # made: a TypeError
+    server = GenerationServer(_mesh())
+    stranger = parse_node(
+        "sidecar~10.0.7.7~web-9.shop~shop.svc.cluster.local",
+        {"NAMESPACE": "shop", "LABELS": {"app": "web", "version": "v1"}},
+    )
+    made = server.generate(stranger)
+    assert not [n for n in made[CDS] if n.startswith("inbound|")]
+    assert "outbound|8080||web.shop.svc.cluster.local" in made[CDS]
 
 
 def test_an_edit_rebuilds_only_what_reads_it_and_the_rest_comes_from_the_cache(

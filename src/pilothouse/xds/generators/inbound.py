@@ -26,6 +26,7 @@ from pilothouse.push.authorization import WorkloadAuthorization
 from pilothouse.push.cache import ResourceCache
 from pilothouse.push.inputs import ConfigRevision, FrozenInputs, InputKey
 from pilothouse.push.peer_authentication import MtlsMode
+from pilothouse.push.scope import ProxyScope, ScopeContext
 from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.registry.model import Endpoint, Labels, Service
 from pilothouse.xds.generators.base import GenerationInput
@@ -53,9 +54,12 @@ def inbound_ports(given: GenerationInput) -> tuple[InboundPort, ...]:
     """The inbound ports of the proxy's workload, kept in the resource cache under their
     inputs (:class:`IngressPortsInputs` or :class:`WorkloadPortsInputs`).
 
-    Ports found through the workload's WorkloadEntry read the endpoint index, which
-    changes without a new PushContext (the EDS fast path): their inputs name the index's
-    revision, so they are found again when it moved.
+    Ports found through the workload's WorkloadEntry read the endpoints of the proxy's
+    namespace, which change without a new PushContext (the EDS fast path): their inputs
+    name that namespace's labelled endpoints (:class:`LabelledEndpointsInputs`, the same
+    value for every proxy of the namespace until one of its services' endpoints moves),
+    so a change elsewhere in the mesh leaves them found as they were. A proxy none of
+    whose addresses holds a labelled endpoint has none, and nothing is looked up for it.
     """
     proxy, context = given.proxy, given.context
     if proxy.is_router:
@@ -69,14 +73,19 @@ def inbound_ports(given: GenerationInput) -> tuple[InboundPort, ...]:
         return given.cache.value(ingress, functools.partial(ingress_ports, ingress))
     if not proxy.labels or not proxy.ip_addresses:
         return ()
-    index = given.endpoints
     services = context.services.namespace_inputs.get(proxy.namespace)
     if services is None:
         return ()
-    workload = WorkloadPortsInputs(
-        proxy.ip, proxy.ip_addresses, proxy.labels, services, index.revision, index
-    )
     cache = given.cache
+    workloads = given.scope.interned(NamespaceWorkloads, _namespace_workloads)
+    labelled, by_address = workloads.labelled(services, given.endpoints, cache)
+    addresses = proxy.ip_addresses
+    if len(addresses) == 1:
+        if addresses[0] not in by_address:
+            return ()
+    elif by_address.keys().isdisjoint(addresses):
+        return ()
+    workload = WorkloadPortsInputs(proxy.ip, addresses, proxy.labels, labelled)
     return cache.value(workload, functools.partial(workload_ports, cache, workload))
 
 
@@ -139,28 +148,20 @@ def ingress_ports(inputs: IngressPortsInputs) -> tuple[InboundPort, ...]:
 @dataclass(frozen=True, slots=True, eq=False)
 class WorkloadPortsInputs(FrozenInputs):
     """What the inbound ports of a proxy found through its WorkloadEntry are built from:
-    its addresses and labels, the services of its namespace, and the endpoint index at a
-    revision (compared; the index rides along for the builder to read)."""
+    its addresses and labels, and the labelled endpoints of its namespace."""
 
     ip: str
     ip_addresses: tuple[str, ...]
     labels: Labels
-    services: InputKey
-    """The services of the proxy's namespace, in the registry's order."""
-    revision: int
-    index: EndpointIndex = field(compare=False, repr=False)
+    endpoints: LabelledEndpointsInputs
+    """The labelled endpoints of the proxy's namespace (its services, in the registry's
+    order, at their endpoints' versions)."""
 
 
 def workload_ports(cache: ResourceCache, inputs: WorkloadPortsInputs) -> tuple[InboundPort, ...]:
     """One port per service port whose endpoint on one of the proxy's addresses has labels
     the proxy carries (the first such endpoint of each port number, in service order)."""
-    index = inputs.index
-    if index.revision != inputs.revision:
-        raise RuntimeError(f"endpoint index moved past revision {inputs.revision}")
-    services: tuple[Service, ...] = inputs.services.parts  # type: ignore[assignment]
-    labelled = LabelledEndpointsInputs(
-        inputs.services, tuple(index.version(s.key) for s in services), index
-    )
+    labelled = inputs.endpoints
     by_address = cache.value(labelled, functools.partial(labelled_endpoints, labelled))
     addresses = inputs.ip_addresses
     candidates: Iterable[Candidate]
@@ -193,12 +194,16 @@ Candidate = tuple[int, Service, Endpoint]
 """(position in the namespace's service-then-endpoint order, service, endpoint)."""
 
 
+ByAddress = Mapping[str, list[Candidate]]
+"""A namespace's labelled endpoints by address, each address's in position order."""
+
+
 def _position(candidate: Candidate) -> int:
     return candidate[0]
 
 
-@dataclass(frozen=True, slots=True)
-class LabelledEndpointsInputs:
+@dataclass(frozen=True, slots=True, eq=False)
+class LabelledEndpointsInputs(FrozenInputs):
     """What a namespace's labelled endpoints are read from: its services and the endpoint
     versions of each (compared; the index rides along for the builder to read)."""
 
@@ -207,7 +212,41 @@ class LabelledEndpointsInputs:
     index: EndpointIndex = field(compare=False, repr=False)
 
 
-def labelled_endpoints(inputs: LabelledEndpointsInputs) -> Mapping[str, list[Candidate]]:
+@dataclass(frozen=True, slots=True)
+class NamespaceWorkloads:
+    """Where a scope's proxies find their namespace's labelled endpoints: the one
+    :class:`LabelledEndpointsInputs` value (and the map built under it) for the endpoint
+    index at its current revision, worked out by the first proxy that asks and read by
+    every other (one identity check each, no walk over the namespace's services)."""
+
+    _at: list[tuple[InputKey, EndpointIndex, int, LabelledEndpointsInputs, ByAddress]] = field(
+        default_factory=list, repr=False, compare=False
+    )
+    """The last answer, with the services, the index and its revision it was read at."""
+
+    def labelled(
+        self, services: InputKey, index: EndpointIndex, cache: ResourceCache
+    ) -> tuple[LabelledEndpointsInputs, ByAddress]:
+        """The inputs of ``services``' labelled endpoints in ``index`` now, and the map."""
+        at = self._at
+        if at:
+            last = at[0]
+            if last[0] is services and last[1] is index and last[2] == index.revision:
+                return last[3], last[4]
+        parts: tuple[Service, ...] = services.parts  # type: ignore[assignment]
+        labelled = LabelledEndpointsInputs(
+            services, tuple(index.version(s.key) for s in parts), index
+        )
+        by_address = cache.value(labelled, functools.partial(labelled_endpoints, labelled))
+        at[:] = [(services, index, index.revision, labelled, by_address)]
+        return labelled, by_address
+
+
+def _namespace_workloads(scope: ProxyScope, context: ScopeContext) -> NamespaceWorkloads:
+    return NamespaceWorkloads()
+
+
+def labelled_endpoints(inputs: LabelledEndpointsInputs) -> ByAddress:
     """The labelled endpoints of the namespace's services, by address (shared by every
     workload of the namespace until one of those services' endpoints changes)."""
     index = inputs.index

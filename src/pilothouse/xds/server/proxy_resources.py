@@ -13,10 +13,13 @@ response (:meth:`ProxyResources.generation_time`).
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Callable, Mapping
 
 from pilothouse.push.cache import Resource
+from pilothouse.push.context import PushContext
 from pilothouse.push.proxy import ProxyIdentity
+from pilothouse.push.scope import ProxyScope
 from pilothouse.registry.model import Resolution
 from pilothouse.xds.builders.names import parse_cluster_name
 from pilothouse.xds.generators.base import GenerationInput
@@ -41,10 +44,24 @@ class ProxyResources:
         # gRPC waits for a route's clusters and endpoints itself before using the route
         # (and sends no new EDS request when a cluster comes back), so it is not warmed.
         self._warms_clusters = not is_proxyless(proxy)
+        self._scope: tuple[weakref.ref[PushContext], ProxyScope] | None = None
+        """The proxy's scope in the last context it was generated from (a scope is the
+        context's answer for the proxy: the same while both are). The context is held
+        weakly: a stream no push reaches for a while must not keep an old one alive."""
 
     def reidentify(self, proxy: ProxyIdentity) -> None:
         """Generate for ``proxy`` from now on (same stream, same flavour)."""
         self._proxy = proxy
+        self._scope = None
+
+    def _scope_in(self, context: PushContext) -> ProxyScope:
+        """The proxy's scope in ``context``: looked up once per context, not per type."""
+        held = self._scope
+        if held is not None and held[0]() is context:
+            return held[1]
+        scope = context.scope(self._proxy)
+        self._scope = (weakref.ref(context), scope)
+        return scope
 
     @property
     def version(self) -> str:
@@ -75,7 +92,7 @@ class ProxyResources:
         context = self._backend.context
         given = GenerationInput(
             proxy=self._proxy,
-            scope=context.scope(self._proxy),
+            scope=self._scope_in(context),
             context=context,
             endpoints=self._backend.endpoints,
             cache=self._backend.cache,
@@ -87,7 +104,7 @@ class ProxyResources:
         """Added clusters of STATIC services: EDS clusters, which Envoy warms."""
         if not self._warms_clusters:
             return frozenset()
-        scope = self._backend.context.scope(self._proxy)
+        scope = self._scope_in(self._backend.context)
         warming = set()
         for name in added:
             parsed = parse_cluster_name(name)
