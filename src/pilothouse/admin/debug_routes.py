@@ -29,6 +29,8 @@ path                      answer (JSON)
 ``/debug/envoyfilterz``   every EnvoyFilter patch and what it did: applied, matched
                           nothing, reached no proxy yet, or dropped
                           (:mod:`pilothouse.push.envoy_filter_status`)
+``/debug/analyzez``       the latest analysis of the served config: istioctl analyze's
+                          messages (:mod:`pilothouse.admin.analysis`)
 ========================  ==========================================================
 
 Every endpoint is a GET that only reads: none pushes, changes config or state (what acts
@@ -79,6 +81,7 @@ ENDPOINTS: Final = (
     ("/debug/acked", "?proxyID=: digests of what that proxy acknowledged (the Inspector)"),
     ("/debug/refusals", "refused xDS connections and streams: counts by reason, latest few"),
     ("/debug/envoyfilterz", "every EnvoyFilter patch: applied, matched nothing, no proxy, dropped"),
+    ("/debug/analyzez", "the latest analysis of the served config (pilothouse analyze's checks)"),
 )
 
 

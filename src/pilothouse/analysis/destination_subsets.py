@@ -24,6 +24,7 @@ def analyze(view: MeshView) -> Iterator[Message]:
         spec: Any = rule.spec
         host = view.resolve(spec.host, rule.namespace)
         subsets.setdefault(host, set()).update(s.name for s in spec.subsets)
+    wildcards = [pattern for pattern in subsets if pattern.startswith("*")]
     for service in view.of_kind("VirtualService"):
         seen: set[tuple[str, str, bool]] = set()
         for destination in destinations(service):
@@ -33,12 +34,10 @@ def analyze(view: MeshView) -> Iterator[Message]:
             if (host, destination.subset, destination.mirror) in seen:
                 continue
             seen.add((host, destination.subset, destination.mirror))
-            defined = {
-                name
-                for pattern, names in subsets.items()
-                if host_matches(pattern, host)
-                for name in names
-            }
+            defined = set(subsets.get(host, ()))
+            for pattern in wildcards:
+                if host_matches(pattern, host):
+                    defined |= subsets[pattern]
             if destination.subset in defined:
                 continue
             close = difflib.get_close_matches(destination.subset, sorted(defined), n=1)

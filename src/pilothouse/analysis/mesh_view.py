@@ -62,6 +62,11 @@ class MeshView:
     mesh: MeshSettings = field(default_factory=MeshSettings)
     by_kind: Mapping[str, tuple[Config, ...]] = field(default_factory=dict)
     by_host: Mapping[str, tuple[Service, ...]] = field(default_factory=dict)
+    workloads_by_label: Mapping[tuple[str | None, str, str], tuple[Workload, ...]] = field(
+        default_factory=dict
+    )
+    """Workloads by (namespace, label, value), and by (None, label, value) in any
+    namespace: a selector's candidates without a walk over every workload."""
 
     def of_kind(self, kind: str) -> tuple[Config, ...]:
         return self.by_kind.get(kind, ())
@@ -96,11 +101,11 @@ class MeshView:
     def workloads_in(self, namespace: str | None, selector: Mapping[str, str]) -> list[Workload]:
         """The workloads of ``namespace`` (any, when None) carrying every label of
         ``selector``."""
-        return [
-            w
-            for w in self.workloads
-            if (namespace is None or w.namespace == namespace) and w.carries(selector)
-        ]
+        if not selector:
+            return [w for w in self.workloads if namespace is None or w.namespace == namespace]
+        label, value = next(iter(selector.items()))
+        among = self.workloads_by_label.get((namespace, label, value), ())
+        return [w for w in among if w.carries(selector)]
 
     def backing(self, service: Service) -> list[Workload]:
         """The workloads behind a service: its inline endpoints and those it selects."""
@@ -160,6 +165,11 @@ def mesh_view(
     by_host: dict[str, list[Service]] = {}
     for service in services:
         by_host.setdefault(service.hostname, []).append(service)
+    by_label: dict[tuple[str | None, str, str], list[Workload]] = {}
+    for workload in workloads:
+        for label, value in workload.labels.items():
+            by_label.setdefault((workload.namespace, label, value), []).append(workload)
+            by_label.setdefault((None, label, value), []).append(workload)
     return MeshView(
         configs,
         tuple(services),
@@ -168,6 +178,7 @@ def mesh_view(
         mesh,
         {kind: tuple(found) for kind, found in by_kind.items()},
         {host: tuple(found) for host, found in by_host.items()},
+        {where: tuple(found) for where, found in by_label.items()},
     )
 
 
