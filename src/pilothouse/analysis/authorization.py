@@ -22,20 +22,28 @@ from pilothouse.config.model import Config
 IDENTITY_FIELDS = ("principals", "not_principals", "namespaces", "not_namespaces")
 
 
+def _snake(field: str) -> str:
+    return "not_namespaces" if field == "notNamespaces" else field
+
+
 def analyze(view: MeshView) -> Iterator[Message]:
     for policy in view.of_kind("AuthorizationPolicy"):
         spec: Any = policy.spec
-        named: set[str] = set()
+        named: dict[str, str] = {}
         uses_identity = False
-        for rule in spec.rules:
-            for source in getattr(rule, "from"):
+        for i, rule in enumerate(spec.rules):
+            for j, source in enumerate(getattr(rule, "from")):
                 written = source.source
-                named.update(written.namespaces)
-                named.update(written.not_namespaces)
+                where = f"spec.rules[{i}].from[{j}].source"
+                for field in ("namespaces", "notNamespaces"):
+                    for k, namespace in enumerate(getattr(written, _snake(field))):
+                        named.setdefault(namespace, f"{where}.{field}[{k}]")
                 uses_identity |= any(len(getattr(written, f)) for f in IDENTITY_FIELDS)
-        for namespace in sorted(named):
+        for namespace, path in sorted(named.items()):
             if "*" not in namespace and namespace not in view.namespaces:
-                yield about(policy, REFERENCED_RESOURCE_NOT_FOUND, "namespace", namespace)
+                yield about(
+                    policy, REFERENCED_RESOURCE_NOT_FOUND, "namespace", namespace, path=path
+                )
         if uses_identity:
             yield from _without_mtls(view, policy)
 

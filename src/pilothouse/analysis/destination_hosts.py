@@ -31,24 +31,33 @@ def analyze(view: MeshView) -> Iterator[Message]:
             reftype = "mirror host" if destination.mirror else "host"
             if not targets:
                 hint = did_you_mean(view.close_hosts(host))
-                yield about(service, REFERENCED_RESOURCE_NOT_FOUND, reftype, host, hint=hint)
+                yield about(
+                    service, REFERENCED_RESOURCE_NOT_FOUND, reftype, host, hint=hint,
+                    path=f"{destination.path}.host",
+                )  # fmt: skip
                 continue
             if len(targets) != 1 or targets[0].hostname != host:
                 continue  # a wildcard on either side: its ports are not one service's
             ports = targets[0].ports
             if destination.port == 0 and len(ports) > 1:
                 listed = "[" + " ".join(str(p) for p in ports) + "]"
-                yield about(service, DESTINATION_PORT_SELECTOR_REQUIRED, host, listed)
+                yield about(
+                    service, DESTINATION_PORT_SELECTOR_REQUIRED, host, listed,
+                    path=destination.path,
+                )  # fmt: skip
             elif destination.port and ports and destination.port not in ports:
                 yield about(
                     service, REFERENCED_RESOURCE_NOT_FOUND, "host:port",
-                    f"{host}:{destination.port}",
+                    f"{host}:{destination.port}", path=f"{destination.path}.port",
                 )  # fmt: skip
         if bound_to_mesh(service):
             spec: Any = service.spec
-            for written in spec.hosts:
+            for index, written in enumerate(spec.hosts):
                 host = view.resolve(written, service.namespace)
                 if host.startswith("*") or view.services_for(host):
                     continue
                 hint = did_you_mean(view.close_hosts(host))
-                yield about(service, UNKNOWN_VIRTUAL_SERVICE_HOST, host, hint=hint)
+                yield about(
+                    service, UNKNOWN_VIRTUAL_SERVICE_HOST, host, hint=hint,
+                    path=f"spec.hosts[{index}]",
+                )  # fmt: skip

@@ -33,17 +33,18 @@ def analyze(view: MeshView) -> Iterator[Message]:
         services = view.services_for(host)
         if not services:
             hint = did_you_mean(view.close_hosts(host))
-            yield about(rule, UNKNOWN_DESTINATION_RULE_HOST, host, hint=hint)
+            yield about(rule, UNKNOWN_DESTINATION_RULE_HOST, host, hint=hint, path="spec.host")
             continue
         if any(s.endpoints_unknown for s in services):
             continue
         workloads = [w for s in services for w in view.backing(s)]
         if not workloads:
             continue
-        for subset in spec.subsets:
+        for index, subset in enumerate(spec.subsets):
             labels = dict(subset.labels)
             if not any(w.carries(labels) for w in workloads):
-                yield about(rule, SUBSET_SELECTS_NO_WORKLOAD, subset.name)
+                path = f"spec.subsets[{index}]"
+                yield about(rule, SUBSET_SELECTS_NO_WORKLOAD, subset.name, path=path)
     yield from _conflicts(view, rules)
 
 
@@ -65,18 +66,19 @@ def _conflicts(view: MeshView, rules: tuple[Config, ...]) -> Iterator[Message]:
         policy = False
         for rule in ordered:
             spec = rule.spec
-            for subset in spec.subsets:
+            for index, subset in enumerate(spec.subsets):
                 if subset.name in subsets:
                     yield about(
                         rule, CONFLICTING_DESTINATION_RULES, names, namespace, host,
                         f" and subset {subset.name}", f"subset {subset.name}",
+                        path=f"spec.subsets[{index}]",
                     )  # fmt: skip
                 subsets.add(subset.name)
             if spec.HasField("traffic_policy"):
                 if policy:
                     yield about(
                         rule, CONFLICTING_DESTINATION_RULES, names, namespace, host, "",
-                        "trafficPolicy",
+                        "trafficPolicy", path="spec.trafficPolicy",
                     )  # fmt: skip
                 policy = True
 

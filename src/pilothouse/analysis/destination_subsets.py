@@ -48,4 +48,5 @@ def analyze(view: MeshView) -> Iterator[Message]:
                 f"{reftype} in destinationrule",
                 f"{host}+{destination.subset}",
                 hint=did_you_mean(close),
+                path=f"{destination.path}.subset",
             )

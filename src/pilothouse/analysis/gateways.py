@@ -28,8 +28,9 @@ def analyze(view: MeshView) -> Iterator[Message]:
             selector = dict(getattr(gateway.spec, "selector", {}))
             if selector and not view.workloads_in(None, selector):
                 yield about(
-                    gateway, REFERENCED_RESOURCE_NOT_FOUND, "selector", labels_text(selector)
-                )
+                    gateway, REFERENCED_RESOURCE_NOT_FOUND, "selector", labels_text(selector),
+                    path="spec.selector",
+                )  # fmt: skip
     yield from _conflicts(gateways)
 
 
@@ -54,4 +55,7 @@ def _conflicts(gateways: tuple[Config, ...]) -> Iterator[Message]:
             if (str(gateway.key), port, host) in reported:
                 continue
             reported.add((str(gateway.key), port, host))
-            yield about(gateway, CONFLICTING_GATEWAYS, others, selector, port, f"[{host}]")
+            yield about(
+                gateway, CONFLICTING_GATEWAYS, others, selector, port, f"[{host}]",
+                path="spec.servers",
+            )  # fmt: skip

@@ -25,14 +25,19 @@ def analyze(view: MeshView) -> Iterator[Message]:
             continue
         spec: Any = service.spec
         for written in dict.fromkeys(spec.hosts):
-            by_host.setdefault(view.resolve(written, service.namespace), []).append(service)
+            host = view.resolve(written, service.namespace)
+            if service not in by_host.setdefault(host, []):
+                by_host[host].append(service)
     for host, services in sorted(by_host.items()):
         for service in services:
             rivals = [s for s in services if _seen_together(service, s)]
             if len(rivals) < 2:
                 continue
             names = ",".join(f"{s.namespace}/{s.name}" for s in rivals)
-            yield about(service, CONFLICTING_MESH_GATEWAY_VIRTUAL_SERVICE_HOSTS, names, host)
+            yield about(
+                service, CONFLICTING_MESH_GATEWAY_VIRTUAL_SERVICE_HOSTS, names, host,
+                path="spec.hosts",
+            )  # fmt: skip
 
 
 def _seen_together(one: Config, other: Config) -> bool:

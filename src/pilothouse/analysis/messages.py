@@ -205,6 +205,9 @@ class Message:
     key: ConfigKey | None
     origin: Origin | None = None
     hint: str = ""
+    path: str = ""
+    """The field it is about, as YAML spells it (``spec.http[1].route[0].destination``):
+    where a file's line can be pinned to."""
 
     @property
     def text(self) -> str:
@@ -247,9 +250,11 @@ class Message:
         return found
 
 
-def about(config: Config, type: MessageType, *parameters: object, hint: str = "") -> Message:
-    """A message about ``config``, pinned to where it was read."""
-    return Message(type, tuple(str(p) for p in parameters), config.key, config.origin, hint)
+def about(
+    config: Config, type: MessageType, *parameters: object, hint: str = "", path: str = ""
+) -> Message:
+    """A message about ``config`` (its field ``path``), pinned to where it was read."""
+    return Message(type, tuple(str(p) for p in parameters), config.key, config.origin, hint, path)
 
 
 def did_you_mean(candidates: list[str]) -> str:

@@ -44,5 +44,5 @@ def analyze(view: MeshView) -> Iterator[Message]:
                     wants = "true" if mode == DISABLE else "false"
                     yield about(
                         rule, MTLS_POLICY_CONFLICT, host, f"{rule.namespace}/{rule.name}",
-                        wants, name, MODE_NAMES[mode],
+                        wants, name, MODE_NAMES[mode], path="spec.trafficPolicy",
                     )  # fmt: skip

@@ -21,31 +21,36 @@ class Destination:
     subset: str
     port: int
     mirror: bool
+    path: str
+    """Where it is written (``spec.http[0].route[1].destination``)."""
 
 
 def destinations(virtual_service: Config) -> Iterator[Destination]:
     """Every destination of HTTP, TCP and TLS routes, and every HTTP mirror."""
     spec: Any = virtual_service.spec
-    for http in spec.http:
-        for weighted in http.route:
-            yield _destination(weighted.destination, mirror=False)
+    for i, http in enumerate(spec.http):
+        for j, weighted in enumerate(http.route):
+            yield _destination(weighted.destination, f"spec.http[{i}].route[{j}].destination")
         if http.HasField("mirror"):
-            yield _destination(http.mirror, mirror=True)
-        for policy in http.mirrors:
-            yield _destination(policy.destination, mirror=True)
-    for route in (*spec.tcp, *spec.tls):
-        for weighted in route.route:
-            yield _destination(weighted.destination, mirror=False)
+            yield _destination(http.mirror, f"spec.http[{i}].mirror", mirror=True)
+        for j, policy in enumerate(http.mirrors):
+            path = f"spec.http[{i}].mirrors[{j}].destination"
+            yield _destination(policy.destination, path, mirror=True)
+    for kind in ("tcp", "tls"):
+        for i, route in enumerate(getattr(spec, kind)):
+            for j, weighted in enumerate(route.route):
+                path = f"spec.{kind}[{i}].route[{j}].destination"
+                yield _destination(weighted.destination, path)
 
 
-def _destination(message: Any, *, mirror: bool) -> Destination:
+def _destination(message: Any, path: str, *, mirror: bool = False) -> Destination:
     port = message.port.number if message.HasField("port") else 0
-    return Destination(message.host, message.subset, port, mirror)
+    return Destination(message.host, message.subset, port, mirror, path)
 
 
 def gateway_names(virtual_service: Config) -> list[str]:
-    """The gateways it is bound to, each as ``namespace/name`` (``mesh`` as is); none
-    written means ``mesh``."""
+    """The gateways it is bound to, each as ``namespace/name`` (``mesh`` as is), in the
+    order written; none written means ``mesh``."""
     spec: Any = virtual_service.spec
     written = list(spec.gateways) or [MESH]
     return [qualified_gateway(name, virtual_service.namespace) for name in written]

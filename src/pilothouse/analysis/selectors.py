@@ -49,7 +49,10 @@ def analyze(view: MeshView) -> Iterator[Message]:
                     None if config.namespace == view.mesh.root_namespace else config.namespace
                 )
                 if not view.workloads_in(namespace, selector):
-                    yield about(config, NO_MATCHING_WORKLOADS_FOUND, labels_text(selector))
+                    path = "spec.workloadSelector" if kind == "Sidecar" else "spec.selector"
+                    yield about(
+                        config, NO_MATCHING_WORKLOADS_FOUND, labels_text(selector), path=path
+                    )
     yield from _sidecar_conflicts(view)
 
 

@@ -23,14 +23,17 @@ def analyze(view: MeshView) -> Iterator[Message]:
     for sidecar in view.of_kind("Sidecar"):
         spec: Any = sidecar.spec
         seen: set[str] = set()
-        for listener in spec.egress:
-            for written in listener.hosts:
+        for i, listener in enumerate(spec.egress):
+            for j, written in enumerate(listener.hosts):
+                path = f"spec.egress[{i}].hosts[{j}]"
                 if written in seen:
                     continue
                 seen.add(written)
                 namespace, _, host = written.rpartition("/")
                 if namespace not in ANY_NAMESPACE and namespace not in view.namespaces:
-                    yield about(sidecar, REFERENCED_RESOURCE_NOT_FOUND, "namespace", namespace)
+                    yield about(
+                        sidecar, REFERENCED_RESOURCE_NOT_FOUND, "namespace", namespace, path=path
+                    )
                     continue
                 if not host or host.startswith("*") or namespace == "~":
                     continue
@@ -40,4 +43,4 @@ def analyze(view: MeshView) -> Iterator[Message]:
                 ]
                 if not services:
                     hint = did_you_mean(view.close_hosts(host))
-                    yield about(sidecar, UNKNOWN_SIDECAR_EGRESS_HOST, written, hint=hint)
+                    yield about(sidecar, UNKNOWN_SIDECAR_EGRESS_HOST, written, hint=hint, path=path)

@@ -22,7 +22,7 @@ def analyze(view: MeshView) -> Iterator[Message]:
     gateways = {f"{g.namespace}/{g.name}": g for g in view.of_kind("Gateway")}
     for service in view.of_kind("VirtualService"):
         spec: Any = service.spec
-        for name in gateway_names(service):
+        for index, name in enumerate(gateway_names(service)):
             if name == MESH:
                 continue
             gateway = gateways.get(name)
@@ -35,7 +35,7 @@ def analyze(view: MeshView) -> Iterator[Message]:
                 ]
                 yield about(
                     service, REFERENCED_RESOURCE_NOT_FOUND, "gateway", name,
-                    hint=did_you_mean(close),
+                    hint=did_you_mean(close), path=f"spec.gateways[{index}]",
                 )  # fmt: skip
                 continue
             served = _gateway_hosts(gateway)
@@ -47,6 +47,7 @@ def analyze(view: MeshView) -> Iterator[Message]:
                     "[" + " ".join(missing) + "]",
                     f"{service.namespace}/{service.name}",
                     name,
+                    path="spec.hosts",
                 )
 
 

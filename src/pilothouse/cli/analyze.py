@@ -27,6 +27,7 @@ from typing import Any, TextIO
 import aetcd
 
 from pilothouse.analysis.analyzers import ANALYZERS, analyze
+from pilothouse.analysis.field_lines import pinned
 from pilothouse.analysis.mesh_view import mesh_view
 from pilothouse.analysis.messages import Level, Message, message_from_dict
 from pilothouse.analysis.report import EXIT_CLEAN, NO_ISSUES, exit_status, render, shown
@@ -113,6 +114,8 @@ class Input:
     configs: dict[Any, Config] = field(default_factory=dict)
     plain: list[Mapping[str, Any]] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    """The files read (their objects' fields are pinned to lines)."""
 
 
 def read_files(paths: Sequence[str], namespace: str, stdin: TextIO) -> Input:
@@ -121,6 +124,7 @@ def read_files(paths: Sequence[str], namespace: str, stdin: TextIO) -> Input:
     read = Input()
     files, _, unreadable = _files(list(paths))
     read.problems.extend(unreadable)
+    read.files = [f for f in files if f != "-"]
     for file in files:
         result = _load_file(loader, file, stdin)
         read.problems.extend(result.problems)
@@ -150,7 +154,8 @@ async def read_store(args: argparse.Namespace) -> Input:
 def analyze_input(read: Input, namespace: str) -> list[Message]:
     """Schema findings, then every analyzer's over the valid objects."""
     view = mesh_view(read.configs.values(), read.plain, default_namespace=namespace)
-    return sorted([*schema_messages(read.problems), *analyze(view)], key=Message.sort_key)
+    found = [*schema_messages(read.problems), *pinned(analyze(view), read.files)]
+    return sorted(found, key=Message.sort_key)
 
 
 def suppressed(message: Message, rules: Sequence[str]) -> bool:

@@ -1,6 +1,6 @@
 """`pilothouse analyze` over files: the example mesh is clean, the newcomer's broken
-VirtualService is caught with file:line, schema errors are IST0106, thresholds and
-suppressions change the exit status, and usage errors exit 2."""
+VirtualService is caught at the line of each broken field, schema errors are IST0106,
+thresholds and suppressions change the exit status, and usage errors exit 2."""
 
 from __future__ import annotations
 
@@ -56,22 +56,22 @@ def test_the_broken_virtual_service_is_caught(
     broken.write_text(BROKEN)
     assert main(["analyze", str(mesh)]) == 79
     lines = capsys.readouterr().out.splitlines()
-    where = f"(VirtualService bookinfo/broken {broken}:1)"
+    vs = f"(VirtualService bookinfo/broken {broken}"
     assert lines == [
         f"Error [IST0106] (DestinationRule bookinfo/bad {broken}:21) Schema validation error:"
         " spec.trafficPolicy.loadBalancer.simple: unknown value 'NOT_A_BALANCER'; expected one"
         " of UNSPECIFIED, LEAST_CONN, RANDOM, PASSTHROUGH, ROUND_ROBIN, LEAST_REQUEST",
-        f'Error [IST0101] {where} Referenced gateway not found: "bookinfo/no-such-gateway"',
-        f'Error [IST0101] {where} Referenced host not found: "detials.bookinfo.svc.cluster.local"'
+        f'Error [IST0101] {vs}:8) Referenced gateway not found: "bookinfo/no-such-gateway"',
+        f'Error [IST0101] {vs}:14) Referenced host not found: "detials.bookinfo.svc.cluster.local"'
         ' (did you mean "details.bookinfo.svc.cluster.local"?)',
-        f"Error [IST0101] {where} Referenced host+subset in destinationrule not found:"
+        f"Error [IST0101] {vs}:12) Referenced host+subset in destinationrule not found:"
         ' "reviews.bookinfo.svc.cluster.local+v9"',
     ]
 
     assert main(["analyze", str(mesh), "-o", "json", "--output-threshold", "error"]) == 79
     listed = json.loads(capsys.readouterr().out)
     assert [m["code"] for m in listed] == ["IST0106", "IST0101", "IST0101", "IST0101"]
-    assert listed[1]["reference"] == f"{broken}:1"
+    assert [m["reference"] for m in listed] == [f"{broken}:{n}" for n in (21, 8, 14, 12)]
 
     suppress = ["-S", "IST0101=VirtualService bookinfo/*", "-S", "IST0106=DestinationRule *"]
     assert main(["analyze", str(mesh), *suppress]) == 0
