@@ -74,8 +74,8 @@ async def test_serve_reports_analysis_once_per_change(
         found = await analyzez(plane, clean["runs"])
         broken = str(mesh / "broken.yaml")
         assert [(m["code"], m["origin"], m["reference"]) for m in found["messages"]] == [
-            ("IST0101", "VirtualService bookinfo/broken", f"{broken}:1")
-        ] * 3
+            ("IST0101", "VirtualService bookinfo/broken", f"{broken}:{line}") for line in (6, 10, 9)
+        ]
         assert [m["message"] for m in found["messages"]] == [
             'Referenced gateway not found: "bookinfo/no-such-gateway"',
             'Referenced host not found: "detials.bookinfo.svc.cluster.local" (did you mean'
@@ -89,8 +89,9 @@ async def test_serve_reports_analysis_once_per_change(
         assert again["objects"] == 24 and len(again["messages"]) == 3
         logged = [r.getMessage() for r in caplog.records if r.name == "pilothouse.analysis"]
         assert logged == [
-            f"analysis: Error [IST0101] (VirtualService bookinfo/broken {broken}:1) {text}"
-            for text in [m["message"] for m in found["messages"]]
+            f"analysis: Error [IST0101] (VirtualService bookinfo/broken {m['reference']})"
+            f" {m['message']}"
+            for m in found["messages"]
         ]
 
         metrics = await plane.request("GET", "/metrics")

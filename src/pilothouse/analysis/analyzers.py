@@ -19,6 +19,7 @@ from pilothouse.analysis import (
     mesh_gateway_hosts,
     mtls_conflicts,
     selectors,
+    service_entries,
     sidecar_egress,
     virtual_service_gateways,
 )
@@ -49,6 +50,7 @@ ANALYZERS: tuple[Analyzer, ...] = (
     _analyzer("destinationrule.MTLSConflictAnalyzer", mtls_conflicts, mtls_conflicts.analyze),
     _analyzer("gateway.GatewayAnalyzer", gateways, gateways.analyze),
     _analyzer("selector.WorkloadSelectorAnalyzer", selectors, selectors.analyze),
+    _analyzer("serviceentry.ServiceEntryAnalyzer", service_entries, service_entries.analyze),
     _analyzer("sidecar.EgressHostAnalyzer", sidecar_egress, sidecar_egress.analyze),
     _analyzer(
         "virtualservice.ConflictingMeshGatewayHostsAnalyzer",

@@ -3,7 +3,9 @@
 The follower listens to the store's events; once the store has synced and the config has
 been quiet for :data:`QUIET` seconds (or :data:`MOST` after the first of a burst of
 changes), it snapshots every object and runs the analyzers in a thread, so that a large
-mesh's analysis never holds up the event loop that serves xDS. Each message that was
+mesh's analysis never holds up the event loop that serves xDS (findings about objects
+of files are pinned to their fields' lines there too, reading only the files that have
+findings). Each message that was
 not found by the previous run is logged once (a new finding after a change, not once per
 push); those that went away are logged as resolved, at debug level. The latest result is
 what ``/debug/analyzez`` serves and ``pilothouse_analysis_messages`` counts.
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from pilothouse.analysis.analyzers import analyze
+from pilothouse.analysis.field_lines import pinned
 from pilothouse.analysis.mesh_view import mesh_view
 from pilothouse.analysis.messages import Level, Message
 from pilothouse.config.mesh import MeshSettings
@@ -125,7 +128,10 @@ class AnalysisFollower:
 
 
 def _analyze(configs: Iterable[Config], mesh: MeshSettings) -> list[Message]:
-    return analyze(mesh_view(configs, mesh=mesh))
+    """The findings, those about objects of files at their fields' lines."""
+    messages = analyze(mesh_view(configs, mesh=mesh))
+    files = {m.origin.file for m in messages if m.origin is not None and m.origin.file}
+    return pinned(messages, sorted(files))
 
 
 def _identity(message: Message) -> tuple[object, ...]:

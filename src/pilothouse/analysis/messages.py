@@ -123,6 +123,12 @@ HOST_NOT_FOUND_IN_GATEWAY = MessageType(
     Level.WARNING,
     "one or more host {0} defined in VirtualService {1} not found in Gateway {2}.",
 )
+SERVICE_ENTRY_ADDRESSES_REQUIRED = MessageType(
+    "IST0134",
+    "ServiceEntryAddressesRequired",
+    Level.WARNING,
+    "ServiceEntry addresses are required for this protocol.",
+)
 SCHEMA_WARNING = MessageType(
     "IST0133", "SchemaWarning", Level.WARNING, "Schema validation warning: {0}"
 )
@@ -147,6 +153,13 @@ UNKNOWN_DESTINATION_RULE_HOST = MessageType(
     "UnknownDestinationRuleHost",
     Level.WARNING,
     "The host {0} defined in the DestinationRule does not match any services in the mesh.",
+)
+CONFLICTING_SERVICE_ENTRY_PROTOCOL = MessageType(
+    "IST0177",
+    "ConflictingServiceEntryProtocol",
+    Level.WARNING,
+    'Multiple ServiceEntries ({0}) define the same host "{1}" and port {2} with conflicting'
+    " protocols ({3}).",
 )
 CONFLICTING_DESTINATION_RULES = MessageType(
     "PH0101",
@@ -183,10 +196,12 @@ CATALOGUE: tuple[MessageType, ...] = (
     NO_MATCHING_WORKLOADS_FOUND,
     HOST_NOT_FOUND_IN_GATEWAY,
     SCHEMA_WARNING,
+    SERVICE_ENTRY_ADDRESSES_REQUIRED,
     CONFLICTING_GATEWAYS,
     INEFFECTIVE_POLICY,
     SUBSET_SELECTS_NO_WORKLOAD,
     UNKNOWN_DESTINATION_RULE_HOST,
+    CONFLICTING_SERVICE_ENTRY_PROTOCOL,
     CONFLICTING_DESTINATION_RULES,
     UNKNOWN_VIRTUAL_SERVICE_HOST,
     UNKNOWN_SIDECAR_EGRESS_HOST,
