@@ -1,5 +1,7 @@
-"""A Gateway's selector matches a workload (IST0101 ``selector``), and no two Gateways
-of one selector serve one host on one port (IST0145).
+"""A Gateway's selector matches a workload (IST0101 ``selector``), the Kubernetes Service
+in front of those workloads targets each port the Gateway listens on (IST0162, when such
+a Service is given), and no two Gateways of one selector serve one host on one port
+(IST0145).
 
 Selectors are judged only when the config set holds workloads at all: a directory of
 routing alone has nothing to match them against.
@@ -10,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from pilothouse.analysis.mesh_view import MeshView
+from pilothouse.analysis.mesh_view import MeshView, Workload
 from pilothouse.analysis.messages import (
     CONFLICTING_GATEWAYS,
+    GATEWAY_PORT_NOT_DEFINED_ON_SERVICE,
     REFERENCED_RESOURCE_NOT_FOUND,
     Message,
     about,
@@ -26,12 +29,36 @@ def analyze(view: MeshView) -> Iterator[Message]:
     if view.workloads:
         for gateway in gateways:
             selector = dict(getattr(gateway.spec, "selector", {}))
-            if selector and not view.workloads_in(None, selector):
+            selected = view.workloads_in(None, selector) if selector else []
+            if selector and not selected:
                 yield about(
                     gateway, REFERENCED_RESOURCE_NOT_FOUND, "selector", labels_text(selector),
                     path="spec.selector",
                 )  # fmt: skip
+            yield from _ports_behind_services(view, gateway, selected, selector)
     yield from _conflicts(gateways)
+
+
+def _ports_behind_services(
+    view: MeshView, gateway: Config, selected: list[Workload], selector: dict[str, str]
+) -> Iterator[Message]:
+    targets: set[int | str] = set()
+    fronted = False
+    for service in view.services:
+        if service.target_ports is None or not service.selector:
+            continue
+        if any(w.namespace == service.namespace and w.carries(service.selector) for w in selected):
+            fronted = True
+            targets.update(service.target_ports)
+    if not fronted:
+        return
+    spec: Any = gateway.spec
+    for index, server in enumerate(spec.servers):
+        if server.port.number not in targets:
+            yield about(
+                gateway, GATEWAY_PORT_NOT_DEFINED_ON_SERVICE, server.port.number,
+                labels_text(selector), path=f"spec.servers[{index}].port",
+            )  # fmt: skip
 
 
 def _conflicts(gateways: tuple[Config, ...]) -> Iterator[Message]:

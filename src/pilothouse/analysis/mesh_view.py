@@ -49,6 +49,9 @@ class Service:
     """Inline endpoints (a ServiceEntry's ``endpoints``)."""
     endpoints_unknown: bool = False
     """Its endpoints cannot be known here (found by DNS, or a Service without selector)."""
+    target_ports: tuple[int | str, ...] | None = None
+    """A Kubernetes Service's target ports (numbers or port names; a port without one
+    targets its own number); None for a ServiceEntry."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,12 +232,19 @@ def _kubernetes_service(
         else None
     )
     external = spec.get("type") == "ExternalName"
+    targets: list[int | str] = []
+    for port in ports:
+        if isinstance(port, Mapping):
+            target = port.get("targetPort", port.get("port"))
+            if isinstance(target, int | str) and not isinstance(target, bool):
+                targets.append(target)
     return Service(
         f"{name}.{namespace}.svc.{mesh.domain_suffix}",
         namespace,
         numbers,
         selector,
         endpoints_unknown=external or not selector,
+        target_ports=tuple(targets),
     )
 
 

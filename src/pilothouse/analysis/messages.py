@@ -138,6 +138,14 @@ CONFLICTING_GATEWAYS = MessageType(
     Level.ERROR,
     "Conflict with gateways {0} (workload selector {1}, port {2}, hosts {3}).",
 )
+GATEWAY_PORT_NOT_DEFINED_ON_SERVICE = MessageType(
+    "IST0162",
+    "GatewayPortNotDefinedOnService",
+    Level.WARNING,
+    "The gateway is listening on a target port (port {0}) that is not defined in the"
+    " Service associated with its workload instances (Pod selector {1}). If you need to"
+    " access the gateway port through the gateway Service, it will not be available.",
+)
 INEFFECTIVE_POLICY = MessageType(
     "IST0167", "IneffectivePolicy", Level.WARNING, "The policy has no impact: {0}."
 )
@@ -198,6 +206,7 @@ CATALOGUE: tuple[MessageType, ...] = (
     SCHEMA_WARNING,
     SERVICE_ENTRY_ADDRESSES_REQUIRED,
     CONFLICTING_GATEWAYS,
+    GATEWAY_PORT_NOT_DEFINED_ON_SERVICE,
     INEFFECTIVE_POLICY,
     SUBSET_SELECTS_NO_WORKLOAD,
     UNKNOWN_DESTINATION_RULE_HOST,

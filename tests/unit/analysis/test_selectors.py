@@ -135,3 +135,43 @@ def test_authorization_namespaces_and_identities_without_mtls() -> None:
         "Error [IST0101] (AuthorizationPolicy shop/from-front mesh.yaml:98) Referenced"
         ' namespace not found: "frontend"',
     ]
+
+
+GATEWAY_BEHIND_SERVICE = """
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: ingressgateway, namespace: istio-system}
+spec:
+  template:
+    metadata: {labels: {istio: ingressgateway}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: ingressgateway, namespace: istio-system}
+spec:
+  selector: {istio: ingressgateway}
+  ports: [{name: http, port: 80, targetPort: 8080}]
+---
+apiVersion: networking.istio.io/v1
+kind: Gateway
+metadata: {name: ingress, namespace: shop}
+spec:
+  selector: {istio: ingressgateway}
+  servers:
+  - port: {number: 8080, name: http, protocol: HTTP}
+    hosts: ["*"]
+  - port: {number: 8443, name: https, protocol: HTTPS}
+    hosts: ["*"]
+    tls: {mode: SIMPLE, credentialName: shop-cert}
+"""
+
+
+def test_gateway_ports_the_service_in_front_does_not_target() -> None:
+    assert findings(GATEWAY_BEHIND_SERVICE, "gateway.GatewayAnalyzer") == [
+        "Warning [IST0162] (Gateway shop/ingress mesh.yaml:49) The gateway is listening on a"
+        " target port (port 8443) that is not defined in the Service associated with its"
+        " workload instances (Pod selector istio=ingressgateway). If you need to access the"
+        " gateway port through the gateway Service, it will not be available.",
+    ]
+    without_service = GATEWAY_BEHIND_SERVICE.replace("kind: Service", "kind: ConfigMap")
+    assert findings(without_service, "gateway.GatewayAnalyzer") == []
