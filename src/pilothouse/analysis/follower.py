@@ -2,13 +2,14 @@
 
 The follower listens to the store's events; once the store has synced and the config has
 been quiet for :data:`QUIET` seconds (or :data:`MOST` after the first of a burst of
-changes), it snapshots every object and runs the analyzers in a thread, so that a large
-mesh's analysis never holds up the event loop that serves xDS (findings about objects
-of files are pinned to their fields' lines there too, reading only the files that have
-findings). Each message that was
-not found by the previous run is logged once (a new finding after a change, not once per
-push); those that went away are logged as resolved, at debug level. The latest result is
-what ``/debug/analyzez`` serves and ``pilothouse_analysis_messages`` counts.
+changes, and no sooner than :data:`SHARE` of the time allows after the last run), it
+snapshots every object and runs the analyzers in a thread, so that a large mesh's
+analysis never holds up the event loop that serves xDS (findings about objects of files
+are pinned to their fields' lines there too, reading only the files that have findings).
+Each message that was not found by the previous run is logged once (a new finding after
+a change, not once per push); those that went away are logged as resolved, at debug
+level. The latest result is what ``/debug/analyzez`` serves and
+``pilothouse_analysis_messages`` counts.
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ QUIET = 0.5
 """Seconds without a change before the config is analyzed again."""
 MOST = 5.0
 """Seconds after the first change of a burst by which it is analyzed, quiet or not."""
+SHARE = 0.1
+"""The most of the time analysis may take: a run that took 2 s is followed by none for
+18 s, so that a large mesh under constant change spends at most a tenth of a core on it
+(``bench/analysis_cost.py``: 24,000 objects took 2.8 s on a loaded 2-core machine)."""
 
 _LOG_LEVELS = {Level.ERROR: logging.ERROR, Level.WARNING: logging.WARNING, Level.INFO: logging.INFO}
 
@@ -74,6 +79,7 @@ class AnalysisFollower:
     mesh: Callable[[], MeshSettings] = MeshSettings
     quiet: float = QUIET
     most: float = MOST
+    share: float = SHARE
     logs: bool = True
     """Whether new findings are logged (one worker of several logs them)."""
     latest: Analysis = field(default_factory=Analysis)
@@ -88,9 +94,14 @@ class AnalysisFollower:
             await asyncio.sleep(self.quiet)
         while True:
             self._changed.clear()
+            started = time.monotonic()
             await self.analyze_now()
+            took = time.monotonic() - started
             await self._changed.wait()
             await self._settle()
+            rest = took / self.share - (time.monotonic() - started)  # since the run began
+            if rest > 0:
+                await asyncio.sleep(rest)
 
     async def _settle(self) -> None:
         """Return once no change came for ``quiet`` seconds, or ``most`` have passed."""

@@ -183,8 +183,6 @@ UNKNOWN_VIRTUAL_SERVICE_HOST = MessageType(
     "The host {0} defined in the VirtualService does not match any services in the mesh:"
     " sidecars get no route for it.",
 )
-
-
 UNKNOWN_SIDECAR_EGRESS_HOST = MessageType(
     "PH0103",
     "UnknownSidecarEgressHost",

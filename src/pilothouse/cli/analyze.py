@@ -17,7 +17,6 @@ import asyncio
 import fnmatch
 import json
 import sys
-import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -221,9 +220,9 @@ def _remote(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     try:
         with urllib.request.urlopen(url, timeout=args.request_timeout) as response:
             found = json.load(response)
-    except (OSError, ValueError, urllib.error.URLError) as problem:
+        messages = [message_from_dict(item) for item in found["messages"]]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as problem:
         print(f"pilothouse analyze: cannot read {url}: {problem}", file=err)
         return EXIT_USAGE
-    messages = [message_from_dict(item) for item in found.get("messages", [])]
     kept = [m for m in messages if not suppressed(m, args.suppress)]
     return _print(kept, args, url, out, err)

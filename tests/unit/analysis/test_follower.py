@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
 import pytest
 
@@ -80,3 +81,30 @@ async def test_a_failing_analysis_keeps_the_last_result(
     monkeypatch.setattr(follower_module, "mesh_view", broken)
     assert await follower.analyze_now() is first
     assert "the analysis of the served config failed" in caplog.text
+
+
+async def test_analysis_takes_at_most_its_share_of_the_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run that takes 50 ms with a share of 25 %: the next starts no sooner than 200 ms
+    after it began, however soon the config changes."""
+    started: list[float] = []
+
+    def slow(*_args: object) -> list[object]:
+        started.append(time.monotonic())
+        time.sleep(0.05)
+        return []
+
+    monkeypatch.setattr(follower_module, "_analyze", slow)
+    store = MemoryStore()
+    store.mark_synced()
+    follower = AnalysisFollower(store, quiet=0.001, most=0.01, share=0.25, logs=False)
+    store.subscribe(follower.on_event)
+    task = asyncio.create_task(follower.run())
+    try:
+        await next_run(follower, 0)
+        store.apply(RULE)
+        await next_run(follower, 1)
+    finally:
+        task.cancel()
+    assert started[1] - started[0] >= 0.2

@@ -99,6 +99,8 @@ def test_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     with pytest.raises(SystemExit) as exited:
         main(["analyze", str(tmp_path), "--failure-threshold", "fatal"])
     assert exited.value.code == 2
+    assert main(["analyze", "--admin", "127.0.0.1:1", "--request-timeout", "2"]) == 2
+    assert "cannot read http://127.0.0.1:1/debug/analyzez" in capsys.readouterr().err
     assert main(["analyze", "-L"]) == 0
     assert "virtualservice.GatewayAnalyzer" in capsys.readouterr().out
 
