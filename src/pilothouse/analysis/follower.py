@@ -1,9 +1,10 @@
 """``serve``'s analysis: the config it serves analyzed again after each change.
 
-The follower listens to the store's events; once the store has synced and the config has
-been quiet for :data:`QUIET` seconds (or :data:`MOST` after the first of a burst of
-changes, and no sooner than :data:`SHARE` of the time allows after the last run), it
-snapshots every object and runs the analyzers in a thread, so that a large mesh's
+The follower listens to the store's events; once the store has synced (and ``ready``:
+in ``serve``, the first PushContext, which a large mesh's analysis would compete with)
+and the config has been quiet for :data:`QUIET` seconds (or :data:`MOST` after the first
+of a burst of changes, and no sooner than :data:`SHARE` of the time allows after the
+last run), it snapshots every object and runs the analyzers in a thread, so that the
 analysis never holds up the event loop that serves xDS (findings about objects of files
 are pinned to their fields' lines there too, reading only the files that have findings).
 Each message that was not found by the previous run is logged once (a new finding after
@@ -17,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -82,6 +83,9 @@ class AnalysisFollower:
     share: float = SHARE
     logs: bool = True
     """Whether new findings are logged (one worker of several logs them)."""
+    ready: Callable[[], Awaitable[object]] | None = None
+    """Awaited before the first run (``serve``: the first PushContext, so that the
+    analysis of a large mesh does not compete with building it)."""
     latest: Analysis = field(default_factory=Analysis)
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -92,6 +96,8 @@ class AnalysisFollower:
     async def run(self) -> None:
         while not self.store.has_synced():
             await asyncio.sleep(self.quiet)
+        if self.ready is not None:
+            await self.ready()
         while True:
             self._changed.clear()
             started = time.monotonic()

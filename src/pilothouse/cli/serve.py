@@ -232,7 +232,10 @@ async def serve(
     store.subscribe(config_log.on_event)
     # one worker of several logs new findings (each analyzes the same config)
     analysis = AnalysisFollower(
-        store, lambda: discovery.mesh, logs=worker is None or worker.index == 0
+        store,
+        lambda: discovery.mesh,
+        logs=worker is None or worker.index == 0,
+        ready=discovery.wait_ready,
     )
     store.subscribe(analysis.on_event)
     if config.kube_mesh is not None:

@@ -108,3 +108,19 @@ async def test_analysis_takes_at_most_its_share_of_the_time(
     finally:
         task.cancel()
     assert started[1] - started[0] >= 0.2
+
+
+async def test_the_first_run_waits_for_ready() -> None:
+    store = MemoryStore()
+    store.mark_synced()
+    ready = asyncio.Event()
+    follower = AnalysisFollower(store, quiet=0.001, ready=ready.wait, logs=False)
+    task = asyncio.create_task(follower.run())
+    try:
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert follower.latest.runs == 0
+        ready.set()
+        await next_run(follower, 0)
+    finally:
+        task.cancel()
