@@ -32,14 +32,18 @@ wabt:
 
 ## run: install, validate and serve the example mesh
 NODE := sidecar~127.0.0.1~productpage-v1.bookinfo~bookinfo.svc.cluster.local
+LABELS := --label app=productpage --label version=v1
 run: install
 	$(BIN)/pilothouse validate examples/
+	$(BIN)/pilothouse analyze examples/
 	@echo
 	@echo "pilothouse serves xDS on 127.0.0.1:15010, and TLS xDS with the certificate service on"
-	@echo "127.0.0.1:15012 (its CA in .pilothouse/ca). To attach an Envoy, in another shell:"
-	@echo "  $(BIN)/pilothouse bootstrap --node '$(NODE)' > /tmp/envoy.yaml"
-	@echo "  $(BIN)/envoy -c /tmp/envoy.yaml --disable-hot-restart"
-	@echo "  curl -s localhost:15000/clusters | grep reviews"
+	@echo "127.0.0.1:15012 (its CA in .pilothouse/ca). A first sidecar (README, Quick start),"
+	@echo "one command per shell:"
+	@echo "  $(BIN)/python -m http.server 19081 --bind 127.0.0.1"
+	@echo "  $(BIN)/pilothouse bootstrap --node '$(NODE)' $(LABELS) > /tmp/envoy.yaml"
+	@echo "  $(BIN)/envoy -c /tmp/envoy.yaml --disable-hot-restart --drain-strategy immediate"
+	@echo "  curl -s -H 'Host: details' 127.0.0.1:9080/"
 	@echo
 	$(BIN)/pilothouse serve --config examples/
 

@@ -38,6 +38,7 @@ DESCRIPTIONS: Final[Mapping[str, str]] = MappingProxyType(
     {
         "default": "everything without a scope of its own",
         "admin": "the admin HTTP server, the admin API and ControlZ",
+        "analysis": "the analysis of the served config (pilothouse analyze's checks)",
         "config": "loading and validating config",
         "mcp": "legacy MCP: sources, sinks and their streams",
         "push": "the push pipeline: debounce, PushContext, push workers",

@@ -32,6 +32,8 @@ path                      answer (JSON)
 ``/debug/telemetryz``     each connected proxy's effective Telemetry: access logs,
                           tracing, what is accepted and not applied
                           (:mod:`pilothouse.admin.telemetryz`)
+``/debug/analyzez``       the latest analysis of the served config: istioctl analyze's
+                          messages (:mod:`pilothouse.admin.analysis`)
 ========================  ==========================================================
 
 Every endpoint is a GET that only reads: none pushes, changes config or state (what acts
@@ -84,6 +86,7 @@ ENDPOINTS: Final = (
     ("/debug/refusals", "refused xDS connections and streams: counts by reason, latest few"),
     ("/debug/envoyfilterz", "every EnvoyFilter patch: applied, matched nothing, no proxy, dropped"),
     ("/debug/telemetryz", "each proxy's effective Telemetry, and what is not applied"),
+    ("/debug/analyzez", "the latest analysis of the served config (pilothouse analyze's checks)"),
 )
 
 

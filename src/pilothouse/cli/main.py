@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pilothouse import __version__
 from pilothouse.cli import (
     agent,
+    analyze,
     apply,
     bootstrap,
     delete,
@@ -43,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     get.add_parser(commands)
     delete.add_parser(commands)
     agent.add_parser(commands)
+    analyze.add_parser(commands)
     version = commands.add_parser("version", help="print the version")
     version.set_defaults(run=lambda _args: print(f"pilothouse {__version__}") or 0)
     return parser

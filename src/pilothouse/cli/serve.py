@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pilothouse import logfmt, logscopes
 from pilothouse.addresses import HostPort
 from pilothouse.admin.access import AccessPolicy
+from pilothouse.admin.analysis import AnalysisCollector, analysis_routes
 from pilothouse.admin.api import AdminApi
 from pilothouse.admin.app import build_admin_app
 from pilothouse.admin.controlz.app import ControlZ
@@ -49,6 +50,7 @@ from pilothouse.admin.server_knobs import (
     register_log_knobs,
     register_push_knobs,
 )
+from pilothouse.analysis.follower import AnalysisFollower
 from pilothouse.cli.config_sources import (
     MissingConfigDirectory,
     SourceSetupError,
@@ -165,6 +167,7 @@ def admin_server(
     access: AccessPolicy,
     readiness: Sequence[ReadinessCheck],
     worker: WorkerRole | None,
+    analysis: AnalysisFollower | None = None,
 ) -> AdminServer:
     """The admin HTTP server: ``/ready`` (with the ``readiness`` checks), ``/metrics``,
     ``/debug`` (all three reading the discovery server's debug ``view``), REST xDS, the
@@ -180,6 +183,11 @@ def admin_server(
             routes=[
                 *metrics_routes(metrics.registry),
                 *debug_routes(view, sources),
+                *(
+                    analysis_routes(analysis, allow_remote=settings.xds.debug_allow_remote)
+                    if analysis is not None
+                    else ()
+                ),
                 *AdminApi(knobs, view, access).routes(),
                 *(
                     worker.routes(allow_remote=settings.xds.debug_allow_remote)
@@ -223,6 +231,14 @@ async def serve(
     )
     config_log = ConfigLog(discovery)
     store.subscribe(config_log.on_event)
+    # one worker of several logs new findings (each analyzes the same config)
+    analysis = AnalysisFollower(
+        store,
+        lambda: discovery.mesh,
+        logs=worker is None or worker.index == 0,
+        ready=discovery.wait_ready,
+    )
+    store.subscribe(analysis.on_event)
     if config.kube_mesh is not None:
         config.kube_mesh.on_change = discovery.set_mesh
     try:
@@ -244,6 +260,7 @@ async def serve(
     rest = RestDiscovery(discovery, settings.rest)
     view = DiscoveryDebugView(discovery, rest.json.render)
     metrics = server_metrics(view, sources)
+    metrics.registry.register(AnalysisCollector(analysis))
     webhook_on = bool(settings.webhook.cert and settings.webhook.key)
     names = server_names(
         settings,
@@ -262,6 +279,7 @@ async def serve(
         access=access,
         readiness=(root.pending, *((worker.board.not_ready,) if worker is not None else ())),
         worker=worker,
+        analysis=analysis,
     )
     # Every port opens at once (streams are refused until the sources have synced); only
     # the TLS port waits for the CA's root, which may live in a store not reachable yet.
@@ -292,7 +310,11 @@ async def serve(
             # every stream's state lives as long as the stream: keep it out of the
             # collector's full scans (pilothouse/heap.py)
             keeper = HeapKeeper(busy=lambda: discovery.pushes.pending() > 0)
-            endless: list[asyncio.Task[None]] = [tasks.create_task(keeper.run()), loaded]
+            endless: list[asyncio.Task[None]] = [
+                tasks.create_task(keeper.run()),
+                tasks.create_task(analysis.run()),
+                loaded,
+            ]
             try:  # a SystemExit raised in a task group's body would leave it as a group
                 authority = await root.open(stop)
                 if not stop.is_set():

@@ -274,3 +274,17 @@ def test_the_graph_sees_imports_of_every_form(graph: Mapping[str, set[str]]) -> 
     assert "pilothouse.push.own_sidecars" in sidecars
     assert "pilothouse.sources.kubernetes.client" in graph["pilothouse.sources.addresses"]
     assert "pilothouse.push.request" in graph["pilothouse.push"]
+
+
+def test_analysis_reads_config_and_no_later_stage(graph: Mapping[str, set[str]]) -> None:
+    """The analyzers read the config set (config, kinds, host names): nothing of sources,
+    the registry, the xDS server, admin or the CLI; and no stage imports them."""
+    allowed = ("pilothouse.analysis", "pilothouse.config", "pilothouse.push.hostnames")
+    reached = {
+        witness.split(" → ")[1]
+        for witness in imports_into(graph, "pilothouse.analysis", "pilothouse")
+    }
+    assert "pilothouse.analysis.mesh_view" in reached
+    assert sorted(r for r in reached if not r.startswith(allowed)) == []
+    for stage_name in STAGES:
+        assert imports_into(graph, f"pilothouse.{stage_name}", "pilothouse.analysis") == []

@@ -8,7 +8,9 @@ from pathlib import Path
 
 from prometheus_client import generate_latest
 
+from pilothouse.admin.analysis import AnalysisCollector
 from pilothouse.admin.metrics import server_metrics
+from pilothouse.analysis.follower import AnalysisFollower
 from pilothouse.security.ca_metrics import CaCollector, CaCounters
 from pilothouse.sources.fs import FileSource
 from pilothouse.sources.memory import MemoryStore
@@ -53,6 +55,8 @@ async def exposed(tmp_path: Path) -> dict[str, str]:
         registry = server_metrics(DiscoveryDebugView(discovery), [source]).registry
         # serve registers the CA's collector when the TLS port is on
         registry.register(CaCollector(CaCounters(), lambda: 1.0, lambda: 1.0))
+        # and the analysis's, always (serve's analysis follower)
+        registry.register(AnalysisCollector(AnalysisFollower(store)))
         text = generate_latest(registry).decode()
     finally:
         discovery.close()
