@@ -275,9 +275,9 @@ class Loader:
         api_version = data.get("apiVersion")
         if not isinstance(kind, str) or not kind:
             return None, [problem("kind", "kind is required")]
-        schema = self.schemas.by_kind(kind)
+        schema = self.schemas.by_manifest(kind, api_version)
         if schema is None:
-            supported = ", ".join(sorted(self.schemas.kinds))
+            supported = ", ".join(sorted(dict.fromkeys(s.manifest_kind for s in self.schemas)))
             return None, [problem("kind", f"unknown kind {kind!r}; supported kinds: {supported}")]
         if not isinstance(api_version, str) or api_version not in schema.api_versions:
             accepted = ", ".join(schema.api_versions)

@@ -35,6 +35,7 @@ from pilothouse.kinds import (
     workload_entry,
     workload_group,
 )
+from pilothouse.kinds.gateway_api import kinds as gateway_api
 from pilothouse.kinds.kind import Kind
 
 KINDS: Final[tuple[Kind, ...]] = (
@@ -50,6 +51,7 @@ KINDS: Final[tuple[Kind, ...]] = (
     peer_authentication.KIND,
     authorization_policy.KIND,
     request_authentication.KIND,
+    *gateway_api.KINDS,
     service.KIND,
     *kubernetes.KINDS,
 )

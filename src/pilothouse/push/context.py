@@ -29,6 +29,7 @@ from typing import Any, Final, NamedTuple
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config
 from pilothouse.kinds import destination_rule, envoy_filter, gateway, sidecar, virtual_service
+from pilothouse.kinds.gateway_api.translation import Translation, translate
 from pilothouse.kinds.table import KINDS
 from pilothouse.push.authorization import (
     AUTHORIZATION_POLICY,
@@ -140,6 +141,9 @@ class PushContext:
     peer_authentications: PeerAuthenticationIndex
     authorizations: AuthorizationIndex
     envoy_filters: EnvoyFilterIndex
+    gateway_api: Translation = field(default_factory=Translation)
+    """The Gateway API objects as Istio Gateways and VirtualServices (both indexed with
+    the user's own in :attr:`gateways` and :attr:`virtual_services`)."""
     stats: ContextStats = field(default_factory=ContextStats, compare=False)
     _scopes: dict[ScopeKey, ProxyScope] = field(default_factory=dict, compare=False, repr=False)
     _proxy_scopes: dict[ScopeSelector, ProxyScope] = field(
@@ -266,6 +270,13 @@ def build_context(
     def configs(kind: str) -> list[Config]:
         return store.configs(kind)
 
+    gateway_api_kinds = INDEXED_KINDS["gateway_api"]
+    gateway_api: Translation = pick(
+        "gateway_api",
+        gateway_api_kinds,
+        previous.gateway_api if previous else None,
+        lambda: translate(configs, mesh.domain_suffix),
+    )
     context = PushContext(
         version=version,
         mesh=mesh,
@@ -283,9 +294,11 @@ def build_context(
         ),
         virtual_services=pick(
             "virtual_services",
-            INDEXED_KINDS["virtual_services"],
+            INDEXED_KINDS["virtual_services"] | gateway_api_kinds,
             previous.virtual_services if previous else None,
-            lambda: VirtualServiceIndex(configs(virtual_service.KIND.name), mesh),
+            lambda: VirtualServiceIndex(
+                [*configs(virtual_service.KIND.name), *gateway_api.virtual_services], mesh
+            ),
         ),
         sidecars=pick(
             "sidecars",
@@ -295,9 +308,9 @@ def build_context(
         ),
         gateways=pick(
             "gateways",
-            INDEXED_KINDS["gateways"],
+            INDEXED_KINDS["gateways"] | gateway_api_kinds,
             previous.gateways if previous else None,
-            lambda: GatewayIndex(configs(gateway.KIND.name)),
+            lambda: GatewayIndex([*configs(gateway.KIND.name), *gateway_api.gateways]),
         ),
         peer_authentications=pick(
             "peer_authentications",
@@ -319,6 +332,7 @@ def build_context(
             previous.envoy_filters if previous else None,
             lambda: EnvoyFilterIndex(configs(envoy_filter.KIND.name), mesh),
         ),
+        gateway_api=gateway_api,
     )
     if previous is not None and previous.scope_context.same(context.scope_context):
         object.__setattr__(context, "_previous", previous._scopes)
