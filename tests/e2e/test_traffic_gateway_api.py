@@ -7,7 +7,8 @@ One serve process and one Envoy for the module's one test (each phase waits on a
 condition with a deadline): path and header matches with the spec's precedence and the
 path-separated prefix; request and response header modifiers; a weighted split; a
 redirect and a prefix rewrite; a mirror; a backend in another namespace refused (500)
-until a ReferenceGrant file appears; and a route file edit that moves live traffic.
+until a ReferenceGrant file appears, with the route's status saying why; a TCP listener and its
+TCPRoute; and a route file edit that moves live traffic. A second test runs GAMMA on a real sidecar.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -25,13 +27,22 @@ from tests.e2e.harness.fleet import EnvoyFleet
 from tests.e2e.harness.ports import LOOPBACK, free_port, wait_for_port
 from tests.e2e.harness.serve_process import ServeProcess
 from tests.e2e.harness.upstreams import UpstreamPool
-from tests.e2e.traffic_mesh import render, service
+from tests.e2e.traffic_mesh import (
+    fqdn,
+    render,
+    serve,
+    service,
+    sidecar,
+    start_sidecar,
+    to,
+    virtual_service,
+)
 
 GW = "gateway.networking.k8s.io/v1"
 NAMESPACE = "edge"
 
 
-def _gateway(port: int) -> dict[str, object]:
+def _gateway(port: int, tcp_port: int) -> dict[str, object]:
     return {
         "apiVersion": GW,
         "kind": "Gateway",
@@ -45,7 +56,8 @@ def _gateway(port: int) -> dict[str, object]:
                     "protocol": "HTTP",
                     "hostname": "*.example.com",
                     "allowedRoutes": {"namespaces": {"from": "All"}},
-                }
+                },
+                {"name": "tcp", "port": tcp_port, "protocol": "TCP"},
             ],
         },
     }
@@ -130,6 +142,17 @@ def _routes(api_backend: str) -> str:
     return render(shop)
 
 
+TCP_ROUTE = render(
+    {
+        "apiVersion": "gateway.networking.k8s.io/v1alpha2",
+        "kind": "TCPRoute",
+        "metadata": {"name": "raw", "namespace": NAMESPACE},
+        "spec": {
+            "parentRefs": [{"name": "web", "sectionName": "tcp"}],
+            "rules": [{"backendRefs": [_backend("v2")]}],
+        },
+    }
+)
 GRANT = render(
     {
         "apiVersion": "gateway.networking.k8s.io/v1beta1",
@@ -157,6 +180,20 @@ async def until(
         await asyncio.sleep(0.05)
 
 
+async def status_of(admin: int, kind: str) -> dict[str, Any]:
+    """The status ``/debug/gateway_apiz`` reports for the test's object of ``kind``."""
+    answer = await fetch(LOOPBACK, admin, f"/debug/gateway_apiz?namespace={NAMESPACE}")
+    assert answer.status == 200, answer.body
+    (found,) = [o["status"] for o in answer.json()["objects"] if o["kind"] == kind]
+    return cast(dict[str, Any], found)
+
+
+async def resolved_refs(admin: int) -> tuple[str, str]:
+    (parent,) = (await status_of(admin, "HTTPRoute"))["parents"]
+    (condition,) = [c for c in parent["conditions"] if c["type"] == "ResolvedRefs"]
+    return condition["status"], condition["reason"]
+
+
 @pytest.mark.parametrize("transport", [XdsTransport.DELTA])
 async def test_gateway_api_routes_real_traffic_from_files(
     tmp_path: Path,
@@ -165,7 +202,7 @@ async def test_gateway_api_routes_real_traffic_from_files(
     transport: XdsTransport,
 ) -> None:
     upstreams = {n: await upstream_factory(n) for n in ("v1", "v2", "v3", "mirror", "far")}
-    listen, xds, admin = free_port(), free_port(), free_port()
+    listen, tcp, xds, admin = free_port(), free_port(), free_port(), free_port()
     mesh = tmp_path / "mesh"
     mesh.mkdir()
     services = [
@@ -173,10 +210,13 @@ async def test_gateway_api_routes_real_traffic_from_files(
         for name in ("v1", "v2", "v3", "mirror")
     ]
     (mesh / "services.yaml").write_text(
-        render(*services, service("far", "shop", 9080, [(upstreams["far"], {})]), _gateway(listen))
+        render(
+            *services, service("far", "shop", 9080, [(upstreams["far"], {})]), _gateway(listen, tcp)
+        )
     )
     routes = mesh / "routes.yaml"
     routes.write_text(_routes("v1"))
+    (mesh / "tcp.yaml").write_text(TCP_ROUTE)
     serve = ServeProcess([mesh], xds_port=xds, admin_port=admin, log_path=tmp_path / "serve.log")
     serve.start()
     try:
@@ -223,6 +263,9 @@ async def test_gateway_api_routes_real_traffic_from_files(
             "the mirror never saw the request",
             describe,
         )
+        # A TCP listener forwards connections by its TCPRoute.
+        await wait_for_port(tcp, timeout=10)
+        assert (await fetch(LOOPBACK, tcp, "/any")).header("x-upstream") == "v2"
         # Weighted split 1:3.
         report = await send_requests(
             LOOPBACK, listen, 200, path="/split", authority="shop.example.com", concurrency=4
@@ -230,14 +273,20 @@ async def test_gateway_api_routes_real_traffic_from_files(
         assert report.ok == 200, report.summary()
         share = 100 * report.upstreams["v2"] / 200
         assert 63 <= share <= 87, report.summary()  # 75 ± 3.5 standard deviations
-        # Another namespace's Service: refused (500) until a ReferenceGrant allows it.
+        # Another namespace's Service: refused (500) until a ReferenceGrant allows it, and
+        # the route's status says why.
         assert (await get("/far")).status == 500
+        assert await resolved_refs(admin) == ("False", "RefNotPermitted")
+        gateway = await status_of(admin, "Gateway")
+        assert [c["reason"] for c in gateway["conditions"]] == ["Accepted", "Programmed"]
+        assert gateway["listeners"][0]["attachedRoutes"] == 1
         (mesh / "grant.yaml").write_text(GRANT)
 
         async def far_reached() -> bool:
             return (await get("/far")).header("x-upstream") == "far"
 
         await until(far_reached, "the ReferenceGrant never let /far through", describe)
+        assert await resolved_refs(admin) == ("True", "ResolvedRefs")
         # An edit of the route file moves live traffic.
         routes.write_text(_routes("v3"))
 
@@ -247,3 +296,57 @@ async def test_gateway_api_routes_real_traffic_from_files(
         await until(moved_to_v3, "the route edit never reached Envoy", describe)
     finally:
         await serve.stop()
+
+
+async def test_gamma_a_service_parent_changes_a_sidecar_s_routing(
+    envoy_factory: EnvoyFleet, upstream_factory: UpstreamPool
+) -> None:
+    """An HTTPRoute whose parent is the Service ``reviews`` sends the sidecar's canary
+    requests to ``reviews-v2``; the rest still reach ``reviews``. An Istio VirtualService
+    for another service of the same sidecar keeps working beside it."""
+    namespace, port = "shop", free_port()
+    stable = await upstream_factory("reviews")
+    canary = await upstream_factory("reviews-v2")
+    ratings = await upstream_factory("ratings")
+    ratings_v2 = await upstream_factory("ratings-v2")
+    mesh = render(
+        service("reviews", namespace, port, [(stable, {})]),
+        service("reviews-v2", namespace, port, [(canary, {})]),
+        service("ratings", namespace, port, [(ratings, {})]),
+        service("ratings-v2", namespace, port, [(ratings_v2, {})]),
+        sidecar(namespace, port),
+        virtual_service(
+            "ratings",
+            namespace,
+            [{"route": [to(fqdn("ratings-v2", namespace))]}],
+            hosts=[fqdn("ratings", namespace)],
+            gateways=(),
+        ),
+        {
+            "apiVersion": GW,
+            "kind": "HTTPRoute",
+            "metadata": {"name": "canary", "namespace": namespace},
+            "spec": {
+                "parentRefs": [{"group": "", "kind": "Service", "name": "reviews", "port": port}],
+                "rules": [
+                    {
+                        "matches": [{"headers": [{"name": "x-canary", "value": "1"}]}],
+                        "backendRefs": [{"name": "reviews-v2", "port": port}],
+                    },
+                    {"backendRefs": [{"name": "reviews", "port": port}]},
+                ],
+            },
+        },
+    )
+    plane = await serve(mesh)
+    try:
+        await start_sidecar(envoy_factory, plane, namespace, port, XdsTransport.SOTW)
+        host = fqdn("reviews", namespace)
+        plain = await send_requests(LOOPBACK, port, 5, authority=host)
+        flagged = await send_requests(LOOPBACK, port, 5, authority=host, headers={"x-canary": "1"})
+        rated = await send_requests(LOOPBACK, port, 3, authority=fqdn("ratings", namespace))
+    finally:
+        await plane.stop()
+    assert dict(plain.upstreams) == {"reviews": 5}, plain.summary()
+    assert dict(flagged.upstreams) == {"reviews-v2": 5}, flagged.summary()
+    assert dict(rated.upstreams) == {"ratings-v2": 3}, rated.summary()

@@ -29,6 +29,9 @@ path                      answer (JSON)
 ``/debug/envoyfilterz``   every EnvoyFilter patch and what it did: applied, matched
                           nothing, reached no proxy yet, or dropped
                           (:mod:`pilothouse.push.envoy_filter_status`)
+``/debug/gateway_apiz``   the status of every Gateway API object (``?namespace=``),
+                          as ``--write-status`` would write it
+                          (:mod:`pilothouse.kinds.gateway_api.status`)
 ========================  ==========================================================
 
 Every endpoint is a GET that only reads: none pushes, changes config or state (what acts
@@ -58,6 +61,7 @@ from pilothouse.admin.debug_views import (
     registryz,
     sources_view,
 )
+from pilothouse.admin.gateway_api_view import gateway_apiz
 from pilothouse.admin.refusals import refusal_routes
 from pilothouse.boundary.contain import json_error
 from pilothouse.boundary.debug_access import debug_denial
@@ -79,6 +83,7 @@ ENDPOINTS: Final = (
     ("/debug/acked", "?proxyID=: digests of what that proxy acknowledged (the Inspector)"),
     ("/debug/refusals", "refused xDS connections and streams: counts by reason, latest few"),
     ("/debug/envoyfilterz", "every EnvoyFilter patch: applied, matched nothing, no proxy, dropped"),
+    ("/debug/gateway_apiz", "the status of every Gateway API object (?namespace=)"),
 )
 
 
@@ -124,6 +129,7 @@ class DebugEndpoints:
             "/debug/push_status": self.push_status,
             "/debug/sources": self.sources,
             "/debug/envoyfilterz": self.envoy_filterz,
+            "/debug/gateway_apiz": self.gateway_apiz,
         }
         for acked in acked_routes(self._discovery):
             handlers[acked.path] = acked.handler
@@ -200,6 +206,10 @@ class DebugEndpoints:
             return _json({"patches": []})
         reports = self._discovery.context.envoy_filters.statuses()
         return _json({"patches": [r.view() for r in reports]})
+
+
+    async def gateway_apiz(self, request: web.Request) -> web.Response:
+        return _json(gateway_apiz(self._discovery, request.query.get("namespace", "")))
 
 
 def debug_routes(discovery: DebugView, sources: Sequence[NamedSource] = ()) -> list[web.RouteDef]:

@@ -52,12 +52,18 @@ class ParentResult:
     ref: shared_pb2.ParentReference
     attached: tuple[Attached, ...]
     reason: str = ""
+    mesh_host: str = ""
+    """For a mesh (GAMMA) parent, a Service: the host whose sidecar routing it changes."""
+
+    @property
+    def accepted(self) -> bool:
+        return bool(self.attached or self.mesh_host)
 
 
 def listener_kinds(listener: gateway_pb2.Listener) -> tuple[str, ...]:
     """The route kinds a listener takes: its protocol's, narrowed by ``allowedRoutes.kinds``."""
     supported = KINDS_BY_PROTOCOL.get(listener.protocol, ())
-    if listener.protocol == "TLS" and listener.tls.mode == "Terminate":
+    if listener.protocol == "TLS" and (listener.tls.mode or "Terminate") == "Terminate":
         supported = ("TLSRoute", "TCPRoute")
     wanted = listener.allowed_routes.kinds
     if not wanted:
@@ -110,6 +116,17 @@ def intersect_hostnames(listener_host: str, route_hosts: Sequence[str]) -> tuple
         elif _host_matches(host, listener_host):
             found.append(listener_host)
     return tuple(dict.fromkeys(found))
+
+
+def mesh_parents(
+    route: Config, refs: Iterable[shared_pb2.ParentReference], domain: str
+) -> tuple[ParentResult, ...]:
+    """Each Service parentRef of ``route`` (GAMMA): the service host it routes for."""
+    return tuple(
+        ParentResult(ref, (), "", f"{ref.name}.{ref.namespace or route.namespace}.svc.{domain}")
+        for ref in refs
+        if ref.group == "" and ref.kind == "Service"
+    )
 
 
 def attach(

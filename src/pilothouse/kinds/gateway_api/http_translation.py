@@ -7,8 +7,9 @@ with the key that orders them by the spec's precedence.
   matches ``/foo`` and ``/foo/bar`` but never ``/foobar``. A ``ReplacePrefixMatch``
   rewrite is written for each form.
 - Filters: header modifiers → ``headers``; RequestRedirect → ``redirect``; URLRewrite →
-  ``rewrite``; RequestMirror → ``mirrors``; backend header modifiers → the destination's
-  ``headers``. ``timeouts.request`` (else ``backendRequest``) → ``timeout``.
+  ``rewrite``; RequestMirror → ``mirrors``; CORS → ``corsPolicy``; backend header
+  modifiers → the destination's ``headers``. ``timeouts.request`` (else
+  ``backendRequest``) → ``timeout``.
 - Backends: a Service → ``<name>.<ns>.svc.<domain>``, ``networking.istio.io/Hostname`` →
   that host; weights as written (Envoy sums them), weight 0 left out. A backend that is
   not allowed (another namespace without a ReferenceGrant) or of an unknown kind is left
@@ -31,6 +32,13 @@ from pilothouse.kinds.gateway_api.checks import duration_ms
 ISTIO_GROUP: Final = "networking.istio.io"
 _PATH_RANK: Final = {"Exact": 0, "PathPrefix": 1, "RegularExpression": 2}
 
+BackendReference = (
+    shared_pb2.BackendObjectReference
+    | shared_pb2.BackendRef
+    | routes_pb2.HTTPBackendRef
+    | routes_pb2.GRPCBackendRef
+)
+"""Any of the Gateway API's references to a backend."""
 BackendCheck = Callable[[str, str, str], bool]
 """(kind, namespace, name) of a backend in another namespace → allowed by a grant."""
 
@@ -44,7 +52,7 @@ class Entry:
 
 
 def backend_host(
-    ref: shared_pb2.BackendObjectReference | routes_pb2.HTTPBackendRef | routes_pb2.GRPCBackendRef,
+    ref: BackendReference,
     namespace: str,
     domain: str,
 ) -> str | None:
@@ -58,7 +66,7 @@ def backend_host(
 
 
 def destination(
-    ref: shared_pb2.BackendObjectReference | routes_pb2.HTTPBackendRef | routes_pb2.GRPCBackendRef,
+    ref: BackendReference,
     host: str,
 ) -> dict[str, Any]:
     found: dict[str, Any] = {"host": host}
@@ -129,15 +137,17 @@ def http_entries(
             elif rewrite.path.type == "ReplacePrefixMatch":
                 rewrite_prefix = rewrite.path.replace_prefix_match
             base["rewrite"] = written
+        elif kind == "CORS":
+            base["corsPolicy"] = _cors(route_filter.cors)
         elif kind == "RequestMirror":
-            mirror = _mirror(route, route_filter.request_mirror, domain, allowed)
+            mirror = mirror_json(route, route_filter.request_mirror, domain, allowed)
             if mirror is not None:
                 base.setdefault("mirrors", []).append(mirror)
     timeouts = rule.timeouts
     if timeouts.request or timeouts.backend_request:
         base["timeout"] = f"{duration_ms(timeouts.request or timeouts.backend_request) / 1000:g}s"
     if "redirect" not in base:
-        destinations = _destinations(route, rule.backend_refs, domain, allowed)
+        destinations = destinations_json(route, rule.backend_refs, domain, allowed)
         if destinations:
             base["route"] = destinations
         else:
@@ -202,6 +212,27 @@ def _prefix_rewrite(replacement: str, part: int) -> str:
     return replacement.rstrip("/") + "/"
 
 
+def _cors(cors: shared_pb2.HTTPCORSFilter) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "allowOrigins": [
+            {"exact": o} if "*" not in o else {"regex": o.replace(".", "\\.").replace("*", ".*")}
+            for o in cors.allow_origins
+        ]
+    }
+    for field, values in (
+        ("allowMethods", cors.allow_methods),
+        ("allowHeaders", cors.allow_headers),
+        ("exposeHeaders", cors.expose_headers),
+    ):
+        if values:
+            out[field] = list(values)
+    if cors.max_age:
+        out["maxAge"] = f"{cors.max_age}s"
+    if cors.allow_credentials:
+        out["allowCredentials"] = True
+    return out
+
+
 def _redirect(redirect: shared_pb2.HTTPRequestRedirectFilter) -> dict[str, Any]:
     out: dict[str, Any] = {"redirectCode": redirect.status_code or 302}
     if redirect.scheme:
@@ -217,7 +248,7 @@ def _redirect(redirect: shared_pb2.HTTPRequestRedirectFilter) -> dict[str, Any]:
     return out
 
 
-def _mirror(
+def mirror_json(
     route: Config, mirror: shared_pb2.HTTPRequestMirrorFilter, domain: str, allowed: BackendCheck
 ) -> dict[str, Any] | None:
     ref = mirror.backend_ref
@@ -245,7 +276,7 @@ def _permitted(
     return allowed(ref.kind or "Service", ref.namespace, ref.name)
 
 
-def _destinations(
+def destinations_json(
     route: Config,
     refs: Sequence[routes_pb2.HTTPBackendRef] | Sequence[routes_pb2.GRPCBackendRef],
     domain: str,
