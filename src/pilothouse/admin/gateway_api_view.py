@@ -5,21 +5,30 @@ from __future__ import annotations
 
 from typing import Any
 
-from pilothouse.kinds.gateway_api.status import gateway_api_status, kind_of
+from pilothouse.config.model import ConfigKey
+from pilothouse.kinds.gateway_api.status import Status, gateway_api_status, kind_of
 from pilothouse.xds.server.debug_view import DebugView
+
+
+def current_statuses(discovery: DebugView) -> dict[ConfigKey, Status]:
+    """The status of every Gateway API object this controller owns, from the current
+    push context (empty until the first one)."""
+    if not discovery.ready():
+        return {}
+    context = discovery.context
+    hosts = frozenset(service.hostname for service in discovery.services())
+    return gateway_api_status(
+        context.gateway_api,
+        discovery.store.configs,
+        hosts.__contains__,
+        context.mesh.domain_suffix,
+    )
 
 
 def gateway_apiz(discovery: DebugView, namespace: str = "") -> dict[str, Any]:
     """Every Gateway API object this controller owns with its status (``namespace``: only
     those of one namespace)."""
-    if not discovery.ready():
-        return {"objects": []}
-    context = discovery.context
-    store = discovery.store
-    hosts = frozenset(service.hostname for service in discovery.services())
-    statuses = gateway_api_status(
-        context.gateway_api, store.configs, hosts.__contains__, context.mesh.domain_suffix
-    )
+    statuses = current_statuses(discovery)
     objects: list[dict[str, Any]] = []
     for key, status in sorted(statuses.items()):
         if namespace and key.namespace != namespace:

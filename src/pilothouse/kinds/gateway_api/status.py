@@ -276,3 +276,29 @@ def kind_of(key: ConfigKey) -> tuple[str, str] | None:
         if kind.name == key.kind and kind.schema is not None:
             return kind.schema.api_versions[0], kind.schema.manifest_kind
     return None
+
+
+def stamped(status: Status, now: str, generation: int | None = None) -> Status:
+    """``status`` as Kubernetes stores it: every condition with ``lastTransitionTime``
+    ``now``, a ``message`` (empty when there is none) and ``observedGeneration``."""
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, dict):
+            out = {k: walk(v) for k, v in value.items()}
+            if "conditions" in out:
+                out["conditions"] = [
+                    {
+                        "message": "",
+                        **c,
+                        "lastTransitionTime": now,
+                        **({"observedGeneration": generation} if generation is not None else {}),
+                    }
+                    for c in out["conditions"]
+                ]
+            return out
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return value
+
+    found: Status = walk(status)
+    return found
