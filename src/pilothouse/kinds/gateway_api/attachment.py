@@ -4,7 +4,8 @@ As istiod does it (``gw/conversion.go``): each parentRef is tried against every 
 of the Gateway it names; ``port`` and ``sectionName`` narrow the listeners; the route's
 kind must be one the listener allows; the route's namespace must be allowed by
 ``allowedRoutes.namespaces``; and the route's hostnames are intersected with the
-listener's (wildcards on both sides, the spec's label-wise rule). A parentRef is
+listener's (wildcards on both sides, the spec's label-wise rule), less the hosts another
+listener of the same port claims more specifically (listener isolation). A parentRef is
 accepted when any listener accepts it; otherwise the reason reported is, by preference,
 ``NotAllowedByListeners``, ``NoMatchingListenerHostname``, ``NoMatchingParent``.
 ReferenceGrants decide whether a reference across namespaces is allowed.
@@ -129,6 +130,34 @@ def mesh_parents(
     )
 
 
+def _isolated(
+    hosts: tuple[str, ...],
+    listener: gateway_pb2.Listener,
+    listeners: Sequence[gateway_pb2.Listener],
+) -> tuple[str, ...]:
+    """Listener isolation: a host another listener of the same port and protocol claims
+    more specifically (its hostname is the host, or a narrower wildcard covering it) is
+    not served on ``listener``."""
+
+    def rank(hostname: str) -> int:
+        return 0 if not hostname else (1 if hostname.startswith("*.") else 2) * 1000 + len(hostname)
+
+    kept: list[str] = []
+    for host in hosts:
+        claimed = any(
+            other is not listener
+            and other.port == listener.port
+            and other.protocol == listener.protocol
+            and other.hostname
+            and (other.hostname == host or _host_matches(other.hostname, host))
+            and rank(other.hostname) > rank(listener.hostname)
+            for other in listeners
+        )
+        if not claimed:
+            kept.append(host)
+    return tuple(kept)
+
+
 def attach(
     route: Config,
     refs: Iterable[shared_pb2.ParentReference],
@@ -156,7 +185,9 @@ def attach(
             if ref.section_name and ref.section_name != listener.name:
                 reasons.add(NO_PARENT)
                 continue
-            served = intersect_hostnames(listener.hostname, hostnames)
+            served = _isolated(
+                intersect_hostnames(listener.hostname, hostnames), listener, spec.listeners
+            )
             if not served:
                 reasons.add(NO_HOSTNAME)
                 continue

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from google.protobuf import json_format
 
 from pilothouse.config.load import Loader
-from pilothouse.config.model import Config
+from pilothouse.config.model import Config, ConfigKey
 from pilothouse.kinds.gateway_api.attachment import intersect_hostnames
 from pilothouse.kinds.gateway_api.translation import Translation, selects_proxy, translate
 from pilothouse.kinds.table import SCHEMAS
@@ -207,3 +207,25 @@ def test_gateways_of_other_classes_are_left_alone() -> None:
         "spec: {controllerName: istio.io/gateway-controller}\n---\n"
     )
     assert len(_translate(own_class + other).gateways) == 3
+
+
+def test_listener_isolation_keeps_a_claimed_host_off_the_wildcard_listener() -> None:
+    gateway = (
+        "apiVersion: gateway.networking.k8s.io/v1\nkind: Gateway\n"
+        "metadata: {name: web, namespace: edge}\n"
+        "spec:\n  gatewayClassName: istio\n  listeners:\n"
+        "  - {name: any, port: 80, protocol: HTTP}\n"
+        "  - {name: wild, port: 80, protocol: HTTP, hostname: '*.example.com'}\n"
+        "  - {name: foo, port: 80, protocol: HTTP, hostname: foo.example.com}\n"
+    )
+    route = _route(
+        "edge",
+        "r",
+        "{parentRefs: [{name: web}], hostnames: [foo.example.com, bar.example.com, x.org]}",
+    )
+    (result,) = _translate(gateway + route).parents[ConfigKey("HTTPRoute", "edge", "r")]
+    assert {a.listener.name: a.hostnames for a in result.attached} == {
+        "any": ("x.org",),
+        "wild": ("bar.example.com",),
+        "foo": ("foo.example.com",),
+    }
