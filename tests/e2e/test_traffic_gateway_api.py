@@ -116,6 +116,20 @@ def _routes(api_backend: str) -> str:
                     ],
                 },
                 {
+                    "matches": [{"path": {"type": "PathPrefix", "value": "/moved"}}],
+                    "filters": [
+                        {
+                            "type": "RequestRedirect",
+                            "requestRedirect": {
+                                "path": {
+                                    "type": "ReplacePrefixMatch",
+                                    "replacePrefixMatch": "/here",
+                                }
+                            },
+                        }
+                    ],
+                },
+                {
                     "matches": [{"path": {"type": "PathPrefix", "value": "/rw"}}],
                     "filters": [
                         {
@@ -256,6 +270,10 @@ async def test_gateway_api_routes_real_traffic_from_files(
         # Redirect, rewrite and mirror.
         moved = await get("/old")
         assert moved.status == 301 and moved.header("location") == "http://shop.example.com/new"
+        for path, location in (("/moved/a/b", "/here/a/b"), ("/moved", "/here")):
+            answer = await get(path)
+            assert answer.status == 302, (path, answer.status)
+            assert answer.header("location") == f"http://shop.example.com{location}", path
         rewritten = await get("/rw/page")
         assert rewritten.json()["path"] == "/in/page"
         await until(

@@ -29,7 +29,7 @@ from typing import Any, Final, NamedTuple
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config
 from pilothouse.kinds import destination_rule, envoy_filter, gateway, sidecar, virtual_service
-from pilothouse.kinds.gateway_api.translation import Translation, translate
+from pilothouse.kinds.gateway_api.translation import SERVICE_ENTRY, Translation, translate
 from pilothouse.kinds.table import KINDS
 from pilothouse.push.authorization import (
     AUTHORIZATION_POLICY,
@@ -270,13 +270,17 @@ def build_context(
     def configs(kind: str) -> list[Config]:
         return store.configs(kind)
 
-    gateway_api_kinds = INDEXED_KINDS["gateway_api"]
+    # The translation also reads ServiceEntries (GAMMA parents); the indexes it feeds are
+    # rebuilt only when what it serves changed.
+    translated_kinds = INDEXED_KINDS["gateway_api"] | {SERVICE_ENTRY}
     gateway_api: Translation = pick(
         "gateway_api",
-        gateway_api_kinds,
+        translated_kinds,
         previous.gateway_api if previous else None,
         lambda: translate(configs, mesh.domain_suffix),
     )
+    served_changed = previous is None or not gateway_api.serves_as(previous.gateway_api)
+    gateway_api_kinds = translated_kinds if served_changed else frozenset()
     context = PushContext(
         version=version,
         mesh=mesh,

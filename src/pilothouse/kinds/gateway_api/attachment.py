@@ -31,6 +31,7 @@ KINDS_BY_PROTOCOL: Final = {
     "TCP": ("TCPRoute",),
     "TLS": ("TLSRoute",),
 }
+ISTIO_GROUP: Final = "networking.istio.io"
 NOT_ALLOWED: Final = "NotAllowedByListeners"
 NO_HOSTNAME: Final = "NoMatchingListenerHostname"
 NO_PARENT: Final = "NoMatchingParent"
@@ -53,12 +54,15 @@ class ParentResult:
     ref: shared_pb2.ParentReference
     attached: tuple[Attached, ...]
     reason: str = ""
-    mesh_host: str = ""
-    """For a mesh (GAMMA) parent, a Service: the host whose sidecar routing it changes."""
+    mesh_hosts: tuple[str, ...] = ()
+    """For a mesh (GAMMA) parent, a Service or a ServiceEntry: the hosts whose sidecar
+    routing it changes."""
+    mesh: bool = False
+    """Whether the parent is a Service or ServiceEntry (the mesh), not a Gateway."""
 
     @property
     def accepted(self) -> bool:
-        return bool(self.attached or self.mesh_host)
+        return bool(self.attached or self.mesh_hosts)
 
 
 def listener_kinds(listener: gateway_pb2.Listener) -> tuple[str, ...]:
@@ -120,14 +124,25 @@ def intersect_hostnames(listener_host: str, route_hosts: Sequence[str]) -> tuple
 
 
 def mesh_parents(
-    route: Config, refs: Iterable[shared_pb2.ParentReference], domain: str
+    route: Config,
+    refs: Iterable[shared_pb2.ParentReference],
+    domain: str,
+    service_entries: dict[tuple[str, str], Config],
 ) -> tuple[ParentResult, ...]:
-    """Each Service parentRef of ``route`` (GAMMA): the service host it routes for."""
-    return tuple(
-        ParentResult(ref, (), "", f"{ref.name}.{ref.namespace or route.namespace}.svc.{domain}")
-        for ref in refs
-        if ref.group == "" and ref.kind == "Service"
-    )
+    """Each Service or ServiceEntry parentRef of ``route`` (GAMMA): the hosts it routes
+    for (a Service's ``<name>.<ns>.svc.<domain>``, a ServiceEntry's ``hosts``; an unknown
+    ServiceEntry: none, ``NoMatchingParent``)."""
+    found: list[ParentResult] = []
+    for ref in refs:
+        namespace = ref.namespace or route.namespace
+        if ref.group == "" and ref.kind == "Service":
+            host = f"{ref.name}.{namespace}.svc.{domain}"
+            found.append(ParentResult(ref, (), "", (host,), mesh=True))
+        elif ref.group == ISTIO_GROUP and ref.kind == "ServiceEntry":
+            entry = service_entries.get((namespace, ref.name))
+            hosts = tuple(getattr(entry.spec, "hosts")) if entry is not None else ()  # noqa: B009
+            found.append(ParentResult(ref, (), "" if hosts else NO_PARENT, hosts, mesh=True))
+    return tuple(found)
 
 
 def _isolated(

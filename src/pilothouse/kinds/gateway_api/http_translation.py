@@ -6,7 +6,8 @@ with the key that orders them by the spec's precedence.
   a prefix match of ``<prefix>/``: together Envoy's path-separated prefix, so ``/foo``
   matches ``/foo`` and ``/foo/bar`` but never ``/foobar``. A ``ReplacePrefixMatch``
   rewrite is written for each form.
-- Filters: header modifiers → ``headers``; RequestRedirect → ``redirect``; URLRewrite →
+- Filters: header modifiers → ``headers``; RequestRedirect → ``redirect`` (its
+  ``ReplacePrefixMatch`` as the redirect's ``prefixRewrite``, per form); URLRewrite →
   ``rewrite``; RequestMirror → ``mirrors``; CORS → ``corsPolicy``; backend header
   modifiers → the destination's ``headers``. ``timeouts.request`` (else
   ``backendRequest``) → ``timeout``.
@@ -112,6 +113,7 @@ def http_entries(
     """The entries of one HTTPRoute rule."""
     base: dict[str, Any] = {}
     rewrite_prefix: str | None = None
+    redirect_prefix: str | None = None
     for route_filter in rule.filters:
         kind = route_filter.type
         if kind == "RequestHeaderModifier":
@@ -124,6 +126,9 @@ def http_entries(
             )
         elif kind == "RequestRedirect":
             base["redirect"] = _redirect(route_filter.request_redirect)
+            path_modifier = route_filter.request_redirect.path
+            if path_modifier.type == "ReplacePrefixMatch":
+                redirect_prefix = path_modifier.replace_prefix_match
         elif kind == "URLRewrite":
             rewrite = route_filter.url_rewrite
             written: dict[str, Any] = {}
@@ -188,6 +193,11 @@ def http_entries(
                 entry["rewrite"] = {
                     **base.get("rewrite", {}),
                     "uri": _prefix_rewrite(rewrite_prefix, part),
+                }
+            if redirect_prefix is not None:
+                entry["redirect"] = {
+                    **base["redirect"],
+                    "prefixRewrite": _prefix_rewrite(redirect_prefix, part),
                 }
             entries.append(Entry((*order, part), entry))
     return entries

@@ -92,14 +92,14 @@ def gateway_api_status(
         # Mesh parents need no ReferenceGrant (istiod checks none for them).
         resolved = {
             mesh: _route_refs(route, grants if not mesh else None, hosts, domain)
-            for mesh in {bool(r.mesh_host) for r in results}
+            for mesh in {r.mesh for r in results}
         }
         found[route.key] = {
             "parents": [
                 {
                     "parentRef": json_format.MessageToDict(result.ref),
                     "controllerName": CONTROLLER,
-                    "conditions": [_accepted(result, hosts), resolved[bool(result.mesh_host)]],
+                    "conditions": [_accepted(result, hosts), resolved[result.mesh]],
                 }
                 for result in results
             ]
@@ -108,8 +108,9 @@ def gateway_api_status(
 
 
 def _accepted(result: ParentResult, hosts: Callable[[str], bool]) -> dict[str, str]:
-    if result.mesh_host and not hosts(result.mesh_host):
-        return condition("Accepted", False, "NoMatchingParent", f"{result.mesh_host} not found")
+    missing = [host for host in result.mesh_hosts if not hosts(host)]
+    if missing:
+        return condition("Accepted", False, "NoMatchingParent", f"{missing[0]} not found")
     if result.accepted:
         return condition("Accepted", True, "Accepted", "Route was valid")
     return condition("Accepted", False, result.reason)

@@ -172,3 +172,23 @@ def test_tcp_and_tls_listeners_and_routes() -> None:
                                        "port": {"number": 443}}}],
         }
     ]  # fmt: skip
+
+
+def test_a_service_entry_parent_routes_for_its_hosts() -> None:
+    entry = (
+        "apiVersion: networking.istio.io/v1\nkind: ServiceEntry\n"
+        "metadata: {name: ext, namespace: shop}\n"
+        "spec: {hosts: [api.example.com], location: MESH_EXTERNAL, resolution: DNS,\n"
+        "       ports: [{number: 80, name: http, protocol: HTTP}]}\n---\n"
+    )
+    route = MESH_ROUTE.replace(
+        '{group: "", kind: Service, name: reviews, port: 9080}',
+        "{group: networking.istio.io, kind: ServiceEntry, name: ext}, "
+        "{group: networking.istio.io, kind: ServiceEntry, name: gone}",
+    )
+    translation, _ = _translate(entry + route)
+    (service,) = translation.virtual_services
+    assert json_format.MessageToDict(service.spec)["hosts"] == ["api.example.com"]
+    found, gone = translation.parents[ConfigKey("HTTPRoute", "shop", "canary")]
+    assert found.accepted and found.mesh_hosts == ("api.example.com",)
+    assert not gone.accepted and gone.reason == "NoMatchingParent"
