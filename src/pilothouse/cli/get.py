@@ -5,7 +5,8 @@ KIND is ``VirtualService``, ``virtualservice``, ``virtualservices``, a short nam
 (``vs``, ``dr``, ``gw``, ``se``, …) or any of them with the group
 (``virtualservices.networking.istio.io``). Without ``-o`` a table (``NAME AGE``, with
 ``NAMESPACE`` first for ``-A``); ``-o yaml|json`` prints the stored object with
-``metadata.resourceVersion`` (its etcd mod revision), several as a ``List``. A named
+``metadata.resourceVersion`` (its etcd mod revision), several as a ``List``; a Gateway
+API object with the ``status`` a server would report for it (:mod:`.get_status`). A named
 object that does not exist is ``Error from server (NotFound): …`` and exit status 1;
 an empty list is ``No resources found …`` on standard error and exit status 0. Stored
 values that are not valid objects are listed on standard error and skipped.
@@ -25,6 +26,7 @@ import aetcd
 import yaml
 
 from pilothouse.cli.columns import age, table
+from pilothouse.cli.get_status import shows_status, store_statuses, with_status
 from pilothouse.cli.store_objects import resolve_kind
 from pilothouse.cli.store_session import (
     EXIT_ERROR,
@@ -97,6 +99,11 @@ async def _get(
                 return EXIT_ERROR
         else:
             kvs = list((await list_prefix(client, layout.kind_range(schema.kind, namespace))).kvs)
+        statuses = (
+            await store_statuses(client, layout, loader)
+            if args.output is not None and shows_status(schema.group)
+            else {}
+        )
     objects: list[dict[str, Any]] = []
     for kv in kvs:
         stored = layout.decode(loader, kv.key, kv.value, kv.mod_revision)
@@ -106,7 +113,7 @@ async def _get(
             continue
         data = json.loads(kv.value)
         data.setdefault("metadata", {})["resourceVersion"] = str(kv.mod_revision)
-        objects.append(data)
+        objects.append(with_status(data, statuses.get(stored.config.key)))
     if not objects and args.name:
         return EXIT_ERROR  # stored, but not a valid object: said above
     if not objects:
