@@ -5,6 +5,7 @@ gateway selects."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from google.protobuf import json_format
 
@@ -229,3 +230,29 @@ def test_listener_isolation_keeps_a_claimed_host_off_the_wildcard_listener() -> 
         "wild": ("bar.example.com",),
         "foo": ("foo.example.com",),
     }
+
+
+def test_a_route_that_cannot_be_translated_is_left_out_alone(monkeypatch: Any) -> None:
+    """A defect met translating one route (simulated here: nothing valid is known to fail)
+    is logged and leaves that route out; the others and the gateways are still served."""
+    from pilothouse.kinds.gateway_api import translation
+
+    real = translation.http_entries
+
+    def failing(route: Config, *args: Any) -> Any:
+        if route.name == "bad":
+            raise RuntimeError("boom")
+        return real(route, *args)
+
+    monkeypatch.setattr(translation, "http_entries", failing)
+    text = (
+        GATEWAY
+        + _route("edge", "bad", "{parentRefs: [{name: web, sectionName: local}], rules: [{}]}")
+        + _route("edge", "good", "{parentRefs: [{name: web, sectionName: local}], rules: [{}]}")
+    )
+    result = _translate(text)
+    assert len(result.gateways) == 3
+    assert result.parents[ConfigKey("HTTPRoute", "edge", "bad")] == ()
+    (service,) = result.virtual_services
+    names = [r["name"] for r in json_format.MessageToDict(service.spec)["http"]]
+    assert names == ["edge.good.0.0"]
