@@ -9,8 +9,9 @@ with the key that orders them by the spec's precedence.
 - Filters: header modifiers → ``headers``; RequestRedirect → ``redirect`` (its
   ``ReplacePrefixMatch`` as the redirect's ``prefixRewrite``, per form); URLRewrite →
   ``rewrite``; RequestMirror → ``mirrors``; CORS → ``corsPolicy``; backend header
-  modifiers → the destination's ``headers``. ``timeouts.request`` (else
-  ``backendRequest``) → ``timeout``.
+  modifiers → the destination's ``headers``. ``timeouts.request`` → ``timeout``;
+  ``backendRequest`` → each retry's ``perTryTimeout`` with ``retry``, else ``timeout``;
+  ``retry`` → ``retries`` (attempts, default 2; connection failures and the codes).
 - Backends: a Service → ``<name>.<ns>.svc.<domain>``, ``networking.istio.io/Hostname`` →
   that host; weights as written (Envoy sums them), weight 0 left out. A backend that is
   not allowed (another namespace without a ReferenceGrant) or of an unknown kind is left
@@ -149,8 +150,11 @@ def http_entries(
             if mirror is not None:
                 base.setdefault("mirrors", []).append(mirror)
     timeouts = rule.timeouts
-    if timeouts.request or timeouts.backend_request:
-        base["timeout"] = f"{duration_ms(timeouts.request or timeouts.backend_request) / 1000:g}s"
+    retrying = rule.HasField("retry")
+    if timeouts.request or (timeouts.backend_request and not retrying):
+        base["timeout"] = _seconds(timeouts.request or timeouts.backend_request)
+    if retrying:
+        base["retries"] = _retries(rule.retry, timeouts.backend_request)
     if "redirect" not in base:
         destinations = destinations_json(route, rule.backend_refs, domain, allowed)
         if destinations:
@@ -220,6 +224,26 @@ def _prefix_rewrite(replacement: str, part: int) -> str:
     if part == 0 or part is None:
         return replacement or "/"
     return replacement.rstrip("/") + "/"
+
+
+def _seconds(duration: str) -> str:
+    """A Gateway API duration as a protobuf JSON duration."""
+    return f"{duration_ms(duration) / 1000:g}s"
+
+
+def _retries(retry: routes_pb2.HTTPRouteRetry, per_try: str) -> dict[str, Any]:
+    """``retry`` as Istio retries, as istiod writes them: 2 attempts unless told, on
+    connection failures and the listed status codes, each try ``backendRequest`` long."""
+    conditions = ["connect-failure", "refused-stream", "unavailable", "cancelled"]
+    out: dict[str, Any] = {
+        "attempts": retry.attempts if retry.HasField("attempts") else 2,
+        "retryOn": ",".join([*conditions, *(str(code) for code in retry.codes)]),
+    }
+    if per_try:
+        out["perTryTimeout"] = _seconds(per_try)
+    if retry.backoff:
+        out["backoff"] = _seconds(retry.backoff)
+    return out
 
 
 def _cors(cors: shared_pb2.HTTPCORSFilter) -> dict[str, Any]:

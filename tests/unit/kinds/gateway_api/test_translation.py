@@ -256,3 +256,26 @@ def test_a_route_that_cannot_be_translated_is_left_out_alone(monkeypatch: Any) -
     (service,) = result.virtual_services
     names = [r["name"] for r in json_format.MessageToDict(service.spec)["http"]]
     assert names == ["edge.good.0.0"]
+
+
+def test_retries_and_backend_timeouts() -> None:
+    route = _route(
+        "edge",
+        "r",
+        "{parentRefs: [{name: web, sectionName: local}], rules: ["
+        "{matches: [{path: {type: Exact, value: /a}}],"
+        " retry: {codes: [503], attempts: 3, backoff: 100ms},"
+        " timeouts: {request: 10s, backendRequest: 2s}},"
+        "{timeouts: {backendRequest: 500ms}}]}",
+    )
+    retried, plain = json_format.MessageToDict(
+        _translate(GATEWAY + route).virtual_services[0].spec
+    )["http"]
+    assert retried["timeout"] == "10s"
+    assert retried["retries"] == {
+        "attempts": 3,
+        "perTryTimeout": "2s",
+        "retryOn": "connect-failure,refused-stream,unavailable,cancelled,503",
+        "backoff": "0.100s",
+    }
+    assert plain["timeout"] == "0.500s" and "retries" not in plain
