@@ -1,14 +1,16 @@
 """Gateway API from files to a real Envoy: ``pilothouse serve --config DIR`` (a real
-process) serves a Gateway and HTTPRoutes written as users write them, and one real Envoy,
-labelled ``gateway.networking.k8s.io/gateway-name: web`` as istiod's gateway deployments
-are, routes real HTTP between local upstreams.
+process) serves a Gateway and HTTPRoutes written as users write them, and one real
+Envoy, labelled ``gateway.networking.k8s.io/gateway-name: web`` as istiod's gateway
+deployments are, routes real HTTP between local upstreams.
 
-One serve process and one Envoy for the module's one test (each phase waits on a
+The first test has one serve process and one Envoy (each phase waits on a
 condition with a deadline): path and header matches with the spec's precedence and the
 path-separated prefix; request and response header modifiers; a weighted split; a
 redirect and a prefix rewrite; a mirror; a backend in another namespace refused (500)
-until a ReferenceGrant file appears, with the route's status saying why; a TCP listener and its
-TCPRoute; and a route file edit that moves live traffic. A second test runs GAMMA on a real sidecar.
+until a ReferenceGrant file appears, with the route's status saying why; a TCP listener
+and its TCPRoute; and a route file edit that moves live traffic. A second test runs
+GAMMA on a real sidecar, a third a GRPCRoute's method, service and header matches
+between real gRPC backends.
 """
 
 from __future__ import annotations
@@ -16,12 +18,22 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+import grpc
 import pytest
+from grpc_health.v1 import health_pb2
 
 from pilothouse.bootstrap.envoy import EnvoyBootstrapOptions, XdsTransport, envoy_bootstrap
+from tests.e2e.grpc_apps.backends import (
+    BACKEND_HEADER,
+    HEALTH_CHECK_METHOD,
+    TAG_METHOD,
+    TAG_SERVICE,
+    Backends,
+)
 from tests.e2e.harness.client import HttpResponse, fetch, send_requests
 from tests.e2e.harness.fleet import EnvoyFleet
 from tests.e2e.harness.ports import LOOPBACK, free_port, wait_for_port
@@ -368,3 +380,95 @@ async def test_gamma_a_service_parent_changes_a_sidecar_s_routing(
     assert dict(plain.upstreams) == {"reviews": 5}, plain.summary()
     assert dict(flagged.upstreams) == {"reviews-v2": 5}, flagged.summary()
     assert dict(rated.upstreams) == {"ratings-v2": 3}, rated.summary()
+
+
+@dataclass(frozen=True)
+class GrpcEndpoint:
+    """A gRPC backend's address, as :func:`service` reads an upstream's."""
+
+    host: str
+    port: int
+
+
+async def test_grpc_route_matches_service_method_and_headers(envoy_factory: EnvoyFleet) -> None:
+    """A GRPCRoute on an HTTP listener: an exact method with a header goes to one backend,
+    the rest of the service to another, a whole other service by its name."""
+    namespace, port = "grpc", free_port()
+    backends = Backends()
+    try:
+        a = await backends.start("tag-a")
+        b = await backends.start("tag-b")
+        route = {
+            "apiVersion": GW,
+            "kind": "GRPCRoute",
+            "metadata": {"name": "tags", "namespace": namespace},
+            "spec": {
+                "parentRefs": [{"name": "web"}],
+                "rules": [
+                    {
+                        "matches": [
+                            {
+                                "method": {"service": TAG_SERVICE, "method": "Tag"},
+                                "headers": [{"name": "x-pick", "value": "b"}],
+                            }
+                        ],
+                        "backendRefs": [{"name": "b", "port": 50051}],
+                    },
+                    {
+                        "matches": [{"method": {"service": TAG_SERVICE}}],
+                        "backendRefs": [{"name": "a", "port": 50051}],
+                    },
+                    {
+                        "matches": [{"method": {"service": "grpc.health.v1.Health"}}],
+                        "backendRefs": [{"name": "b", "port": 50051}],
+                    },
+                ],
+            },
+        }
+        gateway = {
+            "apiVersion": GW,
+            "kind": "Gateway",
+            "metadata": {"name": "web", "namespace": namespace},
+            "spec": {
+                "gatewayClassName": "istio",
+                "listeners": [{"name": "grpc", "port": port, "protocol": "HTTP"}],
+            },
+        }
+        mesh = render(
+            service("a", namespace, 50051, [(GrpcEndpoint(LOOPBACK, a), {})], protocol="GRPC"),  # type: ignore[list-item]
+            service("b", namespace, 50051, [(GrpcEndpoint(LOOPBACK, b), {})], protocol="GRPC"),  # type: ignore[list-item]
+            gateway,
+            route,
+        )
+        plane = await serve(mesh)
+        try:
+            options = EnvoyBootstrapOptions(
+                node_id=f"router~127.0.0.1~web-istio-1.{namespace}~{namespace}.svc.cluster.local",
+                node_metadata={
+                    "NAMESPACE": namespace,
+                    "LABELS": {"gateway.networking.k8s.io/gateway-name": "web"},
+                },
+                xds_port=plane.port,
+                admin_port=0,
+                transport=XdsTransport.SOTW,
+            )
+            await envoy_factory(envoy_bootstrap(options))
+            await wait_for_port(port, timeout=10)
+            async with grpc.aio.insecure_channel(f"{LOOPBACK}:{port}") as channel:
+                tag = channel.unary_unary(TAG_METHOD)
+                plain = await tag(b"x", timeout=5)
+                picked = await tag(b"x", metadata=(("x-pick", "b"),), timeout=5)
+                health = channel.unary_unary(
+                    HEALTH_CHECK_METHOD,
+                    request_serializer=health_pb2.HealthCheckRequest.SerializeToString,
+                    response_deserializer=health_pb2.HealthCheckResponse.FromString,
+                )
+                call = health(health_pb2.HealthCheckRequest(), timeout=5)
+                await call
+                answered_by = dict(await call.initial_metadata()).get(BACKEND_HEADER)
+        finally:
+            await plane.stop()
+    finally:
+        await backends.close_all()
+    assert (plain, picked) == (b"tag-a", b"tag-b")
+    assert answered_by == "tag-b"
