@@ -10,12 +10,13 @@ redirect and a prefix rewrite; a mirror; a backend in another namespace refused 
 until a ReferenceGrant file appears, with the route's status saying why; a TCP listener
 and its TCPRoute; and a route file edit that moves live traffic. A second test runs
 GAMMA on a real sidecar, a third a GRPCRoute's method, service and header matches
-between real gRPC backends.
+between real gRPC backends, a fourth TLS Passthrough by SNI.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ssl
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from tests.e2e.harness.client import HttpResponse, fetch, send_requests
 from tests.e2e.harness.fleet import EnvoyFleet
 from tests.e2e.harness.ports import LOOPBACK, free_port, wait_for_port
 from tests.e2e.harness.serve_process import ServeProcess
+from tests.e2e.harness.tls import ThrowawayCa, client_ssl_context
 from tests.e2e.harness.upstreams import UpstreamPool
 from tests.e2e.traffic_mesh import (
     fqdn,
@@ -472,3 +474,83 @@ async def test_grpc_route_matches_service_method_and_headers(envoy_factory: Envo
         await backends.close_all()
     assert (plain, picked) == (b"tag-a", b"tag-b")
     assert answered_by == "tag-b"
+
+
+async def test_tls_passthrough_forwards_by_sni(envoy_factory: EnvoyFleet, tmp_path: Path) -> None:
+    """A TLS Passthrough listener hands the client's TLS connection, unopened, to the
+    TLSRoute backend its SNI names: the client sees the backend's own certificate."""
+    namespace, port, host = "tls", free_port(), "secure.example.test"
+    authority = ThrowawayCa(tmp_path / "ca")
+    issued = authority.issue("backend", (host,))
+    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_context.load_cert_chain(str(issued.cert), str(issued.key))
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        body = b"passed through"
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nx-upstream: tls-backend\r\nconnection: close\r\n"
+            + f"content-length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        await writer.drain()
+        writer.close()
+
+    backend = await asyncio.start_server(answer, LOOPBACK, 0, ssl=server_context)
+    backend_port = backend.sockets[0].getsockname()[1]
+    mesh = render(
+        service(
+            "secure", namespace, 8443, [(GrpcEndpoint(LOOPBACK, backend_port), {})], protocol="TLS"
+        ),  # type: ignore[list-item]
+        {
+            "apiVersion": GW,
+            "kind": "Gateway",
+            "metadata": {"name": "web", "namespace": namespace},
+            "spec": {
+                "gatewayClassName": "istio",
+                "listeners": [
+                    {
+                        "name": "tls",
+                        "port": port,
+                        "protocol": "TLS",
+                        "hostname": "*.example.test",
+                        "tls": {"mode": "Passthrough"},
+                    }
+                ],
+            },
+        },
+        {
+            "apiVersion": "gateway.networking.k8s.io/v1alpha2",
+            "kind": "TLSRoute",
+            "metadata": {"name": "secure", "namespace": namespace},
+            "spec": {
+                "parentRefs": [{"name": "web"}],
+                "hostnames": [host],
+                "rules": [{"backendRefs": [{"name": "secure", "port": 8443}]}],
+            },
+        },
+    )
+    plane = await serve(mesh)
+    try:
+        options = EnvoyBootstrapOptions(
+            node_id=f"router~127.0.0.1~web-istio-1.{namespace}~{namespace}.svc.cluster.local",
+            node_metadata={
+                "NAMESPACE": namespace,
+                "LABELS": {"gateway.networking.k8s.io/gateway-name": "web"},
+            },
+            xds_port=plane.port,
+            admin_port=0,
+            transport=XdsTransport.DELTA,
+        )
+        await envoy_factory(envoy_bootstrap(options))
+        await wait_for_port(port, timeout=10)
+        trusting = client_ssl_context(authority.cert_path)
+        answer_seen = await fetch(
+            LOOPBACK, port, "/", authority=host, ssl_context=trusting, server_hostname=host
+        )
+    finally:
+        await plane.stop()
+        backend.close()
+        await backend.wait_closed()
+    assert answer_seen.status == 200 and answer_seen.header("x-upstream") == "tls-backend"
+    assert answer_seen.body == b"passed through"
