@@ -83,16 +83,16 @@ def test_gateway_rules_are_errors_at_their_paths() -> None:
         "  - {name: d, port: 0, protocol: HTTP, allowedRoutes: {namespaces: {from: Selector}}}\n"
     )
     assert errors == [
-        "gw.yaml:8: KubernetesGateway default/web: spec.listeners[1].name: name 'a' must be unique",
-        "gw.yaml:7: KubernetesGateway default/web: spec.listeners[0].tls: "
+        "gw.yaml:8: Gateway default/web: spec.listeners[1].name: name 'a' must be unique",
+        "gw.yaml:7: Gateway default/web: spec.listeners[0].tls: "
         "tls must be specified for protocol HTTPS",
-        "gw.yaml:8: KubernetesGateway default/web: spec.listeners[1].hostname: "
+        "gw.yaml:8: Gateway default/web: spec.listeners[1].hostname: "
         "hostname must not be specified for TCP",
-        "gw.yaml:9: KubernetesGateway default/web: spec.listeners[2].tls: "
+        "gw.yaml:9: Gateway default/web: spec.listeners[2].tls: "
         "tls must not be specified for protocol HTTP",
-        "gw.yaml:10: KubernetesGateway default/web: spec.listeners[3].port: "
+        "gw.yaml:10: Gateway default/web: spec.listeners[3].port: "
         "port 0 must be between 1 and 65535",
-        "gw.yaml:10: KubernetesGateway default/web: spec.listeners[3].allowedRoutes.namespaces."
+        "gw.yaml:10: Gateway default/web: spec.listeners[3].allowedRoutes.namespaces."
         "selector: selector must be specified when from is Selector",
     ]
 
