@@ -135,7 +135,7 @@ def translate(configs: Configs, domain: str) -> Translation:
     service_entries = {(c.namespace, c.name): c for c in configs(SERVICE_ENTRY)}
     istio_gateways = [g for gw in owned.values() for g in _istio_gateways(gw, grants)]
     entries: dict[tuple[str, str, str, str, str], list[Entry]] = {}
-    mesh_entries: dict[tuple[str, str], list[Entry]] = {}
+    mesh_entries: dict[tuple[str, str, bool], list[Entry]] = {}
     parents: dict[ConfigKey, tuple[ParentResult, ...]] = {}
     for route in [*configs(TCP_ROUTE.name), *configs(TLS_ROUTE.name)]:
         parents[route.key] = _contained(
@@ -213,7 +213,7 @@ def _http_route(
     service_entries: dict[tuple[str, str], Config],
     domain: str,
     entries: dict[tuple[str, str, str, str, str], list[Entry]],
-    mesh_entries: dict[tuple[str, str], list[Entry]],
+    mesh_entries: dict[tuple[str, str, bool], list[Entry]],
 ) -> tuple[ParentResult, ...]:
     """Attach an HTTPRoute or GRPCRoute (to gateways and the mesh) and add its entries;
     its parents."""
@@ -240,8 +240,10 @@ def _http_route(
         for result in mesh:
             port = result.ref.port if result.ref.HasField("port") else 0
             bound = _checked([_on_port(entry, port) for entry in unchecked], "http")
+            # A consumer route (for a service of another namespace) is its namespace's own.
+            consumer = (result.ref.namespace or route.namespace) != route.namespace
             for host in result.mesh_hosts:
-                mesh_entries.setdefault((route.namespace, host), []).extend(bound)
+                mesh_entries.setdefault((route.namespace, host, consumer), []).extend(bound)
     return results + mesh
 
 
@@ -270,18 +272,24 @@ def _on_port(entry: Entry, port: int) -> Entry:
     return Entry(entry.order, route)
 
 
-def _mesh_services(entries: Mapping[tuple[str, str], list[Entry]]) -> tuple[Config, ...]:
-    """One VirtualService per route namespace and Service host, for the sidecars."""
+def _mesh_services(
+    entries: Mapping[tuple[str, str, bool], list[Entry]],
+) -> tuple[Config, ...]:
+    """One VirtualService per route namespace and Service host, for the sidecars; a
+    consumer route's (its Service in another namespace) only for its own namespace
+    (``exportTo: ["."]``), as istiod exports them."""
     found: list[Config] = []
     counters: dict[str, int] = {}
-    for (namespace, host), bound in sorted(entries.items()):
+    for (namespace, host, consumer), bound in sorted(entries.items()):
         number = counters.get(namespace, 0)
         counters[namespace] = number + 1
-        spec = {
+        spec: dict[str, object] = {
             "hosts": [host],
             "gateways": [MESH],
             "http": [e.route for e in sorted(bound, key=lambda e: e.order)],
         }
+        if consumer:
+            spec["exportTo"] = ["."]
         message = json_format.ParseDict(spec, virtual_service_pb2.VirtualService())
         found.append(Config(ISTIO_VIRTUAL_SERVICE, f"{MESH}~{number}~{SUFFIX}", namespace, message))
     return tuple(found)

@@ -192,3 +192,14 @@ def test_a_service_entry_parent_routes_for_its_hosts() -> None:
     found, gone = translation.parents[ConfigKey("HTTPRoute", "shop", "canary")]
     assert found.accepted and found.mesh_hosts == ("api.example.com",)
     assert not gone.accepted and gone.reason == "NoMatchingParent"
+
+
+def test_a_consumer_route_is_its_own_namespace_s_only() -> None:
+    consumer = MESH_ROUTE.replace("namespace: shop}", "namespace: client}").replace(
+        "name: reviews, port: 9080}", "name: reviews, namespace: shop, port: 9080}"
+    )
+    translation, _ = _translate(MESH_ROUTE + "---\n" + consumer)
+    specs = {s.namespace: json_format.MessageToDict(s.spec) for s in translation.virtual_services}
+    assert specs["shop"]["hosts"] == specs["client"]["hosts"] == ["reviews.shop.svc.cluster.local"]
+    assert "exportTo" not in specs["shop"]  # the producer's: every namespace
+    assert specs["client"]["exportTo"] == ["."]
