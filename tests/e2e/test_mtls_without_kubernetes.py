@@ -11,9 +11,10 @@ server runs in this process (trusting what ``pilothouse token issuer`` printed, 
 agents answer the README's ``/healthz/ready``; a request through productpage's sidecar
 reaches the application over mutual TLS (the application sees productpage's SPIFFE id in
 ``x-forwarded-client-cert``), a plaintext request to ratings' STRICT port is refused,
-each Envoy runs with istio-agent's drain flags, the server issued exactly the two
-certificates the agents asked for with CSRs and made no key, and each agent exits 0 when
-stopped.
+each Envoy runs with istio-agent's drain flags from a bootstrap that names its agent's
+sockets and holds no token, key or TLS towards pilothouse, the server issued exactly the
+two certificates the agents asked for with CSRs and made no key, and each agent exits 0
+when stopped.
 """
 
 from __future__ import annotations
@@ -238,6 +239,11 @@ async def test_two_agent_sidecars_talk_mutual_tls_without_kubernetes(
             assert options["drain_strategy"] == "Immediate"
             assert options["drain_time"] == "45s"
             assert options["disable_hot_restart"] is True
+        for words in commands[4:]:  # the bootstraps the agents wrote: their sockets only
+            written = (work / value(words, "--bootstrap")).read_text()
+            assert "PRIVATE KEY" not in written and "Bearer" not in written
+            assert "transport_socket" not in written  # no TLS towards pilothouse
+            assert value(words, "--xds-socket") in written
 
         # keys stayed with the agents: two CSRs, two certificates, no key made here
         metrics = (await running.request("GET", "/metrics")).body
