@@ -34,9 +34,9 @@ import aetcd
 import yaml
 
 from pilothouse.cli.columns import age, table
+from pilothouse.cli.get_status import shows_status, store_statuses, with_status
 from pilothouse.cli.label_selector import BadSelector, LabelSelector, parse_selector
 from pilothouse.cli.store_objects import UnknownKind, resolve_kinds, resource
-from pilothouse.cli.get_status import shows_status, store_statuses, with_status
 from pilothouse.cli.store_session import (
     EXIT_ERROR,
     EXIT_OK,
