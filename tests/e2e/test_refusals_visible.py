@@ -101,7 +101,9 @@ async def test_an_envoy_with_a_bad_token_is_refused_visibly(
     # the log stays small: thirty more refused streams, no more lines for the reason
     await refuse_streams(process, stranger, 30)
     log = process.log_path.read_text(errors="replace")
-    assert len(LINE.findall(log)) <= 5  # LINES_PER_INTERVAL in the 60 s window
+    # LINES_PER_INTERVAL per reason in the 60 s window (on a loaded machine another reason,
+    # such as a TLS authentication timeout, may log lines of its own)
+    assert sum("reason=unauthenticated" in line for line in LINE.findall(log)) <= 5
     counted = (await refusals(process))["reasons"]["unauthenticated"]["count"]  # type: ignore[index]
     assert counted >= 32
 

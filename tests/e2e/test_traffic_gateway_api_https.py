@@ -71,6 +71,7 @@ async def test_an_https_listener_serves_the_secret_of_its_certificate_ref(
         "ca.dir": ca,
         "auth.jwt_issuers": (f"{ISSUER}={jwks}",),
         "sds.secrets_dir": str(secrets),
+        "sds.server_keys": True,  # this gateway has no node agent: its `default` comes from here
     }
     trusting = client_ssl_context(authority.cert_path)
     async with serve_in_process(monkeypatch, config, overrides) as running:

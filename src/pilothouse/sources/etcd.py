@@ -174,6 +174,9 @@ class EtcdSource:
         if self._relist:
             listing = await list_prefix(client, self.layout.root)
             self._apply_listing(listing)
+            # the store holds the listing's revision: a failure before the watch is set up
+            # resumes from it (after check_revision), it need not list again
+            self._relist = False
         else:
             await check_revision(client, self.layout.root, self._revision)
         # etcd answered: available from now, not only once the watch is set up (a store
@@ -185,7 +188,6 @@ class EtcdSource:
             start_revision=self._revision + 1,
             progress_notify=True,
         )
-        self._relist = False
         self._up()
         events = asyncio.ensure_future(self._follow(watch))
         stopped = asyncio.ensure_future(self._stop.wait())
