@@ -65,6 +65,7 @@ lint: install
 ## The unit tier keeps the cores busy: one worker per core. The whole suite spends much of
 ## its time waiting on real time (processes starting, Envoy converging, timeouts): one
 ## worker more than cores (2 cores, 2026-11-28, shared: 364 s with 2 workers, 287 s with 3).
+## --durations: each run names its slowest tests, so the 5-minute budget can be watched.
 WORKERS      ?= auto
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 PYTEST       := PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -q
@@ -72,7 +73,7 @@ check: install
 	$(PYTEST) -n $(WORKERS) tests/unit tests/golden
 
 test: lint browser wabt
-	$(PYTEST) -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+	$(PYTEST) -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25
 
 ## fuzz: the fuzz suite with thousands of cases per test (before a release)
 FUZZ_EXAMPLES ?= 3000
