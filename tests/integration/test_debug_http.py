@@ -198,6 +198,11 @@ async def test_config_registry_and_endpoint_views(running: Running) -> None:
     assert entry["spec"]["hosts"] == ["db.data.svc.cluster.local"]
     assert entry["origin"] == f"{running.mesh / 'db.yaml'}:1"
     assert (await running.get("/debug/configz?kind=Gateway"))[1] == []
+    for typed in ("se", "serviceentries", "ServiceEntry.networking.istio.io", "vs,se"):
+        assert (await running.get(f"/debug/configz?kind={typed}"))[1] == configs, typed
+    status, unknown = await running.get("/debug/configz?kind=virtualservce")
+    assert status == 400 and "did you mean 'virtualservice'" in unknown["error"]
+    assert "VirtualService" in unknown["error"] and "Telemetry" in unknown["error"]
 
     _, services = await running.get("/debug/registryz")
     assert [(s["hostname"], s["namespace"]) for s in services] == [
@@ -317,3 +322,4 @@ async def test_a_nack_of_a_patched_type_names_the_envoy_filters(tmp_path: Path) 
         finally:
             await app.close()
             await other.close()
+

@@ -19,7 +19,7 @@ from pathlib import Path
 from google.protobuf.message import Message
 
 import pilothouse.kinds
-from pilothouse.cli.store_objects import SHORT_NAMES
+from pilothouse.kinds.names import SHORT_NAMES
 from pilothouse.config.model import ConfigKey
 from pilothouse.config.validation.report import Report
 from pilothouse.kinds import table
