@@ -51,6 +51,7 @@ from pilothouse.admin.server_knobs import (
     register_push_knobs,
 )
 from pilothouse.analysis.follower import AnalysisFollower
+from pilothouse.analysis.status import status_writer
 from pilothouse.cli.config_sources import (
     MissingConfigDirectory,
     SourceSetupError,
@@ -237,6 +238,7 @@ async def serve(
         lambda: discovery.mesh,
         logs=worker is None or worker.index == 0,
         ready=discovery.wait_ready,
+        on_result=status_writer(sources),  # --write-status: into the objects' status
     )
     store.subscribe(analysis.on_event)
     if config.kube_mesh is not None:
