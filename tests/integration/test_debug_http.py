@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -13,11 +14,14 @@ from typing import Any
 
 import aiohttp
 import pytest
+import yaml
 from google.rpc import status_pb2
 
+from pilothouse import __version__
 from pilothouse.admin.app import build_admin_app
 from pilothouse.admin.debug_routes import debug_routes
 from pilothouse.admin.server import AdminServer
+from pilothouse.cli.main import main
 from pilothouse.protocol.type_urls import CDS, EDS
 from pilothouse.push.debounce import DebounceSettings
 from pilothouse.sources.fs import FileSource
@@ -198,6 +202,11 @@ async def test_config_registry_and_endpoint_views(running: Running) -> None:
     assert entry["spec"]["hosts"] == ["db.data.svc.cluster.local"]
     assert entry["origin"] == f"{running.mesh / 'db.yaml'}:1"
     assert (await running.get("/debug/configz?kind=Gateway"))[1] == []
+    for typed in ("se", "serviceentries", "ServiceEntry.networking.istio.io", "vs,se"):
+        assert (await running.get(f"/debug/configz?kind={typed}"))[1] == configs, typed
+    status, unknown = await running.get("/debug/configz?kind=virtualservce")
+    assert status == 400 and "did you mean 'virtualservice'" in unknown["error"]
+    assert "VirtualService" in unknown["error"] and "Telemetry" in unknown["error"]
 
     _, services = await running.get("/debug/registryz")
     assert [(s["hostname"], s["namespace"]) for s in services] == [
@@ -317,3 +326,43 @@ async def test_a_nack_of_a_patched_type_names_the_envoy_filters(tmp_path: Path) 
         finally:
             await app.close()
             await other.close()
+
+
+async def test_version_remote_reads_the_admin_apis_version(running: Running) -> None:
+    """``pilothouse version --remote`` against this server's ``/version`` (and a replica
+    that is down, which is named and fails the command)."""
+    admin = f"127.0.0.1:{running.admin_port}"
+
+    async def version(*args: str) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+
+        def run() -> int:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                return main(["version", *args])
+
+        status = await asyncio.to_thread(run)
+        return status, out.getvalue(), err.getvalue()
+
+    status, body = await running.get("/version")
+    assert status == 200 and body["version"] == __version__ and body["replica"]
+    assert await version() == (0, f"pilothouse {__version__}\n", "")
+    assert await version("--remote", "--admin", admin, "-o", "short") == (
+        0,
+        f"client version: {__version__}\ncontrol plane version: {__version__}\n",
+        "",
+    )
+    status, out, _ = await version("--remote", "--admin", admin)
+    assert status == 0 and out.splitlines()[1] == (
+        f"control plane version: {__version__} (replica {body['replica']} at http://{admin})"
+    )
+    status, out, _ = await version("--remote", "--admin", admin, "-o", "json")
+    report = json.loads(out)
+    assert report["clientVersion"]["version"] == __version__
+    assert report["meshVersion"] == [
+        {"Component": "pilothouse", "Admin": f"http://{admin}", "Info": body}
+    ]
+    status, out, _ = await version("--remote", "--admin", admin, "-o", "yaml")
+    assert yaml.safe_load(out) == report
+    status, out, err = await version("--remote", "--admin", f"{admin},127.0.0.1:1", "-o", "short")
+    assert status == 1 and out.endswith(f"control plane version: {__version__}\n")
+    assert "cannot reach http://127.0.0.1:1" in err and "onnection refused" in err, err

@@ -210,6 +210,22 @@ def test_an_unreachable_server_fails_within_the_timeout(server: Server) -> None:
     assert report["connect"]["stallReasons"][0] == "3 proxies have no CDS response"
 
 
+def test_nothing_listening_fails_fast_naming_the_address() -> None:
+    """With a long timeout, a dead address still ends the run a few seconds in."""
+    (port,) = free_ports(1)
+    began = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "pilothouse.cli.main", "loadtest",
+         "--server", f"127.0.0.1:{port}", "--proxies", "3", "--timeout", "60", "--quiet"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == (
+        f"pilothouse loadtest: cannot connect to 127.0.0.1:{port}: connection refused\n"
+    )
+    assert time.monotonic() - began < 15
+
+
 def test_types_limits_what_the_proxies_ask_for(server: Server) -> None:
     report, done = loadtest(
         "--server", server.xds, "--proxies", "10", "--namespaces", "shop",

@@ -1,4 +1,5 @@
-"""The admin application: ``/ready``, ``/healthz`` and REST discovery on one aiohttp app.
+"""The admin application: ``/ready``, ``/healthz``, ``/version`` and REST discovery on one
+aiohttp app.
 
 :func:`build_admin_app` is the one place routes are mounted. Other handlers
 (``/metrics`` from :func:`pilothouse.admin.metrics.metrics_routes`, ``/debug/*``)
@@ -19,12 +20,14 @@ Every request must name this server in its ``Host`` header
 from __future__ import annotations
 
 import logging
+import platform
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, Protocol
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
+from pilothouse import __version__
 from pilothouse.admin.readiness import (
     PendingSource,
     ReadinessCheck,
@@ -103,10 +106,23 @@ def build_admin_app(
     app[SOURCES] = source_states if source_states is not None else tuple
     app.router.add_get("/ready", _ready)
     app.router.add_get("/healthz", _healthz)
+    app.router.add_get("/version", _version)
     if rest is not None:
         app.router.add_routes(rest.routes())
     app.router.add_routes(list(routes))
     return app
+
+
+async def _version(request: web.Request) -> web.Response:
+    """This server's build, as ``istioctl version --remote`` reads istiod's (``pilothouse
+    version --remote`` reads it)."""
+    return web.json_response(
+        {
+            "version": __version__,
+            "pythonVersion": platform.python_version(),
+            "replica": request.app[DISCOVERY].replica,
+        }
+    )
 
 
 async def _ready(request: web.Request) -> web.Response:

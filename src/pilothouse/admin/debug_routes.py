@@ -11,7 +11,9 @@ path                      answer (JSON)
                           that proxy as Envoy's ``/config_dump`` (``types=cds,lds,...``
                           picks parts; ``include_eds=true`` adds endpoints); 404 when the
                           proxy is not connected to this replica
-``/debug/configz``        every config object (``?namespace=``, ``?kind=``)
+``/debug/configz``        every config object (``?namespace=``, ``?kind=`` as ``get``
+                          takes it: ``vs``, ``virtualservices``, ``vs,dr``; an unknown
+                          kind is a 400 naming the kinds)
 ``/debug/registryz``      every service
 ``/debug/endpointShardz`` endpoints by hostname, namespace and shard (also served as
                           ``/debug/endpointz``, the name istiod used before)
@@ -71,6 +73,8 @@ from pilothouse.admin.refusals import refusal_routes
 from pilothouse.admin.telemetryz import telemetryz
 from pilothouse.boundary.contain import json_error
 from pilothouse.boundary.debug_access import debug_denial
+from pilothouse.kinds.names import UnknownKind, resolve_kinds
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.xds.server.debug_view import DebugView
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -176,15 +180,15 @@ class DebugEndpoints:
         return _json(discovery.config_dump(connection, types))
 
     async def configz(self, request: web.Request) -> web.Response:
+        wanted = request.query.get("kind", "")
+        try:
+            kinds = {schema.kind for schema in resolve_kinds(wanted, SCHEMAS)} if wanted else set()
+        except UnknownKind as unknown:
+            known = ", ".join(sorted(schema.kind for schema in SCHEMAS))
+            return json_error(400, f"{unknown}; the kinds are {known}")
         store = self._discovery.store
         configs = [found for key in store.keys() if (found := store.get(key)) is not None]
-        return _json(
-            configz(
-                configs,
-                namespace=request.query.get("namespace", ""),
-                kind=request.query.get("kind", ""),
-            )
-        )
+        return _json(configz(configs, namespace=request.query.get("namespace", ""), kinds=kinds))
 
     async def registryz(self, request: web.Request) -> web.Response:
         return _json(registryz(self._discovery.services()))

@@ -23,7 +23,7 @@ discovery server's debug view (:class:`~pilothouse.xds.server.debug_view.DebugVi
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from google.protobuf import json_format
@@ -73,13 +73,13 @@ class ReportsObjects(Protocol):
 
 
 def configz(
-    configs: Iterable[Config], *, namespace: str = "", kind: str = ""
+    configs: Iterable[Config], *, namespace: str = "", kinds: Collection[str] = ()
 ) -> list[dict[str, Any]]:
-    """Every object (of ``kind``, in ``namespace``, when given), sorted by key."""
+    """Every object (of one of ``kinds``, in ``namespace``, when given), sorted by key."""
     schemas = SCHEMAS
     out: list[dict[str, Any]] = []
     for config in sorted(configs, key=lambda c: c.key):
-        if (namespace and config.namespace != namespace) or (kind and config.kind != kind):
+        if (namespace and config.namespace != namespace) or (kinds and config.kind not in kinds):
             continue
         schema = schemas.by_kind(config.kind)
         metadata: dict[str, Any] = {"name": config.name}

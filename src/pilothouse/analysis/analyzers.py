@@ -21,6 +21,8 @@ from pilothouse.analysis import (
     selectors,
     service_entries,
     sidecar_egress,
+    telemetry_providers,
+    telemetry_selectors,
     virtual_service_gateways,
 )
 from pilothouse.analysis.mesh_view import MeshView
@@ -52,6 +54,8 @@ ANALYZERS: tuple[Analyzer, ...] = (
     _analyzer("selector.WorkloadSelectorAnalyzer", selectors, selectors.analyze),
     _analyzer("serviceentry.ServiceEntryAnalyzer", service_entries, service_entries.analyze),
     _analyzer("sidecar.EgressHostAnalyzer", sidecar_egress, sidecar_egress.analyze),
+    _analyzer("telemetry.ProviderAnalyzer", telemetry_providers, telemetry_providers.analyze),
+    _analyzer("telemetry.SelectorAnalyzer", telemetry_selectors, telemetry_selectors.analyze),
     _analyzer(
         "virtualservice.ConflictingMeshGatewayHostsAnalyzer",
         mesh_gateway_hosts,

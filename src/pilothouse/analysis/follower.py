@@ -10,7 +10,8 @@ are pinned to their fields' lines there too, reading only the files that have fi
 Each message that was not found by the previous run is logged once (a new finding after
 a change, not once per push); those that went away are logged as resolved, at debug
 level. The latest result is what ``/debug/analyzez`` serves and
-``pilothouse_analysis_messages`` counts.
+``pilothouse_analysis_messages`` counts, and what ``on_result`` is given (``serve
+--write-status`` writes it into the objects' status, :mod:`.status`).
 """
 
 from __future__ import annotations
@@ -86,6 +87,8 @@ class AnalysisFollower:
     ready: Callable[[], Awaitable[object]] | None = None
     """Awaited before the first run (``serve``: the first PushContext, so that the
     analysis of a large mesh does not compete with building it)."""
+    on_result: Callable[[Analysis], None] | None = None
+    """Called with each run's result (``serve --write-status``: the objects' status)."""
     latest: Analysis = field(default_factory=Analysis)
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -141,6 +144,8 @@ class AnalysisFollower:
                 if _identity(message) not in current:
                     log.debug("analysis resolved: %s", message)
         self.latest = Analysis(tuple(messages), time.time(), len(configs), self.latest.runs + 1)
+        if self.on_result is not None:
+            self.on_result(self.latest)
         return self.latest
 
 

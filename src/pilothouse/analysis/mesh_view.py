@@ -70,6 +70,9 @@ class MeshView:
     )
     """Workloads by (namespace, label, value), and by (None, label, value) in any
     namespace: a selector's candidates without a walk over every workload."""
+    mesh_known: bool = False
+    """Whether ``mesh`` is the mesh config in force (``serve``) rather than the defaults
+    (``analyze`` over files): checks against the mesh config run only when it is."""
 
     def of_kind(self, kind: str) -> tuple[Config, ...]:
         return self.by_kind.get(kind, ())
@@ -126,6 +129,7 @@ def mesh_view(
     mesh: MeshSettings | None = None,
 ) -> MeshView:
     """The view of ``configs`` and the plain Kubernetes objects ``plain`` (raw dicts)."""
+    mesh_known = mesh is not None
     mesh = mesh or MeshSettings()
     configs = tuple(sorted(configs, key=lambda c: c.key))
     by_kind: dict[str, list[Config]] = {}
@@ -182,6 +186,7 @@ def mesh_view(
         {kind: tuple(found) for kind, found in by_kind.items()},
         {host: tuple(found) for host, found in by_host.items()},
         {where: tuple(found) for where, found in by_label.items()},
+        mesh_known,
     )
 
 

@@ -189,6 +189,26 @@ UNKNOWN_SIDECAR_EGRESS_HOST = MessageType(
     Level.WARNING,
     "The egress host {0} of the Sidecar matches no service in the mesh.",
 )
+INVALID_TELEMETRY_PROVIDER = MessageType(
+    "IST0157",
+    "InvalidTelemetryProvider",
+    Level.WARNING,
+    'The Telemetry {0} in namespace "{1}" with empty providers will be ignored.',
+)
+CONFLICTING_TELEMETRY_WORKLOAD_SELECTORS = MessageType(
+    "IST0159",
+    "ConflictingTelemetryWorkloadSelectors",
+    Level.ERROR,
+    'The Telemetries {0} in namespace "{1}" select the same workload pod "{2}", which can'
+    " lead to undefined behavior.",
+)
+MULTIPLE_TELEMETRIES_WITHOUT_WORKLOAD_SELECTORS = MessageType(
+    "IST0160",
+    "MultipleTelemetriesWithoutWorkloadSelectors",
+    Level.ERROR,
+    'The Telemetries {0} in namespace "{1}" have no workload selector, which can lead to'
+    " undefined behavior.",
+)
 
 CATALOGUE: tuple[MessageType, ...] = (
     INTERNAL_ERROR,
@@ -212,6 +232,9 @@ CATALOGUE: tuple[MessageType, ...] = (
     CONFLICTING_DESTINATION_RULES,
     UNKNOWN_VIRTUAL_SERVICE_HOST,
     UNKNOWN_SIDECAR_EGRESS_HOST,
+    INVALID_TELEMETRY_PROVIDER,
+    CONFLICTING_TELEMETRY_WORKLOAD_SELECTORS,
+    MULTIPLE_TELEMETRIES_WITHOUT_WORKLOAD_SELECTORS,
 )
 """Every message type ``analyze`` can report, by code."""
 

@@ -1,5 +1,6 @@
 """Workload selectors select something (IST0127) for Sidecars, AuthorizationPolicies,
-PeerAuthentications and RequestAuthentications; one namespace has at most one Sidecar
+PeerAuthentications, RequestAuthentications, WasmPlugins and EnvoyFilters (Telemetry's
+are :mod:`.telemetry_selectors`, with Istio's own codes); one namespace has at most one Sidecar
 without a selector (IST0111) and no workload is selected by two Sidecars (IST0110).
 
 A selector in the root namespace may select workloads of any namespace; elsewhere only
@@ -27,13 +28,17 @@ SELECTING_KINDS = (
     "PeerAuthentication",
     "RequestAuthentication",
     "Sidecar",
+    "WasmPlugin",
+    "EnvoyFilter",
 )
+WORKLOAD_SELECTOR_KINDS = frozenset({"Sidecar", "EnvoyFilter"})
+"""The kinds whose selector is ``workloadSelector.labels`` (others: ``selector.matchLabels``)."""
 
 
 def selector_of(config: Config) -> Mapping[str, str]:
     """The labels a config's workload selector names (empty: it has none)."""
     spec: Any = config.spec
-    if config.kind == "Sidecar":
+    if config.kind in WORKLOAD_SELECTOR_KINDS:
         return dict(spec.workload_selector.labels) if spec.HasField("workload_selector") else {}
     return dict(spec.selector.match_labels) if spec.HasField("selector") else {}
 
@@ -49,7 +54,11 @@ def analyze(view: MeshView) -> Iterator[Message]:
                     None if config.namespace == view.mesh.root_namespace else config.namespace
                 )
                 if not view.workloads_in(namespace, selector):
-                    path = "spec.workloadSelector" if kind == "Sidecar" else "spec.selector"
+                    path = (
+                        "spec.workloadSelector"
+                        if kind in WORKLOAD_SELECTOR_KINDS
+                        else "spec.selector"
+                    )
                     yield about(
                         config, NO_MATCHING_WORKLOADS_FOUND, labels_text(selector), path=path
                     )

@@ -23,7 +23,7 @@ from typing import TextIO
 import aetcd
 
 from pilothouse.cli.label_selector import BadSelector, LabelSelector, parse_selector
-from pilothouse.cli.store_objects import UnknownKind, read_manifests, resolve_kinds, resource
+from pilothouse.cli.store_objects import read_manifests, resource
 from pilothouse.cli.store_session import (
     EXIT_ERROR,
     EXIT_OK,
@@ -38,6 +38,7 @@ from pilothouse.cli.store_session import (
 from pilothouse.config.load import Loader
 from pilothouse.config.model import ConfigKey
 from pilothouse.config.schema import Schema
+from pilothouse.kinds.names import UnknownKind, resolve_kinds
 from pilothouse.kinds.table import SCHEMAS
 from pilothouse.settings import Settings
 from pilothouse.sources.etcd_client import EtcdUnavailable, list_prefix, reason

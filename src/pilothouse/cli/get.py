@@ -36,7 +36,7 @@ import yaml
 from pilothouse.cli.columns import age, table
 from pilothouse.cli.get_status import shows_status, store_statuses, with_status
 from pilothouse.cli.label_selector import BadSelector, LabelSelector, parse_selector
-from pilothouse.cli.store_objects import UnknownKind, resolve_kinds, resource
+from pilothouse.cli.store_objects import resource
 from pilothouse.cli.store_session import (
     EXIT_ERROR,
     EXIT_OK,
@@ -51,6 +51,7 @@ from pilothouse.cli.store_session import (
 from pilothouse.config.load import Loader
 from pilothouse.config.model import ConfigKey
 from pilothouse.config.schema import Schema
+from pilothouse.kinds.names import UnknownKind, resolve_kinds
 from pilothouse.kinds.table import SCHEMAS
 from pilothouse.settings import Settings
 from pilothouse.sources.etcd_client import EtcdUnavailable, list_prefix, reason

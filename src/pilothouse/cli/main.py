@@ -21,6 +21,7 @@ from pilothouse.cli import (
     serve,
     tokens,
     validate,
+    version,
 )
 
 
@@ -45,8 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     delete.add_parser(commands)
     agent.add_parser(commands)
     analyze.add_parser(commands)
-    version = commands.add_parser("version", help="print the version")
-    version.set_defaults(run=lambda _args: print(f"pilothouse {__version__}") or 0)
+    version.add_parser(commands)
     return parser
 
 

@@ -51,6 +51,7 @@ from pilothouse.admin.server_knobs import (
     register_push_knobs,
 )
 from pilothouse.analysis.follower import AnalysisFollower
+from pilothouse.analysis.status import status_writer
 from pilothouse.cli.config_sources import (
     MissingConfigDirectory,
     SourceSetupError,
@@ -239,6 +240,7 @@ async def serve(
         lambda: discovery.mesh,
         logs=worker is None or worker.index == 0,
         ready=discovery.wait_ready,
+        on_result=status_writer(sources),  # --write-status: into the objects' status
     )
     store.subscribe(analysis.on_event)
     if config.kube_mesh is not None:
@@ -344,8 +346,8 @@ async def serve(
                 tasks.create_task(security.secrets.run())
                 kube_sources = [s for s in sources if isinstance(s, KubeConfigSource)]
                 if settings.kube.write_status and kube_sources:
-                    status_writer = GatewayApiStatusWriter(view, kube_sources)
-                    endless.append(tasks.create_task(status_writer.run()))
+                    gateway_status = GatewayApiStatusWriter(view, kube_sources)
+                    endless.append(tasks.create_task(gateway_status.run()))
                 if worker is not None:
                     endless.append(tasks.create_task(worker.report(discovery, stop)))
                 if security.tls is not None:  # renewal and root checks never end by themselves

@@ -1,5 +1,6 @@
 """What ``apply`` and ``delete -f`` read: manifests from files and directories, each object
-validated and kept together with the document it came from, and kubectl's names for kinds.
+validated and kept together with the document it came from, and kubectl's name for a kind
+(the names a user types for one are :mod:`pilothouse.kinds.names`).
 
 A manifest set is valid only as a whole: :func:`read_manifests` returns every problem of
 every file (with file and line) and the caller writes nothing when there is one.
@@ -7,27 +8,19 @@ every file (with file and line) and the caller writes nothing when there is one.
 
 from __future__ import annotations
 
-import difflib
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 from pilothouse.config.documents import MAX_BYTES, read_documents
 from pilothouse.config.encoding import EncodingProblem, decode_config
 from pilothouse.config.load import Loader, Problem
 from pilothouse.config.model import Config, ConfigKey
-from pilothouse.config.schema import Schema, SchemaSet
+from pilothouse.config.schema import Schema
 from pilothouse.config.validation.report import Severity
-from pilothouse.kinds.table import KINDS
 from pilothouse.sources.fs_tree import RootUnavailable, reason_of, scan_tree
-
-SHORT_NAMES: Mapping[str, str] = MappingProxyType(
-    {short: kind.name for kind in KINDS if kind.served for short in kind.short_names}
-)
-"""Istio's CRD short names (``kubectl get vs``), as each kind declares them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,40 +109,6 @@ def read_manifests(paths: Sequence[str], loader: Loader) -> ManifestSet:
             seen[config.key] = where
             manifests.append(Manifest(raw.data, config, name, raw.line))
     return ManifestSet(tuple(manifests), tuple(problems), tuple(dict.fromkeys(keys)))
-
-
-def resolve_kind(text: str, schemas: SchemaSet) -> Schema | None:
-    """The kind a user means: ``VirtualService``, ``virtualservice``, ``virtualservices``,
-    ``vs``, or any of those followed by ``.networking.istio.io`` (``gateways`` alone is
-    Istio's; the Gateway API's is ``gateways.gateway.networking.k8s.io``)."""
-    name, _, group = text.partition(".")
-    wanted = SHORT_NAMES.get(name.lower(), name).lower()
-    for schema in schemas:
-        if group and group != schema.group:
-            continue
-        if wanted in (schema.kind.lower(), schema.manifest_kind.lower(), schema.plural.lower()):
-            return schema
-    return None
-
-
-class UnknownKind(ValueError):
-    """A KIND the store commands do not know; the message is kubectl's, with a hint."""
-
-
-def resolve_kinds(text: str, schemas: SchemaSet) -> list[Schema]:
-    """The kinds a comma-separated list names (``vs,dr``), without repeats; UnknownKind
-    for the first that names none, with the nearest short name or kind."""
-    found: list[Schema] = []
-    for word in (w.strip() for w in text.split(",")):
-        schema = resolve_kind(word, schemas) if word else None
-        if schema is None:
-            names = sorted({*SHORT_NAMES, *(s.kind.lower() for s in schemas)})
-            close = difflib.get_close_matches(word.lower(), names, n=1, cutoff=0.6)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise UnknownKind(f'the server doesn\'t have a resource type "{word}"{hint}')
-        if schema not in found:
-            found.append(schema)
-    return found
 
 
 def resource(schema: Schema, *, plural: bool = False) -> str:

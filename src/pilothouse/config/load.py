@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import difflib
 import functools
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Protocol
@@ -287,8 +288,12 @@ class Loader:
             return None, [problem("kind", "kind is required")]
         schema = self.schemas.by_manifest(kind, api_version)
         if schema is None:
-            supported = ", ".join(sorted(dict.fromkeys(s.manifest_kind for s in self.schemas)))
-            return None, [problem("kind", f"unknown kind {kind!r}; supported kinds: {supported}")]
+            manifest_kinds = sorted(dict.fromkeys(s.manifest_kind for s in self.schemas))
+            supported = ", ".join(manifest_kinds)
+            hint = _nearest_kind(kind, manifest_kinds)
+            return None, [
+                problem("kind", f"unknown kind {kind!r}{hint}; supported kinds: {supported}")
+            ]
         if not isinstance(api_version, str) or api_version not in schema.api_versions:
             accepted = ", ".join(schema.api_versions)
             shown = repr(api_version) if api_version is not None else "missing"
@@ -401,3 +406,10 @@ def _timestamp(value: Any) -> datetime.datetime | None:
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=datetime.UTC)
     return parsed
+
+
+def _nearest_kind(kind: str, kinds: Iterable[str]) -> str:
+    """`` (did you mean 'VirtualService'?)`` for a misspelt or miscased kind, else ``""``."""
+    by_lower = {k.lower(): k for k in kinds}
+    close = difflib.get_close_matches(kind.lower(), list(by_lower), n=1, cutoff=0.75)
+    return f" (did you mean {by_lower[close[0]]!r}?)" if close else ""

@@ -3,13 +3,15 @@
 :class:`PilothouseAdmin` reads ``/debug/acked`` (the connected proxies, and what one of
 them acknowledged); :class:`EnvoyAdmin` reads ``/config_dump?include_eds``. Anything
 that keeps an answer from being read (no connection, a timeout, a status other than
-200, a body that is not the JSON expected) is an :class:`Unreachable` naming the URL and
-the reason; a proxy pilothouse does not know is :class:`NotConnected`.
+200, a body that is not the JSON expected) is an :class:`Unreachable` naming the URL (or,
+when nothing listens, the address) and the reason, with what to check; a proxy
+pilothouse does not know is :class:`NotConnected`.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -18,6 +20,11 @@ import aiohttp
 
 ACKED_PATH: Final = "/debug/acked"
 CONFIG_DUMP_PATH: Final = "/config_dump?include_eds"
+CHECK_SERVE: Final = "is pilothouse serve running with its admin API there? check --admin"
+CHECK_ENVOY: Final = (
+    "is the proxy's Envoy running with its admin API there? "
+    "check --envoy-admin or the proxy's ENVOY_ADMIN_ADDRESS metadata"
+)
 
 
 class InspectionFailed(RuntimeError):
@@ -60,7 +67,7 @@ class PilothouseAdmin:
         self._session = session
 
     async def proxies(self) -> list[ConnectedProxy]:
-        body = await _get_json(self._session, self.url + ACKED_PATH)
+        body = await _get_json(self._session, self.url + ACKED_PATH, check=CHECK_SERVE)
         entries = body.get("proxies") if isinstance(body, Mapping) else None
         if not isinstance(entries, list):
             raise Unreachable(f"{self.url}{ACKED_PATH}: no 'proxies' list in the answer")
@@ -80,7 +87,9 @@ class PilothouseAdmin:
     async def acked(self, node_id: str) -> dict[str, dict[str, str]]:
         """``{type_url: {name: digest}}`` of what the proxy ``node_id`` ACKed."""
         url = self.url + ACKED_PATH
-        body = await _get_json(self._session, url, {"proxyID": node_id}, not_found=node_id)
+        body = await _get_json(
+            self._session, url, {"proxyID": node_id}, not_found=node_id, check=CHECK_SERVE
+        )
         if not isinstance(body, Mapping) or not all(
             isinstance(digests, Mapping) for digests in body.values()
         ):
@@ -96,7 +105,7 @@ class EnvoyAdmin:
         self._session = session
 
     async def config_dump(self) -> Mapping[str, Any]:
-        body = await _get_json(self._session, self.url + CONFIG_DUMP_PATH)
+        body = await _get_json(self._session, self.url + CONFIG_DUMP_PATH, check=CHECK_ENVOY)
         if not isinstance(body, Mapping):
             raise Unreachable(f"{self.url}{CONFIG_DUMP_PATH}: the answer is not a JSON object")
         return body
@@ -108,6 +117,7 @@ async def _get_json(
     query: Mapping[str, str] | None = None,
     *,
     not_found: str | None = None,
+    check: str,
 ) -> Any:
     try:
         async with session.get(url, params=query) as response:
@@ -117,10 +127,24 @@ async def _get_json(
             if response.status != 200:
                 raise Unreachable(f"{url}: HTTP {response.status}: {_reason(text)}")
             return json.loads(text)
-    except (aiohttp.ClientError, TimeoutError, UnicodeDecodeError) as problem:
+    except aiohttp.ClientConnectorError as problem:
+        address = f"{problem.host}:{problem.port}"
+        raise Unreachable(
+            f"cannot connect to {address}: {_refusal(problem.os_error)} ({check})"
+        ) from None
+    except TimeoutError:
+        raise Unreachable(f"{url}: no answer within the timeout ({check})") from None
+    except (aiohttp.ClientError, UnicodeDecodeError) as problem:
         raise Unreachable(f"{url}: {type(problem).__name__}: {problem}".rstrip(": ")) from None
     except json.JSONDecodeError as problem:
         raise Unreachable(f"{url}: the answer is not JSON ({problem})") from None
+
+
+def _refusal(error: OSError) -> str:
+    """``connection refused`` rather than ``Connect call failed ('127.0.0.1', 1)``."""
+    if error.errno:
+        return os.strerror(error.errno).lower()
+    return str(error) or type(error).__name__
 
 
 def _reason(text: str) -> str:

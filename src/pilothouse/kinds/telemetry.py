@@ -47,6 +47,8 @@ KIND = Kind(
     unread_by=frozenset({CDS, RDS}),
     index="telemetries",
     uncompared_audience=Audience.NAMESPACE_OR_ROOT,
+    # Istio's CRD declares "telemetry"; "tm" is the one the istioctl habits ask for
+    short_names=("telemetry", "tm"),
 )
 
 

@@ -2,7 +2,9 @@
 
 Every scenario starts the same way: all shares start their proxies at once (or
 spread over ``ramp`` seconds) and the run waits until every proxy has converged
-or ``timeout`` has passed (the *connect* phase).  Then:
+or ``timeout`` has passed (the *connect* phase); if no proxy has connected a few
+seconds in and nothing listens at the server's address, the run stops there with
+``cannot connect to ADDRESS: connection refused`` (:mod:`.reachability`).  Then:
 
 - ``connect`` ends there;
 - ``push`` waits for the fleet to go quiet, makes a change with the trigger,
@@ -29,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from pilothouse.loadtest.outcome import ShareResult, ShareStatus, combine
+from pilothouse.loadtest.reachability import refused
 from pilothouse.loadtest.server_process import ServerProbe, ServerRecord
 from pilothouse.loadtest.shares import Share
 from pilothouse.loadtest.spec import LoadSpec, Scenario
@@ -38,6 +41,8 @@ POLL: Final = 0.05
 QUIET: Final = 0.5
 """A fleet that saw nothing for this long is quiet (the next push may go)."""
 QUIET_LIMIT: Final = 5.0
+UNREACHABLE_AFTER: Final = 3.0
+"""With no proxy connected this long, the driver asks whether anything listens."""
 EXPIRY_SLACK: Final = 1.0
 """Shares close a change ``timeout`` after it was made; the driver allows this much more."""
 
@@ -114,8 +119,7 @@ class LoadRun:
         await self._mark(START)
         await asyncio.gather(*(share.start(self.spec.ramp) for share in self.shares))
         self.phase = "connect"
-        total = self.proxies
-        await self._wait(lambda s: s.converged >= total, self.spec.ramp + self.spec.timeout)
+        await self._connect()
         await self._mark(CONNECTED)
         if not self.stop.is_set():
             if self.spec.scenario is Scenario.PUSH:
@@ -129,6 +133,25 @@ class LoadRun:
         self.phase = "finishing"
         self.record.results = list(await asyncio.gather(*(s.finish() for s in self.shares)))
         return self.record
+
+    async def _connect(self) -> None:
+        """Wait until every proxy converged once (or the timeout); stop with the reason
+        when none has connected ``UNREACHABLE_AFTER`` seconds in and nothing listens."""
+        total = self.proxies
+        began = probed = self.clock()
+        deadline = began + self.spec.ramp + self.spec.timeout
+        while not self.stop.is_set():
+            self._check()
+            status = self.status()
+            now = self.clock()
+            if status.converged >= total or now >= deadline:
+                return
+            if status.connected == status.converged == 0 and now - probed >= UNREACHABLE_AFTER:
+                problem = await refused(self.spec.servers)
+                if problem is not None:
+                    raise LoadtestError(problem)
+                probed = self.clock()
+            await self._sleep(POLL)
 
     async def _push(self) -> None:
         for number in range(1, self.spec.repeat + 1):

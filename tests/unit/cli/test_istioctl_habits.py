@@ -21,7 +21,7 @@ from pilothouse.cli.label_selector import BadSelector, parse_selector
 from pilothouse.cli.main import build_parser
 from pilothouse.cli.proxy_status import admin_urls, in_namespace, proxy_name
 from pilothouse.cli.secret_table import SECRETS, secret_rows, secrets_of
-from pilothouse.cli.store_objects import UnknownKind, resolve_kinds
+from pilothouse.kinds.names import UnknownKind, resolve_kinds
 from pilothouse.kinds.table import SCHEMAS
 
 REVIEWS = "outbound|9080|v3|reviews.bookinfo.svc.cluster.local"

@@ -65,9 +65,19 @@ def test_unknown_kind_names_supported_kinds() -> None:
     message = _error(
         "apiVersion: networking.istio.io/v1\nkind: VirtualServce\nmetadata: {name: a}\n"
     )
-    assert message.startswith("x.yaml:2: unknown kind 'VirtualServce'; supported kinds: ")
+    assert message.startswith(
+        "x.yaml:2: unknown kind 'VirtualServce' (did you mean 'VirtualService'?); supported kinds: "
+    )
     for schema in SCHEMAS:
         assert schema.manifest_kind in message
+    lowered = _error(
+        "apiVersion: networking.istio.io/v1\nkind: virtualservice\nmetadata: {name: a}\n"
+    )
+    assert "unknown kind 'virtualservice' (did you mean 'VirtualService'?)" in lowered
+    nothing_near = _error(
+        "apiVersion: networking.istio.io/v1\nkind: Mystery\nmetadata: {name: a}\n"
+    )
+    assert "unknown kind 'Mystery'; supported kinds: " in nothing_near
 
 
 def test_wrong_api_version() -> None:

@@ -19,11 +19,11 @@ from pathlib import Path
 from google.protobuf.message import Message
 
 import pilothouse.kinds
-from pilothouse.cli.store_objects import SHORT_NAMES
 from pilothouse.config.model import ConfigKey
 from pilothouse.config.validation.report import Report
 from pilothouse.kinds import table
 from pilothouse.kinds.kind import Audience, Kind
+from pilothouse.kinds.names import SHORT_NAMES
 from pilothouse.kinds.table import KINDS, SCHEMAS, kind_named, served
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.affected_types import ENDPOINT_KINDS, UNAFFECTED_BY
@@ -127,6 +127,8 @@ def test_short_names_come_from_the_served_kinds() -> None:
     assert len(declared) == len(set(declared))
     assert dict(SHORT_NAMES) == {s: k.name for k in served() for s in k.short_names}
     assert SHORT_NAMES["vs"] == "VirtualService" and SHORT_NAMES["ap"] == "AuthorizationPolicy"
+    assert SHORT_NAMES["tm"] == SHORT_NAMES["telemetry"] == "Telemetry"
+    assert "WasmPlugin" not in SHORT_NAMES.values()  # Istio's CRD declares none
 
 
 def test_the_table_module_lists_every_kind_module() -> None:

@@ -21,8 +21,10 @@ object, so objects written as ``v1beta1`` or ``v1alpha3`` arrive too.
   such as GatewayClass are then not read); ``label_selector`` to the objects it selects.
 - With ``write_status``, each object's ``status.validationMessages`` is kept to what
   validation found, as istiod's analysis writes it (``type`` name and code IST0106,
-  ``level``, ``documentationUrl``, plus the ``message``), with ``observedGeneration``;
-  and :meth:`KubeConfigSource.publish_status` writes a status computed elsewhere (the
+  ``level``, ``documentationUrl``, plus the ``message``), followed by what the latest
+  analysis of the served config found about it (:meth:`KubeConfigSource.set_analysis`,
+  given by ``serve``), with ``observedGeneration``; and
+  :meth:`KubeConfigSource.publish_status` writes a status computed elsewhere (the
   Gateway API's conditions). Without it nothing is written to the API server.
 """
 
@@ -31,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pilothouse.backoff import Backoff
@@ -98,6 +100,10 @@ class KubeConfigSource:
         self.informers: list[Informer] = []
         self._writes: set[asyncio.Task[None]] = set()
         self._by_kind: dict[str, Informer] = {}
+        self._analysis: Mapping[ConfigKey, Sequence[Mapping[str, Any]]] = {}
+        self._held: dict[ConfigKey, tuple[Informer, dict[str, Any]]] = {}
+        """With ``write_status``: each object's informer and latest state, so that a new
+        analysis can be written to objects that did not change."""
         self._client: ApiClient | None = None
         self._setup_problem: str | None = None
         self._state = Availability(name, False, "not connected yet", time.time())
@@ -218,6 +224,7 @@ class KubeConfigSource:
             key = ConfigKey(schema.kind, namespace, str(meta.get("name") or ""))
             if event.type is WatchEventType.DELETED:
                 self._problems.pop(key, None)
+                self._held.pop(key, None)
                 self.store.delete(key)
                 return
             self._load(schema, informer, key, event.obj)
@@ -250,9 +257,22 @@ class KubeConfigSource:
         if config is not None:
             self.store.apply(_with_origin(config, Origin(self.name, path)))
         if self.write_status:
+            self._held[key] = (informer, obj)
             self._write_status(informer, key, obj, problems)
 
     # -- --write-status ------------------------------------------------------------------
+
+    def set_analysis(self, messages: Mapping[ConfigKey, Sequence[Mapping[str, Any]]]) -> None:
+        """The latest analysis's ``validationMessages`` entries by object: written after
+        each object's validation messages where they changed (with ``write_status``)."""
+        before, self._analysis = self._analysis, messages
+        if not self.write_status:
+            return
+        for key in sorted({*before, *messages}):
+            held = self._held.get(key)
+            if held is not None and before.get(key) != messages.get(key):
+                informer, obj = held
+                self._write_status(informer, key, obj, self._problems.get(key, ()))
 
     def _write_status(
         self,
@@ -263,7 +283,7 @@ class KubeConfigSource:
     ) -> None:
         status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
         assert isinstance(status, dict)
-        wanted = validation_messages(problems)
+        wanted = validation_messages(problems) + [dict(m) for m in self._analysis.get(key, ())]
         generation = (obj.get("metadata") or {}).get("generation")
         same = (status.get("validationMessages") or []) == wanted and (
             not wanted or status.get("observedGeneration") == generation
