@@ -19,7 +19,13 @@ def recipe(target: str) -> list[str]:
     if shutil.which("make") is None:
         pytest.skip("make is not installed")
     done = subprocess.run(
-        ["make", "-n", "-B", target], cwd=ROOT, capture_output=True, text=True, check=True
+        # --no-print-directory: under `make test` this make is a sub-make, which would
+        # otherwise print "Entering/Leaving directory" lines around the recipe
+        ["make", "--no-print-directory", "-n", "-B", target],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     return done.stdout.splitlines()
 
