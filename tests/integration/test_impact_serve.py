@@ -29,6 +29,7 @@ from envoy.config.route.v3 import route_pb2  # type: ignore[import-untyped]
 from pilothouse.protocol.type_urls import CDS, LDS, RDS
 from tests.e2e.harness.cli_in_process import run_cli_in_thread
 from tests.e2e.harness.client import fetch
+from tests.e2e.harness.etcd import EtcdServer
 from tests.e2e.harness.ports import LOOPBACK, free_ports
 from tests.e2e.harness.serve_process import ServeProcess
 from tests.integration.ads_stream import AdsStream, open_ads, sotw_request
@@ -300,3 +301,33 @@ async def test_bad_candidates_are_refused_precisely_and_change_nothing(served: S
     status, _ = await admin_json(admin, "/debug/impact")
     assert status == 405
     assert [len(s.responses) for s in served.sidecars.values()] == counts
+
+
+async def test_apply_dry_run_prints_the_impact_after_its_lines(
+    served: Served, module_etcd: EtcdServer, tmp_path: Path
+) -> None:
+    """``apply --dry-run --admin``: kubectl's line for the store, then the server's table;
+    ``-o json`` prints the answer alone. (The store is an empty etcd; the server reads its
+    directory: the impact is the server's, of the objects apply would write.)"""
+    admin = f"{LOOPBACK}:{served.serve.admin_port}"
+    edit = tmp_path / "web.yaml"
+    edit.write_text(WEB_TIMEOUT.replace("timeout: 3s", "timeout: 7s"))
+    store = module_etcd.address("/impact")
+    ran = await run_cli_in_thread(
+        "apply", "-f", str(edit), "--dry-run=server", "--store", store, "--admin", admin
+    )
+    assert ran.returncode == 0, ran.stderr
+    lines = ran.stdout.splitlines()
+    assert lines[0] == "virtualservice.networking.istio.io/web created (server dry run)"
+    assert lines[1].startswith("1 of 2 connected proxies would be pushed, 1 with")
+    assert lines[3].split() == ["client-1.shop", "RDS", "0", "1", "0"]
+    ran = await run_cli_in_thread(
+        "apply", "-f", str(edit), "--dry-run", "--store", store, "--admin", admin, "-o", "json"
+    )
+    assert ran.returncode == 0, ran.stderr
+    answer = json.loads(ran.stdout)
+    assert predicted(answer) == {SHOP: {"RDS": {"added": [], "changed": ["8080"], "removed": []}}}
+    assert answer["proxies"][0]["source"] == f"http://{admin}"
+    ran = await run_cli_in_thread("apply", "-f", str(edit), "--store", store, "--admin", admin)
+    assert ran.returncode == 1 and "add --dry-run" in ran.stderr
+    assert await module_etcd.etcdctl("get", "", "--prefix", "--keys-only") == ""
