@@ -22,6 +22,7 @@ import aiohttp
 import pytest
 
 from pilothouse.config.load import Loader
+from pilothouse.kinds.gateway_api.translation import translate
 from pilothouse.kinds.table import SCHEMAS
 from pilothouse.loadtest.fleet import ProxyFleet
 from pilothouse.loadtest.holdings import ReceivedResource
@@ -217,6 +218,9 @@ def test_services_and_virtual_services_are_the_example_meshs(exposition: Scrape)
         for host in config.spec.hosts  # type: ignore[attr-defined]
     }
     virtual_services = [config for config in configs if config.kind == "VirtualService"]
+    # and, as istiod counts them, the VirtualServices made of the Gateway API's routes
+    generated = translate(lambda kind: [c for c in configs if c.kind == kind], "cluster.local")
+    virtual_services += generated.virtual_services
     assert exposition.sample("pilot_services") == len(hosts) > 0
     assert exposition.sample("pilot_virt_services") == len(virtual_services) > 0
     source = f"fs://{EXAMPLES}"

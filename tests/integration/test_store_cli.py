@@ -368,3 +368,59 @@ async def test_kubectl_habits_lists_selectors_outputs_server_dry_run_and_delete_
     assert await stored_keys(etcd) == []
     code, _, err = await cli("delete", "vs", "a", "--all", "--store", store)
     assert code == 1 and "NAMEs, --all or -l" in err
+
+
+GATEWAY_API = """\
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: web, namespace: shop}
+spec:
+  gatewayClassName: istio
+  listeners: [{name: http, port: 8080, protocol: HTTP}]
+---
+apiVersion: gateway.networking.k8s.io/v1beta1
+kind: HTTPRoute
+metadata: {name: web, namespace: shop}
+spec:
+  parentRefs: [{name: web}]
+  rules: [{backendRefs: [{name: missing, port: 80}]}]
+"""
+
+
+async def test_gateway_api_apply_get_with_status_and_delete(
+    etcd: EtcdServer, tmp_path: Path
+) -> None:
+    store = etcd.address("/mesh")
+    path = write(tmp_path / "gw", "gw.yaml", GATEWAY_API)
+    code, out, err = await cli("apply", "-f", str(path), "--store", store)
+    assert (code, err) == (0, ""), err
+    assert out.splitlines() == [
+        "gateway.gateway.networking.k8s.io/web created",
+        "httproute.gateway.networking.k8s.io/web created",
+    ]
+    assert await stored_keys(etcd) == [
+        "/mesh/gateway.networking.k8s.io/HTTPRoute/shop/web",
+        "/mesh/gateway.networking.k8s.io/KubernetesGateway/shop/web",
+    ]
+    code, out, _ = await cli(
+        "get", "httproutes", "web", "-n", "shop", "-o", "json", "--store", store
+    )
+    shown = json.loads(out)
+    assert (shown["apiVersion"], shown["kind"]) == (
+        "gateway.networking.k8s.io/v1beta1",
+        "HTTPRoute",
+    )
+    (parent,) = shown["status"]["parents"]
+    conditions = {c["type"]: (c["status"], c["reason"]) for c in parent["conditions"]}
+    assert conditions == {
+        "Accepted": ("True", "Accepted"),
+        "ResolvedRefs": ("False", "BackendNotFound"),
+    }
+    code, out, _ = await cli(
+        "get", "gateways.gateway.networking.k8s.io", "-n", "shop", "-o", "yaml", "--store", store
+    )
+    assert "kind: Gateway" in out and "attachedRoutes: 1" in out
+    code, out, _ = await cli("get", "gateways", "-n", "shop", "--store", store)  # Istio's
+    assert code == 0 and "web" not in out
+    code, out, _ = await cli("delete", "-f", str(path), "--store", store)
+    assert code == 0 and await stored_keys(etcd) == []

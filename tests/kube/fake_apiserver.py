@@ -130,6 +130,19 @@ RESOURCES: tuple[Resource, ...] = (
     ),
     Resource("telemetry.istio.io", ("v1", "v1alpha1"), "telemetries", "Telemetry"),
     Resource("extensions.istio.io", ("v1alpha1",), "wasmplugins", "WasmPlugin"),
+    Resource("gateway.networking.k8s.io", ("v1", "v1beta1"), "gatewayclasses", "GatewayClass",
+             namespaced=False),
+    *(
+        Resource("gateway.networking.k8s.io", versions, plural, kind)
+        for kind, plural, versions in (
+            ("Gateway", "gateways", ("v1", "v1beta1")),
+            ("HTTPRoute", "httproutes", ("v1", "v1beta1")),
+            ("GRPCRoute", "grpcroutes", ("v1",)),
+            ("TCPRoute", "tcproutes", ("v1alpha2",)),
+            ("TLSRoute", "tlsroutes", ("v1alpha2", "v1alpha3")),
+            ("ReferenceGrant", "referencegrants", ("v1beta1", "v1")),
+        )
+    ),
 )  # fmt: skip
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"

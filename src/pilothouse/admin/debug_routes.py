@@ -34,6 +34,9 @@ path                      answer (JSON)
                           (:mod:`pilothouse.admin.telemetryz`)
 ``/debug/analyzez``       the latest analysis of the served config: istioctl analyze's
                           messages (:mod:`pilothouse.admin.analysis`)
+``/debug/gateway_apiz``   the status of every Gateway API object (``?namespace=``),
+                          as ``--write-status`` would write it
+                          (:mod:`pilothouse.kinds.gateway_api.status`)
 ``POST /debug/impact``    candidate objects in, what they would push to each proxy
                           connected here out (:mod:`pilothouse.admin.impact`)
 ========================  ==========================================================
@@ -66,6 +69,7 @@ from pilothouse.admin.debug_views import (
     registryz,
     sources_view,
 )
+from pilothouse.admin.gateway_api_view import gateway_apiz
 from pilothouse.admin.impact import impact_handler
 from pilothouse.admin.refusals import refusal_routes
 from pilothouse.admin.telemetryz import telemetryz
@@ -91,6 +95,7 @@ ENDPOINTS: Final = (
     ("/debug/envoyfilterz", "every EnvoyFilter patch: applied, matched nothing, no proxy, dropped"),
     ("/debug/telemetryz", "each proxy's effective Telemetry, and what is not applied"),
     ("/debug/analyzez", "the latest analysis of the served config (pilothouse analyze's checks)"),
+    ("/debug/gateway_apiz", "the status of every Gateway API object (?namespace=)"),
     ("/debug/impact", "POST objects: what applying them would push to each proxy (no change)"),
 )
 
@@ -138,6 +143,7 @@ class DebugEndpoints:
             "/debug/sources": self.sources,
             "/debug/envoyfilterz": self.envoy_filterz,
             "/debug/telemetryz": self.telemetryz,
+            "/debug/gateway_apiz": self.gateway_apiz,
         }
         for acked in acked_routes(self._discovery):
             handlers[acked.path] = acked.handler
@@ -219,6 +225,10 @@ class DebugEndpoints:
 
     async def telemetryz(self, request: web.Request) -> web.Response:
         return _json(telemetryz(self._discovery))
+
+
+    async def gateway_apiz(self, request: web.Request) -> web.Response:
+        return _json(gateway_apiz(self._discovery, request.query.get("namespace", "")))
 
 
 def debug_routes(discovery: DebugView, sources: Sequence[NamedSource] = ()) -> list[web.RouteDef]:

@@ -96,7 +96,7 @@ def configz(
         out.append(
             {
                 "apiVersion": schema.api_versions[0] if schema is not None else "",
-                "kind": config.kind,
+                "kind": schema.manifest_kind if schema is not None else config.kind,
                 "metadata": metadata,
                 "spec": json_format.MessageToDict(config.spec),
                 "origin": str(config.origin),

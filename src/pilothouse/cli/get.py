@@ -11,7 +11,8 @@ what the spec says of hosts, gateways and addresses where a kind has them, and t
 labels; ``-o name`` prints ``kind.group/name`` lines; ``-o yaml|json`` prints the stored
 object with ``metadata.resourceVersion`` (its etcd mod revision), several as a ``List``.
 ``-l`` keeps the objects whose labels match a kubectl selector
-(:mod:`pilothouse.cli.label_selector`).
+(:mod:`pilothouse.cli.label_selector`). With ``-o yaml|json`` a Gateway API object
+carries the ``status`` a server would report for it (:mod:`.get_status`).
 
 A named object that does not exist is ``Error from server (NotFound): …`` and exit
 status 1; an empty list is ``No resources found …`` on standard error and exit status
@@ -33,6 +34,7 @@ import aetcd
 import yaml
 
 from pilothouse.cli.columns import age, table
+from pilothouse.cli.get_status import shows_status, store_statuses, with_status
 from pilothouse.cli.label_selector import BadSelector, LabelSelector, parse_selector
 from pilothouse.cli.store_objects import UnknownKind, resolve_kinds, resource
 from pilothouse.cli.store_session import (
@@ -110,6 +112,7 @@ async def _get(
     namespace = None if args.all_namespaces else args.namespace
     missing = False
     found: list[tuple[Schema, list[dict[str, Any]]]] = []
+    statuses: dict[ConfigKey, dict[str, Any]] | None = None  # Gateway API, computed once
     async with connected(store, args.request_timeout) as client:
         for schema in kinds:
             if args.names:
@@ -125,6 +128,8 @@ async def _get(
             else:
                 prefix = layout.kind_range(schema.kind, namespace)
                 kvs = list((await list_prefix(client, prefix)).kvs)
+            if statuses is None and args.output in ("yaml", "json") and shows_status(schema.group):
+                statuses = await store_statuses(client, layout, loader)
             objects = []
             for kv in kvs:
                 stored = layout.decode(loader, kv.key, kv.value, kv.mod_revision)
@@ -137,7 +142,7 @@ async def _get(
                 data = json.loads(kv.value)
                 data.setdefault("metadata", {})["resourceVersion"] = str(kv.mod_revision)
                 if selector.matches(data["metadata"].get("labels") or {}):
-                    objects.append(data)
+                    objects.append(with_status(data, (statuses or {}).get(stored.config.key)))
             found.append((schema, objects))
     shown = sum(len(objects) for _, objects in found)
     if not shown:

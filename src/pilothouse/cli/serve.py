@@ -69,6 +69,7 @@ from pilothouse.cli.serve_listeners import (
     XdsListener,
 )
 from pilothouse.cli.serve_security import RootWait, Security, create_ca, wire_security
+from pilothouse.cli.serve_status import GatewayApiStatusWriter
 from pilothouse.cli.supervisor import supervise
 from pilothouse.cli.worker import WorkerRole
 from pilothouse.descriptors import raise_open_file_limit
@@ -81,6 +82,7 @@ from pilothouse.settings import (
 from pilothouse.sources.addresses import ConfigSource
 from pilothouse.sources.availability import Availability, ReportsAvailability
 from pilothouse.sources.events import ConfigEvent
+from pilothouse.sources.kubernetes.config_source import KubeConfigSource
 from pilothouse.webhook.server import WebhookServer
 from pilothouse.xds.server.ads import add_discovery_services, new_grpc_server
 from pilothouse.xds.server.debug_view import DebugView
@@ -340,6 +342,10 @@ async def serve(
                     )
                 tasks.create_task(discovery.run())
                 tasks.create_task(security.secrets.run())
+                kube_sources = [s for s in sources if isinstance(s, KubeConfigSource)]
+                if settings.kube.write_status and kube_sources:
+                    status_writer = GatewayApiStatusWriter(view, kube_sources)
+                    endless.append(tasks.create_task(status_writer.run()))
                 if worker is not None:
                     endless.append(tasks.create_task(worker.report(discovery, stop)))
                 if security.tls is not None:  # renewal and root checks never end by themselves

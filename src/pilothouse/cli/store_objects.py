@@ -120,13 +120,14 @@ def read_manifests(paths: Sequence[str], loader: Loader) -> ManifestSet:
 
 def resolve_kind(text: str, schemas: SchemaSet) -> Schema | None:
     """The kind a user means: ``VirtualService``, ``virtualservice``, ``virtualservices``,
-    ``vs``, or any of those followed by ``.networking.istio.io``."""
+    ``vs``, or any of those followed by ``.networking.istio.io`` (``gateways`` alone is
+    Istio's; the Gateway API's is ``gateways.gateway.networking.k8s.io``)."""
     name, _, group = text.partition(".")
     wanted = SHORT_NAMES.get(name.lower(), name).lower()
     for schema in schemas:
         if group and group != schema.group:
             continue
-        if wanted in (schema.kind.lower(), schema.plural.lower()):
+        if wanted in (schema.kind.lower(), schema.manifest_kind.lower(), schema.plural.lower()):
             return schema
     return None
 
@@ -153,5 +154,5 @@ def resolve_kinds(text: str, schemas: SchemaSet) -> list[Schema]:
 
 def resource(schema: Schema, *, plural: bool = False) -> str:
     """kubectl's name of a kind: ``virtualservice.networking.istio.io`` (or the plural)."""
-    kind = schema.plural if plural else schema.kind.lower()
+    kind = schema.plural if plural else schema.manifest_kind.lower()
     return f"{kind}.{schema.group}"

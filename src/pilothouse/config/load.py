@@ -12,6 +12,7 @@ known; the traceback is logged at debug level). No loader method raises, except
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import functools
 import logging
@@ -109,6 +110,14 @@ class Loader:
         except Exception as exc:  # a bug: this text is unreadable, nothing else is touched
             return _unreadable(file, exc)
 
+    def _shown(self, problems: list[Problem], key: ConfigKey | None) -> list[Problem]:
+        """``problems`` naming the object by the kind its manifest says when its key's
+        kind differs (the Gateway API's Gateway, kept as ``KubernetesGateway``)."""
+        schema = self.schemas.by_kind(key.kind) if key is not None else None
+        if schema is None or not schema.wire_kind:
+            return problems
+        return [dataclasses.replace(p, shown_kind=schema.wire_kind) for p in problems]
+
     def load_strict(self, text: str, file: str) -> tuple[Config, ...]:
         """Every object in ``text``, or :class:`ConfigError` if anything is invalid."""
         result = self.load_text(text, file)
@@ -124,7 +133,8 @@ class Loader:
         """
         named: list[ConfigKey] = []
         try:
-            return self._load_object(raw, named)
+            config, found, key = self._load_object(raw, named)
+            return config, self._shown(found, key), key
         except Exception as exc:
             key = named[-1] if named else None
             log.debug("loading the object at %s:%d failed", raw.file, raw.line, exc_info=True)
@@ -275,9 +285,9 @@ class Loader:
         api_version = data.get("apiVersion")
         if not isinstance(kind, str) or not kind:
             return None, [problem("kind", "kind is required")]
-        schema = self.schemas.by_kind(kind)
+        schema = self.schemas.by_manifest(kind, api_version)
         if schema is None:
-            supported = ", ".join(sorted(self.schemas.kinds))
+            supported = ", ".join(sorted(dict.fromkeys(s.manifest_kind for s in self.schemas)))
             return None, [problem("kind", f"unknown kind {kind!r}; supported kinds: {supported}")]
         if not isinstance(api_version, str) or api_version not in schema.api_versions:
             accepted = ", ".join(schema.api_versions)

@@ -8,7 +8,10 @@ the ``xds://`` source all carry Istio config in this message::
 
 The body's type URL is the spec message's full name
 (``type.googleapis.com/istio.networking.v1alpha3.ServiceEntry``, whatever API version the
-object was written in). ``metadata.create_time`` is always set, as istiod's own server
+object was written in). Kinds with no upstream protobuf message (the Gateway API's,
+held in pilothouse's own ``k8s.*`` messages) travel as a ``google.protobuf.Struct`` of the
+spec's JSON instead, as istiod sends them; either body is accepted for them.
+``metadata.create_time`` is always set, as istiod's own server
 sets it (older istiod sinks reject a resource without one): the object's
 ``creationTimestamp`` when it has one, else the time the caller says pilothouse first
 saw it. ``metadata.version`` is the caller's choice: legacy MCP sends
@@ -26,7 +29,8 @@ import hashlib
 from dataclasses import dataclass
 from typing import Final
 
-from google.protobuf.message import DecodeError
+from google.protobuf import json_format, struct_pb2
+from google.protobuf.message import DecodeError, Message
 
 from pilothouse.api.istio.mcp.v1alpha1 import resource_pb2
 from pilothouse.config.load import Loader
@@ -35,6 +39,14 @@ from pilothouse.config.schema import Schema, SchemaSet
 from pilothouse.config.validation.report import Severity
 
 MCP_RESOURCE_TYPE_URL: Final = "type.googleapis.com/istio.mcp.v1alpha1.Resource"
+STRUCT_TYPE_URL: Final = "type.googleapis.com/google.protobuf.Struct"
+_STRUCT_PACKAGE_PREFIX: Final = "k8s."
+"""Spec messages in these packages have no upstream proto: their body is a Struct."""
+
+
+def struct_body(spec: Message) -> bool:
+    """Whether ``spec`` travels over MCP as a ``google.protobuf.Struct`` of its JSON."""
+    return str(spec.DESCRIPTOR.file.package).startswith(_STRUCT_PACKAGE_PREFIX)
 UNNAMED: Final = "<unnamed>"
 """The name a rejection carries when the resource had none (or could not be read)."""
 
@@ -85,8 +97,14 @@ def encode_resource(config: Config, version: str, first_seen: datetime.datetime)
     metadata.create_time.seconds = seconds
     metadata.create_time.nanos = nanos
     body = resource.body
-    body.type_url = "type.googleapis.com/" + config.spec.DESCRIPTOR.full_name
-    body.value = config.spec.SerializeToString(deterministic=True)
+    if struct_body(config.spec):
+        spec_json = struct_pb2.Struct()
+        spec_json.update(json_format.MessageToDict(config.spec))
+        body.type_url = STRUCT_TYPE_URL
+        body.value = spec_json.SerializeToString(deterministic=True)
+    else:
+        body.type_url = "type.googleapis.com/" + config.spec.DESCRIPTOR.full_name
+        body.value = config.spec.SerializeToString(deterministic=True)
     return resource.SerializeToString(deterministic=True)
 
 
@@ -163,6 +181,8 @@ class ResourceDecoder:
         metadata = resource.metadata
         full_name = metadata.name
         body = resource.body
+        if self.schema.struct_body and body.type_url == STRUCT_TYPE_URL:
+            return self._decode_struct(resource)
         if body.type_url != self._body_type_url:
             return Rejection(
                 full_name or UNNAMED,
@@ -177,6 +197,25 @@ class ResourceDecoder:
                 f"body is not a {self.schema.proto_name}: {problem}",
                 undecodable=True,
             )
+        return self._load(resource, spec)
+
+    def _decode_struct(self, resource: resource_pb2.Resource) -> Config | Rejection:
+        """A ``Struct`` body: the spec's JSON, decoded strictly into the kind's message."""
+        name = resource.metadata.name or UNNAMED
+        try:
+            spec_json = struct_pb2.Struct.FromString(resource.body.value)
+        except DecodeError as problem:
+            return Rejection(name, f"body is not a google.protobuf.Struct: {problem}", True)
+        try:
+            spec = json_format.ParseDict(json_format.MessageToDict(spec_json), self._message())
+        except json_format.ParseError as problem:
+            return Rejection(name, f"spec: {problem}")
+        return self._load(resource, spec)
+
+    def _load(self, resource: resource_pb2.Resource, spec: Message) -> Config | Rejection:
+        """The validated Config of ``resource`` whose body decoded into ``spec``."""
+        metadata = resource.metadata
+        full_name = metadata.name
         key = resource_key(self.schema, full_name)
         if key is None:
             expected = "<namespace>/<name>" if self.schema.namespaced else "<name>"

@@ -27,6 +27,8 @@ class Problem:
     line: int | None
     message: str
     key: ConfigKey | None = None
+    shown_kind: str = ""
+    """The kind to print when it is not the key's (the manifest's ``kind``)."""
 
     def __str__(self) -> str:
         where = ""
@@ -35,7 +37,8 @@ class Problem:
             where = f"{file}:{self.line}: " if self.line is not None else f"{file}: "
         what = ""
         if self.key is not None:
-            what = f"{self.key.kind} {self.key.namespace}/{self.key.name}: "
+            kind = self.shown_kind or self.key.kind
+            what = f"{kind} {self.key.namespace}/{self.key.name}: "
         marker = "warning: " if self.severity is Severity.WARNING else ""
         return one_line(printable(f"{where}{what}{marker}{self.message}"))
 
@@ -44,7 +47,7 @@ class Problem:
             "severity": str(self.severity),
             "file": printable(self.file) if self.file is not None else None,
             "line": self.line,
-            "kind": printable(self.key.kind) if self.key else None,
+            "kind": printable(self.shown_kind or self.key.kind) if self.key else None,
             "namespace": printable(self.key.namespace) if self.key else None,
             "name": printable(self.key.name) if self.key else None,
             "message": printable(self.message),

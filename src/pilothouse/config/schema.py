@@ -34,6 +34,14 @@ class Schema:
     collection: str
     namespaced: bool
     validator: Validator
+    wire_kind: str = ""
+    """The ``kind`` written in manifests and GVKs when it differs from :attr:`kind` (the
+    Gateway API's ``Gateway`` is kept as ``KubernetesGateway``, as istiod names it, so
+    that its keys never meet Istio's ``Gateway``); empty: the same as :attr:`kind`."""
+    struct_body: bool = False
+    """Whether MCP carries its spec as a ``google.protobuf.Struct`` (the JSON of the
+    object's spec), as istiod does for kinds that have no protobuf message of their own
+    (the Gateway API's), instead of an Any of :attr:`message`."""
 
     @property
     def proto_name(self) -> str:
@@ -46,6 +54,11 @@ class Schema:
         return f"type.googleapis.com/{self.proto_name}"
 
     @property
+    def manifest_kind(self) -> str:
+        """The ``kind`` field of its manifests."""
+        return self.wire_kind or self.kind
+
+    @property
     def api_versions(self) -> tuple[str, ...]:
         """``apiVersion`` values accepted in YAML, newest first."""
         return tuple(f"{self.group}/{v}" for v in self.versions)
@@ -53,7 +66,7 @@ class Schema:
     @property
     def gvks(self) -> tuple[str, ...]:
         """MCP-over-xDS type URLs (``group/version/Kind``) for every accepted version."""
-        return tuple(f"{self.group}/{v}/{self.kind}" for v in self.versions)
+        return tuple(f"{self.group}/{v}/{self.manifest_kind}" for v in self.versions)
 
     def new_spec(self) -> Message:
         return self.message()
@@ -76,6 +89,10 @@ class SchemaSet:
         self._schemas = tuple(schemas)
         self._plain = MappingProxyType({p.kind: p for p in plain})
         self._by_kind = MappingProxyType({s.kind: s for s in self._schemas})
+        by_manifest: dict[str, list[Schema]] = {}
+        for schema in self._schemas:
+            by_manifest.setdefault(schema.manifest_kind, []).append(schema)
+        self._by_manifest = MappingProxyType({k: tuple(v) for k, v in by_manifest.items()})
         self._by_gvk = MappingProxyType({g: s for s in self._schemas for g in s.gvks})
         self._by_collection = MappingProxyType({s.collection: s for s in self._schemas})
         self._by_proto = MappingProxyType({s.proto_name: s for s in self._schemas})
@@ -93,6 +110,17 @@ class SchemaSet:
 
     def by_kind(self, kind: str) -> Schema | None:
         return self._by_kind.get(kind)
+
+    def by_manifest(self, kind: str, api_version: object) -> Schema | None:
+        """The schema of a manifest's ``kind`` written in ``api_version``: the one whose
+        group the apiVersion names when several share the kind (Istio's and the Gateway
+        API's ``Gateway``), else the kind's only (or first) schema; None: unknown kind."""
+        found = self._by_manifest.get(kind, ())
+        if len(found) > 1 and isinstance(api_version, str):
+            for schema in found:
+                if api_version in schema.api_versions:
+                    return schema
+        return found[0] if found else None
 
     def by_gvk(self, gvk: str) -> Schema | None:
         return self._by_gvk.get(gvk)

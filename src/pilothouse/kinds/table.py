@@ -37,6 +37,7 @@ from pilothouse.kinds import (
     workload_entry,
     workload_group,
 )
+from pilothouse.kinds.gateway_api import kinds as gateway_api
 from pilothouse.kinds.kind import Kind
 
 KINDS: Final[tuple[Kind, ...]] = (
@@ -54,6 +55,7 @@ KINDS: Final[tuple[Kind, ...]] = (
     request_authentication.KIND,
     wasm_plugin.KIND,
     telemetry.KIND,
+    *gateway_api.KINDS,
     service.KIND,
     *kubernetes.KINDS,
 )

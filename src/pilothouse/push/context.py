@@ -37,6 +37,7 @@ from pilothouse.kinds import (
     virtual_service,
     wasm_plugin,
 )
+from pilothouse.kinds.gateway_api.translation import SERVICE_ENTRY, Translation, translate
 from pilothouse.kinds.table import KINDS
 from pilothouse.push.authorization import (
     AUTHORIZATION_POLICY,
@@ -164,6 +165,9 @@ class PushContext:
     envoy_filters: EnvoyFilterIndex
     wasm_plugins: WasmPluginIndex
     telemetries: TelemetryIndex
+    gateway_api: Translation = field(default_factory=Translation)
+    """The Gateway API objects as Istio Gateways and VirtualServices (both indexed with
+    the user's own in :attr:`gateways` and :attr:`virtual_services`)."""
     stats: ContextStats = field(default_factory=ContextStats, compare=False)
     _scopes: dict[ScopeKey, ProxyScope] = field(default_factory=dict, compare=False, repr=False)
     _proxy_scopes: dict[ScopeSelector, ProxyScope] = field(
@@ -292,6 +296,17 @@ def build_context(
     def configs(kind: str) -> list[Config]:
         return store.configs(kind)
 
+    # The translation also reads ServiceEntries (GAMMA parents); the indexes it feeds are
+    # rebuilt only when what it serves changed.
+    translated_kinds = INDEXED_KINDS["gateway_api"] | {SERVICE_ENTRY}
+    gateway_api: Translation = pick(
+        "gateway_api",
+        translated_kinds,
+        previous.gateway_api if previous else None,
+        lambda: translate(configs, mesh.domain_suffix),
+    )
+    served_changed = previous is None or not gateway_api.serves_as(previous.gateway_api)
+    gateway_api_kinds = translated_kinds if served_changed else frozenset()
     context = PushContext(
         version=version,
         mesh=mesh,
@@ -309,9 +324,11 @@ def build_context(
         ),
         virtual_services=pick(
             "virtual_services",
-            INDEXED_KINDS["virtual_services"],
+            INDEXED_KINDS["virtual_services"] | gateway_api_kinds,
             previous.virtual_services if previous else None,
-            lambda: VirtualServiceIndex(configs(virtual_service.KIND.name), mesh),
+            lambda: VirtualServiceIndex(
+                [*configs(virtual_service.KIND.name), *gateway_api.virtual_services], mesh
+            ),
         ),
         sidecars=pick(
             "sidecars",
@@ -321,9 +338,9 @@ def build_context(
         ),
         gateways=pick(
             "gateways",
-            INDEXED_KINDS["gateways"],
+            INDEXED_KINDS["gateways"] | gateway_api_kinds,
             previous.gateways if previous else None,
-            lambda: GatewayIndex(configs(gateway.KIND.name)),
+            lambda: GatewayIndex([*configs(gateway.KIND.name), *gateway_api.gateways]),
         ),
         peer_authentications=pick(
             "peer_authentications",
@@ -362,6 +379,7 @@ def build_context(
             previous.telemetries if previous else None,
             lambda: TelemetryIndex(configs(telemetry.KIND.name), mesh),
         ),
+        gateway_api=gateway_api,
     )
     if previous is not None and previous.scope_context.same(context.scope_context):
         object.__setattr__(context, "_previous", previous._scopes)

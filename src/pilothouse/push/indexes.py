@@ -15,6 +15,7 @@ from typing import Any
 from pilothouse.config.mesh import MeshSettings, exported_to
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.kinds import virtual_service
+from pilothouse.kinds.gateway_api.translation import OWNER_ANNOTATION, selects_proxy
 from pilothouse.push.hostnames import host_matches, resolve_host, specificity
 from pilothouse.registry.model import Labels, Service
 
@@ -236,9 +237,14 @@ class GatewayIndex:
         self.keys = frozenset(c.key for c in self.configs)
 
     def select(self, namespace: str, labels: Labels) -> tuple[Config, ...]:
-        """Gateways whose selector matches the router's labels (empty: same namespace)."""
+        """Gateways whose selector matches the router's labels (empty: same namespace);
+        those generated from a Gateway API Gateway select by its gateway-name label."""
         found: list[Config] = []
         for config in self.configs:
+            if OWNER_ANNOTATION in config.annotations:
+                if selects_proxy(config, namespace, labels):
+                    found.append(config)
+                continue
             selector = dict(_spec(config).selector)
             if selector:
                 if labels.matches(selector):

@@ -181,7 +181,7 @@ class AdmissionReviewer:
         errors = [p.message for p in problems if p.severity is Severity.ERROR]
         if config is None:
             reason = REASON_INVALID_CONFIG
-            if not kind or self.schemas.by_kind(kind) is None:
+            if not kind or self.schemas.by_manifest(kind, obj.get("apiVersion")) is None:
                 reason = REASON_UNKNOWN_TYPE
             return reply.deny(kind, reason, errors or ["configuration is invalid"], warnings)
         return reply.allow(kind, warnings=warnings)

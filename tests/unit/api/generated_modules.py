@@ -33,10 +33,16 @@ def _walk(message: Descriptor) -> Iterator[Descriptor]:
         yield from _walk(nested)
 
 
+def istio_files() -> list[FileDescriptor]:
+    """The generated files of Istio's packages: the ones with a wire reference (the
+    Gateway API's ``k8s.*`` messages are pilothouse's own; they travel as JSON)."""
+    return [f for f in file_descriptors() if f.package.startswith("istio.")]
+
+
 def all_messages() -> dict[str, Descriptor]:
-    """Every message defined in the generated files (map entry types excluded)."""
+    """Every message defined in Istio's generated files (map entry types excluded)."""
     found: dict[str, Descriptor] = {}
-    for file in file_descriptors():
+    for file in istio_files():
         for top in file.message_types_by_name.values():
             for message in _walk(top):
                 if not message.GetOptions().map_entry:
@@ -45,9 +51,9 @@ def all_messages() -> dict[str, Descriptor]:
 
 
 def all_enums() -> dict[str, EnumDescriptor]:
-    """Every enum defined in the generated files, top level and nested."""
+    """Every enum defined in Istio's generated files, top level and nested."""
     found: dict[str, EnumDescriptor] = {}
-    for file in file_descriptors():
+    for file in istio_files():
         for enum in file.enum_types_by_name.values():
             found[enum.full_name] = enum
         for top in file.message_types_by_name.values():

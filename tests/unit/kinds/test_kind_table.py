@@ -36,6 +36,8 @@ ISTIO_KINDS = {
     "ServiceEntry", "WorkloadEntry", "WorkloadGroup", "VirtualService", "DestinationRule",
     "Gateway", "Sidecar", "EnvoyFilter", "ProxyConfig", "PeerAuthentication", "AuthorizationPolicy",
     "RequestAuthentication", "WasmPlugin", "Telemetry",
+    "GatewayClass", "KubernetesGateway", "HTTPRoute", "GRPCRoute", "TCPRoute", "TLSRoute",
+    "ReferenceGrant",
 }  # fmt: skip
 
 
@@ -63,7 +65,7 @@ def test_every_served_kind_has_a_proto_and_a_validator() -> None:
     for kind in served():
         assert kind.schema is not None
         assert issubclass(kind.schema.message, Message)
-        assert kind.schema.message.DESCRIPTOR.name == kind.name
+        assert kind.schema.message.DESCRIPTOR.name == kind.schema.manifest_kind
         assert callable(kind.schema.validator)
         assert len(inspect.signature(kind.schema.validator).parameters) == 2
         kind.schema.validator(kind.schema.new_spec(), Report("default", "x"))  # never raises
@@ -131,8 +133,8 @@ def test_the_table_module_lists_every_kind_module() -> None:
     """Every module of the package that declares a ``KIND`` (or ``KINDS``) is in the
     table: a kind module written and not registered is caught."""
     declared: list[Kind] = []
-    for info in pkgutil.iter_modules(pilothouse.kinds.__path__):
-        module = importlib.import_module(f"pilothouse.kinds.{info.name}")
+    for info in pkgutil.walk_packages(pilothouse.kinds.__path__, "pilothouse.kinds."):
+        module = importlib.import_module(info.name)
         declared.extend([module.KIND] if hasattr(module, "KIND") else [])
         declared.extend(getattr(module, "KINDS", ()) if module is not table else ())
     assert sorted(k.name for k in declared) == sorted(k.name for k in KINDS)

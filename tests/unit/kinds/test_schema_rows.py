@@ -10,6 +10,8 @@ def test_kinds() -> None:
         "ServiceEntry", "WorkloadEntry", "WorkloadGroup", "VirtualService", "DestinationRule",
         "Gateway", "Sidecar", "EnvoyFilter", "ProxyConfig", "PeerAuthentication",
         "AuthorizationPolicy", "RequestAuthentication", "WasmPlugin", "Telemetry",
+        "GatewayClass", "KubernetesGateway", "HTTPRoute", "GRPCRoute", "TCPRoute", "TLSRoute",
+        "ReferenceGrant",
     }
 
 

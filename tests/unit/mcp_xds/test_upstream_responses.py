@@ -63,6 +63,13 @@ def test_asks_for_mesh_config_first_then_every_kind_in_v1() -> None:
         "security.istio.io/v1/RequestAuthentication",
         "extensions.istio.io/v1alpha1/WasmPlugin",
         "telemetry.istio.io/v1/Telemetry",
+        "gateway.networking.k8s.io/v1/GatewayClass",
+        "gateway.networking.k8s.io/v1/Gateway",
+        "gateway.networking.k8s.io/v1/HTTPRoute",
+        "gateway.networking.k8s.io/v1/GRPCRoute",
+        "gateway.networking.k8s.io/v1alpha2/TCPRoute",
+        "gateway.networking.k8s.io/v1alpha2/TLSRoute",
+        "gateway.networking.k8s.io/v1/ReferenceGrant",
     )
 
 

@@ -17,12 +17,13 @@ object, so objects written as ``v1beta1`` or ``v1alpha3`` arrive too.
   unreachable, an error status, or an answer that is not a well-formed list. Its last
   good objects stay served meanwhile; a malformed list is never read as an empty one.
   Malformed objects and watch events are skipped one by one (see the informer).
-- ``namespace`` limits every watch to one namespace (server side); ``label_selector``
-  to the objects it selects.
+- ``namespace`` limits every watch to one namespace (server side; cluster-scoped kinds
+  such as GatewayClass are then not read); ``label_selector`` to the objects it selects.
 - With ``write_status``, each object's ``status.validationMessages`` is kept to what
   validation found, as istiod's analysis writes it (``type`` name and code IST0106,
-  ``level``, ``documentationUrl``, plus the ``message``), with ``observedGeneration``.
-  Without it nothing is written to the API server.
+  ``level``, ``documentationUrl``, plus the ``message``), with ``observedGeneration``;
+  and :meth:`KubeConfigSource.publish_status` writes a status computed elsewhere (the
+  Gateway API's conditions). Without it nothing is written to the API server.
 """
 
 from __future__ import annotations
@@ -96,6 +97,7 @@ class KubeConfigSource:
         self._problems: dict[ConfigKey, tuple[Problem, ...]] = {}
         self.informers: list[Informer] = []
         self._writes: set[asyncio.Task[None]] = set()
+        self._by_kind: dict[str, Informer] = {}
         self._client: ApiClient | None = None
         self._setup_problem: str | None = None
         self._state = Availability(name, False, "not connected yet", time.time())
@@ -173,6 +175,8 @@ class KubeConfigSource:
         self._client = client
         try:
             for schema in self.loader.schemas:
+                if self.namespace and not schema.namespaced:
+                    continue  # limited to one namespace: cluster-scoped kinds are not read
                 first, *others = resource_refs(schema)
                 informer = Informer(
                     client,
@@ -185,6 +189,7 @@ class KubeConfigSource:
                 )
                 informer.subscribe(self._handler(schema, informer))
                 self.informers.append(informer)
+                self._by_kind[schema.kind] = informer
             async with asyncio.TaskGroup() as tasks:
                 running = [tasks.create_task(i.run()) for i in self.informers]
                 synced = tasks.create_task(self._mark_synced())
@@ -275,6 +280,19 @@ class KubeConfigSource:
         task = asyncio.get_running_loop().create_task(self._patch(path, patch, key))
         self._writes.add(task)
         task.add_done_callback(self._writes.discard)
+
+    def publish_status(self, key: ConfigKey, status: dict[str, Any]) -> bool:
+        """Merge ``status`` into the ``status`` of the object ``key`` names, when this
+        source holds it and writes status (a controller's status computed elsewhere, such
+        as the Gateway API's conditions); False when it does not."""
+        informer = self._by_kind.get(key.kind)
+        if not self.write_status or informer is None or self.store.get(key) is None:
+            return False
+        path = informer.ref.path(key.namespace, key.name, "status")
+        task = asyncio.get_running_loop().create_task(self._patch(path, {"status": status}, key))
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+        return True
 
     async def _patch(self, path: str, patch: dict[str, Any], key: ConfigKey) -> None:
         client = self._client

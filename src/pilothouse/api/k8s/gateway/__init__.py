@@ -1,0 +1,1 @@
+"""Generated protobuf modules for k8s.gateway (from proto/, do not edit)."""
