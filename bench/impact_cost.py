@@ -6,16 +6,18 @@ proxy seeing all of them) and ``--proxies`` SotW connections made as the gRPC se
 makes them, each subscribed to CDS, EDS, LDS and RDS and having ACKed all of it. No
 gRPC: responses are read from each connection's queue and ACKed in process.
 
-Each round, alternating the two on the same machine state: the impact of a new route
-timeout for service 0's VirtualService (``xds.server.impact.predict``: plan, generate
-every chosen proxy's routes under the candidate context, compare with what it ACKed),
+Each round, alternating the two on the same machine state: the impact of a change
+(``--changes``: ``route``, a new route timeout for service 0's VirtualService, or
+``rule``, a new connection-pool limit in service 0's DestinationRule) as
+``xds.server.impact.predict`` computes it (plan, generate every chosen proxy's routes or
+clusters under the candidate context, compare with what it ACKed),
 then that very change applied and pushed for real (store event, debounce, plan, every
 connection's push generated and queued); then every response is ACKed (untimed). The
 baseline is the real push: ``ratio_to_baseline`` is push ÷ impact (above 1: predicting
 costs less than pushing). Wall time of each, median of the rounds.
 
-Run: ``.venv/bin/python bench/impact_cost.py [--proxies 1000 10000]``; one JSON line
-per fleet size.
+Run: ``.venv/bin/python bench/impact_cost.py [--proxies 1000 10000] [--changes route
+rule]``; one JSON line per change and fleet size.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ if __package__ in (None, ""):
 from envoy.service.discovery.v3 import discovery_pb2
 
 from bench.harness.figures import emit
-from bench.harness.in_process import NAMESPACE, InProcessServer
+from bench.harness.in_process import NAMESPACE, InProcessServer, rule_yaml
 from pilothouse.config.load import Loader
 from pilothouse.kinds.table import SCHEMAS
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
@@ -56,6 +58,12 @@ spec:
 
 def route(state: int) -> str:
     return ROUTE.format(ns=NAMESPACE, seconds=1 + state)
+
+
+CHANGES = {
+    "route": ("a VirtualService edit, RDS", route),
+    "rule": ("a DestinationRule edit, CDS", lambda state: rule_yaml(0, state)),
+}
 
 
 def drain(server: InProcessServer, names: dict[str, list[str]]) -> int:
@@ -94,7 +102,8 @@ async def pushed(server: InProcessServer, expected: int) -> None:
         await asyncio.sleep(0.001)
 
 
-async def measure(proxies: int, services: int, rounds: int) -> dict[str, Any]:
+async def measure(proxies: int, services: int, rounds: int, change: str) -> dict[str, Any]:
+    what, edit = CHANGES[change]
     server = InProcessServer("pilothouse")
     await server.start(services, debounce=0.001)
     server.apply(route(0))
@@ -117,7 +126,7 @@ async def measure(proxies: int, services: int, rounds: int) -> dict[str, Any]:
     chosen = 0
     try:
         for state in range(1, rounds + 1):
-            (candidate,) = loader.load_strict(route(state % 2), "bench.yaml")
+            (candidate,) = loader.load_strict(edit(state % 2), "bench.yaml")
             gc.collect()
             started = time.perf_counter()
             report = await predict(server.discovery, [candidate], timeout=60)
@@ -135,8 +144,8 @@ async def measure(proxies: int, services: int, rounds: int) -> dict[str, Any]:
         await server.stop()
     impact, push = statistics.median(impact_s), statistics.median(push_s)
     return {
-        "benchmark": f"impact_cost: a VirtualService edit's impact ({proxies} proxies,"
-        f" {services} services, in process, no gRPC)",
+        "benchmark": f"impact_cost: impact of {what} ({proxies} proxies, {services}"
+        " services, in process, no gRPC)",
         "headline": "impact_seconds",
         "proxies": proxies,
         "services": services,
@@ -156,9 +165,11 @@ async def main() -> None:
     parser.add_argument("--proxies", type=int, nargs="+", default=[1000, 10_000])
     parser.add_argument("--services", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--changes", nargs="+", choices=sorted(CHANGES), default=sorted(CHANGES))
     args = parser.parse_args()
-    for proxies in args.proxies:
-        emit([await measure(proxies, args.services, args.rounds)])
+    for change in args.changes:
+        for proxies in args.proxies:
+            emit([await measure(proxies, args.services, args.rounds, change)])
 
 
 if __name__ == "__main__":
