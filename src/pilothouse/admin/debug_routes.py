@@ -39,11 +39,14 @@ path                      answer (JSON)
 ``/debug/gateway_apiz``   the status of every Gateway API object (``?namespace=``),
                           as ``--write-status`` would write it
                           (:mod:`pilothouse.kinds.gateway_api.status`)
+``POST /debug/impact``    candidate objects in, what they would push to each proxy
+                          connected here out (:mod:`pilothouse.admin.impact`)
 ========================  ==========================================================
 
-Every endpoint is a GET that only reads: none pushes, changes config or state (what acts
-is a POST or PUT on the admin API, :mod:`pilothouse.admin.api`, behind its access
-policy). Every endpoint answers only a client on loopback unless
+Every endpoint only reads: none pushes, changes config or state (what acts is a POST or
+PUT on the admin API, :mod:`pilothouse.admin.api`, behind its access policy). All are
+GETs but ``/debug/impact``, a POST because objects are its input; it changes nothing.
+Every endpoint answers only a client on loopback unless
 ``PILOTHOUSE_DEBUG_ALLOW_REMOTE`` is set (:mod:`pilothouse.boundary.debug_access`);
 anyone else gets 403 saying so. Any other ``/debug/...`` handler on the admin app should
 be wrapped in :func:`debug_only` to follow the same rule. Errors have the admin app's
@@ -69,6 +72,7 @@ from pilothouse.admin.debug_views import (
     sources_view,
 )
 from pilothouse.admin.gateway_api_view import gateway_apiz
+from pilothouse.admin.impact import impact_handler
 from pilothouse.admin.refusals import refusal_routes
 from pilothouse.admin.telemetryz import telemetryz
 from pilothouse.boundary.contain import json_error
@@ -96,6 +100,7 @@ ENDPOINTS: Final = (
     ("/debug/telemetryz", "each proxy's effective Telemetry, and what is not applied"),
     ("/debug/analyzez", "the latest analysis of the served config (pilothouse analyze's checks)"),
     ("/debug/gateway_apiz", "the status of every Gateway API object (?namespace=)"),
+    ("/debug/impact", "POST objects: what applying them would push to each proxy (no change)"),
 )
 
 
@@ -148,7 +153,9 @@ class DebugEndpoints:
             handlers[acked.path] = acked.handler
         for refusals in refusal_routes(self._discovery):
             handlers[refusals.path] = refusals.handler
-        return [web.get(path, debug_only(h, allow_remote=allow)) for path, h in handlers.items()]
+        routes = [web.get(path, debug_only(h, allow_remote=allow)) for path, h in handlers.items()]
+        impact = impact_handler(self._discovery)
+        return [*routes, web.post(impact.path, debug_only(impact.handler, allow_remote=allow))]
 
     async def index(self, request: web.Request) -> web.Response:
         return _json({"endpoints": [{"path": p, "about": a} for p, a in ENDPOINTS]})

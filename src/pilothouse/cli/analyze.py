@@ -8,6 +8,9 @@ gives the list istioctl's ``-o json`` gives. Objects that do not validate are IS
 findings and are left out of the other checks. Exit status: 0, or 79 (istioctl's) when
 a finding is at or above ``--failure-threshold`` (default Error); 2 on usage errors
 (no input, a path that does not exist, a store or server that cannot be read).
+
+``--impact FILE --admin URL`` asks instead what applying FILE would push, proxy by
+proxy (:mod:`pilothouse.cli.impact`).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from pilothouse.analysis.mesh_view import mesh_view
 from pilothouse.analysis.messages import Level, Message, message_from_dict
 from pilothouse.analysis.report import EXIT_CLEAN, NO_ISSUES, exit_status, render, shown
 from pilothouse.analysis.schema import schema_messages
+from pilothouse.cli.impact import run_impact
 from pilothouse.cli.store_session import (
     StoreUnreachable,
     add_etcd_arguments,
@@ -65,6 +69,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--admin",
         metavar="URL",
         help="print a running server's own analysis (its /debug/analyzez), e.g. localhost:15014",
+    )
+    parser.add_argument(
+        "--impact",
+        action="append",
+        metavar="FILE|DIR",
+        help="with --admin: which proxies applying these objects would push, and what would"
+        " change for each (repeatable; - for stdin); nothing is applied",
     )
     parser.add_argument("-o", "--output", choices=("log", "json", "yaml"), default="log")
     parser.add_argument(
@@ -174,6 +185,15 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
         for analyzer in ANALYZERS:
             print(f"* {analyzer.name}:\n    {analyzer.description}", file=out)
         return EXIT_CLEAN
+    if args.impact:
+        if not args.admin:
+            print("pilothouse analyze: --impact asks a running server: give --admin", file=err)
+            return EXIT_USAGE
+        return run_impact(
+            args.impact, [args.admin], namespace=args.namespace,
+            output="table" if args.output == "log" else args.output,
+            timeout=args.request_timeout, stdin=sys.stdin, out=out, err=err,
+        )  # fmt: skip
     if args.admin:
         return _remote(args, out, err)
     if not args.paths and not args.store:

@@ -15,7 +15,10 @@ a stale version is refused with a conflict naming the object, and nothing is wri
 hold, so that etcd itself judges it (its size against ``--max-txn-ops``, the user's
 permissions) and changes nothing. Either says, under each object that would be
 configured, which parts of it would change (``spec.http``, ``metadata.labels``). ``-l``
-applies only the objects whose labels match a kubectl selector.
+applies only the objects whose labels match a kubectl selector. With ``--dry-run`` and
+``--admin URL`` (repeatable), the running servers also say which of their proxies the
+change would push and what would change for each (:mod:`pilothouse.cli.impact`);
+``-o json|yaml`` prints that alone.
 
 Output and exit codes follow kubectl: ``virtualservice.networking.istio.io/reviews
 created|configured|unchanged`` (``(dry run)`` or ``(server dry run)`` with
@@ -28,14 +31,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
+import io
 import json
 import sys
 from dataclasses import dataclass
 from typing import Any, TextIO
 
 import aetcd
+import yaml
 from aetcd.utils import prefix_range_end
 
+from pilothouse.cli.impact import print_impact
 from pilothouse.cli.label_selector import BadSelector, parse_selector
 from pilothouse.cli.store_objects import Manifest, read_manifests, resource
 from pilothouse.cli.store_session import (
@@ -78,6 +84,16 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "-l", "--selector", metavar="SELECTOR", help="apply only the objects whose labels match"
     )
+    parser.add_argument(
+        "--admin", action="append", default=[], metavar="URL",
+        help="with --dry-run: also ask this running server (repeatable) which proxies the"
+        " change would push and what would change for each",
+    )  # fmt: skip
+    parser.add_argument(
+        "-o", "--output", choices=("table", "json", "yaml"), default="table",
+        help="with --admin: print the impact as a table (after the usual lines) or, alone,"
+        " as JSON or YAML",
+    )  # fmt: skip
     add_store_argument(parser)
     parser.set_defaults(run=run)
 
@@ -122,11 +138,22 @@ def run(args: argparse.Namespace, out: TextIO | None = None, err: TextIO | None 
     if not chosen:
         print("error: no objects passed to apply", file=err)
         return EXIT_ERROR
+    if args.admin and args.dry_run == "none":
+        print("error: --admin shows the impact of a dry run: add --dry-run", file=err)
+        return EXIT_ERROR
+    lines = io.StringIO() if args.admin and args.output != "table" else out
     try:
-        return asyncio.run(_apply(store, chosen, args, out, err))
+        status = asyncio.run(_apply(store, chosen, args, lines, err))
     except (StoreUnreachable, EtcdUnavailable, aetcd.exceptions.ClientError) as problem:
         print(f"error: {reason(problem)}", file=err)
         return EXIT_ERROR
+    if status != EXIT_OK or not args.admin:
+        return status
+    text = yaml.safe_dump_all([dict(m.data) for m in chosen], sort_keys=False)
+    return print_impact(
+        text, args.admin, namespace=args.namespace, output=args.output,
+        timeout=args.request_timeout, out=out, err=err,
+    )  # fmt: skip
 
 
 async def _apply(

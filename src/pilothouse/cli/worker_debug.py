@@ -20,6 +20,8 @@ path                      merged answer
 ``/debug/acked``          every worker's proxies
 ``/debug/refusals``       counts summed per reason (the latest of each reason kept),
                           the recent refusals of all, newest first
+``POST /debug/impact``    every worker's proxies the change would push (the body is
+                          handed to each worker), the figures summed
 ========================  ===========================================================
 
 A worker that does not answer (restarting, say) leaves its proxies out: the answer then
@@ -39,6 +41,8 @@ import aiohttp
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
+from pilothouse.admin.impact import MAX_TIMEOUT
+from pilothouse.cli.impact_merge import merged
 from pilothouse.cli.worker_board import WorkerBoard
 
 log = logging.getLogger("pilothouse.serve")
@@ -111,6 +115,18 @@ def _refusals(answers: list[tuple[int, Answer]]) -> Answer:
     return 200, {"reasons": dict(sorted(reasons.items())), "recent": recent}
 
 
+def _impact(answers: list[tuple[int, Answer]]) -> Answer:
+    """Every worker's proxies (``source``: ``worker N``), the figures summed."""
+    first = answers[0][1]
+    if first[0] != 200 or not isinstance(first[1], dict):
+        return first
+    return 200, merged(
+        (f"worker {index}", body)
+        for index, (status, body) in answers
+        if status == 200 and isinstance(body, dict)
+    )
+
+
 MERGED: Final[Mapping[str, Merge]] = MappingProxyType(
     {
         "/debug/syncz": _syncz,
@@ -119,6 +135,7 @@ MERGED: Final[Mapping[str, Merge]] = MappingProxyType(
         "/debug/config_dump": _holder,
         "/debug/acked": _acked,
         "/debug/refusals": _refusals,
+        "/debug/impact": _impact,
     }
 )
 
@@ -141,7 +158,8 @@ def whole_answers(board: WorkerBoard, index: int) -> Middleware:
             return response
         rows = board.rows()
         others = [(r.index, r.admin_port) for r in rows if r.index != index]
-        asked = await _ask_others(others, request.path_qs)
+        body = await request.read() if request.method == "POST" else None
+        asked = await _ask_others(others, request.path_qs, body)
         answers = [(index, (response.status, _parsed(response.text)))]
         missing = []
         for (other, _), answer in zip(others, asked, strict=True):
@@ -182,16 +200,22 @@ def _parsed(text: str | None) -> Any:
         return None
 
 
-async def _ask_others(others: Sequence[tuple[int, int]], path_qs: str) -> list[Answer | str]:
-    """Each other worker's answer, or why there is none."""
-    timeout = aiohttp.ClientTimeout(total=ASK_TIMEOUT)
+async def _ask_others(
+    others: Sequence[tuple[int, int]], path_qs: str, body: bytes | None = None
+) -> list[Answer | str]:
+    """Each other worker's answer (to a GET, or to a POST of ``body``), or why there is
+    none."""
+    # an impact is computed within its own bound (at most MAX_TIMEOUT): wait that long
+    timeout = aiohttp.ClientTimeout(total=ASK_TIMEOUT + (0 if body is None else MAX_TIMEOUT))
     async with aiohttp.ClientSession(timeout=timeout) as session:
 
         async def ask(port: int) -> Answer | str:
             if not port:
                 return "not listening"
             try:
-                async with session.get(f"http://{PRIVATE_HOST}:{port}{path_qs}") as reply:
+                url = f"http://{PRIVATE_HOST}:{port}{path_qs}"
+                method = "GET" if body is None else "POST"
+                async with session.request(method, url, data=body) as reply:
                     return reply.status, _parsed(await reply.text())
             except TimeoutError:
                 return "no answer in time"

@@ -12,7 +12,8 @@ per-connection push queue), ``workers`` (the throttled consumer of that queue),
 ``own_sidecars`` (istiod's ProxyUpdate: the connected sidecars a changed Pod or
 WorkloadEntry is, pushed in full), ``pods_proxy`` and ``pod_sidecars`` (a sidecar
 completed from its Kubernetes Pod, and completed again when the Pod changes), ``clock``
-(the loop clock and a manual clock for tests). Push versions and nonces are the
+(the loop clock and a manual clock for tests), ``impact`` (what candidate objects would
+push, planned without applying them). Push versions and nonces are the
 protocol's (:mod:`pilothouse.xds.protocol.versions`).
 """
 

@@ -249,6 +249,32 @@ class PushPipeline(Generic[C]):
             self._own_workloads |= own
             raise
 
+    def preview(
+        self, store: ConfigStore, request: PushRequest
+    ) -> tuple[PushContext, tuple[tuple[C, PushRequest], ...], tuple[C, ...]]:
+        """What planning the full ``request`` would do were the store ``store``: the
+        PushContext it would build (from the current one, whose untouched indexes it
+        reuses), the connections it would choose, each with the request queued for its
+        scope, and those for which choosing raised. Nothing is changed: not the current
+        context, the cache, the version nor the rules not settled yet
+        (:mod:`pilothouse.push.impact`). LookupError before :meth:`start`."""
+        previous = self._context
+        if previous is None:
+            raise LookupError("no PushContext yet: the server has not synced")
+        context = build_context(
+            store,
+            self._services,
+            self._mesh,
+            self._version,
+            previous,
+            request,
+            self._jwks,
+            self._wasm_modules,
+        )
+        compared = self._unsettled if previous.mesh == context.mesh else None
+        pushes, failed = self._affected(request, previous, context, compared)
+        return context, pushes, failed
+
     def _full(
         self, request: PushRequest, previous: PushContext, own: frozenset[Workload]
     ) -> PushPlan[C]:

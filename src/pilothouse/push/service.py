@@ -152,6 +152,12 @@ class PushService(Generic[T]):
         return self._pipeline.version
 
     @property
+    def pipeline(self) -> PushPipeline[T]:
+        """The pipeline that plans this service's pushes (read by the impact of a change,
+        :mod:`pilothouse.push.impact`, which plans without pushing)."""
+        return self._pipeline
+
+    @property
     def connections(self) -> Mapping[str, T]:
         """The connected targets, by id."""
         return self._pipeline.connections

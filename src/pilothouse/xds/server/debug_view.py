@@ -12,9 +12,10 @@ that serves: admin/ imports no other part of ``xds/server``.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
+from pilothouse.config.model import Config
 from pilothouse.metrics.histogram import Histogram, HistogramVec
 from pilothouse.protocol.subscriptions import Subscription
 from pilothouse.push.cache import Resource, ResourceCache
@@ -187,6 +188,13 @@ class DebugView(Protocol):
 
     def refusals(self) -> dict[str, Any]:
         """The refusal record as ``/debug/refusals`` serves it."""
+        ...
+
+    async def impact(self, candidates: Sequence[Config], timeout: float) -> dict[str, Any]:
+        """What applying ``candidates`` would push to the proxies connected here (the
+        JSON of ``/debug/impact``, :mod:`pilothouse.xds.server.impact`); changes
+        nothing. Raises :class:`~pilothouse.push.impact.NotPredicted` for candidates
+        whose impact is not computed, LookupError before the first PushContext."""
         ...
 
     # -- what admin sets ---------------------------------------------------------------

@@ -11,9 +11,10 @@ proxy (``envoyFilters``), so a rejection their patches may have caused says so.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from pilothouse.config.model import Config
 from pilothouse.metrics.histogram import Histogram, HistogramVec
 from pilothouse.protocol.subscriptions import Subscription
 from pilothouse.push.cache import Resource, ResourceCache
@@ -27,6 +28,7 @@ from pilothouse.xds.server.config_dump import config_dump_json, dump_types, prox
 from pilothouse.xds.server.connection import Connection, ConnectionStats
 from pilothouse.xds.server.debug_view import DebugConnection
 from pilothouse.xds.server.discovery import DiscoveryServer
+from pilothouse.xds.server.impact import predict
 from pilothouse.xds.server.proxies import find_connection, proxies
 from pilothouse.xds.server.rest import ResourceJsonCache
 from pilothouse.xds.server.stats import XdsStats
@@ -189,6 +191,10 @@ class DiscoveryDebugView:
 
     def refusals(self) -> dict[str, Any]:
         return self._discovery.admission.refusals.view()
+
+    async def impact(self, candidates: Sequence[Config], timeout: float) -> dict[str, Any]:
+        report = await predict(self._discovery, candidates, timeout=timeout)
+        return report.view()
 
     def request_push(self, request: PushRequest) -> None:
         self._discovery.request_push(request)
