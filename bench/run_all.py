@@ -96,6 +96,7 @@ SCRIPTS: tuple[Script, ...] = (
     Script("kube_serve", timeout=900.0),
     Script("etcd_replicas", timeout=2400.0),
     Script("analysis_cost", timeout=600.0),
+    Script("node_sets", timeout=300.0),
 )
 
 

@@ -107,10 +107,12 @@ class NodeSetServer:
         self._stop = asyncio.Event()
 
     def has_synced(self) -> bool:
-        return self._following
+        return self._following and self._store.has_synced()
 
     def follow(self) -> None:
-        """Load the store and follow its events (``run`` does this once it has synced)."""
+        """Load the store and follow its events (``run`` does this first: while the
+        store is still loading, its events keep the index up to date; streams wait for
+        the store's sync all the same)."""
         if self._following:
             return
         self._unsubscribe = self._store.subscribe(self._on_event)
@@ -119,8 +121,6 @@ class NodeSetServer:
         self._following = True
 
     async def run(self) -> None:
-        while not self._store.has_synced() and not self._stop.is_set():
-            await asyncio.sleep(0.05)
         if not self._stop.is_set():
             self.follow()
         await self._stop.wait()
@@ -171,7 +171,7 @@ class NodeSetServer:
         context: grpc.aio.ServicerContext[Any, bytes],
     ) -> None:
         admission = self._admission
-        if not self._following:
+        if not self.has_synced():
             if admission is not None:
                 admission.refuse_not_ready()
             await context.abort(
