@@ -13,7 +13,8 @@ synced, and pass the xDS port's admission as other streams do.
 :class:`~pilothouse.nodesets.membership.NodeSetIndex`; each event wakes only the
 streams of the nodes it touches, and each woken stream sends only its differences
 (:mod:`~pilothouse.nodesets.session`). One encoding per object revision is shared by
-every stream.
+every stream, and one computed set by every stream of the same node addresses (until
+the next change that touches a node).
 """
 
 from __future__ import annotations
@@ -101,6 +102,9 @@ class NodeSetServer:
         self._encoded: dict[ConfigKey, tuple[Config, Resource]] = {}
         self._first_seen: dict[ConfigKey, datetime.datetime] = {}
         self._streams: dict[str, set[NodeSetStream]] = {}
+        self._sets: dict[frozenset[str], dict[str, dict[str, Resource]]] = {}
+        """Encoded sets by node addresses, shared by the streams of equal addresses until
+        the next change that touches a node (then all are dropped)."""
         self._ids = itertools.count(1)
         self._following = False
         self._unsubscribe: Callable[[], None] | None = None
@@ -118,6 +122,7 @@ class NodeSetServer:
         self._unsubscribe = self._store.subscribe(self._on_event)
         for kind in NODE_SET_KINDS:
             self.index.load(self._store.configs(kind))
+        self._sets.clear()
         self._following = True
 
     async def run(self) -> None:
@@ -147,6 +152,8 @@ class NodeSetServer:
 
     def _on_event(self, event: ConfigEvent) -> None:
         touched = self.index.apply(event)
+        if touched:
+            self._sets.clear()
         if event.new is None:
             self._encoded.pop(event.key, None)
             self._first_seen.pop(event.key, None)
@@ -200,11 +207,16 @@ class NodeSetServer:
                     del self._streams[address]
 
     def current(self, addresses: frozenset[str]) -> dict[str, dict[str, Resource]]:
-        """The node's set now, encoded: per kind, resources by name."""
-        return {
-            kind: {name: self.resource(config) for name, config in objects.items()}
-            for kind, objects in self.index.members(addresses).items()
-        }
+        """The node's set now, encoded: per kind, resources by name (computed once for
+        every stream naming the same addresses, until a change touches a node; nobody
+        may change it)."""
+        found = self._sets.get(addresses)
+        if found is None:
+            found = self._sets[addresses] = {
+                kind: {name: self.resource(config) for name, config in objects.items()}
+                for kind, objects in self.index.members(addresses).items()
+            }
+        return found
 
 
 class NodeSetStream:

@@ -219,3 +219,21 @@ async def test_a_stream_without_a_node_or_asking_for_another_kind_is_refused() -
     problem = await one(routes)
     assert "not a kind of a node's set" in problem and WE in problem
     assert server.streams_at("10.0.0.1") == 0
+
+
+def test_nodes_naming_the_same_addresses_share_one_computed_set_until_a_change() -> None:
+    store = MemoryStore()
+    store.apply(entry("a1", "10.0.0.1"))
+    store.apply(entry("b1", "10.0.0.2"))
+    store.mark_synced()
+    server = NodeSetServer(store)
+    server.follow()
+    node_a, node_b = frozenset({"10.0.0.1"}), frozenset({"10.0.0.2"})
+    first = server.current(node_a)
+    assert server.current(node_a) is first
+    store.apply(policy("matches-nothing", app="zzz"))  # no node's set changes
+    assert server.current(node_a) is first
+    store.apply(entry("a2", "10.0.0.1"))
+    again = server.current(node_a)
+    assert again is not first and sorted(again["WorkloadEntry"]) == ["shop/a1", "shop/a2"]
+    assert sorted(server.current(node_b)["WorkloadEntry"]) == ["shop/b1"]
