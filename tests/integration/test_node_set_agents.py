@@ -1,9 +1,9 @@
 """Per-node sets end to end: the real ``serve`` wiring (in process, config from a
 directory) and two real ``pilothouse agent`` processes in node mode (``--no-envoy``) on
 different node addresses. Each agent's ``/debug/nodez`` shows only its node's
-workloads and the policy selecting them; a WorkloadEntry added on node A reaches A's
-agent and not B's (B's response count stays where it was), and removing it removes it
-from A's set.
+workloads and the policy selecting them, and which of them are the workload it
+manages; a WorkloadEntry added on node A reaches A's agent and not B's (B's response
+count stays where it was), and removing it removes it from A's set.
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ MESH = """\
 apiVersion: networking.istio.io/v1
 kind: WorkloadEntry
 metadata: {name: reviews-a, namespace: shop}
-spec: {address: 10.0.0.1, labels: {app: reviews}}
+spec: {address: 10.0.0.1, labels: {app: reviews}, serviceAccount: reviews}
 ---
 apiVersion: networking.istio.io/v1
 kind: WorkloadEntry
 metadata: {name: ratings-b, namespace: shop}
-spec: {address: 10.0.0.2, labels: {app: ratings}}
+spec: {address: 10.0.0.2, labels: {app: ratings}, serviceAccount: ratings}
 ---
 apiVersion: security.istio.io/v1
 kind: AuthorizationPolicy
@@ -43,7 +43,7 @@ ADDED = """\
 apiVersion: networking.istio.io/v1
 kind: WorkloadEntry
 metadata: {name: reviews-a2, namespace: shop}
-spec: {address: 10.0.0.1, labels: {app: reviews}}
+spec: {address: 10.0.0.1, labels: {app: reviews}, serviceAccount: reviews}
 """
 
 
@@ -139,6 +139,8 @@ async def test_each_node_agent_keeps_its_node_s_set_and_hears_only_its_changes(
                 assert a["kinds"]["WorkloadEntry"][0]["spec"]["address"] == "10.0.0.1"
                 assert names(b, "WorkloadEntry") == ["shop/ratings-b"]
                 assert names(b, "AuthorizationPolicy") == []
+                assert a["managed"] == {"reviews": ["shop/reviews-a"]}
+                assert b["managed"] == {"ratings": ["shop/ratings-b"]}
                 heard_by_b = b["responses"]
 
                 (mesh / "added.yaml").write_text(ADDED)
@@ -146,6 +148,7 @@ async def test_each_node_agent_keeps_its_node_s_set_and_hears_only_its_changes(
                     session, port_a, lambda v: "shop/reviews-a2" in names(v, "WorkloadEntry")
                 )
                 assert names(a, "WorkloadEntry") == ["shop/reviews-a", "shop/reviews-a2"]
+                assert a["managed"] == {"reviews": ["shop/reviews-a", "shop/reviews-a2"]}
                 (mesh / "added.yaml").unlink()
                 a = await until(
                     session, port_a, lambda v: names(v, "WorkloadEntry") == ["shop/reviews-a"]

@@ -183,7 +183,7 @@ class NodeAgent:
         if config.node_ips:
             self.node_set = NodeSetClient(config.node_set_address, config.node_ips)
             if status is not None:
-                status.views["/debug/nodez"] = self.node_set.view
+                status.views["/debug/nodez"] = self.nodez
         self.workloads: dict[str, SidecarAgent] = {}
         self.gates: list[PeerGate] = []
         for workload in config.workloads:
@@ -233,6 +233,24 @@ class NodeAgent:
                 await gate.close()
             if self.status is not None:
                 await self.status.close()
+
+    def nodez(self) -> dict[str, Any]:
+        """``/debug/nodez``: the node's set, and for each workload of this agent's config
+        the WorkloadEntries of the set that are it (same namespace and service account):
+        an empty list is a workload pilothouse does not place on this node."""
+        assert self.node_set is not None
+        view = self.node_set.view()
+        entries = self.node_set.workloads()
+        view["managed"] = {
+            workload.name: sorted(
+                f"{entry.namespace}/{entry.name}"
+                for entry in entries
+                if entry.namespace == workload.identity.namespace
+                and getattr(entry.spec, "service_account", "") == workload.identity.service_account
+            )
+            for workload in self.config.workloads
+        }
+        return view
 
     def close(self) -> None:
         self._stop.set()
