@@ -12,6 +12,8 @@ change reaches only the agents it concerns. Here:
   selector: the whole namespace), and those of the root namespace (mesh-wide).
   ServiceEntries, routing rules and everything else stay out: the agent does not
   generate xDS, it serves its local view and knows which workloads it manages.
+  Kubernetes Pods (by ``status.hostIP``) are not in the set yet: the registry's Pods
+  do not reach this package.
 - **The wire** (:mod:`~pilothouse.nodesets.server`): MCP-over-xDS with delta, on the
   xDS port as gRPC service ``pilothouse.nodeset.v1.NodeSetDiscoveryService``, method
   ``DeltaNodeSets`` (Envoy's ``DeltaDiscoveryRequest``/``DeltaDiscoveryResponse``).
