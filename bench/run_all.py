@@ -97,6 +97,7 @@ SCRIPTS: tuple[Script, ...] = (
     Script("etcd_replicas", timeout=2400.0),
     Script("analysis_cost", timeout=600.0),
     Script("impact_cost", timeout=600.0),
+    Script("node_sets", timeout=300.0),
 )
 
 

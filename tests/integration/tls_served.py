@@ -65,17 +65,22 @@ class Served:
 
 
 async def running(
-    tmp_path: Path, *, server_keys: bool = True, **xds: Any
+    tmp_path: Path,
+    *,
+    server_keys: bool = True,
+    config_dirs: tuple[Path, ...] = (EXAMPLES,),
+    **xds: Any,
 ) -> AsyncIterator[Served]:
-    """``serve()`` on the example mesh: both xDS ports on loopback ports of their own,
-    the suite's CA (``PILOTHOUSE_CA_DIR``, made once by ``tests/conftest.py``), bearer
-    tokens from a test issuer. ``server_keys``: SDS ``default`` from keys the server
-    makes, for these tests' agentless proxies (the node agent's tests turn it off)."""
+    """``serve()`` on the example mesh (or ``config_dirs``): both xDS ports on loopback
+    ports of their own, the suite's CA (``PILOTHOUSE_CA_DIR``, made once by
+    ``tests/conftest.py``), bearer tokens from a test issuer. ``server_keys``: SDS
+    ``default`` from keys the server makes, for these tests' agentless proxies (the node
+    agent's tests turn it off)."""
     issuer = Issuer()
     jwks = issuer.write_jwks(tmp_path / "jwks.json")
     ca_dir = Path(os.environ["PILOTHOUSE_CA_DIR"])
     settings = Settings(
-        config_dirs=(EXAMPLES,),
+        config_dirs=config_dirs,
         xds=XdsSettings(
             address="127.0.0.1:0",
             tls_address="127.0.0.1:0",

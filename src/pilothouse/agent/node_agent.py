@@ -9,11 +9,21 @@ public sockets are :class:`~pilothouse.agent.peer_gate.PeerGate` s that let thro
 callers whose peer uid the config gives that workload. A workload can therefore never
 obtain another's certificate, not even by connecting to the other's socket.
 
+With ``nodeIP`` (one address or several, comma-separated; ``--node-ip`` overrides it) the
+agent also keeps its node's minimal set from pilothouse
+(:class:`~pilothouse.agent.node_set.NodeSetClient`: the WorkloadEntries at the node's
+addresses and the policies selecting them, by delta MCP-over-xDS, pushed only when a
+change concerns this node) and shows it on ``/debug/nodez`` of its status port.
+``nodeSetAddress`` is pilothouse's plaintext xDS port (the node-set service is MCP: on
+the TLS port it needs a root-namespace identity, as every MCP role does).
+
 Config (YAML)::
 
     xdsAddresses: [127.0.0.1:15012]
     rootCert: /var/run/secrets/istio/root-cert.pem
     trustDomain: cluster.local            # optional
+    nodeIP: 10.0.0.7                      # optional: keep this node's set (below)
+    nodeSetAddress: 127.0.0.1:15010       # where pilothouse serves node sets
     workloads:
     - name: reviews
       namespace: shop
@@ -36,9 +46,11 @@ from typing import Any
 
 import yaml
 
+from pilothouse.agent.node_set import NodeSetClient
 from pilothouse.agent.peer_gate import PeerGate
 from pilothouse.agent.remote_authority import CaEndpoint
 from pilothouse.agent.sidecar_agent import AgentOptions, SidecarAgent
+from pilothouse.agent.status import StatusServer
 from pilothouse.security.identity import SpiffeId
 from pilothouse.security.workload_keys import KeyAlgorithm
 
@@ -65,6 +77,8 @@ class NodeConfig:
     root_cert: Path
     workloads: tuple[NodeWorkload, ...]
     server_name: str = ""
+    node_ips: tuple[str, ...] = ()
+    node_set_address: str = ""
 
 
 def read_node_config(text: str, origin: str) -> NodeConfig:
@@ -99,7 +113,33 @@ def read_node_config(text: str, origin: str) -> NodeConfig:
                     "caller must map to one identity"
                 )
             owners[uid] = workload.name
-    return NodeConfig(tuple(addresses), Path(root), workloads, str(document.get("serverName", "")))
+    node_ips = _node_ips(document.get("nodeIP"), f"{origin}: nodeIP")
+    node_set_address = document.get("nodeSetAddress") or ""
+    if not isinstance(node_set_address, str):
+        raise NodeConfigError(f"{origin}: nodeSetAddress must be host:port")
+    if node_ips and not node_set_address:
+        raise NodeConfigError(
+            f"{origin}: nodeIP needs nodeSetAddress (pilothouse's xDS port serving node sets)"
+        )
+    return NodeConfig(
+        tuple(addresses),
+        Path(root),
+        workloads,
+        str(document.get("serverName", "")),
+        node_ips,
+        node_set_address,
+    )
+
+
+def _node_ips(value: Any, where: str) -> tuple[str, ...]:
+    """``nodeIP``: one address, several comma-separated, or a list; () when absent."""
+    if value is None or value == "":
+        return ()
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise NodeConfigError(f"{where}: an address, or a list of addresses")
+    return tuple(v.strip() for v in value)
 
 
 def _workload(entry: Any, where: str, domain: str) -> NodeWorkload:
@@ -134,9 +174,16 @@ class NodeAgent:
         *,
         ttl: float = 86400.0,
         key: KeyAlgorithm = KeyAlgorithm.RSA,
+        status: StatusServer | None = None,
     ) -> None:
         self.config = config
         self.private_dir = private_dir
+        self.status = status
+        self.node_set: NodeSetClient | None = None
+        if config.node_ips:
+            self.node_set = NodeSetClient(config.node_set_address, config.node_ips)
+            if status is not None:
+                status.views["/debug/nodez"] = self.nodez
         self.workloads: dict[str, SidecarAgent] = {}
         self.gates: list[PeerGate] = []
         for workload in config.workloads:
@@ -166,6 +213,10 @@ class NodeAgent:
             async with asyncio.TaskGroup() as tasks:
                 for agent in self.workloads.values():
                     tasks.create_task(agent.run())
+                if self.node_set is not None:
+                    tasks.create_task(self.node_set.run())
+                if self.status is not None:
+                    await self.status.start()
                 for agent in self.workloads.values():
                     await agent.serving.wait()
                 for gate in self.gates:
@@ -175,9 +226,31 @@ class NodeAgent:
                 await self._stop.wait()
                 for agent in self.workloads.values():
                     agent.close()
+                if self.node_set is not None:
+                    self.node_set.close()
         finally:
             for gate in self.gates:
                 await gate.close()
+            if self.status is not None:
+                await self.status.close()
+
+    def nodez(self) -> dict[str, Any]:
+        """``/debug/nodez``: the node's set, and for each workload of this agent's config
+        the WorkloadEntries of the set that are it (same namespace and service account):
+        an empty list is a workload pilothouse does not place on this node."""
+        assert self.node_set is not None
+        view = self.node_set.view()
+        entries = self.node_set.workloads()
+        view["managed"] = {
+            workload.name: sorted(
+                f"{entry.namespace}/{entry.name}"
+                for entry in entries
+                if entry.namespace == workload.identity.namespace
+                and getattr(entry.spec, "service_account", "") == workload.identity.service_account
+            )
+            for workload in self.config.workloads
+        }
+        return view
 
     def close(self) -> None:
         self._stop.set()

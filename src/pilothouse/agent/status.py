@@ -1,5 +1,7 @@
 """The agent's status port: ``/healthz/ready`` as istio-agent's (port 15020).
 
+Debug pages (``/debug/nodez``, the node agent's node set) are added as JSON views.
+
 Ready means: the workload certificate was issued, a response from pilothouse reached
 Envoy, and Envoy itself is ready (:meth:`EnvoyProcess.ready`: LIVE, and CDS and LDS
 accepted). Answers 200, or 503 with the first reason that fails. Once ready, the answer
@@ -12,6 +14,7 @@ from __future__ import annotations
 import logging
 import socket
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from aiohttp import web
 
@@ -19,6 +22,9 @@ log = logging.getLogger("pilothouse.agent.status")
 
 Check = Callable[[], Awaitable[str | None]]
 """None when ready, else why not."""
+
+View = Callable[[], Any]
+"""A debug page's content, JSON-shaped."""
 
 
 class StatusServer:
@@ -28,6 +34,8 @@ class StatusServer:
         self.host = host
         self.port = port
         self.checks: list[Check] = list(checks or [])
+        self.views: dict[str, View] = {}
+        """Path → JSON view, served as ``GET path``."""
         self._ready = False
         self._runner: web.AppRunner | None = None
 
@@ -50,6 +58,8 @@ class StatusServer:
     async def start(self) -> None:
         app = web.Application()
         app.router.add_get("/healthz/ready", self._ready_page)
+        for path, view in self.views.items():
+            app.router.add_get(path, _json_page(view))
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -64,3 +74,10 @@ class StatusServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+
+
+def _json_page(view: View) -> Callable[[web.Request], Awaitable[web.Response]]:
+    async def page(request: web.Request) -> web.Response:
+        return web.json_response(view())
+
+    return page

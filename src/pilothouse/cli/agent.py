@@ -14,13 +14,16 @@ namespace and ``--service-account``.
 
 Node mode (``--workloads FILE``, :mod:`pilothouse.agent.node_agent`): one agent for
 several workloads of a node, each with its own sockets, a caller admitted only when its
-peer uid is one the file gives that workload.
+peer uid is one the file gives that workload. With ``nodeIP`` in the file (or
+``--node-ip``) it keeps its node's minimal set from pilothouse and shows it on
+``/debug/nodez`` of ``--status-port``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import logging
 import shutil
 import signal
@@ -67,6 +70,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="FILE",
         help="node mode: serve every workload of this YAML file, each on its own sockets, "
         "callers told apart by their peer uid (instead of --node; no Envoy is started)",
+    )
+    parser.add_argument(
+        "--node-ip",
+        default="",
+        metavar="IP[,IP…]",
+        help="node mode: this node's addresses (overrides the file's nodeIP); the agent "
+        "keeps the node's set from pilothouse and shows it on /debug/nodez",
     )
     parser.add_argument(
         "--state-dir",
@@ -137,8 +147,20 @@ def build_node(args: argparse.Namespace) -> NodeAgent:
     config = read_node_config(path.read_text(encoding="utf-8"), str(path))
     for address in config.xds_addresses:
         parse_host_port(address, "xdsAddresses", dial=True)
+    if args.node_ip:
+        ips = tuple(ip.strip() for ip in args.node_ip.split(",") if ip.strip())
+        config = dataclasses.replace(config, node_ips=ips)
+        if not config.node_set_address:
+            raise ValueError("--node-ip needs nodeSetAddress in the --workloads file")
+    if config.node_set_address:
+        parse_host_port(config.node_set_address, "nodeSetAddress", dial=True)
+    status = StatusServer("127.0.0.1", args.status_port) if config.node_ips else None
     return NodeAgent(
-        config, args.state_dir.absolute(), ttl=args.cert_ttl, key=KeyAlgorithm(args.key)
+        config,
+        args.state_dir.absolute(),
+        ttl=args.cert_ttl,
+        key=KeyAlgorithm(args.key),
+        status=status,
     )
 
 

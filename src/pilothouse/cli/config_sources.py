@@ -31,6 +31,7 @@ from pilothouse.mcp.publisher import McpSourceOptions, SnapshotPublisher
 from pilothouse.mcp.sink_client import McpSinkClient
 from pilothouse.mcp.sink_server import McpSinkServer
 from pilothouse.mcp.source_server import McpSourceServer
+from pilothouse.nodesets.server import NodeSetServer
 from pilothouse.registry.kubernetes.registry_feeds import RegistryFeeds
 from pilothouse.settings import Settings
 from pilothouse.sources.addresses import (
@@ -193,15 +194,19 @@ def rejoin_etcd_endpoints(addresses: Sequence[str]) -> list[str]:
 
 @dataclass
 class McpRoles:
-    """The legacy MCP pieces a serve runs; each has ``run()`` and ``close()``."""
+    """The legacy MCP pieces a serve runs, and the node agents' node-set service; each
+    has ``run()`` and ``close()``."""
 
     source_server: McpSourceServer
     sink_server: McpSinkServer | None = None
     dial_out: McpDialOutSource | None = None
     runners: list[Any] = field(default_factory=list)
+    node_sets: NodeSetServer | None = None
 
     def add_to(self, grpc_server: Any) -> None:
         self.source_server.add_to(grpc_server)
+        if self.node_sets is not None:
+            self.node_sets.add_to(grpc_server)
         if self.sink_server is not None:
             self.sink_server.add_to(grpc_server)
 
@@ -212,12 +217,16 @@ class McpRoles:
 
 
 def mcp_roles(
-    settings: Settings, store: ConfigStore, admission: Admission | None = None
+    settings: Settings,
+    store: ConfigStore,
+    admission: Admission | None = None,
+    root_namespace: str = "istio-system",
 ) -> McpRoles:
-    """The MCP ResourceSource server (always) and the dial-out source
+    """The MCP ResourceSource server (always), the node-set service for node agents
+    (always, :mod:`pilothouse.nodesets`) and the dial-out source
     (``--mcp-sink-address``). The ResourceSink server of reverse mode is a config source,
     so ``serve`` creates it with the other sources and adds it here. ``admission`` is the
-    xDS port's, which ResourceSource streams pass as xDS streams do."""
+    xDS port's, which ResourceSource and node-set streams pass as xDS streams do."""
     served = {schema.collection for schema in SCHEMAS}
     options = McpSourceOptions(
         # Pilot 1.4-1.6 asks for collections pilothouse has no schema for: answer them
@@ -233,6 +242,8 @@ def mcp_roles(
     publisher = SnapshotPublisher(store, options=options)
     roles = McpRoles(McpSourceServer(publisher, admission=admission))
     roles.runners.append(roles.source_server)
+    roles.node_sets = NodeSetServer(store, root_namespace=root_namespace, admission=admission)
+    roles.runners.append(roles.node_sets)
     if settings.mcp.sink_address:
         try:
             metadata = parse_sink_meta(settings.mcp.sink_meta)

@@ -246,7 +246,7 @@ async def serve(
     if config.kube_mesh is not None:
         config.kube_mesh.on_change = discovery.set_mesh
     try:
-        roles = mcp_roles(settings, store, discovery.admission)
+        roles = mcp_roles(settings, store, discovery.admission, config.mesh.root_namespace)
     except SourceSetupError as problem:
         raise SystemExit(f"pilothouse: {problem}") from None
     if config.reverse is not None:

@@ -1,0 +1,219 @@
+"""The node agent's copy of its node's set, kept by delta MCP-over-xDS from pilothouse.
+
+:class:`NodeSetClient` holds one stream to pilothouse's node-set service
+(:mod:`pilothouse.nodesets`), naming the node by its addresses in the node metadata
+(``INSTANCE_IPS``) and subscribing to the WorkloadEntries and the selecting kinds. The
+first response of each kind is the node's set, later ones only what changed; each
+resource is decoded and validated as the ``xds://`` source does
+(:class:`~pilothouse.config.mcp_resource.ResourceDecoder`). A response with a bad
+resource is NACKed whole and the copy keeps its last good objects. When the stream
+breaks the client dials again with backoff, telling pilothouse what it holds
+(``initial_resource_versions``), so a reconnect is sent only the difference.
+
+What the agent uses it for: its local view, :meth:`NodeSetClient.view` (served as
+``/debug/nodez`` on its status port), which lists the workloads pilothouse places on
+this node and the policies that concern them. It does not generate xDS: Envoy's config
+still comes from pilothouse through the xDS proxy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import grpc
+from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
+from google.protobuf import json_format
+
+from pilothouse.backoff import Backoff
+from pilothouse.config.mcp_resource import Rejection, ResourceDecoder
+from pilothouse.config.model import Config
+from pilothouse.kinds.table import SCHEMAS
+from pilothouse.nodesets.membership import NODE_SET_KINDS, WORKLOAD_KIND
+from pilothouse.nodesets.server import DELTA_NODE_SETS, NODE_ADDRESSES_KEY, NODE_SET_SERVICE
+
+log = logging.getLogger("pilothouse.agent.node_set")
+
+RECONNECT = Backoff(0.1, 5.0)
+
+
+def node_set_types() -> tuple[str, ...]:
+    """The GVK type names a node agent subscribes to (the first spelling of each kind)."""
+    found = []
+    for kind in NODE_SET_KINDS:
+        schema = SCHEMAS.by_kind(kind)
+        if schema is not None:
+            found.append(schema.gvks[0])
+    return tuple(found)
+
+
+class NodeSetClient:
+    """The node's set, kept in step with pilothouse over one stream at a time."""
+
+    def __init__(
+        self,
+        address: str,
+        node_ips: Sequence[str],
+        node_id: str = "",
+        *,
+        backoff: Backoff = RECONNECT,
+    ) -> None:
+        if not node_ips:
+            raise ValueError("a node set needs the node's address (nodeIP)")
+        self.address = address
+        self.node_ips = tuple(node_ips)
+        self.node_id = node_id or f"node-agent~{self.node_ips[0]}"
+        self.types = node_set_types()
+        self.held: dict[str, dict[str, Config]] = {t: {} for t in self.types}
+        """Type name → ``ns/name`` → the object as last accepted."""
+        self.versions: dict[str, dict[str, str]] = {t: {} for t in self.types}
+        self.synced = asyncio.Event()
+        self.changed = asyncio.Event()
+        self.connects = 0
+        self.responses = 0
+        """Responses taken (ACKed or NACKed) over every stream so far."""
+        self.nacks = 0
+        self._answered: set[str] = set()
+        self._decoders = {
+            t: ResourceDecoder(schema, f"node-set://{address}")
+            for t in self.types
+            if (schema := SCHEMAS.by_gvk(t)) is not None
+        }
+        self._backoff = backoff
+        self._rng = random.Random()
+        self._stop = asyncio.Event()
+
+    def close(self) -> None:
+        self._stop.set()
+
+    async def run(self) -> None:
+        failures = 0
+        while not self._stop.is_set():
+            try:
+                await self._stream()
+                failures = 0
+            except grpc.aio.AioRpcError as problem:
+                failures += 1
+                log.warning("node-set stream to %s broke: %s", self.address, problem.details())
+            if self._stop.is_set():
+                return
+            delay = self._backoff.delay(max(failures, 1), self._rng)
+            try:
+                async with asyncio.timeout(delay):
+                    await self._stop.wait()
+            except TimeoutError:
+                pass
+
+    def _first_requests(self) -> list[discovery_pb2.DeltaDiscoveryRequest]:
+        requests = []
+        for i, type_url in enumerate(self.types):
+            request = discovery_pb2.DeltaDiscoveryRequest(type_url=type_url)
+            request.initial_resource_versions.update(self.versions[type_url])
+            if i == 0:
+                request.node.id = self.node_id
+                request.node.metadata.update({NODE_ADDRESSES_KEY: ",".join(self.node_ips)})
+            requests.append(request)
+        return requests
+
+    async def _stream(self) -> None:
+        outgoing: asyncio.Queue[discovery_pb2.DeltaDiscoveryRequest | None] = asyncio.Queue()
+        for request in self._first_requests():
+            outgoing.put_nowait(request)
+
+        async def requests() -> AsyncIterator[discovery_pb2.DeltaDiscoveryRequest]:
+            while (request := await outgoing.get()) is not None:
+                yield request
+
+        async with grpc.aio.insecure_channel(self.address) as channel:
+            self.connects += 1
+            call: Any = channel.stream_stream(
+                f"/{NODE_SET_SERVICE}/{DELTA_NODE_SETS}",
+                request_serializer=discovery_pb2.DeltaDiscoveryRequest.SerializeToString,
+                response_deserializer=discovery_pb2.DeltaDiscoveryResponse.FromString,
+            )(requests())
+            stopping = asyncio.create_task(self._stop.wait())
+            try:
+                while True:
+                    reading = asyncio.create_task(call.read())
+                    done, _ = await asyncio.wait(
+                        {reading, stopping}, return_when=asyncio.FIRST_COMPLETED
+                    )
+                    if reading not in done:
+                        reading.cancel()
+                        call.cancel()
+                        return
+                    response = reading.result()
+                    if response is grpc.aio.EOF:
+                        return
+                    outgoing.put_nowait(self.apply(response))
+            finally:
+                stopping.cancel()
+                outgoing.put_nowait(None)
+
+    def apply(
+        self, response: discovery_pb2.DeltaDiscoveryResponse
+    ) -> discovery_pb2.DeltaDiscoveryRequest:
+        """Take one response; the ACK (or NACK) to send back."""
+        self.responses += 1
+        type_url = response.type_url
+        ack = discovery_pb2.DeltaDiscoveryRequest(type_url=type_url, response_nonce=response.nonce)
+        decoder = self._decoders.get(type_url)
+        if decoder is None:
+            ack.error_detail.message = f"not a type this agent asked for: {type_url!r}"
+            self.nacks += 1
+            return ack
+        taken: dict[str, tuple[str, Config]] = {}
+        for resource in response.resources:
+            decoded = decoder.decode_bytes(resource.resource.value)
+            if isinstance(decoded, Rejection):
+                ack.error_detail.message = f"{resource.name}: {decoded.reason}"
+                self.nacks += 1
+                log.warning("node set: rejected %s: %s", resource.name, decoded.reason)
+                return ack  # the whole response is refused; what is held stays
+            taken[resource.name] = (resource.version, decoded)
+        held, versions = self.held[type_url], self.versions[type_url]
+        for name in response.removed_resources:
+            held.pop(name, None)
+            versions.pop(name, None)
+        for name, (version, config) in taken.items():
+            held[name] = config
+            versions[name] = version
+        self._answered.add(type_url)
+        if len(self._answered) == len(self.types):
+            self.synced.set()
+        self.changed.set()
+        return ack
+
+    def workloads(self) -> list[Config]:
+        """The WorkloadEntries pilothouse places on this node."""
+        for type_url in self.types:
+            if self._decoders[type_url].schema.kind == WORKLOAD_KIND:
+                return list(self.held[type_url].values())
+        return []
+
+    def view(self) -> dict[str, Any]:
+        """The node's set as ``/debug/nodez`` shows it."""
+        kinds: dict[str, list[dict[str, Any]]] = {}
+        for type_url in self.types:
+            kind = self._decoders[type_url].schema.kind
+            kinds[kind] = [
+                {
+                    "name": name,
+                    "version": self.versions[type_url].get(name, ""),
+                    "labels": dict(config.labels),
+                    "spec": json_format.MessageToDict(config.spec),
+                }
+                for name, config in sorted(self.held[type_url].items())
+            ]
+        return {
+            "node": list(self.node_ips),
+            "server": self.address,
+            "synced": self.synced.is_set(),
+            "connects": self.connects,
+            "responses": self.responses,
+            "nacks": self.nacks,
+            "kinds": kinds,
+        }
