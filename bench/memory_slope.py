@@ -12,7 +12,8 @@ bare grpc.aio ADS server in its own process) handed the very resource bytes
 pilothouse served, and grown the same way; the two servers take turns at every
 step so that both see the same machine.
 
-The figure is the slope between 1,000 and 2,000 proxies (KiB per added proxy):
+The figure is the slope between 1,000 and 2,000 proxies (KiB per added proxy; from half
+the largest ``--steps`` to the largest):
 start-up and first-push costs are paid by then, so what is left is the cost of one
 more connection. The ratio is floor KiB per proxy ÷ pilothouse KiB per proxy
 (1 = as lean as the floor); the target is at most 100 KiB per proxy. One JSON
@@ -42,8 +43,6 @@ from bench.harness.process import ServerProcess
 from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
 
 STEPS = (0, 500, 1000, 1500, 2000)
-SLOPE_FROM = 1000
-SLOPE_TO = 2000
 KIB_TARGET = 100.0
 SETTLE = 2.0
 BASELINE = (
@@ -61,6 +60,7 @@ class Options:
     streams_per_channel: int
     timeout: float
     budget: float
+    settle: float
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ async def grow(
             ProxyFleet(target, identities, streams_per_channel=options.streams_per_channel)
         )
         await start_converged(fleets[-1], options.timeout, server.name)
-    await asyncio.sleep(SETTLE)
+    await asyncio.sleep(options.settle)
     return server.rss_kib()
 
 
@@ -135,10 +135,12 @@ def _slope_row(points: Sequence[Point], low: int, high: int) -> Row:
 
 def report(points: Sequence[Point], services: int) -> dict[str, Any]:
     """The JSON object ``run_all.py`` records."""
-    ours = slope_kib(points, SLOPE_FROM, SLOPE_TO, "pilothouse")
-    first, span = points[0].proxies, f"{SLOPE_FROM}_to_{SLOPE_TO}"
+    high = points[-1].proxies  # the slope: from half the largest step to the largest
+    low = high // 2
+    ours = slope_kib(points, low, high, "pilothouse")
+    first, span = points[0].proxies, f"{low}_to_{high}"
     sides = {"pilothouse": "pilothouse", "floor": "floor"}
-    rows = (_slope_row(points, SLOPE_FROM, SLOPE_TO), _slope_row(points, first, SLOPE_FROM))
+    rows = (_slope_row(points, low, high), _slope_row(points, first, low))
     return {
         "benchmark": "memory_slope: server RSS per connected proxy (SotW sidecars)",
         "baseline": BASELINE,
@@ -146,14 +148,14 @@ def report(points: Sequence[Point], services: int) -> dict[str, Any]:
         "services_per_proxy": services,
         "proxies": ", ".join(str(point.proxies) for point in points),
         **per_side(rows, sides),
-        "ratio_to_baseline": ratio(slope_kib(points, SLOPE_FROM, SLOPE_TO, "floor"), ours)
+        "ratio_to_baseline": ratio(slope_kib(points, low, high, "floor"), ours)
         if ours > 0
         else None,
         "ratio_definition": (
-            f"floor KiB per proxy ÷ pilothouse KiB per proxy, {SLOPE_FROM} to {SLOPE_TO} "
+            f"floor KiB per proxy ÷ pilothouse KiB per proxy, {low} to {high} "
             "proxies (1 = as lean as the floor)"
         ),
-        "target": f"≤ {KIB_TARGET:.0f} KiB per proxy ({SLOPE_FROM} to {SLOPE_TO} proxies)",
+        "target": f"≤ {KIB_TARGET:.0f} KiB per proxy ({low} to {high} proxies)",
         "target_met": "yes"
         if ours <= KIB_TARGET
         else f"no (missed by {ours - KIB_TARGET:.1f} KiB per proxy)",
@@ -174,13 +176,17 @@ def parse_options(argv: list[str] | None = None) -> Options:
         "--steps",
         type=lambda text: tuple(sorted({int(step) for step in text.split(",")})),
         default=STEPS,
-        help=f"proxy counts, comma-separated; must include {SLOPE_FROM} and {SLOPE_TO}",
+        help="proxy counts, comma-separated; the slope is read from half the largest to the"
+        " largest, which must both be given (default: 1,000 to 2,000)",
     )
     parser.add_argument("--timeout", type=float, default=90.0, help="per wait, seconds")
     parser.add_argument("--budget", type=float, default=360.0, help="whole run, seconds")
+    parser.add_argument(
+        "--settle", type=float, default=SETTLE, help="wait after each step, seconds"
+    )
     options = parsed(parser, Options, argv)
-    if SLOPE_FROM not in options.steps or SLOPE_TO not in options.steps:
-        parser.error(f"--steps must include {SLOPE_FROM} and {SLOPE_TO}")
+    if max(options.steps) // 2 not in options.steps:
+        parser.error(f"--steps must include {max(options.steps) // 2}, half the largest step")
     return options
 
 

@@ -27,14 +27,14 @@ SCRIPTS: dict[str, tuple[tuple[str, ...], int]] = {
         ("--sizes", "10", "--duration", "1", "--rate", "10", "--workers", "2", *SMALL_MESH),
         1,
     ),
-    "memory_slope": (("--steps", "0,5,1000,2000", "--timeout", "120", *SMALL_MESH), 1),
+    "memory_slope": (("--steps", "0,5,50,100", "--settle", "0.2", *SMALL_MESH), 1),
     "workers_fanout": (("--proxies", "10", "--services", "3", "--runs", "1"), 1),
     "config_load": (("--services", "20", "--runs", "1"), 1),
     "analysis_cost": (("--sizes", "20,40", "--runs", "1"), 1),
     "kube_registry": (("--services", "10", "--pods", "2", "--runs", "1", "--flips", "2"), 2),
     "kube_source": (("--services", "10", "--runs", "1"), 1),
     "mcp_sync": (
-        ("--sizes", "200", "--floor-runs", "1", "--profile-size", "200", "--no-warm"),
+        ("--sizes", "50", "--floor-runs", "1", "--profile-size", "50", "--no-warm"),
         1,
     ),
 }
