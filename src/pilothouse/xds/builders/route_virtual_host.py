@@ -17,6 +17,12 @@ Options follow newer istiod: ``include_port=False`` drops every ``:port`` form
 configurations instead), ``absolute_fqdn=True`` adds ``FQDN.`` (and
 ``FQDN.:port``), as istiod ≥ 1.27 does by default.
 
+:func:`service_virtual_host` is the virtual host of a service no VirtualService covers
+(its default route to its cluster). Sidecar scopes of different namespaces differ in a
+few short domain names only, so each distinct one (name, domains, cluster, hash
+policies) is encoded once and decoded for every other route configuration that has it:
+decoding is a C call, building it a dozen Python-level message writes.
+
 :func:`build_route_configuration` sorts virtual hosts by name, the catch-all
 (``*``) hosts last, and writes ``validate_clusters: false`` and a 1 MiB
 ``max_direct_response_body_size_bytes`` as istiod does.
@@ -24,6 +30,7 @@ configurations instead), ``absolute_fqdn=True`` adds ``FQDN.`` (and
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Iterable, Sequence
 from typing import Final
@@ -35,8 +42,11 @@ from envoy.config.route.v3 import route_pb2
 
 from pilothouse.push.hostnames import DEFAULT_DOMAIN_SUFFIX
 from pilothouse.xds.builders.names import PASSTHROUGH_CLUSTER
+from pilothouse.xds.builders.route import build_default_route
 
 MAX_DIRECT_RESPONSE_BODY_BYTES: Final = 1024 * 1024
+SERVICE_HOSTS_KEPT: Final = 4096
+"""Distinct encoded service virtual hosts remembered (the least recently used go)."""
 ALLOW_ANY: Final = "allow_any"
 BLOCK_ALL: Final = "block_all"
 
@@ -119,6 +129,30 @@ def build_virtual_host(
         routes=list(routes),
         include_request_attempt_count=include_request_attempt_count,
     )
+
+
+def service_virtual_host(
+    name: str,
+    domains: Sequence[str],
+    cluster: str,
+    hash_policy: Sequence[rc_pb2.RouteAction.HashPolicy] = (),
+) -> rc_pb2.VirtualHost:
+    """The virtual host ``name`` sending ``domains`` to ``cluster`` by its default route
+    (:func:`~pilothouse.xds.builders.route.build_default_route`), a message of the
+    caller's own, equal to one built afresh."""
+    policies = tuple([p.SerializeToString(deterministic=True) for p in hash_policy])
+    encoded = _encoded_service_host(name, tuple(domains), cluster, policies)
+    return VirtualHost.FromString(encoded)
+
+
+@functools.lru_cache(maxsize=SERVICE_HOSTS_KEPT)
+def _encoded_service_host(
+    name: str, domains: tuple[str, ...], cluster: str, hash_policy: tuple[bytes, ...]
+) -> bytes:
+    """:func:`service_virtual_host`, encoded: a pure function of its arguments."""
+    policies = [rc_pb2.RouteAction.HashPolicy.FromString(p) for p in hash_policy]
+    route = build_default_route(cluster, hash_policy=policies)
+    return bytes(build_virtual_host(name, domains, [route]).SerializeToString(deterministic=True))
 
 
 def build_catch_all_virtual_host(
