@@ -17,11 +17,13 @@ Options follow newer istiod: ``include_port=False`` drops every ``:port`` form
 configurations instead), ``absolute_fqdn=True`` adds ``FQDN.`` (and
 ``FQDN.:port``), as istiod ≥ 1.27 does by default.
 
-:func:`service_virtual_host` is the virtual host of a service no VirtualService covers
-(its default route to its cluster). Sidecar scopes of different namespaces differ in a
-few short domain names only, so each distinct one (name, domains, cluster, hash
-policies) is encoded once and decoded for every other route configuration that has it:
-decoding is a C call, building it a dozen Python-level message writes.
+:func:`sidecar_domains` remembers those domains per hostname and port for the service's
+own namespace and for any other. :func:`service_virtual_host` is the virtual host of a
+service no VirtualService covers (its default route to its cluster). Sidecar scopes of
+different namespaces differ in a few short domain names only, so each distinct one
+(name, domains, cluster, hash policies) is encoded once and decoded for every other
+route configuration that has it: decoding is a C call, building it a dozen Python-level
+message writes.
 
 :func:`build_route_configuration` sorts virtual hosts by name, the catch-all
 (``*``) hosts last, and writes ``validate_clusters: false`` and a 1 MiB
@@ -98,6 +100,38 @@ def virtual_host_domains(
         if address and address != "0.0.0.0":
             add(address)
     return out
+
+
+def sidecar_domains(
+    hostname: str, port: int, namespace: str, domain_suffix: str = DEFAULT_DOMAIN_SUFFIX
+) -> tuple[str, ...]:
+    """:func:`virtual_host_domains` with its defaults, worked out once per hostname and
+    port for the service's own namespace and once for every other (the namespace
+    matters only as the one the short names of the service are in, or not)."""
+    home = service_namespace(hostname, domain_suffix)
+    local = home is not None and home == namespace
+    return _sidecar_domains(hostname, port, local, domain_suffix)
+
+
+@functools.lru_cache(maxsize=SERVICE_HOSTS_KEPT)
+def _sidecar_domains(hostname: str, port: int, local: bool, domain_suffix: str) -> tuple[str, ...]:
+    """:func:`sidecar_domains` of the service's own namespace (``local``) or of another
+    (the empty name: no service's namespace)."""
+    namespace = (service_namespace(hostname, domain_suffix) or "") if local else ""
+    return tuple(virtual_host_domains(hostname, port, namespace, domain_suffix=domain_suffix))
+
+
+@functools.lru_cache(maxsize=SERVICE_HOSTS_KEPT)
+def service_namespace(hostname: str, domain_suffix: str) -> str | None:
+    """The namespace of a Kubernetes-style ``<name>.<ns>.svc.<suffix>`` host (None: not
+    one, so it has no short names)."""
+    if not hostname.endswith(f".svc.{domain_suffix}"):
+        return None
+    svc = hostname.find(".svc.")
+    first = hostname.find(".")
+    if first <= 0 or first + 1 >= svc:
+        return None
+    return hostname[first + 1 : svc]
 
 
 def kubernetes_short_names(hostname: str, namespace: str, domain_suffix: str) -> list[str]:

@@ -30,7 +30,7 @@ each distinct one once, so another namespace's configuration decodes it instead.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,7 +50,7 @@ from pilothouse.xds.builders.route_virtual_host import (
     build_route_configuration,
     build_virtual_host,
     service_virtual_host,
-    virtual_host_domains,
+    sidecar_domains,
 )
 from pilothouse.xds.generators.base import GenerationInput, Resources
 from pilothouse.xds.generators.cds import encode
@@ -186,7 +186,7 @@ def sidecar_route_config(inputs: RouteInputs) -> Any:
         domains: list[str] = []
         for host in hosts:
             if host in on_port:
-                candidates = virtual_host_domains(host, port, namespace, domain_suffix=suffix)
+                candidates: Sequence[str] = sidecar_domains(host, port, namespace, suffix)
             else:
                 candidates = [host, f"{host}:{port}"]
             domains.extend(_claim(candidates, used))
@@ -197,10 +197,7 @@ def sidecar_route_config(inputs: RouteInputs) -> Any:
     for host in sorted(on_port):
         if host in covered:
             continue
-        domains = _claim(
-            virtual_host_domains(host, port, namespace, domain_suffix=suffix),
-            used,
-        )
+        domains = _claim(sidecar_domains(host, port, namespace, suffix), used)
         if not domains:
             continue
         cluster = outbound_cluster_name(host, port)
@@ -274,7 +271,7 @@ def _config_key(entry: RouteEntry) -> ConfigKey:
     return entry.config.key
 
 
-def _claim(candidates: list[str], used: set[str]) -> list[str]:
+def _claim(candidates: Sequence[str], used: set[str]) -> list[str]:
     fresh = [d for d in dict.fromkeys(candidates) if d not in used]
     used.update(fresh)
     return fresh
