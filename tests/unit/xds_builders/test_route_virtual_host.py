@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from envoy.config.route.v3 import route_components_pb2 as rc_pb2  # type: ignore[import-untyped]
 from google.protobuf import json_format
 
 from pilothouse.api.istio.networking.v1alpha3 import destination_rule_pb2 as dr_pb2
@@ -14,6 +15,8 @@ from pilothouse.xds.builders.route_virtual_host import (
     build_catch_all_virtual_host,
     build_route_configuration,
     build_virtual_host,
+    service_virtual_host,
+    sidecar_domains,
     virtual_host_domains,
 )
 
@@ -235,3 +238,49 @@ def test_route_configuration_options() -> None:
     assert config.validate_clusters.value is True
     assert config.ignore_port_in_host_matching is True
     assert len(config.virtual_hosts) == 0
+
+
+@pytest.mark.parametrize(
+    "hostname",
+    [
+        "reviews.shop.svc.cluster.local",
+        "a.b.shop.svc.cluster.local",  # namespace "b.shop": never the proxy's here
+        "reviews.shop.svc.other.local",  # another suffix: no short names
+        "api.example.com",
+        ".shop.svc.cluster.local",
+    ],
+)
+def test_sidecar_domains_are_the_domains_from_every_namespace(hostname: str) -> None:
+    for namespace in ("shop", "b.shop", "other", ""):
+        expected = virtual_host_domains(hostname, 9080, namespace)
+        assert list(sidecar_domains(hostname, 9080, namespace)) == expected, namespace
+        # remembered per hostname and port: asked again, or for another port, the same
+        assert list(sidecar_domains(hostname, 9080, namespace)) == expected
+        assert list(sidecar_domains(hostname, 80, namespace)) == virtual_host_domains(
+            hostname, 80, namespace
+        )
+
+
+def test_a_service_virtual_host_equals_one_built_afresh_and_is_the_callers_own() -> None:
+    cluster = "outbound|9080||reviews.shop.svc.cluster.local"
+    policy = rc_pb2.RouteAction.HashPolicy()
+    policy.header.header_name = "x-user"
+    domains = virtual_host_domains("reviews.shop.svc.cluster.local", 9080, "shop")
+    for policies in ((), (policy,)):
+        fresh = build_virtual_host(
+            "reviews.shop.svc.cluster.local:9080",
+            domains,
+            [build_default_route(cluster, hash_policy=policies)],
+        )
+        first = service_virtual_host(
+            "reviews.shop.svc.cluster.local:9080", domains, cluster, policies
+        )
+        assert first == fresh
+        assert first.SerializeToString() == fresh.SerializeToString()
+        first.domains.append("changed")  # the caller's own: the next one is as built
+        again = service_virtual_host(
+            "reviews.shop.svc.cluster.local:9080", domains, cluster, policies
+        )
+        assert again == fresh
+    other = service_virtual_host("reviews.shop.svc.cluster.local:9080", domains[:2], cluster)
+    assert list(other.domains) == domains[:2]  # the domains are part of what is kept

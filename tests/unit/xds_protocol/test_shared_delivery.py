@@ -288,7 +288,8 @@ def test_a_full_push_finds_each_streams_changed_assignments_without_a_walk(count
     )
     pushed = [engine.push_full(5.0, endpoints=True) for engine in engines]
     assert all([o.resources for o in out] == [1] for out in pushed)  # s2 only
-    assert third.reads <= 2 * count + 2 * len(engines)
+    # and s2 is taken from the mapping once for all the streams that send it
+    assert third.reads <= 2 * count + 2 * len(engines) + 1
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -374,3 +375,61 @@ def test_full_pushes_send_exactly_the_assignments_a_stream_holds_at_another_vers
             got = deliver(engine, held, engine.push_full(2.0, endpoints=True))
             assert got == expected, (step, sorted(got), sorted(expected))
             assert all(held[n] == versions[n] for n in watched)
+
+
+class ClusterAndEndpointSource:
+    """A scope's clusters and their assignments (named alike), counting the EDS
+    generator's calls."""
+
+    def __init__(self, clusters: dict[str, Resource], endpoints: dict[str, Resource]) -> None:
+        self.clusters = clusters
+        self.endpoints = endpoints
+        self.version = "v1"
+        self.endpoint_calls = 0
+
+    def generate(self, type_url: str, names: frozenset[str] | None) -> Mapping[str, Resource]:
+        if type_url == CDS:
+            return self.clusters
+        if type_url != EDS:
+            return {}
+        self.endpoint_calls += 1
+        if names is None or names == self.endpoints.keys():
+            return self.endpoints
+        return {name: self.endpoints[name] for name in names if name in self.endpoints}
+
+    def warming(self, added: frozenset[str]) -> frozenset[str]:
+        return added
+
+
+def assignment(name: str, version: str) -> Resource:
+    body = any_pb2.Any(type_url=EDS, value=f"{name}@{version}".encode()).SerializeToString()
+    return Resource(name, version, body)
+
+
+def test_a_cds_push_generates_each_streams_assignments_once() -> None:
+    """A cluster changes with its endpoints: the CDS response and, right behind it, the
+    changed cluster's assignment, with the EDS generator called once per stream (the
+    assignments found changed are the ones sent, not generated again)."""
+    names = [f"s{i}" for i in range(20)]
+    source = ClusterAndEndpointSource(
+        {n: Resource(n, "c1", b"") for n in names}, {n: assignment(n, "e1") for n in names}
+    )
+    engines = [StreamEngine(source, delta=False, warming_timeout=5.0) for _ in range(5)]
+    for engine in engines:
+        engine.receive(request(nonce_of(engine.receive(request(), 1.0))), 1.0)
+        engine.receive(eds_request(names, nonce_of(engine.receive(eds_request(names), 1.0))), 1.0)
+    source.clusters = {**source.clusters, "s3": Resource("s3", "c2", b"")}
+    source.endpoints = {**source.endpoints, "s3": assignment("s3", "e2")}
+    source.version = "v2"
+    source.endpoint_calls = 0
+    for engine in engines:
+        out = engine.push_full(2.0, endpoints=True)
+        assert [(o.type_url, o.resources) for o in out] == [(CDS, 20), (EDS, 1)]
+        (sent,) = discovery_pb2.DiscoveryResponse.FromString(out[1].body).resources
+        assert sent.value == b"s3@e2"
+    assert source.endpoint_calls == len(engines)
+    for engine in engines:
+        assert engine.acked()[EDS]["s3"].version == "e1"  # not ACKed yet
+        assert engine.sotw is not None
+        held = engine.sotw.watch(EDS)
+        assert held is not None and held.held_versions["s3"] == "e2"

@@ -146,9 +146,9 @@ def test_cluster_change_generates_clusters_once_and_sends_them_and_their_assignm
     before = {t: g.calls for t, g in generation.generators.items()}
     push(generation, connection, PushRequest.for_configs([RULE]), 3.0)
     calls = {t: g.calls - before[t] for t, g in generation.generators.items()}
-    # EDS twice: to find what changed, then to send the changed cluster's assignment;
-    # listeners read no DestinationRule, so they are not generated at all
-    assert calls == {CDS: 1, EDS: 2, LDS: 0, RDS: 1}
+    # EDS once: what changed is found in it, and the changed cluster's assignment sent
+    # from it; listeners read no DestinationRule, so they are not generated at all
+    assert calls == {CDS: 1, EDS: 1, LDS: 0, RDS: 1}
     sent, refreshed = responses(connection)
     assert sent.type_url == CDS and len(sent.resources) == 2
     # unchanged, but Envoy warms the changed cluster only on a fresh assignment

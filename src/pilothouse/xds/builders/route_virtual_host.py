@@ -17,6 +17,14 @@ Options follow newer istiod: ``include_port=False`` drops every ``:port`` form
 configurations instead), ``absolute_fqdn=True`` adds ``FQDN.`` (and
 ``FQDN.:port``), as istiod ≥ 1.27 does by default.
 
+:func:`sidecar_domains` remembers those domains per hostname and port for the service's
+own namespace and for any other. :func:`service_virtual_host` is the virtual host of a
+service no VirtualService covers (its default route to its cluster). Sidecar scopes of
+different namespaces differ in a few short domain names only, so each distinct one
+(name, domains, cluster, hash policies) is encoded once and decoded for every other
+route configuration that has it: decoding is a C call, building it a dozen Python-level
+message writes.
+
 :func:`build_route_configuration` sorts virtual hosts by name, the catch-all
 (``*``) hosts last, and writes ``validate_clusters: false`` and a 1 MiB
 ``max_direct_response_body_size_bytes`` as istiod does.
@@ -24,6 +32,7 @@ configurations instead), ``absolute_fqdn=True`` adds ``FQDN.`` (and
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Iterable, Sequence
 from typing import Final
@@ -35,8 +44,11 @@ from envoy.config.route.v3 import route_pb2
 
 from pilothouse.push.hostnames import DEFAULT_DOMAIN_SUFFIX
 from pilothouse.xds.builders.names import PASSTHROUGH_CLUSTER
+from pilothouse.xds.builders.route import build_default_route
 
 MAX_DIRECT_RESPONSE_BODY_BYTES: Final = 1024 * 1024
+SERVICE_HOSTS_KEPT: Final = 4096
+"""Distinct encoded service virtual hosts remembered (the least recently used go)."""
 ALLOW_ANY: Final = "allow_any"
 BLOCK_ALL: Final = "block_all"
 
@@ -90,6 +102,38 @@ def virtual_host_domains(
     return out
 
 
+def sidecar_domains(
+    hostname: str, port: int, namespace: str, domain_suffix: str = DEFAULT_DOMAIN_SUFFIX
+) -> tuple[str, ...]:
+    """:func:`virtual_host_domains` with its defaults, worked out once per hostname and
+    port for the service's own namespace and once for every other (the namespace
+    matters only as the one the short names of the service are in, or not)."""
+    home = service_namespace(hostname, domain_suffix)
+    local = home is not None and home == namespace
+    return _sidecar_domains(hostname, port, local, domain_suffix)
+
+
+@functools.lru_cache(maxsize=SERVICE_HOSTS_KEPT)
+def _sidecar_domains(hostname: str, port: int, local: bool, domain_suffix: str) -> tuple[str, ...]:
+    """:func:`sidecar_domains` of the service's own namespace (``local``) or of another
+    (the empty name: no service's namespace)."""
+    namespace = (service_namespace(hostname, domain_suffix) or "") if local else ""
+    return tuple(virtual_host_domains(hostname, port, namespace, domain_suffix=domain_suffix))
+
+
+@functools.lru_cache(maxsize=SERVICE_HOSTS_KEPT)
+def service_namespace(hostname: str, domain_suffix: str) -> str | None:
+    """The namespace of a Kubernetes-style ``<name>.<ns>.svc.<suffix>`` host (None: not
+    one, so it has no short names)."""
+    if not hostname.endswith(f".svc.{domain_suffix}"):
+        return None
+    svc = hostname.find(".svc.")
+    first = hostname.find(".")
+    if first <= 0 or first + 1 >= svc:
+        return None
+    return hostname[first + 1 : svc]
+
+
 def kubernetes_short_names(hostname: str, namespace: str, domain_suffix: str) -> list[str]:
     """The shorter names that reach ``hostname`` from a pod in ``namespace``."""
     if not hostname.endswith(f".svc.{domain_suffix}"):
@@ -119,6 +163,30 @@ def build_virtual_host(
         routes=list(routes),
         include_request_attempt_count=include_request_attempt_count,
     )
+
+
+def service_virtual_host(
+    name: str,
+    domains: Sequence[str],
+    cluster: str,
+    hash_policy: Sequence[rc_pb2.RouteAction.HashPolicy] = (),
+) -> rc_pb2.VirtualHost:
+    """The virtual host ``name`` sending ``domains`` to ``cluster`` by its default route
+    (:func:`~pilothouse.xds.builders.route.build_default_route`), a message of the
+    caller's own, equal to one built afresh."""
+    policies = tuple([p.SerializeToString(deterministic=True) for p in hash_policy])
+    encoded = _encoded_service_host(name, tuple(domains), cluster, policies)
+    return VirtualHost.FromString(encoded)
+
+
+@functools.lru_cache(maxsize=SERVICE_HOSTS_KEPT)
+def _encoded_service_host(
+    name: str, domains: tuple[str, ...], cluster: str, hash_policy: tuple[bytes, ...]
+) -> bytes:
+    """:func:`service_virtual_host`, encoded: a pure function of its arguments."""
+    policies = [rc_pb2.RouteAction.HashPolicy.FromString(p) for p in hash_policy]
+    route = build_default_route(cluster, hash_policy=policies)
+    return bytes(build_virtual_host(name, domains, [route]).SerializeToString(deterministic=True))
 
 
 def build_catch_all_virtual_host(

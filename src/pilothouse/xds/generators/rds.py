@@ -20,12 +20,17 @@ and those selectors (the labels matched against are derived from them, see
 keeps it (or None, for a name that means nothing) under that value: a push that changes
 none of them rebuilds no route. The answer to a whole set of watched names is kept too,
 under :class:`RouteSetInputs`, so a proxy finds its routes in one lookup.
+
+The route configurations of two namespaces' scopes differ by a few short domain names of
+their own services: the virtual host of a service no VirtualService covers comes from
+:func:`~pilothouse.xds.builders.route_virtual_host.service_virtual_host`, which encodes
+each distinct one once, so another namespace's configuration decodes it instead.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,12 +44,13 @@ from pilothouse.push.indexes import RouteEntry
 from pilothouse.xds.builders.http_connection_manager import is_http
 from pilothouse.xds.builders.listener_gateway import gateway_route_name
 from pilothouse.xds.builders.names import outbound_cluster_name
-from pilothouse.xds.builders.route import build_default_route, build_http_routes
+from pilothouse.xds.builders.route import build_http_routes
 from pilothouse.xds.builders.route_virtual_host import (
     build_catch_all_virtual_host,
     build_route_configuration,
     build_virtual_host,
-    virtual_host_domains,
+    service_virtual_host,
+    sidecar_domains,
 )
 from pilothouse.xds.generators.base import GenerationInput, Resources
 from pilothouse.xds.generators.cds import encode
@@ -180,7 +186,7 @@ def sidecar_route_config(inputs: RouteInputs) -> Any:
         domains: list[str] = []
         for host in hosts:
             if host in on_port:
-                candidates = virtual_host_domains(host, port, namespace, domain_suffix=suffix)
+                candidates: Sequence[str] = sidecar_domains(host, port, namespace, suffix)
             else:
                 candidates = [host, f"{host}:{port}"]
             domains.extend(_claim(candidates, used))
@@ -191,15 +197,13 @@ def sidecar_route_config(inputs: RouteInputs) -> Any:
     for host in sorted(on_port):
         if host in covered:
             continue
-        domains = _claim(
-            virtual_host_domains(host, port, namespace, domain_suffix=suffix),
-            used,
-        )
+        domains = _claim(sidecar_domains(host, port, namespace, suffix), used)
         if not domains:
             continue
         cluster = outbound_cluster_name(host, port)
-        route = build_default_route(cluster, hash_policy=hashing(cluster))
-        virtual_hosts.append(build_virtual_host(f"{host}:{port}", domains, [route]))
+        virtual_hosts.append(
+            service_virtual_host(f"{host}:{port}", domains, cluster, hashing(cluster))
+        )
     virtual_hosts.append(build_catch_all_virtual_host(allow_any=scope.allow_any))
     return build_route_configuration(str(port), virtual_hosts)
 
@@ -267,7 +271,7 @@ def _config_key(entry: RouteEntry) -> ConfigKey:
     return entry.config.key
 
 
-def _claim(candidates: list[str], used: set[str]) -> list[str]:
+def _claim(candidates: Sequence[str], used: set[str]) -> list[str]:
     fresh = [d for d in dict.fromkeys(candidates) if d not in used]
     used.update(fresh)
     return fresh

@@ -18,7 +18,12 @@ from pilothouse.xds.protocol.delta_basis import DeltaBasis, ResourceVersions
 from pilothouse.xds.protocol.delta_plan import plan_delta
 from pilothouse.xds.protocol.ordering import MakeBeforeBreak
 from pilothouse.xds.protocol.shared_content import SharedContents
-from pilothouse.xds.protocol.stream_flavour import FlavourBase, Outgoing, ResourceSource
+from pilothouse.xds.protocol.stream_flavour import (
+    EndpointsDue,
+    FlavourBase,
+    Outgoing,
+    ResourceSource,
+)
 from pilothouse.xds.protocol.versions import NonceSource
 from pilothouse.xds.protocol.wire import NO_CONTROL_PLANE, ControlPlaneField, delta_response
 from pilothouse.xds.protocol.withheld import withheld
@@ -79,6 +84,7 @@ class DeltaFlavour(FlavourBase):
         *,
         resend: bool = False,
         refresh: frozenset[str] = frozenset(),
+        among: Mapping[str, Resource] | None = None,
     ) -> Outgoing | None:
         return self._respond(
             type_url, None, changed, now, generated, resend=resend, refresh=refresh
@@ -157,9 +163,9 @@ class DeltaFlavour(FlavourBase):
             self._order.record(type_url, sent, plan.removed, replace=False)
         return Outgoing(type_url, body, len(chosen))
 
-    def changed_endpoints(self) -> frozenset[str] | None:
+    def changed_endpoints(self) -> EndpointsDue:
         """All of them: the delta plan sends only what the proxy does not hold."""
-        return None
+        return EndpointsDue(None)
 
     def confirmed(self, names: frozenset[str]) -> bool:
         watch = self.delta.watch(EDS)

@@ -18,7 +18,10 @@ How one mapping differs from an earlier one (:meth:`SharedContents.difference`: 
 at another version, names added, names removed) is likewise worked out once per pair:
 the streams of a scope move from the same clusters to the same clusters, and from the
 same assignments to the same ones (:mod:`pilothouse.xds.protocol.endpoint_basis`, and
-for delta streams :mod:`pilothouse.xds.protocol.delta_basis`).
+for delta streams :mod:`pilothouse.xds.protocol.delta_basis`). The few names of a mapping
+that a full push sends its streams (the assignments found changed, taken from the very
+mapping they were found in, :meth:`SharedContents.subset`) are one mapping for every
+stream taking the same names, summarised once like any other.
 """
 
 from __future__ import annotations
@@ -97,6 +100,7 @@ class SharedContents:
         "_names",
         "_names_budget",
         "_seen",
+        "_subsets",
         "summaries",
     )
 
@@ -113,6 +117,9 @@ class SharedContents:
         self._differences: OrderedDict[
             tuple[int, int],
             tuple[Mapping[str, Resource], Mapping[str, Resource], Difference],
+        ] = OrderedDict()
+        self._subsets: OrderedDict[
+            tuple[int, frozenset[str]], tuple[Mapping[str, Resource], Mapping[str, Resource]]
         ] = OrderedDict()
         self.summaries = 0
 
@@ -175,6 +182,28 @@ class SharedContents:
         if len(differences) > KEPT_CHANGES:
             differences.popitem(last=False)
         return result
+
+    def subset(
+        self, resources: Mapping[str, Resource], names: frozenset[str]
+    ) -> Mapping[str, Resource]:
+        """The resources of ``names`` that ``resources`` has: one mapping, never changed
+        afterwards, for every caller taking the same names of the same mapping (streams
+        of a scope sent the same changed assignments share it, and its summary)."""
+        key = (id(resources), names)
+        subsets = self._subsets
+        found = subsets.get(key)
+        if found is not None and found[0] is resources:
+            subsets.move_to_end(key)
+            return found[1]
+        taken: dict[str, Resource] = {}
+        for name in names:
+            resource = resources.get(name)  # one read a name
+            if resource is not None:
+                taken[name] = resource
+        subsets[key] = (resources, taken)
+        if len(subsets) > KEPT_CHANGES:
+            subsets.popitem(last=False)
+        return taken
 
 
 class Difference(NamedTuple):

@@ -289,17 +289,21 @@ class StreamEngine:
         assignments of the clusters in ``refresh`` even if unchanged (Envoy warms a
         changed EDS cluster only on a fresh assignment, xds-protocol.md §2.8)."""
         changed: frozenset[str] | None
+        among: Mapping[str, Resource] | None = None
         if resend:
             changed = None
         elif endpoints:
-            changed = self._flavour.changed_endpoints()
+            changed, among = self._flavour.changed_endpoints()
         else:
             changed = frozenset()
         if changed is not None and refresh:
             changed = changed | refresh
         out: list[Outgoing] = []
         if changed is None or changed:
-            _add(out, self._flavour.respond(EDS, changed, now, resend=resend, refresh=refresh))
+            sent = self._flavour.respond(
+                EDS, changed, now, resend=resend, refresh=refresh, among=among
+            )
+            _add(out, sent)
         return out
 
     def _warmed_by_clusters(self, held: Mapping[str, Resource], routes: bool) -> frozenset[str]:

@@ -46,6 +46,18 @@ class Outgoing(NamedTuple):
     resources: int
 
 
+class EndpointsDue(NamedTuple):
+    """What a full push owes a stream of EDS: the assignments to send (None: all of
+    them), and the mapping generated for every watched name that told it (None: none
+    was), from which the response takes them instead of generating them again."""
+
+    names: frozenset[str] | None
+    generated: Mapping[str, Resource] | None = None
+
+
+_ALL_ENDPOINTS = EndpointsDue(None)
+
+
 class ResourceSource(Protocol):
     """Where a stream's resources come from: the proxy's generated view."""
 
@@ -111,14 +123,17 @@ class Flavour(Protocol):
         *,
         resend: bool = False,
         refresh: frozenset[str] = frozenset(),
+        among: Mapping[str, Resource] | None = None,
     ) -> Outgoing | None:
         """A server-initiated response for one type: only what changed, if anything;
         with ``resend`` (a forced push), everything watched even if unchanged; the names
-        in ``refresh`` (among ``changed``) even if unchanged."""
+        in ``refresh`` (among ``changed``) even if unchanged. ``among``: the type's
+        resources already generated this push for every watched name (before lingering
+        ones are added), to take ``changed`` from instead of generating them again."""
         ...
 
-    def changed_endpoints(self) -> frozenset[str] | None:
-        """For EDS in a full push: the assignments to send (None: all of them)."""
+    def changed_endpoints(self) -> EndpointsDue:
+        """For EDS in a full push: the assignments to send, and what they were found in."""
         ...
 
     def confirmed(self, names: frozenset[str]) -> bool:
@@ -178,9 +193,10 @@ class SotwFlavour(FlavourBase):
         *,
         resend: bool = False,
         refresh: frozenset[str] = frozenset(),
+        among: Mapping[str, Resource] | None = None,
     ) -> Outgoing | None:
         # per-name types (EDS) carry only ``changed``: answering sends all of those
-        return self._respond(type_url, resend or bool(refresh), changed, now, generated)
+        return self._respond(type_url, resend or bool(refresh), changed, now, generated, among)
 
     def _respond(
         self,
@@ -189,6 +205,7 @@ class SotwFlavour(FlavourBase):
         changed: frozenset[str] | None,
         now: float,
         generated: Mapping[str, Resource] | None = None,
+        among: Mapping[str, Resource] | None = None,
     ) -> Outgoing | None:
         watch = self.sotw.watch(type_url)
         if watch is None:
@@ -198,7 +215,12 @@ class SotwFlavour(FlavourBase):
         if changed is not None:
             names = changed if names is None else names & changed
         if generated is None:
-            made = self._source.generate(type_url, names)
+            if among is not None and names is not None:
+                # the names of a mapping generated for all of them: the same resources,
+                # one mapping for every stream taking the same names of it
+                made = self._responses.contents.subset(among, names)
+            else:
+                made = self._source.generate(type_url, names)
             resources = self._order.with_lingering(type_url, made)
             # the subscription asks for all of it (nothing lingers beside it)
             whole = resources is made and (subscription.wildcard or type_url in _BY_NAME)
@@ -272,14 +294,17 @@ class SotwFlavour(FlavourBase):
             self._endpoints.sent(watch.subscription, changed, resources, whole=True)
         return Outgoing(type_url, response.body, len(versions))
 
-    def changed_endpoints(self) -> frozenset[str] | None:
+    def changed_endpoints(self) -> EndpointsDue:
         """Only the assignments whose content differs from what the proxy was last sent
-        (:mod:`pilothouse.xds.protocol.endpoint_basis`: per stream, only what changed)."""
+        (:mod:`pilothouse.xds.protocol.endpoint_basis`: per stream, only what changed),
+        and the mapping generated to find them (the response takes them from it)."""
         watch = self.sotw.watch(EDS)
         if watch is None or watch.subscription.wildcard:
-            return None
-        current = self._generate(EDS, watch.subscription.names)
-        return self._endpoints.changed(watch, current, self._responses.contents)
+            return _ALL_ENDPOINTS
+        made = self._source.generate(EDS, watch.subscription.names)
+        current = self._order.with_lingering(EDS, made)
+        changed = self._endpoints.changed(watch, current, self._responses.contents)
+        return EndpointsDue(changed, made)
 
     def confirmed(self, names: frozenset[str]) -> bool:
         watch = self.sotw.watch(EDS)
