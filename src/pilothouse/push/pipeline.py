@@ -261,7 +261,16 @@ class PushPipeline(Generic[C]):
         previous = self._context
         if previous is None:
             raise LookupError("no PushContext yet: the server has not synced")
-        context = build_context(
+        context = self._build(store, previous, request)
+        compared = self._unsettled if previous.mesh == context.mesh else None
+        pushes, failed = self._affected(request, previous, context, compared)
+        return context, pushes, failed
+
+    def _build(
+        self, store: ConfigStore, previous: PushContext, request: PushRequest
+    ) -> PushContext:
+        """The PushContext ``request`` makes of ``store``, from ``previous``."""
+        return build_context(
             store,
             self._services,
             self._mesh,
@@ -271,24 +280,12 @@ class PushPipeline(Generic[C]):
             self._jwks,
             self._wasm_modules,
         )
-        compared = self._unsettled if previous.mesh == context.mesh else None
-        pushes, failed = self._affected(request, previous, context, compared)
-        return context, pushes, failed
 
     def _full(
         self, request: PushRequest, previous: PushContext, own: frozenset[Workload]
     ) -> PushPlan[C]:
         self._cache.invalidate(request.configs_updated)
-        context = build_context(
-            self._store,
-            self._services,
-            self._mesh,
-            self._version,
-            previous,
-            request,
-            self._jwks,
-            self._wasm_modules,
-        )
+        context = self._build(self._store, previous, request)
         self._context = context
         unsettled = self._unsettled
         moved = moved_rules(previous.destination_rules, context.destination_rules)
