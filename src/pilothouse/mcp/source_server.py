@@ -56,6 +56,29 @@ class StreamAdmission(Protocol):
         ...
 
 
+NOT_SYNCED = "pilothouse is not ready: config has not synced yet"
+
+
+@contextlib.asynccontextmanager
+async def admitted(
+    admission: StreamAdmission | None,
+    context: grpc.aio.ServicerContext[Any, Any],
+    synced: bool,
+) -> AsyncIterator[None]:
+    """One servicer stream through the xDS port's door: ended UNAVAILABLE (and counted)
+    while config has not synced, else held by ``admission`` (None: no admission
+    control) while the block runs."""
+    if not synced:
+        if admission is not None:
+            admission.refuse_not_ready()
+        await context.abort(grpc.StatusCode.UNAVAILABLE, NOT_SYNCED)
+    if admission is None:
+        yield
+        return
+    async with admission.admit(context):
+        yield
+
+
 def _identity(body: bytes) -> bytes:
     return body
 
@@ -118,17 +141,7 @@ class McpSourceServer:
         requests: AsyncIterator[mcp_pb2.RequestResources | Undecodable],
         context: grpc.aio.ServicerContext[Any, bytes],
     ) -> None:
-        admission = self._admission
-        if not self.publisher.demand():
-            if admission is not None:
-                admission.refuse_not_ready()
-            await context.abort(
-                grpc.StatusCode.UNAVAILABLE, "pilothouse is not ready: config has not synced yet"
-            )
-        door: AbstractAsyncContextManager[None] = (
-            contextlib.nullcontext() if admission is None else admission.admit(context)
-        )
-        async with door:
+        async with admitted(self._admission, context, self.publisher.demand()):
             await self._serve(requests, context)
 
     async def _serve(

@@ -25,7 +25,6 @@ import datetime
 import itertools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +32,7 @@ import grpc
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 
 from pilothouse.config.model import Config, ConfigKey
-from pilothouse.mcp.source_server import StreamAdmission
+from pilothouse.mcp.source_server import StreamAdmission, admitted
 from pilothouse.nodesets.membership import NODE_SET_KINDS, NodeSetIndex
 from pilothouse.nodesets.session import NodeSetSession, UnknownType
 from pilothouse.protocol.request_bytes import Undecodable, request_parser
@@ -177,17 +176,7 @@ class NodeSetServer:
         requests: AsyncIterator[Any],
         context: grpc.aio.ServicerContext[Any, bytes],
     ) -> None:
-        admission = self._admission
-        if not self.has_synced():
-            if admission is not None:
-                admission.refuse_not_ready()
-            await context.abort(
-                grpc.StatusCode.UNAVAILABLE, "pilothouse is not ready: config has not synced yet"
-            )
-        door: AbstractAsyncContextManager[None] = (
-            contextlib.nullcontext() if admission is None else admission.admit(context)
-        )
-        async with door:
+        async with admitted(self._admission, context, self.has_synced()):
             stream = NodeSetStream(f"node-set-{next(self._ids)}", self)
             try:
                 await stream.run(requests, context.write)
