@@ -164,29 +164,27 @@ def _never_applies(patch: NamedPatch, known: set[str]) -> Iterator[Message]:
 
 
 def _order_dependent(view: MeshView, patches: list[NamedPatch]) -> Iterator[Message]:
-    reported: set[tuple[object, int]] = set()
+    touching: dict[tuple[int, str], list[NamedPatch]] = {}
+    for patch in patches:
+        for name in {patch.target, patch.added} - {""}:
+            touching.setdefault((patch.apply_to, name), []).append(patch)
     for patch in patches:
         if patch.operation not in RELATIVE or not patch.target or _priority(patch.config):
             continue
-        for other in patches:
+        for other in touching[(patch.apply_to, patch.target)]:
             if (
-                other.config.key == patch.config.key
-                or other.apply_to != patch.apply_to
-                or patch.target not in (other.target, other.added)
-                or _priority(other.config)
-                or not may_share_proxy(patch.config, other.config, view.mesh.root_namespace)
+                other.config.key != patch.config.key
+                and not _priority(other.config)
+                and may_share_proxy(patch.config, other.config, view.mesh.root_namespace)
             ):
-                continue
-            if (patch.config.key, patch.index) in reported:
+                yield about(
+                    patch.config, ENVOY_FILTER_USES_RELATIVE_OPERATION,
+                    _CLASS_NAMES[patch.apply_to], patch.target,
+                    Patch.Operation.Name(patch.operation),
+                    f"{other.config.namespace}/{other.config.name}",
+                    path=f"{patch.path}.patch.operation",
+                )  # fmt: skip
                 break
-            reported.add((patch.config.key, patch.index))
-            yield about(
-                patch.config, ENVOY_FILTER_USES_RELATIVE_OPERATION,
-                _CLASS_NAMES[patch.apply_to], patch.target,
-                Patch.Operation.Name(patch.operation),
-                f"{other.config.namespace}/{other.config.name}",
-                path=f"{patch.path}.patch.operation",
-            )  # fmt: skip
 
 
 def _priority(config: Config) -> int:

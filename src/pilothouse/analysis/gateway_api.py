@@ -35,6 +35,7 @@ from pilothouse.kinds.gateway_api.kinds import (
     GROUP,
     GRPC_ROUTE,
     HTTP_ROUTE,
+    KINDS,
     TCP_ROUTE,
     TLS_ROUTE,
 )
@@ -50,6 +51,8 @@ NEGATIVE: Final = {"Accepted": "False", "ResolvedRefs": "False", "Programmed": "
 
 
 def analyze(view: MeshView) -> Iterator[Message]:
+    if not any(view.of_kind(kind.name) for kind in KINDS):
+        return  # a mesh without the Gateway API pays nothing for its translation
     domain = view.mesh.domain_suffix
     translation = translate(view.of_kind, domain)
     statuses = gateway_api_status(translation, view.of_kind, view.by_host.__contains__, domain)

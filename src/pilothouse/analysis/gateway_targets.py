@@ -1,5 +1,5 @@
-"""The ``targetRefs`` of EnvoyFilters and WasmPlugins name Kubernetes Gateways that exist
-(IST0101 ``Gateway``), and name at least one Gateway at all (IST0167 IneffectivePolicy:
+"""The targetRefs of EnvoyFilters and WasmPlugins name Kubernetes Gateways that exist
+(IST0101 Gateway), and name at least one Gateway at all (IST0167 IneffectivePolicy:
 pilothouse serves no waypoints, so a ref to a Service, a ServiceEntry or a GatewayClass
 selects no proxy).
 

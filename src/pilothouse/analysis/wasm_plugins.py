@@ -1,6 +1,5 @@
-"""A WasmPlugin's module can be fetched and checked: a remote (``http://``,
-``https://``) module has a ``sha256`` to check it against (PH0121), and a ``file://``
-module exists (PH0122).
+"""A WasmPlugin's module can be fetched and checked: a remote (http or https) module has
+a sha256 to check it against (PH0121), and a file module exists (PH0122).
 
 The file is looked for where the analysis runs: ``pilothouse analyze`` over files looks
 on the machine it runs on (the server's, when it is run there), and ``serve`` (so

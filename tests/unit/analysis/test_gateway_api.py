@@ -6,6 +6,7 @@ ReferenceGrant, an invalid listener), a class this control plane does not handle
 from __future__ import annotations
 
 from pilothouse.analysis.analyzers import ANALYZERS, analyze
+from pilothouse.analysis.status import validation_messages
 from pilothouse.kinds.gateway_api.status import gateway_api_status
 from pilothouse.kinds.gateway_api.translation import translate
 from tests.unit.analysis.mesh import findings, view_of
@@ -138,3 +139,19 @@ def test_analysis_and_status_agree() -> None:
     chosen = [a for a in ANALYZERS if a.name == ANALYZER]
     found = {(m.key.name if m.key else "", m.type.code) for m in analyze(view, chosen)}
     assert found == {("across", "IST0171"), ("missing", "IST0101")}
+
+
+def test_status_carries_no_validation_messages_for_the_gateway_api() -> None:
+    """``serve --write-status`` writes a Gateway API object's findings as its conditions
+    only: its CRD has no ``validationMessages``; an Istio kind's findings are written."""
+    text = GATEWAY + route("missing", "[{name: web}]", "[{name: ratingz, port: 9080}]")
+    text += "apiVersion: networking.istio.io/v1beta1\nkind: ProxyConfig\n"
+    text += "metadata: {name: nobody, namespace: shop}\nspec: {selector: {matchLabels: {a: b}}}\n"
+    messages = analyze(view_of(text))
+    assert {m.key.kind for m in messages if m.key} == {"HTTPRoute", "ProxyConfig"}
+    written = validation_messages(messages)
+    assert [key.kind for key in written] == ["ProxyConfig"]
+    assert written[next(iter(written))][0]["type"] == {
+        "name": "NoMatchingWorkloadsFound",
+        "code": "IST0127",
+    }
