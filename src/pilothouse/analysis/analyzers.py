@@ -15,15 +15,20 @@ from pilothouse.analysis import (
     destination_hosts,
     destination_rules,
     destination_subsets,
+    envoy_filters,
+    gateway_api,
+    gateway_targets,
     gateways,
     mesh_gateway_hosts,
     mtls_conflicts,
+    proxy_configs,
     selectors,
     service_entries,
     sidecar_egress,
     telemetry_providers,
     telemetry_selectors,
     virtual_service_gateways,
+    wasm_plugins,
 )
 from pilothouse.analysis.mesh_view import MeshView
 from pilothouse.analysis.messages import INTERNAL_ERROR, Message
@@ -70,6 +75,11 @@ ANALYZERS: tuple[Analyzer, ...] = (
     _analyzer(
         "virtualservice.GatewayAnalyzer", virtual_service_gateways, virtual_service_gateways.analyze
     ),
+    _analyzer("envoyfilter.EnvoyPatchAnalyzer", envoy_filters, envoy_filters.analyze),
+    _analyzer("gatewayapi.ConditionAnalyzer", gateway_api, gateway_api.analyze),
+    _analyzer("proxyconfig.SelectorAnalyzer", proxy_configs, proxy_configs.analyze),
+    _analyzer("targetref.GatewayTargetAnalyzer", gateway_targets, gateway_targets.analyze),
+    _analyzer("wasmplugin.ModuleAnalyzer", wasm_plugins, wasm_plugins.analyze),
 )
 
 

@@ -210,6 +210,70 @@ MULTIPLE_TELEMETRIES_WITHOUT_WORKLOAD_SELECTORS = MessageType(
     " undefined behavior.",
 )
 
+ENVOY_FILTER_USES_RELATIVE_OPERATION = MessageType(
+    "IST0151",
+    "EnvoyFilterUsesRelativeOperation",
+    Level.WARNING,
+    'This EnvoyFilter has no priority and patches the {0} "{1}" with a relative operation'
+    " ({2}), and EnvoyFilter {3} patches it too: which of them is applied first decides the"
+    " result. Setting a priority, or using INSERT_FIRST or ADD, makes the order certain.",
+)
+NEGATIVE_CONDITION_STATUS = MessageType(
+    "IST0171",
+    "NegativeConditionStatus",
+    Level.WARNING,
+    "A condition with a negative status is present: type={0}, reason={1}, message={2}.",
+)
+ENVOY_FILTER_PATCH_FINDS_NOTHING = MessageType(
+    "PH0111",
+    "EnvoyFilterPatchFindsNothing",
+    Level.WARNING,
+    "The {0} patch in this EnvoyFilter can never apply: {1}.",
+)
+ENVOY_FILTER_INSERT_ANCHOR_NOT_FOUND = MessageType(
+    "PH0112",
+    "EnvoyFilterInsertAnchorNotFound",
+    Level.WARNING,
+    'The {0} patch in this EnvoyFilter inserts next to the {1} "{2}", which no generated'
+    " configuration and no other EnvoyFilter has: nothing is inserted.",
+)
+WASM_PLUGIN_WITHOUT_SHA256 = MessageType(
+    "PH0121",
+    "WasmPluginWithoutSha256",
+    Level.WARNING,
+    'The WasmPlugin fetches its module from "{0}" without a sha256: a module changed or'
+    " replaced where it is served is loaded unchecked.",
+)
+WASM_PLUGIN_MODULE_FILE_NOT_FOUND = MessageType(
+    "PH0122",
+    "WasmPluginModuleFileNotFound",
+    Level.ERROR,
+    'The WasmPlugin\'s module file "{0}" does not exist here: the plugin is not served'
+    " until it does.",
+)
+CONFLICTING_PROXY_CONFIG_WORKLOAD_SELECTORS = MessageType(
+    "PH0131",
+    "ConflictingProxyConfigWorkloadSelectors",
+    Level.WARNING,
+    'The ProxyConfigs {0} in namespace "{1}" select the same workload "{2}": only {3}'
+    " applies to it (the oldest, or the first by name when their ages are not known).",
+)
+MULTIPLE_PROXY_CONFIGS_WITHOUT_SELECTORS = MessageType(
+    "PH0132",
+    "MultipleProxyConfigsWithoutSelectors",
+    Level.WARNING,
+    'The ProxyConfigs {0} in namespace "{1}" have no selector: only {2} applies to the'
+    " namespace (the oldest, or the first by name when their ages are not known).",
+)
+GATEWAY_CLASS_NOT_HANDLED = MessageType(
+    "PH0141",
+    "GatewayClassNotHandled",
+    Level.INFO,
+    'The Gateway\'s class "{0}" is not handled by this control plane (controller'
+    " istio.io/gateway-controller): its listeners and the routes attached to them are"
+    " not served here.",
+)
+
 CATALOGUE: tuple[MessageType, ...] = (
     INTERNAL_ERROR,
     REFERENCED_RESOURCE_NOT_FOUND,
@@ -235,6 +299,15 @@ CATALOGUE: tuple[MessageType, ...] = (
     INVALID_TELEMETRY_PROVIDER,
     CONFLICTING_TELEMETRY_WORKLOAD_SELECTORS,
     MULTIPLE_TELEMETRIES_WITHOUT_WORKLOAD_SELECTORS,
+    ENVOY_FILTER_USES_RELATIVE_OPERATION,
+    NEGATIVE_CONDITION_STATUS,
+    ENVOY_FILTER_PATCH_FINDS_NOTHING,
+    ENVOY_FILTER_INSERT_ANCHOR_NOT_FOUND,
+    WASM_PLUGIN_WITHOUT_SHA256,
+    WASM_PLUGIN_MODULE_FILE_NOT_FOUND,
+    CONFLICTING_PROXY_CONFIG_WORKLOAD_SELECTORS,
+    MULTIPLE_PROXY_CONFIGS_WITHOUT_SELECTORS,
+    GATEWAY_CLASS_NOT_HANDLED,
 )
 """Every message type ``analyze`` can report, by code."""
 

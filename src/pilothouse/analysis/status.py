@@ -15,6 +15,9 @@ from typing import Any, Protocol, runtime_checkable
 from pilothouse.analysis.follower import Analysis
 from pilothouse.analysis.messages import Message
 from pilothouse.config.model import ConfigKey
+from pilothouse.kinds.gateway_api.kinds import KINDS
+
+GATEWAY_API_KINDS = frozenset(kind.name for kind in KINDS)
 
 
 @runtime_checkable
@@ -38,10 +41,12 @@ def status_entry(message: Message) -> dict[str, Any]:
 
 
 def validation_messages(messages: Iterable[Message]) -> dict[ConfigKey, list[dict[str, Any]]]:
-    """Each object's entries, in the order of ``messages``."""
+    """Each object's entries, in the order of ``messages``; none for the Gateway API's
+    objects, whose status is the conditions those findings are read from (their CRDs
+    have no ``validationMessages``; the conditions are written as they are)."""
     found: dict[ConfigKey, list[dict[str, Any]]] = {}
     for message in messages:
-        if message.key is not None:
+        if message.key is not None and message.key.kind not in GATEWAY_API_KINDS:
             found.setdefault(message.key, []).append(status_entry(message))
     return found
 
