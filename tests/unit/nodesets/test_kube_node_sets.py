@@ -1,5 +1,6 @@
 """Node sets from Kubernetes: a node's Pods by ``status.hostIP``, the Services and policies
-selecting them, and which nodes a Pod or Service change touches.
+selecting them, which nodes a Pod or Service change touches, and which node's set a
+caller of the TLS port may have (the node its identity runs on).
 
 The cluster is :class:`tests.memory_kube.MemoryCluster` (in-memory feeds standing in for
 the informers of an API server, which cannot run here); the streams run in-process with
@@ -23,8 +24,10 @@ from pilothouse.nodesets.kubernetes import (
     service_config,
 )
 from pilothouse.nodesets.membership import NodeSetIndex
+from pilothouse.nodesets.node_access import NodeSetDenied, node_denial
 from pilothouse.nodesets.server import NodeSetServer
 from pilothouse.nodesets.session import UnknownType, node_set_kind, node_set_types
+from pilothouse.security.identity import Caller, ProvedBy, SpiffeId
 from pilothouse.sources.events import ConfigEvent, EventType
 from pilothouse.sources.memory import MemoryStore
 from pilothouse.xds.generators.api import encode_api_resource
@@ -177,3 +180,25 @@ async def test_a_pod_change_on_node_a_reaches_only_a_s_agent() -> None:
     await a.close()
     await b.close()
     server.close()
+
+
+def test_a_caller_may_have_only_the_set_of_a_node_its_identity_runs_on() -> None:
+    index = NodeSetIndex("istio-system")
+    agent_a = placed_pod("node-agent-a", "10.0.0.1", ns="istio-system", app="node-agent")
+    index.load([agent_a, entry("vm-agent", "10.0.0.3", ns="istio-system")])
+    node_agent = Caller((SpiffeId("cluster.local", "istio-system", "node-agent"),), ProvedBy.JWT)
+    assert node_denial(index, {"10.0.0.1"}, node_agent) is None
+    denied = node_denial(index, {"10.0.0.1", "10.0.0.2"}, node_agent)  # every address counts
+    assert denied is not None and "runs as no workload at 10.0.0.2" in denied
+    assert "spiffe://cluster.local/ns/istio-system/sa/node-agent" in denied
+    root_admin = Caller((SpiffeId("cluster.local", "istio-system", "admin"),), ProvedBy.JWT)
+    assert node_denial(index, {"10.0.0.1"}, root_admin) is not None  # no root exception
+    server = NodeSetServer(MemoryStore())
+    server.index.load([agent_a])
+    server.authorise(frozenset({"10.0.0.9"}), None)  # the plaintext port asks nobody
+    try:
+        server.authorise(frozenset({"10.0.0.9"}), node_agent)
+    except NodeSetDenied as problem:
+        assert "10.0.0.9" in str(problem)
+    else:
+        raise AssertionError("not denied")
