@@ -55,9 +55,6 @@ KUBE_TYPES: Final[Mapping[str, str]] = {
 }
 """The node set's type names of Kubernetes' own kinds, and their kinds."""
 
-_NO_LABELS: Mapping[str, str] = {}
-
-
 def _struct(value: Mapping[str, Any]) -> struct_pb2.Struct:
     made = struct_pb2.Struct()
     made.update(value)
