@@ -153,8 +153,10 @@ def pod(
     node: str = "",
     ready: bool = True,
     container_ports: list[dict[str, Any]] | None = None,
+    host_ip: str = "",
 ) -> dict[str, Any]:
-    return {
+    """``host_ip``: ``status.hostIP`` (left out when empty)."""
+    made: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
@@ -170,6 +172,9 @@ def pod(
             "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
         },
     }
+    if host_ip:
+        made["status"]["hostIP"] = host_ip
+    return made
 
 
 def node(name: str, region: str, zone: str, subzone: str = "") -> dict[str, Any]:

@@ -23,6 +23,7 @@ from pilothouse.settings import (
     CaSettings,
     ControlZSettings,
     DebounceSettings,
+    KubeSettings,
     SdsSettings,
     Settings,
     XdsSettings,
@@ -69,9 +70,12 @@ async def running(
     *,
     server_keys: bool = True,
     config_dirs: tuple[Path, ...] = (EXAMPLES,),
+    config_sources: tuple[str, ...] = (),
+    kube: KubeSettings | None = None,
     **xds: Any,
 ) -> AsyncIterator[Served]:
-    """``serve()`` on the example mesh (or ``config_dirs``): both xDS ports on loopback
+    """``serve()`` on the example mesh (or ``config_dirs``, and ``config_sources`` read
+    with ``kube``'s settings): both xDS ports on loopback
     ports of their own, the suite's CA (``PILOTHOUSE_CA_DIR``, made once by
     ``tests/conftest.py``), bearer tokens from a test issuer. ``server_keys``: SDS
     ``default`` from keys the server makes, for these tests' agentless proxies (the node
@@ -81,6 +85,8 @@ async def running(
     ca_dir = Path(os.environ["PILOTHOUSE_CA_DIR"])
     settings = Settings(
         config_dirs=config_dirs,
+        config_sources=config_sources,
+        kube=kube if kube is not None else KubeSettings(),
         xds=XdsSettings(
             address="127.0.0.1:0",
             tls_address="127.0.0.1:0",

@@ -11,11 +11,15 @@ obtain another's certificate, not even by connecting to the other's socket.
 
 With ``nodeIP`` (one address or several, comma-separated; ``--node-ip`` overrides it) the
 agent also keeps its node's minimal set from pilothouse
-(:class:`~pilothouse.agent.node_set.NodeSetClient`: the WorkloadEntries at the node's
-addresses and the policies selecting them, by delta MCP-over-xDS, pushed only when a
-change concerns this node) and shows it on ``/debug/nodez`` of its status port.
-``nodeSetAddress`` is pilothouse's plaintext xDS port (the node-set service is MCP: on
-the TLS port it needs a root-namespace identity, as every MCP role does).
+(:class:`~pilothouse.agent.node_set.NodeSetClient`: the WorkloadEntries and Kubernetes
+Pods at the node's addresses, the Services and policies selecting them, by delta
+MCP-over-xDS, pushed only when a change concerns this node) and shows it on
+``/debug/nodez`` of its status port. With ``nodeIdentity`` (the agent's own service
+account and its token) the set comes over pilothouse's TLS port (``nodeSetAddress``,
+by default the first of ``xdsAddresses``), and pilothouse gives it only the set of the
+node that identity runs on (a WorkloadEntry or Pod of that account at the node's
+address: the agent's own). Without it, ``nodeSetAddress`` is pilothouse's plaintext xDS
+port (loopback).
 
 Config (YAML)::
 
@@ -23,7 +27,12 @@ Config (YAML)::
     rootCert: /var/run/secrets/istio/root-cert.pem
     trustDomain: cluster.local            # optional
     nodeIP: 10.0.0.7                      # optional: keep this node's set (below)
-    nodeSetAddress: 127.0.0.1:15010       # where pilothouse serves node sets
+    nodeIdentity:                         # the agent's own identity, for its node's set
+      namespace: istio-system
+      serviceAccount: node-agent
+      token: /var/run/agent/istio-token
+    nodeSetAddress: 127.0.0.1:15012       # optional: default the first xdsAddress (TLS);
+                                          # without nodeIdentity, the plaintext port
     workloads:
     - name: reviews
       namespace: shop
@@ -72,6 +81,14 @@ class NodeWorkload:
 
 
 @dataclass(frozen=True, slots=True)
+class NodeIdentity:
+    """The agent's own identity: how it proves, on the TLS port, which node it runs on."""
+
+    identity: SpiffeId
+    token: Path
+
+
+@dataclass(frozen=True, slots=True)
 class NodeConfig:
     xds_addresses: tuple[str, ...]
     root_cert: Path
@@ -79,6 +96,8 @@ class NodeConfig:
     server_name: str = ""
     node_ips: tuple[str, ...] = ()
     node_set_address: str = ""
+    node_identity: NodeIdentity | None = None
+    """Set: the node set comes over TLS from ``node_set_address``, proved with its token."""
 
 
 def read_node_config(text: str, origin: str) -> NodeConfig:
@@ -114,12 +133,16 @@ def read_node_config(text: str, origin: str) -> NodeConfig:
                 )
             owners[uid] = workload.name
     node_ips = _node_ips(document.get("nodeIP"), f"{origin}: nodeIP")
+    node_identity = _node_identity(document.get("nodeIdentity"), f"{origin}: nodeIdentity", domain)
     node_set_address = document.get("nodeSetAddress") or ""
     if not isinstance(node_set_address, str):
         raise NodeConfigError(f"{origin}: nodeSetAddress must be host:port")
+    if node_identity is not None and not node_set_address:
+        node_set_address = addresses[0]  # the TLS port
     if node_ips and not node_set_address:
         raise NodeConfigError(
-            f"{origin}: nodeIP needs nodeSetAddress (pilothouse's xDS port serving node sets)"
+            f"{origin}: nodeIP needs nodeIdentity (the node set over the TLS port) or "
+            "nodeSetAddress (pilothouse's plaintext xDS port)"
         )
     return NodeConfig(
         tuple(addresses),
@@ -128,7 +151,23 @@ def read_node_config(text: str, origin: str) -> NodeConfig:
         str(document.get("serverName", "")),
         node_ips,
         node_set_address,
+        node_identity,
     )
+
+
+def _node_identity(entry: Any, where: str, domain: str) -> NodeIdentity | None:
+    if entry is None:
+        return None
+    if not isinstance(entry, Mapping):
+        raise NodeConfigError(f"{where}: expected a mapping (namespace, serviceAccount, token)")
+    fields = {}
+    for key in ("namespace", "serviceAccount", "token"):
+        value = entry.get(key)
+        if not isinstance(value, str) or not value:
+            raise NodeConfigError(f"{where}.{key}: required (a string)")
+        fields[key] = value
+    identity = SpiffeId(domain, fields["namespace"], fields["serviceAccount"])
+    return NodeIdentity(identity, Path(fields["token"]))
 
 
 def _node_ips(value: Any, where: str) -> tuple[str, ...]:
@@ -181,7 +220,17 @@ class NodeAgent:
         self.status = status
         self.node_set: NodeSetClient | None = None
         if config.node_ips:
-            self.node_set = NodeSetClient(config.node_set_address, config.node_ips)
+            endpoint = None
+            if config.node_identity is not None:
+                endpoint = CaEndpoint(
+                    config.node_set_address,
+                    config.root_cert,
+                    config.node_identity.token,
+                    config.server_name,
+                )
+            self.node_set = NodeSetClient(
+                config.node_set_address, config.node_ips, endpoint=endpoint
+            )
             if status is not None:
                 status.views["/debug/nodez"] = self.nodez
         self.workloads: dict[str, SidecarAgent] = {}
@@ -236,8 +285,8 @@ class NodeAgent:
 
     def nodez(self) -> dict[str, Any]:
         """``/debug/nodez``: the node's set, and for each workload of this agent's config
-        the WorkloadEntries of the set that are it (same namespace and service account):
-        an empty list is a workload pilothouse does not place on this node."""
+        the WorkloadEntries and Pods of the set that are it (same namespace and service
+        account): an empty list is a workload pilothouse does not place on this node."""
         assert self.node_set is not None
         view = self.node_set.view()
         entries = self.node_set.workloads()
@@ -246,7 +295,7 @@ class NodeAgent:
                 f"{entry.namespace}/{entry.name}"
                 for entry in entries
                 if entry.namespace == workload.identity.namespace
-                and getattr(entry.spec, "service_account", "") == workload.identity.service_account
+                and self.node_set.service_account(entry) == workload.identity.service_account
             )
             for workload in self.config.workloads
         }

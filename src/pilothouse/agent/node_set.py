@@ -5,10 +5,19 @@
 (``INSTANCE_IPS``) and subscribing to the WorkloadEntries and the selecting kinds. The
 first response of each kind is the node's set, later ones only what changed; each
 resource is decoded and validated as the ``xds://`` source does
-(:class:`~pilothouse.config.mcp_resource.ResourceDecoder`). A response with a bad
-resource is NACKed whole and the copy keeps its last good objects. When the stream
-breaks the client dials again with backoff, telling pilothouse what it holds
-(``initial_resource_versions``), so a reconnect is sent only the difference.
+(:class:`~pilothouse.config.mcp_resource.ResourceDecoder`; Pods and Services, whose
+bodies are ``Struct`` s, by :func:`~pilothouse.nodesets.kubernetes.decode_kube_resource`).
+A response with a bad resource is NACKed whole and the copy keeps its last good
+objects. When the stream breaks the client dials again with backoff, telling pilothouse
+what it holds (``initial_resource_versions``), so a reconnect is sent only the
+difference.
+
+With ``endpoint`` (a :class:`~pilothouse.agent.remote_authority.CaEndpoint`: the TLS
+port, the roots it must chain to, the node identity's token file) the stream goes over
+TLS with ``authorization: Bearer <token>``, the token read again on every dial, and
+pilothouse gives it only the set of a node that identity runs on
+(:mod:`pilothouse.nodesets.node_access`); without one, plaintext (the loopback xDS
+port).
 
 What the agent uses it for: its local view, :meth:`NodeSetClient.view` (served as
 ``/debug/nodez`` on its status port), which lists the workloads pilothouse places on
@@ -28,12 +37,15 @@ import grpc
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 from google.protobuf import json_format
 
+from pilothouse.agent.remote_authority import CaEndpoint
 from pilothouse.backoff import Backoff
 from pilothouse.config.mcp_resource import Rejection, ResourceDecoder
-from pilothouse.config.model import Config
+from pilothouse.config.model import Config, Origin
 from pilothouse.kinds.table import SCHEMAS
-from pilothouse.nodesets.membership import NODE_SET_KINDS, WORKLOAD_KIND
+from pilothouse.nodesets.kubernetes import KUBE_TYPES, decode_kube_resource
+from pilothouse.nodesets.membership import WORKLOAD_KINDS, placed
 from pilothouse.nodesets.server import DELTA_NODE_SETS, NODE_ADDRESSES_KEY, NODE_SET_SERVICE
+from pilothouse.nodesets.session import node_set_types as type_kinds
 
 log = logging.getLogger("pilothouse.agent.node_set")
 
@@ -41,13 +53,29 @@ RECONNECT = Backoff(0.1, 5.0)
 
 
 def node_set_types() -> tuple[str, ...]:
-    """The GVK type names a node agent subscribes to (the first spelling of each kind)."""
-    found = []
-    for kind in NODE_SET_KINDS:
-        schema = SCHEMAS.by_kind(kind)
-        if schema is not None:
-            found.append(schema.gvks[0])
-    return tuple(found)
+    """The type names a node agent subscribes to (the first GVK spelling of each Istio
+    kind, then ``core/v1/Pod`` and ``core/v1/Service``)."""
+    return tuple(type_kinds())
+
+
+class KubeObjectDecoder:
+    """Received Pods or Services (Struct bodies), as ``ResourceDecoder`` decodes Istio
+    kinds."""
+
+    def __init__(self, kind: str, source: str) -> None:
+        self.kind = kind
+        self._origin = Origin(source)
+
+    def decode_bytes(self, value: bytes) -> Config | Rejection:
+        return decode_kube_resource(self.kind, value, self._origin)
+
+
+class IstioObjectDecoder:
+    """An Istio kind's ``ResourceDecoder``, named by its kind."""
+
+    def __init__(self, decoder: ResourceDecoder) -> None:
+        self.kind = decoder.schema.kind
+        self.decode_bytes = decoder.decode_bytes
 
 
 class NodeSetClient:
@@ -60,7 +88,10 @@ class NodeSetClient:
         node_id: str = "",
         *,
         backoff: Backoff = RECONNECT,
+        endpoint: CaEndpoint | None = None,
     ) -> None:
+        """``endpoint``: dial ``address`` with TLS, proving the node identity with its
+        token (None: plaintext)."""
         if not node_ips:
             raise ValueError("a node set needs the node's address (nodeIP)")
         self.address = address
@@ -76,13 +107,18 @@ class NodeSetClient:
         self.responses = 0
         """Responses taken (ACKed or NACKed) over every stream so far."""
         self.nacks = 0
+        self.problem = ""
+        """Why the last stream ended (its gRPC status), until a response arrives."""
         self._answered: set[str] = set()
-        self._decoders = {
-            t: ResourceDecoder(schema, f"node-set://{address}")
-            for t in self.types
-            if (schema := SCHEMAS.by_gvk(t)) is not None
-        }
+        source = f"node-set://{address}"
+        self._decoders: dict[str, KubeObjectDecoder | IstioObjectDecoder] = {}
+        for type_url in self.types:
+            if type_url in KUBE_TYPES:
+                self._decoders[type_url] = KubeObjectDecoder(KUBE_TYPES[type_url], source)
+            elif (schema := SCHEMAS.by_gvk(type_url)) is not None:
+                self._decoders[type_url] = IstioObjectDecoder(ResourceDecoder(schema, source))
         self._backoff = backoff
+        self._endpoint = endpoint
         self._rng = random.Random()
         self._stop = asyncio.Event()
 
@@ -97,7 +133,8 @@ class NodeSetClient:
                 failures = 0
             except grpc.aio.AioRpcError as problem:
                 failures += 1
-                log.warning("node-set stream to %s broke: %s", self.address, problem.details())
+                self.problem = f"{problem.code().name}: {problem.details()}"
+                log.warning("node-set stream to %s broke: %s", self.address, self.problem)
             if self._stop.is_set():
                 return
             delay = self._backoff.delay(max(failures, 1), self._rng)
@@ -127,13 +164,24 @@ class NodeSetClient:
             while (request := await outgoing.get()) is not None:
                 yield request
 
-        async with grpc.aio.insecure_channel(self.address) as channel:
+        metadata: tuple[tuple[str, str], ...] = ()
+        endpoint = self._endpoint
+        if endpoint is None:
+            channel = grpc.aio.insecure_channel(self.address)
+        else:
+            channel = grpc.aio.secure_channel(
+                self.address, endpoint.channel_credentials(None), endpoint.channel_options()
+            )
+            token = endpoint.token()
+            if token is not None:
+                metadata = (("authorization", f"Bearer {token}"),)
+        async with channel:
             self.connects += 1
             call: Any = channel.stream_stream(
                 f"/{NODE_SET_SERVICE}/{DELTA_NODE_SETS}",
                 request_serializer=discovery_pb2.DeltaDiscoveryRequest.SerializeToString,
                 response_deserializer=discovery_pb2.DeltaDiscoveryResponse.FromString,
-            )(requests())
+            )(requests(), metadata=metadata)
             stopping = asyncio.create_task(self._stop.wait())
             try:
                 while True:
@@ -158,6 +206,7 @@ class NodeSetClient:
     ) -> discovery_pb2.DeltaDiscoveryRequest:
         """Take one response; the ACK (or NACK) to send back."""
         self.responses += 1
+        self.problem = ""
         type_url = response.type_url
         ack = discovery_pb2.DeltaDiscoveryRequest(type_url=type_url, response_nonce=response.nonce)
         decoder = self._decoders.get(type_url)
@@ -188,17 +237,24 @@ class NodeSetClient:
         return ack
 
     def workloads(self) -> list[Config]:
-        """The WorkloadEntries pilothouse places on this node."""
+        """The workloads pilothouse places on this node: WorkloadEntries, and Pods when
+        it reads a Kubernetes cluster."""
+        found: list[Config] = []
         for type_url in self.types:
-            if self._decoders[type_url].schema.kind == WORKLOAD_KIND:
-                return list(self.held[type_url].values())
-        return []
+            if self._decoders[type_url].kind in WORKLOAD_KINDS:
+                found += self.held[type_url].values()
+        return found
+
+    @staticmethod
+    def service_account(workload: Config) -> str:
+        """The service account a workload of the set runs as."""
+        return placed(workload).service_account
 
     def view(self) -> dict[str, Any]:
         """The node's set as ``/debug/nodez`` shows it."""
         kinds: dict[str, list[dict[str, Any]]] = {}
         for type_url in self.types:
-            kind = self._decoders[type_url].schema.kind
+            kind = self._decoders[type_url].kind
             kinds[kind] = [
                 {
                     "name": name,
@@ -211,9 +267,11 @@ class NodeSetClient:
         return {
             "node": list(self.node_ips),
             "server": self.address,
+            "tls": self._endpoint is not None,
             "synced": self.synced.is_set(),
             "connects": self.connects,
             "responses": self.responses,
             "nacks": self.nacks,
+            "problem": self.problem,
             "kinds": kinds,
         }

@@ -151,7 +151,10 @@ def build_node(args: argparse.Namespace) -> NodeAgent:
         ips = tuple(ip.strip() for ip in args.node_ip.split(",") if ip.strip())
         config = dataclasses.replace(config, node_ips=ips)
         if not config.node_set_address:
-            raise ValueError("--node-ip needs nodeSetAddress in the --workloads file")
+            raise ValueError(
+                "--node-ip needs nodeIdentity (the TLS port) or nodeSetAddress (the "
+                "plaintext port) in the --workloads file"
+            )
     if config.node_set_address:
         parse_host_port(config.node_set_address, "nodeSetAddress", dial=True)
     status = StatusServer("127.0.0.1", args.status_port) if config.node_ips else None

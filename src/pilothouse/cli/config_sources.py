@@ -32,6 +32,7 @@ from pilothouse.mcp.sink_client import McpSinkClient
 from pilothouse.mcp.sink_server import McpSinkServer
 from pilothouse.mcp.source_server import McpSourceServer
 from pilothouse.nodesets.server import NodeSetServer
+from pilothouse.registry.kubernetes.registry import KubeFeeds
 from pilothouse.registry.kubernetes.registry_feeds import RegistryFeeds
 from pilothouse.settings import Settings
 from pilothouse.sources.addresses import (
@@ -45,6 +46,7 @@ from pilothouse.sources.events import ConfigStore
 from pilothouse.sources.kubernetes.client import KubeConfigError, check_config
 from pilothouse.sources.kubernetes.mesh_config import KubeMeshConfig
 from pilothouse.xds.server.admission import Admission
+from pilothouse.xds.server.tls_guard import GuardedServer, TlsGuard
 
 
 class SourceSetupError(ValueError):
@@ -203,12 +205,15 @@ class McpRoles:
     runners: list[Any] = field(default_factory=list)
     node_sets: NodeSetServer | None = None
 
-    def add_to(self, grpc_server: Any) -> None:
-        self.source_server.add_to(grpc_server)
+    def add_to(self, grpc_server: Any, guard: TlsGuard | None = None) -> None:
+        """Register on ``grpc_server``; with ``guard`` (the TLS port's), legacy MCP for
+        root-namespace callers only and node sets for the node each caller runs on."""
+        mcp_server: Any = grpc_server if guard is None else GuardedServer(grpc_server, guard, "MCP")
+        self.source_server.add_to(mcp_server)
         if self.node_sets is not None:
-            self.node_sets.add_to(grpc_server)
+            self.node_sets.add_to(grpc_server, guard)
         if self.sink_server is not None:
-            self.sink_server.add_to(grpc_server)
+            self.sink_server.add_to(mcp_server)
 
     def close(self) -> None:
         for runner in self.runners:
@@ -221,9 +226,11 @@ def mcp_roles(
     store: ConfigStore,
     admission: Admission | None = None,
     root_namespace: str = "istio-system",
+    kube: KubeFeeds | None = None,
 ) -> McpRoles:
     """The MCP ResourceSource server (always), the node-set service for node agents
-    (always, :mod:`pilothouse.nodesets`) and the dial-out source
+    (always, :mod:`pilothouse.nodesets`; with ``kube``, the registry's informers, its
+    sets hold the nodes' Pods and their Services too) and the dial-out source
     (``--mcp-sink-address``). The ResourceSink server of reverse mode is a config source,
     so ``serve`` creates it with the other sources and adds it here. ``admission`` is the
     xDS port's, which ResourceSource and node-set streams pass as xDS streams do."""
@@ -242,7 +249,9 @@ def mcp_roles(
     publisher = SnapshotPublisher(store, options=options)
     roles = McpRoles(McpSourceServer(publisher, admission=admission))
     roles.runners.append(roles.source_server)
-    roles.node_sets = NodeSetServer(store, root_namespace=root_namespace, admission=admission)
+    roles.node_sets = NodeSetServer(
+        store, root_namespace=root_namespace, admission=admission, kube=kube
+    )
     roles.runners.append(roles.node_sets)
     if settings.mcp.sink_address:
         try:

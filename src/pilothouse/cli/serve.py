@@ -246,7 +246,13 @@ async def serve(
     if config.kube_mesh is not None:
         config.kube_mesh.on_change = discovery.set_mesh
     try:
-        roles = mcp_roles(settings, store, discovery.admission, config.mesh.root_namespace)
+        roles = mcp_roles(
+            settings,
+            store,
+            discovery.admission,
+            config.mesh.root_namespace,
+            kube=kube_registry.feeds if kube_registry is not None else None,
+        )
     except SourceSetupError as problem:
         raise SystemExit(f"pilothouse: {problem}") from None
     if config.reverse is not None:

@@ -6,10 +6,13 @@ addresses (the agent's ``nodeIP``; a node may have several): its set is
 :meth:`NodeSetIndex.members`, and :meth:`NodeSetIndex.apply` answers, for one event,
 the addresses of the nodes whose set it may change:
 
-- a workload (WorkloadEntry) touches the node of its old address and of its new one;
+- a workload (a WorkloadEntry at its ``address``, a Kubernetes Pod at its
+  ``status.hostIP``) touches the node of its old address and of its new one;
 - a selecting object touches every node hosting a workload its old or its new version
   selects: a workload of its namespace (any namespace, for the root namespace) whose
   labels include the selector's (no selector: every workload there);
+- a Kubernetes Service selects like one, but only in its own namespace and only with a
+  selector (:mod:`pilothouse.nodesets.kubernetes`);
 - any other kind touches no node.
 
 Which kinds select workloads is the tuple :data:`SELECTING_KINDS`, read from their kind
@@ -17,6 +20,10 @@ modules; how an object selects is read from its spec's ``selector`` (``matchLabe
 the security and telemetry kinds) or ``workloadSelector`` (``labels``, Sidecar and
 EnvoyFilter), the two shapes of Istio's workload selector. ``targetRefs`` (Gateway API
 attachment) selects no workload on a node and is not followed.
+
+:meth:`NodeSetIndex.runs_at` answers whether an identity (namespace and service account)
+runs at an address: how the node-set service on the TLS port decides which node's set a
+caller may have.
 """
 
 from __future__ import annotations
@@ -37,10 +44,20 @@ from pilothouse.kinds import (
     wasm_plugin,
     workload_entry,
 )
+from pilothouse.nodesets.kubernetes import (
+    POD_KIND,
+    SERVICE_KIND,
+    pod_address,
+    pod_service_account,
+    service_selector,
+)
 from pilothouse.sources.events import ConfigEvent
 
 WORKLOAD_KIND = workload_entry.KIND.name
-"""The kind whose objects are the node's workloads, placed by their ``address``."""
+"""The Istio kind whose objects are the node's workloads, placed by their ``address``."""
+
+WORKLOAD_KINDS: tuple[str, ...] = (WORKLOAD_KIND, POD_KIND)
+"""The kinds whose objects are workloads placed on a node."""
 
 SELECTING_KINDS: tuple[str, ...] = tuple(
     module.KIND.name
@@ -57,8 +74,9 @@ SELECTING_KINDS: tuple[str, ...] = tuple(
 """The kinds whose objects concern the workloads they select, in the order a node's set
 lists them."""
 
-NODE_SET_KINDS: tuple[str, ...] = (WORKLOAD_KIND, *SELECTING_KINDS)
-"""Every kind a node's set holds."""
+NODE_SET_KINDS: tuple[str, ...] = (WORKLOAD_KIND, *SELECTING_KINDS, POD_KIND, SERVICE_KIND)
+"""Every kind a node's set holds (Pods and Services only when the server reads a
+Kubernetes cluster)."""
 
 _EVERYWHERE: Mapping[str, str] | None = None
 
@@ -70,6 +88,7 @@ class Placed:
     config: Config
     address: str
     labels: Mapping[str, str]
+    service_account: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +97,8 @@ class Selecting:
 
     config: Config
     labels: Mapping[str, str] | None
+    mesh_wide: bool = False
+    """A root-namespace policy: it selects in every namespace."""
 
     def selects(self, workload: Placed) -> bool:
         wanted = self.labels
@@ -100,9 +121,25 @@ def selector_labels(spec: Message) -> Mapping[str, str] | None:
 
 
 def placed(config: Config) -> Placed:
-    """A WorkloadEntry as the index keeps it."""
+    """A workload (WorkloadEntry or Pod) as the index keeps it."""
+    if config.kind == POD_KIND:
+        return Placed(config, pod_address(config), config.labels, pod_service_account(config))
     spec = config.spec
-    return Placed(config, str(getattr(spec, "address", "")), dict(getattr(spec, "labels", {})))
+    return Placed(
+        config,
+        str(getattr(spec, "address", "")),
+        dict(getattr(spec, "labels", {})),
+        str(getattr(spec, "service_account", "")),
+    )
+
+
+def selecting(config: Config, root_namespace: str) -> Selecting | None:
+    """A selecting object as the index keeps it; None for a Service without a selector
+    (it selects no workload)."""
+    if config.kind == SERVICE_KIND:
+        labels = service_selector(config)
+        return None if labels is None else Selecting(config, labels)
+    return Selecting(config, selector_labels(config.spec), config.namespace == root_namespace)
 
 
 class NodeSetIndex:
@@ -123,8 +160,7 @@ class NodeSetIndex:
 
     def apply(self, event: ConfigEvent) -> frozenset[str]:
         """Follow one event; the addresses of the nodes whose set it may change."""
-        kind = event.key.kind
-        if kind != WORKLOAD_KIND and kind not in SELECTING_KINDS:
+        if event.key.kind not in NODE_SET_KINDS:
             return frozenset()
         touched: set[str] = set()
         if event.old is not None:
@@ -153,28 +189,39 @@ class NodeSetIndex:
         workloads = self.workloads_at(addresses)
         if not workloads:
             return found
-        here = found[WORKLOAD_KIND]
         namespaces: dict[str, list[Placed]] = {}
         for workload in workloads:
             config = workload.config
-            here[f"{config.namespace}/{config.name}"] = config
+            found[config.kind][f"{config.namespace}/{config.name}"] = config
             namespaces.setdefault(config.namespace, []).append(workload)
         root = self.root_namespace
-        scopes = [(ns, listed) for ns, listed in namespaces.items() if ns != root]
-        scopes.append((root, workloads))  # the root's objects may select any of them
+        scopes = list(namespaces.items())
+        if root not in namespaces:
+            scopes.append((root, []))
         for namespace, listed in scopes:
             for key in self._selecting_in.get(namespace, ()):
                 rule = self._selecting[key]
-                if any(rule.selects(workload) for workload in listed):
+                # the root's policies may select any of them
+                candidates = workloads if rule.mesh_wide else listed
+                if any(rule.selects(workload) for workload in candidates):
                     config = rule.config
                     found[config.kind][f"{config.namespace}/{config.name}"] = config
         return found
 
+    def runs_at(self, address: str, namespace: str, service_account: str) -> bool:
+        """Whether a workload at ``address`` runs as ``namespace``/``service_account``."""
+        return any(
+            workload.config.namespace == namespace and workload.service_account == service_account
+            for workload in self.workloads_at((address,))
+        )
+
     def _touched_by(self, config: Config) -> set[str]:
-        if config.kind == WORKLOAD_KIND:
+        if config.kind in WORKLOAD_KINDS:
             return {placed(config).address}
-        rule = Selecting(config, selector_labels(config.spec))
-        if config.namespace == self.root_namespace:
+        rule = selecting(config, self.root_namespace)
+        if rule is None:
+            return set()
+        if rule.mesh_wide:
             candidates: Iterable[ConfigKey] = self._workloads
         else:
             candidates = self._by_namespace.get(config.namespace, ())
@@ -183,15 +230,18 @@ class NodeSetIndex:
 
     def _put(self, config: Config) -> None:
         key = config.key
-        if config.kind == WORKLOAD_KIND:
+        if config.kind in WORKLOAD_KINDS:
             self._drop(key)
             workload = placed(config)
             self._workloads[key] = workload
             self._by_address.setdefault(workload.address, set()).add(key)
             self._by_namespace.setdefault(config.namespace, set()).add(key)
-        elif config.kind in SELECTING_KINDS:
-            self._selecting[key] = Selecting(config, selector_labels(config.spec))
-            self._selecting_in.setdefault(config.namespace, set()).add(key)
+        elif config.kind in NODE_SET_KINDS:
+            self._drop(key)
+            rule = selecting(config, self.root_namespace)
+            if rule is not None:
+                self._selecting[key] = rule
+                self._selecting_in.setdefault(config.namespace, set()).add(key)
 
     def _drop(self, key: ConfigKey) -> None:
         workload = self._workloads.pop(key, None)

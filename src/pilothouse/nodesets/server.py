@@ -6,8 +6,12 @@ resources wrapped as the ``api`` generator wraps them (``istio.mcp.v1alpha1.Reso
 named ``ns/name``; versions are content hashes). The first request names the node in
 its node metadata, ``INSTANCE_IPS`` (comma-separated addresses); a stream without one,
 or asking for a type that is not a kind of the node set, ends with
-``INVALID_ARGUMENT``. Streams are refused with ``UNAVAILABLE`` until the store has
-synced, and pass the xDS port's admission as other streams do.
+``INVALID_ARGUMENT``. Streams are refused with ``UNAVAILABLE`` until the store (and
+the Kubernetes informers, when the server reads a cluster) has synced, and pass the xDS
+port's admission as other streams do. On the TLS port (:meth:`NodeSetServer.add_to`
+with the port's guard) a stream is authenticated first and may have only the set of a
+node its caller runs on (:mod:`~pilothouse.nodesets.node_access`): ``UNAUTHENTICATED``
+or ``PERMISSION_DENIED`` otherwise.
 
 :class:`NodeSetServer` follows the store's events into its
 :class:`~pilothouse.nodesets.membership.NodeSetIndex`; each event wakes only the
@@ -33,10 +37,15 @@ from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-unty
 
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.mcp.source_server import StreamAdmission, admitted
+from pilothouse.nodesets.kubernetes import KubeNodeObjects
 from pilothouse.nodesets.membership import NODE_SET_KINDS, NodeSetIndex
+from pilothouse.nodesets.node_access import CallerGuard, NodeSetDenied, node_denial
 from pilothouse.nodesets.session import NodeSetSession, UnknownType
 from pilothouse.protocol.request_bytes import Undecodable, request_parser
 from pilothouse.push.cache import Resource
+from pilothouse.registry.kubernetes.registry import KubeFeeds
+from pilothouse.security.authn import Unauthenticated
+from pilothouse.security.identity import Caller
 from pilothouse.sources.events import ConfigEvent, ConfigStore
 from pilothouse.xds.generators.api import encode_api_resource, wall_clock_now
 from pilothouse.xds.protocol.wire import delta_response
@@ -92,7 +101,11 @@ class NodeSetServer:
         root_namespace: str = "istio-system",
         admission: StreamAdmission | None = None,
         clock: Callable[[], datetime.datetime] = wall_clock_now,
+        kube: KubeFeeds | None = None,
     ) -> None:
+        """``kube``: the registry's informers, when the server reads a Kubernetes
+        cluster (their Pods and Services join the sets; subscribed here, so build the
+        server before they list)."""
         self._store = store
         self._admission = admission
         self._clock = clock
@@ -108,9 +121,11 @@ class NodeSetServer:
         self._following = False
         self._unsubscribe: Callable[[], None] | None = None
         self._stop = asyncio.Event()
+        self._kube = KubeNodeObjects(kube, self._on_event) if kube is not None else None
 
     def has_synced(self) -> bool:
-        return self._following and self._store.has_synced()
+        kube_synced = self._kube is None or self._kube.has_synced()
+        return self._following and self._store.has_synced() and kube_synced
 
     def follow(self) -> None:
         """Load the store and follow its events (``run`` does this first: while the
@@ -134,10 +149,20 @@ class NodeSetServer:
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
+        if self._kube is not None:
+            self._kube.close()
 
-    def add_to(self, server: grpc.aio.Server) -> None:
+    def add_to(self, server: grpc.aio.Server, guard: CallerGuard | None = None) -> None:
+        """Serve on ``server``; with ``guard`` (the TLS port's), authenticated callers
+        only, each for its own node's set."""
+
+        async def serve(
+            requests: AsyncIterator[Any], context: grpc.aio.ServicerContext[Any, bytes]
+        ) -> None:
+            await self.serve(requests, context, guard)
+
         handler = grpc.stream_stream_rpc_method_handler(
-            self.serve,
+            serve,
             request_deserializer=request_parser(discovery_pb2.DeltaDiscoveryRequest),
             response_serializer=_identity,
         )
@@ -175,13 +200,34 @@ class NodeSetServer:
         self,
         requests: AsyncIterator[Any],
         context: grpc.aio.ServicerContext[Any, bytes],
+        guard: CallerGuard | None = None,
     ) -> None:
+        caller: Caller | None = None
+        if guard is not None:
+            try:
+                caller = guard.caller(context)
+            except Unauthenticated as problem:
+                guard.refused("unauthenticated", context, str(problem))
+                await context.abort(grpc.StatusCode.UNAUTHENTICATED, str(problem))
         async with admitted(self._admission, context, self.has_synced()):
-            stream = NodeSetStream(f"node-set-{next(self._ids)}", self)
+            stream = NodeSetStream(f"node-set-{next(self._ids)}", self, caller)
             try:
                 await stream.run(requests, context.write)
             except BadNodeSetRequest as problem:
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(problem))
+            except NodeSetDenied as problem:
+                assert guard is not None  # only a caller is denied
+                guard.refused("permission_denied", context, str(problem))
+                await context.abort(grpc.StatusCode.PERMISSION_DENIED, str(problem))
+
+    def authorise(self, addresses: frozenset[str], caller: Caller | None) -> None:
+        """NodeSetDenied unless ``caller`` (None: the plaintext port) may have the set of
+        the node at ``addresses``."""
+        if caller is None:
+            return
+        denial = node_denial(self.index, addresses, caller)
+        if denial is not None:
+            raise NodeSetDenied(denial)
 
     def attach(self, stream: NodeSetStream) -> None:
         for address in stream.addresses:
@@ -211,9 +257,10 @@ class NodeSetServer:
 class NodeSetStream:
     """One agent's stream: a reader taking requests and a writer sending differences."""
 
-    def __init__(self, stream_id: str, server: NodeSetServer) -> None:
+    def __init__(self, stream_id: str, server: NodeSetServer, caller: Caller | None = None) -> None:
         self.id = stream_id
         self.server = server
+        self.caller = caller
         self.addresses: frozenset[str] = frozenset()
         self.session = NodeSetSession()
         self.wake = asyncio.Event()
@@ -228,7 +275,9 @@ class NodeSetStream:
                 if isinstance(request, Undecodable):
                     raise BadNodeSetRequest(request.reason)
                 if not self.addresses:
-                    self.addresses = node_addresses(request)
+                    addresses = node_addresses(request)
+                    self.server.authorise(addresses, self.caller)
+                    self.addresses = addresses
                     self.server.attach(self)
                     writer = asyncio.create_task(self._write(write))
                 self._take(request)

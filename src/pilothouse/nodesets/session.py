@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from pilothouse.config.schema import SchemaSet
 from pilothouse.kinds.table import SCHEMAS
+from pilothouse.nodesets.kubernetes import KUBE_TYPES
 from pilothouse.nodesets.membership import NODE_SET_KINDS
 from pilothouse.push.cache import Resource
 
@@ -49,13 +50,29 @@ class SessionStats:
     last_nack: str = ""
 
 
+def node_set_types(schemas: SchemaSet = SCHEMAS) -> dict[str, str]:
+    """The type names of the node set (an Istio kind's first GVK, then Kubernetes'
+    ``core/v1/Pod`` and ``core/v1/Service``) and their kinds, in the set's order."""
+    found = {}
+    for kind in NODE_SET_KINDS:
+        schema = schemas.by_kind(kind)
+        if schema is not None:
+            found[schema.gvks[0]] = kind
+    found.update(KUBE_TYPES)
+    return found
+
+
 def node_set_kind(type_url: str, schemas: SchemaSet = SCHEMAS) -> str:
-    """The kind behind a GVK type name of the node set; UnknownType otherwise."""
+    """The kind behind a type name of the node set (any GVK spelling of an Istio kind);
+    UnknownType otherwise."""
+    kube = KUBE_TYPES.get(type_url)
+    if kube is not None:
+        return kube
     schema = schemas.by_gvk(type_url)
     if schema is None or schema.kind not in NODE_SET_KINDS:
         raise UnknownType(
             f"{type_url!r} is not a kind of a node's set; ask for one of "
-            + ", ".join(s.gvks[0] for s in schemas if s.kind in NODE_SET_KINDS)
+            + ", ".join(node_set_types(schemas))
         )
     return schema.kind
 

@@ -73,7 +73,25 @@ def test_node_ip_needs_where_node_sets_are_served() -> None:
     config = read_node_config(base + "nodeIP: 10.0.0.1, 10.0.0.2\nnodeSetAddress: h:1\n", "f")
     assert config.node_ips == ("10.0.0.1", "10.0.0.2") and config.node_set_address == "h:1"
     assert read_node_config(base, "f").node_ips == ()
-    with pytest.raises(NodeConfigError, match="nodeIP needs nodeSetAddress"):
+    with pytest.raises(NodeConfigError, match=r"nodeIP needs nodeIdentity .* or nodeSetAddress"):
         read_node_config(base + "nodeIP: 10.0.0.1\n", "f")
     with pytest.raises(NodeConfigError, match="nodeIP: an address"):
         read_node_config(base + "nodeIP: [1]\nnodeSetAddress: h:1\n", "f")
+
+
+def test_a_node_identity_takes_the_node_set_to_the_tls_port() -> None:
+    base = "xdsAddresses: [tls:15012, other:15012]\nrootCert: /r.pem\nworkloads:\n"
+    base += "- {name: w, namespace: n, serviceAccount: s, uids: [1], token: /t, sdsSocket: /s,"
+    base += " xdsSocket: /x}\nnodeIP: 10.0.0.1\n"
+    identity = "nodeIdentity: {namespace: istio-system, serviceAccount: node-agent, token: /nt}\n"
+    config = read_node_config(base + identity, "f")
+    assert config.node_set_address == "tls:15012"  # the first xDS address: the TLS port
+    assert config.node_identity is not None
+    assert config.node_identity.identity.uri == (
+        "spiffe://cluster.local/ns/istio-system/sa/node-agent"
+    )
+    assert str(config.node_identity.token) == "/nt"
+    elsewhere = read_node_config(base + identity + "nodeSetAddress: h:2\n", "f")
+    assert elsewhere.node_set_address == "h:2"
+    with pytest.raises(NodeConfigError, match=r"nodeIdentity.serviceAccount: required"):
+        read_node_config(base + "nodeIdentity: {namespace: n, token: /t}\n", "f")

@@ -19,7 +19,7 @@ A Pod in phase ``Failed`` is not a workload (istiod's Pod informer leaves it out
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pilothouse.registry.model import NO_LABELS, Labels
@@ -79,6 +79,10 @@ class Pod:
     own_topology: NodeTopology | None = None
     """From its ``topology.istio.io/locality`` (or legacy) label, when it has one."""
     network: str = ""
+    host_ip: str = field(default="", compare=False)
+    """``status.hostIP``: the address of the node it runs on (empty until scheduled and
+    started); node agents' sets place Pods by it. Not compared: the registry's
+    services and endpoints do not depend on it."""
 
     @property
     def key(self) -> PodKey:
@@ -132,4 +136,5 @@ def pod_of(obj: Mapping[str, Any]) -> Pod:
         failed=status.get("phase") == "Failed",
         own_topology=_own_topology(labels),
         network=labels.get(NETWORK, ""),
+        host_ip=str(status.get("hostIP") or ""),
     )

@@ -71,6 +71,11 @@ class TlsGuard:
         found = self._front.peer(context.peer())
         return found.address if found is not None else context.peer()
 
+    def refused(self, kind: str, context: grpc.aio.ServicerContext[Any, Any], reason: str) -> None:
+        """Record and log a refusal of ``context``'s call (``unauthenticated``,
+        ``permission_denied``), with the client's own address."""
+        self.refusals.note(kind, self.peer(context), reason)
+
     def proxy_denial(self, proxy: ProxyIdentity, caller: Caller) -> str | None:
         """Why ``caller`` may not be ``proxy``, or None."""
         if not self._identity_check:

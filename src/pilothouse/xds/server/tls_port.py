@@ -3,7 +3,8 @@ certificate service, for authenticated callers only.
 
 Its parts: a backend gRPC server on ``127.0.0.1`` (a port of its own, chosen at start)
 carrying ADS and the per-type services with a :class:`~pilothouse.xds.server.tls_guard.TlsGuard`,
-``IstioCertificateService`` and, for root-namespace callers only, legacy MCP; the
+``IstioCertificateService``, for root-namespace callers only, legacy MCP, and the node
+agents' node-set service (each caller for the node it runs on); the
 :class:`~pilothouse.xds.server.tls_front.TlsFront` terminating TLS on the configured
 address, with its limits on connections that have not authenticated; and the port's
 :class:`~pilothouse.security.serving_cert.ServingCertificate` issued by the CA and
@@ -26,7 +27,7 @@ from pilothouse.settings import XdsSettings
 from pilothouse.xds.server.ads import add_discovery_services, new_grpc_server
 from pilothouse.xds.server.discovery import DiscoveryServer
 from pilothouse.xds.server.tls_front import BACKEND_HOST, TlsFront
-from pilothouse.xds.server.tls_guard import GuardedServer, TlsGuard
+from pilothouse.xds.server.tls_guard import TlsGuard
 
 
 class TlsPort:
@@ -42,8 +43,8 @@ class TlsPort:
         root_namespace: str,
         mcp: Any = None,
     ) -> None:
-        """``mcp`` has ``add_to(server)`` (``McpRoles``): registered for root-namespace
-        callers only."""
+        """``mcp`` has ``add_to(server, guard)`` (``McpRoles``): legacy MCP for
+        root-namespace callers only, node sets for the node each caller runs on."""
         self.ca = ca
         self.serving = ServingCertificate(ca, settings.tls_names)
         self.backend = new_grpc_server(settings)
@@ -68,7 +69,7 @@ class TlsPort:
         add_discovery_services(self.backend, discovery, self.guard)
         CertificateService(ca, self.guard, self.counters).add_to(self.backend)
         if mcp is not None:
-            mcp.add_to(GuardedServer(self.backend, self.guard, "MCP"))
+            mcp.add_to(self.backend, self.guard)
         self._runner: asyncio.Task[None] | None = None
 
     async def start(self, host: str, port: int, *, reuse_port: bool = False) -> int:
