@@ -312,6 +312,11 @@ async def test_gateway_api_routes_real_traffic_from_files(
         gateway = await status_of(admin, "Gateway")
         assert [c["reason"] for c in gateway["conditions"]] == ["Accepted", "Programmed"]
         assert gateway["listeners"][0]["attachedRoutes"] == 1
+        # kubectl's short name and the CRDs' category name kinds on /debug/configz
+        short = (await fetch(LOOPBACK, admin, "/debug/configz?kind=gtw")).json()
+        assert [(o["kind"], o["metadata"]["name"]) for o in short] == [("Gateway", "web")]
+        category = (await fetch(LOOPBACK, admin, "/debug/configz?kind=gateway-api")).json()
+        assert sorted(o["kind"] for o in category) == ["Gateway", "HTTPRoute", "TCPRoute"]
         (mesh / "grant.yaml").write_text(GRANT)
 
         async def far_reached() -> bool:

@@ -43,6 +43,8 @@ from pilothouse.kinds.kind import Audience, Kind
 GROUP: Final = "gateway.networking.k8s.io"
 INDEX: Final = "gateway_api"
 STANDARD: Final = ("v1", "v1beta1", "v1alpha2")
+CATEGORY: Final = "gateway-api"
+"""The CRDs' category: ``kubectl get gateway-api`` lists every kind of the group."""
 GATEWAY_KIND: Final = "KubernetesGateway"
 """The kind name of the Gateway API's Gateway in keys (manifests say ``Gateway``)."""
 
