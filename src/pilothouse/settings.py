@@ -460,8 +460,9 @@ class KubeSettings:
     kubeconfig: str = ""
     """A kubeconfig file; empty uses the pod's service account (in-cluster)."""
     write_status: bool = False
-    """Write validation messages into each Istio object's ``status``; off, nothing is
-    written to the API server."""
+    """Write validation messages into each Istio object's ``status`` (and the Gateway
+    API's conditions into its objects', on Kubernetes and in etcd); off, nothing is
+    written to the API server or etcd."""
     service_registry: bool = True
     """With a ``k8s://`` source, also read the cluster's Services, EndpointSlices, Pods,
     Nodes and Namespaces as a service registry (istiod's Kubernetes registry)."""

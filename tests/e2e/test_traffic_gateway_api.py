@@ -8,8 +8,9 @@ condition with a deadline): path and header matches with the spec's precedence a
 path-separated prefix; request and response header modifiers; a weighted split; a
 redirect and a prefix rewrite; a mirror; a backend in another namespace refused (500)
 until a ReferenceGrant file appears, with the route's status saying why; a TCP listener
-and its TCPRoute; and a route file edit that moves live traffic. A second test runs
-GAMMA on a real sidecar, a third a GRPCRoute's method, service and header matches
+and its TCPRoute; kubectl's names on ``/debug/configz``; and a route file edit that
+moves live traffic. A second test runs GAMMA on a real sidecar (an HTTPRoute and a
+TCPRoute with a Service parent), a third a GRPCRoute's method, service and header matches
 between real gRPC backends, a fourth TLS Passthrough by SNI.
 """
 
@@ -312,6 +313,11 @@ async def test_gateway_api_routes_real_traffic_from_files(
         gateway = await status_of(admin, "Gateway")
         assert [c["reason"] for c in gateway["conditions"]] == ["Accepted", "Programmed"]
         assert gateway["listeners"][0]["attachedRoutes"] == 1
+        # kubectl's short name and the CRDs' category name kinds on /debug/configz
+        short = (await fetch(LOOPBACK, admin, "/debug/configz?kind=gtw")).json()
+        assert [(o["kind"], o["metadata"]["name"]) for o in short] == [("Gateway", "web")]
+        category = (await fetch(LOOPBACK, admin, "/debug/configz?kind=gateway-api")).json()
+        assert sorted(o["kind"] for o in category) == ["Gateway", "HTTPRoute", "TCPRoute"]
         (mesh / "grant.yaml").write_text(GRANT)
 
         async def far_reached() -> bool:
@@ -335,18 +341,39 @@ async def test_gamma_a_service_parent_changes_a_sidecar_s_routing(
 ) -> None:
     """An HTTPRoute whose parent is the Service ``reviews`` sends the sidecar's canary
     requests to ``reviews-v2``; the rest still reach ``reviews``. An Istio VirtualService
-    for another service of the same sidecar keeps working beside it."""
-    namespace, port = "shop", free_port()
+    for another service of the same sidecar keeps working beside it. A TCPRoute whose
+    parent is the Service ``db`` sends the sidecar's TCP connections for it to ``db-v2``."""
+    namespace, port, tcp_port = "shop", free_port(), free_port()
     stable = await upstream_factory("reviews")
     canary = await upstream_factory("reviews-v2")
     ratings = await upstream_factory("ratings")
     ratings_v2 = await upstream_factory("ratings-v2")
+    db, db_v2 = await upstream_factory("db"), await upstream_factory("db-v2")
+    tcp_egress = {
+        "port": {"number": tcp_port, "protocol": "TCP", "name": "egress-tcp"},
+        "bind": LOOPBACK,
+        "captureMode": "NONE",
+        "hosts": [f"./{fqdn('db', namespace)}"],
+    }
+    with_tcp = sidecar(namespace, port)
+    with_tcp["spec"]["egress"].append(tcp_egress)
     mesh = render(
         service("reviews", namespace, port, [(stable, {})]),
         service("reviews-v2", namespace, port, [(canary, {})]),
         service("ratings", namespace, port, [(ratings, {})]),
         service("ratings-v2", namespace, port, [(ratings_v2, {})]),
-        sidecar(namespace, port),
+        service("db", namespace, tcp_port, [(db, {})], protocol="TCP"),
+        service("db-v2", namespace, tcp_port, [(db_v2, {})], protocol="TCP"),
+        with_tcp,
+        {
+            "apiVersion": "gateway.networking.k8s.io/v1alpha2",
+            "kind": "TCPRoute",
+            "metadata": {"name": "db-move", "namespace": namespace},
+            "spec": {
+                "parentRefs": [{"group": "", "kind": "Service", "name": "db", "port": tcp_port}],
+                "rules": [{"backendRefs": [{"name": "db-v2", "port": tcp_port}]}],
+            },
+        },
         virtual_service(
             "ratings",
             namespace,
@@ -377,11 +404,14 @@ async def test_gamma_a_service_parent_changes_a_sidecar_s_routing(
         plain = await send_requests(LOOPBACK, port, 5, authority=host)
         flagged = await send_requests(LOOPBACK, port, 5, authority=host, headers={"x-canary": "1"})
         rated = await send_requests(LOOPBACK, port, 3, authority=fqdn("ratings", namespace))
+        await wait_for_port(tcp_port, timeout=10)
+        moved = await send_requests(LOOPBACK, tcp_port, 3, authority=fqdn("db", namespace))
     finally:
         await plane.stop()
     assert dict(plain.upstreams) == {"reviews": 5}, plain.summary()
     assert dict(flagged.upstreams) == {"reviews-v2": 5}, flagged.summary()
     assert dict(rated.upstreams) == {"ratings-v2": 3}, rated.summary()
+    assert dict(moved.upstreams) == {"db-v2": 3}, moved.summary()
 
 
 @dataclass(frozen=True)

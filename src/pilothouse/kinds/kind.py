@@ -45,6 +45,13 @@ class Audience(Enum):
     """As :attr:`NAMESPACE_OR_ROOT`, or in a namespace one of the scope's services is from."""
     OWN_NAMESPACE = "the proxy's own namespace"
     """The changed key is in the proxies' namespace."""
+    TRANSLATED_FROM = "an object the scope's generated gateways and routes were made from"
+    """The changed key is among the Gateway API objects the Istio Gateways selecting the
+    scope's proxies, the routes bound to them or (for sidecars) the mesh routes the scope
+    sees were translated from (:mod:`pilothouse.kinds.gateway_api.audience`)."""
+    REFERENCED_NAMESPACE = "a namespace the scope's generated config refers into"
+    """The changed key is in a namespace a reference of that generated config crosses
+    into (where the ReferenceGrants deciding it live)."""
     SELECTED_WORKLOADS = "the workloads its version before or after the change selects"
     """No scope sees it: the proxies whose workload the object's old or new version
     selects (by namespace or the root, then its selector), each proxy asked of the

@@ -1,9 +1,10 @@
 """The names a user may type for a kind, as kubectl and istioctl accept them.
 
 ``VirtualService``, ``virtualservice``, ``virtualservices``, the CRD short name ``vs``,
-each optionally followed by its group (``vs.networking.istio.io``), and comma-separated
-lists of those (``vs,dr``). A name that matches no kind is an :class:`UnknownKind` whose
-message suggests the nearest name. The store commands (``get``, ``apply``, ``delete``)
+each optionally followed by its group (``vs.networking.istio.io``), a CRD category
+naming several kinds (``gateway-api``), and comma-separated lists of those (``vs,dr``).
+A name that matches no kind is an :class:`UnknownKind` whose message suggests the
+nearest name. The store commands (``get``, ``apply``, ``delete``)
 and the admin API's ``/debug/configz?kind=`` read kinds through here.
 """
 
@@ -15,11 +16,17 @@ from types import MappingProxyType
 
 from pilothouse.config.schema import Schema, SchemaSet
 from pilothouse.kinds import table
+from pilothouse.kinds.gateway_api import kinds as gateway_api
 
 SHORT_NAMES: Mapping[str, str] = MappingProxyType(
     {short: kind.name for kind in table.KINDS if kind.served for short in kind.short_names}
 )
 """Istio's CRD short names (``kubectl get vs``), as each kind declares them."""
+
+CATEGORIES: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {gateway_api.CATEGORY: tuple(kind.name for kind in gateway_api.KINDS)}
+)
+"""CRD categories, each naming its kinds in table order (``kubectl get gateway-api``)."""
 
 
 class UnknownKind(ValueError):
@@ -42,7 +49,7 @@ def resolve_kind(text: str, schemas: SchemaSet) -> Schema | None:
 
 def nearest_kind_name(text: str, schemas: SchemaSet) -> str | None:
     """The short name or kind closest to a misspelt ``text``, if one is close."""
-    names = sorted({*SHORT_NAMES, *(s.kind.lower() for s in schemas)})
+    names = sorted({*SHORT_NAMES, *CATEGORIES, *(s.kind.lower() for s in schemas)})
     close = difflib.get_close_matches(text.lower(), names, n=1, cutoff=0.6)
     return close[0] if close else None
 
@@ -52,6 +59,10 @@ def resolve_kinds(text: str, schemas: SchemaSet) -> list[Schema]:
     for the first that names none, with the nearest short name or kind."""
     found: list[Schema] = []
     for word in (w.strip() for w in text.split(",")):
+        category = CATEGORIES.get(word.lower(), ())
+        found.extend(s for s in schemas if s.kind in category and s not in found)
+        if category:
+            continue
         schema = resolve_kind(word, schemas) if word else None
         if schema is None:
             close = nearest_kind_name(word, schemas)

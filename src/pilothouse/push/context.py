@@ -27,7 +27,7 @@ from types import MappingProxyType
 from typing import Any, Final, NamedTuple
 
 from pilothouse.config.mesh import MeshSettings
-from pilothouse.config.model import Config
+from pilothouse.config.model import Config, ConfigKey
 from pilothouse.kinds import (
     destination_rule,
     envoy_filter,
@@ -37,6 +37,7 @@ from pilothouse.kinds import (
     virtual_service,
     wasm_plugin,
 )
+from pilothouse.kinds.gateway_api.audience import Concerns
 from pilothouse.kinds.gateway_api.translation import SERVICE_ENTRY, Translation, translate
 from pilothouse.kinds.table import KINDS
 from pilothouse.push.authorization import (
@@ -248,6 +249,11 @@ class PushContext:
             (e.config.key, e.config.namespace, e.hosts)
             for e in self.virtual_services.visible_to(namespace, reach)
         ]
+
+        def translated(seen: frozenset[ConfigKey]) -> Concerns:
+            mesh = key.proxy_type is not ProxyType.ROUTER
+            return self.gateway_api.origins.concerns(key.gateways, seen, mesh=mesh)
+
         built = build_scope(
             key,
             self.services.services if reach is None else self.services.in_namespaces(reach),
@@ -257,6 +263,7 @@ class PushContext:
             gateways,
             egress,
             self.scope_context,
+            translated,
         )
         previous = self._previous.get(key)
         return previous if previous is not None and previous == built else built

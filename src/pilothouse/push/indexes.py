@@ -15,7 +15,8 @@ from typing import Any
 from pilothouse.config.mesh import MeshSettings, exported_to
 from pilothouse.config.model import Config, ConfigKey
 from pilothouse.kinds import virtual_service
-from pilothouse.kinds.gateway_api.translation import OWNER_ANNOTATION, selects_proxy
+from pilothouse.kinds.gateway_api.listener_translation import OWNER_ANNOTATION
+from pilothouse.kinds.gateway_api.translation import selects_proxy
 from pilothouse.push.hostnames import host_matches, resolve_host, specificity
 from pilothouse.registry.model import Labels, Service
 

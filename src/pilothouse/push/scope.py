@@ -20,6 +20,8 @@ from typing import Any, Final, TypeVar
 
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config, ConfigKey
+from pilothouse.kinds.gateway_api.audience import NONE as NO_CONCERNS
+from pilothouse.kinds.gateway_api.audience import Concerns
 from pilothouse.kinds.kind import Audience
 from pilothouse.kinds.table import KINDS
 from pilothouse.push.hostnames import host_matches
@@ -150,6 +152,8 @@ class ProxyScope:
     service_keys: frozenset[ServiceKey] = frozenset()
     sources: frozenset[ConfigKey] = frozenset()
     rule_keys: frozenset[ConfigKey] = frozenset()
+    translated: Concerns = NO_CONCERNS
+    """The Gateway API objects (and referenced namespaces) its generated config came from."""
     context: ScopeContext | None = field(default=None, compare=False, repr=False)
     """What :meth:`interned` gatherers may read besides the scope (None: nothing)."""
     _interned: dict[type, object] = field(default_factory=dict, compare=False, repr=False)
@@ -236,6 +240,14 @@ def _own_namespace(scope: ProxyScope, key: ConfigKey, root_namespace: str) -> bo
     return key.namespace == scope.key.namespace
 
 
+def _translated_from(scope: ProxyScope, key: ConfigKey, root_namespace: str) -> bool:
+    return key in scope.translated.sources
+
+
+def _referenced_namespace(scope: ProxyScope, key: ConfigKey, root_namespace: str) -> bool:
+    return key.namespace in scope.translated.namespaces
+
+
 def _selected_workloads(scope: ProxyScope, key: ConfigKey, root_namespace: str) -> bool:
     return False  # by selector, proxy by proxy: push/selected_workloads.py asks each one
 
@@ -259,6 +271,8 @@ AUDIENCE_RULES: Final[Mapping[Audience, SeesRule]] = MappingProxyType(
         Audience.NAMESPACE_OR_ROOT: _namespace_or_root,
         Audience.NAMESPACE_ROOT_OR_SERVICES: _namespace_root_or_services,
         Audience.OWN_NAMESPACE: _own_namespace,
+        Audience.TRANSLATED_FROM: _translated_from,
+        Audience.REFERENCED_NAMESPACE: _referenced_namespace,
         Audience.SELECTED_WORKLOADS: _selected_workloads,
         Audience.NO_PROXY: _no_proxy,
     }
@@ -277,10 +291,12 @@ def build_scope(
     gateways: tuple[Config, ...],
     egress: tuple[EgressHost, ...] | None,
     context: ScopeContext | None = None,
+    translated: Callable[[frozenset[ConfigKey]], Concerns] | None = None,
 ) -> ProxyScope:
     """Assemble a scope. ``visible(service)`` applies exportTo; ``rule_for(service)`` picks
     the DestinationRule; ``virtual_services`` are (key, namespace, hosts) already exported
-    to the namespace; ``context`` is what inputs interned in it may read."""
+    to the namespace; ``context`` is what inputs interned in it may read;
+    ``translated(routes)`` what concerns it of the Gateway API, given the routes it sees."""
     chosen: list[Service] = []
     by_hostname: dict[str, Service] = {}
     for service in services:
@@ -314,6 +330,7 @@ def build_scope(
         service_keys=frozenset(s.key for s in chosen),
         sources=frozenset(s.source for s in chosen),
         rule_keys=frozenset(r.key for r in rules.values() if r is not None),
+        translated=translated(routes) if translated is not None else NO_CONCERNS,
         context=context,
     )
 

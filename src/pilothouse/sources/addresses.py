@@ -276,6 +276,7 @@ def build_source(
                 source=str(parsed),
             ),
             security=etcd,
+            write_status=kube.write_status if kube is not None else False,
         )
     if parsed.scheme is Scheme.K8S:
         given = kube if kube is not None else KubeSettings()

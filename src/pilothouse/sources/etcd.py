@@ -15,6 +15,12 @@ How it follows etcd:
   one response, and aetcd queues a response whole before any error). Meanwhile the
   store keeps every object, the source reports itself unavailable (``/ready`` details,
   a warning in the log), and says when it is back.
+- **Status.** A change of an object's ``status`` alone (a controller's, as ``serve
+  --write-status`` writes the Gateway API's conditions) keeps the object as it was: no
+  event, so no push. With ``write_status``, :meth:`EtcdSource.publish_status` merges a
+  status into a stored object (:mod:`pilothouse.sources.etcd_status`) when it says
+  something else, and writes it back when another writer (an ``apply`` of the object)
+  leaves a stored status that is not the one published.
 - **Invalid objects.** A value that does not decode, fails validation, or names another
   object than its key (written by another tool) is skipped with a warning naming the
   key, never served, and treated as absent, so that every replica holds the same set
@@ -28,7 +34,7 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import aetcd
@@ -51,6 +57,7 @@ from pilothouse.sources.etcd_client import (
     reason,
 )
 from pilothouse.sources.etcd_layout import EtcdLayout, StoredObject
+from pilothouse.sources.etcd_status import same_status, write_status
 from pilothouse.sources.gc_pause import collector_paused
 from pilothouse.sources.memory import MemoryStore
 
@@ -78,6 +85,7 @@ class EtcdSource:
         request_timeout: float = 10.0,
         rng: random.Random | None = None,
         security: EtcdSettings | None = None,
+        write_status: bool = False,
     ) -> None:
         if not endpoints:
             raise ValueError("an etcd source needs at least one endpoint")
@@ -101,6 +109,13 @@ class EtcdSource:
         self._skipped: dict[str, StoredObject] = {}
         self.relists = 0
         """Completed lists (the first one included), for tests and the debug views."""
+        self.write_status = write_status
+        self._statuses: dict[ConfigKey, Any] = {}
+        """The stored ``status`` of each object that has one."""
+        self._published: dict[ConfigKey, Mapping[str, Any]] = {}
+        """The status last published for each object (with ``write_status``)."""
+        self._client: aetcd.Client | None = None
+        self._writes: set[asyncio.Task[None]] = set()
 
     @property
     def name(self) -> str:
@@ -132,12 +147,71 @@ class EtcdSource:
 
     def close(self) -> None:
         self._stop.set()
+        for task in self._writes:
+            task.cancel()
+
+    def status_writes(self) -> int:
+        """Status writes in flight (for tests and the debug views)."""
+        return len(self._writes)
+
+    def publish_status(self, key: ConfigKey, status: Mapping[str, Any]) -> bool:
+        """Merge ``status`` into the stored status of the object ``key`` names, when this
+        source holds it and writes status (written only when the stored status says
+        something else); False when it does not, or is not connected."""
+        if not self.write_status or self.store.get(key) is None or self._client is None:
+            return False
+        self._published[key] = status
+        if not same_status(self._statuses.get(key), status):
+            self._write(key, status)
+        return True
+
+    def _write(self, key: ConfigKey, status: Mapping[str, Any]) -> None:
+        client = self._client
+        if client is None:
+            return  # the next listing compares again (_take)
+        task = asyncio.get_running_loop().create_task(self._put_status(client, key, status))
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+
+    async def _put_status(
+        self, client: aetcd.Client, key: ConfigKey, status: Mapping[str, Any]
+    ) -> None:
+        try:
+            await write_status(client, self.layout.key_of(key), status)
+        except _FAILURES as problem:
+            log.warning(
+                "cannot write the status of %s to %s: %s",
+                key,
+                self.name,
+                reason(problem, self._security),
+                extra={"source": self.name},
+            )
+
+    def _take(self, config: Config, status: Any) -> None:
+        """Apply ``config`` stored with ``status``: a change of the status alone keeps the
+        object held (no event); a status that is not the one published is written back."""
+        key = config.key
+        before = self._statuses.pop(key, None)
+        if status is not None:
+            self._statuses[key] = status
+        old = self.store.get(key)
+        status_only = old is not None and status != before and old.same_content(config)
+        self.store.apply(config, compare_version=not status_only)
+        published = self._published.get(key)
+        if published is not None and not same_status(status, published):
+            self._write(key, published)
+
+    def _forget(self, key: ConfigKey) -> None:
+        self.store.delete(key)
+        self._statuses.pop(key, None)
+        self._published.pop(key, None)
 
     async def run(self) -> None:
         """List and watch until :meth:`close`, redialling on every failure."""
         while not self._stop.is_set():
             host, port = self.endpoints[self._endpoint % len(self.endpoints)]
             client = client_for(host, port, timeout=self._timeout, security=self._security)
+            self._client = client
             try:
                 await self._session(client)
             except aetcd.exceptions.RevisionCompactedError as gone:
@@ -158,6 +232,7 @@ class EtcdSource:
                 self._relist = True
                 await self._pause()
             finally:
+                self._client = None
                 with contextlib.suppress(Exception):
                     await client.close()
 
@@ -211,7 +286,7 @@ class EtcdSource:
 
     def _apply_listing(self, listing: Listing) -> None:
         """Make the store equal to ``listing``: only differences become events."""
-        wanted: dict[ConfigKey, Config] = {}
+        wanted: dict[ConfigKey, StoredObject] = {}
         skipped: dict[str, StoredObject] = {}
         with collector_paused():
             for kv in listing.kvs:
@@ -221,12 +296,13 @@ class EtcdSource:
                 if stored.config is None:
                     skipped[stored.key] = stored
                     continue
-                wanted[stored.config.key] = stored.config
-            for config in wanted.values():
-                self.store.apply(config, compare_version=True)
+                wanted[stored.config.key] = stored
+            for held in wanted.values():
+                assert held.config is not None
+                self._take(held.config, held.status)
             for key in self.store.keys():
                 if key not in wanted:
-                    self.store.delete(key)
+                    self._forget(key)
         for where, stored in skipped.items():
             self._skip(stored, kv_changed=where not in self._skipped)
         self._skipped = skipped
@@ -252,18 +328,18 @@ class EtcdSource:
             self._skipped.pop(where, None)
             key = self.layout.config_key(kv.key)
             if key is not None:
-                self.store.delete(key)
+                self._forget(key)
             return
         stored = self.layout.decode(self.loader, kv.key, kv.value, kv.mod_revision)
         if stored.config is not None:
             self._skipped.pop(where, None)
-            self.store.apply(stored.config, compare_version=True)
+            self._take(stored.config, stored.status)
             return
         self._skipped[where] = stored
         self._skip(stored, kv_changed=True)
         key = self.layout.config_key(kv.key)
         if key is not None:
-            self.store.delete(key)
+            self._forget(key)
 
     def _skip(self, stored: StoredObject, *, kv_changed: bool) -> None:
         if not kv_changed:

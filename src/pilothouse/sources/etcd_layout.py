@@ -37,6 +37,8 @@ class StoredObject:
     key: str
     config: Config | None
     problems: tuple[Problem, ...]
+    status: Any = None
+    """The stored ``status`` (a controller's, written with ``serve --write-status``)."""
 
 
 class EtcdLayout:
@@ -106,7 +108,7 @@ class EtcdLayout:
         config = dataclasses.replace(
             config, resource_version=str(mod_revision), origin=Origin(loader.source, where)
         )
-        return StoredObject(where, config, tuple(problems))
+        return StoredObject(where, config, tuple(problems), data.get("status"))
 
     def _schema(self, kind: str) -> Schema:
         schema = self.schemas.by_kind(kind)

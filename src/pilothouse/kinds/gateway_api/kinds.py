@@ -9,9 +9,14 @@ carries kinds that are Go structs rather than protos.
 
 The Gateway API's ``Gateway`` is kept under the kind name ``KubernetesGateway`` (istiod's
 own name for it) so its keys never meet Istio's ``Gateway``; manifests still say
-``kind: Gateway``. A change to any of them may change what any gateway or sidecar is
-sent (routes attach across namespaces), so each concerns every proxy; they are indexed
-together as the push context's ``gateway_api`` translation.
+``kind: Gateway``. They are indexed together as the push context's ``gateway_api``
+translation, which records what each generated Istio Gateway and VirtualService was
+made from (:mod:`.audience`): a change concerns the proxies whose generated config it
+went (or goes) into, before or after the change (``TRANSLATED_FROM``): a Gateway or
+GatewayClass its gateway proxies (those labelled with the Gateway's name); a route the
+gateway proxies of the listeners it attaches to and, for a GAMMA route, the sidecars
+that see its Service's host. A ReferenceGrant concerns the proxies whose generated
+config refers into its namespace (``REFERENCED_NAMESPACE``).
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ from pilothouse.kinds.kind import Audience, Kind
 GROUP: Final = "gateway.networking.k8s.io"
 INDEX: Final = "gateway_api"
 STANDARD: Final = ("v1", "v1beta1", "v1alpha2")
+CATEGORY: Final = "gateway-api"
+"""The CRDs' category: ``kubectl get gateway-api`` lists every kind of the group."""
 GATEWAY_KIND: Final = "KubernetesGateway"
 """The kind name of the Gateway API's Gateway in keys (manifests say ``Gateway``)."""
 
@@ -66,12 +73,12 @@ def _row(
     )
 
 
-def _kind(schema: Schema, *short_names: str) -> Kind:
+def _kind(schema: Schema, *short_names: str, audience: Audience = Audience.TRANSLATED_FROM) -> Kind:
     return Kind(
         name=schema.kind,
         schema=schema,
         short_names=short_names,
-        audience=Audience.EVERY_PROXY,
+        audience=audience,
         index=INDEX,
     )
 
@@ -107,6 +114,7 @@ REFERENCE_GRANT = _kind(
         ("v1beta1", "v1", "v1alpha2"),
     ),
     "refgrant",
+    audience=Audience.REFERENCED_NAMESPACE,
 )
 
 KINDS: Final[tuple[Kind, ...]] = (

@@ -7,6 +7,8 @@
   attached TLSRoute's hostnames (intersected with the listener's) as ``sniHosts``.
 - Backends: Services and ``networking.istio.io/Hostname`` hosts with their weights; a
   backend of another namespace needs a ReferenceGrant.
+- A Service parent (GAMMA) takes the same ``tcp`` routes, and ``tls`` routes matched
+  by the TLSRoute's hostnames (:mod:`.mesh_translation`).
 """
 
 from __future__ import annotations

@@ -46,7 +46,8 @@ from pilothouse.kinds.gateway_api.kinds import (
     TCP_ROUTE,
     TLS_ROUTE,
 )
-from pilothouse.kinds.gateway_api.translation import SERVED_PROTOCOLS, Configs, Translation
+from pilothouse.kinds.gateway_api.listener_translation import SERVED_PROTOCOLS
+from pilothouse.kinds.gateway_api.translation import Configs, Translation
 
 Status = dict[str, Any]
 

@@ -74,6 +74,7 @@ from pilothouse.xds.generators.envoy_filters import (
 )
 from pilothouse.xds.generators.inbound import inbound_ports
 from pilothouse.xds.generators.lds_inbound import inbound_listener
+from pilothouse.xds.generators.mesh_tcp import tcp_destinations
 from pilothouse.xds.generators.routing import resolver_for
 from pilothouse.xds.generators.scope_inputs import ScopeInputs, scope_inputs
 from pilothouse.xds.generators.wasm_plugins import with_plugins
@@ -281,12 +282,13 @@ def _egress_listener(scope: ScopeInputs, entry: Any) -> Any:
         )
         return None
     cluster = outbound_cluster_name(services[0].hostname, port)
+    routed = tcp_destinations(scope, services[0].hostname, port)
     return build_outbound_listener(
         address,
         port,
         protocol,
         capture_none=capture_none,
-        destinations=(WeightedCluster(cluster, 1),),
+        destinations=routed or (WeightedCluster(cluster, 1),),
     )
 
 
@@ -309,13 +311,14 @@ def _default_outbound(scope: ScopeInputs) -> list[Any]:
             )
         elif len(entries) == 1:
             cluster = outbound_cluster_name(entries[0][0], port)
+            routed = tcp_destinations(scope, entries[0][0], port)
             listeners.append(
                 build_outbound_listener(
                     WILDCARD,
                     port,
                     protocol,
                     capture_none=False,
-                    destinations=(WeightedCluster(cluster, 1),),
+                    destinations=routed or (WeightedCluster(cluster, 1),),
                 )
             )
     return listeners
