@@ -216,7 +216,8 @@ async def test_two_workloads_talk_mutual_tls_under_a_policy_without_kubernetes(
         # 1. serve (in this process, as the line says: no issuer flag), then /ready
         assert steps[0].words == ["pilothouse", "serve", "--config", "mesh"]
         assert not (work / ".pilothouse" / "token-issuer").exists()  # made in step 2
-        await curl_until(steps[1].words, "200", lambda: "")
+        ready = await curl_until(steps[1].words, "200", lambda: "")
+        assert ready.startswith("ok") and steps[1].comment.startswith("ok")
         # 2. configure: the files, and the agent command it prints
         printed: list[list[str]] = []
         for line in steps[2:4]:

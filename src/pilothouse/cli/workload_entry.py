@@ -195,22 +195,39 @@ class Outputs:
     """The agent's command line, in lines of words."""
 
 
+@dataclass(frozen=True, slots=True)
+class Places:
+    """Where the CA and the token issuer are: the flags, else the ``PILOTHOUSE_*``
+    variables ``serve`` reads, else their defaults."""
+
+    settings: Settings
+    ca_dir: Path
+    issuer_dir: Path
+
+    @classmethod
+    def of(cls, args: argparse.Namespace) -> Places:
+        try:
+            settings = Settings().with_overrides(from_environment())
+        except ValueError as problem:
+            raise ConfigureError(str(problem)) from None
+        issuer = settings.auth.local_issuer_dir or AuthSettings.local_issuer_dir
+        return cls(settings, args.ca_dir or Path(settings.ca.dir), args.issuer_dir or Path(issuer))
+
+    @property
+    def trusted_issuer(self) -> bool:
+        """Whether ``serve``, with the same variables, trusts the issuer without flags."""
+        trusted = self.settings.auth.local_issuer_dir
+        return bool(trusted) and Path(trusted) == self.issuer_dir
+
+
 def run(args: argparse.Namespace) -> int:
     try:
-        settings = Settings().with_overrides(from_environment())
-    except ValueError as problem:
-        print(f"{PROG}: {problem}", file=sys.stderr)
-        return 1
-    args.settings = settings
-    args.ca_dir = args.ca_dir or Path(settings.ca.dir)
-    args.issuer_dir = args.issuer_dir or Path(
-        settings.auth.local_issuer_dir or AuthSettings.local_issuer_dir
-    )
-    try:
+        places = Places.of(args)
+        group = find_group(args, places.settings)
         workload = Workload.of_group(
-            find_group(args), _address(args.address), args.service_account, args.trust_domain
+            group, _address(args.address), args.service_account, args.trust_domain
         )
-        outputs = prepare(args, workload)
+        outputs = prepare(args, workload, places)
         written = write(args.output, outputs)
     except ConfigureError as problem:
         print(f"{PROG}: {problem}", file=sys.stderr)
@@ -228,7 +245,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def find_group(args: argparse.Namespace) -> Config:
+def find_group(args: argparse.Namespace, settings: Settings) -> Config:
     """The one WorkloadGroup the inputs and ``--name``/``-n`` pick; ConfigureError naming
     what was looked at otherwise."""
     if not args.file and not args.config_source:
@@ -240,7 +257,7 @@ def find_group(args: argparse.Namespace) -> Config:
         return _made_group(args.name, args.namespace or "default", args.service_account)
     try:
         found = configs_in_paths(args.file, GROUP_KINDS, "-f")
-        found += configs_from_sources(args.config_source, args.settings, args.timeout, GROUP_KINDS)
+        found += configs_from_sources(args.config_source, settings, args.timeout, GROUP_KINDS)
     except BootstrapInputError as problem:
         raise ConfigureError(str(problem)) from None
     where = ", ".join([*map(str, args.file), *args.config_source])
@@ -253,9 +270,12 @@ def find_group(args: argparse.Namespace) -> Config:
     if len(chosen) == 1:
         return chosen[0]
     names = ", ".join(sorted(f"{c.namespace}/{c.name}" for c in found)) or "none"
-    wanted = "/".join(filter(None, (args.namespace, args.name)))
     if not chosen:
-        what = " ".join(filter(None, (WORKLOAD_GROUP.name, wanted)))
+        what = WORKLOAD_GROUP.name
+        if args.name:
+            what += f" {args.namespace}/{args.name}" if args.namespace else f" {args.name}"
+        elif args.namespace:
+            what += f" in namespace {args.namespace}"
         raise ConfigureError(f"no {what} in {where} (WorkloadGroups there: {names})")
     raise ConfigureError(
         f"{len(chosen)} WorkloadGroups in {where} ({names}): say which with --name and -n"
@@ -277,16 +297,16 @@ def _address(text: str) -> str:
         raise ConfigureError(f"--address {text!r}: not an IP address") from None
 
 
-def prepare(args: argparse.Namespace, workload: Workload) -> Outputs:
+def prepare(args: argparse.Namespace, workload: Workload, places: Places) -> Outputs:
     """The files' contents: the CA's root checked, a token minted, the entry validated."""
     if args.output.exists() and not args.output.is_dir():
         raise ConfigureError(f"-o {args.output}: exists and is not a directory")
-    root_file = args.ca_dir / ROOT_CERT
+    root_file = places.ca_dir / ROOT_CERT
     try:
         root = checked_file(str(root_file), "CA root", "certificate")
     except ValueError as problem:
         raise ConfigureError(
-            f"{problem} (pilothouse serve makes its CA in {args.ca_dir} on its first start "
+            f"{problem} (pilothouse serve makes its CA in {places.ca_dir} on its first start "
             "with the TLS port on: start it once, or give --ca-dir)"
         ) from None
     try:
@@ -295,8 +315,7 @@ def prepare(args: argparse.Namespace, workload: Workload) -> Outputs:
         raise ConfigureError(f"--token-duration {args.token_duration}: {problem}") from None
     entry = yaml.safe_dump(workload.entry(), sort_keys=False)
     _check_entry(entry, workload)
-    trusted = Path(args.settings.auth.local_issuer_dir or "")
-    token = _token(args.issuer_dir, trusted, workload, lifetime)
+    token = _token(places, workload, lifetime)
     addresses = tuple(args.xds_address) or AgentPorts.xds_addresses
     ports = AgentPorts(args.admin_port, args.status_port, addresses)
     return Outputs(root, token + "\n", entry, workload.agent_command(args.output, ports))
@@ -311,7 +330,8 @@ def _check_entry(text: str, workload: Workload) -> None:
         )
 
 
-def _token(directory: Path, trusted: Path, workload: Workload, lifetime: float) -> str:
+def _token(places: Places, workload: Workload, lifetime: float) -> str:
+    directory = places.issuer_dir
     created = not (directory / KEY_FILE).exists()
     try:
         issuer = TokenIssuer.open(directory)
@@ -320,7 +340,7 @@ def _token(directory: Path, trusted: Path, workload: Workload, lifetime: float) 
         raise ConfigureError(str(problem)) from None
     if created:
         print(f"{PROG}: created token issuer {issuer.name!r} in {directory}", file=sys.stderr)
-    if directory != trusted:
+    if not places.trusted_issuer:
         print(
             f"{PROG}: serve trusts this issuer with --local-issuer-dir {directory} or "
             f"--jwt-issuer {issuer.trust}",

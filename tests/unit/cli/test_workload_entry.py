@@ -115,7 +115,9 @@ def test_a_group_gives_root_token_entry_and_the_agent_command(work: Path) -> Non
     assert built.options.sds_socket == (out / "sds").absolute()
 
 
-def test_a_template_tls_mode_is_kept_and_a_group_can_be_made_from_a_name(work: Path) -> None:
+def test_a_template_tls_mode_is_kept_and_a_group_can_be_made_from_a_name(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     done = configure("-f", ".", "--name", "legacy", "--address", "10.0.0.8", "-o", "legacy")
     assert done.returncode == 0, done.stderr
     spec = yaml.safe_load((work / "legacy" / "workloadentry.yaml").read_text())["spec"]
@@ -132,6 +134,9 @@ def test_a_template_tls_mode_is_kept_and_a_group_can_be_made_from_a_name(work: P
     assert words[words.index("--service-account") + 1] == "bookinfo-reviews"
     assert words[words.index("--xds-address") + 1] == "127.0.0.1:15012"  # the default
     assert "--local-issuer-dir issuer" in done.stderr  # not the directory serve trusts
+    monkeypatch.setenv("PILOTHOUSE_AUTH_LOCAL_ISSUER_DIR", "issuer")  # now it is
+    done = configure("--name", "reviews", "--address", "10.0.0.9", "-o", "again")
+    assert done.returncode == 0 and done.stderr == ""
 
 
 @pytest.mark.parametrize(
@@ -140,7 +145,8 @@ def test_a_template_tls_mode_is_kept_and_a_group_can_be_made_from_a_name(work: P
         (["-f", "groups.yaml", "--name", "reviews"],
          "no WorkloadGroup reviews in groups.yaml (WorkloadGroups there: shop/legacy, "
          "shop/ratings)"),
-        (["-f", "groups.yaml", "-n", "other"], "no WorkloadGroup other in groups.yaml"),
+        (["-f", "groups.yaml", "-n", "other"],
+         "no WorkloadGroup in namespace other in groups.yaml"),
         (["-f", "groups.yaml"],
          "2 WorkloadGroups in groups.yaml (shop/legacy, shop/ratings): say which with --name"),
         (["-f", "missing.yaml", "--name", "ratings"], "-f missing.yaml: No such file"),
