@@ -139,6 +139,20 @@ def test_a_template_tls_mode_is_kept_and_a_group_can_be_made_from_a_name(
     assert done.returncode == 0 and done.stderr == ""
 
 
+def test_a_group_is_read_from_a_config_source_as_serve_reads_one(work: Path) -> None:
+    (work / "store").mkdir()
+    (work / "store" / "groups.yaml").write_text(GROUPS)
+    source = f"fs://{work / 'store'}"
+    done = configure("--config-source", source, "--name", "ratings", "-n", "shop",
+                     "--address", "10.0.0.7", "-o", "out")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "ratings-10-0-0-7" in (work / "out" / "workloadentry.yaml").read_text()
+    done = configure("--config-source", f"fs://{work / 'gone'}", "--name", "ratings",
+                     "--address", "10.0.0.7", "-o", "none")  # fmt: skip
+    assert done.returncode == 1 and str(work / "gone") in done.stderr
+    assert not (work / "none").exists()
+
+
 @pytest.mark.parametrize(
     ("args", "says"),
     [
