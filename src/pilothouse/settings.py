@@ -446,6 +446,13 @@ class AuthSettings:
     the JWKS file at PATH (pilothouse never fetches keys over the network)."""
     audiences: tuple[str, ...] = ("istio-ca",)
     """TOKEN_AUDIENCES: a token must name one of these audiences."""
+    local_issuer_dir: str = ".pilothouse/token-issuer"
+    """The local token issuer ``pilothouse token`` keeps (relative to the working
+    directory unless absolute): while its ``issuer`` and ``jwks.json`` are there, its
+    tokens are trusted on the TLS port without ``jwt_issuers`` (read again when they
+    change, so an issuer created after start is trusted too). Anyone who can read its
+    ``key.pem`` can mint a token for any service account, hence any identity: keep it as
+    private as the CA's directory, or set this empty to trust only ``jwt_issuers``."""
 
 
 @dataclass(frozen=True)

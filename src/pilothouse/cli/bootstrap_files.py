@@ -2,14 +2,19 @@
 
 Envoy reads the TLS files of the ``xds-grpc`` cluster only when it starts, and then says
 little more than that the cluster cannot be built; a bootstrap naming a file that is not
-there, cannot be read or holds something else is refused here instead, with the flag and
-the path (``--xds-tls-root /nonexistent: No such file or directory``).
+there, cannot be read or holds something else (no PEM block of the kind, or one that does
+not parse) is refused here instead, with the flag and the path (``--xds-tls-root
+/nonexistent: No such file or directory``). ``workload entry configure`` checks the CA's
+root the same way.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Final, Literal
+
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 
 FileKind = Literal["certificate", "key", "token"]
 
@@ -32,4 +37,11 @@ def checked_file(path: str, flag: str, kind: FileKind) -> str:
     marker = _MARKERS.get(kind)
     if marker is not None and marker[0] not in text:
         raise ValueError(f"{flag} {path}: {marker[1]}")
+    try:
+        if kind == "certificate":
+            x509.load_pem_x509_certificates(text.encode())
+        elif kind == "key":
+            serialization.load_pem_private_key(text.encode(), None)
+    except (ValueError, TypeError) as problem:
+        raise ValueError(f"{flag} {path}: the PEM {kind} does not parse ({problem})") from None
     return text

@@ -12,7 +12,8 @@ kinds that does not validate is a :class:`BootstrapInputError` naming it: the bo
 would otherwise silently differ from what the mesh says.
 
 Sources are read on a thread of their own, with their own event loop, so the readers
-can be called from a running loop too.
+can be called from a running loop too. ``workload entry configure`` reads its
+WorkloadGroup with the same readers (``kinds``).
 """
 
 from __future__ import annotations
@@ -53,37 +54,44 @@ class BootstrapInputError(ValueError):
     """A path, source or object the bootstrap cannot use; the message names it."""
 
 
-def configs_in_paths(paths: Sequence[Path]) -> list[Config]:
-    """Every ProxyConfig and EnvoyFilter in ``paths``; an unreadable path or a rejected
-    object of these kinds is an error, problems of other kinds are not."""
+def configs_in_paths(
+    paths: Sequence[Path], kinds: frozenset[str] = READ_KINDS, flag: str = "--config"
+) -> list[Config]:
+    """Every object of ``kinds`` (ProxyConfig and EnvoyFilter unless told) in ``paths``;
+    an unreadable path or a rejected object of these kinds is an error (naming ``flag``),
+    problems of other kinds are not."""
     loader = Loader(SCHEMAS, source="bootstrap", skip_plain=True)
     found: list[Config] = []
     for path in paths:
         try:
             files = scan_tree(path).files if path.is_dir() else [str(path)]
         except RootUnavailable as gone:
-            raise BootstrapInputError(f"--config {path}: {gone.reason}") from None
+            raise BootstrapInputError(f"{flag} {path}: {gone.reason}") from None
         for file in files:
             try:
                 result = loader.load_bytes(Path(file).read_bytes(), file)
             except OSError as unreadable:
                 reason = unreadable.strerror or str(unreadable)
-                raise BootstrapInputError(f"--config {file}: {reason}") from None
+                raise BootstrapInputError(f"{flag} {file}: {reason}") from None
             for problem in result.problems:
                 if problem.severity is Severity.ERROR and (
-                    problem.key is None or problem.key.kind in READ_KINDS
+                    problem.key is None or problem.key.kind in kinds
                 ):
                     where = f"{problem.file}:{problem.line}" if problem.line else problem.file
-                    raise BootstrapInputError(f"--config {where}: {problem.message}")
-            found.extend(c for c in result.configs if c.kind in READ_KINDS)
+                    raise BootstrapInputError(f"{flag} {where}: {problem.message}")
+            found.extend(c for c in result.configs if c.kind in kinds)
     return found
 
 
 def configs_from_sources(
-    addresses: Sequence[str], settings: Settings, timeout: float
+    addresses: Sequence[str],
+    settings: Settings,
+    timeout: float,
+    kinds: frozenset[str] = READ_KINDS,
 ) -> list[Config]:
-    """Every ProxyConfig and EnvoyFilter the sources at ``addresses`` hold, in address
-    order; BootstrapInputError naming the first address that cannot be read."""
+    """Every object of ``kinds`` (ProxyConfig and EnvoyFilter unless told) the sources at
+    ``addresses`` hold, in address order; BootstrapInputError naming the first address
+    that cannot be read."""
     if not addresses:
         return []
     try:  # a file source's directory must exist, as for serve
@@ -94,7 +102,7 @@ def configs_from_sources(
         raise BootstrapInputError(str(problem)) from None
     sources = [_source(address, settings) for address in addresses]
     with concurrent.futures.ThreadPoolExecutor(1, "bootstrap-sources") as thread:
-        return thread.submit(asyncio.run, _read(addresses, sources, timeout)).result()
+        return thread.submit(asyncio.run, _read(addresses, sources, timeout, kinds)).result()
 
 
 def _source(address: str, settings: Settings) -> ConfigSource:
@@ -113,7 +121,10 @@ def _source(address: str, settings: Settings) -> ConfigSource:
 
 
 async def _read(
-    addresses: Sequence[str], sources: Sequence[ConfigSource], timeout: float
+    addresses: Sequence[str],
+    sources: Sequence[ConfigSource],
+    timeout: float,
+    kinds: frozenset[str],
 ) -> list[Config]:
     tasks = [asyncio.create_task(source.run()) for source in sources]
     try:
@@ -131,7 +142,7 @@ async def _read(
                 await asyncio.sleep(SYNC_POLL)
         found: list[Config] = []
         for source in sources:
-            for kind in sorted(READ_KINDS):
+            for kind in sorted(kinds):
                 found.extend(source.store.configs(kind))
         return found
     finally:

@@ -22,6 +22,7 @@ from pilothouse.cli import (
     tokens,
     validate,
     version,
+    workload_entry,
 )
 
 
@@ -47,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     agent.add_parser(commands)
     analyze.add_parser(commands)
     version.add_parser(commands)
+    workload_entry.add_parser(commands)
     return parser
 
 

@@ -17,6 +17,7 @@ from pilothouse.cli.store_session import add_etcd_arguments
 from pilothouse.environment import SettingsError, from_environment
 from pilothouse.settings import (
     AdminSettings,
+    AuthSettings,
     CaSettings,
     ControlZSettings,
     Settings,
@@ -102,6 +103,13 @@ def add_arguments(
         help="trust bearer tokens from ISSUER, verified with the keys in JWKS_FILE (repeatable)",
     )
     parser.add_argument(
+        "--local-issuer-dir",
+        metavar="DIR",
+        help=f"the local token issuer trusted without --jwt-issuer while it exists (default "
+        f"{AuthSettings.local_issuer_dir}; whoever can read its key can mint any identity; "
+        "an empty value turns it off)",
+    )
+    parser.add_argument(
         "--jwks-allowed-host",
         action="append",
         metavar="HOST|CIDR",
@@ -177,6 +185,7 @@ FLAGS: Final[Mapping[str, str]] = MappingProxyType(
         "xds_tls_address": "xds.tls_address",
         "ca_dir": "ca.dir",
         "jwt_issuer": "auth.jwt_issuers",
+        "local_issuer_dir": "auth.local_issuer_dir",
         "jwks_allowed_host": "xds.jwks_allowed_hosts",
         "wasm_allowed_host": "xds.wasm_allowed_hosts",
         "secrets": "sds.secrets_dir",

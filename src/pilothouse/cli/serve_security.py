@@ -33,6 +33,7 @@ from pilothouse.security.ca_store import CaStoreError, CaStoreUnavailable, RootS
 from pilothouse.security.ca_store_etcd import EtcdRootStore
 from pilothouse.security.ca_store_kube import KubeRootStore
 from pilothouse.security.jwt_authn import IssuerSetupError, JwtAuthenticator, parse_issuers
+from pilothouse.security.local_issuer import LocalIssuerKeys
 from pilothouse.security.secrets_directory import SecretsDirectory
 from pilothouse.settings import Settings
 from pilothouse.sources.addresses import AddressError, Scheme, parse_address
@@ -185,12 +186,14 @@ def open_tls_port(
     if ca is None:
         return None
     jwt: JwtAuthenticator | None = None
-    if settings.auth.jwt_issuers:
+    local = local_issuer(settings)
+    if settings.auth.jwt_issuers or local is not None:
         try:
             jwt = JwtAuthenticator.from_files(
                 parse_issuers(settings.auth.jwt_issuers),
                 settings.auth.audiences,
                 mesh.trust_domain,
+                local,
             )
         except IssuerSetupError as problem:
             raise SystemExit(f"pilothouse: {problem}") from None
@@ -202,6 +205,21 @@ def open_tls_port(
         root_namespace=mesh.root_namespace,
         mcp=roles,
     )
+
+
+def local_issuer(settings: Settings) -> LocalIssuerKeys | None:
+    """The local token issuer the TLS port trusts (``auth.local_issuer_dir``), said in
+    the log with what trusting it means; None when the setting is empty."""
+    if not settings.auth.local_issuer_dir:
+        return None
+    keys = LocalIssuerKeys(Path(settings.auth.local_issuer_dir))
+    log.info(
+        "trusting the local token issuer: %s (whoever can read its key.pem can mint any "
+        "identity; PILOTHOUSE_AUTH_LOCAL_ISSUER_DIR= or --local-issuer-dir '' turns this "
+        "off)",
+        keys.describe(),
+    )
+    return keys
 
 
 @dataclass(frozen=True, slots=True)

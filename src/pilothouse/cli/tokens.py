@@ -6,8 +6,9 @@ issuer (:mod:`pilothouse.security.token_issuer`), in the spirit of ``kubectl cre
 token``:
 
 - ``pilothouse token issuer`` creates the issuer on first use (``--issuer-dir``, default
-  ``.pilothouse/token-issuer``) and prints ``ISSUER=JWKS_FILE``, the value of
-  ``serve --jwt-issuer`` that makes the TLS port trust its tokens;
+  ``.pilothouse/token-issuer``, the directory ``serve`` trusts without flags:
+  ``auth.local_issuer_dir``) and prints ``ISSUER=JWKS_FILE``, the value of
+  ``serve --jwt-issuer`` that makes the TLS port trust an issuer kept elsewhere;
 - ``pilothouse token create SA -n NS`` prints a JWT for ``system:serviceaccount:NS:SA``
   (``--audience`` repeatable, default ``istio-ca``; ``--duration``, default 1h), for
   ``bootstrap --xds-token-file`` or a certificate request.
@@ -29,9 +30,10 @@ from pilothouse.security.token_issuer import (
     TokenIssuer,
     TokenIssuerError,
 )
+from pilothouse.settings import AuthSettings
 
-DEFAULT_DIRECTORY: Final = Path(".pilothouse") / "token-issuer"
-"""Beside the CA's default directory (``.pilothouse/ca``)."""
+DEFAULT_DIRECTORY: Final = Path(AuthSettings.local_issuer_dir)
+"""Beside the CA's default directory (``.pilothouse/ca``), where ``serve`` looks for it."""
 _DURATION: Final = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d+)?)s)?$")
 
 
@@ -41,7 +43,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="a local token issuer for the CA, and service account tokens",
         description="Create a local token issuer and mint service account tokens "
         "(sub system:serviceaccount:NS:SA, aud istio-ca) that pilothouse's TLS port "
-        "trusts when serve is given --jwt-issuer with the issuer's key set.",
+        f"trusts: by default when the issuer is in {DEFAULT_DIRECTORY} of serve's working "
+        "directory, else when serve is given --jwt-issuer with the issuer's key set.",
     )
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
@@ -147,7 +150,9 @@ def _opened(args: argparse.Namespace) -> TokenIssuer | None:
     if created:
         print(
             f"pilothouse token: created token issuer {issuer.name!r} in {directory};"
-            f" trust it with: pilothouse serve --jwt-issuer {issuer.trust}",
+            f" serve trusts it when {directory} is its --local-issuer-dir (default"
+            f" {DEFAULT_DIRECTORY}), else trust it with: pilothouse serve --jwt-issuer"
+            f" {issuer.trust}",
             file=sys.stderr,
         )
     elif args.issuer_name != DEFAULT_ISSUER and args.issuer_name != issuer.name:

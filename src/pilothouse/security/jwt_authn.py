@@ -1,7 +1,9 @@
 """Bearer tokens: a JWT verified against the keys of a configured issuer.
 
-Each trusted issuer is named with a JWKS file (``--jwt-issuer ISSUER=PATH``); keys are
-read from files at start and never fetched over the network (no SSRF through an issuer
+Each trusted issuer is named with a JWKS file (``--jwt-issuer ISSUER=PATH``), or is the
+local issuer that ``pilothouse token`` keeps (a :class:`KeySource`, looked at for an
+``iss`` no ``--jwt-issuer`` names: :mod:`.local_issuer`); keys are read from files and
+never fetched over the network (no SSRF through an issuer
 URL, CVE-2026-41413). A token must be at most :data:`MAX_TOKEN_BYTES`, signed with an
 asymmetric algorithm (RS*, PS*, ES*; never ``none`` or HMAC, so a public key can never be
 used as a shared secret), by a key of the issuer its ``iss`` names, unexpired, and for
@@ -18,7 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import jwt
 
@@ -40,6 +42,14 @@ class IssuerSetupError(ValueError):
     """A ``ISSUER=PATH`` entry or its JWKS file cannot be used."""
 
 
+class KeySource(Protocol):
+    """Keys of an issuer that may appear after start (the local token issuer)."""
+
+    def keyset(self, issuer: str) -> jwt.PyJWKSet | None:
+        """The keys of ``issuer`` if this source holds that issuer, else None."""
+        ...
+
+
 def parse_issuers(entries: Sequence[str]) -> dict[str, Path]:
     """``ISSUER=PATH`` entries as issuer → JWKS file."""
     issuers: dict[str, Path] = {}
@@ -52,21 +62,28 @@ def parse_issuers(entries: Sequence[str]) -> dict[str, Path]:
 
 
 class JwtAuthenticator:
-    """Verifies bearer tokens from a fixed set of issuers."""
+    """Verifies bearer tokens from a fixed set of issuers and, for an ``iss`` none of
+    them is, from ``local`` (the explicit issuers win a name both have)."""
 
     def __init__(
         self,
         keys: Mapping[str, jwt.PyJWKSet],
         audiences: Sequence[str],
         trust_domain: str,
+        local: KeySource | None = None,
     ) -> None:
         self._keys = dict(keys)
         self._audiences = list(audiences)
         self._trust_domain = trust_domain
+        self._local = local
 
     @classmethod
     def from_files(
-        cls, issuers: Mapping[str, Path], audiences: Sequence[str], trust_domain: str
+        cls,
+        issuers: Mapping[str, Path],
+        audiences: Sequence[str],
+        trust_domain: str,
+        local: KeySource | None = None,
     ) -> JwtAuthenticator:
         """Read every issuer's JWKS file; IssuerSetupError naming the file otherwise."""
         keys: dict[str, jwt.PyJWKSet] = {}
@@ -79,7 +96,7 @@ class JwtAuthenticator:
                 raise IssuerSetupError(
                     f"jwt issuer {issuer!r}: {path}: not a usable JWKS ({problem})"
                 ) from None
-        return cls(keys, audiences, trust_domain)
+        return cls(keys, audiences, trust_domain, local)
 
     @property
     def issuers(self) -> tuple[str, ...]:
@@ -98,11 +115,17 @@ class JwtAuthenticator:
         if algorithm not in ALGORITHMS:
             raise TokenRejected(f"algorithm {algorithm!r} is not accepted")
         issuer = unverified.get("iss")
-        if not isinstance(issuer, str) or issuer not in self._keys:
+        keyset = self._keyset(issuer) if isinstance(issuer, str) else None
+        if keyset is None or not isinstance(issuer, str):
             raise TokenRejected(f"issuer {str(issuer)[:200]!r} is not trusted")
-        keyset = self._keys[issuer]
         claims = self._verified(token, keyset, header.get("kid"), algorithm, issuer)
         return self._spiffe_id(claims.get("sub"))
+
+    def _keyset(self, issuer: str) -> jwt.PyJWKSet | None:
+        found = self._keys.get(issuer)
+        if found is None and self._local is not None:
+            found = self._local.keyset(issuer)
+        return found
 
     def _verified(
         self, token: str, keyset: jwt.PyJWKSet, kid: Any, algorithm: str, issuer: str

@@ -1,25 +1,55 @@
 """Every file ``pilothouse bootstrap`` names is checked before anything is printed.
 
-A missing, unreadable, empty or wrong file behind any file flag is a usage error (exit 2)
-naming the flag and the path, never a bootstrap Envoy fails on later.
+A missing, unreadable, empty or wrong file (no PEM block of its kind, or one that does
+not parse) behind any file flag is a usage error (exit 2) naming the flag and the path,
+never a bootstrap Envoy fails on later.
 """
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from tests.e2e.harness.cli_in_process import run_cli
 
 NODE = "sidecar~127.0.0.1~ratings-v1.shop~shop.svc.cluster.local"
-CERT = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
-KEY = "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n"
+BAD_CERT = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+BAD_KEY = "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----\n"
+
+
+def certificate_and_key() -> tuple[str, str]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "test")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(1)
+        .not_valid_before(now)
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .sign(key, hashes.SHA256())
+    )
+    pem_key = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    return cert.public_bytes(serialization.Encoding.PEM).decode(), pem_key.decode()
 
 
 @pytest.fixture
 def files(tmp_path: Path) -> dict[str, str]:
-    made = {"root": CERT, "cert": CERT, "key": KEY, "token": "a.b.c\n", "empty": "", "text": "x"}
+    cert, key = certificate_and_key()
+    made = {"root": cert, "cert": cert, "key": key, "token": "a.b.c\n", "empty": "", "text": "x"}
+    made |= {"bad-cert": BAD_CERT, "bad-key": BAD_KEY}
     for name, text in made.items():
         (tmp_path / name).write_text(text)
     return {name: str(tmp_path / name) for name in made}
@@ -58,6 +88,7 @@ def test_a_missing_file_is_a_usage_error_naming_flag_and_path(
     ("flag", "given", "says"),
     [
         ("--xds-tls-root", "text", "no PEM certificate"),
+        ("--xds-tls-root", "bad-cert", "the PEM certificate does not parse"),
         ("--xds-tls-root", "empty", "the file is empty"),
         ("--xds-token-file", "empty", "the file is empty"),
     ],
@@ -75,6 +106,8 @@ def test_a_client_key_that_is_no_key_is_refused(files: dict[str, str]) -> None:
     given = ("--xds-tls-root", files["root"], "--xds-tls-cert", files["cert"])
     code, _, err = bootstrap(*given, "--xds-tls-key", files["cert"])
     assert code == 2 and "no PEM private key" in err
+    code, _, err = bootstrap(*given, "--xds-tls-key", files["bad-key"])
+    assert code == 2 and f"--xds-tls-key {files['bad-key']}: the PEM key does not parse" in err
 
 
 def test_good_files_give_a_bootstrap(files: dict[str, str]) -> None:
