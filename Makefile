@@ -91,7 +91,7 @@ test: lint docs browser wabt
 MKDOCS := NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs
 DOCS_ADDRESS ?= 127.0.0.1:8000
 docs: install
-	$(MKDOCS) build --strict --quiet
+	$(MKDOCS) build --strict
 
 docs-serve: install
 	$(MKDOCS) serve --strict --dev-addr $(DOCS_ADDRESS)
