@@ -2,7 +2,8 @@
 parsers (:func:`pilothouse.cli.main.build_parser`) and written as Markdown.
 
 A command is a :class:`Command` (its words, aliases, usage, description and options);
-:func:`commands` walks the parser tree, sub-subcommands (``token issuer``) included,
+:func:`commands` walks the parser tree from ``pilothouse`` itself (``--version``) down,
+sub-subcommands (``token issuer``) included,
 and :func:`markdown` renders one section per command with a table of its options.
 """
 
@@ -44,8 +45,18 @@ class Command:
 
 
 def commands() -> tuple[Command, ...]:
-    """Every command under ``pilothouse``, in the order ``--help`` lists them."""
-    return tuple(_walk(build_parser(), ()))
+    """``pilothouse`` itself, then every command under it, in the order ``--help`` lists
+    them."""
+    root = build_parser()
+    top = Command(
+        words=(),
+        aliases=(),
+        summary="",
+        usage=" ".join(root.format_usage().split())[len("usage: ") :],
+        description=root.description or "",
+        options=tuple(_options(root)),
+    )
+    return (top, *_walk(root, ()))
 
 
 def _subcommands(
