@@ -24,6 +24,8 @@ from pilothouse.cli.main import build_parser
 from pilothouse.cli.serve_args import FLAGS
 from pilothouse.settings import Settings, knobs
 
+REPEATABLE = " (repeatable)"
+
 
 @dataclass(frozen=True)
 class Row:
@@ -89,7 +91,7 @@ def _serve_flags() -> dict[str, str]:
         if action.nargs != 0 and action.metavar:
             flag = f"{flag} {action.metavar}"
         if action.nargs != 0 and isinstance(action, argparse._AppendAction):
-            flag = f"{flag} (repeatable)"
+            flag = f"{flag}{REPEATABLE}"
         flags[action.dest] = flag
     return flags
 
@@ -142,7 +144,8 @@ def markdown() -> str:
         "|---|---|---|---|---|",
     ]
     for row in rows():
-        flag = f"`{row.flag}`" if row.flag else ""  # a table keeps a code span's |
+        written, repeatable, _ = row.flag.partition(REPEATABLE)
+        flag = f"`{written}`{repeatable}" if row.flag else ""  # a table keeps a code span's |
         help_text = row.help.replace("|", "\\|")
         lines.append(f"| `{row.env}` | {flag} | {row.type} | {row.default} | {help_text} |")
     return "\n".join(lines) + "\n"
