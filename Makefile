@@ -4,7 +4,8 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install browser wabt run demo check test lint unit protos bench fuzz clean
+.PHONY: install browser wabt run demo check test lint unit protos bench fuzz clean \
+	docs docs-serve docs-screenshots
 
 $(STAMP): pyproject.toml
 	@echo "install: creating $(VENV) (once)"
@@ -59,8 +60,9 @@ demo: install
 
 ## lint: ruff and mypy --strict
 lint: install
-	$(BIN)/ruff check src tests bench proto demo
+	$(BIN)/ruff check src tests bench proto demo docsite
 	$(BIN)/mypy --strict src
+	$(BIN)/mypy --strict docsite
 
 ## check: the unit tier and the golden files (no process started), the inner loop
 ## test: install, lint, then the whole test suite, in parallel: each worker takes whole
@@ -78,8 +80,24 @@ PYTEST       := PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -q
 check: install
 	$(PYTEST) -n $(WORKERS) tests/unit tests/golden
 
-test: lint browser wabt
+test: lint docs browser wabt
 	$(PYTEST) -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25
+
+## docs: the documentation site (docs/, mkdocs.yml), built strictly into site/ (git-ignored):
+## a broken link, a missing page or a bad anchor fails it. The reference pages are filled
+## from the code while building (docsite/); nothing is fetched from the network.
+## docs-serve: the same, served on 127.0.0.1 and rebuilt on change.
+## docs-screenshots: docs/img/controlz.png, taken by the browser test's own code.
+MKDOCS := NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs
+DOCS_ADDRESS ?= 127.0.0.1:8000
+docs: install
+	$(MKDOCS) build --strict
+
+docs-serve: install
+	$(MKDOCS) serve --strict --dev-addr $(DOCS_ADDRESS)
+
+docs-screenshots: install browser
+	$(BIN)/python -m tests.e2e.controlz_screenshot docs/img/controlz.png
 
 ## fuzz: the fuzz suite with thousands of cases per test (before a release)
 FUZZ_EXAMPLES ?= 3000
@@ -96,4 +114,4 @@ bench: install
 	$(BIN)/python bench/run_all.py
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache site

@@ -73,7 +73,7 @@ def unknown_variable(name: str, known: Mapping[str, Knob]) -> str:
     hint = (
         f"did you mean {PREFIX}{nearest[0]}?"
         if nearest
-        else "the known ones are listed under Configuration in the README"
+        else "the known ones are listed in docs/reference/settings.md"
     )
     return f"unknown environment variable {name}: {hint}"
 

@@ -1,6 +1,8 @@
 """ControlZ in a real headless Chromium (Debian's, driven by Playwright): change a scope's
 log level and a knob on the pages, and read them back on the page, as JSON and in the
-server itself. Every page draws without a script error or a blocked resource."""
+server itself. Every page draws without a script error or a blocked resource, and the
+docs' screenshot of it is taken by the same code ``make docs-screenshots`` runs (here into
+the test's temporary directory, never the source tree)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import pytest
 from playwright.async_api import Browser, ConsoleMessage, Error, Page, async_playwright, expect
 
 from pilothouse.logscopes import scope_names
+from tests.e2e.controlz_screenshot import HEIGHT, WIDTH, png_size, screenshot
 from tests.integration.serve_in_process import ServeInProcess, serve_in_process, service_entry
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -145,7 +148,13 @@ async def test_a_knob_changed_on_the_page_and_a_value_it_refuses(
     assert problems.seen == []
 
 
-async def test_every_topic_page_draws_its_data(plane: ServeInProcess, browser: Browser) -> None:
+async def test_every_topic_page_draws_its_data(
+    plane: ServeInProcess, browser: Browser, tmp_path: Path
+) -> None:
+    shot = tmp_path / "controlz.png"
+    await screenshot(browser, base(plane), shot)
+    assert png_size(shot.read_bytes()) == (WIDTH, HEIGHT)
+
     page = await browser.new_page()
     problems = Problems(page)
     await page.goto(base(plane))

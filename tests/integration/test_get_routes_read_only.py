@@ -54,7 +54,8 @@ QUERY = {
     "include_eds": "true",
     "format": "json",
 }
-"""Every query parameter a GET route documents (README, module docstrings), at once."""
+"""Every query parameter a GET route documents (``docs/guides/debugging.md``, module
+docstrings), at once."""
 
 PATH_VALUES = {
     "name": "push_throttle",  # /admin/knobs/{name}

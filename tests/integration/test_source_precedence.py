@@ -1,8 +1,9 @@
 """Two config sources holding the same object: the source listed first wins.
 
 Uses the same source construction as ``pilothouse serve`` (``config_sources``) over two
-real directories, watched for real; the documented rule (README "Several sources") is
-that the earlier source wins and the later copy takes over if the first goes away.
+real directories, watched for real; the documented rule (``docs/guides/configuration.md``,
+"Several sources") is that the earlier source wins and the later copy takes over if the
+first goes away.
 """
 
 from __future__ import annotations

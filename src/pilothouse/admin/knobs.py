@@ -37,7 +37,7 @@ class Knob(Generic[T]):
     write: Callable[[T], None]
     """Puts the value in force (from the next push, the next log line...)."""
     kind: str
-    """What the value is, in the README's words: ``seconds``, ``int``, ``bool``, ``level``."""
+    """What the value is, in the docs' words: ``seconds``, ``int``, ``bool``, ``level``."""
     setting: str = ""
     """The environment variable that sets it at start-up, if there is one."""
 

@@ -1,7 +1,7 @@
 """The ``serve`` command line: its flags, and the settings they and the environment give.
 
 Flags win over ``PILOTHOUSE_*`` variables; :data:`FLAGS` names the setting each flag
-sets (the README's settings table is checked against it).
+sets (the settings reference, ``docs/reference/settings.md``, is generated from it).
 """
 
 from __future__ import annotations

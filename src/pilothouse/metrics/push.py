@@ -126,5 +126,5 @@ class PushMetrics:
 
 
 def specs() -> tuple[HistogramSpec, ...]:
-    """The spec of every push histogram (for the README's table and its test)."""
+    """The spec of every push histogram (for the metrics reference and its test)."""
     return tuple(h.spec for h in PushMetrics(recording=False).histograms())

@@ -4,8 +4,8 @@ The key is ``<prefix>/pilothouse/ca/root`` (``/mesh/pilothouse/ca/root`` for
 ``etcd://host:port/mesh``); keys under ``<prefix>/pilothouse/`` are never read as
 config (:class:`~pilothouse.sources.etcd_layout.EtcdLayout`). The value is JSON,
 ``{"ca-cert.pem": "<PEM>", "ca-key.pem": "<PEM>"}``: the key is in the clear, so the
-store must be protected (TLS, authentication, a role limited to the prefix; see the
-README). It is written by one transaction that puts it only when the key was never
+store must be protected (TLS, authentication, a role limited to the prefix; see
+``docs/guides/etcd.md``). It is written by one transaction that puts it only when the key was never
 created (``create_revision == 0``) and otherwise reads what is there, so replicas
 starting together all end up with the first one's root.
 """

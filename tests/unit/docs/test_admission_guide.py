@@ -1,5 +1,5 @@
-"""The README's admission-control section states the defaults the settings have (the
-settings table is checked by ``test_readme_settings``; this checks the prose)."""
+"""The scale guide's admission-control section states the defaults the settings have (the
+settings reference is generated from the same tree; this checks the prose)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from pathlib import Path
 
 from pilothouse.settings import AdmissionSettings
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+GUIDE = Path(__file__).resolve().parents[3] / "docs" / "guides" / "scale.md"
 
 
 def section() -> str:
-    text = README.read_text()
-    start = text.index("### Admission control\n")
-    return " ".join(text[start : text.index("\n### ", start + 1)].split())
+    text = GUIDE.read_text()
+    start = text.index("## Admission control\n")
+    return " ".join(text[start : text.index("\n## ", start + 1)].split())
 
 
 def stated(pattern: str) -> str:
