@@ -82,7 +82,7 @@ def proxy_patches(given: GenerationInput, type_url: str, context: int) -> ProxyP
     """The patches of the EnvoyFilters that apply to the proxy, of ``type_url``'s
     applyTos (a sidecar's inbound listeners also take the route-class ones: their routes
     are inline, as istiod patches them)."""
-    every = given.context.envoy_filters.for_proxy(given.proxy)
+    every = given.context.envoy_filters.for_proxy(given.proxy, given.cache)
     if not every:  # the common case: no EnvoyFilter applies, nothing to sort out
         return every
     wanted = APPLY_TO[type_url]

@@ -107,7 +107,9 @@ class ListenerGenerator:
             if proxy.is_router
             else NO_AUTHORIZATION
         )
-        telemetry = given.context.telemetries.for_proxy(proxy, given.context.services.hosts)
+        telemetry = given.context.telemetries.for_proxy(
+            proxy, given.context.services.hosts, given.cache
+        )
         inputs = ListenerInputs(
             scope_inputs(given), capturing, given.rest, authorization, telemetry.client
         )
