@@ -32,7 +32,7 @@ import functools
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import re2
 
@@ -141,11 +141,12 @@ class FilterCandidates(FrozenInputs):
 NO_FILTERS: Final = FilterCandidates.of("", ())
 
 
-@dataclass(frozen=True, slots=True)
-class EnvoyFilterInputs:
+class EnvoyFilterInputs(NamedTuple):
     """What decides which patches apply to a proxy: its namespace's candidates, its
     namespace and labels, and the Istio version and metadata values the candidates'
-    ``match.proxy`` read (empty when none does)."""
+    ``match.proxy`` read (empty when none does). A named tuple: one is made and looked up
+    for every proxy and generated type (its first part, of a class of its own, keeps it
+    apart from any other cache key)."""
 
     candidates: FilterCandidates
     namespace: str
@@ -204,6 +205,8 @@ class EnvoyFilterIndex:
         candidates = self._by_namespace.get(proxy.namespace, self._root_only)
         if not candidates.filters:
             return None
+        if not candidates.reads_version and not candidates.metadata_keys:
+            return EnvoyFilterInputs(candidates, proxy.namespace, proxy.labels, "", ())
         metadata = proxy.metadata or {}
         version = ""
         if candidates.reads_version:

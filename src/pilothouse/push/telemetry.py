@@ -44,7 +44,7 @@ from __future__ import annotations
 import datetime
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, NamedTuple
 
 from pilothouse.api.istio.telemetry.v1alpha1 import telemetry_pb2
 from pilothouse.config.mesh import MeshSettings
@@ -159,10 +159,11 @@ class TelemetryCandidates(FrozenInputs):
     mesh: MeshTelemetry
 
 
-@dataclass(frozen=True, slots=True)
-class TelemetryInputs:
+class TelemetryInputs(NamedTuple):
     """What decides a proxy's telemetry: its namespace's candidates, its labels, its node
-    cluster (an OpenTelemetry span's service) and what the providers' services resolve to."""
+    cluster (an OpenTelemetry span's service) and what the providers' services resolve to.
+    A named tuple: one is made and looked up for every listener generation (its first
+    part, of a class of its own, keeps it apart from any other cache key)."""
 
     candidates: TelemetryCandidates
     labels: Labels
@@ -253,18 +254,28 @@ class TelemetryIndex:
             return config.namespace in (self.root, proxy.namespace)
         return config.namespace == proxy.namespace and attaches(spec, proxy.labels)
 
+    def providers(self, hosts: HostLookup) -> ProviderHosts:
+        """What ``hosts(hostname)`` (the (hostname, namespace) of each known service of
+        that name) says of each host the providers' ``service`` names."""
+        return tuple((h, tuple(hosts(h))) for h in self._hosts) if self._hosts else ()
+
+    def inputs(self, proxy: ProxyIdentity, providers: ProviderHosts) -> TelemetryInputs | None:
+        """What decides the telemetry of ``proxy`` (None: nothing applies, no telemetry),
+        given :meth:`providers`."""
+        candidates = self._by_namespace.get(proxy.namespace, self._root_only)
+        if not candidates.root and not candidates.own and not _mesh_says_anything(self.mesh):
+            return None
+        return TelemetryInputs(candidates, proxy.labels, proxy.node_cluster, providers)
+
     def for_proxy(
         self, proxy: ProxyIdentity, hosts: HostLookup, cache: ResourceCache | None
     ) -> ProxyTelemetry:
-        """The effective telemetry of ``proxy``. ``hosts(hostname)`` gives the (hostname,
-        namespace) of each known service of that name, to resolve providers' ``service``.
-        Worked out once per distinct :class:`TelemetryInputs` and kept in ``cache``
-        (None: worked out now, kept nowhere, for a one-off question)."""
-        candidates = self._by_namespace.get(proxy.namespace, self._root_only)
-        if not candidates.root and not candidates.own and not _mesh_says_anything(self.mesh):
+        """The effective telemetry of ``proxy`` (``hosts`` as for :meth:`providers`):
+        worked out once per distinct :class:`TelemetryInputs` and kept in ``cache`` (None:
+        worked out now, kept nowhere, for a one-off question)."""
+        inputs = self.inputs(proxy, self.providers(hosts))
+        if inputs is None:
             return NOTHING
-        resolved = tuple((host, tuple(hosts(host))) for host in self._hosts)
-        inputs = TelemetryInputs(candidates, proxy.labels, proxy.node_cluster, resolved)
         if cache is None:
             return select_telemetry(inputs)
         return cache.value(inputs, lambda: select_telemetry(inputs))

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config, ConfigKey
@@ -106,10 +106,11 @@ class PluginCandidates(FrozenInputs):
 NO_CANDIDATES: Final = PluginCandidates(())
 
 
-@dataclass(frozen=True, slots=True)
-class WasmPluginInputs:
+class WasmPluginInputs(NamedTuple):
     """What decides which plugins apply to a proxy: its namespace's candidates, its
-    namespace (a plugin's targetRefs reach only its own) and its labels."""
+    namespace (a plugin's targetRefs reach only its own) and its labels. A named tuple:
+    one is made and looked up for every proxy and generated type (its first part, of a
+    class of its own, keeps it apart from any other cache key)."""
 
     candidates: PluginCandidates
     namespace: str
@@ -182,14 +183,20 @@ class WasmPluginIndex:
 
     __hash__ = None  # type: ignore[assignment]
 
+    def inputs(self, proxy: ProxyIdentity) -> WasmPluginInputs | None:
+        """What decides the plugins of ``proxy`` (None: no candidate, no plugin)."""
+        candidates = self._by_namespace.get(proxy.namespace, self._root_only)
+        if not candidates.plugins:
+            return None
+        return WasmPluginInputs(candidates, proxy.namespace, proxy.labels)
+
     def for_proxy(self, proxy: ProxyIdentity, cache: ResourceCache | None) -> ProxyPlugins:
         """The served plugins that apply to ``proxy``, phase by phase: chosen once per
         distinct :class:`WasmPluginInputs` and kept in ``cache`` (None: chosen now, kept
         nowhere, for a one-off question)."""
-        candidates = self._by_namespace.get(proxy.namespace, self._root_only)
-        if not candidates.plugins:
+        inputs = self.inputs(proxy)
+        if inputs is None:
             return NO_PLUGINS
-        inputs = WasmPluginInputs(candidates, proxy.namespace, proxy.labels)
         if cache is None:
             return select_plugins(inputs)
         return cache.value(inputs, lambda: select_plugins(inputs))

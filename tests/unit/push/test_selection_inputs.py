@@ -2,7 +2,7 @@
 the resource cache under an inputs value, not in the index: a selection outlives the
 index (and the push context) it was first made for, the proxies of one workload share
 it, and an edit evicts exactly the selections of the namespace it changes (all of them
-for one in the root namespace)."""
+for one in the root namespace). A push context asks the cache once per inputs value."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from pilothouse.push.proxy import ProxyIdentity, parse_node
 from pilothouse.push.telemetry import TelemetryIndex
 from pilothouse.push.wasm_plugins import WasmPluginIndex
 from tests.unit.wasm.plugins import every_module, plugin
+from tests.unit.xds_server.generation_server import GenerationServer
 
 ROOT = "istio-system"
 MESH = MeshSettings()
@@ -164,3 +165,48 @@ def test_envoy_filter_selections_key_on_only_the_proxy_facts_their_patches_match
     assert patched.rules and index.for_proxy(gold_again, cache) is patched
     assert not index.for_proxy(silver, cache) and not index.for_proxy(old, cache)
     assert (cache.stats.misses, cache.stats.hits, len(cache)) == (3, 1, 3)
+
+
+MESH_TEXT = """\
+apiVersion: telemetry.istio.io/v1
+kind: Telemetry
+metadata: {name: logs, namespace: istio-system}
+spec:
+  accessLogging: [{providers: [{name: envoy}]}]
+---
+apiVersion: networking.istio.io/v1alpha3
+kind: EnvoyFilter
+metadata: {name: timeouts, namespace: shop}
+spec:
+  configPatches:
+  - applyTo: CLUSTER
+    patch: {operation: MERGE, value: {connect_timeout: 2s}}
+"""
+UNRELATED = """\
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: elsewhere, namespace: other}
+spec:
+  hosts: [elsewhere.other.svc.cluster.local]
+  http: [{route: [{destination: {host: elsewhere.other.svc.cluster.local}}]}]
+"""
+
+
+def test_a_context_asks_the_cache_once_per_inputs_and_the_next_context_finds_it_there() -> None:
+    server = GenerationServer(MESH_TEXT)
+    cache, first = server.cache, server.context
+    telemetry = first.selections.telemetry(SHOP, cache)
+    patches = first.selections.patches(SHOP, cache)
+    assert telemetry.applied_from and patches.rules
+    assert (cache.stats.misses, cache.stats.hits) == (2, 0)
+    for proxy in (SHOP, SHOP_AGAIN, SHOP):  # the context keeps what it found
+        assert first.selections.telemetry(proxy, cache) is telemetry
+        assert first.selections.patches(proxy, cache) is patches
+    assert (cache.stats.misses, cache.stats.hits) == (2, 0)
+
+    server.push(server.apply(UNRELATED))  # a push for a change these kinds do not read
+    second = server.context
+    assert second is not first and second.selections is not first.selections
+    assert second.selections.telemetry(SHOP, cache) is telemetry
+    assert second.selections.patches(SHOP_AGAIN, cache) is patches
+    assert (cache.stats.misses, cache.stats.hits) == (2, 2)
