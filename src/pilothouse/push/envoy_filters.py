@@ -155,6 +155,20 @@ class EnvoyFilterInputs(NamedTuple):
     metadata: tuple[tuple[str, str | None], ...]
 
 
+def proxy_facts(
+    candidates: FilterCandidates, proxy: ProxyIdentity
+) -> tuple[str, tuple[tuple[str, str | None], ...]]:
+    """The Istio version and the metadata values of ``proxy`` that the candidates'
+    patches match on (empty when none does)."""
+    if not candidates.reads_version and not candidates.metadata_keys:
+        return "", ()
+    metadata = proxy.metadata or {}
+    version = ""
+    if candidates.reads_version:
+        version = proxy.istio_version or metadata.get("ISTIO_VERSION", "")
+    return version, tuple([(k, metadata.get(k)) for k in candidates.metadata_keys])
+
+
 def select_patches(inputs: EnvoyFilterInputs) -> ProxyPatches:
     """The candidates' patches that apply, in istiod's order."""
     candidates, namespace, labels = inputs.candidates, inputs.namespace, inputs.labels
@@ -200,24 +214,17 @@ class EnvoyFilterIndex:
 
     __hash__ = None  # type: ignore[assignment]
 
+    def candidates(self, namespace: str) -> FilterCandidates:
+        """What may apply to a proxy of ``namespace``."""
+        return self._by_namespace.get(namespace, self._root_only)
+
     def inputs(self, proxy: ProxyIdentity) -> EnvoyFilterInputs | None:
         """What decides the patches of ``proxy`` (None: no candidate, no patch)."""
-        candidates = self._by_namespace.get(proxy.namespace, self._root_only)
+        candidates = self.candidates(proxy.namespace)
         if not candidates.filters:
             return None
-        if not candidates.reads_version and not candidates.metadata_keys:
-            return EnvoyFilterInputs(candidates, proxy.namespace, proxy.labels, "", ())
-        metadata = proxy.metadata or {}
-        version = ""
-        if candidates.reads_version:
-            version = proxy.istio_version or metadata.get("ISTIO_VERSION", "")
-        return EnvoyFilterInputs(
-            candidates,
-            proxy.namespace,
-            proxy.labels,
-            version,
-            tuple((k, metadata.get(k)) for k in candidates.metadata_keys),
-        )
+        version, metadata = proxy_facts(candidates, proxy)
+        return EnvoyFilterInputs(candidates, proxy.namespace, proxy.labels, version, metadata)
 
     def for_proxy(self, proxy: ProxyIdentity, cache: ResourceCache | None) -> ProxyPatches:
         """The patches that apply to ``proxy``, in istiod's order: chosen once per distinct

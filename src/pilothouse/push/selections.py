@@ -8,9 +8,9 @@ Each selection is a value in the resource cache under its inputs value
 :class:`~pilothouse.push.envoy_filters.EnvoyFilterInputs`), so it outlives the context it
 was first made for and an edit evicts the selections it changes. The generators ask for
 them for every proxy and every type of a push: a context's :class:`ProxySelections` also
-holds what it found under each inputs value, for the context's life only (the next
-context starts empty and finds the selections in the cache), so that a lookup is one
-dictionary access, as it was when each index kept its own memo across contexts.
+holds what it found, by what of the proxy the inputs read, for the context's life only
+(the next context starts empty and finds the selections in the cache), so that a lookup
+is one dictionary access, as it was when each index kept its own memo across contexts.
 """
 
 from __future__ import annotations
@@ -22,7 +22,9 @@ from pilothouse.push.cache import ResourceCache
 from pilothouse.push.envoy_filters import (
     NO_PATCHES,
     EnvoyFilterIndex,
+    EnvoyFilterInputs,
     ProxyPatches,
+    proxy_facts,
     select_patches,
 )
 from pilothouse.push.proxy import ProxyIdentity
@@ -35,8 +37,10 @@ from pilothouse.push.telemetry import (
     select_telemetry,
 )
 from pilothouse.push.wasm_plugins import NO_PLUGINS, ProxyPlugins, WasmPluginIndex, select_plugins
+from pilothouse.registry.model import Labels
 
 Inputs = TypeVar("Inputs", bound=Hashable)
+Metadata = tuple[tuple[str, str | None], ...]
 Selected = TypeVar("Selected")
 
 
@@ -55,37 +59,70 @@ class ProxySelections:
         self._envoy_filters = envoy_filters
         self._hosts = hosts
         self._providers: ProviderHosts | None = None
-        self._found: dict[Hashable, object] = {}
-        """Each inputs value's selection, as the cache gave it during this context."""
+        # What this context found, by what of the proxy the inputs read (the namespace
+        # picks the candidates; the rest of the context is fixed for its life).
+        self._telemetry: dict[tuple[str, Labels, str], ProxyTelemetry] = {}
+        self._plugins: dict[tuple[str, Labels], ProxyPlugins] = {}
+        self._patches: dict[tuple[str, Labels], ProxyPatches] = {}
+        """For namespaces whose EnvoyFilters match on no version or metadata."""
+        self._patches_by_facts: dict[tuple[str, Labels, str, Metadata], ProxyPatches] = {}
+        """For the others, by the version and metadata values they read as well."""
 
     def telemetry(self, proxy: ProxyIdentity, cache: ResourceCache) -> ProxyTelemetry:
         """The effective telemetry of ``proxy``."""
-        providers = self._providers
-        if providers is None:  # the context's services resolve the providers: once
-            providers = self._providers = self._telemetries.providers(self._hosts)
-        inputs = self._telemetries.inputs(proxy, providers)
-        if inputs is None:
-            return NOTHING
-        return self._find(inputs, cache, select_telemetry)
+        seen = (proxy.namespace, proxy.labels, proxy.node_cluster)
+        found = self._telemetry.get(seen)
+        if found is None:
+            providers = self._providers
+            if providers is None:  # the context's services resolve the providers: once
+                providers = self._providers = self._telemetries.providers(self._hosts)
+            inputs = self._telemetries.inputs(proxy, providers)
+            found = (
+                NOTHING
+                if inputs is None
+                else cache.value(inputs, _select(select_telemetry, inputs))
+            )
+            self._telemetry[seen] = found
+        return found
 
     def plugins(self, proxy: ProxyIdentity, cache: ResourceCache) -> ProxyPlugins:
         """The served WasmPlugins that apply to ``proxy``, phase by phase."""
-        inputs = self._wasm_plugins.inputs(proxy)
-        if inputs is None:
-            return NO_PLUGINS
-        return self._find(inputs, cache, select_plugins)
+        seen = (proxy.namespace, proxy.labels)
+        found = self._plugins.get(seen)
+        if found is None:
+            inputs = self._wasm_plugins.inputs(proxy)
+            found = (
+                NO_PLUGINS
+                if inputs is None
+                else cache.value(inputs, _select(select_plugins, inputs))
+            )
+            self._plugins[seen] = found
+        return found
 
     def patches(self, proxy: ProxyIdentity, cache: ResourceCache) -> ProxyPatches:
         """The EnvoyFilter patches that apply to ``proxy``, in istiod's order."""
-        inputs = self._envoy_filters.inputs(proxy)
-        if inputs is None:
-            return NO_PATCHES
-        return self._find(inputs, cache, select_patches)
-
-    def _find(
-        self, inputs: Inputs, cache: ResourceCache, select: Callable[[Inputs], Selected]
-    ) -> Selected:
-        found = self._found.get(inputs)
+        namespace, labels = proxy.namespace, proxy.labels
+        seen = (namespace, labels)
+        found = self._patches.get(seen)
+        if found is not None:
+            return found
+        candidates = self._envoy_filters.candidates(namespace)
+        if not candidates.filters:
+            found = self._patches[seen] = NO_PATCHES
+            return found
+        if not candidates.reads_version and not candidates.metadata_keys:
+            inputs = EnvoyFilterInputs(candidates, namespace, labels, "", ())
+            found = self._patches[seen] = cache.value(inputs, _select(select_patches, inputs))
+            return found
+        version, metadata = proxy_facts(candidates, proxy)
+        facts = (namespace, labels, version, metadata)
+        found = self._patches_by_facts.get(facts)
         if found is None:
-            found = self._found[inputs] = cache.value(inputs, lambda: select(inputs))
-        return found  # type: ignore[return-value]
+            inputs = EnvoyFilterInputs(candidates, namespace, labels, version, metadata)
+            found = cache.value(inputs, _select(select_patches, inputs))
+            self._patches_by_facts[facts] = found
+        return found
+
+
+def _select(select: Callable[[Inputs], Selected], inputs: Inputs) -> Callable[[], Selected]:
+    return lambda: select(inputs)

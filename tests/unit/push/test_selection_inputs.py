@@ -210,3 +210,28 @@ def test_a_context_asks_the_cache_once_per_inputs_and_the_next_context_finds_it_
     assert second.selections.telemetry(SHOP, cache) is telemetry
     assert second.selections.patches(SHOP_AGAIN, cache) is patches
     assert (cache.stats.misses, cache.stats.hits) == (2, 2)
+
+
+def test_a_context_tells_apart_the_proxies_a_patch_s_match_proxy_tells_apart() -> None:
+    server = GenerationServer(
+        MESH_TEXT
+        + """\
+---
+apiVersion: networking.istio.io/v1alpha3
+kind: EnvoyFilter
+metadata: {name: gold, namespace: shop}
+spec:
+  configPatches:
+  - applyTo: CLUSTER
+    match: {proxy: {metadata: {TIER: gold}}}
+    patch: {operation: MERGE, value: {per_connection_buffer_limit_bytes: 1024}}
+"""
+    )
+    cache, selections = server.cache, server.context.selections
+    gold = selections.patches(pod("shop", "a", TIER="gold"), cache)
+    silver = selections.patches(pod("shop", "b", TIER="silver"), cache)
+    assert sorted(r.key.name for r in gold.rules) == ["gold", "timeouts"]
+    assert [r.key.name for r in silver.rules] == ["timeouts"]
+    assert selections.patches(pod("shop", "cc", TIER="gold", OTHER="x"), cache) is gold
+    assert selections.patches(pod("shop", "d", TIER="silver"), cache) is silver
+    assert cache.stats.misses == 2
