@@ -24,7 +24,7 @@ def telemetryz(discovery: DebugView) -> dict[str, Any]:
     found = []
     for connection in discovery.proxies():
         proxy = connection.proxy
-        telemetry = context.telemetries.for_proxy(proxy, context.services.hosts)
+        telemetry = context.selections.telemetry(proxy, discovery.cache)
         found.append(
             {
                 "proxy": proxy.name,

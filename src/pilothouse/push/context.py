@@ -65,6 +65,7 @@ from pilothouse.push.scope import (
     egress_hosts,
     egress_namespaces,
 )
+from pilothouse.push.selections import ProxySelections
 from pilothouse.push.telemetry import TelemetryIndex
 from pilothouse.push.wasm_plugins import ModuleLookup, WasmPluginIndex
 from pilothouse.registry.model import Labels, Service
@@ -188,6 +189,13 @@ class PushContext:
             self.sidecars,
             self.gateways,
             self.peer_authentications,
+        )
+
+    @functools.cached_property
+    def selections(self) -> ProxySelections:
+        """Each proxy's telemetry, WasmPlugins and EnvoyFilter patches (found in the cache)."""
+        return ProxySelections(
+            self.telemetries, self.wasm_plugins, self.envoy_filters, self.services.hosts
         )
 
     def scope_key(self, proxy: ProxyIdentity) -> ScopeKey:

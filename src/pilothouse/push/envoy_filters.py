@@ -15,6 +15,14 @@ EnvoyFilter changed); a patch whose value does not decode is dropped, as istiod 
 What a proxy gets (:class:`ProxyPatches`) is a frozen value that names each patch by its
 filter's revision and position, so it is a cache input: equal for proxies that get the
 same patches, and naming the EnvoyFilters it came from.
+
+Which patches a proxy gets is a value in the resource cache, under
+:class:`EnvoyFilterInputs`: the :class:`FilterCandidates` of its namespace (every filter
+of the namespace and of the root, by revision) and what of the proxy the candidates read
+(namespace, labels, and the Istio version and metadata values only when a candidate's
+``match.proxy`` reads them, so that proxies of one workload share one entry). The index
+only groups the candidates by namespace; a selection outlives the PushContext it was
+first made for, and an edit evicts the selections of the filters it changes.
 """
 
 from __future__ import annotations
@@ -22,9 +30,9 @@ from __future__ import annotations
 import datetime
 import functools
 import logging
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import re2
 
@@ -35,7 +43,9 @@ from pilothouse.config.model import Config, ConfigKey
 from pilothouse.config.validation.envoy_filter import LIST_INSERTS
 from pilothouse.config.validation.regex import MAX_REGEX_LENGTH
 from pilothouse.kinds.envoy_filter import GATEWAY_NAME_LABEL, PATCHED_TYPES, target_gateways
+from pilothouse.push.cache import ResourceCache
 from pilothouse.push.envoy_filter_status import PatchOutcomes, PatchReport, patch_statuses
+from pilothouse.push.inputs import FrozenInputs
 from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.registry.model import Labels
 
@@ -90,18 +100,96 @@ NO_PATCHES: Final = ProxyPatches()
 
 @dataclass(frozen=True, slots=True)
 class _Filter:
-    config: Config
-    rules: tuple[PatchRule, ...]
-    selector: Mapping[str, str] | None
-    gateways: frozenset[str] | None
+    """One EnvoyFilter as selection reads it: compared by key, source and resource version
+    (every edit changes the version), its decoded parts riding along."""
+
+    key: ConfigKey
+    source: str
+    resource_version: str
+    config: Config = field(compare=False, repr=False)
+    rules: tuple[PatchRule, ...] = field(compare=False, repr=False)
+    selector: Mapping[str, str] | None = field(compare=False, repr=False)
+    gateways: frozenset[str] | None = field(compare=False, repr=False)
     """Gateway names its targetRefs name (None: it has none)."""
+    versions: Mapping[str, Any] = field(compare=False, repr=False)
+    """Its patches' ``match.proxy.proxyVersion`` patterns, compiled (None: unusable)."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class FilterCandidates(FrozenInputs):
+    """What may apply to a proxy of one namespace: the filters of the root namespace then
+    of the namespace, and the root's name (it orders them)."""
+
+    root: str
+    filters: tuple[_Filter, ...]
+    reads_version: bool = field(default=False, compare=False)
+    """Whether a candidate's patch matches on the proxy's Istio version."""
+    metadata_keys: tuple[str, ...] = field(default=(), compare=False)
+    """The node metadata keys the candidates' patches match on, sorted."""
+
+    @classmethod
+    def of(cls, root: str, filters: tuple[_Filter, ...]) -> FilterCandidates:
+        proxies = [r.match.proxy for f in filters for r in f.rules if r.match.HasField("proxy")]
+        return cls(
+            root,
+            filters,
+            any(p.proxy_version for p in proxies),
+            tuple(sorted({k for p in proxies for k in p.metadata})),
+        )
+
+
+NO_FILTERS: Final = FilterCandidates.of("", ())
+
+
+class EnvoyFilterInputs(NamedTuple):
+    """What decides which patches apply to a proxy: its namespace's candidates, its
+    namespace and labels, and the Istio version and metadata values the candidates'
+    ``match.proxy`` read (empty when none does). A named tuple: one is made and looked up
+    for every proxy and generated type (its first part, of a class of its own, keeps it
+    apart from any other cache key)."""
+
+    candidates: FilterCandidates
+    namespace: str
+    labels: Labels
+    istio_version: str
+    metadata: tuple[tuple[str, str | None], ...]
+
+
+def proxy_facts(
+    candidates: FilterCandidates, proxy: ProxyIdentity
+) -> tuple[str, tuple[tuple[str, str | None], ...]]:
+    """The Istio version and the metadata values of ``proxy`` that the candidates'
+    patches match on (empty when none does)."""
+    if not candidates.reads_version and not candidates.metadata_keys:
+        return "", ()
+    metadata = proxy.metadata or {}
+    version = ""
+    if candidates.reads_version:
+        version = proxy.istio_version or metadata.get("ISTIO_VERSION", "")
+    return version, tuple([(k, metadata.get(k)) for k in candidates.metadata_keys])
+
+
+def select_patches(inputs: EnvoyFilterInputs) -> ProxyPatches:
+    """The candidates' patches that apply, in istiod's order."""
+    candidates, namespace, labels = inputs.candidates, inputs.namespace, inputs.labels
+    root = candidates.root
+    chosen = [f for f in candidates.filters if _attaches(f, namespace, labels)]
+    chosen.sort(key=functools.partial(_order, root))
+    metadata = dict(inputs.metadata)
+    rules = tuple(
+        r
+        for f in chosen
+        for r in f.rules
+        if _proxy_matches(r.match, f.versions, inputs.istio_version, metadata)
+    )
+    return ProxyPatches(rules) if rules else NO_PATCHES
 
 
 class EnvoyFilterIndex:
     """The EnvoyFilters of a context by namespace, their values decoded once."""
 
     def __init__(self, configs: Iterable[Config], mesh: MeshSettings) -> None:
-        self.root = mesh.root_namespace
+        root = self.root = mesh.root_namespace
         found: dict[str, list[_Filter]] = {}
         self.by_key: dict[ConfigKey, Config] = {}
         self._wrapped: dict[ConfigKey, _Filter] = {}
@@ -109,12 +197,15 @@ class EnvoyFilterIndex:
             self.by_key[config.key] = config
             wrapped = self._wrapped[config.key] = _wrap(config)
             found.setdefault(config.namespace, []).append(wrapped)
-        self._by_namespace = {n: tuple(f) for n, f in found.items()}
+        own_root = tuple(found.get(root, ()))
+        self._root_only = FilterCandidates.of(root, own_root) if own_root else NO_FILTERS
+        self._by_namespace: Mapping[str, FilterCandidates] = {
+            space: FilterCandidates.of(root, (*own_root, *filters))
+            for space, filters in found.items()
+            if space != root
+        }
         self.outcomes = PatchOutcomes()
         """What each patch did for the proxies generated from this index."""
-        self._chosen: dict[Hashable, ProxyPatches] = {}
-        """What :meth:`for_proxy` found for each distinct (namespace, labels, version,
-        metadata): every generator asks it for every proxy."""
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, EnvoyFilterIndex):
@@ -123,22 +214,28 @@ class EnvoyFilterIndex:
 
     __hash__ = None  # type: ignore[assignment]
 
-    def for_proxy(self, proxy: ProxyIdentity) -> ProxyPatches:
-        """The patches that apply to ``proxy``, in istiod's order."""
-        by_namespace = self._by_namespace
-        if not by_namespace:  # no EnvoyFilter at all: asked per proxy and type, keep it cheap
+    def candidates(self, namespace: str) -> FilterCandidates:
+        """What may apply to a proxy of ``namespace``."""
+        return self._by_namespace.get(namespace, self._root_only)
+
+    def inputs(self, proxy: ProxyIdentity) -> EnvoyFilterInputs | None:
+        """What decides the patches of ``proxy`` (None: no candidate, no patch)."""
+        candidates = self.candidates(proxy.namespace)
+        if not candidates.filters:
+            return None
+        version, metadata = proxy_facts(candidates, proxy)
+        return EnvoyFilterInputs(candidates, proxy.namespace, proxy.labels, version, metadata)
+
+    def for_proxy(self, proxy: ProxyIdentity, cache: ResourceCache | None) -> ProxyPatches:
+        """The patches that apply to ``proxy``, in istiod's order: chosen once per distinct
+        :class:`EnvoyFilterInputs` and kept in ``cache`` (None: chosen now, kept nowhere,
+        for a one-off question)."""
+        inputs = self.inputs(proxy)
+        if inputs is None:  # no EnvoyFilter for it: asked per proxy and type, keep it cheap
             return NO_PATCHES
-        candidates = list(by_namespace.get(self.root, ()))
-        if proxy.namespace != self.root:
-            candidates += by_namespace.get(proxy.namespace, ())
-        if not candidates:
-            return NO_PATCHES
-        metadata = proxy.metadata or {}
-        seen = (proxy.namespace, proxy.labels, proxy.istio_version, tuple(metadata.items()))
-        found = self._chosen.get(seen)
-        if found is None:
-            found = self._chosen[seen] = self._choose(candidates, proxy)
-        return found
+        if cache is None:
+            return select_patches(inputs)
+        return cache.value(inputs, lambda: select_patches(inputs))
 
     def selects(self, key: ConfigKey, proxy: ProxyIdentity) -> bool:
         """Whether the EnvoyFilter ``key`` (if this index holds it) applies to ``proxy``
@@ -148,12 +245,12 @@ class EnvoyFilterIndex:
         found = self._wrapped.get(key)
         if found is None or key.namespace not in (proxy.namespace, self.root):
             return False
-        return _attaches(found, proxy, self.root)
+        return _attaches(found, proxy.namespace, proxy.labels)
 
     def patching(self, proxy: ProxyIdentity, type_url: str) -> list[str]:
         """``ns/name`` of the EnvoyFilters with patches of ``type_url`` for ``proxy``, in
         the order they run (to name them beside a NACK of that type)."""
-        rules = self.for_proxy(proxy).rules
+        rules = self.for_proxy(proxy, None).rules
         wanted = (r.filter_name for r in rules if PATCHED_TYPES.get(r.apply_to) == type_url)
         return list(dict.fromkeys(wanted))
 
@@ -167,12 +264,6 @@ class EnvoyFilterIndex:
             if r.apply_to in PATCHED_TYPES or _served_over_ecds(r)
         ]
         return patch_statuses(self.by_key.values(), self.outcomes, kept)
-
-    def _choose(self, candidates: list[_Filter], proxy: ProxyIdentity) -> ProxyPatches:
-        chosen = [f for f in candidates if _attaches(f, proxy, self.root)]
-        chosen.sort(key=functools.partial(_order, self.root))
-        rules = tuple(r for f in chosen for r in f.rules if _proxy_matches(r.match, proxy))
-        return ProxyPatches(rules) if rules else NO_PATCHES
 
 
 def _served_over_ecds(rule: PatchRule) -> bool:
@@ -194,36 +285,43 @@ def _order(root: str, found: _Filter) -> tuple[int, int, datetime.datetime, str]
     )
 
 
-def _attaches(found: _Filter, proxy: ProxyIdentity, root: str) -> bool:
-    labels: Labels = proxy.labels
+def _attaches(found: _Filter, namespace: str, labels: Labels) -> bool:
     gateway_name = labels.get(GATEWAY_NAME_LABEL)
     if found.gateways is not None:
         return (
             gateway_name is not None
-            and found.config.namespace == proxy.namespace
+            and found.config.namespace == namespace
             and gateway_name in found.gateways
         )
     selector = found.selector
     return not selector or all(labels.get(k) == v for k, v in selector.items())
 
 
-def _proxy_matches(match: Any, proxy: ProxyIdentity) -> bool:
+def _proxy_matches(
+    match: Any, versions: Mapping[str, Any], version: str, metadata: Mapping[str, str | None]
+) -> bool:
     if not match.HasField("proxy"):
         return True
     wanted = match.proxy
     if wanted.proxy_version:
-        version = proxy.istio_version or (proxy.metadata or {}).get("ISTIO_VERSION", "")
-        if not version or len(wanted.proxy_version) > MAX_REGEX_LENGTH:
+        pattern = versions.get(wanted.proxy_version)
+        if not version or pattern is None or pattern.search(version) is None:
             return False
-        if _compiled(wanted.proxy_version).search(version) is None:
-            return False
-    metadata = proxy.metadata or {}
     return all(metadata.get(k) == v for k, v in wanted.metadata.items())
 
 
-@functools.lru_cache(maxsize=256)
-def _compiled(pattern: str) -> Any:
-    return re2.compile(pattern)
+def _compiled(rules: Iterable[PatchRule]) -> Mapping[str, Any]:
+    """The rules' ``proxyVersion`` patterns that compile (validation refuses the others;
+    one too long or not RE2 never matches)."""
+    found: dict[str, Any] = {}
+    for rule in rules:
+        pattern = rule.match.proxy.proxy_version if rule.match.HasField("proxy") else ""
+        if pattern and pattern not in found and len(pattern) <= MAX_REGEX_LENGTH:
+            try:
+                found[pattern] = re2.compile(pattern)
+            except re2.error:
+                continue
+    return found
 
 
 def _wrap(config: Config) -> _Filter:
@@ -234,7 +332,16 @@ def _wrap(config: Config) -> _Filter:
         if rule is not None:
             rules.append(rule)
     selector = dict(spec.workload_selector.labels) if spec.HasField("workload_selector") else None
-    return _Filter(config, tuple(rules), selector, target_gateways(spec))
+    return _Filter(
+        config.key,
+        config.origin.source,
+        config.resource_version,
+        config,
+        tuple(rules),
+        selector,
+        target_gateways(spec),
+        _compiled(rules),
+    )
 
 
 def _rule(config: Config, position: int, patch: Any) -> PatchRule | None:

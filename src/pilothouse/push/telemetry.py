@@ -29,14 +29,22 @@ The merge of the specs is :mod:`pilothouse.push.telemetry_merge`; this module ch
 objects, looks the providers up and resolves their collectors. The values are plain
 frozen data: the listener builders take :class:`ModeTelemetry` as part of their cache
 inputs.
+
+A proxy's effective telemetry is a value in the resource cache, under
+:class:`TelemetryInputs`: the :class:`TelemetryCandidates` of its namespace (the
+Telemetry objects of the root namespace and of the namespace, by revision, and the
+mesh's telemetry settings), its labels and node cluster, and what the providers'
+services resolve to. The index only groups the candidates by namespace; a result
+outlives the PushContext it was first made for, and an edit evicts the results of the
+Telemetry objects it changes.
 """
 
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, NamedTuple
 
 from pilothouse.api.istio.telemetry.v1alpha1 import telemetry_pb2
 from pilothouse.config.mesh import MeshSettings
@@ -52,14 +60,22 @@ from pilothouse.config.telemetry_providers import (
     ZipkinTracer,
 )
 from pilothouse.kinds.telemetry import attaches, is_namespace_wide
+from pilothouse.push.cache import ResourceCache
+from pilothouse.push.inputs import ConfigRevision, FrozenInputs
 from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.push.telemetry_merge import Layered, SpanTag, layer
+from pilothouse.registry.model import Labels
 
 CLIENT: Final = telemetry_pb2.CLIENT
 SERVER: Final = telemetry_pb2.SERVER
 DEFAULT_SAMPLING: Final = 1.0
 """istiod's ``PILOT_TRACE_SAMPLING`` default (percent)."""
 _EARLIEST: Final = datetime.datetime.min.replace(tzinfo=datetime.UTC)
+
+HostLookup = Callable[[str], Sequence[tuple[str, str]]]
+"""(hostname, namespace) of each known service called hostname."""
+ProviderHosts = tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
+"""What each host the mesh's providers name resolves to (see :data:`HostLookup`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,22 +148,92 @@ NOTHING: Final = ProxyTelemetry()
 """No Telemetry and no mesh-wide telemetry setting: listeners as they were."""
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class TelemetryCandidates(FrozenInputs):
+    """What may apply to a proxy of one namespace: the Telemetry objects of the root
+    namespace (none for a proxy of the root), then of the namespace, each oldest first,
+    and the mesh's telemetry settings."""
+
+    root: tuple[ConfigRevision, ...]
+    own: tuple[ConfigRevision, ...]
+    mesh: MeshTelemetry
+
+
+class TelemetryInputs(NamedTuple):
+    """What decides a proxy's telemetry: its namespace's candidates, its labels, its node
+    cluster (an OpenTelemetry span's service) and what the providers' services resolve to.
+    A named tuple: one is made and looked up for every listener generation (its first
+    part, of a class of its own, keeps it apart from any other cache key)."""
+
+    candidates: TelemetryCandidates
+    labels: Labels
+    node_cluster: str
+    hosts: ProviderHosts
+
+
+def select_telemetry(inputs: TelemetryInputs) -> ProxyTelemetry:
+    """The effective telemetry the inputs give."""
+    candidates, labels = inputs.candidates, inputs.labels
+    chain = [
+        *[c.config for c in candidates.root if is_namespace_wide(_spec(c.config))][:1],
+        *[c.config for c in candidates.own if is_namespace_wide(_spec(c.config))][:1],
+        *(
+            c.config
+            for c in candidates.own
+            if not is_namespace_wide(_spec(c.config)) and attaches(_spec(c.config), labels)
+        ),
+    ]
+    mesh = candidates.mesh
+    if not chain and not _mesh_says_anything(mesh):
+        return NOTHING
+    resolved = dict(inputs.hosts)
+
+    def hosts(host: str) -> Sequence[tuple[str, str]]:
+        return resolved.get(host, ())
+
+    notes: list[str] = []
+    specs = [_spec(c) for c in chain]
+    if any(s.metrics for s in specs):
+        notes.append(
+            "metrics: accepted; not applied (Istio's stats filter needs Istio's proxy build)"
+        )
+    client, server = (
+        _resolve(layer(specs, mesh, mode), mesh, inputs.node_cluster, hosts, notes)
+        for mode in (CLIENT, SERVER)
+    )
+    return ProxyTelemetry(client, server, tuple(c.key for c in chain), tuple(dict.fromkeys(notes)))
+
+
 class TelemetryIndex:
-    """The Telemetry objects of a context by namespace, and each proxy's layers."""
+    """The Telemetry objects of a context by namespace."""
 
     def __init__(self, configs: Iterable[Config], mesh: MeshSettings) -> None:
-        self.root = mesh.root_namespace
+        root = self.root = mesh.root_namespace
         self.mesh: MeshTelemetry = mesh.telemetry
         self.by_key: dict[ConfigKey, Config] = {c.key: c for c in configs}
-        found: dict[str, list[Config]] = {}
+        found: dict[str, list[ConfigRevision]] = {}
         for config in sorted(self.by_key.values(), key=_oldest_first):
-            found.setdefault(config.namespace, []).append(config)
-        self._by_namespace = {n: tuple(c) for n, c in found.items()}
-        self._chosen: dict[Hashable, tuple[Config, ...]] = {}
-        self._resolved: dict[Hashable, ProxyTelemetry] = {}
-        """What :meth:`for_proxy` gave each (namespace, labels, node cluster) while the
-        host lookup stayed the same (every listener generation asks it)."""
-        self._hosts: Callable[[str], Sequence[tuple[str, str]]] | None = None
+            revision = ConfigRevision.of(config)
+            assert revision is not None
+            found.setdefault(config.namespace, []).append(revision)
+        own_root = tuple(found.get(root, ()))
+        self._root_only = TelemetryCandidates(own_root, (), self.mesh)
+        self._by_namespace: Mapping[str, TelemetryCandidates] = {
+            space: (
+                TelemetryCandidates((), own_root, self.mesh)
+                if space == root
+                else TelemetryCandidates(own_root, tuple(revisions), self.mesh)
+            )
+            for space, revisions in found.items()
+        }
+        self._hosts = tuple(
+            dict.fromkeys(
+                provider.service.rpartition("/")[2]
+                for provider in self.mesh.providers
+                if isinstance(provider, OtelLog | ZipkinTracer | OtelTracer)
+            )
+        )
+        """The hosts the providers' services name."""
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TelemetryIndex):
@@ -168,125 +254,90 @@ class TelemetryIndex:
             return config.namespace in (self.root, proxy.namespace)
         return config.namespace == proxy.namespace and attaches(spec, proxy.labels)
 
-    def chain(self, proxy: ProxyIdentity) -> tuple[Config, ...]:
-        """The Telemetry objects that apply to ``proxy``, lowest level first."""
-        if not self._by_namespace:
-            return ()
-        seen = (proxy.namespace, proxy.labels)
-        found = self._chosen.get(seen)
-        if found is None:
-            found = self._chosen[seen] = self._chain(proxy.namespace, proxy.labels)
-        return found
+    def providers(self, hosts: HostLookup) -> ProviderHosts:
+        """What ``hosts(hostname)`` (the (hostname, namespace) of each known service of
+        that name) says of each host the providers' ``service`` names."""
+        return tuple((h, tuple(hosts(h))) for h in self._hosts) if self._hosts else ()
 
-    def _chain(self, namespace: str, labels: Mapping[str, str]) -> tuple[Config, ...]:
-        chosen: list[Config] = []
-        for level in dict.fromkeys((self.root, namespace)):
-            wide = [c for c in self._by_namespace.get(level, ()) if is_namespace_wide(_spec(c))]
-            chosen.extend(wide[:1])
-        chosen.extend(
-            c
-            for c in self._by_namespace.get(namespace, ())
-            if not is_namespace_wide(_spec(c)) and attaches(_spec(c), labels)
-        )
-        return tuple(chosen)
+    def inputs(self, proxy: ProxyIdentity, providers: ProviderHosts) -> TelemetryInputs | None:
+        """What decides the telemetry of ``proxy`` (None: nothing applies, no telemetry),
+        given :meth:`providers`."""
+        candidates = self._by_namespace.get(proxy.namespace, self._root_only)
+        if not candidates.root and not candidates.own and not _mesh_says_anything(self.mesh):
+            return None
+        return TelemetryInputs(candidates, proxy.labels, proxy.node_cluster, providers)
 
     def for_proxy(
-        self, proxy: ProxyIdentity, hosts: Callable[[str], Sequence[tuple[str, str]]]
+        self, proxy: ProxyIdentity, hosts: HostLookup, cache: ResourceCache | None
     ) -> ProxyTelemetry:
-        """The effective telemetry of ``proxy``. ``hosts(hostname)`` gives the (hostname,
-        namespace) of each known service of that name, to resolve providers' ``service``
-        (the answers are kept while the same ``hosts`` is given: the services of one
-        push context)."""
-        chain = self.chain(proxy)
-        if not chain and not _mesh_says_anything(self.mesh):
+        """The effective telemetry of ``proxy`` (``hosts`` as for :meth:`providers`):
+        worked out once per distinct :class:`TelemetryInputs` and kept in ``cache`` (None:
+        worked out now, kept nowhere, for a one-off question)."""
+        inputs = self.inputs(proxy, self.providers(hosts))
+        if inputs is None:
             return NOTHING
-        if hosts != self._hosts:  # another context's services: resolve providers again
-            self._resolved.clear()
-            self._hosts = hosts
-        seen = (proxy.namespace, proxy.labels, proxy.node_cluster)
-        found = self._resolved.get(seen)
-        if found is None:
-            found = self._resolved[seen] = self._effective(chain, proxy, hosts)
-        return found
+        if cache is None:
+            return select_telemetry(inputs)
+        return cache.value(inputs, lambda: select_telemetry(inputs))
 
-    def _effective(
-        self,
-        chain: tuple[Config, ...],
-        proxy: ProxyIdentity,
-        hosts: Callable[[str], Sequence[tuple[str, str]]],
-    ) -> ProxyTelemetry:
-        notes: list[str] = []
-        specs = [_spec(c) for c in chain]
-        if any(s.metrics for s in specs):
-            notes.append(
-                "metrics: accepted; not applied (Istio's stats filter needs Istio's proxy build)"
-            )
-        modes = []
-        for mode in (CLIENT, SERVER):
-            layered = layer(specs, self.mesh, mode)
-            modes.append(self._resolve(layered, proxy, hosts, notes))
-        return ProxyTelemetry(
-            modes[0], modes[1], tuple(c.key for c in chain), tuple(dict.fromkeys(notes))
-        )
 
-    def _resolve(
-        self,
-        layered: Layered,
-        proxy: ProxyIdentity,
-        hosts: Callable[[str], Sequence[tuple[str, str]]],
-        notes: list[str],
-    ) -> ModeTelemetry:
-        mesh = self.mesh
-        logs: list[AccessLog] = []
-        for name, expression in layered.logs:
-            provider = _usable(mesh, name, LOG_PROVIDERS, "access logging", notes)
-            if isinstance(provider, FileLog):
-                logs.append(AccessLog(provider, expression))
-            elif isinstance(provider, OtelLog):
-                upstream = _upstream(provider.name, provider.service, provider.port, hosts, notes)
-                if upstream is not None:
-                    logs.append(AccessLog(provider, expression, upstream))
-        if layered.legacy_log and mesh.access_log_file:
-            legacy = FileLog("mesh accessLogFile", mesh.access_log_file, mesh.envoy_format)
-            logs.append(AccessLog(legacy))
-        return ModeTelemetry(tuple(logs), self._tracing(layered, proxy, hosts, notes))
+def _resolve(
+    layered: Layered,
+    mesh: MeshTelemetry,
+    node_cluster: str,
+    hosts: HostLookup,
+    notes: list[str],
+) -> ModeTelemetry:
+    logs: list[AccessLog] = []
+    for name, expression in layered.logs:
+        provider = _usable(mesh, name, LOG_PROVIDERS, "access logging", notes)
+        if isinstance(provider, FileLog):
+            logs.append(AccessLog(provider, expression))
+        elif isinstance(provider, OtelLog):
+            upstream = _upstream(provider.name, provider.service, provider.port, hosts, notes)
+            if upstream is not None:
+                logs.append(AccessLog(provider, expression, upstream))
+    if layered.legacy_log and mesh.access_log_file:
+        legacy = FileLog("mesh accessLogFile", mesh.access_log_file, mesh.envoy_format)
+        logs.append(AccessLog(legacy))
+    return ModeTelemetry(tuple(logs), _tracing(layered, mesh, node_cluster, hosts, notes))
 
-    def _tracing(
-        self,
-        layered: Layered,
-        proxy: ProxyIdentity,
-        hosts: Callable[[str], Sequence[tuple[str, str]]],
-        notes: list[str],
-    ) -> TracingSettings | None:
-        mesh = self.mesh
-        legacy_tags = tuple(SpanTag(t.name, t.kind, t.value, t.default) for t in mesh.custom_tags)
-        if layered.tracing is None:
-            if not mesh.enable_tracing:
-                return None
-            return TracingSettings(
-                None, None, _mesh_sampling(mesh), legacy_tags,
-                max_path_tag_length=mesh.max_path_tag_length,
-            )  # fmt: skip
-        name, fields = layered.tracing
-        if name is None or fields.get("disabled"):
+
+def _tracing(
+    layered: Layered,
+    mesh: MeshTelemetry,
+    node_cluster: str,
+    hosts: HostLookup,
+    notes: list[str],
+) -> TracingSettings | None:
+    legacy_tags = tuple(SpanTag(t.name, t.kind, t.value, t.default) for t in mesh.custom_tags)
+    if layered.tracing is None:
+        if not mesh.enable_tracing:
             return None
-        found = _usable(mesh, name, TRACING_PROVIDERS, "tracing", notes)
-        if not isinstance(found, ZipkinTracer | OtelTracer):
-            return None
-        upstream = _upstream(found.name, found.service, found.port, hosts, notes)
-        if upstream is None:
-            return None
-        sampling = fields.get("sampling")
-        tags = fields.get("tags")
         return TracingSettings(
-            found,
-            upstream,
-            sampling if sampling is not None else _mesh_sampling(mesh),
-            tags if tags is not None else legacy_tags,
-            proxy.node_cluster if isinstance(found, OtelTracer) else "",
-            found.max_tag_length or mesh.max_path_tag_length,
-            fields.get("use_request_id", True),
-        )
+            None, None, _mesh_sampling(mesh), legacy_tags,
+            max_path_tag_length=mesh.max_path_tag_length,
+        )  # fmt: skip
+    name, fields = layered.tracing
+    if name is None or fields.get("disabled"):
+        return None
+    found = _usable(mesh, name, TRACING_PROVIDERS, "tracing", notes)
+    if not isinstance(found, ZipkinTracer | OtelTracer):
+        return None
+    upstream = _upstream(found.name, found.service, found.port, hosts, notes)
+    if upstream is None:
+        return None
+    sampling = fields.get("sampling")
+    tags = fields.get("tags")
+    return TracingSettings(
+        found,
+        upstream,
+        sampling if sampling is not None else _mesh_sampling(mesh),
+        tags if tags is not None else legacy_tags,
+        node_cluster if isinstance(found, OtelTracer) else "",
+        found.max_tag_length or mesh.max_path_tag_length,
+        fields.get("use_request_id", True),
+    )
 
 
 def _usable(
@@ -309,7 +360,7 @@ def _upstream(
     name: str,
     service: str,
     port: int,
-    hosts: Callable[[str], Sequence[tuple[str, str]]],
+    hosts: HostLookup,
     notes: list[str],
 ) -> Upstream | None:
     """istiod's ``LookupCluster``: ``namespace/host`` or a host known in one namespace."""

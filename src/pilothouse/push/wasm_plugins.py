@@ -14,13 +14,19 @@ is not there (not fetched yet, or it failed: a checksum mismatch, a fetch error)
 plugin keeps the version it was last served with, module and all, from the previous
 index (the last good stays); a plugin never served before is left out of the proxies'
 listeners and extension configs until its module arrives (:attr:`waiting` names it).
+
+Which plugins apply to a proxy is a value in the resource cache, under
+:class:`WasmPluginInputs`: the :class:`PluginCandidates` of its namespace (every served
+plugin of the namespace and of the root) and the proxy's namespace and labels. The
+index only groups the candidates by namespace; a selection outlives the PushContext it
+was first made for, and an edit evicts the selections of the plugins it changes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.config.model import Config, ConfigKey
@@ -32,7 +38,10 @@ from pilothouse.kinds.wasm_plugin import (
     resource_name,
     runs_on,
 )
+from pilothouse.push.cache import ResourceCache
+from pilothouse.push.inputs import FrozenInputs
 from pilothouse.push.proxy import ProxyIdentity
+from pilothouse.registry.model import Labels
 from pilothouse.security.wasm_modules import WasmModule
 
 ModuleLookup = Callable[[str, str], WasmModule | None]
@@ -86,6 +95,41 @@ class ProxyPlugins:
 NO_PLUGINS: Final = ProxyPlugins()
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class PluginCandidates(FrozenInputs):
+    """What may apply to a proxy of one namespace: the served plugins of the root
+    namespace, then of the namespace."""
+
+    plugins: tuple[ServedPlugin, ...]
+
+
+NO_CANDIDATES: Final = PluginCandidates(())
+
+
+class WasmPluginInputs(NamedTuple):
+    """What decides which plugins apply to a proxy: its namespace's candidates, its
+    namespace (a plugin's targetRefs reach only its own) and its labels. A named tuple:
+    one is made and looked up for every proxy and generated type (its first part, of a
+    class of its own, keeps it apart from any other cache key)."""
+
+    candidates: PluginCandidates
+    namespace: str
+    labels: Labels
+
+
+def select_plugins(inputs: WasmPluginInputs) -> ProxyPlugins:
+    """The candidates that apply, phase by phase."""
+    namespace, labels = inputs.namespace, inputs.labels
+    chosen = {p.key: p for p in inputs.candidates.plugins if attaches(p.config, namespace, labels)}
+    if not chosen:
+        return NO_PLUGINS
+    ordered: list[ServedPlugin] = []
+    for phase in PHASES:
+        in_phase = [p.config for p in chosen.values() if p.spec.phase == phase]
+        ordered.extend(chosen[c.key] for c in phase_order(in_phase))
+    return ProxyPlugins(tuple(ordered))
+
+
 def _no_modules(url: str, sha256: str) -> WasmModule | None:
     return None
 
@@ -123,8 +167,14 @@ class WasmPluginIndex:
         by_namespace: dict[str, list[ServedPlugin]] = {}
         for plugin in served.values():
             by_namespace.setdefault(plugin.key.namespace, []).append(plugin)
-        self._by_namespace = by_namespace
-        self._chosen: dict[Hashable, ProxyPlugins] = {}
+        root = self.root
+        own_root = tuple(by_namespace.get(root, ()))
+        self._root_only = PluginCandidates(own_root) if own_root else NO_CANDIDATES
+        self._by_namespace: Mapping[str, PluginCandidates] = {
+            space: PluginCandidates((*own_root, *plugins))
+            for space, plugins in by_namespace.items()
+            if space != root
+        }
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, WasmPluginIndex):
@@ -133,15 +183,23 @@ class WasmPluginIndex:
 
     __hash__ = None  # type: ignore[assignment]
 
-    def for_proxy(self, proxy: ProxyIdentity) -> ProxyPlugins:
-        """The served plugins that apply to ``proxy``, phase by phase."""
-        if not self._by_namespace:
+    def inputs(self, proxy: ProxyIdentity) -> WasmPluginInputs | None:
+        """What decides the plugins of ``proxy`` (None: no candidate, no plugin)."""
+        candidates = self._by_namespace.get(proxy.namespace, self._root_only)
+        if not candidates.plugins:
+            return None
+        return WasmPluginInputs(candidates, proxy.namespace, proxy.labels)
+
+    def for_proxy(self, proxy: ProxyIdentity, cache: ResourceCache | None) -> ProxyPlugins:
+        """The served plugins that apply to ``proxy``, phase by phase: chosen once per
+        distinct :class:`WasmPluginInputs` and kept in ``cache`` (None: chosen now, kept
+        nowhere, for a one-off question)."""
+        inputs = self.inputs(proxy)
+        if inputs is None:
             return NO_PLUGINS
-        seen = (proxy.namespace, proxy.labels)
-        found = self._chosen.get(seen)
-        if found is None:
-            found = self._chosen[seen] = self._choose(proxy)
-        return found
+        if cache is None:
+            return select_plugins(inputs)
+        return cache.value(inputs, lambda: select_plugins(inputs))
 
     def selects(self, key: ConfigKey, proxy: ProxyIdentity) -> bool:
         """Whether the WasmPlugin ``key`` (if this index holds it) applies to ``proxy``,
@@ -151,19 +209,6 @@ class WasmPluginIndex:
             return False
         return _attaches(config, proxy)
 
-    def _choose(self, proxy: ProxyIdentity) -> ProxyPlugins:
-        candidates = list(self._by_namespace.get(self.root, ()))
-        if proxy.namespace != self.root:
-            candidates += self._by_namespace.get(proxy.namespace, ())
-        chosen = {p.key: p for p in candidates if _attaches(p.config, proxy)}
-        if not chosen:
-            return NO_PLUGINS
-        ordered: list[ServedPlugin] = []
-        for phase in PHASES:
-            in_phase = [p.config for p in chosen.values() if p.spec.phase == phase]
-            ordered.extend(chosen[c.key] for c in phase_order(in_phase))
-        return ProxyPlugins(tuple(ordered))
-
 
 def _attaches(config: Config, proxy: ProxyIdentity) -> bool:
     return attaches(config, proxy.namespace, proxy.labels)
@@ -172,7 +217,10 @@ def _attaches(config: Config, proxy: ProxyIdentity) -> bool:
 __all__ = [
     "NO_PLUGINS",
     "ModuleLookup",
+    "PluginCandidates",
     "ProxyPlugins",
     "ServedPlugin",
     "WasmPluginIndex",
+    "WasmPluginInputs",
+    "select_plugins",
 ]

@@ -32,7 +32,7 @@ def rules(*patches: dict[str, Any], namespace: str = "shop", **spec: Any) -> lis
         creation_time=datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC),
     )
     proxy = parse_node("sidecar~10.0.0.1~pod.shop~shop.svc.cluster.local", {})
-    return list(EnvoyFilterIndex([config], MeshSettings()).for_proxy(proxy).rules)
+    return list(EnvoyFilterIndex([config], MeshSettings()).for_proxy(proxy, None).rules)
 
 
 def lua(code: str = "-- x") -> dict[str, Any]:

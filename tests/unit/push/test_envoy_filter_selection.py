@@ -57,7 +57,7 @@ def test_root_and_own_namespace_filters_apply_and_others_do_not() -> None:
         envoy_filter("mesh", "istio-system"),
         envoy_filter("local", "shop"),
         envoy_filter("elsewhere", "bank"),
-    ).for_proxy(proxy())
+    ).for_proxy(proxy(), None)
     assert names(found) == ["istio-system/mesh", "shop/local"]
 
 
@@ -67,8 +67,8 @@ def test_workload_selector_labels_must_all_be_the_proxy_s() -> None:
         envoy_filter("pay", "shop", workloadSelector={"labels": {"app": "pay"}}),
         envoy_filter("both", "shop", workloadSelector={"labels": {"app": "cart", "v": "2"}}),
     )
-    assert names(filters.for_proxy(proxy())) == ["shop/cart"]
-    assert names(filters.for_proxy(proxy(labels='{"app": "cart", "v": "2"}'))) == [
+    assert names(filters.for_proxy(proxy(), None)) == ["shop/cart"]
+    assert names(filters.for_proxy(proxy(labels='{"app": "cart", "v": "2"}'), None)) == [
         "shop/both",
         "shop/cart",
     ]
@@ -81,8 +81,8 @@ def test_target_refs_reach_only_the_named_kubernetes_gateway_of_the_namespace() 
         envoy_filter("root-refs", "istio-system", targetRefs=refs),
     )
     web = '{"gateway.networking.k8s.io/gateway-name": "web", "gateway": "1"}'
-    assert names(filters.for_proxy(proxy(labels=web))) == ["shop/refs"]
-    assert names(filters.for_proxy(proxy())) == []  # not a Gateway API proxy
+    assert names(filters.for_proxy(proxy(labels=web), None)) == ["shop/refs"]
+    assert names(filters.for_proxy(proxy(), None)) == []  # not a Gateway API proxy
 
 
 def test_order_is_priority_then_root_first_then_creation_then_name() -> None:
@@ -94,7 +94,7 @@ def test_order_is_priority_then_root_first_then_creation_then_name() -> None:
         envoy_filter("first", "shop", created=40, priority=-1),
         envoy_filter("last", "istio-system", created=0, priority=5),
     )
-    assert names(filters.for_proxy(proxy())) == [
+    assert names(filters.for_proxy(proxy(), None)) == [
         "shop/first",
         "istio-system/root",
         "shop/early",
@@ -116,24 +116,24 @@ def test_proxy_version_and_metadata_are_matched_per_patch() -> None:
         "patch": {"operation": "REMOVE"},
     }
     filters = index(envoy_filter("f", "shop", versioned, tagged, REMOVE_CLUSTER))
-    positions = [r.position for r in filters.for_proxy(proxy()).rules]
+    positions = [r.position for r in filters.for_proxy(proxy(), None).rules]
     assert positions == [2]  # no version: never matches a version pattern
-    matched = filters.for_proxy(proxy(ISTIO_VERSION="1.24.0", TIER="gold"))
+    matched = filters.for_proxy(proxy(ISTIO_VERSION="1.24.0", TIER="gold"), None)
     assert [r.position for r in matched.rules] == [0, 1, 2]
-    assert [r.position for r in filters.for_proxy(proxy(ISTIO_VERSION="1.9.0")).rules] == [2]
+    assert [r.position for r in filters.for_proxy(proxy(ISTIO_VERSION="1.9.0"), None).rules] == [2]
 
 
 def test_inserts_outside_lists_become_adds_and_undecodable_values_are_dropped() -> None:
     insert_cluster = {"applyTo": "CLUSTER", "patch": {"operation": "INSERT_FIRST", "value": {}}}
     bad = {"applyTo": "CLUSTER", "patch": {"operation": "ADD", "value": {"nope": 1}}}
-    (rule,) = index(envoy_filter("f", "shop", insert_cluster, bad)).for_proxy(proxy()).rules
+    (rule,) = index(envoy_filter("f", "shop", insert_cluster, bad)).for_proxy(proxy(), None).rules
     assert rule.operation == EnvoyFilter.Patch.ADD and rule.position == 0
 
 
 def test_what_a_proxy_gets_is_a_cache_input_that_changes_with_each_edit() -> None:
-    first = index(envoy_filter("f", "shop", version="1")).for_proxy(proxy())
-    again = index(envoy_filter("f", "shop", version="1")).for_proxy(proxy())
-    edited = index(envoy_filter("f", "shop", version="2")).for_proxy(proxy())
+    first = index(envoy_filter("f", "shop", version="1")).for_proxy(proxy(), None)
+    again = index(envoy_filter("f", "shop", version="1")).for_proxy(proxy(), None)
+    edited = index(envoy_filter("f", "shop", version="2")).for_proxy(proxy(), None)
     assert first == again and hash(first) == hash(again)
     assert first != edited
 
@@ -145,9 +145,9 @@ def test_a_waypoint_patch_reaches_no_proxy_and_is_reported_dropped() -> None:
         "patch": {"operation": "MERGE", "value": {"name": "renamed"}},
     }
     filters = index(envoy_filter("wp", "shop", waypoint, REMOVE_CLUSTER))
-    assert [r.position for r in filters.for_proxy(proxy()).rules] == [1]
+    assert [r.position for r in filters.for_proxy(proxy(), None).rules] == [1]
     gateway = proxy(labels='{"istio": "ingressgateway"}')
-    assert [r.position for r in filters.for_proxy(gateway).rules] == [1]
+    assert [r.position for r in filters.for_proxy(gateway, None).rules] == [1]
     assert [(r.position, str(r.status)) for r in filters.statuses()] == [
         (0, "dropped"),
         (1, "no proxy"),

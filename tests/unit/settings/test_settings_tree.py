@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import typing
 from pathlib import Path
 
 import pytest
 
+import pilothouse.settings
 from pilothouse.bootstrap.envoy import EnvoyBootstrapOptions
 from pilothouse.mcp.publisher import McpSourceOptions
 from pilothouse.push.cache import ResourceCache
@@ -102,3 +105,20 @@ async def test_components_built_without_settings_use_the_trees_defaults(
     assert bootstrap.rest_request_timeout == tree.rest.request_timeout
     discovery.close()
     await asyncio.sleep(0)
+
+
+def test_every_class_of_the_tree_is_named_by_the_settings_module() -> None:
+    """The tree's front door: its parts may be written in modules of their own
+    (``pilothouse.xds_settings``), and ``pilothouse.settings`` still names each one."""
+    found: list[type] = []
+
+    def walk(tree: type) -> None:
+        found.append(tree)
+        for kind in typing.get_type_hints(tree).values():
+            if isinstance(kind, type) and dataclasses.is_dataclass(kind):
+                walk(kind)
+
+    walk(Settings)
+    assert {"XdsSettings", "DebounceSettings", "AdmissionSettings"} <= {t.__name__ for t in found}
+    for tree in found:
+        assert getattr(pilothouse.settings, tree.__name__) is tree

@@ -142,7 +142,7 @@ def test_plugins_go_to_istiods_slots_around_authentication_and_authorization() -
         "envoy.filters.http.rbac", "envoy.filters.http.fault", "envoy.filters.http.router",
     ):  # fmt: skip
         manager.http_filters.add(name=name)
-    assert place_plugins(manager, index.for_proxy(sidecar()).plugins)
+    assert place_plugins(manager, index.for_proxy(sidecar(), None).plugins)
     short = [f.name.rsplit("/", 1)[-1].rsplit(".", 1)[-1] for f in manager.http_filters]
     assert short == ["grpc_web", "n", "jwt_authn", "z", "rbac", "rbac", "s", "u", "fault", "router"]
     discovered = manager.http_filters[1].config_discovery
@@ -161,7 +161,7 @@ def test_network_plugins_go_before_the_terminal_filter_around_network_rbac() -> 
         MeshSettings(),
         every_module,
     )
-    plugins = index.for_proxy(sidecar()).plugins
+    plugins = index.for_proxy(sidecar(), None).plugins
     chain = [
         listener_components_pb2.Filter(name=n)
         for n in ("envoy.filters.network.rbac", "envoy.filters.network.tcp_proxy")

@@ -15,7 +15,7 @@ GATEWAY_LABEL = "gateway.networking.k8s.io/gateway-name"
 
 
 def names(index: WasmPluginIndex, proxy: object) -> list[str]:
-    return [p.key.name for p in index.for_proxy(proxy).plugins]  # type: ignore[arg-type]
+    return [p.key.name for p in index.for_proxy(proxy, None).plugins]  # type: ignore[arg-type]
 
 
 def test_phases_in_filter_order_then_priority_descending_unset_last() -> None:
@@ -71,7 +71,7 @@ def test_match_mode_and_ports() -> None:
 
 def test_a_version_whose_module_is_missing_keeps_the_last_good_one() -> None:
     first = WasmPluginIndex([plugin(sha256=MODULE_SHA)], MESH, every_module)
-    (served,) = first.for_proxy(sidecar()).plugins
+    (served,) = first.for_proxy(sidecar(), None).plugins
     assert served.resource_version == "1" and not first.waiting
 
     def nothing(url: str, sha256: str) -> WasmModule | None:
@@ -79,20 +79,20 @@ def test_a_version_whose_module_is_missing_keeps_the_last_good_one() -> None:
 
     edited = plugin(version="2", url="file:///new.wasm", sha256="0" * 64)
     second = WasmPluginIndex([edited], MESH, nothing, first)
-    (kept,) = second.for_proxy(sidecar()).plugins
+    (kept,) = second.for_proxy(sidecar(), None).plugins
     assert kept == served and kept.spec.url == "file:///m.wasm"
     assert second.waiting == {edited.key: "file:///new.wasm"}
     assert second.selects(edited.key, sidecar())
 
     never_served = WasmPluginIndex([edited], MESH, nothing)
-    assert not never_served.for_proxy(sidecar())
+    assert not never_served.for_proxy(sidecar(), None)
 
     fixed = WasmPluginIndex([edited], MESH, lambda u, s: WasmModule(MODULE_SHA, MODULE), second)
-    (now,) = fixed.for_proxy(sidecar()).plugins
+    (now,) = fixed.for_proxy(sidecar(), None).plugins
     assert now.resource_version == "2" and not fixed.waiting
 
 
 def test_network_plugins_are_among_the_proxys_plugins() -> None:
     index = WasmPluginIndex([plugin(type="NETWORK"), plugin("h", type="HTTP")], MESH, every_module)
-    found = index.for_proxy(sidecar()).plugins
+    found = index.for_proxy(sidecar(), None).plugins
     assert [(p.key.name, p.is_http) for p in found] == [("h", True), ("p", False)]

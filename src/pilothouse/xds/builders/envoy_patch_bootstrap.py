@@ -65,7 +65,7 @@ def bootstrap_patches(
     ``proxy``, in istiod's order; a patch whose value does not decode is dropped."""
     filters = [c for c in envoy_filters if isinstance(c.spec, EnvoyFilter)]
     index = EnvoyFilterIndex(filters, mesh if mesh is not None else MeshSettings())
-    return index.for_proxy(proxy).of((BOOTSTRAP,))
+    return index.for_proxy(proxy, None).of((BOOTSTRAP,))
 
 
 def patch_bootstrap(document: Mapping[str, Any], patches: ProxyPatches) -> PatchedBootstrap:

@@ -46,7 +46,7 @@ class ExtensionConfigGenerator:
         filters = given.context.envoy_filters
         additions = [
             r
-            for r in filters.for_proxy(given.proxy).rules
+            for r in given.context.selections.patches(given.proxy, given.cache).rules
             if r.apply_to == EnvoyFilter.EXTENSION_CONFIG and r.operation == _ADD
         ]
         applied = []
@@ -58,7 +58,7 @@ class ExtensionConfigGenerator:
                 applied.append((rule.key, rule.position))
         if additions:
             filters.outcomes.record(((r.key, r.position) for r in additions), applied)
-        plugins = given.context.wasm_plugins.for_proxy(given.proxy).named()
+        plugins = given.context.selections.plugins(given.proxy, given.cache).named()
         for name in sorted(names):
             plugin = plugins.get(name)
             if plugin is None or name in found:

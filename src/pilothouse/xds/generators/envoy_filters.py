@@ -4,7 +4,7 @@ The one hook the LDS, RDS and CDS generators call after generating: :func:`patch
 takes the resources a generator built for a proxy and the pass's context (GATEWAY for a
 router; SIDECAR_OUTBOUND or SIDECAR_INBOUND for a sidecar's two sets) and returns them
 with the patches of the EnvoyFilters that apply to the proxy
-(:meth:`~pilothouse.push.envoy_filters.EnvoyFilterIndex.for_proxy`) of that type's
+(:meth:`~pilothouse.push.selections.ProxySelections.patches`) of that type's
 applyTos. A proxy with none gets the very mapping it gave, at the cost of one lookup.
 
 Otherwise the result is kept in the resource cache under :class:`PatchedInputs`: the
@@ -82,7 +82,7 @@ def proxy_patches(given: GenerationInput, type_url: str, context: int) -> ProxyP
     """The patches of the EnvoyFilters that apply to the proxy, of ``type_url``'s
     applyTos (a sidecar's inbound listeners also take the route-class ones: their routes
     are inline, as istiod patches them)."""
-    every = given.context.envoy_filters.for_proxy(given.proxy)
+    every = given.context.selections.patches(given.proxy, given.cache)
     if not every:  # the common case: no EnvoyFilter applies, nothing to sort out
         return every
     wanted = APPLY_TO[type_url]

@@ -108,7 +108,7 @@ class ListenerGenerator:
             if proxy.is_router
             else NO_AUTHORIZATION
         )
-        telemetry = given.context.telemetries.for_proxy(proxy, given.context.services.hosts)
+        telemetry = given.context.selections.telemetry(proxy, given.cache)
         inputs = ListenerInputs(
             scope_inputs(given), capturing, given.rest, authorization, telemetry.client
         )

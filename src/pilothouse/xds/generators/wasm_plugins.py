@@ -50,7 +50,7 @@ def with_plugins(given: GenerationInput, resources: Resources, context: int) -> 
     """``resources`` (listeners) with the proxy's plugins for ``context`` placed."""
     if given.rest is not None:
         return resources
-    plugins = given.context.wasm_plugins.for_proxy(given.proxy)
+    plugins = given.context.selections.plugins(given.proxy, given.cache)
     if not plugins or not resources:
         return resources
     inputs = PlacedInputs(tuple(resources.values()), plugins, context == SIDECAR_INBOUND)
