@@ -28,7 +28,7 @@ SCRIPTS: dict[str, tuple[tuple[str, ...], int]] = {
     "admission_storm": (("--proxies", "10", "--runs", "1", "--waits", "1", *SMALL_MESH), 1),
     "endpoint_churn": ((*CHURN, *SHORT_SETTLE, *SMALL_MESH), 1),
     "memory_slope": (("--steps", "0,5,50,100", *SHORT_SETTLE, *SMALL_MESH), 1),
-    "workers_fanout": (("--proxies", "10", "--services", "3", "--runs", "1"), 1),
+    "workers_fanout": (("--proxies", "10", "--services", "3", "--runs", "1", *SHORT_SETTLE), 1),
     "config_load": (("--services", "20", "--runs", "1"), 1),
     "analysis_cost": (("--sizes", "20,40", "--runs", "1"), 1),
     "kube_registry": (("--services", "10", "--pods", "2", "--runs", "1", "--flips", "2"), 2),
