@@ -69,7 +69,9 @@ lint: install
 ## fixture is started once
 ## warm: one collection of the whole suite, which compiles pilothouse and every test module
 ## (asserts rewritten) into __pycache__ once; without it, on a fresh clone, each worker
-## compiles all of them at the same moment (about 12 s of CPU each)
+## compiles all of them at the same moment (about 12 s of CPU each). Skipped where the
+## suite was collected before (its e2e conftest compiled): the workers then only compile
+## what changed, and a collection (about 6 s of CPU) would gain nothing
 ## check, warm and test keep compiled modules in __pycache__ (git-ignored) even where the
 ## environment says PYTHONDONTWRITEBYTECODE: without them every worker rewrites the asserts
 ## of every test module again (about 6 s each) and every process a test starts compiles
@@ -89,9 +91,13 @@ test: install browser wabt
 	$(PYTEST) -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25
 
 warm: install
-	@echo "warm: collecting the suite once (compiles pilothouse and the tests)"
-	@$(PYTEST) -p no:cacheprovider --collect-only -qq > $(VENV)/warm.log 2>&1 || \
-		{ cat $(VENV)/warm.log; exit 1; }
+	@if ls tests/e2e/__pycache__/conftest.*-pytest-*.pyc >/dev/null 2>&1; then \
+		echo "warm: the suite was collected before (compiled modules in __pycache__)"; \
+	else \
+		echo "warm: collecting the suite once (compiles pilothouse and the tests)"; \
+		$(PYTEST) -p no:cacheprovider --collect-only -qq > $(VENV)/warm.log 2>&1 || \
+			{ cat $(VENV)/warm.log; exit 1; }; \
+	fi
 
 ## fuzz: the fuzz suite with thousands of cases per test (before a release)
 FUZZ_EXAMPLES ?= 3000
