@@ -140,14 +140,15 @@ async def compare(
     stack.push_async_callback(floor.close)
     await floor.connect()
 
+    pause = min(PAUSE, options.settle)  # between one side's push and the other's
     for kind in TRIGGERS:
         for index in range(options.runs):
             mark = time.monotonic()
             await ours.push(kind, index, mesh.cluster(0))
             recording.record(kind, ours.probe, mark)
-            await asyncio.sleep(PAUSE)
+            await asyncio.sleep(pause)
             await floor.push(kind, index, mesh.cluster(0))
-            await asyncio.sleep(PAUSE)
+            await asyncio.sleep(pause)
     ours.figures.watch_latency = writes.latencies()
     for side, target in ((ours, ours_target), (floor, floor_target)):
         side.figures.connections = side.server.connections(int(target.rsplit(":", 1)[1]))
@@ -183,7 +184,7 @@ def parse_options(argv: list[str] | None = None) -> Options:
         type=float,
         default=SETTLE,
         help="seconds to wait once the servers are up and once a fleet converged, and to "
-        "measure idle CPU over",
+        f"measure idle CPU over (and, up to {PAUSE} s, between pushes)",
     )
     options = parsed(parser, Options, argv)
     if options.workers < 1:
