@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install browser wabt run demo check test lint unit protos bench fuzz clean \
+.PHONY: install browser wabt run demo check test lint warm unit protos bench fuzz clean \
 	docs docs-serve docs-screenshots
 
 $(STAMP): pyproject.toml
@@ -65,11 +65,19 @@ lint: install
 	$(BIN)/mypy --strict docsite
 
 ## check: the unit tier and the golden files (no process started), the inner loop
-## test: install, lint, then the whole test suite, in parallel: each worker takes whole
-## files (--dist loadfile), so a module's Envoy or etcd fixture is started once
-## Both keep compiled modules in __pycache__ (git-ignored) even where the environment says
-## PYTHONDONTWRITEBYTECODE: without them every worker rewrites the asserts of every test
-## module again (about 6 s each) and every process a test starts compiles pilothouse.
+## test: install; lint, the docs and warm side by side (two at a time; --output-sync keeps each one's
+## output in one piece, and either failing stops make), then the whole test suite, in
+## parallel: each worker takes whole files (--dist loadfile), so a module's Envoy or etcd
+## fixture is started once
+## warm: one collection of the whole suite, which compiles pilothouse and every test module
+## (asserts rewritten) into __pycache__ once; without it, on a fresh clone, each worker
+## compiles all of them at the same moment (about 12 s of CPU each). Skipped where the
+## suite was collected before (its e2e conftest compiled): the workers then only compile
+## what changed, and a collection (about 6 s of CPU) would gain nothing
+## check, warm and test keep compiled modules in __pycache__ (git-ignored) even where the
+## environment says PYTHONDONTWRITEBYTECODE: without them every worker rewrites the asserts
+## of every test module again (about 6 s each) and every process a test starts compiles
+## pilothouse.
 ## The unit tier keeps the cores busy: one worker per core. The whole suite spends much of
 ## its time waiting on real time (processes starting, Envoy converging, timeouts): one
 ## worker more than cores (2 cores, 2026-11-28, shared: 364 s with 2 workers, 287 s with 3).
@@ -80,8 +88,18 @@ PYTEST       := PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -q
 check: install
 	$(PYTEST) -n $(WORKERS) tests/unit tests/golden
 
-test: lint docs browser wabt
+test: install browser wabt
+	@$(MAKE) --no-print-directory -j2 --output-sync=target lint docs warm
 	$(PYTEST) -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25
+
+warm: install
+	@if ls tests/e2e/__pycache__/conftest.*-pytest-*.pyc >/dev/null 2>&1; then \
+		echo "warm: the suite was collected before (compiled modules in __pycache__)"; \
+	else \
+		echo "warm: collecting the suite once (compiles pilothouse and the tests)"; \
+		$(PYTEST) -p no:cacheprovider --collect-only -qq > $(VENV)/warm.log 2>&1 || \
+			{ cat $(VENV)/warm.log; exit 1; }; \
+	fi
 
 ## docs: the documentation site (docs/, mkdocs.yml), built strictly into site/ (git-ignored):
 ## a broken link, a missing page or a bad anchor fails it. The reference pages are filled

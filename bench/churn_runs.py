@@ -50,7 +50,8 @@ from pilothouse.loadtest.fleet import ProxyFleet
 from pilothouse.protocol.type_urls import EDS
 
 SETTLE = 1.0
-IDLE_SAMPLE = 1.0
+"""Seconds of quiet after a fleet converged, and the seconds its server's idle CPU is
+measured over (``--settle``: a smoke run shortens both)."""
 WAIT_POLL = 0.02
 
 
@@ -246,6 +247,7 @@ class ChurnOptions:
     gate: float
     target: float
     workers: int = 1
+    settle: float = SETTLE
 
     @property
     def push_window(self) -> float:
@@ -281,7 +283,7 @@ class Churns:
         return await converged_fleet(
             stack, target, proxies, self.mesh.namespace_names,
             streams_per_channel=self.options.streams_per_channel,
-            timeout=self.options.connect_timeout, settle=SETTLE,
+            timeout=self.options.connect_timeout, settle=self.options.settle,
         )  # fmt: skip
 
     async def pilothouse(
@@ -296,7 +298,7 @@ class Churns:
                     name, address = self.mesh.cluster(service), endpoint_address(service, 0, 0)
                     self.templates[service] = Template(name, probe.holds(EDS)[name].body, address)
                 await self.control.load(floor_load_requests(probe))
-            idle = await idle_cpu_rate(server, IDLE_SAMPLE)
+            idle = await idle_cpu_rate(server, self.options.settle)
             offset = len(server.output())
             ledger = ChurnLedger(proxies, mesh.services)
             run, events = await churn(
@@ -321,7 +323,7 @@ class Churns:
     async def floor(self, server: ServerProcess, target: str, proxies: int) -> ChurnRun:
         async with contextlib.AsyncExitStack() as stack:
             fleet = await self._fleet(stack, target, proxies)
-            idle = await idle_cpu_rate(server, IDLE_SAMPLE)
+            idle = await idle_cpu_rate(server, self.options.settle)
             ledger = ChurnLedger(proxies, self.mesh.services)
             batcher = FloorBatcher(self.options.debounce_after, self.options.debounce_max)
             pusher = FloorPusher(
@@ -350,21 +352,22 @@ class Churns:
             ),
         )
 
-    async def workers(self, proxies: int) -> ChurnRun:
-        """The same churn against ``serve --workers N``, started for this run on a copy of
-        the mesh of its own (the single-process server sees none of its events)."""
-        options = self.options
-        mesh = FanoutMesh(
-            self.work / f"mesh-workers-{proxies}",
-            options.services, options.namespaces, options.endpoints,
-        )  # fmt: skip
-        mesh.write()
-        async with contextlib.AsyncExitStack() as stack:
-            server, target = await serving_pilothouse(
-                stack, mesh.root, self.work / f"pilothouse-workers-{proxies}.log",
-                pilothouse_environment(options), options.workers,
-            )  # fmt: skip
-            return await self.pilothouse(server, target, mesh, proxies)
+
+async def serving_workers(
+    stack: contextlib.AsyncExitStack, options: ChurnOptions, work: Path, proxies: int
+) -> tuple[ServerProcess, str, FanoutMesh]:
+    """``serve --workers N`` for the churn at ``proxies``, on a copy of the mesh of its own
+    (the single-process server sees none of its events), stopped when ``stack`` closes; its
+    xDS address and its mesh, where that side's events are written."""
+    mesh = FanoutMesh(
+        work / f"mesh-workers-{proxies}", options.services, options.namespaces, options.endpoints
+    )
+    mesh.write()
+    server, target = await serving_pilothouse(
+        stack, mesh.root, work / f"pilothouse-workers-{proxies}.log",
+        pilothouse_environment(options), options.workers,
+    )  # fmt: skip
+    return server, target, mesh
 
 
 def _noted(side: str, run: ChurnRun) -> ChurnRun:

@@ -41,7 +41,7 @@ from bench.harness.figures import Row, emit, mib, note, per_side, ratio, s
 from bench.harness.mesh import FanoutMesh
 from bench.harness.options import fleet_parser, parsed, sizes
 from bench.harness.rounds import alternate
-from bench.harness.storm import STORM_ROWS, StormRun, median_of, median_seconds, storm_on
+from bench.harness.storm import SETTLE, STORM_ROWS, StormRun, median_of, median_seconds, storm_on
 
 SIDES = ("pilothouse", "floor")
 BASELINE = (
@@ -61,6 +61,7 @@ class Options:
     streams_per_channel: int
     timeout: float
     target: float
+    settle: float = SETTLE
 
 
 class Storms:
@@ -87,6 +88,7 @@ class Storms:
             run, fleet = await storm_on(
                 stack, server, target, proxies, self.mesh.namespace_names,
                 streams_per_channel=self.options.streams_per_channel, timeout=self.options.timeout,
+                settle=self.options.settle,
             )  # fmt: skip
             if side == "pilothouse" and not self.floor_load and fleet.proxies[0].settled():
                 self.floor_load = servers.floor_load_requests(fleet.proxies[0])
@@ -215,6 +217,9 @@ def parse_options(argv: list[str] | None = None) -> Options:
     parser.add_argument("--runs", type=int, default=3, help="storms per server and size")
     parser.add_argument("--timeout", type=float, default=60.0, help="longest storm, seconds")
     parser.add_argument("--target", type=float, default=10.0, help="target seconds")
+    parser.add_argument(
+        "--settle", type=float, default=SETTLE, help="seconds a new server is left alone first"
+    )
     options = parsed(parser, Options, argv)
     if options.runs < 1:
         parser.error("--runs must be at least 1")

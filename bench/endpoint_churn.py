@@ -28,7 +28,8 @@ With ``--workers N`` (N > 1) a third side runs after those two at each size:
 ``serve --workers N`` on a copy of the mesh of its own (so the single-process server
 sees none of its events), the same fleet size and the same churn; its figures are the
 ``pilothouse_workers_N_*`` fields (CPU: every worker's). The kernel spreads the fleet's
-channels over the workers (SO_REUSEPORT), not always evenly.
+channels over the workers (SO_REUSEPORT), not always evenly. Every server starts at the
+beginning, side by side, and stays idle until its side's turn.
 
 Every side's figures (``SIDE_ROWS``) are medians of its runs' figures; ratios are
 floor ÷ pilothouse on the p99 beyond debounce (each side minus the batching it was
@@ -54,7 +55,15 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.churn_runs import ChurnOptions, ChurnRun, Churns, as_three, pilothouse_environment
+from bench.churn_runs import (
+    SETTLE,
+    ChurnOptions,
+    ChurnRun,
+    Churns,
+    as_three,
+    pilothouse_environment,
+    serving_workers,
+)
 from bench.harness.figures import Row, emit, medians, ms, note, per_side, ratio, rounded
 from bench.harness.mesh import FanoutMesh
 from bench.harness.options import fleet_parser, parsed, sizes
@@ -275,10 +284,16 @@ async def run(options: ChurnOptions) -> None:
         mesh = FanoutMesh(work / "mesh", options.services, options.namespaces, options.endpoints)
         mesh.write()
         async with contextlib.AsyncExitStack() as stack:
-            ours, ours_target = await serving_pilothouse(
-                stack, mesh.root, work / "pilothouse.log", pilothouse_environment(options)
+            # every server starts at once; each is idle until its side's turn
+            workers_sizes = options.sizes if options.workers > 1 else ()
+            (ours, ours_target), (floor, floor_target, control), *workers = await asyncio.gather(
+                serving_pilothouse(
+                    stack, mesh.root, work / "pilothouse.log", pilothouse_environment(options)
+                ),
+                serving_floor(stack, work / "floor.log"),
+                *(serving_workers(stack, options, work, n) for n in workers_sizes),
             )
-            floor, floor_target, control = await serving_floor(stack, work / "floor.log")
+            by_size = dict(zip(workers_sizes, workers, strict=True))
             churns = Churns(options, mesh, work, control)
             sides: dict[str, Callable[[int], Awaitable[ChurnRun]]] = {}
             for n in options.sizes:
@@ -286,8 +301,8 @@ async def run(options: ChurnOptions) -> None:
                     partial(churns.pilothouse, ours, ours_target, mesh, n)
                 )
                 sides[f"floor {n}"] = _each(partial(churns.floor, floor, floor_target, n))
-                if options.workers > 1:
-                    sides[f"workers {n}"] = _each(partial(churns.workers, n))
+                if n in by_size:
+                    sides[f"workers {n}"] = _each(partial(churns.pilothouse, *by_size[n], n))
             runs = await alternate(options.runs, sides)
     sizes = [
         ChurnSize(
@@ -333,6 +348,12 @@ def parse_options(argv: list[str] | None = None) -> ChurnOptions:
         type=int,
         default=1,
         help="also churn `serve --workers N` (N > 1) at each size, after the other two",
+    )
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=SETTLE,
+        help="seconds of quiet after a fleet converged, and over which idle CPU is measured",
     )
     options = parsed(parser, ChurnOptions, argv)
     if options.runs < 1 or options.rate <= 0 or options.duration <= 0 or options.workers < 1:

@@ -70,18 +70,20 @@ BASELINE = (
 )
 
 
-def fanout_command(proxies: int, workers: int, runs: int, streams: int) -> list[str]:
+def fanout_command(
+    proxies: int, workers: int, runs: int, streams: int, settle: Sequence[str] = ()
+) -> list[str]:
     return [
         sys.executable, str(HERE / "push_fanout.py"), "--proxies", str(proxies),
         "--runs", str(runs), "--no-slope", "--workers", str(workers),
-        "--streams-per-channel", str(streams),
+        "--streams-per-channel", str(streams), *settle,
     ]  # fmt: skip
 
 
-def fleet_command(proxies: int, workers: int) -> list[str]:
+def fleet_command(proxies: int, workers: int, settle: Sequence[str] = ()) -> list[str]:
     return [
         sys.executable, str(HERE / "fleet10k.py"), "--proxies", str(proxies),
-        "--workers", str(workers),
+        "--workers", str(workers), *settle,
     ]  # fmt: skip
 
 
@@ -281,6 +283,12 @@ def main() -> None:
         "--fleet-from", type=int, default=FLEET_FROM, help="sizes from here run fleet10k.py"
     )
     parser.add_argument("--timeout", type=float, default=600.0, help="per run, seconds")
+    parser.add_argument(
+        "--settle",
+        type=float,
+        help="handed to each run's --settle (default: each script's own; a smoke run "
+        "shortens its waits with it)",
+    )
     args = parser.parse_args()
     sizes = sorted({int(size) for size in args.sizes.split(",")})
     workers = sorted({int(count) for count in args.workers.split(",")})
@@ -288,6 +296,7 @@ def main() -> None:
         parser.error("--sizes needs at least two sizes")
     if not workers or workers[0] < 1:
         parser.error("--workers needs worker counts of at least 1")
+    settle = () if args.settle is None else ("--settle", str(args.settle))
     curve: list[dict[str, Any]] = []
     signal.signal(signal.SIGTERM, _stop)
     partial = None
@@ -295,10 +304,12 @@ def main() -> None:
         for proxies in sizes:
             for count in workers:
                 if proxies >= args.fleet_from:
-                    (result,) = run(fleet_command(proxies, count), args.timeout)
+                    (result,) = run(fleet_command(proxies, count, settle), args.timeout)
                     curve.append(fleet_point(proxies, count, result))
                 else:
-                    command = fanout_command(proxies, count, args.runs, args.streams_per_channel)
+                    command = fanout_command(
+                        proxies, count, args.runs, args.streams_per_channel, settle
+                    )
                     curve.append(fanout_point(proxies, count, run(command, args.timeout)))
                 print(f"{proxies} proxies, {count} workers: {curve[-1]}", file=sys.stderr)
     except Stopped:

@@ -30,6 +30,8 @@ from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS, push_order_key
 TYPES = (CDS, EDS, LDS, RDS)
 TRIGGERS = {"eds": EDS, "cds": CDS}
 SETTLE = 2.0
+"""Seconds a side waits after its fleet converged before reading RSS, and over which it
+measures its idle CPU (``--settle``: a smoke run shortens it)."""
 CONFIG_EVENT = re.compile(r"^(\S+Z) \w+ serve config update", re.MULTILINE)
 
 Fire = Callable[[str, int], Awaitable[None]]
@@ -41,6 +43,7 @@ class Limits:
 
     timeout: float
     tail: float
+    settle: float = SETTLE
 
 
 @dataclass
@@ -130,9 +133,9 @@ class Side:
         self.figures.rss_empty_kib = self.server.rss_kib()
         report = await start_converged(self.fleet, self.limits.timeout, self.name)
         self.figures.connect_seconds = report.wall
-        await asyncio.sleep(SETTLE)
+        await asyncio.sleep(self.limits.settle)
         self.figures.rss_connected_kib = self.server.rss_kib()
-        self.figures.idle_cpu_rate = await idle_cpu_rate(self.server, SETTLE)
+        self.figures.idle_cpu_rate = await idle_cpu_rate(self.server, self.limits.settle)
 
     async def push(self, kind: str, index: int, cluster: str) -> PushRun:
         """Time one push of ``kind`` to the fleet."""
@@ -162,7 +165,7 @@ class Side:
         more = self._fleet_factory(self.target, app)
         try:
             await start_converged(more, self.limits.timeout, f"{self.name}, second fleet")
-            await asyncio.sleep(SETTLE)
+            await asyncio.sleep(self.limits.settle)
             self.figures.rss_double_kib = self.server.rss_kib()
         finally:
             await more.close()

@@ -99,6 +99,8 @@ class Options:
     types: str
     baseline: bool
     workers: int = 1
+    settle: float = 1.0
+    """Seconds the probe waits after a change's first response for the rest of its push."""
 
 
 @dataclass
@@ -207,7 +209,7 @@ def _trigger(mesh: FanoutMesh, staged: FanoutMesh, work: Path) -> str:
 
 
 async def capture(
-    target: str, identity: ProxyNode, mesh: FanoutMesh | None = None
+    target: str, identity: ProxyNode, mesh: FanoutMesh | None = None, settle: float = 1.0
 ) -> tuple[list[Any], Recording]:
     """What pilothouse serves one sidecar, to load the floor with; with ``mesh``, also what
     each change sends (each made as the trigger makes it, then both undone)."""
@@ -219,7 +221,7 @@ async def capture(
             for kind in kinds:
                 mesh.set_state(kind, state)
             await probe.wait_for(lambda p: len(p.events) > before, 60)
-            await asyncio.sleep(1.0)  # the rest of the push (EDS after CDS, say)
+            await asyncio.sleep(settle)  # the rest of the push (EDS after CDS, say)
             await probe.wait_for(SimulatedProxy.settled, 60)
 
         await probe.wait_for(SimulatedProxy.settled, 60)
@@ -234,13 +236,18 @@ async def capture(
 
 
 async def floor_run(
-    options: Options, mesh: FanoutMesh, load: list[Any], recording: Recording, work: Path
+    options: Options,
+    mesh: FanoutMesh,
+    load: list[Any],
+    recording: Recording,
+    work: Path,
+    started: tuple[ServerProcess, str, servers.FloorControl],
 ) -> dict[str, Any]:
+    """The floor's run with the same load generator: ``started`` is the floor, up and idle
+    (it was started beside pilothouse, so that its start-up costs no time of its own)."""
     argv = ["--namespaces", ",".join(mesh.namespace_names)]
+    floor, target, control = started
     async with contextlib.AsyncExitStack() as stack:
-        floor, target, control = await servers.serving_floor(
-            stack, work / "floor.log", options.workers, control=True
-        )
         await control.load(load)
         if all(kind in recording.sent for kind in CHANGES):
             fifo = work / "floor-changes"
@@ -253,7 +260,7 @@ async def floor_run(
     return {"report": report, "cpu": cpu, "peak": peak, "held": held}
 
 
-async def _cancelled(task: asyncio.Task[None]) -> None:
+async def _cancelled(task: asyncio.Future[Any]) -> None:
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError, OSError):
         await task
@@ -456,25 +463,46 @@ async def run(options: Options) -> dict[str, Any]:
         staged.write()
         staged.set_state("cds", 1)
         staged.set_state("eds", 1)
-        env = {"PILOTHOUSE_FILE_DEBOUNCE": "0.05", "PILOTHOUSE_DEBOUNCE_AFTER": "0.1"}
-        async with contextlib.AsyncExitStack() as stack:
-            server, target = await servers.serving_pilothouse(
-                stack, mesh.root, work / "pilothouse.log", env, options.workers
+        async with contextlib.AsyncExitStack() as floor_stack:
+            # the floor starts beside pilothouse and waits, idle, for its own run
+            floor_started = None
+            if options.baseline:
+                floor_started = asyncio.ensure_future(
+                    servers.serving_floor(floor_stack, work / "floor.log", options.workers, True)
+                )
+                floor_stack.push_async_callback(_cancelled, floor_started)
+            ours, cpu, peak, held, load, recording = await pilothouse_run(
+                options, mesh, staged, work
             )
-            load, recording = await capture(
-                target,
-                fleet_identities(1, namespaces=mesh.namespace_names, app="probe")[0],
-                mesh if options.baseline else None,
-            )
-            argv = [
-                "--namespaces", ",".join(mesh.namespace_names), "--scenario", "push",
-                "--repeat", str(len(CHANGES)), "--trigger", _trigger(mesh, staged, work),
-            ]  # fmt: skip
-            ours, cpu, peak, held = await load_generator(
-                options, target, server, argv, work, "ours"
-            )
-        floor = await floor_run(options, mesh, load, recording, work) if options.baseline else None
+            floor = None
+            if floor_started is not None:
+                started = await floor_started
+                floor = await floor_run(options, mesh, load, recording, work, started)
         return figures(options, ours, cpu, peak, floor, held)
+
+
+async def pilothouse_run(
+    options: Options, mesh: FanoutMesh, staged: FanoutMesh, work: Path
+) -> tuple[dict[str, Any], float, TreeSample, Held, list[Any], Recording]:
+    """pilothouse's run: its report, its CPU, the load generator's peak, the connections
+    held, and what the floor is to be loaded with and replay."""
+    env = {"PILOTHOUSE_FILE_DEBOUNCE": "0.05", "PILOTHOUSE_DEBOUNCE_AFTER": "0.1"}
+    async with contextlib.AsyncExitStack() as stack:
+        server, target = await servers.serving_pilothouse(
+            stack, mesh.root, work / "pilothouse.log", env, options.workers
+        )
+        load, recording = await capture(
+            target,
+            fleet_identities(1, namespaces=mesh.namespace_names, app="probe")[0],
+            mesh if options.baseline else None,
+            options.settle,
+        )
+        argv = [
+            "--namespaces", ",".join(mesh.namespace_names), "--scenario", "push",
+            "--repeat", str(len(CHANGES)), "--trigger", _trigger(mesh, staged, work),
+        ]  # fmt: skip
+        ours, cpu, peak, held = await load_generator(options, target, server, argv, work, "ours")
+    return ours, cpu, peak, held, load, recording
 
 
 def parse_options() -> Options:
@@ -491,6 +519,12 @@ def parse_options() -> Options:
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--types", default="cds,eds,lds,rds")
     parser.add_argument("--no-baseline", action="store_true", help="skip the transport floor")
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=1.0,
+        help="seconds the probe waits after a change's first response for the rest of its push",
+    )
     parser.add_argument(
         "--workers",
         type=int,
@@ -514,6 +548,7 @@ def parse_options() -> Options:
         types=args.types,
         baseline=not args.no_baseline,
         workers=args.workers,
+        settle=args.settle,
     )
 
 

@@ -91,6 +91,7 @@ class Options:
     timeout: float
     tail: float
     workers: int
+    settle: float
 
 
 async def compare(
@@ -108,17 +109,16 @@ async def compare(
             app=app,
         )
 
-    limits = Limits(options.timeout, options.tail)
+    limits = Limits(options.timeout, options.tail, options.settle)
     env = {
         "PILOTHOUSE_FILE_DEBOUNCE": str(options.file_debounce),
         "PILOTHOUSE_DEBOUNCE_AFTER": str(options.debounce_after),
     }
     log = work / "pilothouse.log"
-    ours_process, ours_target = await servers.serving_pilothouse(
-        stack, mesh.root, log, env, options.workers
-    )
-    floor_process, floor_target, control = await servers.serving_floor(
-        stack, work / "floor.log", options.workers, control=True
+    # both start at once (neither is measured before both are up)
+    (ours_process, ours_target), (floor_process, floor_target, control) = await asyncio.gather(
+        servers.serving_pilothouse(stack, mesh.root, log, env, options.workers),
+        servers.serving_floor(stack, work / "floor.log", options.workers, control=True),
     )
     apply = control.apply
     recording = Recording()
@@ -131,7 +131,7 @@ async def compare(
     async def fire_floor(kind: str, index: int) -> None:
         await apply(recording.push_request(kind, index))
 
-    await asyncio.sleep(SETTLE)
+    await asyncio.sleep(options.settle)
     ours = Side(ours_process, ours_target, fire_ours, fleet, limits)
     stack.push_async_callback(ours.close)
     await ours.connect()
@@ -140,14 +140,15 @@ async def compare(
     stack.push_async_callback(floor.close)
     await floor.connect()
 
+    pause = min(PAUSE, options.settle)  # between one side's push and the other's
     for kind in TRIGGERS:
         for index in range(options.runs):
             mark = time.monotonic()
             await ours.push(kind, index, mesh.cluster(0))
             recording.record(kind, ours.probe, mark)
-            await asyncio.sleep(PAUSE)
+            await asyncio.sleep(pause)
             await floor.push(kind, index, mesh.cluster(0))
-            await asyncio.sleep(PAUSE)
+            await asyncio.sleep(pause)
     ours.figures.watch_latency = writes.latencies()
     for side, target in ((ours, ours_target), (floor, floor_target)):
         side.figures.connections = side.server.connections(int(target.rsplit(":", 1)[1]))
@@ -178,6 +179,13 @@ def parse_options(argv: list[str] | None = None) -> Options:
     )
     parser.add_argument("--timeout", type=float, default=90.0, help="per wait, seconds")
     parser.add_argument("--tail", type=float, default=0.3, help="quiet seconds that end a push")
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=SETTLE,
+        help="seconds to wait once the servers are up and once a fleet converged, and to "
+        f"measure idle CPU over (and, up to {PAUSE} s, between pushes)",
+    )
     options = parsed(parser, Options, argv)
     if options.workers < 1:
         parser.error("--workers must be at least 1")

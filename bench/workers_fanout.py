@@ -53,7 +53,7 @@ async def side(
             streams_per_channel=args.streams_per_channel, timeout=120,
         )  # fmt: skip
         connect = time.monotonic() - began
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(args.settle)
         p50s, lasts = [], []
         for _ in range(args.runs):
             updated = holds_new(fleet, CDS, mesh.cluster(0))
@@ -64,7 +64,7 @@ async def side(
                 raise RuntimeError(f"{len(report.unconverged)} proxies missed the push")
             p50s.append(report.p50)
             lasts.append(max(report.durations))
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(args.settle / 2)
     return {
         "connect_s": round(connect, 3),
         "push_p50_s": round(statistics.median(p50s), 4),
@@ -78,6 +78,12 @@ async def main() -> None:
     parser.add_argument("--services", type=int, default=50)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--streams-per-channel", type=int, default=5)
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=1.0,
+        help="seconds the fleet is left alone once converged (half that after each push)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="workers-fanout-") as scratch:
         folder = Path(scratch)

@@ -26,7 +26,7 @@ from pilothouse.loadtest.watch import error_examples
 
 ERROR_EXAMPLES = 3
 SETTLE = 1.0
-"""Seconds a freshly started server is left alone before the storm."""
+"""Seconds a freshly started server is left alone before the storm (by default)."""
 
 
 @dataclass(frozen=True)
@@ -70,10 +70,11 @@ async def storm_on(
     *,
     streams_per_channel: int,
     timeout: float,
+    settle: float = SETTLE,
 ) -> tuple[StormRun, ProxyFleet]:
     """A storm of a new fleet (closed with ``stack``) against a server just started, after
-    ``SETTLE`` seconds left alone."""
-    await asyncio.sleep(SETTLE)
+    ``settle`` seconds left alone."""
+    await asyncio.sleep(settle)
     fleet = connect(target, proxies, namespaces, streams_per_channel=streams_per_channel)
     stack.push_async_callback(fleet.close)
     return await storm(fleet, server, timeout), fleet

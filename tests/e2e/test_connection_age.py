@@ -117,8 +117,13 @@ async def test_connection_age_spreads_proxies_over_a_replica_started_later(
             async with serving(mesh, tmp_path / "second.log") as second:
                 fleet.set_servers([address(first), address(second)])  # the Service's endpoints
                 opened = sum(proxy.streams_opened for proxy in fleet.proxies)
-                # three rounds of ageing: every proxy reconnects, each time to either
-                await asyncio.sleep(3 * (1.1 * AGE + GRACE + 0.5))
+                # rounds of ageing: every proxy reconnects, each time to either; two rounds'
+                # worth of new streams come within three rounds' time
+                deadline = time.monotonic() + 3 * (1.1 * AGE + GRACE + 0.5)
+                while time.monotonic() < deadline:
+                    if sum(p.streams_opened for p in fleet.proxies) - opened >= 2 * PROXIES:
+                        break
+                    await asyncio.sleep(0.1)
                 assert sum(p.streams_opened for p in fleet.proxies) - opened >= 2 * PROXIES
                 for _ in range(5):
                     # each connect is a fair coin: 200 proxies put 100 ± 7 on each replica,

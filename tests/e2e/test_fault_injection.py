@@ -60,8 +60,9 @@ FLAVOURS = ("sotw", "delta")
 """One Envoy per ADS flavour, each in its own namespace with its own egress port."""
 RATE = 50.0
 """Requests per second through each Envoy."""
-HOLD = 3.0
-"""How long traffic runs with the control plane dead, and with the directory away."""
+HOLD = 2.0
+"""How long traffic runs with the control plane dead, and with the directory away (at
+``RATE``, 100 requests through each Envoy, of which at least half must land in the phase)."""
 RECONNECT = 40.0
 """Longest wait from the restart until traffic follows the restarted control plane: its
 start-up, then Envoy's ADS reconnect backoff, which is fully jittered exponential from
