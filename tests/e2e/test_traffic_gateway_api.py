@@ -8,10 +8,11 @@ condition with a deadline): path and header matches with the spec's precedence a
 path-separated prefix; request and response header modifiers; a weighted split; a
 redirect and a prefix rewrite; a mirror; a backend in another namespace refused (500)
 until a ReferenceGrant file appears, with the route's status saying why; a TCP listener
-and its TCPRoute; kubectl's names on ``/debug/configz``; and a route file edit that moves
-live traffic. A second test runs GAMMA on a real sidecar (an HTTPRoute, a TCPRoute
-and a TLSRoute with a Service parent), a third a GRPCRoute's method, service and header
-matches between real gRPC backends, a fourth TLS Passthrough by SNI.
+and its TCPRoute; a named rule's route name in Envoy's config dump; kubectl's names on
+``/debug/configz``; and a route file edit that moves live traffic. A second test runs
+GAMMA on a real sidecar (an HTTPRoute, a TCPRoute and a TLSRoute with a Service parent),
+a third a GRPCRoute's method, service and header matches between real gRPC backends, a
+fourth TLS Passthrough by SNI.
 """
 
 from __future__ import annotations
@@ -115,6 +116,7 @@ def _routes(api_backend: str) -> str:
                     "backendRefs": [_backend("v2")],
                 },
                 {
+                    "name": "split",
                     "matches": [{"path": {"type": "PathPrefix", "value": "/split"}}],
                     "backendRefs": [_backend("v1", weight=1), _backend("v2", weight=3)],
                 },
@@ -260,7 +262,7 @@ async def test_gateway_api_routes_real_traffic_from_files(
             admin_port=0,
             transport=transport,
         )
-        await envoy_factory(envoy_bootstrap(options))
+        envoy = await envoy_factory(envoy_bootstrap(options))
         await wait_for_port(listen, timeout=10)
 
         def describe() -> str:
@@ -306,6 +308,16 @@ async def test_gateway_api_routes_real_traffic_from_files(
         assert report.ok == 200, report.summary()
         share = 100 * report.upstreams["v2"] / 200
         assert 63 <= share <= 87, report.summary()  # 75 ± 3.5 standard deviations
+        # A named rule names its routes in Envoy's route configuration; others keep theirs.
+        dump = await envoy.config_dump()
+        (held,) = [c for c in dump["configs"] if c["@type"].endswith(".RoutesConfigDump")]
+        named = {
+            route["name"]
+            for config in held["dynamic_route_configs"]
+            for host in config["route_config"]["virtual_hosts"]
+            for route in host["routes"]
+        }
+        assert {"edge.shop.split", "edge.shop.0.0"} <= named, sorted(named)
         # Another namespace's Service: refused (500) until a ReferenceGrant allows it, and
         # the route's status says why.
         assert (await get("/far")).status == 500
