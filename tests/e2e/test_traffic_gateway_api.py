@@ -8,10 +8,11 @@ condition with a deadline): path and header matches with the spec's precedence a
 path-separated prefix; request and response header modifiers; a weighted split; a
 redirect and a prefix rewrite; a mirror; a backend in another namespace refused (500)
 until a ReferenceGrant file appears, with the route's status saying why; a TCP listener
-and its TCPRoute; kubectl's names on ``/debug/configz``; and a route file edit that
-moves live traffic. A second test runs GAMMA on a real sidecar (an HTTPRoute and a
-TCPRoute with a Service parent), a third a GRPCRoute's method, service and header matches
-between real gRPC backends, a fourth TLS Passthrough by SNI.
+and its TCPRoute; a named rule's route name in Envoy's config dump; kubectl's names on
+``/debug/configz``; and a route file edit that moves live traffic. A second test runs
+GAMMA on a real sidecar (an HTTPRoute, a TCPRoute and a TLSRoute with a Service parent),
+a third a GRPCRoute's method, service and header matches between real gRPC backends, a
+fourth TLS Passthrough by SNI.
 """
 
 from __future__ import annotations
@@ -115,6 +116,7 @@ def _routes(api_backend: str) -> str:
                     "backendRefs": [_backend("v2")],
                 },
                 {
+                    "name": "split",
                     "matches": [{"path": {"type": "PathPrefix", "value": "/split"}}],
                     "backendRefs": [_backend("v1", weight=1), _backend("v2", weight=3)],
                 },
@@ -260,7 +262,7 @@ async def test_gateway_api_routes_real_traffic_from_files(
             admin_port=0,
             transport=transport,
         )
-        await envoy_factory(envoy_bootstrap(options))
+        envoy = await envoy_factory(envoy_bootstrap(options))
         await wait_for_port(listen, timeout=10)
 
         def describe() -> str:
@@ -306,6 +308,16 @@ async def test_gateway_api_routes_real_traffic_from_files(
         assert report.ok == 200, report.summary()
         share = 100 * report.upstreams["v2"] / 200
         assert 63 <= share <= 87, report.summary()  # 75 ± 3.5 standard deviations
+        # A named rule names its routes in Envoy's route configuration; others keep theirs.
+        dump = await envoy.config_dump()
+        (held,) = [c for c in dump["configs"] if c["@type"].endswith(".RoutesConfigDump")]
+        named = {
+            route["name"]
+            for config in held["dynamic_route_configs"]
+            for host in config["route_config"]["virtual_hosts"]
+            for route in host["routes"]
+        }
+        assert {"edge.shop.split", "edge.shop.0.0"} <= named, sorted(named)
         # Another namespace's Service: refused (500) until a ReferenceGrant allows it, and
         # the route's status says why.
         assert (await get("/far")).status == 500
@@ -336,14 +348,42 @@ async def test_gateway_api_routes_real_traffic_from_files(
         await serve.stop()
 
 
+async def _tls_backend(name: str, context: ssl.SSLContext) -> asyncio.Server:
+    """A TLS server answering one HTTP/1.1 request with ``x-upstream: <name>``."""
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(
+            f"HTTP/1.1 200 OK\r\nx-upstream: {name}\r\nconnection: close\r\n".encode()
+            + b"content-length: 0\r\n\r\n"
+        )
+        await writer.drain()
+        writer.close()
+
+    return await asyncio.start_server(answer, LOOPBACK, 0, ssl=context)
+
+
 async def test_gamma_a_service_parent_changes_a_sidecar_s_routing(
-    envoy_factory: EnvoyFleet, upstream_factory: UpstreamPool
+    envoy_factory: EnvoyFleet, upstream_factory: UpstreamPool, tmp_path: Path
 ) -> None:
     """An HTTPRoute whose parent is the Service ``reviews`` sends the sidecar's canary
     requests to ``reviews-v2``; the rest still reach ``reviews``. An Istio VirtualService
     for another service of the same sidecar keeps working beside it. A TCPRoute whose
-    parent is the Service ``db`` sends the sidecar's TCP connections for it to ``db-v2``."""
-    namespace, port, tcp_port = "shop", free_port(), free_port()
+    parent is the Service ``db`` sends the sidecar's TCP connections for it to ``db-v2``.
+    A TLSRoute whose parent is the Service ``vault`` sends the sidecar's TLS connections
+    with SNI ``vault``'s host, unopened, to ``vault-v2``; other names still reach
+    ``vault``."""
+    namespace, port, tcp_port, tls_port = "shop", free_port(), free_port(), free_port()
+    vault_host = fqdn("vault", namespace)
+    authority = ThrowawayCa(tmp_path / "ca")
+    issued = authority.issue("vault", (vault_host, "other.example.test"))
+    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_context.load_cert_chain(str(issued.cert), str(issued.key))
+    vault = await _tls_backend("vault", server_context)
+    vault_v2 = await _tls_backend("vault-v2", server_context)
+    vault_ends = [
+        GrpcEndpoint(LOOPBACK, server.sockets[0].getsockname()[1]) for server in (vault, vault_v2)
+    ]
     stable = await upstream_factory("reviews")
     canary = await upstream_factory("reviews-v2")
     ratings = await upstream_factory("ratings")
@@ -355,8 +395,14 @@ async def test_gamma_a_service_parent_changes_a_sidecar_s_routing(
         "captureMode": "NONE",
         "hosts": [f"./{fqdn('db', namespace)}"],
     }
+    tls_egress = {
+        "port": {"number": tls_port, "protocol": "TLS", "name": "egress-tls"},
+        "bind": LOOPBACK,
+        "captureMode": "NONE",
+        "hosts": [f"./{vault_host}"],
+    }
     with_tcp = sidecar(namespace, port)
-    with_tcp["spec"]["egress"].append(tcp_egress)
+    with_tcp["spec"]["egress"].extend([tcp_egress, tls_egress])
     mesh = render(
         service("reviews", namespace, port, [(stable, {})]),
         service("reviews-v2", namespace, port, [(canary, {})]),
@@ -364,7 +410,18 @@ async def test_gamma_a_service_parent_changes_a_sidecar_s_routing(
         service("ratings-v2", namespace, port, [(ratings_v2, {})]),
         service("db", namespace, tcp_port, [(db, {})], protocol="TCP"),
         service("db-v2", namespace, tcp_port, [(db_v2, {})], protocol="TCP"),
+        service("vault", namespace, tls_port, [(vault_ends[0], {})], protocol="TLS"),  # type: ignore[list-item]
+        service("vault-v2", namespace, tls_port, [(vault_ends[1], {})], protocol="TLS"),  # type: ignore[list-item]
         with_tcp,
+        {
+            "apiVersion": "gateway.networking.k8s.io/v1alpha2",
+            "kind": "TLSRoute",
+            "metadata": {"name": "vault-move", "namespace": namespace},
+            "spec": {
+                "parentRefs": [{"group": "", "kind": "Service", "name": "vault"}],
+                "rules": [{"backendRefs": [{"name": "vault-v2", "port": tls_port}]}],
+            },
+        },
         {
             "apiVersion": "gateway.networking.k8s.io/v1alpha2",
             "kind": "TCPRoute",
@@ -406,12 +463,27 @@ async def test_gamma_a_service_parent_changes_a_sidecar_s_routing(
         rated = await send_requests(LOOPBACK, port, 3, authority=fqdn("ratings", namespace))
         await wait_for_port(tcp_port, timeout=10)
         moved = await send_requests(LOOPBACK, tcp_port, 3, authority=fqdn("db", namespace))
+        await wait_for_port(tls_port, timeout=10)
+        trusting = client_ssl_context(authority.cert_path)
+        by_sni = {
+            name: await fetch(
+                LOOPBACK, tls_port, "/", authority=name, ssl_context=trusting, server_hostname=name
+            )
+            for name in (vault_host, "other.example.test")
+        }
     finally:
         await plane.stop()
+        for server in (vault, vault_v2):
+            server.close()
+            await server.wait_closed()
     assert dict(plain.upstreams) == {"reviews": 5}, plain.summary()
     assert dict(flagged.upstreams) == {"reviews-v2": 5}, flagged.summary()
     assert dict(rated.upstreams) == {"ratings-v2": 3}, rated.summary()
     assert dict(moved.upstreams) == {"db-v2": 3}, moved.summary()
+    assert {name: answer.header("x-upstream") for name, answer in by_sni.items()} == {
+        vault_host: "vault-v2",
+        "other.example.test": "vault",
+    }
 
 
 @dataclass(frozen=True)

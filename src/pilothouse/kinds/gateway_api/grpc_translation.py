@@ -21,6 +21,7 @@ from pilothouse.kinds.gateway_api.http_translation import (
     destinations_json,
     headers_json,
     mirror_json,
+    route_name,
     route_order,
     string_match,
 )
@@ -75,7 +76,7 @@ def grpc_entries(
             match_index,
         )
         entry = dict(base)
-        entry["name"] = f"{route.namespace}.{route.name}.{rule_index}.{match_index}"
+        entry["name"] = route_name(route, rule.name, rule_index, match_index)
         entry["match"] = [conditions]
         entries.append(Entry(order, entry))
     return entries

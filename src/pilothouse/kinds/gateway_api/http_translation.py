@@ -19,6 +19,8 @@ with the key that orders them by the spec's precedence.
 - Order (the spec's precedence): Exact before PathPrefix before RegularExpression, longer
   paths first; then a method match; more header matches; more query matches; the older
   route; the route's ``namespace/name``; the rule's and the match's order.
+- Names: an entry (so its Envoy route) is named ``<ns>.<route>.<rule name>`` when the
+  rule has a ``name``, else ``<ns>.<route>.<rule index>.<match index>``.
 """
 
 from __future__ import annotations
@@ -191,7 +193,7 @@ def http_entries(
         )
         for part, uri in enumerate(_uris(path_type, path)):
             entry = dict(base)
-            entry["name"] = f"{route.namespace}.{route.name}.{rule_index}.{match_index}"
+            entry["name"] = route_name(route, rule.name, rule_index, match_index)
             entry["match"] = [{**conditions, **({"uri": uri} if uri else {})}]
             if rewrite_prefix is not None:
                 entry["rewrite"] = {
@@ -205,6 +207,14 @@ def http_entries(
                 }
             entries.append(Entry((*order, part), entry))
     return entries
+
+
+def route_name(route: Config, rule_name: str, rule_index: int, match_index: int) -> str:
+    """The name of a rule's routes: ``<ns>.<route>.<rule name>`` for a named rule (the
+    spec's NamedRouteRule), else ``<ns>.<route>.<rule index>.<match index>``."""
+    if rule_name:
+        return f"{route.namespace}.{route.name}.{rule_name}"
+    return f"{route.namespace}.{route.name}.{rule_index}.{match_index}"
 
 
 def _uris(path_type: str, path: str) -> list[dict[str, str] | None]:

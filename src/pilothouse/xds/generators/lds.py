@@ -60,7 +60,6 @@ from pilothouse.xds.builders.listener_sidecar import (
     build_outbound_listener,
     build_virtual_outbound_listener,
 )
-from pilothouse.xds.builders.names import outbound_cluster_name
 from pilothouse.xds.builders.route_l4 import build_tcp_route_clusters, tls_route_matches
 from pilothouse.xds.builders.route_match import resolve_gateway_name
 from pilothouse.xds.builders.telemetry import apply_telemetry
@@ -74,7 +73,7 @@ from pilothouse.xds.generators.envoy_filters import (
 )
 from pilothouse.xds.generators.inbound import inbound_ports
 from pilothouse.xds.generators.lds_inbound import inbound_listener
-from pilothouse.xds.generators.mesh_tcp import tcp_destinations
+from pilothouse.xds.generators.mesh_tls import outbound_l4_listener
 from pilothouse.xds.generators.routing import resolver_for
 from pilothouse.xds.generators.scope_inputs import ScopeInputs, scope_inputs
 from pilothouse.xds.generators.wasm_plugins import with_plugins
@@ -281,14 +280,8 @@ def _egress_listener(scope: ScopeInputs, entry: Any) -> Any:
             extra={"namespace": scope.namespace, "port": port, "services": len(services)},
         )
         return None
-    cluster = outbound_cluster_name(services[0].hostname, port)
-    routed = tcp_destinations(scope, services[0].hostname, port)
-    return build_outbound_listener(
-        address,
-        port,
-        protocol,
-        capture_none=capture_none,
-        destinations=routed or (WeightedCluster(cluster, 1),),
+    return outbound_l4_listener(
+        scope, address, port, protocol, services[0].hostname, capture_none=capture_none
     )
 
 
@@ -310,15 +303,9 @@ def _default_outbound(scope: ScopeInputs) -> list[Any]:
                 )
             )
         elif len(entries) == 1:
-            cluster = outbound_cluster_name(entries[0][0], port)
-            routed = tcp_destinations(scope, entries[0][0], port)
             listeners.append(
-                build_outbound_listener(
-                    WILDCARD,
-                    port,
-                    protocol,
-                    capture_none=False,
-                    destinations=routed or (WeightedCluster(cluster, 1),),
+                outbound_l4_listener(
+                    scope, WILDCARD, port, protocol, entries[0][0], capture_none=False
                 )
             )
     return listeners

@@ -120,6 +120,44 @@ async def test_a_sidecar_s_tcp_listener_follows_the_mesh_tcp_route() -> None:
     assert own == "outbound|5433||primary.data.svc.cluster.local"
 
 
+def proxies_by_sni(listener: dict[str, Any]) -> dict[tuple[str, ...], Any]:
+    """Each chain's ``tcp_proxy`` destination, by the chain's server names."""
+    found: dict[tuple[str, ...], Any] = {}
+    for chain in listener["filterChains"]:
+        names = tuple(chain.get("filterChainMatch", {}).get("serverNames", []))
+        (proxy,) = [
+            f["typedConfig"]
+            for f in chain["filters"]
+            if f["name"] == "envoy.filters.network.tcp_proxy"
+        ]
+        found[names] = proxy.get("cluster") or [
+            (c["name"], c["weight"]) for c in proxy["weightedClusters"]["clusters"]
+        ]
+    return found
+
+
+async def test_a_sidecar_s_tls_listener_follows_the_mesh_tls_route_by_sni() -> None:
+    """The TLSRoute with the Service parent ``vault`` (no hostnames: the Service's own
+    host as SNI) sends the sidecar's TLS connections for that name to ``primary``, behind
+    the TLS inspector; other names keep the service's own cluster."""
+    store = MemoryStore(name="test")
+    for config in configs():
+        store.apply(config)
+    store.mark_synced()
+    client = parse_node("sidecar~10.0.0.9~app-1.apps~apps.svc.cluster.local")
+    (snapshot,) = (await snapshot_store(store, {"client": client})).values()
+    listener: dict[str, Any] = snapshot.json("lds")["0.0.0.0_8443"]
+    assert proxies_by_sni(listener) == {
+        ("vault.data.svc.cluster.local",): "outbound|5433||primary.data.svc.cluster.local",
+        (): "outbound|8443||vault.data.svc.cluster.local",
+    }
+    assert [f["name"] for f in listener["listenerFilters"]] == [
+        "envoy.filters.listener.tls_inspector"
+    ]
+    # a TCP port keeps its single chain, without the inspector
+    assert "listenerFilters" not in snapshot.json("lds")["0.0.0.0_5432"]
+
+
 MIXED = """\
 apiVersion: networking.istio.io/v1
 kind: ServiceEntry
