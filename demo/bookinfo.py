@@ -4,13 +4,14 @@ Starts, all on 127.0.0.1 with ports chosen at run time and every file in one tem
 directory: one small HTTP server per bookinfo workload (each answers with its own name),
 `pilothouse serve` on a copy of examples/ whose ports are rewritten to the chosen ones
 (its CA and the local token issuer it trusts in the directory's `.pilothouse/`), and the
-ingress gateway's node agent, `pilothouse agent`: it gets the gateway's certificate with a
-CSR authenticated by a token from that issuer (`pilothouse token create`), writes Envoy's
-bootstrap (ADS and SDS over its Unix sockets), starts Envoy with istio-agent's drain
-flags and carries Envoy's ADS stream to pilothouse's TLS port. Then it sends requests
-through the gateway, prints the routing it observed (the reviews weight split, the
-header route for `end-user: jason`, the productpage route), and stops everything it
-started, also on failure (the agent drains and stops its Envoy on SIGTERM).
+ingress gateway's node agent, `pilothouse agent`: it gets the gateway's certificate with
+a CSR authenticated by a token from that issuer (minted as `pilothouse token create`
+does), writes Envoy's bootstrap (ADS and SDS over its Unix sockets), starts Envoy with
+istio-agent's drain flags and carries Envoy's ADS stream to pilothouse's TLS port. Then
+it sends requests through the gateway, prints the routing it observed (the reviews
+weight split, the header route for `end-user: jason`, the productpage route), and stops
+everything it started, also on failure (the agent drains and stops its Envoy on
+SIGTERM).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from pilothouse.security.token_issuer import TokenIssuer  # noqa: E402
 from tests.e2e.harness.client import fetch, send_requests  # noqa: E402
 from tests.e2e.harness.envoy import envoy_binary  # noqa: E402
 from tests.e2e.harness.ports import free_ports, wait_for_port  # noqa: E402
@@ -129,12 +131,10 @@ async def demo(workdir: Path) -> int:
              "--ca-dir", str(state / "ca"), "--local-issuer-dir", str(state / "token-issuer")],
             cwd=workdir, start_new_session=True, text=True,
         )  # fmt: skip
-        token = subprocess.run(
-            [*PILOTHOUSE, "token", "create", GATEWAY_ACCOUNT, "-n", "bookinfo",
-             "--issuer-dir", str(state / "token-issuer")],
-            cwd=workdir, capture_output=True, text=True, check=True,
-        ).stdout.strip()  # fmt: skip
-        (gateway / "istio-token").write_text(token + "\n")
+        # what `pilothouse token create istio-ingressgateway -n bookinfo` prints, minted
+        # here (one Python start fewer): the issuer serve trusts by default
+        issuer = TokenIssuer.open(state / "token-issuer")
+        (gateway / "istio-token").write_text(issuer.token("bookinfo", GATEWAY_ACCOUNT) + "\n")
         root_cert = state / "ca" / "root-cert.pem"
         await wait_for_file(root_cert, server, "pilothouse")
         # the agent starts while pilothouse is still starting: it dials until it answers
