@@ -55,7 +55,7 @@ run: install
 
 ## demo: the example mesh carrying real HTTP through a real Envoy gateway
 demo: install
-	@echo "demo: starting the upstreams, pilothouse and an Envoy gateway (a few seconds)"
+	@echo "demo: starting the upstreams, pilothouse and the gateway's node agent with its Envoy (a few seconds)"
 	$(BIN)/python demo/bookinfo.py
 
 ## lint: ruff and mypy --strict

@@ -1,11 +1,17 @@
 """`make demo`: the example mesh carrying real HTTP through a real Envoy gateway.
 
-Starts, all on 127.0.0.1 with ports chosen at run time: one small HTTP server per
-bookinfo workload (each answers with its own name), `pilothouse serve` on a copy of
-examples/ whose ports are rewritten to the chosen ones, and an Envoy ingress gateway
-bootstrapped from pilothouse. Then it sends requests through the gateway, prints the
-routing it observed (the reviews weight split, the header route for `end-user: jason`,
-the productpage route), and stops everything it started, also on failure.
+Starts, all on 127.0.0.1 with ports chosen at run time and every file in one temporary
+directory: one small HTTP server per bookinfo workload (each answers with its own name),
+`pilothouse serve` on a copy of examples/ whose ports are rewritten to the chosen ones
+(its CA and the local token issuer it trusts in the directory's `.pilothouse/`), and the
+ingress gateway's node agent, `pilothouse agent`: it gets the gateway's certificate with
+a CSR authenticated by a token from that issuer (minted as `pilothouse token create`
+does), writes Envoy's bootstrap (ADS and SDS over its Unix sockets), starts Envoy with
+istio-agent's drain flags and carries Envoy's ADS stream to pilothouse's TLS port. Then
+it sends requests through the gateway, prints the routing it observed (the reviews
+weight split, the header route for `end-user: jason`, the productpage route), and stops
+everything it started, also on failure (the agent drains and stops its Envoy on
+SIGTERM).
 """
 
 from __future__ import annotations
@@ -25,13 +31,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pilothouse.bootstrap.envoy import (  # noqa: E402
-    EnvoyBootstrapOptions,
-    XdsTransport,
-    envoy_bootstrap,
-)
+from pilothouse.security.token_issuer import TokenIssuer  # noqa: E402
 from tests.e2e.harness.client import fetch, send_requests  # noqa: E402
-from tests.e2e.harness.envoy import EnvoyProcess  # noqa: E402
+from tests.e2e.harness.envoy import envoy_binary  # noqa: E402
 from tests.e2e.harness.ports import free_ports, wait_for_port  # noqa: E402
 from tests.e2e.harness.upstreams import UpstreamPool  # noqa: E402
 
@@ -44,7 +46,9 @@ WORKLOADS = {
     19085: "ratings",
 }
 GATEWAY_NODE = "router~127.0.0.1~ingressgateway-1.bookinfo~bookinfo.svc.cluster.local"
+GATEWAY_ACCOUNT = "istio-ingressgateway"
 REQUESTS = 400
+PILOTHOUSE = [sys.executable, "-m", "pilothouse.cli.main"]
 
 
 def rewrite_ports(mesh: Path, mapping: dict[int, int]) -> None:
@@ -55,19 +59,47 @@ def rewrite_ports(mesh: Path, mapping: dict[int, int]) -> None:
         path.write_text(text)
 
 
-async def wait_ready(port: int, process: subprocess.Popen[str], timeout: float = 30) -> None:
+async def wait_ready(
+    port: int, path: str, process: subprocess.Popen[str], name: str, timeout: float = 30
+) -> None:
+    """Until ``path`` on ``port`` answers 200 (``name`` exiting first is an error)."""
     deadline = time.monotonic() + timeout
     while True:
         if process.poll() is not None:
-            raise RuntimeError("pilothouse exited early")
+            raise RuntimeError(f"{name} exited early (status {process.returncode})")
         try:
-            if (await fetch("127.0.0.1", port, "/ready", timeout=1)).status == 200:
+            if (await fetch("127.0.0.1", port, path, timeout=1)).status == 200:
                 return
         except OSError:
             pass
         if time.monotonic() > deadline:
-            raise TimeoutError("pilothouse did not become ready")
+            raise TimeoutError(f"{name} did not become ready")
         await asyncio.sleep(0.1)
+
+
+async def wait_for_file(
+    path: Path, process: subprocess.Popen[str], name: str, timeout: float = 30
+) -> None:
+    """Until ``path`` exists (``name`` exiting first is an error)."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if process.poll() is not None:
+            raise RuntimeError(f"{name} exited early (status {process.returncode})")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{name} did not write {path}")
+        await asyncio.sleep(0.05)
+
+
+def stop(process: subprocess.Popen[str] | None) -> None:
+    """SIGTERM, then SIGKILL to its process group if it lingers."""
+    if process is None or process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
 def shares(counts: Counter[str]) -> str:
@@ -78,10 +110,13 @@ def shares(counts: Counter[str]) -> str:
 async def demo(workdir: Path) -> int:
     mesh = workdir / "mesh"
     shutil.copytree(ROOT / "examples", mesh)
-    gateway_port, xds_port, admin_port = free_ports(3)
+    state = workdir / ".pilothouse"
+    gateway = workdir / "gateway"
+    gateway.mkdir()
+    gateway_port, xds_port, tls_port, admin_port, envoy_admin, status_port = free_ports(6)
     pool = UpstreamPool()
     server: subprocess.Popen[str] | None = None
-    envoy: EnvoyProcess | None = None
+    agent: subprocess.Popen[str] | None = None
     try:
         mapping = {8080: gateway_port}
         for port, name in WORKLOADS.items():
@@ -89,26 +124,36 @@ async def demo(workdir: Path) -> int:
         rewrite_ports(mesh, mapping)
         print(f"upstreams: {', '.join(WORKLOADS.values())} on 127.0.0.1")
         server = subprocess.Popen(
-            [sys.executable, "-m", "pilothouse.cli.main", "serve", "--config", str(mesh),
+            [*PILOTHOUSE, "serve", "--config", str(mesh),
              "--xds-address", f"127.0.0.1:{xds_port}",
+             "--xds-tls-address", f"127.0.0.1:{tls_port}",
              "--admin-address", f"127.0.0.1:{admin_port}", "--log-level", "warn",
-             "--xds-tls-address", ""],
-            start_new_session=True, text=True,
+             "--ca-dir", str(state / "ca"), "--local-issuer-dir", str(state / "token-issuer")],
+            cwd=workdir, start_new_session=True, text=True,
         )  # fmt: skip
-        await wait_ready(admin_port, server)
-        print(f"pilothouse: xDS on 127.0.0.1:{xds_port}, ready")
-        options = EnvoyBootstrapOptions(
-            node_id=GATEWAY_NODE,
-            node_metadata={"NAMESPACE": "bookinfo", "LABELS": {"istio": "ingressgateway"}},
-            xds_port=xds_port,
-            admin_port=0,
-            transport=XdsTransport.DELTA,
-        )
-        envoy = EnvoyProcess(envoy_bootstrap(options), workdir=workdir / "envoy")
-        envoy.start()
-        await envoy.wait_ready(15)
+        # what `pilothouse token create istio-ingressgateway -n bookinfo` prints, minted
+        # here (one Python start fewer): the issuer serve trusts by default
+        issuer = TokenIssuer.open(state / "token-issuer")
+        (gateway / "istio-token").write_text(issuer.token("bookinfo", GATEWAY_ACCOUNT) + "\n")
+        root_cert = state / "ca" / "root-cert.pem"
+        await wait_for_file(root_cert, server, "pilothouse")
+        # the agent starts while pilothouse is still starting: it dials until it answers
+        agent = subprocess.Popen(
+            [*PILOTHOUSE, "agent", "--node", GATEWAY_NODE,
+             "--service-account", GATEWAY_ACCOUNT, "--label", "istio=ingressgateway",
+             "--token", str(gateway / "istio-token"), "--root-cert", str(root_cert),
+             "--xds-address", f"127.0.0.1:{tls_port}",
+             "--sds-socket", str(gateway / "sds"), "--xds-socket", str(gateway / "XDS"),
+             "--bootstrap", str(gateway / "envoy.json"), "--envoy-binary", str(envoy_binary()),
+             "--admin-port", str(envoy_admin), "--status-port", str(status_port),
+             "--termination-drain-duration", "0.5", "--log-level", "error"],
+            cwd=workdir, start_new_session=True, text=True,
+        )  # fmt: skip
+        await wait_ready(admin_port, "/ready", server, "pilothouse")
+        print(f"pilothouse: xDS on 127.0.0.1:{xds_port}, TLS xDS and CSRs on {tls_port}, ready")
+        await wait_ready(status_port, "/healthz/ready", agent, "the gateway's agent")
         await wait_for_port(gateway_port, timeout=15)
-        print(f"envoy gateway: listening on 127.0.0.1:{gateway_port}\n")
+        print(f"envoy gateway (run by pilothouse agent): listening on 127.0.0.1:{gateway_port}\n")
 
         split = await send_requests("127.0.0.1", gateway_port, REQUESTS, path="/reviews/1")
         print(
@@ -128,15 +173,8 @@ async def demo(workdir: Path) -> int:
             return 1
         return 0
     finally:
-        if envoy is not None:
-            await envoy.stop()
-        if server is not None and server.poll() is None:
-            server.send_signal(signal.SIGTERM)
-            try:
-                server.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(server.pid, signal.SIGKILL)
-                server.wait()
+        stop(agent)  # the agent drains and stops its Envoy
+        stop(server)
         await pool.close_all()
         print("\nstopped everything the demo started")
 

@@ -95,9 +95,15 @@ class NodeConfig:
     workloads: tuple[NodeWorkload, ...]
     server_name: str = ""
     node_ips: tuple[str, ...] = ()
-    node_set_address: str = ""
+    node_set_addresses: tuple[str, ...] = ()
+    """Where the node set is served, tried in turn when one fails (empty: no node set)."""
     node_identity: NodeIdentity | None = None
-    """Set: the node set comes over TLS from ``node_set_address``, proved with its token."""
+    """Set: the node set comes over TLS from ``node_set_addresses``, proved with its token."""
+
+    @property
+    def node_set_address(self) -> str:
+        """The first of ``node_set_addresses`` ("" when there is none)."""
+        return self.node_set_addresses[0] if self.node_set_addresses else ""
 
 
 def read_node_config(text: str, origin: str) -> NodeConfig:
@@ -134,12 +140,16 @@ def read_node_config(text: str, origin: str) -> NodeConfig:
             owners[uid] = workload.name
     node_ips = _node_ips(document.get("nodeIP"), f"{origin}: nodeIP")
     node_identity = _node_identity(document.get("nodeIdentity"), f"{origin}: nodeIdentity", domain)
-    node_set_address = document.get("nodeSetAddress") or ""
-    if not isinstance(node_set_address, str):
-        raise NodeConfigError(f"{origin}: nodeSetAddress must be host:port")
-    if node_identity is not None and not node_set_address:
-        node_set_address = addresses[0]  # the TLS port
-    if node_ips and not node_set_address:
+    node_set_addresses = document.get("nodeSetAddress") or []
+    if isinstance(node_set_addresses, str):
+        node_set_addresses = [node_set_addresses]
+    if not isinstance(node_set_addresses, list) or not all(
+        isinstance(a, str) and a for a in node_set_addresses
+    ):
+        raise NodeConfigError(f"{origin}: nodeSetAddress must be host:port or a list of them")
+    if node_identity is not None and not node_set_addresses:
+        node_set_addresses = addresses  # the TLS ports, tried in turn as the xDS upstream does
+    if node_ips and not node_set_addresses:
         raise NodeConfigError(
             f"{origin}: nodeIP needs nodeIdentity (the node set over the TLS port) or "
             "nodeSetAddress (pilothouse's plaintext xDS port)"
@@ -150,7 +160,7 @@ def read_node_config(text: str, origin: str) -> NodeConfig:
         workloads,
         str(document.get("serverName", "")),
         node_ips,
-        node_set_address,
+        tuple(node_set_addresses),
         node_identity,
     )
 
@@ -229,7 +239,7 @@ class NodeAgent:
                     config.server_name,
                 )
             self.node_set = NodeSetClient(
-                config.node_set_address, config.node_ips, endpoint=endpoint
+                config.node_set_addresses, config.node_ips, endpoint=endpoint
             )
             if status is not None:
                 status.views["/debug/nodez"] = self.nodez

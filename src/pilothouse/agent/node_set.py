@@ -10,7 +10,10 @@ bodies are ``Struct`` s, by :func:`~pilothouse.nodesets.kubernetes.decode_kube_r
 A response with a bad resource is NACKed whole and the copy keeps its last good
 objects. When the stream breaks the client dials again with backoff, telling pilothouse
 what it holds (``initial_resource_versions``), so a reconnect is sent only the
-difference.
+difference. Given several addresses (pilothouse's replicas), a broken stream moves
+to the next one at once, as the agent's xDS upstream (:mod:`pilothouse.agent.upstream`)
+does, with backoff only once every replica has failed in a row; a replica that answered
+starts the count again.
 
 With ``endpoint`` (a :class:`~pilothouse.agent.remote_authority.CaEndpoint`: the TLS
 port, the roots it must chain to, the node identity's token file) the stream goes over
@@ -50,6 +53,7 @@ from pilothouse.nodesets.session import node_set_types as type_kinds
 log = logging.getLogger("pilothouse.agent.node_set")
 
 RECONNECT = Backoff(0.1, 5.0)
+"""Delay before dialling again after a stream ended, or once every replica failed in a row."""
 
 
 def node_set_types() -> tuple[str, ...]:
@@ -83,18 +87,22 @@ class NodeSetClient:
 
     def __init__(
         self,
-        address: str,
+        addresses: str | Sequence[str],
         node_ips: Sequence[str],
         node_id: str = "",
         *,
         backoff: Backoff = RECONNECT,
         endpoint: CaEndpoint | None = None,
     ) -> None:
-        """``endpoint``: dial ``address`` with TLS, proving the node identity with its
-        token (None: plaintext)."""
+        """``addresses``: one ``host:port`` or several (replicas, tried in turn);
+        ``endpoint``: dial them with TLS, proving the node identity with its token
+        (None: plaintext)."""
         if not node_ips:
             raise ValueError("a node set needs the node's address (nodeIP)")
-        self.address = address
+        self.addresses = (addresses,) if isinstance(addresses, str) else tuple(addresses)
+        if not self.addresses:
+            raise ValueError("a node set needs where pilothouse serves it (an address)")
+        self._index = 0
         self.node_ips = tuple(node_ips)
         self.node_id = node_id or f"node-agent~{self.node_ips[0]}"
         self.types = node_set_types()
@@ -110,7 +118,7 @@ class NodeSetClient:
         self.problem = ""
         """Why the last stream ended (its gRPC status), until a response arrives."""
         self._answered: set[str] = set()
-        source = f"node-set://{address}"
+        source = f"node-set://{','.join(self.addresses)}"
         self._decoders: dict[str, KubeObjectDecoder | IstioObjectDecoder] = {}
         for type_url in self.types:
             if type_url in KUBE_TYPES:
@@ -122,22 +130,34 @@ class NodeSetClient:
         self._rng = random.Random()
         self._stop = asyncio.Event()
 
+    @property
+    def address(self) -> str:
+        """The replica dialled now (or next)."""
+        return self.addresses[self._index]
+
     def close(self) -> None:
         self._stop.set()
 
     async def run(self) -> None:
         failures = 0
+        # streams in a row that broke with no response
         while not self._stop.is_set():
+            answered = self.responses
             try:
                 await self._stream()
                 failures = 0
             except grpc.aio.AioRpcError as problem:
-                failures += 1
+                failures = 1 if self.responses > answered else failures + 1
                 self.problem = f"{problem.code().name}: {problem.details()}"
-                log.warning("node-set stream to %s broke: %s", self.address, self.problem)
+                report = log.warning if failures == 1 else log.debug  # once per outage
+                report("node-set stream to %s broke: %s", self.address, self.problem)
+                self._index = (self._index + 1) % len(self.addresses)
             if self._stop.is_set():
                 return
-            delay = self._backoff.delay(max(failures, 1), self._rng)
+            if 0 < failures < len(self.addresses):
+                continue  # the next replica, at once
+            rounds = max(failures - len(self.addresses) + 1, 1)
+            delay = self._backoff.delay(rounds, self._rng)
             try:
                 async with asyncio.timeout(delay):
                     await self._stop.wait()
@@ -267,6 +287,7 @@ class NodeSetClient:
         return {
             "node": list(self.node_ips),
             "server": self.address,
+            "servers": list(self.addresses),
             "tls": self._endpoint is not None,
             "synced": self.synced.is_set(),
             "connects": self.connects,

@@ -155,8 +155,8 @@ def build_node(args: argparse.Namespace) -> NodeAgent:
                 "--node-ip needs nodeIdentity (the TLS port) or nodeSetAddress (the "
                 "plaintext port) in the --workloads file"
             )
-    if config.node_set_address:
-        parse_host_port(config.node_set_address, "nodeSetAddress", dial=True)
+    for address in config.node_set_addresses:
+        parse_host_port(address, "nodeSetAddress", dial=True)
     status = StatusServer("127.0.0.1", args.status_port) if config.node_ips else None
     return NodeAgent(
         config,

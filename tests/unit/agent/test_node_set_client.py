@@ -86,12 +86,17 @@ def test_a_node_identity_takes_the_node_set_to_the_tls_port() -> None:
     identity = "nodeIdentity: {namespace: istio-system, serviceAccount: node-agent, token: /nt}\n"
     config = read_node_config(base + identity, "f")
     assert config.node_set_address == "tls:15012"  # the first xDS address: the TLS port
+    assert config.node_set_addresses == ("tls:15012", "other:15012")  # every one, in turn
     assert config.node_identity is not None
     assert config.node_identity.identity.uri == (
         "spiffe://cluster.local/ns/istio-system/sa/node-agent"
     )
     assert str(config.node_identity.token) == "/nt"
     elsewhere = read_node_config(base + identity + "nodeSetAddress: h:2\n", "f")
-    assert elsewhere.node_set_address == "h:2"
+    assert elsewhere.node_set_addresses == ("h:2",)
+    replicas = read_node_config(base + identity + "nodeSetAddress: [h:2, h:3]\n", "f")
+    assert replicas.node_set_addresses == ("h:2", "h:3")
+    with pytest.raises(NodeConfigError, match="nodeSetAddress must be host:port or a list"):
+        read_node_config(base + identity + "nodeSetAddress: [h:2, 3]\n", "f")
     with pytest.raises(NodeConfigError, match=r"nodeIdentity.serviceAccount: required"):
         read_node_config(base + "nodeIdentity: {namespace: n, token: /t}\n", "f")
