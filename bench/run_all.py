@@ -99,6 +99,7 @@ SCRIPTS: tuple[Script, ...] = (
     Script("impact_cost", timeout=600.0),
     Script("node_sets", timeout=300.0),
     Script("worker_cost", timeout=300.0),
+    Script("push_profile", timeout=600.0),
 )
 
 
