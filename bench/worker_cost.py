@@ -11,6 +11,12 @@ PSS (which shares each such page among the processes mapping it: what the tree r
 holds). The overhead of an extra worker is (tree with N workers − the one process) ÷
 (N − 1), medians of the runs. The issue's target: at most 60 MB per extra worker.
 
+Read seconds after start, this is the cost before a worker's first heap compaction
+(after 5 minutes, :mod:`pilothouse.heap`), which writes to the objects it walks and so
+copies part of the heap the fork shared into each worker (about 22 MiB on this mesh, by
+the README's measurement): an idle group that has run a while holds that much more per
+worker.
+
 CPU per push per worker is ``fanout_curve``'s (``serve --workers 1`` and ``2`` against
 the floor in the same run), not measured here.
 
