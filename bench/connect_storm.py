@@ -44,6 +44,8 @@ from bench.harness.rounds import alternate
 from bench.harness.storm import SETTLE, STORM_ROWS, StormRun, median_of, median_seconds, storm_on
 
 SIDES = ("pilothouse", "floor")
+CONNECT_CPU_TARGET_MS = 1.5
+"""Issue #17: the server's CPU per connection of a storm, at most (milliseconds)."""
 BASELINE = (
     "transport floor (bench/harness/floor.py): a bare grpc.aio ADS server serving the "
     "same pre-encoded resource bytes to the same N SotW streams, started the same way"
@@ -171,6 +173,19 @@ def size_group(options: Options, reference: Held, runs: dict[str, list[StormRun]
         "ratio_definition": "floor seconds ÷ pilothouse seconds (1 = as fast as the floor)",
         "target": f"all {n} converged ≤ {options.target:g} s",
         "target_met": verdict(ours, options.target, reference),
+        **connect_cpu_target(median_of(ours, lambda r: r.cpu_seconds) / n),
+    }
+
+
+def connect_cpu_target(seconds: float) -> dict[str, str]:
+    """Issue #17's target for the server's CPU per connection of a storm."""
+    ms_each = 1000 * seconds
+    met = "yes"
+    if ms_each > CONNECT_CPU_TARGET_MS:
+        met = f"no: {ms_each:.2f} ms, missed by {ms_each - CONNECT_CPU_TARGET_MS:.2f} ms"
+    return {
+        "connect_cpu_target": f"server CPU ≤ {CONNECT_CPU_TARGET_MS} ms per connection (issue #17)",
+        "connect_cpu_target_met": met,
     }
 
 

@@ -74,6 +74,10 @@ from pilothouse.loadtest.server_process import process_tree
 
 TARGET_P99 = 3.0
 TARGET_RSS = 1 << 30
+REPLAY_TARGET = 1.5
+SPREAD_TARGET = 0.8
+"""Issue #17: the floor's EDS spread ÷ pilothouse's, at least (same run)."""
+"""Issue #17: the full push p99 at most this many times the floor's replay (same run)."""
 CHANGES = ("cds", "eds")
 SAMPLE = 0.5
 ADMITTED_PER_SECOND = 200
@@ -446,11 +450,45 @@ def figures(
             result[f"{kind}_push_p99_ratio_floor_to_pilothouse"] = (
                 round(floor_p99 / ours_p99, 3) if ours_p99 and floor_p99 else None
             )
+        result |= replay_target(result.get("cds_push_p99_ratio_floor_to_pilothouse"))
+        result |= spread_target(result.get("eds_spread_ms"), result.get("floor_eds_spread_ms"))
         floor_rss = base["server_rss_bytes"]
         result["ratio_to_baseline"] = (
             round(floor_rss / server_rss, 3) if floor_rss and server_rss else None
         )
     return result
+
+
+def replay_target(floor_to_ours: float | None) -> dict[str, Any]:
+    """Issue #17's target: the full (CDS) push p99 within 1.5× the floor's replay."""
+    times = round(1 / floor_to_ours, 2) if floor_to_ours else None
+    if times is None:
+        met = "unknown (no p99 on one side)"
+    elif times <= REPLAY_TARGET:
+        met = "yes"
+    else:
+        met = f"no: {times}× the floor's, missed by {times - REPLAY_TARGET:.2f}×"
+    return {
+        "cds_push_p99_times_floor": times,
+        "replay_target": f"full push p99 ≤ {REPLAY_TARGET}× the floor's replay (issue #17)",
+        "replay_target_met": met,
+    }
+
+
+def spread_target(ours_ms: float | None, floor_ms: float | None) -> dict[str, Any]:
+    """Issue #17's target for the EDS fan-out spread: at least 0.8 of the floor's."""
+    ratio = round(floor_ms / ours_ms, 2) if ours_ms and floor_ms else None
+    if ratio is None:
+        met = "unknown (no spread on one side)"
+    elif ratio >= SPREAD_TARGET:
+        met = "yes"
+    else:
+        met = f"no: {ratio}, missed by {SPREAD_TARGET - ratio:.2f}"
+    return {
+        "eds_spread_ratio_floor_to_pilothouse": ratio,
+        "eds_spread_target": f"EDS spread ≥ {SPREAD_TARGET} of the floor's (issue #17)",
+        "eds_spread_target_met": met,
+    }
 
 
 async def run(options: Options) -> dict[str, Any]:

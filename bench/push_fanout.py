@@ -25,7 +25,8 @@ run i, then the floor's replay of it), so that both see the same machine. Ratios
 are floor ÷ pilothouse: 1 means as fast (or as lean) as the floor; the target is
 at least 0.5. Each push's fan-out spread (last proxy's ACK time − first's) is
 reported beside its p99, with the issue's target for the EDS spread at 1,000
-proxies (at least 0.7 of the floor's).
+proxies (at least 0.8 of the floor's), and the server's CPU per push beside the
+floor's, with the issue's target (at most 1.2 times the floor's).
 
 ``--workers N`` runs ``serve --workers N`` against a floor in N processes sharing
 its port (``SO_REUSEPORT``, ``harness/floor.py --processes N``), each loaded and
@@ -70,9 +71,11 @@ BASELINE = (
 P99_TARGET = 0.5
 RATIO_TARGET = 0.5
 KIB_TARGET = 100.0
-SPREAD_TARGET = 0.7
+SPREAD_TARGET = 0.8
 SPREAD_TARGET_PROXIES = 1000
-SPREAD_TARGET_TEXT = "EDS spread ≥ 0.7 of the floor's at 1,000 proxies"
+SPREAD_TARGET_TEXT = "EDS spread ≥ 0.8 of the floor's at 1,000 proxies"
+CPU_TARGET = 1.2
+"""Issue #17: server CPU per push at most this many times the floor's (same run)."""
 SPREAD_DEFINITION = "(spread = last proxy's ACK time − first proxy's, one push; median of the runs)"
 
 
@@ -274,6 +277,25 @@ def push_group(
         "ratio_definition": "floor p99 ÷ pilothouse p99 beyond debounce (1 = as fast as the floor)",
         "target": ", ".join(targets),
         "target_met": "yes" if met else "no",
+        **cpu_target(
+            _median(mine, lambda r: r.cpu_seconds), _median(base, lambda r: r.cpu_seconds)
+        ),
+    }
+
+
+def cpu_target(ours: float, floor: float) -> dict[str, Any]:
+    """Issue #17's CPU target for one push: pilothouse's server CPU ÷ the floor's."""
+    times = round(ours / floor, 2) if floor else None
+    if times is None:
+        met = "unknown (no floor CPU measured)"
+    elif times <= CPU_TARGET:
+        met = "yes"
+    else:
+        met = f"no: {times}× the floor's, missed by {times - CPU_TARGET:.2f}×"
+    return {
+        "cpu_times_floor": times,
+        "cpu_target": f"server CPU per push ≤ {CPU_TARGET}× the floor's (issue #17)",
+        "cpu_target_met": met,
     }
 
 

@@ -98,6 +98,8 @@ SCRIPTS: tuple[Script, ...] = (
     Script("analysis_cost", timeout=600.0),
     Script("impact_cost", timeout=600.0),
     Script("node_sets", timeout=300.0),
+    Script("worker_cost", timeout=300.0),
+    Script("push_profile", timeout=600.0),
 )
 
 

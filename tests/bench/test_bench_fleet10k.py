@@ -12,7 +12,7 @@ from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-unty
 
 # the script imports its neighbours by bare name, as it does when run from bench/
 from bench.fanout_side import Recording
-from bench.fleet10k import CHANGES, _replay
+from bench.fleet10k import CHANGES, _replay, replay_target, spread_target
 
 
 async def test_each_number_written_pushes_that_change(tmp_path: Path) -> None:
@@ -39,3 +39,16 @@ async def test_each_number_written_pushes_that_change(tmp_path: Path) -> None:
     replay.cancel()
     await asyncio.gather(replay, return_exceptions=True)
     assert [names[0].name for names in applied] == ["eds-resource", "cds-resource", "eds-resource"]
+
+
+def test_the_full_push_p99_and_eds_spread_are_judged_against_the_floors_replay() -> None:
+    assert replay_target(0.8) == {
+        "cds_push_p99_times_floor": 1.25,
+        "replay_target": "full push p99 ≤ 1.5× the floor's replay (issue #17)",
+        "replay_target_met": "yes",
+    }
+    assert replay_target(0.5)["replay_target_met"] == "no: 2.0× the floor's, missed by 0.50×"
+    assert replay_target(None)["replay_target_met"] == "unknown (no p99 on one side)"
+    assert spread_target(2000.0, 1800.0)["eds_spread_target_met"] == "yes"
+    assert spread_target(3000.0, 1800.0)["eds_spread_target_met"] == "no: 0.6, missed by 0.20"
+    assert spread_target(None, 1800.0)["eds_spread_ratio_floor_to_pilothouse"] is None

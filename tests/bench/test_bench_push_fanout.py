@@ -11,7 +11,7 @@ import pytest
 
 from bench.fanout_side import ServerFigures
 from bench.harness.push import PushRun
-from bench.push_fanout import figure_groups, spread_verdict
+from bench.push_fanout import cpu_target, figure_groups, spread_verdict
 
 
 @dataclass(frozen=True)
@@ -64,8 +64,8 @@ def test_the_spread_group_judges_the_eds_target_at_1000_proxies() -> None:
         "push_fanout: fan-out spread, last − first proxy (SotW, 1000 proxies)"
     )
     assert spread["ratio_to_baseline"] == 0.5
-    assert spread["target"] == "EDS spread ≥ 0.7 of the floor's at 1,000 proxies"
-    assert spread["target_met"] == "no (ratio 0.5: missed by 0.20)"
+    assert spread["target"] == "EDS spread ≥ 0.8 of the floor's at 1,000 proxies"
+    assert spread["target_met"] == "no (ratio 0.5: missed by 0.30)"
     assert spread[spread["headline"]] == 600.0
     connect = next(g for g in groups if "connect and converge" in g["benchmark"])
     assert connect["pilothouse_connections_per_process"] == "10 / 10"
@@ -76,7 +76,18 @@ def test_elsewhere_the_spread_is_reported_but_not_judged() -> None:
     groups = figure_groups(Shape(proxies=500), figures(0.2, 0.8), figures(0.1, 0.2))
     spread = next(g for g in groups if "fan-out spread" in g["benchmark"])
     assert spread["target_met"] == "not judged here (500 proxies)"
-    assert spread_verdict(0.7) == "yes"
+    assert spread_verdict(0.8) == "yes"
+    assert spread_verdict(0.7) == "no (ratio 0.7: missed by 0.10)"
+
+
+def test_the_cpu_per_push_is_judged_against_issue_17s_target() -> None:
+    groups = figure_groups(Shape(), figures(0.2, 0.8), figures(0.1, 0.4))
+    eds = next(g for g in groups if g["benchmark"].startswith("push_fanout: EDS change"))
+    assert eds["cpu_times_floor"] == 1.0 and eds["cpu_target_met"] == "yes"
+    assert eds["cpu_target"] == "server CPU per push ≤ 1.2× the floor's (issue #17)"
+    assert cpu_target(0.6, 0.5)["cpu_target_met"] == "yes"
+    assert cpu_target(0.75, 0.5)["cpu_target_met"] == "no: 1.5× the floor's, missed by 0.30×"
+    assert cpu_target(0.75, 0.0)["cpu_times_floor"] is None
 
 
 def test_with_two_workers_the_titles_and_the_baseline_say_so() -> None:

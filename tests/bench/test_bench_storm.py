@@ -5,7 +5,7 @@ from __future__ import annotations
 import resource
 from typing import Any
 
-from bench.connect_storm import Options, errors, figure_groups, verdict
+from bench.connect_storm import Options, connect_cpu_target, errors, figure_groups, verdict
 from bench.harness.floor import FloorService, add_floor_services
 from bench.harness.servers import floor_load_requests, raise_open_file_limit
 from bench.harness.storm import PeakMemory, StormRun, median_of, median_seconds, storm
@@ -82,6 +82,10 @@ def test_the_report_has_one_group_per_size_and_the_curve_on_the_largest() -> Non
     assert [point["proxies"] for point in groups[1]["curve"]] == [10, 20]
     assert groups[1]["curve"][1]["floor_s"] == 3.0
     assert groups[1]["target_met"].startswith("no: missed by 2.00 s")
+    # cpu_seconds is half the storm's seconds: 2 s over 10 proxies, 6 s over 20
+    assert groups[0]["connect_cpu_target"] == "server CPU ≤ 1.5 ms per connection (issue #17)"
+    assert groups[0]["connect_cpu_target_met"] == "no: 200.00 ms, missed by 198.50 ms"
+    assert connect_cpu_target(0.0015)["connect_cpu_target_met"] == "yes"
 
 
 async def test_peak_memory_keeps_the_largest_sample() -> None:

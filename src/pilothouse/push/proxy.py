@@ -163,7 +163,7 @@ def _ip_addresses(ip: str, instance_ips: Any, node_id: str) -> tuple[str, ...]:
     if ip:
         candidates.append(ip)
     out: list[str] = []
-    for candidate in candidates:
+    for candidate in dict.fromkeys(candidates):  # the id's address is often INSTANCE_IPS'
         try:
             address = str(ipaddress.ip_address(candidate))
         except ValueError:

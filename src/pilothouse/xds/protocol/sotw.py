@@ -153,16 +153,30 @@ class SotwSession(StreamState[SotwWatch]):
             )
             if same:
                 return watch.subscription, None
-        # Interned: the subscription's strings are shared by later requests' copies.
-        named = list(tuple(map(sys.intern, requested)))  # exactly sized: one per watch
-        subscription = sotw_subscription(type_url, named, watch is not None and watch.named_before)
+        named_before = watch is not None and watch.named_before
+        sets = self._name_sets
+        if fingerprint is not None and sets is not None:
+            made = sets.subscription(type_url, fingerprint, named_before)
+            if made is not None:  # another stream named the same: its subscription
+                if watch is not None and made == watch.subscription:
+                    made = watch.subscription
+                return made, fingerprint
+            subscription = sotw_subscription(type_url, requested, named_before)
+        else:
+            # Interned: the subscription's strings are shared by later requests' copies.
+            named = list(tuple(map(sys.intern, requested)))  # exactly sized: one per watch
+            subscription = sotw_subscription(type_url, named, named_before)
         if watch is not None and subscription == watch.subscription:
             subscription = watch.subscription  # keep one copy
-        elif self._name_sets is not None and subscription.names:
-            shared = self._name_sets.shared(subscription.names)
+        elif sets is not None and subscription.names:
+            shared = sets.shared(subscription.names)
             if shared is not subscription.names:  # one set for the streams naming the same
                 subscription = Subscription(shared, subscription.wildcard)
-        return subscription, named if fingerprint is None else fingerprint
+        if fingerprint is None:
+            return subscription, named
+        if sets is not None:
+            sets.made(type_url, fingerprint, named_before, subscription)
+        return subscription, fingerprint
 
     def _remember(
         self, type_url: str, named: int | list[str] | None, subscription: Subscription

@@ -43,7 +43,6 @@ from typing import Any
 
 import grpc
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
-from google.protobuf import json_format
 
 from pilothouse.protocol.request_bytes import Arrival, Undecodable, discovery_request_parser
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
@@ -56,6 +55,7 @@ from pilothouse.xds.server.connection import INTERNAL_ERROR, Connection, Queued
 from pilothouse.xds.server.debug_types import DebugAnswers, DebugDenied, is_debug_type
 from pilothouse.xds.server.discovery import DiscoveryServer
 from pilothouse.xds.server.grpc_options import grpc_server_options
+from pilothouse.xds.server.node_metadata import struct_dict
 from pilothouse.xds.server.tls_guard import TlsGuard
 from pilothouse.xds.server.writer import write_responses
 
@@ -77,8 +77,8 @@ def _identity(body: bytes) -> bytes:
 def node_identity(node: Any) -> ProxyIdentity:
     """The proxy identity from an Envoy ``Node`` message (raises BadNode)."""
     try:
-        metadata = json_format.MessageToDict(node.metadata) if node.HasField("metadata") else {}
-    except Exception:  # a Struct protobuf parses but JSON cannot express (a NaN number)
+        metadata = struct_dict(node.metadata) if node.HasField("metadata") else {}
+    except ValueError:  # a Struct protobuf parses but JSON cannot express (a NaN number)
         raise BadNode(
             f"node {node.id!r}: metadata cannot be read as JSON (a NaN or infinite number?)"
         ) from None
