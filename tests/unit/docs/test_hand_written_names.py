@@ -37,7 +37,8 @@ OTHER_PROGRAMS_FLAGS = {
     "--listen-client-urls", "--listen-peer-urls", "--max-txn-ops", "--name",
     "--trusted-ca-file", "--prefix",
     # python -m http.server, mypy, pytest, bench/run_all.py and the bench scripts
-    "--bind", "--strict", "--dist", "--output-sync", "--collect-only", "--only", "--old", "--old-src", "--baseline", "--per-node", "--settle",
+    "--bind", "--strict", "--dist", "--output-sync", "--collect-only", "--only", "--old",
+    "--old-src", "--baseline", "--per-node", "--settle",
     # flag families written as prefixes (--etcd-..., --webhook-...)
     "--etcd-", "--webhook-",
 }  # fmt: skip
