@@ -32,9 +32,12 @@ def recipe(target: str) -> list[str]:
 
 def test_each_install_step_is_announced_before_it_runs() -> None:
     lines = recipe("demo")
-    for slow in ("-m venv", "pip install -q --upgrade pip", "pip install -q -e"):
+    for slow in ("-m venv", "pip install -q uv"):
         (at,) = [i for i, line in enumerate(lines) if slow in line]
         assert lines[at - 1].startswith('echo "install: '), (slow, lines[at - 1])
+    # the dependencies with uv, or with pip where uv cannot: one recipe line, announced above
+    (at,) = [i for i, line in enumerate(lines) if "uv pip install -q" in line]
+    assert "pip install -q -e" in lines[at + 1], lines[at : at + 2]
     said = [line for line in lines if line.startswith("echo")]
-    assert any("about a minute" in line for line in said)
+    assert any("about 10 s" in line and "about a minute" in line for line in said)
     assert said[-1].startswith('echo "demo: starting') and lines[-1].endswith("demo/bookinfo.py")
