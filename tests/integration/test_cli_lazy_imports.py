@@ -1,0 +1,38 @@
+"""`pilothouse SUBCOMMAND` imports no other subcommand's module, and a mistyped
+subcommand still gets argparse's error from the whole parser (each in a fresh process:
+what a process imports can only be seen from a new one)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def test_running_validate_imports_no_other_subcommand() -> None:
+    probe = (
+        "import sys\n"
+        "from pilothouse.cli.main import main\n"
+        "try:\n"
+        "    main(['validate', '--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('pilothouse.cli.')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    loaded = done.stdout.strip().splitlines()[-1]
+    assert "pilothouse.cli.validate" in loaded
+    for other in ("pilothouse.cli.serve'", "pilothouse.cli.agent'", "pilothouse.cli.loadtest'"):
+        assert other not in loaded, loaded
+
+
+def test_a_mistyped_subcommand_still_gets_the_whole_parser_s_error() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "pilothouse.cli.main", "serv"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "invalid choice: 'serv'" in done.stderr and "serve" in done.stderr
