@@ -27,6 +27,7 @@ else reads the environment.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -378,8 +379,11 @@ class Knob:
     default: Any
 
 
+@functools.cache
 def knobs(tree: type[Any] = Settings) -> tuple[Knob, ...]:
-    """Every leaf of ``tree``, in declaration order, nested parts in place."""
+    """Every leaf of ``tree``, in declaration order, nested parts in place (worked out once
+    per tree: the classes are fixed, and reading their type hints is slow enough that
+    ``serve``'s flags, asking once each, spent a tenth of a second on it)."""
     found: list[Knob] = []
     _collect(tree, "", found)
     return tuple(found)
