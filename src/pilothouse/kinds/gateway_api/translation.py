@@ -140,34 +140,24 @@ def translate(configs: Configs, domain: str) -> Translation:
     entries: dict[tuple[str, str, str, str, str], list[Entry]] = {}
     mesh_entries: dict[MeshKey, list[Entry]] = {}
     parents: dict[ConfigKey, tuple[ParentResult, ...]] = {}
-    for route in [*configs(TCP_ROUTE.name), *configs(TLS_ROUTE.name)]:
-        parents[route.key] = _contained(
-            route,
-            functools.partial(
-                _l4_route,
+    for kinds, translate_route in (
+        ((TCP_ROUTE, TLS_ROUTE), _l4_route),
+        ((HTTP_ROUTE, GRPC_ROUTE), _http_route),
+    ):
+        for route in [config for kind in kinds for config in configs(kind.name)]:
+            parents[route.key] = _contained(
                 route,
-                owned,
-                grants,
-                service_entries,
-                domain,
-                (entries, mesh_entries),
-                tally,
-            ),
-        )
-    for route in [*configs(HTTP_ROUTE.name), *configs(GRPC_ROUTE.name)]:
-        parents[route.key] = _contained(
-            route,
-            functools.partial(
-                _http_route,
-                route,
-                owned,
-                grants,
-                service_entries,
-                domain,
-                (entries, mesh_entries),
-                tally,
-            ),
-        )
+                functools.partial(
+                    translate_route,
+                    route,
+                    owned,
+                    grants,
+                    service_entries,
+                    domain,
+                    (entries, mesh_entries),
+                    tally,
+                ),
+            )
     return Translation(
         gateways=tuple(istio_gateways),
         virtual_services=(
