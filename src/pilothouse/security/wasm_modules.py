@@ -120,7 +120,8 @@ class WasmModules:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._on_change = on_change
-        self._budget = budget
+        self.budget = budget
+        """Bytes of modules kept, at most, but for modules served (see the module)."""
         self._referenced = referenced or frozenset
         self._clock = clock
         self._timeout = timeout
@@ -205,21 +206,21 @@ class WasmModules:
 
     def _keep_within_budget(self) -> None:
         """Drop the least recently used modules nothing serves until the rest fit."""
-        if self.bytes_held > self._budget:
+        if self.bytes_held > self.budget:
             now = self._clock()
             safe = set(self._referenced())
             safe.update(d for d, at in self._arrived.items() if now - at < ARRIVAL_GRACE)
             for digest in [d for d in self._by_digest if d not in safe]:
-                if self.bytes_held <= self._budget:
+                if self.bytes_held <= self.budget:
                     break
                 self._drop(digest)
-        fits = self.bytes_held <= self._budget
+        fits = self.bytes_held <= self.budget
         if not fits and not self.over_budget:
             log.warning(
                 "Wasm modules hold %d bytes, over the budget of %d "
                 "(PILOTHOUSE_WASM_CACHE_BYTES), all served: kept",
                 self.bytes_held,
-                self._budget,
+                self.budget,
                 extra={"bytes": self.bytes_held},
             )
         self.over_budget = not fits
