@@ -81,6 +81,8 @@ class EtcdClient(aetcd.Client):  # type: ignore[misc]  # aetcd is untyped
         """Authentications after the first (etcd forgot a token), for tests and logs."""
 
     async def connect(self) -> None:
+        if self._connected.is_set():
+            return
         async with self._connecting:  # requests sent together open one channel
             if not self._connected.is_set():
                 await self._open()
