@@ -113,6 +113,10 @@ class WebhookSettings:
     """PEM private key file."""
     read_timeout: float = 30.0
     """Seconds a request body may take to arrive before the answer is 408."""
+    host_names: tuple[str, ...] = ()
+    """Names besides its certificate's, ``localhost``, loopback, its own addresses and
+    host name that a request's ``Host`` header may carry to the webhook; any other name
+    gets 421. ``*`` accepts every name."""
 
 
 @dataclass(frozen=True)

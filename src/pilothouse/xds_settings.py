@@ -110,6 +110,7 @@ class XdsSettings:
             "jwks_fetch": "PILOTHOUSE_JWKS_FETCH",
             "jwks_allowed_hosts": "PILOTHOUSE_JWKS_ALLOWED_HOSTS",
             "wasm_allowed_hosts": "PILOTHOUSE_WASM_ALLOWED_HOSTS",
+            "wasm_cache_bytes": "PILOTHOUSE_WASM_CACHE_BYTES",
         }
     )
 
@@ -140,6 +141,10 @@ class XdsSettings:
     wasm_allowed_hosts: tuple[str, ...] = ()
     """Where a WasmPlugin's ``http(s)`` ``url`` may lead although it is loopback,
     private, link-local... (the ``jwks_allowed_hosts`` rules, for modules)."""
+    wasm_cache_bytes: int = 256 * 1024 * 1024
+    """Bytes of fetched Wasm modules kept (16 modules of the largest size accepted): past
+    it, the least recently used modules no served WasmPlugin names are dropped (fetched
+    again when named again); modules still served are never dropped, only reported."""
     max_receive_bytes: int = 4 * 1024 * 1024
     """ISTIO_GPRC_MAXRECVMSGSIZE: largest request accepted on an xDS stream."""
     max_send_bytes: int = 512 * 1024 * 1024
@@ -230,6 +235,8 @@ class XdsSettings:
                     f"PILOTHOUSE_WASM_ALLOWED_HOSTS: {entry!r} is neither a host name "
                     "nor an address or CIDR"
                 )
+        if self.wasm_cache_bytes <= 0:
+            raise ValueError("PILOTHOUSE_WASM_CACHE_BYTES must be positive")
 
 
 def _host_or_network(entry: str) -> bool:

@@ -6,7 +6,8 @@ signed by the test's CA (``--client-cert-auth``), and has authentication on, wit
 (``PILOTHOUSE_ETCD_*``), ``apply`` and ``get`` work, the ``etcd://`` source reads the
 objects, the CA's root is created in the store and read back by a second store client,
 and a real ``pilothouse serve`` does all of it from its flags. Without them each use is
-refused with an error saying why.
+refused with an error saying why. Clients that outlive their token (etcd started with a
+2 s ``--auth-token-ttl``) authenticate again and lose nothing.
 """
 
 from __future__ import annotations
@@ -17,18 +18,24 @@ import datetime
 import io
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
+import aetcd.rpc
+import grpc
 import pytest
+import yaml
 
 from pilothouse.cli.main import build_parser
+from pilothouse.cli.store_session import connected, store_of
 from pilothouse.config.model import ConfigKey
+from pilothouse.kinds.table import SCHEMAS
 from pilothouse.security.ca_store import CaStoreError, open_shared_root
 from pilothouse.security.ca_store_etcd import EtcdRootStore
 from pilothouse.settings import EtcdSettings
 from pilothouse.sources.addresses import build_source
 from pilothouse.sources.etcd import EtcdSource
+from pilothouse.sources.etcd_layout import stored_value
 from tests.e2e.harness.client import fetch
 from tests.e2e.harness.etcd import EtcdServer, EtcdTls
 from tests.e2e.harness.ports import LOOPBACK, free_port
@@ -58,16 +65,21 @@ async def etcd(tmp_path: Path) -> AsyncIterator[EtcdServer]:
     server = EtcdServer(tmp_path / "etcd", tls=tls)
     await server.start()
     try:
-        await server.enable_auth("root-secret")
-        await server.etcdctl("role", "add", "pilothouse")
-        await server.etcdctl(
-            "role", "grant-permission", "pilothouse", "--prefix=true", "readwrite", "/mesh/"
-        )
-        await server.etcdctl("user", "add", f"pilothouse:{PASSWORD}")
-        await server.etcdctl("user", "grant-role", "pilothouse", "pilothouse")
+        await add_user(server)
         yield server
     finally:
         await server.stop()
+
+
+async def add_user(server: EtcdServer) -> None:
+    """Authentication on, and a user ``pilothouse`` that may only touch ``/mesh/``."""
+    await server.enable_auth("root-secret")
+    await server.etcdctl("role", "add", "pilothouse")
+    await server.etcdctl(
+        "role", "grant-permission", "pilothouse", "--prefix=true", "readwrite", "/mesh/"
+    )
+    await server.etcdctl("user", "add", f"pilothouse:{PASSWORD}")
+    await server.etcdctl("user", "grant-role", "pilothouse", "pilothouse")
 
 
 def security(etcd: EtcdServer, *, user: bool = True, tls: bool = True) -> EtcdSettings:
@@ -244,3 +256,90 @@ async def test_serve_reaches_the_protected_store_with_its_flags(
     stored = json.loads(await etcd.etcdctl("get", "--print-value-only", "/mesh/pilothouse/ca/root"))
     disk = (tmp_path / "ca" / "root-cert.pem").read_text()
     assert stored["ca-cert.pem"] == disk
+
+
+TOKEN_TTL = 2
+
+
+async def wait_for(what: str, condition: Callable[[], Awaitable[bool]], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not await condition():
+        assert time.monotonic() < deadline, f"not within {timeout} s: {what}"
+        await asyncio.sleep(0.05)
+
+
+async def test_clients_outlive_their_tokens(tmp_path: Path) -> None:
+    """Every client that was quiet longer than etcd's ``--auth-token-ttl`` (a store
+    session, the source and its status writer, the CA's store) keeps working: the
+    change written after the tokens expired reaches the source through its watch, the
+    source writes a status, with no relist, no outage and one new token each."""
+    etcd = EtcdServer(tmp_path / "etcd", auth_token_ttl=TOKEN_TTL)
+    await etcd.start()
+    given = EtcdSettings(user="pilothouse", password=PASSWORD)
+    key = ConfigKey("Gateway", "shop", "edge")
+    manifest = yaml.safe_load(GATEWAY)
+    source = build_source(etcd.address("/mesh"), etcd=given)
+    assert isinstance(source, EtcdSource)
+    source.write_status = True
+    ca = EtcdRootStore([("127.0.0.1", etcd.client_port)], "/mesh", given)
+    running: asyncio.Task[None] | None = None
+    try:
+        await add_user(etcd)
+        store = store_of(etcd.address("/mesh"), SCHEMAS, given)
+        async with connected(store, 5.0) as session:
+            value = stored_value(manifest, "shop", "2026-01-01T00:00:00Z")
+            await session.put(store.layout.key_of(key), value)
+            running = asyncio.create_task(source.run())
+            await wait_synced(source)
+            now = datetime.datetime.now(datetime.UTC)
+            made = await open_shared_root(
+                ca, tmp_path / "ca", "cluster.local", datetime.timedelta(days=30), now
+            )
+            since = source.availability().since
+            stale = session.metadata
+
+            async def refused() -> bool:
+                channel = grpc.aio.insecure_channel(etcd.endpoint)
+                try:
+                    request = aetcd.rpc.RangeRequest(key=b"/mesh/")
+                    await aetcd.rpc.KVStub(channel).Range(request, metadata=stale, timeout=5)
+                except grpc.aio.AioRpcError as problem:
+                    assert problem.code() is grpc.StatusCode.UNAUTHENTICATED, problem
+                    return True
+                finally:
+                    await channel.close()
+                return False
+
+            # etcd forgets a token unused for the TTL (checked each second); asking
+            # earlier would keep it alive, so wait that long once, then check it
+            await asyncio.sleep(TOKEN_TTL + 1.5)
+            await wait_for("etcd forgets the session's token", refused, 3.0)
+
+            manifest["spec"]["servers"][0]["hosts"] = ["shop.example.com"]
+            changed = stored_value(manifest, "shop", "2026-01-01T00:00:00Z")
+            await session.put(store.layout.key_of(key), changed)
+            assert session.reauthentications == 1
+
+            async def changed_in_source() -> bool:
+                held = source.store.get(key)
+                return held is not None and "shop.example.com" in str(held.spec)
+
+            await wait_for("the change reaches the source", changed_in_source, 10.0)
+            assert source.publish_status(key, {"conditions": [{"type": "Accepted"}]})
+
+            async def status_stored() -> bool:
+                stored = await session.get(store.layout.key_of(key))
+                return stored is not None and b'"Accepted"' in stored.value
+
+            await wait_for("the source writes the status", status_stored, 10.0)
+            read = await ca.read()
+            assert read is not None and read.material("etcd").root == made.material.root
+            assert source.relists == 1
+            availability = source.availability()
+            assert availability.available and availability.since == since, availability
+    finally:
+        source.close()
+        if running is not None:
+            await asyncio.wait_for(running, 15)
+        await ca.close()
+        await etcd.stop()

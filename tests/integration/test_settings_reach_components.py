@@ -39,6 +39,8 @@ ENVIRON = {
     "PILOTHOUSE_WEBHOOK_CERT": "cert.pem",
     "PILOTHOUSE_WEBHOOK_KEY": "key.pem",
     "PILOTHOUSE_WEBHOOK_READ_TIMEOUT": "4",
+    "PILOTHOUSE_WEBHOOK_HOST_NAMES": "istiod.istio-system.svc,webhook.example",
+    "PILOTHOUSE_WASM_CACHE_BYTES": "123456",
     "PILOTHOUSE_XDS_CACHE_SIZE": "3",
     "PILOTHOUSE_XDS_SEND_TIMEOUT": "0.7",
     "PILOTHOUSE_XDS_WARMING_TIMEOUT": "0.3",
@@ -66,8 +68,11 @@ ENVIRON = {
 class FakeWebhook:
     """Stands in for the HTTPS webhook (no certificate needed) and records its knobs."""
 
-    def __init__(self, cert: str, key: str, *, read_timeout: float) -> None:
+    def __init__(
+        self, cert: str, key: str, *, read_timeout: float, host_names: tuple[str, ...]
+    ) -> None:
         self.cert, self.key, self.read_timeout = cert, key, read_timeout
+        self.host_names = host_names
 
     async def start(self, host: str, port: int, *, reuse_port: bool = False) -> int:
         return 1
@@ -154,6 +159,8 @@ async def test_serve_hands_every_part_of_the_tree_to_its_component(
 
         (webhook,) = webhooks
         assert (webhook.cert, webhook.key, webhook.read_timeout) == ("cert.pem", "key.pem", 4.0)
+        assert webhook.host_names == ("istiod.istio-system.svc", "webhook.example")
+        assert discovery.wasm_modules.budget == 123456
     finally:
         stop.set()
         await asyncio.wait_for(task, 15)

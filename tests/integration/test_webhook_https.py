@@ -232,3 +232,61 @@ async def test_stop_closes_the_port(certificates: CertificateFiles) -> None:
     await webhook.stop()
     with pytest.raises(OSError):
         await asyncio.open_connection(HOST, port)
+
+
+async def raw_status(port: int, trusting: ssl.SSLContext, head: str) -> tuple[int, str]:
+    """The status and body of a request written by hand (aiohttp always sends Host)."""
+    reader, writer = await asyncio.open_connection(
+        HOST, port, ssl=trusting, server_hostname="localhost"
+    )
+    try:
+        writer.write(head.encode())
+        await writer.drain()
+        answer = (await asyncio.wait_for(reader.read(), 5)).decode()
+    finally:
+        writer.close()
+    status_line, _, rest = answer.partition("\r\n")
+    return int(status_line.split()[1]), rest.partition("\r\n\r\n")[2]
+
+
+async def test_only_the_webhooks_own_names_are_answered(
+    tmp_path: Path, client: aiohttp.ClientSession
+) -> None:
+    """Its certificate's names, localhost, loopback and the configured names are
+    answered; another ``Host`` gets 421 and is not reviewed, no ``Host`` gets 400."""
+    ca = ThrowawayCa(tmp_path / "named")
+    named = ca.issue("webhook", ("istiod.istio-system.svc", "localhost", "*.wild.example"))
+    webhook = WebhookServer(named.cert, named.key, host_names=["webhook.example"])
+    await webhook.start(HOST, 0)
+    verify = ssl.create_default_context(cafile=str(named.ca))
+    review = admission_review(VIRTUAL_SERVICE, "h-1")
+    try:
+        for host in ("istiod.istio-system.svc", "localhost:15017", "127.0.0.1", "[::1]",
+                     "webhook.example", "ISTIOD.istio-system.svc."):  # fmt: skip
+            async with client.post(
+                url(webhook, "/validate"), data=review, server_hostname="localhost",
+                headers={**JSON, "Host": host}, ssl=verify,
+            ) as response:  # fmt: skip
+                assert response.status == 200, (host, await response.text())
+        for host in ("evil.example", "istiod.istio-system.svc.evil.example", "a.wild.example",
+                     "10.1.2.3"):  # fmt: skip
+            async with client.post(
+                url(webhook, "/validate"), data=review, server_hostname="localhost",
+                headers={**JSON, "Host": host}, ssl=verify,
+            ) as response:  # fmt: skip
+                text = await response.text()
+                assert response.status == 421, (host, text)
+                assert f"Host '{host}' is not a name of this webhook" in text
+                assert "PILOTHOUSE_WEBHOOK_HOST_NAMES" in text
+        assert dict(webhook.stats.snapshot().passed) == {"VirtualService": 6}
+        # HTTP/1.1 without Host is refused by aiohttp's parser; HTTP/1.0 and an empty
+        # Host reach the check
+        head = "POST /validate HTTP/1.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        assert (await raw_status(webhook.port, verify, head))[0] == 400
+        old = head.replace("HTTP/1.1", "HTTP/1.0")
+        assert await raw_status(webhook.port, verify, old) == (400, "a Host header is required\n")
+        empty = head.replace("\r\n", "\r\nHost: \r\n", 1)
+        assert await raw_status(webhook.port, verify, empty) == (400, "a Host header is required\n")
+        assert dict(webhook.stats.snapshot().passed) == {"VirtualService": 6}
+    finally:
+        await webhook.stop()

@@ -154,7 +154,10 @@ def runtime_knobs(discovery: DiscoveryServer, view: DebugView) -> KnobRegistry:
 def webhook_listener(settings: Settings, address: HostPort, *, shared: bool) -> WebhookListener:
     """The validation webhook's port (on when a certificate and key are given)."""
     server = WebhookServer(
-        settings.webhook.cert, settings.webhook.key, read_timeout=settings.webhook.read_timeout
+        settings.webhook.cert,
+        settings.webhook.key,
+        read_timeout=settings.webhook.read_timeout,
+        host_names=settings.webhook.host_names,
     )
     return WebhookListener(server, address, settings.webhook.address, shared=shared)
 

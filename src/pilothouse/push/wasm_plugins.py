@@ -183,6 +183,10 @@ class WasmPluginIndex:
 
     __hash__ = None  # type: ignore[assignment]
 
+    def module_digests(self) -> frozenset[str]:
+        """The digests of the modules served (what the module cache must keep)."""
+        return frozenset(plugin.module.digest for plugin in self.served.values())
+
     def inputs(self, proxy: ProxyIdentity) -> WasmPluginInputs | None:
         """What decides the plugins of ``proxy`` (None: no candidate, no plugin)."""
         candidates = self._by_namespace.get(proxy.namespace, self._root_only)

@@ -20,7 +20,15 @@ module once fetched and checked, None until then) and a component with ``run()``
   with backoff; meanwhile the plugin keeps the last good module it had (the push
   context's rule), or is not served;
 - a module that arrives calls ``on_change(url)``: the server then pushes the proxies of
-  the WasmPlugins naming the URL.
+  the WasmPlugins naming the URL;
+- the modules kept are bounded by a byte budget (``PILOTHOUSE_WASM_CACHE_BYTES``): when
+  one arrives past it, modules are dropped least recently used first, among those no
+  served WasmPlugin names (``referenced()``: the digests the current push context
+  serves) and not just arrived (a module is safe until its first lookup, at most
+  :data:`ARRIVAL_GRACE` seconds, so that it reaches the next push context). A dropped
+  module is fetched again when a plugin names it again. Modules still served are never
+  dropped: past the budget with only those, a warning says so (once, until the modules
+  fit again) and :attr:`over_budget` is set.
 """
 
 from __future__ import annotations
@@ -31,7 +39,8 @@ import hashlib
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -51,6 +60,10 @@ MAX_BYTES: Final = 16 << 20
 TIMEOUT_SECONDS: Final = 30.0
 """istiod's ``http_uri`` timeout for a remote module."""
 WASM_MAGIC: Final = b"\0asm"
+CACHE_BYTES: Final = 256 * 1024 * 1024
+"""The default byte budget of the modules kept (``XdsSettings.wasm_cache_bytes``)."""
+ARRIVAL_GRACE: Final = 60.0
+"""Seconds a module that arrived is never dropped while no lookup has returned it yet."""
 
 OK: Final = "ok"
 CHECKSUM_MISMATCH: Final = "checksum_mismatch"
@@ -102,13 +115,29 @@ class WasmModules:
         backoff: Backoff | None = None,
         rng: random.Random | None = None,
         policy: JwksAddressPolicy | None = None,
+        budget: int = CACHE_BYTES,
+        referenced: Callable[[], Collection[str]] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._on_change = on_change
+        self.budget = budget
+        """Bytes of modules kept, at most, but for modules served (see the module)."""
+        self._referenced = referenced or frozenset
+        self._clock = clock
         self._timeout = timeout
         self._backoff = backoff or Backoff(1.0, 60.0)
         self._rng = rng or random.Random()
         self._policy = policy or JwksAddressPolicy()
-        self._by_digest: dict[str, WasmModule] = {}
+        self._by_digest: OrderedDict[str, WasmModule] = OrderedDict()
+        """The modules kept, least recently used first."""
+        self._arrived: dict[str, float] = {}
+        """Digest → when it arrived, until a lookup first returns it."""
+        self.bytes_held = 0
+        """The bytes of the modules kept."""
+        self.evictions = 0
+        """Modules dropped to keep within the budget."""
+        self.over_budget = False
+        """Past the budget with only modules still served (or just arrived)."""
         self._held: dict[tuple[str, str], str] = {}
         """(url, sha256) → the digest of the module fetched for it."""
         self._due: dict[tuple[str, str], float] = {}
@@ -129,6 +158,8 @@ class WasmModules:
         if digest is None and sha256 in self._by_digest:
             digest = self._held[wanted] = sha256
         if digest is not None:
+            self._by_digest.move_to_end(digest)
+            self._arrived.pop(digest, None)
             return self._by_digest[digest]
         if wanted not in self._due:
             self._due[wanted] = 0.0
@@ -162,11 +193,52 @@ class WasmModules:
         self.fetches[OK] += 1
         self._failures.pop((url, sha256), None)
         self.problems.pop((url, sha256), None)
-        self._by_digest.setdefault(module.digest, module)
         self._held[(url, sha256)] = module.digest
+        if module.digest not in self._by_digest:
+            self._by_digest[module.digest] = module
+            self.bytes_held += len(module.body)
+            self._arrived[module.digest] = self._clock()
+        self._by_digest.move_to_end(module.digest)
         log.info("Wasm module fetched from %s (sha256 %s)", url, module.digest,
                  extra={"wasm_url": url})  # fmt: skip
+        self._keep_within_budget()
         self._on_change(url)
+
+    def _keep_within_budget(self) -> None:
+        """Drop the least recently used modules nothing serves until the rest fit."""
+        if self.bytes_held > self.budget:
+            now = self._clock()
+            safe = set(self._referenced())
+            safe.update(d for d, at in self._arrived.items() if now - at < ARRIVAL_GRACE)
+            for digest in [d for d in self._by_digest if d not in safe]:
+                if self.bytes_held <= self.budget:
+                    break
+                self._drop(digest)
+        fits = self.bytes_held <= self.budget
+        if not fits and not self.over_budget:
+            log.warning(
+                "Wasm modules hold %d bytes, over the budget of %d "
+                "(PILOTHOUSE_WASM_CACHE_BYTES), all served: kept",
+                self.bytes_held,
+                self.budget,
+                extra={"bytes": self.bytes_held},
+            )
+        self.over_budget = not fits
+
+    def _drop(self, digest: str) -> None:
+        module = self._by_digest.pop(digest)
+        self._arrived.pop(digest, None)
+        self.bytes_held -= len(module.body)
+        self.evictions += 1
+        for wanted in [w for w, held in self._held.items() if held == digest]:
+            del self._held[wanted]
+            self._due.pop(wanted, None)  # fetched again only when named again
+        log.info(
+            "Wasm module %s dropped (no served WasmPlugin names it; %d bytes kept)",
+            digest,
+            self.bytes_held,
+            extra={"digest": digest},
+        )
 
     async def _read(self, url: str) -> bytes:
         scheme = module_scheme(url)

@@ -2,9 +2,11 @@
 
 A client speaks TLS when :class:`~pilothouse.settings.EtcdSettings` names a CA file
 (with a client certificate for etcd's ``--client-cert-auth`` when one is given), and
-authenticates as a user when one is given: ``aetcd`` itself only dials plaintext, so
-:class:`EtcdClient` opens the channel. The files are read when the client connects; a
-file that cannot be read fails that connection with a message naming the file.
+authenticates as a user when one is given, again whenever etcd forgets the token
+(:mod:`pilothouse.sources.etcd_auth`): ``aetcd`` itself only dials plaintext and never
+renews a token, so :class:`EtcdClient` opens the channel. The files are read when the
+client connects; a file that cannot be read fails that connection with a message naming
+the file.
 
 A list of a prefix is read in pages (``limit`` keys each, every page at the revision of
 the first), so that 100,000 objects never make one response larger than gRPC allows,
@@ -15,6 +17,8 @@ and the whole list is one snapshot of the store. Failures of any kind come back 
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +32,9 @@ import aetcd.watcher
 import grpc
 
 from pilothouse.settings import EtcdSettings
+from pilothouse.sources.etcd_auth import TokenRefresh, token_in
+
+log = logging.getLogger("pilothouse.sources.etcd")
 
 PAGE: Final = 2000
 """Keys per page of a list."""
@@ -47,7 +54,8 @@ class Listing:
 
 
 class EtcdClient(aetcd.Client):  # type: ignore[misc]  # aetcd is untyped
-    """An aetcd client that dials TLS when its settings ask for it."""
+    """An aetcd client that dials TLS when its settings ask for it, and authenticates
+    again when etcd forgets its token (:mod:`pilothouse.sources.etcd_auth`)."""
 
     def __init__(
         self,
@@ -67,28 +75,37 @@ class EtcdClient(aetcd.Client):  # type: ignore[misc]  # aetcd is untyped
             options=options,
         )
         self._security = security
+        self._token_lock = asyncio.Lock()
+        self._connecting = asyncio.Lock()
+        self.reauthentications = 0
+        """Authentications after the first (etcd forgot a token), for tests and logs."""
 
     async def connect(self) -> None:
-        if not self._security.tls:
-            await super().connect()
-            return
         if self._connected.is_set():
             return
-        try:
-            credentials = channel_credentials(self._security)
-        except OSError as problem:
-            raise EtcdUnavailable(str(problem)) from None
+        async with self._connecting:  # requests sent together open one channel
+            if not self._connected.is_set():
+                await self._open()
+
+    async def _open(self) -> None:
         target = f"{self._host}:{self._port}"
-        self.channel = grpc.aio.secure_channel(target, credentials, options=self._options.items())
+        options = self._options.items()
+        interceptors = [TokenRefresh(self._authenticate_again)]
+        if self._security.tls:
+            try:
+                credentials = channel_credentials(self._security)
+            except OSError as problem:
+                raise EtcdUnavailable(str(problem)) from None
+            self.channel = grpc.aio.secure_channel(
+                target, credentials, options=options, interceptors=interceptors
+            )
+        else:
+            self.channel = grpc.aio.insecure_channel(
+                target, options=options, interceptors=interceptors
+            )
         try:
             if self._username is not None:
-                request = aetcd.rpc.AuthenticateRequest(
-                    name=self._username, password=self._password
-                )
-                answer = await aetcd.rpc.AuthStub(self.channel).Authenticate(
-                    request, timeout=self._timeout
-                )
-                self.metadata = (("token", answer.token),)
+                self.metadata = (("token", await self._authenticate()),)
         except grpc.aio.AioRpcError as problem:
             await self.channel.close()
             self._init_channel_attrs()
@@ -101,6 +118,25 @@ class EtcdClient(aetcd.Client):  # type: ignore[misc]  # aetcd is untyped
             aetcd.rpc.WatchStub(self.channel), timeout=self._timeout, metadata=self.metadata
         )
         self._connected.set()
+
+    async def _authenticate(self) -> str:
+        request = aetcd.rpc.AuthenticateRequest(name=self._username, password=self._password)
+        answer = await aetcd.rpc.AuthStub(self.channel).Authenticate(request, timeout=self._timeout)
+        return str(answer.token)
+
+    async def _authenticate_again(self, stale: str) -> str:
+        """A token for a request etcd refused with ``stale`` (see :mod:`.etcd_auth`)."""
+        async with self._token_lock:
+            current = token_in(self.metadata)
+            if current is not None and current != stale:
+                return current  # another request authenticated meanwhile
+            token = await self._authenticate()
+            self.reauthentications += 1
+            self.metadata = (("token", token),)
+            if self._watcher is not None:  # watches created from now on carry it
+                self._watcher._metadata = self.metadata
+            log.info("etcd refused an expired token; authenticated again as %s", self._username)
+            return token
 
 
 def channel_credentials(security: EtcdSettings) -> grpc.ChannelCredentials:

@@ -17,6 +17,9 @@ worker thread so that a 6 MiB review does not stall the event loop it shares wit
 Every request is contained (:func:`~pilothouse.boundary.contain.containment`): an
 exception that gets past the reviewer is logged and answered 500 with a generic
 message; a wrong path or method gets 404 or 405 in plain text, an unreadable body 400.
+A request whose ``Host`` is not one of the webhook's names is answered 421, one
+without a ``Host`` 400 (:mod:`pilothouse.webhook.host_check`; the names are settled in
+:meth:`WebhookServer.start`, with the certificate).
 """
 
 from __future__ import annotations
@@ -24,12 +27,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
+from collections.abc import Iterable
 from pathlib import Path
 
 from aiohttp import hdrs, web
 
 from pilothouse.boundary.contain import containment, text_error
 from pilothouse.settings import WebhookSettings
+from pilothouse.webhook.host_check import host_check, webhook_names
 from pilothouse.webhook.review import AdmissionReviewer, ReviewResult, http_error, too_large
 from pilothouse.webhook.stats import ValidationStats
 
@@ -61,6 +66,7 @@ class WebhookServer:
         read_timeout: float = WebhookSettings.read_timeout,
         lingering_time: float = 2.0,
         shutdown_timeout: float = 2.0,
+        host_names: Iterable[str] = WebhookSettings.host_names,
     ) -> None:
         self.cert_file = Path(cert_file)
         self.key_file = Path(key_file)
@@ -71,11 +77,17 @@ class WebhookServer:
         self._shutdown_timeout = shutdown_timeout
         self._runner: web.AppRunner | None = None
         self.port = 0
+        self._host_names = tuple(host_names)
+        self.names = webhook_names("", None, self._host_names)
+        """The names a request's ``Host`` may carry (the certificate's added at start)."""
 
     def build_app(self) -> web.Application:
         app = web.Application(
             client_max_size=self.reviewer.max_body_bytes,
-            middlewares=[containment(text_error, _log)],
+            middlewares=[
+                containment(text_error, _log),
+                host_check(lambda: self.names, text_error),
+            ],
         )
         for path in REVIEW_PATHS:
             app.router.add_post(path, self._review)
@@ -88,6 +100,7 @@ class WebhookServer:
         if self._runner is not None:
             raise RuntimeError("the webhook server is already started")
         context = webhook_tls_context(self.cert_file, self.key_file)
+        self.names = webhook_names(host, self.cert_file, self._host_names)
         runner = web.AppRunner(
             self.build_app(),
             access_log=None,

@@ -7,7 +7,7 @@ the data, so a test can take etcd away and bring the same store back.
 :meth:`EtcdServer.etcdctl` runs the matching ``etcdctl`` against it. Given
 :class:`EtcdTls`, it serves clients over TLS only and requires a client certificate
 (``--client-cert-auth``); :meth:`EtcdServer.enable_auth` turns authentication on, after
-which ``etcdctl`` runs as ``root``.
+which ``etcdctl`` runs as ``root``; ``auth_token_ttl`` shortens the life of its tokens.
 """
 
 from __future__ import annotations
@@ -47,9 +47,13 @@ class EtcdTls:
 class EtcdServer:
     """One etcd member on loopback; stop it, start it again with the same data and ports."""
 
-    def __init__(self, directory: Path, *, tls: EtcdTls | None = None) -> None:
+    def __init__(
+        self, directory: Path, *, tls: EtcdTls | None = None, auth_token_ttl: int | None = None
+    ) -> None:
         self.directory = directory
         self.tls = tls
+        self.auth_token_ttl = auth_token_ttl
+        """etcd's ``--auth-token-ttl`` (seconds an unused token lives; etcd's default 300)."""
         self.root_password: str | None = None
         self.data_dir = directory / "data"
         self.log_path = directory / "etcd.log"
@@ -81,6 +85,8 @@ class EtcdServer:
             "--listen-metrics-urls", f"http://{LOOPBACK}:{self.metrics_port}",
             "--log-level", "warn",
         ]  # fmt: skip
+        if self.auth_token_ttl is not None:
+            command += ["--auth-token-ttl", str(self.auth_token_ttl)]
         if self.tls is not None:
             command += [
                 "--cert-file", str(self.tls.server.cert),

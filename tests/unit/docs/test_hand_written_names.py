@@ -35,7 +35,7 @@ OTHER_PROGRAMS_FLAGS = {
     "--advertise-client-urls", "--cert-file", "--client-cert-auth", "--data-dir",
     "--initial-advertise-peer-urls", "--initial-cluster", "--key-file",
     "--listen-client-urls", "--listen-peer-urls", "--max-txn-ops", "--name",
-    "--trusted-ca-file", "--prefix",
+    "--trusted-ca-file", "--prefix", "--auth-token-ttl",
     # python -m http.server, mypy, pytest, bench/run_all.py and the bench scripts
     "--bind", "--strict", "--dist", "--output-sync", "--collect-only", "--only", "--old",
     "--old-src", "--baseline", "--per-node", "--settle",

@@ -83,9 +83,12 @@ def test_a_version_whose_module_is_missing_keeps_the_last_good_one() -> None:
     assert kept == served and kept.spec.url == "file:///m.wasm"
     assert second.waiting == {edited.key: "file:///new.wasm"}
     assert second.selects(edited.key, sidecar())
+    # the kept version's module is still served: the module cache must keep it
+    assert first.module_digests() == second.module_digests() == {served.module.digest}
 
     never_served = WasmPluginIndex([edited], MESH, nothing)
     assert not never_served.for_proxy(sidecar(), None)
+    assert never_served.module_digests() == frozenset()
 
     fixed = WasmPluginIndex([edited], MESH, lambda u, s: WasmModule(MODULE_SHA, MODULE), second)
     (now,) = fixed.for_proxy(sidecar(), None).plugins

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.metrics.push import PushMetrics
 from pilothouse.push.cache import ResourceCache
+from pilothouse.push.context import PushContext
 from pilothouse.push.pipeline import PushPipeline
 from pilothouse.push.pod_sidecars import PodSidecars
 from pilothouse.push.service import PushService
@@ -96,6 +97,8 @@ def wire(
     wasm_modules = WasmModules(
         lambda url: pushes.wasm_module_arrived(url),
         policy=JwksAddressPolicy(settings.wasm_allowed_hosts),
+        budget=settings.wasm_cache_bytes,
+        referenced=lambda: served_modules(pipeline.context),
     )
     pipeline: PushPipeline[Connection] = PushPipeline(
         store,
@@ -121,6 +124,11 @@ def wire(
         envoy_generator_table() if envoy_generators else {},
         ApiGenerator(store, clock=api_clock),
     )
+
+
+def served_modules(context: PushContext | None) -> frozenset[str]:
+    """The digests of the Wasm modules ``context`` serves (none before the first)."""
+    return context.wasm_plugins.module_digests() if context is not None else frozenset()
 
 
 def envoy_generator_table() -> dict[str, Generator]:
