@@ -38,6 +38,7 @@ from pilothouse.xds.protocol.stream_flavour import Outgoing
 from pilothouse.xds.protocol.wire import NO_CONTROL_PLANE, ControlPlaneField, FanOutResponses
 from pilothouse.xds.server.backend import Backend
 from pilothouse.xds.server.nack_log import NackLog
+from pilothouse.xds.server.outbound import Outbound
 from pilothouse.xds.server.proxy_resources import ProxyResources
 
 log = logging.getLogger("pilothouse.xds")
@@ -109,7 +110,7 @@ class Connection:
             responses=responses,
         )
         self.control_plane = control_plane
-        self.outbound: asyncio.Queue[Queued | None] = asyncio.Queue()
+        self.outbound: Outbound[Queued | None] = Outbound()
         self.writer_attached = False
         """True while the stream's writer loop (:mod:`pilothouse.xds.server.writer`) runs."""
         self.written_waiter: asyncio.Future[None] | None = None
