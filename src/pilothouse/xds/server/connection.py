@@ -4,9 +4,10 @@ A connection is driven from two sides, both on the event loop and never concurre
 within a step: the stream's reader hands it requests (:meth:`Connection.on_request`),
 and the push service's workers hand it pushes they planned (:meth:`Connection.push`: it
 is push/'s :class:`~pilothouse.push.target.PushTarget`). Either may produce
-responses, which are appended in order to the connection's outbound queue; the
-stream's writer loop sends them. Generation is synchronous and reads one
-PushContext, so a response never mixes two snapshots.
+responses, which are appended in order to the connection's outbound queue
+(:mod:`pilothouse.xds.server.outbound`); the stream's writer loop sends them.
+Generation is synchronous and reads one PushContext, so a response never mixes two
+snapshots.
 
 The protocol (SotW or delta, nonces, make-before-break ordering) is the stream
 engine's (:mod:`pilothouse.xds.protocol.stream_engine`): this holds identity, I/O,
