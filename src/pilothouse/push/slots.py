@@ -40,10 +40,17 @@ class Slots:
     def waiting(self) -> int:
         return sum(1 for waiter in self._waiters if not waiter.done())
 
+    def try_acquire(self) -> bool:
+        """Take a free slot if there is one and nobody waits for it (no coroutine: the
+        push workers take one per push)."""
+        if self._taken < self._size and (not self._waiters or not self.waiting()):
+            self._taken += 1
+            return True
+        return False
+
     async def acquire(self) -> None:
         """Take a slot, waiting for one if none is free."""
-        if self._taken < self._size and not self.waiting():
-            self._taken += 1
+        if self.try_acquire():
             return
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)

@@ -130,11 +130,17 @@ class PushWorkers(Generic[ConnT]):
         """Dequeue and push until the queue shuts down; cancel pushes in flight if cancelled."""
         started = 0
         try:
+            slots, queue = self._slots, self._queue
             while True:
-                await self._slots.acquire()
-                item = await self._dequeue_or_release()
+                # the two awaits below only when they must wait: a push per connection
+                # would otherwise make three coroutines before it starts
+                if not slots.try_acquire():
+                    await slots.acquire()
+                item = None if queue.is_shut_down else queue.try_dequeue()
                 if item is None:
-                    break
+                    item = await self._dequeue_or_release()
+                    if item is None:
+                        break
                 self._start(item)
                 started += 1
                 if started >= self.throttle:

@@ -23,6 +23,18 @@ async def test_free_slots_are_taken_without_yielding() -> None:
     assert slots.taken == 1
 
 
+async def test_try_acquire_takes_only_a_free_slot_and_a_waiter_keeps_the_one_handed_it() -> None:
+    slots = Slots(1)
+    assert slots.try_acquire() and slots.taken == 1
+    assert not slots.try_acquire() and slots.taken == 1  # full: refused, nothing taken
+    waiter = asyncio.create_task(slots.acquire())
+    await settle()
+    slots.resize(2)  # the room made goes to the waiter, not to a later try_acquire
+    assert not slots.try_acquire()
+    await waiter
+    assert slots.taken == 2
+
+
 async def test_waiters_are_served_first_come_first_served() -> None:
     slots = Slots(1)
     await slots.acquire()

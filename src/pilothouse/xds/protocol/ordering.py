@@ -27,6 +27,9 @@ from pilothouse.push.cache import Resource
 
 ROUTE_TYPES = frozenset({LDS, RDS})
 _LINGERING_TYPES = frozenset({CDS, EDS})
+_PER_NAME_LINGERING = frozenset(t for t in _LINGERING_TYPES if not is_full_state_type(t))
+"""The lingering types whose responses carry only some names (endpoints): a record of
+them is updated, not replaced (looked up here, not asked per response)."""
 _NONE: Mapping[str, Resource] = MappingProxyType({})
 
 
@@ -70,7 +73,7 @@ class MakeBeforeBreak:
         if type_url not in _LINGERING_TYPES:
             return
         held: dict[str, Resource]
-        if not is_full_state_type(type_url):
+        if type_url in _PER_NAME_LINGERING:
             owned = self._sent.get(type_url)
             if not isinstance(owned, dict):  # never recorded: start this object's own
                 held = self._sent[type_url] = {}

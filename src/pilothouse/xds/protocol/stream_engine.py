@@ -94,6 +94,8 @@ class StreamEngine:
             if delta
             else SotwFlavour(source, self.order, control_plane, responses)
         )
+        self._session: SotwSession | DeltaSession = self._flavour.session
+        """The flavour's session, which never changes: read on every push."""
         self._source = source
         self._warming_timeout = warming_timeout
         self._schedule = schedule
@@ -102,28 +104,28 @@ class StreamEngine:
     @property
     def session(self) -> SotwSession | DeltaSession:
         """The SotW or delta session (watches, rejects, expired nonces)."""
-        return self._flavour.session
+        return self._session
 
     @property
     def sotw(self) -> SotwSession | None:
         """The SotW session, if this is a SotW stream."""
-        session = self._flavour.session
+        session = self._session
         return session if isinstance(session, SotwSession) else None
 
     @property
     def delta_session(self) -> DeltaSession | None:
         """The delta session, if this is a delta stream."""
-        session = self._flavour.session
+        session = self._session
         return session if isinstance(session, DeltaSession) else None
 
     # -- what the server asks ---------------------------------------------------------
 
     def watched_types(self) -> list[str]:
-        return sorted(self.session.watches, key=push_order_key)
+        return sorted(self._session.watches, key=push_order_key)
 
     def watched_names(self, type_url: str) -> frozenset[str] | None:
         """The explicitly watched names of a type; None when wildcard or not watched."""
-        subscription = self.session.wants(type_url)
+        subscription = self._session.wants(type_url)
         if subscription is None or subscription.wildcard:
             return None
         return subscription.names
@@ -147,14 +149,14 @@ class StreamEngine:
 
     def watches_secrets(self, names: frozenset[str]) -> bool:
         """Whether any of the SDS secrets ``names`` is watched."""
-        subscription = self.session.wants(SDS)
+        subscription = self._session.wants(SDS)
         if subscription is None:
             return False
         return subscription.wildcard or not subscription.names.isdisjoint(names)
 
     def _eds_by_host(self) -> Mapping[str, frozenset[str]]:
         """Watched EDS names by hostname, rebuilt only when the subscribed names change."""
-        subscription = self.session.wants(EDS)
+        subscription = self._session.wants(EDS)
         if subscription is None or subscription.wildcard:
             return {}
         cached = self._eds_index
@@ -260,7 +262,7 @@ class StreamEngine:
                         # behind the CDS response on the same ordered stream: the fresh
                         # assignments its changed and added clusters warm on
                         # (``refresh``, or everything with ``resend``)
-                        self._flavour.session.warming_answered(EDS)
+                        self._session.warming_answered(EDS)
                     out += assignments
                 continue
             if type_url == CDS and clusters is not None:
@@ -381,7 +383,7 @@ class StreamEngine:
             if refresh:
                 assignments = self._flavour.respond(EDS, refresh, now, refresh=refresh)
                 if assignments is not None:
-                    self._flavour.session.warming_answered(EDS)
+                    self._session.warming_answered(EDS)
                 _add(out, assignments)
         return out
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import NamedTuple, Protocol
 
 from pilothouse.protocol.messages import DeltaRequest, SotwRequest
-from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS, is_full_state_type
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.cache import Resource
 from pilothouse.xds.protocol.acked import AckedResources
 from pilothouse.xds.protocol.delta import DeltaSession
@@ -251,7 +251,7 @@ class SotwFlavour(FlavourBase):
         self.sotw.record_sent(type_url, version, nonce, plan.resources, now)
         chosen = plan.resources
         sent = resources if len(chosen) == len(resources) else {n: resources[n] for n in chosen}
-        self.acked.sent(type_url, nonce, sent, replace=is_full_state_type(type_url))
+        self.acked.sent(type_url, nonce, sent, replace=watch.carriers is None)
         if self._order.records(type_url):
             self._order.record(type_url, sent, replace=changed is None)
         if type_url == EDS:
@@ -287,7 +287,7 @@ class SotwFlavour(FlavourBase):
         nonce = response.nonce
         self.sotw.record_sent(type_url, version, nonce, versions, now)
         resources = content.resources
-        self.acked.sent(type_url, nonce, resources, replace=is_full_state_type(type_url))
+        self.acked.sent(type_url, nonce, resources, replace=watch.carriers is None)
         if self._order.records(type_url):
             self._order.record(type_url, resources, replace=changed is None)
         if type_url == EDS:

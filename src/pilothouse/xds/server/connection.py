@@ -4,9 +4,10 @@ A connection is driven from two sides, both on the event loop and never concurre
 within a step: the stream's reader hands it requests (:meth:`Connection.on_request`),
 and the push service's workers hand it pushes they planned (:meth:`Connection.push`: it
 is push/'s :class:`~pilothouse.push.target.PushTarget`). Either may produce
-responses, which are appended in order to the connection's outbound queue; the
-stream's writer loop sends them. Generation is synchronous and reads one
-PushContext, so a response never mixes two snapshots.
+responses, which are appended in order to the connection's outbound queue
+(:mod:`pilothouse.xds.server.outbound`); the stream's writer loop sends them.
+Generation is synchronous and reads one PushContext, so a response never mixes two
+snapshots.
 
 The protocol (SotW or delta, nonces, make-before-break ordering) is the stream
 engine's (:mod:`pilothouse.xds.protocol.stream_engine`): this holds identity, I/O,
@@ -38,6 +39,7 @@ from pilothouse.xds.protocol.stream_flavour import Outgoing
 from pilothouse.xds.protocol.wire import NO_CONTROL_PLANE, ControlPlaneField, FanOutResponses
 from pilothouse.xds.server.backend import Backend
 from pilothouse.xds.server.nack_log import NackLog
+from pilothouse.xds.server.outbound import Outbound
 from pilothouse.xds.server.proxy_resources import ProxyResources
 
 log = logging.getLogger("pilothouse.xds")
@@ -109,7 +111,7 @@ class Connection:
             responses=responses,
         )
         self.control_plane = control_plane
-        self.outbound: asyncio.Queue[Queued | None] = asyncio.Queue()
+        self.outbound: Outbound[Queued | None] = Outbound()
         self.writer_attached = False
         """True while the stream's writer loop (:mod:`pilothouse.xds.server.writer`) runs."""
         self.written_waiter: asyncio.Future[None] | None = None

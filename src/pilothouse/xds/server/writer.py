@@ -42,7 +42,8 @@ async def write_responses(connection: Connection, write: Write, recorder: WriteR
     connection.writer_attached = True
     try:
         while True:
-            queued = await outbound.get()
+            # a push queues a response or two at once: only the first is waited for
+            queued = await outbound.get() if outbound.empty() else outbound.get_nowait()
             if queued is None:
                 return
             started = clock()
