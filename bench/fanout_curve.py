@@ -85,10 +85,12 @@ def fanout_command(
     ]  # fmt: skip
 
 
-def fleet_command(proxies: int, workers: int, settle: Sequence[str] = ()) -> list[str]:
+def fleet_command(
+    proxies: int, workers: int, settle: Sequence[str] = (), quiet: Sequence[str] = ()
+) -> list[str]:
     return [
         sys.executable, str(HERE / "fleet10k.py"), "--proxies", str(proxies),
-        "--workers", str(workers), *settle,
+        "--workers", str(workers), *settle, *quiet,
     ]  # fmt: skip
 
 
@@ -300,6 +302,12 @@ def main() -> None:
         help="handed to each push_fanout.py run's --tail, the quiet seconds that end a push "
         "(default: its own; a smoke run shortens it)",
     )
+    parser.add_argument(
+        "--quiet-for",
+        type=float,
+        help="handed to each fleet10k.py run's --quiet-for, the load generator's quiet "
+        "seconds before each change (default: its own; a smoke run shortens it)",
+    )
     args = parser.parse_args()
     sizes = sorted({int(size) for size in args.sizes.split(",")})
     workers = sorted({int(count) for count in args.workers.split(",")})
@@ -309,6 +317,7 @@ def main() -> None:
         parser.error("--workers needs worker counts of at least 1")
     settle = () if args.settle is None else ("--settle", str(args.settle))
     tail = () if args.tail is None else ("--tail", str(args.tail))
+    quiet = () if args.quiet_for is None else ("--quiet-for", str(args.quiet_for))
     curve: list[dict[str, Any]] = []
     signal.signal(signal.SIGTERM, _stop)
     partial = None
@@ -316,7 +325,7 @@ def main() -> None:
         for proxies in sizes:
             for count in workers:
                 if proxies >= args.fleet_from:
-                    (result,) = run(fleet_command(proxies, count, settle), args.timeout)
+                    (result,) = run(fleet_command(proxies, count, settle, quiet), args.timeout)
                     curve.append(fleet_point(proxies, count, result))
                 else:
                     command = fanout_command(
