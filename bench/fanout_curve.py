@@ -71,19 +71,26 @@ BASELINE = (
 
 
 def fanout_command(
-    proxies: int, workers: int, runs: int, streams: int, settle: Sequence[str] = ()
+    proxies: int,
+    workers: int,
+    runs: int,
+    streams: int,
+    settle: Sequence[str] = (),
+    tail: Sequence[str] = (),
 ) -> list[str]:
     return [
         sys.executable, str(HERE / "push_fanout.py"), "--proxies", str(proxies),
         "--runs", str(runs), "--no-slope", "--workers", str(workers),
-        "--streams-per-channel", str(streams), *settle,
+        "--streams-per-channel", str(streams), *settle, *tail,
     ]  # fmt: skip
 
 
-def fleet_command(proxies: int, workers: int, settle: Sequence[str] = ()) -> list[str]:
+def fleet_command(
+    proxies: int, workers: int, settle: Sequence[str] = (), quiet: Sequence[str] = ()
+) -> list[str]:
     return [
         sys.executable, str(HERE / "fleet10k.py"), "--proxies", str(proxies),
-        "--workers", str(workers), *settle,
+        "--workers", str(workers), *settle, *quiet,
     ]  # fmt: skip
 
 
@@ -289,6 +296,18 @@ def main() -> None:
         help="handed to each run's --settle (default: each script's own; a smoke run "
         "shortens its waits with it)",
     )
+    parser.add_argument(
+        "--tail",
+        type=float,
+        help="handed to each push_fanout.py run's --tail, the quiet seconds that end a push "
+        "(default: its own; a smoke run shortens it)",
+    )
+    parser.add_argument(
+        "--quiet-for",
+        type=float,
+        help="handed to each fleet10k.py run's --quiet-for, the load generator's quiet "
+        "seconds before each change (default: its own; a smoke run shortens it)",
+    )
     args = parser.parse_args()
     sizes = sorted({int(size) for size in args.sizes.split(",")})
     workers = sorted({int(count) for count in args.workers.split(",")})
@@ -297,6 +316,8 @@ def main() -> None:
     if not workers or workers[0] < 1:
         parser.error("--workers needs worker counts of at least 1")
     settle = () if args.settle is None else ("--settle", str(args.settle))
+    tail = () if args.tail is None else ("--tail", str(args.tail))
+    quiet = () if args.quiet_for is None else ("--quiet-for", str(args.quiet_for))
     curve: list[dict[str, Any]] = []
     signal.signal(signal.SIGTERM, _stop)
     partial = None
@@ -304,11 +325,11 @@ def main() -> None:
         for proxies in sizes:
             for count in workers:
                 if proxies >= args.fleet_from:
-                    (result,) = run(fleet_command(proxies, count, settle), args.timeout)
+                    (result,) = run(fleet_command(proxies, count, settle, quiet), args.timeout)
                     curve.append(fleet_point(proxies, count, result))
                 else:
                     command = fanout_command(
-                        proxies, count, args.runs, args.streams_per_channel, settle
+                        proxies, count, args.runs, args.streams_per_channel, settle, tail
                     )
                     curve.append(fanout_point(proxies, count, run(command, args.timeout)))
                 print(f"{proxies} proxies, {count} workers: {curve[-1]}", file=sys.stderr)

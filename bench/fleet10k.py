@@ -105,6 +105,8 @@ class Options:
     workers: int = 1
     settle: float = 1.0
     """Seconds the probe waits after a change's first response for the rest of its push."""
+    quiet: float = 0.5
+    """The load generator's ``--quiet-for``: seconds without a response before a change."""
 
 
 @dataclass
@@ -160,6 +162,7 @@ async def load_generator(
         "--streams-per-connection", str(options.streams_per_connection),
         "--ramp", str(options.ramp), "--timeout", str(options.timeout),
         "--types", options.types, "--server-pid", str(server_pid), "-o", "json", "--quiet",
+        "--quiet-for", str(options.quiet),
         *argv,
     ]  # fmt: skip
     before = _children_cpu()
@@ -569,6 +572,12 @@ def parse_options() -> Options:
         default=1,
         help="serve --workers N, against the floor in N processes sharing its port",
     )
+    parser.add_argument(
+        "--quiet-for",
+        type=float,
+        default=0.5,
+        help="the load generator's quiet seconds before each change (a smoke run shortens it)",
+    )
     args = parser.parse_args()
     if not 1 <= args.proxies <= 100_000:
         parser.error("--proxies must be 1..100000")
@@ -587,6 +596,7 @@ def parse_options() -> Options:
         baseline=not args.no_baseline,
         workers=args.workers,
         settle=args.settle,
+        quiet=args.quiet_for,
     )
 
 

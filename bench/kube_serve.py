@@ -166,7 +166,7 @@ async def run_side(
 
                 run = await timed_push(
                     fleet, server, EDS, mesh.cluster(service), trigger, idle_rate=0.0,
-                    timeout=options.timeout, tail=0.5, type_urls=(CDS, EDS, LDS, RDS),
+                    timeout=options.timeout, tail=options.tail, type_urls=(CDS, EDS, LDS, RDS),
                 )  # fmt: skip
                 after = await push_counters(session, admin)
                 durations = sorted(run.durations)
@@ -297,6 +297,13 @@ def main() -> None:
     )
     parser.add_argument("--connect-timeout", type=float, default=240.0)
     parser.add_argument("--timeout", type=float, default=60.0, help="per flip, seconds")
+    parser.add_argument(
+        "--tail",
+        type=float,
+        default=0.5,
+        help="quiet seconds that end a flip (a CDS or full push the flip set off would come "
+        "within them: keep it above PILOTHOUSE_DEBOUNCE_AFTER, 0.1 s)",
+    )
     asyncio.run(run(parser.parse_args()))
 
 

@@ -106,6 +106,8 @@ KINDS = tuple(CHANGES)
 ALTERNATED = (("eds",), ("cds", "cds-uncompared"), ("rds", "rds-uncompared"))
 """The rounds of kinds in one group alternate; the floor runs the first kind's."""
 ROUND_TIMEOUT = 60.0
+QUIET = 0.05
+"""Seconds without a new write (the server idle) that end a phase (``--quiet``)."""
 TARGET_RATIO = 1.3
 TARGET_ACK_US = 30.0
 
@@ -140,7 +142,8 @@ class Side:
 
     label = ""
 
-    def __init__(self) -> None:
+    def __init__(self, quiet: float = QUIET) -> None:
+        self.quiet = quiet
         self.peers: list[Peer] = []
         self.push_cpu: dict[str, list[float]] = {kind: [] for kind in KINDS}
         self.ack_cpu: dict[str, list[float]] = {kind: [] for kind in KINDS}
@@ -161,7 +164,7 @@ class Side:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{self.label}: writes never settled")
             seen = now
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(self.quiet)
 
     def idle(self) -> bool:
         return True
@@ -221,8 +224,8 @@ class Side:
 class Pilothouse(Side):
     label = "pilothouse"
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, quiet: float = QUIET) -> None:
+        super().__init__(quiet)
         self.server = InProcessServer(self.label)
         self.handler: Any = None
         self.parse: Callable[[bytes], Any] = discovery_pb2.DiscoveryRequest.FromString
@@ -284,8 +287,8 @@ def _uncompared(request: Any, *_: Any) -> Any:
 class FloorSide(Side):
     label = "floor"
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, quiet: float = QUIET) -> None:
+        super().__init__(quiet)
         self.floor = Floor()
         self.streams: list[FloorStream] = []
         self.replay: dict[str, list[tuple[str, list[Any]]]] = {}
@@ -366,18 +369,19 @@ class Options:
     rounds: int
     debounce: float
     ack_repeats: int
+    quiet: float = QUIET
 
 
 async def run(options: Options) -> list[dict[str, Any]]:
-    mine = Pilothouse()
+    mine = Pilothouse(options.quiet)
     names = await mine.start(options.services, options.proxies, options.debounce)
-    floor = FloorSide()
+    floor = FloorSide(options.quiet)
     await floor.start(mine, names)
     # learn what each change sends (two states each, so every round is a real change)
     for kind in KINDS:
         for state in (1, 0):
             mine.change(kind, state)
-            await asyncio.sleep(options.debounce + 0.05)
+            await asyncio.sleep(options.debounce + options.quiet)
             await mine.settle()
             floor.replay[f"{kind}-{state}"] = _learn_replay(mine)
             for index, peer in enumerate(mine.peers):
@@ -503,6 +507,13 @@ def main() -> None:
     parser.add_argument("--debounce", type=float, default=0.05, help="push debounce, seconds")
     parser.add_argument("--ack-repeats", type=int, default=10)
     parser.add_argument(
+        "--quiet",
+        type=float,
+        default=QUIET,
+        help="seconds without a new write (the server idle) that end a phase; a smoke run "
+        "on a tiny mesh shortens it",
+    )
+    parser.add_argument(
         "--every-type",
         action="store_true",
         help="generate and compare every watched type on each full push, as before the "
@@ -513,7 +524,9 @@ def main() -> None:
         import pilothouse.push.proxy_push as proxy_push
 
         proxy_push.unaffected_types = lambda request: frozenset()  # type: ignore[assignment]
-    options = Options(args.services, args.proxies, args.rounds, args.debounce, args.ack_repeats)
+    options = Options(
+        args.services, args.proxies, args.rounds, args.debounce, args.ack_repeats, args.quiet
+    )
     for line in asyncio.run(run(options)):
         emit([line])
 

@@ -29,7 +29,8 @@ def connections(text: str) -> int:
 
 def test_a_tiny_two_worker_curve_through_both_fleets() -> None:
     argv = ["--sizes", "12,20", "--workers", "2", "--fleet-from", "20", "--runs", "1",
-            "--streams-per-channel", "3", "--settle", "0.2"]  # fmt: skip
+            "--streams-per-channel", "3", "--settle", "0.2", "--tail", "0.1",
+            "--quiet-for", "0.1"]  # fmt: skip
     done = subprocess.run(
         [sys.executable, str(SCRIPT), *argv], capture_output=True, text=True, timeout=400
     )

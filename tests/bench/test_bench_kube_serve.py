@@ -29,6 +29,8 @@ def test_it_prints_both_figures_with_eds_only_flips() -> None:
         "1",
         "--settle",
         "0",
+        "--tail",  # twice the servers' debounce: a full push the flip set off would show
+        "0.2",
     ]
     done = subprocess.run(
         [sys.executable, str(SCRIPT), *argv], capture_output=True, text=True, timeout=120

@@ -16,7 +16,8 @@ def test_it_prints_push_and_ack_figures_against_the_floor(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     argv = ["push_cost.py", "--services", "3", "--proxies", "4", "--rounds", "2"]
-    monkeypatch.setattr("sys.argv", [*argv, "--ack-repeats", "2", "--debounce", "0.01"])
+    quick = ["--ack-repeats", "2", "--debounce", "0.01", "--quiet", "0.01"]
+    monkeypatch.setattr("sys.argv", [*argv, *quick])
     main()
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [line["benchmark"].split(":")[0] for line in lines] == ["push_cost"] * 4

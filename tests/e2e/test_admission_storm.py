@@ -1,7 +1,9 @@
-"""2,000 simulated sidecars connect at once to a real ``pilothouse serve`` with admission
-control on, at its defaults: the server holds them in line and lets them in at the rate,
-refusing none, so that the storm converges within 2,000 ÷ rate + 2 s; every one gets its
-full config, the server's memory stays bounded, and nothing crashes.
+"""500 simulated sidecars connect at once to a real ``pilothouse serve`` with admission
+control on, at its defaults: twice as many as the rate lets in within a second, so the
+server must hold them in line and let them in at the rate, refusing none; every one gets
+its full config, the server's memory stays bounded, and nothing crashes. (The issue's
+2,000-proxy storm, converged within 2,000 ÷ rate + 2 s, is what the connect_storm
+benchmark measures; a quarter of it proves the same pacing here in a quarter of the time.)
 
 The proxies are the load generator's (real grpc.aio clients behaving like Envoy: wildcard
 CDS, then EDS, LDS, RDS, ACKs, and Envoy's jittered backoff when refused), 100 streams
@@ -24,26 +26,25 @@ from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from tests.e2e.harness.serve_process import ServeProcess
 
-PROXIES = 2000
+PROXIES = 500
 SERVICES = 20
 RATE = 250
-"""New streams a second (the default); 2,000 proxies need 8 s of admissions at least."""
+"""New streams a second (the default); 500 proxies need 1.9 s of admissions at least."""
 BURST = 25
 """The default: never more than the rate in a second all the same."""
 CONVERGED_WITHIN = PROXIES / RATE + 8
-"""Seconds from the storm's start until every proxy holds its full config: the 8 s the
-rate needs, and 8 s more because this test shares two cores with the load generator of
-2,000 proxies and with the rest of the suite (alone, the storm took 10.0-10.5 s here;
-issue 28's target, 2,000 / rate + 2 s, is what the connect_storm benchmark measures).
-What this test holds to is the pacing below: every proxy let in once, at the rate, none
-refused. The default wait (10 s) holds the whole storm in line, so no token is left
-unused while refused proxies back off (with a 1 s wait: 2,000 refusals and 11 s)."""
-PEAK_RSS_MIB = 400
-"""The server's resident memory at its peak, at most: about 60 MiB idle, and 2,000
-connected sidecars holding 20 services' config take about 120 MiB more."""
+"""Seconds from the storm's start until every proxy holds its full config: the 2 s the
+rate needs, and 8 s more because this test shares two cores with the load generator and
+with the rest of the suite. What this test holds to is the pacing below: every proxy let
+in once, at the rate, none refused. The default wait (10 s) holds the whole storm in
+line, so no token is left unused while refused proxies back off (with a 1 s wait, a
+2,000-proxy storm met 2,000 refusals and took 11 s)."""
+PEAK_RSS_MIB = 250
+"""The server's resident memory at its peak, at most: 500 connected sidecars holding 20
+services' config took it to about 120 MiB here (2,000 took it to about 180)."""
 
 
-async def test_a_storm_of_2000_proxies_is_let_in_at_the_rate(tmp_path: Path) -> None:
+async def test_a_storm_of_500_proxies_is_let_in_at_the_rate(tmp_path: Path) -> None:
     raise_open_file_limit()
     mesh = FanoutMesh(tmp_path / "mesh", SERVICES, 4, 1)
     mesh.write()
@@ -105,7 +106,7 @@ async def test_a_storm_of_2000_proxies_is_let_in_at_the_rate(tmp_path: Path) -> 
         # than the rate in a second; and the limit is not idle either: the busiest
         # second reaches at least half the rate
         assert RATE / 2 <= busiest <= RATE, busiest
-        # 2,000 admissions at 250 a second after a burst of 25 need 7.9 s at least
+        # 500 admissions at 250 a second after a burst of 25 need 1.9 s at least
         assert times[-1] - times[0] >= (PROXIES - BURST) / RATE - 0.01
         refused = refusals(text)
         assert not refused, refused

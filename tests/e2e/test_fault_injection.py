@@ -58,15 +58,18 @@ VERSIONS = ("v1", "v2", "v3")
 """The route's destinations in the order the test moves it; traffic never goes back."""
 FLAVOURS = ("sotw", "delta")
 """One Envoy per ADS flavour, each in its own namespace with its own egress port."""
-RATE = 50.0
+RATE = 100.0
 """Requests per second through each Envoy."""
-HOLD = 2.0
+HOLD = 1.0
 """How long traffic runs with the control plane dead, and with the directory away (at
 ``RATE``, 100 requests through each Envoy, of which at least half must land in the phase)."""
+LINGER = 0.25
+"""How long traffic runs on between phases that wait for nothing else (25 requests through
+each Envoy at ``RATE``), so that each phase's traffic is seen before the next begins."""
 RECONNECT = 40.0
 """Longest wait from the restart until traffic follows the restarted control plane: its
 start-up, then Envoy's ADS reconnect backoff, which is fully jittered exponential from
-0.5 s and capped at 30 s (typically a few seconds; the cap bounds the rare long one)."""
+0.5 s and capped at 5 s by ``pilothouse bootstrap`` (typically a few seconds)."""
 FOLLOW = 10.0
 """Longest wait for traffic to follow an edit while the control plane runs."""
 XDS_CONNECT_FAILURES = "cluster.xds-grpc.upstream_cx_connect_fail"
@@ -224,13 +227,13 @@ async def test_control_plane_killed_restarted_and_directory_moved_costs_no_reque
         for car, envoy in zip(sidecars, envoys, strict=True):
             car.envoy = envoy
             await wait_for_port(car.port, timeout=10)
-            car.load = SteadyLoad(car.port, authority=car.host, rate=RATE, workers=2)
+            car.load = SteadyLoad(car.port, authority=car.host, rate=RATE, workers=4)
             await stack.enter_async_context(car.load)
         loads = [car.load for car in sidecars if car.load is not None]
 
         started = timeline.begin("warm")
         await all_on("v1", loads, after=started, timeout=FOLLOW)
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(LINGER)
 
         # 1. SIGKILL: Envoy keeps its last config; the route is edited meanwhile.
         timeline.begin("killed")
@@ -245,7 +248,7 @@ async def test_control_plane_killed_restarted_and_directory_moved_costs_no_reque
         seen.startup = await plane.wait_ready()
         seen.caught_up = await all_on("v2", loads, after=restarted, timeout=RECONNECT) - restarted
         seen.attempts = [await envoy.stat(XDS_CONNECT_FAILURES, default=0) for envoy in envoys]
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(LINGER)
 
         # 3. The directory goes away: unavailable, not empty.
         seen.before = await asyncio.gather(*(envoy_state(envoy) for envoy in envoys))
@@ -266,7 +269,7 @@ async def test_control_plane_killed_restarted_and_directory_moved_costs_no_reque
         write(routing, routing_yaml(sidecars, "v3"))
         seen.followed = await all_on("v3", loads, after=edited, timeout=FOLLOW) - edited
         timeline.begin("settled")
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(LINGER)
         seen.rejected = [await rejections(envoy) for envoy in envoys]
     finally:
         for car in sidecars:

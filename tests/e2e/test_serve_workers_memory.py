@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import time
 from pathlib import Path
 
 from tests.e2e.harness.serve_process import ServeProcess
@@ -21,8 +22,13 @@ from tests.e2e.test_serve_workers import ENVIRONMENT, ROOT, _worker_pids_in_log,
 EXTRA_WORKER_MIB = 60
 """The most an idle worker beyond the first may add (issue 28). Forked, they add about 33
 MiB each here; spawned, each importing everything again, they added about 87 MiB."""
-SETTLE = 3.0
-"""Seconds the ready group is left alone before it is measured."""
+STEADY = 0.6
+"""Seconds over which the ready group's memory must hold still (within
+:data:`STEADY_KIB`) before it is measured; it does from the moment it is ready (it was
+measured the same after 3 s more)."""
+STEADY_KIB = 512
+SETTLE_WITHIN = 15.0
+"""Seconds the ready group may take to hold still."""
 
 
 def pss_kib(pid: int) -> int:
@@ -31,6 +37,22 @@ def pss_kib(pid: int) -> int:
             if line.startswith("Pss:"):
                 return int(line.split()[1])
     raise AssertionError(f"no Pss for {pid}")
+
+
+def summed_pss_kib(pids: list[int]) -> int:
+    return sum(pss_kib(pid) for pid in pids)
+
+
+async def steady_pss_mib(pids: list[int]) -> float:
+    """The group's summed Pss once it has held still for :data:`STEADY` seconds."""
+    deadline = time.monotonic() + SETTLE_WITHIN
+    samples = [summed_pss_kib(pids)]
+    while True:
+        await asyncio.sleep(STEADY / 3)
+        samples = [*samples[-3:], summed_pss_kib(pids)]
+        if len(samples) == 4 and max(samples) - min(samples) <= STEADY_KIB:
+            return samples[-1] / 1024
+        assert time.monotonic() < deadline, f"Pss still moving: {samples} KiB"
 
 
 async def group_pss_mib(root: Path, workers: int) -> float:
@@ -44,10 +66,9 @@ async def group_pss_mib(root: Path, workers: int) -> float:
     try:
         await process.wait_listening()
         await process.wait_ready()
-        await asyncio.sleep(SETTLE)
         pids = [process.pid, *_worker_pids_in_log(process)]
         assert len(pids) == (workers + 1 if workers > 1 else 1)
-        return sum(pss_kib(pid) for pid in pids) / 1024
+        return await steady_pss_mib(pids)
     finally:
         kill_group(process)
 

@@ -43,11 +43,17 @@ from tests.unit.security.tokens import Issuer
 pytestmark = pytest.mark.timeout(180)
 
 NODE = "sidecar~127.0.0.1~productpage-v1.bookinfo~bookinfo.svc.cluster.local"
-DEADLINE = 2.0
+DEADLINE = 1.0
 """The front's handshake and authentication timeouts in these tests, seconds."""
 IDLE_TLS = 600
+"""TLS connections the first test's flood opens: far beyond the limit."""
 LIMIT = 128
 """The unauthenticated-connection limit of the first test."""
+EMFILE_FILES = 400
+"""The second test's open-file limit."""
+EMFILE_FLOOD = (300, 300)
+"""The second test's flood (connections that never handshake, idle TLS ones): half as
+many again as :data:`EMFILE_FILES`, so that ``accept`` must run out."""
 
 
 @contextlib.asynccontextmanager
@@ -76,9 +82,11 @@ class Attacker:
         self.turned_away = 0
         """TLS connections closed before their handshake finished."""
 
-    async def flood(self, context: ssl.SSLContext, no_handshake: int) -> None:
+    async def flood(
+        self, context: ssl.SSLContext, no_handshake: int, idle_tls: int = IDLE_TLS
+    ) -> None:
         """``no_handshake`` TCP connections that never start a handshake, then
-        :data:`IDLE_TLS` TLS connections that say nothing after theirs."""
+        ``idle_tls`` TLS connections that say nothing after theirs."""
         for _ in range(no_handshake):
             sock = socket.socket()
             sock.setblocking(False)
@@ -101,7 +109,7 @@ class Attacker:
                 except (OSError, ssl.SSLError, TimeoutError):
                     self.turned_away += 1
 
-        await asyncio.gather(*(one() for _ in range(IDLE_TLS)))
+        await asyncio.gather(*(one() for _ in range(idle_tls)))
 
     async def all_closed_by_server(self, within: float) -> None:
         """Every held connection ends (EOF or reset) from the server's side in time."""
@@ -156,6 +164,14 @@ def client_context() -> ssl.SSLContext:
     return ssl.create_default_context(cafile=str(root_file()))
 
 
+async def paused_accepting(process: ServeProcess, within: float) -> None:
+    """Wait until the server has said it stopped accepting (out of descriptors)."""
+    deadline = time.monotonic() + within
+    while "not accepting connections" not in process.log_path.read_text(errors="replace"):
+        assert time.monotonic() < deadline, process.log_tail(60)
+        await asyncio.sleep(0.05)
+
+
 def small_log(process: ServeProcess) -> list[str]:
     lines = process.log_path.read_text(errors="replace").splitlines()
     assert not any("Traceback" in line for line in lines), process.log_tail(60)
@@ -197,12 +213,13 @@ async def test_out_of_file_descriptors_accept_pauses_and_the_server_comes_back(
         "PILOTHOUSE_XDS_TLS_ACCEPT_PAUSE": "0.5",
         "PILOTHOUSE_XDS_REFUSAL_LOG_INTERVAL": "5",
     }
-    async with serve_with_fd_limit(tmp_path, 400, environment) as (process, issuer):
+    async with serve_with_fd_limit(tmp_path, EMFILE_FILES, environment) as (process, issuer):
         attacker = Attacker(process.xds_tls_port)
         started = time.monotonic()
         try:
-            flood = asyncio.create_task(attacker.flood(client_context(), no_handshake=300))
-            await asyncio.sleep(1.0)  # the descriptors are gone by now
+            no_handshake, idle_tls = EMFILE_FLOOD
+            flood = asyncio.create_task(attacker.flood(client_context(), no_handshake, idle_tls))
+            await paused_accepting(process, within=10.0)  # the descriptors are gone
             waited = await legitimate_client(process, issuer)
             assert waited < 2 * DEADLINE + 15
             await flood

@@ -143,6 +143,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("--repeat", type=int, metavar="R", help="push: changes (default 1)")
     parser.add_argument(
+        "--quiet-for",
+        type=float,
+        default=0.5,
+        metavar="S",
+        help="push/churn: seconds the fleet must see nothing before a change (default 0.5)",
+    )
+    parser.add_argument(
         "--trigger",
         metavar="CMD",
         help="push/churn: a shell command that makes a change (gets PILOTHOUSE_LOADTEST_CHANGE)",
@@ -264,6 +271,7 @@ def spec_from_args(args: argparse.Namespace) -> LoadSpec:
             raise UsageError(f"--namespaces: {name!r} is not a namespace name")
     _within(args.ramp, 0, MAX_SECONDS, "--ramp")
     _within(args.timeout, 0, MAX_SECONDS, "--timeout", open_low=True)
+    _within(args.quiet_for, 0, MAX_SECONDS, "--quiet-for")
     for flag, only in (
         ("--duration", Scenario.CHURN),
         ("--rate", Scenario.CHURN),
@@ -298,6 +306,7 @@ def spec_from_args(args: argparse.Namespace) -> LoadSpec:
         duration=duration,
         rate=rate,
         repeat=repeat,
+        quiet=args.quiet_for,
         trigger=_trigger(args, scenario),
         streams_per_connection=args.streams_per_connection,
         types=types,

@@ -38,8 +38,6 @@ from pilothouse.loadtest.spec import LoadSpec, Scenario
 from pilothouse.loadtest.triggers import Fired, fire
 
 POLL: Final = 0.05
-QUIET: Final = 0.5
-"""A fleet that saw nothing for this long is quiet (the next push may go)."""
 QUIET_LIMIT: Final = 5.0
 UNREACHABLE_AFTER: Final = 3.0
 """With no proxy connected this long, the driver asks whether anything listens."""
@@ -229,7 +227,8 @@ class LoadRun:
         return False
 
     async def _quiet(self) -> None:
-        """Wait until no share saw a response for ``QUIET`` seconds (at most ``QUIET_LIMIT``)."""
+        """Wait until no share saw a response for the spec's ``quiet`` seconds (at most
+        ``QUIET_LIMIT``)."""
         deadline = self.clock() + QUIET_LIMIT
         seen = self.status().activity
         since = self.clock()
@@ -239,7 +238,7 @@ class LoadRun:
             now = self.status().activity
             if now != seen:
                 seen, since = now, self.clock()
-            elif self.clock() - since >= QUIET:
+            elif self.clock() - since >= self.spec.quiet:
                 return
 
     async def _mark(self, name: str) -> None:

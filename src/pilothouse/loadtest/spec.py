@@ -77,6 +77,9 @@ class LoadSpec:
     """``churn``: changes per second."""
     repeat: int = 1
     """``push``: how many changes."""
+    quiet: float = 0.5
+    """``push`` and ``churn``: seconds the fleet must see nothing before a change goes (the
+    previous push over)."""
     trigger: Trigger = Trigger()
     streams_per_connection: int = 100
     types: tuple[str, ...] = tuple(sorted(ALL_TYPES))

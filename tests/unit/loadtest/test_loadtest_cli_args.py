@@ -83,10 +83,11 @@ def test_every_flag_lands_in_the_spec() -> None:
 
 def test_push_with_a_trigger_file() -> None:
     made = spec(
-        *SERVER, "--scenario", "push", "--repeat", "3",
+        *SERVER, "--scenario", "push", "--repeat", "3", "--quiet-for", "0.1",
         "--trigger-file", "/tmp/x.yaml", "--trigger-content", "a: {n}",
     )  # fmt: skip
     assert made.repeat == 3
+    assert made.quiet == 0.1 and spec(*SERVER).quiet == 0.5
     assert made.trigger == Trigger(file="/tmp/x.yaml", content="a: {n}")
     assert made.trigger.describe() == "write /tmp/x.yaml"
 
@@ -119,6 +120,7 @@ def test_the_spec_survives_json_as_workers_receive_it() -> None:
         ([*SERVER, "--namespaces", "a,,b"], "'' is not a namespace name"),
         ([*SERVER, "--timeout", "0"], "--timeout must be more than 0"),
         ([*SERVER, "--timeout", "601"], "at most 600"),
+        ([*SERVER, "--quiet-for", "-1"], "--quiet-for must be at least 0"),
         ([*SERVER, "--ramp", "-1"], "--ramp must be at least 0"),
         ([*SERVER, "--duration", "5"], "--duration applies to --scenario churn only"),
         ([*SERVER, "--rate", "5"], "--rate applies to --scenario churn only"),
