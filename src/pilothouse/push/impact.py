@@ -12,8 +12,8 @@ the current PushContext, the cache or any connection:
    build from the overlaid store, reusing the current one's untouched indexes, and the
    connections it would choose, each with the request queued for its scope.
 3. Each chosen connection's push is planned as the push service plans a settled
-   connection's (:func:`~pilothouse.push.affected_types.unaffected_types`,
-   :func:`~pilothouse.push.affected_types.moves_endpoints`): which types it generates.
+   connection's (:func:`~pilothouse.push.proxy_push.full_push`): which types it
+   generates.
 
 Kinds the registry turns into services and endpoints (ServiceEntry, WorkloadEntry:
 :data:`~pilothouse.push.changes.REGISTRY_KINDS`) reach the context through the
@@ -28,12 +28,11 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from pilothouse.config.model import Config, ConfigKey
-from pilothouse.push.affected_types import moves_endpoints, unaffected_types
 from pilothouse.push.changes import REGISTRY_KINDS, config_request
 from pilothouse.push.context import PushContext
 from pilothouse.push.pipeline import PushPipeline
-from pilothouse.push.proxy_push import FullPush
-from pilothouse.push.request import PushRequest, merge_all
+from pilothouse.push.proxy_push import FullPush, full_push
+from pilothouse.push.request import merge_all
 from pilothouse.push.target import ProxyWatches
 from pilothouse.sources.events import ConfigStore, Handler, Unsubscribe
 
@@ -150,17 +149,9 @@ def plan_impact(
     for connection, queued in pushes:
         plan = plans.get(id(queued))
         if plan is None:
-            plan = plans[id(queued)] = settled_push(queued)
+            plan = plans[id(queued)] = full_push(queued, settled=True)
         planned.append((connection, plan))
     return ImpactPlan(keys, unchanged, context, tuple(planned), failed)
-
-
-def settled_push(request: PushRequest) -> FullPush:
-    """The full push a settled connection is handed for ``request`` (as
-    :class:`~pilothouse.push.proxy_push.ProxyPushRules` plans it)."""
-    return FullPush(
-        request, endpoints=moves_endpoints(request), unchanged=unaffected_types(request)
-    )
 
 
 def _nothing() -> None:

@@ -98,7 +98,7 @@ class ProxyPushRules(Generic[W]):
         self._pushed_at[connection] = revision
         plans = self._plans
         if plans is None or plans[0] is not request:
-            plans = self._plans = (request, _full(request, True), _full(request, False))
+            plans = self._plans = (request, full_push(request, True), full_push(request, False))
         return plans[1] if settled else plans[2]
 
     def forget(self, connection: W) -> None:
@@ -106,7 +106,7 @@ class ProxyPushRules(Generic[W]):
         self._pushed_at.pop(connection, None)
 
 
-def _full(request: PushRequest, settled: bool) -> FullPush:
+def full_push(request: PushRequest, settled: bool) -> FullPush:
     """The full push of ``request`` for a connection ``settled`` or not (see the module
     doc: a first push, or the first after endpoints moved, trusts no inert mark)."""
     return FullPush(

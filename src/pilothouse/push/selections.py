@@ -15,33 +15,14 @@ is one dictionary access, as it was when each index kept its own memo across con
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
-from typing import TypeVar
-
 from pilothouse.push.cache import ResourceCache
-from pilothouse.push.envoy_filters import (
-    NO_PATCHES,
-    EnvoyFilterIndex,
-    EnvoyFilterInputs,
-    ProxyPatches,
-    proxy_facts,
-    select_patches,
-)
+from pilothouse.push.envoy_filters import EnvoyFilterIndex, ProxyPatches, proxy_facts
 from pilothouse.push.proxy import ProxyIdentity
-from pilothouse.push.telemetry import (
-    NOTHING,
-    HostLookup,
-    ProviderHosts,
-    ProxyTelemetry,
-    TelemetryIndex,
-    select_telemetry,
-)
-from pilothouse.push.wasm_plugins import NO_PLUGINS, ProxyPlugins, WasmPluginIndex, select_plugins
+from pilothouse.push.telemetry import HostLookup, ProviderHosts, ProxyTelemetry, TelemetryIndex
+from pilothouse.push.wasm_plugins import ProxyPlugins, WasmPluginIndex
 from pilothouse.registry.model import Labels
 
-Inputs = TypeVar("Inputs", bound=Hashable)
 Metadata = tuple[tuple[str, str | None], ...]
-Selected = TypeVar("Selected")
 
 
 class ProxySelections:
@@ -76,13 +57,7 @@ class ProxySelections:
             providers = self._providers
             if providers is None:  # the context's services resolve the providers: once
                 providers = self._providers = self._telemetries.providers(self._hosts)
-            inputs = self._telemetries.inputs(proxy, providers)
-            found = (
-                NOTHING
-                if inputs is None
-                else cache.value(inputs, _select(select_telemetry, inputs))
-            )
-            self._telemetry[seen] = found
+            found = self._telemetry[seen] = self._telemetries.for_proxy(proxy, providers, cache)
         return found
 
     def plugins(self, proxy: ProxyIdentity, cache: ResourceCache) -> ProxyPlugins:
@@ -90,13 +65,7 @@ class ProxySelections:
         seen = (proxy.namespace, proxy.labels)
         found = self._plugins.get(seen)
         if found is None:
-            inputs = self._wasm_plugins.inputs(proxy)
-            found = (
-                NO_PLUGINS
-                if inputs is None
-                else cache.value(inputs, _select(select_plugins, inputs))
-            )
-            self._plugins[seen] = found
+            found = self._plugins[seen] = self._wasm_plugins.for_proxy(proxy, cache)
         return found
 
     def patches(self, proxy: ProxyIdentity, cache: ResourceCache) -> ProxyPatches:
@@ -107,22 +76,11 @@ class ProxySelections:
         if found is not None:
             return found
         candidates = self._envoy_filters.candidates(namespace)
-        if not candidates.filters:
-            found = self._patches[seen] = NO_PATCHES
-            return found
         if not candidates.reads_version and not candidates.metadata_keys:
-            inputs = EnvoyFilterInputs(candidates, namespace, labels, "", ())
-            found = self._patches[seen] = cache.value(inputs, _select(select_patches, inputs))
+            found = self._patches[seen] = self._envoy_filters.for_proxy(proxy, cache)
             return found
-        version, metadata = proxy_facts(candidates, proxy)
-        facts = (namespace, labels, version, metadata)
+        facts = (namespace, labels, *proxy_facts(candidates, proxy))
         found = self._patches_by_facts.get(facts)
         if found is None:
-            inputs = EnvoyFilterInputs(candidates, namespace, labels, version, metadata)
-            found = cache.value(inputs, _select(select_patches, inputs))
-            self._patches_by_facts[facts] = found
+            found = self._patches_by_facts[facts] = self._envoy_filters.for_proxy(proxy, cache)
         return found
-
-
-def _select(select: Callable[[Inputs], Selected], inputs: Inputs) -> Callable[[], Selected]:
-    return lambda: select(inputs)

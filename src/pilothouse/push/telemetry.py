@@ -268,12 +268,12 @@ class TelemetryIndex:
         return TelemetryInputs(candidates, proxy.labels, proxy.node_cluster, providers)
 
     def for_proxy(
-        self, proxy: ProxyIdentity, hosts: HostLookup, cache: ResourceCache | None
+        self, proxy: ProxyIdentity, providers: ProviderHosts, cache: ResourceCache | None
     ) -> ProxyTelemetry:
-        """The effective telemetry of ``proxy`` (``hosts`` as for :meth:`providers`):
-        worked out once per distinct :class:`TelemetryInputs` and kept in ``cache`` (None:
-        worked out now, kept nowhere, for a one-off question)."""
-        inputs = self.inputs(proxy, self.providers(hosts))
+        """The effective telemetry of ``proxy`` (given :meth:`providers`): worked out once
+        per distinct :class:`TelemetryInputs` and kept in ``cache`` (None: worked out now,
+        kept nowhere, for a one-off question)."""
+        inputs = self.inputs(proxy, providers)
         if inputs is None:
             return NOTHING
         if cache is None:

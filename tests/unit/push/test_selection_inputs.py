@@ -87,7 +87,7 @@ KINDS = [
         "Telemetry",
         telemetry,
         lambda configs: TelemetryIndex(configs, MESH),
-        lambda index, proxy, cache: index.for_proxy(proxy, lambda host: (), cache),
+        lambda index, proxy, cache: index.for_proxy(proxy, index.providers(lambda host: ()), cache),
     ),
     Selection(
         "WasmPlugin",

@@ -71,7 +71,8 @@ def effective(
     configs: list[Config], proxy: ProxyIdentity | None = None, settings: MeshSettings | None = None
 ) -> ProxyTelemetry:
     index = TelemetryIndex(configs, settings if settings is not None else mesh())
-    return index.for_proxy(proxy or sidecar(), lambda host: HOSTS.get(host, ()), None)
+    providers = index.providers(lambda host: HOSTS.get(host, ()))
+    return index.for_proxy(proxy or sidecar(), providers, None)
 
 
 def log_paths(result: ProxyTelemetry, side: str = "client") -> list[tuple[str, str]]:
