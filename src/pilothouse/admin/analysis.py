@@ -12,7 +12,6 @@ has no metric for its analysis; this one is pilothouse's own).
 from __future__ import annotations
 
 import datetime
-import json
 from collections.abc import Iterator
 
 from aiohttp import web
@@ -21,6 +20,7 @@ from prometheus_client.registry import Collector
 
 from pilothouse.admin.debug_routes import debug_only
 from pilothouse.analysis.follower import AnalysisFollower
+from pilothouse.boundary.contain import json_answer
 
 PATH = "/debug/analyzez"
 
@@ -42,7 +42,7 @@ def analysis_routes(follower: AnalysisFollower, *, allow_remote: bool) -> list[w
             "runs": latest.runs,
             "messages": [m.as_dict() for m in latest.messages],
         }
-        return web.Response(text=json.dumps(body, indent=2) + "\n", content_type="application/json")
+        return json_answer(body)
 
     return [web.get(PATH, debug_only(analyzez, allow_remote=allow_remote))]
 

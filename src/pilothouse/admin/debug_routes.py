@@ -55,9 +55,8 @@ shape, ``{"error", "status"}``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Final
+from typing import Final
 
 from aiohttp import web
 
@@ -75,7 +74,7 @@ from pilothouse.admin.gateway_api_view import gateway_apiz
 from pilothouse.admin.impact import impact_handler
 from pilothouse.admin.refusals import refusal_routes
 from pilothouse.admin.telemetryz import telemetryz
-from pilothouse.boundary.contain import json_error
+from pilothouse.boundary.contain import json_answer, json_error
 from pilothouse.boundary.debug_access import debug_denial
 from pilothouse.kinds.names import UnknownKind, resolve_kinds
 from pilothouse.kinds.table import SCHEMAS
@@ -117,11 +116,6 @@ def debug_only(handler: Handler, *, allow_remote: bool) -> Handler:
     return guarded
 
 
-def _json(data: Any) -> web.Response:
-    """200 with ``data`` as indented JSON (these views are read by people too)."""
-    return web.Response(text=json.dumps(data, indent=2) + "\n", content_type="application/json")
-
-
 class DebugEndpoints:
     """The handlers, over one discovery server's debug view and the config sources
     ``serve`` runs."""
@@ -158,10 +152,10 @@ class DebugEndpoints:
         return [*routes, web.post(impact.path, debug_only(impact.handler, allow_remote=allow))]
 
     async def index(self, request: web.Request) -> web.Response:
-        return _json({"endpoints": [{"path": p, "about": a} for p, a in ENDPOINTS]})
+        return json_answer({"endpoints": [{"path": p, "about": a} for p, a in ENDPOINTS]})
 
     async def syncz(self, request: web.Request) -> web.Response:
-        return _json(self._discovery.syncz(request.query.get("namespace", "")))
+        return json_answer(self._discovery.syncz(request.query.get("namespace", "")))
 
     async def config_dump(self, request: web.Request) -> web.Response:
         discovery = self._discovery
@@ -184,7 +178,7 @@ class DebugEndpoints:
             )
         if not discovery.ready():
             return json_error(503, "pilothouse is not ready: config has not synced yet")
-        return _json(discovery.config_dump(connection, types))
+        return json_answer(discovery.config_dump(connection, types))
 
     async def configz(self, request: web.Request) -> web.Response:
         wanted = request.query.get("kind", "")
@@ -195,13 +189,15 @@ class DebugEndpoints:
             return json_error(400, f"{unknown}; the kinds are {known}")
         store = self._discovery.store
         configs = [found for key in store.keys() if (found := store.get(key)) is not None]
-        return _json(configz(configs, namespace=request.query.get("namespace", ""), kinds=kinds))
+        return json_answer(
+            configz(configs, namespace=request.query.get("namespace", ""), kinds=kinds)
+        )
 
     async def registryz(self, request: web.Request) -> web.Response:
-        return _json(registryz(self._discovery.services()))
+        return json_answer(registryz(self._discovery.services()))
 
     async def endpoint_shardz(self, request: web.Request) -> web.Response:
-        return _json(self._discovery.endpoint_shards())
+        return json_answer(self._discovery.endpoint_shards())
 
     async def adsz(self, request: web.Request) -> web.Response:
         if "push" in request.query:
@@ -210,29 +206,28 @@ class DebugEndpoints:
                 "GET /debug/adsz only reads and no longer pushes; "
                 "queue a full push with POST /admin/push",
             )
-        return _json(adsz(self._discovery.connections()))
+        return json_answer(adsz(self._discovery.connections()))
 
     async def connections(self, request: web.Request) -> web.Response:
-        return _json(connectionz(self._discovery.connections()))
+        return json_answer(connectionz(self._discovery.connections()))
 
     async def push_status(self, request: web.Request) -> web.Response:
-        return _json(push_status(self._discovery))
+        return json_answer(push_status(self._discovery))
 
     async def sources(self, request: web.Request) -> web.Response:
-        return _json({"sources": sources_view(self._sources)})
+        return json_answer({"sources": sources_view(self._sources)})
 
     async def envoy_filterz(self, request: web.Request) -> web.Response:
         if not self._discovery.ready():
-            return _json({"patches": []})
+            return json_answer({"patches": []})
         reports = self._discovery.context.envoy_filters.statuses()
-        return _json({"patches": [r.view() for r in reports]})
+        return json_answer({"patches": [r.view() for r in reports]})
 
     async def telemetryz(self, request: web.Request) -> web.Response:
-        return _json(telemetryz(self._discovery))
-
+        return json_answer(telemetryz(self._discovery))
 
     async def gateway_apiz(self, request: web.Request) -> web.Response:
-        return _json(gateway_apiz(self._discovery, request.query.get("namespace", "")))
+        return json_answer(gateway_apiz(self._discovery, request.query.get("namespace", "")))
 
 
 def debug_routes(discovery: DebugView, sources: Sequence[NamedSource] = ()) -> list[web.RouteDef]:

@@ -21,13 +21,12 @@ bound) for a body that is too large; 422 for kinds whose impact is not predicted
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Final
 
 from aiohttp import web
 
-from pilothouse.boundary.contain import json_error
+from pilothouse.boundary.contain import json_answer, json_error
 from pilothouse.config.load import Loader
 from pilothouse.kinds.table import SCHEMAS
 from pilothouse.push.impact import NotPredicted
@@ -72,8 +71,6 @@ def impact_handler(discovery: DebugView) -> web.RouteDef:
             return json_error(422, str(refused))
         except LookupError as early:
             return json_error(503, str(early))
-        return web.Response(
-            text=json.dumps(answer, indent=2) + "\n", content_type="application/json"
-        )
+        return json_answer(answer)
 
     return web.post(PATH, impact)

@@ -10,11 +10,11 @@ JSON: ``reasons`` (per reason since start: ``count``, and the ``lastTime``,
 
 from __future__ import annotations
 
-import json
 from typing import Final
 
 from aiohttp import web
 
+from pilothouse.boundary.contain import json_answer
 from pilothouse.xds.server.debug_view import DebugView
 
 PATH: Final = "/debug/refusals"
@@ -24,7 +24,6 @@ def refusal_routes(discovery: DebugView) -> list[web.RouteDef]:
     """The ``/debug/refusals`` route for ``discovery``'s refusal record."""
 
     async def refusals(request: web.Request) -> web.Response:
-        view = discovery.refusals()
-        return web.Response(text=json.dumps(view, indent=2) + "\n", content_type="application/json")
+        return json_answer(discovery.refusals())
 
     return [web.get(PATH, refusals)]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Final
+from typing import Any, Final
 
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
@@ -44,6 +44,13 @@ def json_error_body(status: int, reason: str) -> bytes:
 def json_error(status: int, reason: str) -> web.Response:
     return web.Response(
         status=status, body=json_error_body(status, reason), content_type="application/json"
+    )
+
+
+def json_answer(data: Any, status: int = 200) -> web.Response:
+    """``data`` as indented JSON (the debug views are read by people too)."""
+    return web.Response(
+        status=status, text=json.dumps(data, indent=2) + "\n", content_type="application/json"
     )
 
 

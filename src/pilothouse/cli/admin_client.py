@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -76,16 +76,33 @@ def default_admin_url() -> str:
     return admin_url(Settings().with_overrides(from_environment()).admin.address)
 
 
-async def ask_all(urls: Sequence[str], path: str, *, timeout: float = 10.0) -> list[ReplicaAnswer]:
-    """GET ``path`` from every replica at once; answers in the order of ``urls``."""
+async def ask_all(
+    urls: Sequence[str],
+    path: str,
+    *,
+    timeout: float = 10.0,
+    data: bytes | None = None,
+    params: Mapping[str, str] | None = None,
+) -> list[ReplicaAnswer]:
+    """GET ``path`` (POST ``data`` when given, with the query ``params``) from every
+    replica at once; answers in the order of ``urls``."""
     limits = aiohttp.ClientTimeout(total=timeout)
+    method = "GET" if data is None else "POST"
     async with aiohttp.ClientSession(timeout=limits) as session:
-        return list(await asyncio.gather(*(_ask(session, url, path) for url in urls)))
+        asked = (_ask(session, method, url, path, data, params) for url in urls)
+        return list(await asyncio.gather(*asked))
 
 
-async def _ask(session: aiohttp.ClientSession, url: str, path: str) -> ReplicaAnswer:
+async def _ask(
+    session: aiohttp.ClientSession,
+    method: str,
+    url: str,
+    path: str,
+    data: bytes | None,
+    params: Mapping[str, str] | None,
+) -> ReplicaAnswer:
     try:
-        async with session.get(url + path) as response:
+        async with session.request(method, url + path, data=data, params=params) as response:
             text = await response.text(errors="replace")
             status = response.status
             missing = response.headers.get(PARTIAL, "")

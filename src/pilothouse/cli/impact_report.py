@@ -12,19 +12,16 @@ together); ``-o json|yaml`` prints the merged answer whole.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final, TextIO
 
-import aiohttp
 import yaml
 
 from pilothouse.admin.impact import MAX_TIMEOUT
-from pilothouse.cli.admin_client import ReplicaAnswer
+from pilothouse.cli.admin_client import ReplicaAnswer, ask_all
 from pilothouse.cli.impact_merge import merged
-from pilothouse.cli.worker_debug import PARTIAL
 
 PATH: Final = "/debug/impact"
 COLUMNS: Final = ("PROXY", "TYPES", "ADDED", "CHANGED", "REMOVED")
@@ -43,33 +40,16 @@ async def ask_impact(
 ) -> list[ReplicaAnswer]:
     """POST ``text`` to every replica's ``/debug/impact`` at once (their order kept)."""
     bound = min(timeout, MAX_TIMEOUT)  # the server's own bound on its computation
-    limits = aiohttp.ClientTimeout(total=bound + 5.0)
     query = {"namespace": namespace, "timeout": f"{bound:g}"}
-    async with aiohttp.ClientSession(timeout=limits) as session:
-        return list(await asyncio.gather(*(_post(session, url, text, query) for url in urls)))
+    answers = await ask_all(urls, PATH, timeout=bound + 5.0, data=text.encode(), params=query)
+    return [_an_object(answer) for answer in answers]
 
 
-async def _post(
-    session: aiohttp.ClientSession, url: str, text: str, query: Mapping[str, str]
-) -> ReplicaAnswer:
-    try:
-        async with session.post(url + PATH, data=text.encode(), params=query) as response:
-            body_text = await response.text(errors="replace")
-            status = response.status
-            missing = response.headers.get(PARTIAL, "")
-    except TimeoutError:
-        return ReplicaAnswer(url, problem=f"cannot reach {url}: no answer in time")
-    except aiohttp.ClientError as failure:
-        return ReplicaAnswer(url, problem=f"cannot reach {url}: {failure or type(failure)}")
-    try:
-        body = json.loads(body_text)
-    except ValueError:
-        body = None
-    if status != 200 or not isinstance(body, dict):
-        said = body.get("error") if isinstance(body, dict) else None
-        detail = said if isinstance(said, str) else body_text.strip()[:200] or f"HTTP {status}"
-        return ReplicaAnswer(url, status, body, problem=f"{url}: {detail}")
-    return ReplicaAnswer(url, status, body, missing_workers=missing)
+def _an_object(answer: ReplicaAnswer) -> ReplicaAnswer:
+    """``answer``, or a problem when a replica answered 200 with JSON that is no object."""
+    if not answer.ok or isinstance(answer.body, dict):
+        return answer
+    return replace(answer, problem=f"{answer.url}{PATH} did not answer a JSON object")
 
 
 def gathered(answers: Sequence[ReplicaAnswer]) -> Asked:

@@ -42,6 +42,7 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from pilothouse.admin.impact import MAX_TIMEOUT
+from pilothouse.boundary.contain import json_answer
 from pilothouse.cli.impact_merge import merged
 from pilothouse.cli.worker_board import WorkerBoard
 
@@ -168,11 +169,7 @@ def whole_answers(board: WorkerBoard, index: int) -> Middleware:
             else:
                 answers.append((other, answer))
         status, body = merge(answers)
-        merged = web.Response(
-            status=status,
-            text=json.dumps(body, indent=2) + "\n",
-            content_type="application/json",
-        )
+        merged = json_answer(body, status)
         if missing:
             merged.headers[PARTIAL] = ", ".join(missing)
             log.warning(
