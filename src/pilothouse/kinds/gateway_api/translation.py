@@ -189,6 +189,19 @@ def _checked(entries: list[Entry], field_name: str) -> list[Entry]:
     return entries
 
 
+def _granted_check(route: Config, grants: Sequence[Config]) -> tuple[set[str], BackendCheck]:
+    """The check of ``route``'s backend references against ``grants``, and the set it
+    fills with the other namespaces it was asked about."""
+    crossed: set[str] = set()
+
+    def granted(kind: str, namespace: str, name: str) -> bool:
+        if namespace != route.namespace:
+            crossed.add(namespace)
+        return reference_granted(grants, route.kind, route.namespace, kind, namespace, name)
+
+    return crossed, granted
+
+
 def _l4_route(
     route: Config,
     owned: dict[tuple[str, str], Config],
@@ -206,13 +219,7 @@ def _l4_route(
     hostnames = spec.hostnames if isinstance(spec, routes_pb2.TLSRoute) else ()
     results = attach(route, spec.parent_refs, hostnames, owned)
 
-    crossed: set[str] = set()
-
-    def granted(kind: str, namespace: str, name: str) -> bool:
-        if namespace != route.namespace:
-            crossed.add(namespace)
-        return reference_granted(grants, route.kind, route.namespace, kind, namespace, name)
-
+    crossed, granted = _granted_check(route, grants)
     for result in results:
         for attached in result.attached:
             gateway, listener = attached.gateway, attached.listener
@@ -260,13 +267,7 @@ def _http_route(
     results = attach(route, spec.parent_refs, spec.hostnames, owned)
     mesh = mesh_parents(route, spec.parent_refs, domain, service_entries)
 
-    crossed: set[str] = set()
-
-    def allowed(kind: str, namespace: str, name: str) -> bool:
-        if namespace != route.namespace:
-            crossed.add(namespace)
-        return reference_granted(grants, route.kind, route.namespace, kind, namespace, name)
-
+    crossed, allowed = _granted_check(route, grants)
     if results:
         rule_entries = _checked(_entries(route, domain, allowed), "http")
         for result in results:

@@ -40,6 +40,7 @@ from pilothouse.xds.builders.listener import (
     network_filter,
     typed,
 )
+from pilothouse.xds.builders.route_l4 import ClusterWeight
 from pilothouse.xds.builders.upstream_tls import TLS_TRANSPORT_SOCKET
 
 FilterChain = listener_components_pb2.FilterChain
@@ -52,6 +53,11 @@ class WeightedCluster:
 
     name: str
     weight: int = 1
+
+
+def weighted_clusters(clusters: Iterable[ClusterWeight]) -> tuple[WeightedCluster, ...]:
+    """A TCP/TLS route's clusters and weights as :class:`WeightedCluster` destinations."""
+    return tuple(WeightedCluster(c.cluster, c.weight) for c in clusters)
 
 
 def build_tcp_proxy(

@@ -37,10 +37,7 @@ import json
 from collections.abc import Sequence
 from typing import Final
 
-from envoy.config.core.v3 import (  # type: ignore[import-untyped]
-    config_source_pb2,
-    extension_pb2,
-)
+from envoy.config.core.v3 import extension_pb2  # type: ignore[import-untyped]
 from envoy.config.listener.v3 import listener_components_pb2  # type: ignore[import-untyped]
 from envoy.extensions.filters.http.rbac.v3 import rbac_pb2  # type: ignore[import-untyped]
 from envoy.extensions.filters.http.wasm.v3 import (  # type: ignore[import-untyped]
@@ -139,7 +136,7 @@ def discovery_filter(name: str) -> hcm_pb2.HttpFilter:
     """The HTTP filter ``name`` whose config comes over ECDS (ADS), Wasm or RBAC."""
     found = hcm_pb2.HttpFilter(name=name)
     discovery = found.config_discovery
-    discovery.config_source.CopyFrom(_ecds_source())
+    discovery.config_source.CopyFrom(ads_config_source())
     discovery.type_urls.extend([HTTP_WASM_TYPE, HTTP_RBAC_TYPE])
     return found
 
@@ -148,13 +145,9 @@ def network_discovery_filter(name: str) -> listener_components_pb2.Filter:
     """The network filter ``name`` whose config comes over ECDS (ADS), Wasm or RBAC."""
     found = listener_components_pb2.Filter(name=name)
     discovery = found.config_discovery
-    discovery.config_source.CopyFrom(_ecds_source())
+    discovery.config_source.CopyFrom(ads_config_source())
     discovery.type_urls.extend([NETWORK_WASM_TYPE, NETWORK_RBAC_TYPE])
     return found
-
-
-def _ecds_source() -> config_source_pb2.ConfigSource:
-    return ads_config_source()
 
 
 def place_network_plugins(

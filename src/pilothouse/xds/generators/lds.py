@@ -48,7 +48,7 @@ from pilothouse.push.inputs import FrozenInputs
 from pilothouse.push.telemetry import NO_TELEMETRY, ModeTelemetry
 from pilothouse.xds.builders.access_control import AccessFilters, guard_listener
 from pilothouse.xds.builders.cluster import RestPolling
-from pilothouse.xds.builders.filter_chain import WeightedCluster
+from pilothouse.xds.builders.filter_chain import WeightedCluster, weighted_clusters
 from pilothouse.xds.builders.http_connection_manager import is_http
 from pilothouse.xds.builders.listener_gateway import (
     GatewayServer,
@@ -182,9 +182,8 @@ def router_listeners(scope: ScopeInputs) -> list[Any]:
                 for tcp_route in spec.tcp:
                     if tcp or not _applies(tcp_route.match, port, gateway_name, entry.config):
                         continue
-                    tcp = tuple(
-                        WeightedCluster(c.cluster, c.weight)
-                        for c in build_tcp_route_clusters(
+                    tcp = weighted_clusters(
+                        build_tcp_route_clusters(
                             tcp_route, entry.config.namespace, resolver, port=port
                         )
                     )
@@ -198,9 +197,8 @@ def router_listeners(scope: ScopeInputs) -> list[Any]:
                     )
                     if not matches:
                         continue
-                    clusters = tuple(
-                        WeightedCluster(c.cluster, c.weight)
-                        for c in build_tcp_route_clusters(
+                    clusters = weighted_clusters(
+                        build_tcp_route_clusters(
                             tls_route, entry.config.namespace, resolver, port=port
                         )
                     )

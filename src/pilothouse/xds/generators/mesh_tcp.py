@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from pilothouse.push.hostnames import host_matches
-from pilothouse.xds.builders.filter_chain import WeightedCluster
+from pilothouse.xds.builders.filter_chain import WeightedCluster, weighted_clusters
 from pilothouse.xds.builders.route_l4 import build_tcp_route_clusters, tcp_route_applies
 from pilothouse.xds.generators.routing import resolver_for
 from pilothouse.xds.generators.scope_inputs import ScopeInputs
@@ -47,5 +47,5 @@ def tcp_destinations(
             clusters = build_tcp_route_clusters(
                 tcp_route, namespace, resolver, port=port, domain_suffix=scope.domain_suffix
             )
-            return tuple(WeightedCluster(c.cluster, c.weight) for c in clusters) or None
+            return weighted_clusters(clusters) or None
     return None

@@ -29,6 +29,7 @@ from pilothouse.xds.builders.filter_chain import (
     build_filter_chain,
     build_tcp_proxy,
     tcp_proxy_filter,
+    weighted_clusters,
 )
 from pilothouse.xds.builders.listener import tls_inspector
 from pilothouse.xds.builders.listener_sidecar import build_outbound_listener
@@ -97,7 +98,7 @@ def sni_chains(scope: ScopeInputs, host: str, port: int) -> tuple[SniChain, ...]
             found.append(
                 SniChain(
                     tuple(names),
-                    tuple(WeightedCluster(c.cluster, c.weight) for c in clusters),
+                    weighted_clusters(clusters),
                     tcp_stat_prefix(clusters, entry.config.name, namespace),
                 )
             )
