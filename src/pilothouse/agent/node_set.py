@@ -31,9 +31,10 @@ still comes from pilothouse through the xDS proxy.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import random
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import grpc
@@ -62,24 +63,8 @@ def node_set_types() -> tuple[str, ...]:
     return tuple(type_kinds())
 
 
-class KubeObjectDecoder:
-    """Received Pods or Services (Struct bodies), as ``ResourceDecoder`` decodes Istio
-    kinds."""
-
-    def __init__(self, kind: str, source: str) -> None:
-        self.kind = kind
-        self._origin = Origin(source)
-
-    def decode_bytes(self, value: bytes) -> Config | Rejection:
-        return decode_kube_resource(self.kind, value, self._origin)
-
-
-class IstioObjectDecoder:
-    """An Istio kind's ``ResourceDecoder``, named by its kind."""
-
-    def __init__(self, decoder: ResourceDecoder) -> None:
-        self.kind = decoder.schema.kind
-        self.decode_bytes = decoder.decode_bytes
+Decode = Callable[[bytes], Config | Rejection]
+"""One received resource's bytes as a Config, or why it was refused."""
 
 
 class NodeSetClient:
@@ -105,7 +90,9 @@ class NodeSetClient:
         self._index = 0
         self.node_ips = tuple(node_ips)
         self.node_id = node_id or f"node-agent~{self.node_ips[0]}"
-        self.types = node_set_types()
+        self.kinds = type_kinds()
+        """Type name → the kind its resources are."""
+        self.types = tuple(self.kinds)
         self.held: dict[str, dict[str, Config]] = {t: {} for t in self.types}
         """Type name → ``ns/name`` → the object as last accepted."""
         self.versions: dict[str, dict[str, str]] = {t: {} for t in self.types}
@@ -119,12 +106,14 @@ class NodeSetClient:
         """Why the last stream ended (its gRPC status), until a response arrives."""
         self._answered: set[str] = set()
         source = f"node-set://{','.join(self.addresses)}"
-        self._decoders: dict[str, KubeObjectDecoder | IstioObjectDecoder] = {}
-        for type_url in self.types:
+        self._decoders: dict[str, Decode] = {}
+        for type_url, kind in self.kinds.items():
             if type_url in KUBE_TYPES:
-                self._decoders[type_url] = KubeObjectDecoder(KUBE_TYPES[type_url], source)
+                self._decoders[type_url] = functools.partial(
+                    decode_kube_resource, kind, origin=Origin(source)
+                )
             elif (schema := SCHEMAS.by_gvk(type_url)) is not None:
-                self._decoders[type_url] = IstioObjectDecoder(ResourceDecoder(schema, source))
+                self._decoders[type_url] = ResourceDecoder(schema, source).decode_bytes
         self._backoff = backoff
         self._endpoint = endpoint
         self._rng = random.Random()
@@ -236,7 +225,7 @@ class NodeSetClient:
             return ack
         taken: dict[str, tuple[str, Config]] = {}
         for resource in response.resources:
-            decoded = decoder.decode_bytes(resource.resource.value)
+            decoded = decoder(resource.resource.value)
             if isinstance(decoded, Rejection):
                 ack.error_detail.message = f"{resource.name}: {decoded.reason}"
                 self.nacks += 1
@@ -261,7 +250,7 @@ class NodeSetClient:
         it reads a Kubernetes cluster."""
         found: list[Config] = []
         for type_url in self.types:
-            if self._decoders[type_url].kind in WORKLOAD_KINDS:
+            if self.kinds[type_url] in WORKLOAD_KINDS:
                 found += self.held[type_url].values()
         return found
 
@@ -274,8 +263,7 @@ class NodeSetClient:
         """The node's set as ``/debug/nodez`` shows it."""
         kinds: dict[str, list[dict[str, Any]]] = {}
         for type_url in self.types:
-            kind = self._decoders[type_url].kind
-            kinds[kind] = [
+            kinds[self.kinds[type_url]] = [
                 {
                     "name": name,
                     "version": self.versions[type_url].get(name, ""),

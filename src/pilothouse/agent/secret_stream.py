@@ -17,14 +17,14 @@ its ADS stream (answered by the agent, never forwarded to pilothouse).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 
 from pilothouse.protocol.type_urls import SDS
-from pilothouse.protowire import length_delimited, text_field
 from pilothouse.security.identity import SpiffeId
+from pilothouse.xds.protocol.wire import sotw_response
 
 log = logging.getLogger("pilothouse.agent.sds")
 
@@ -79,14 +79,4 @@ class SecretStream:
         self.sent = held
         self.version += 1
         self.nonce = f"agent-{self.version}"
-        return encode_response(str(self.version), SDS, self.nonce, held.values())
-
-
-def encode_response(version: str, type_url: str, nonce: str, resources: Iterable[bytes]) -> bytes:
-    """``DiscoveryResponse`` bytes from resources already encoded as ``Any``."""
-    body = bytearray(text_field(1, version))
-    for resource in resources:
-        body += length_delimited(2, resource)
-    body += text_field(4, type_url)
-    body += text_field(5, nonce)
-    return bytes(body)
+        return sotw_response(str(self.version), SDS, self.nonce, tuple(held.values()))

@@ -164,11 +164,10 @@ class NodeSetIndex:
             return frozenset()
         touched: set[str] = set()
         if event.old is not None:
-            touched |= self._touched_by(event.old)
+            touched |= self._touched_by(self._entry(event.old))
             self._drop(event.old.key)
         if event.new is not None:
-            self._put(event.new)
-            touched |= self._touched_by(event.new)
+            touched |= self._touched_by(self._put(event.new))
         touched.discard("")
         return frozenset(touched)
 
@@ -215,33 +214,40 @@ class NodeSetIndex:
             for workload in self.workloads_at((address,))
         )
 
-    def _touched_by(self, config: Config) -> set[str]:
+    def _entry(self, config: Config) -> Placed | Selecting | None:
+        """``config`` as the index keeps it; None for a kind it does not keep."""
         if config.kind in WORKLOAD_KINDS:
-            return {placed(config).address}
-        rule = selecting(config, self.root_namespace)
-        if rule is None:
+            return placed(config)
+        if config.kind in NODE_SET_KINDS:
+            return selecting(config, self.root_namespace)
+        return None
+
+    def _touched_by(self, entry: Placed | Selecting | None) -> set[str]:
+        if entry is None:
             return set()
-        if rule.mesh_wide:
+        if isinstance(entry, Placed):
+            return {entry.address}
+        if entry.mesh_wide:
             candidates: Iterable[ConfigKey] = self._workloads
         else:
-            candidates = self._by_namespace.get(config.namespace, ())
+            candidates = self._by_namespace.get(entry.config.namespace, ())
         workloads = self._workloads
-        return {workloads[key].address for key in candidates if rule.selects(workloads[key])}
+        return {workloads[key].address for key in candidates if entry.selects(workloads[key])}
 
-    def _put(self, config: Config) -> None:
+    def _put(self, config: Config) -> Placed | Selecting | None:
+        """Keep ``config`` (in place of its earlier version); what was kept."""
         key = config.key
-        if config.kind in WORKLOAD_KINDS:
+        if config.kind in NODE_SET_KINDS:
             self._drop(key)
-            workload = placed(config)
-            self._workloads[key] = workload
-            self._by_address.setdefault(workload.address, set()).add(key)
+        entry = self._entry(config)
+        if isinstance(entry, Placed):
+            self._workloads[key] = entry
+            self._by_address.setdefault(entry.address, set()).add(key)
             self._by_namespace.setdefault(config.namespace, set()).add(key)
-        elif config.kind in NODE_SET_KINDS:
-            self._drop(key)
-            rule = selecting(config, self.root_namespace)
-            if rule is not None:
-                self._selecting[key] = rule
-                self._selecting_in.setdefault(config.namespace, set()).add(key)
+        elif entry is not None:
+            self._selecting[key] = entry
+            self._selecting_in.setdefault(config.namespace, set()).add(key)
+        return entry
 
     def _drop(self, key: ConfigKey) -> None:
         workload = self._workloads.pop(key, None)

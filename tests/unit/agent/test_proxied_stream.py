@@ -11,9 +11,9 @@ from typing import Any
 import grpc
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 
-from pilothouse.agent.secret_stream import encode_response
 from pilothouse.agent.xds_proxy import ProxiedStream
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, SDS
+from pilothouse.xds.protocol.wire import sotw_response
 
 
 class Identity:
@@ -87,7 +87,7 @@ def test_an_old_server_s_nonce_becomes_the_new_server_s() -> None:
             return None
 
         stream._write = sink
-        await stream._response(encode_response("2", LDS, "new-2", []))
+        await stream._response(sotw_response("2", LDS, "new-2", []))
 
     asyncio.run(relayed())
     asyncio.run(feed(stream, [request(CDS, nonce="old-7"), request(LDS, nonce="new-2")]))
