@@ -16,7 +16,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from pilothouse.cli import serve as serve_module
+from pilothouse.cli import serve_admin
 from tests.integration.serve_in_process import serve_in_process, service_entry
 
 FOREIGN = [
@@ -57,13 +57,13 @@ async def test_every_admin_route_refuses_a_foreign_host(
 ) -> None:
     (tmp_path / "mesh.yaml").write_text(service_entry("db"))
     apps: list[web.Application] = []
-    real = serve_module.build_admin_app
+    real = serve_admin.build_admin_app
 
     def record(*args: Any, **kwargs: Any) -> web.Application:
         apps.append(real(*args, **kwargs))
         return apps[-1]
 
-    monkeypatch.setattr(serve_module, "build_admin_app", record)
+    monkeypatch.setattr(serve_admin, "build_admin_app", record)
     async with serve_in_process(monkeypatch, tmp_path) as served:
         (app,) = apps
         routes = _routes(app)

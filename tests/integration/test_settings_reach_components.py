@@ -17,6 +17,7 @@ from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-unty
 
 from pilothouse.admin.app import REST
 from pilothouse.cli import serve as serve_module
+from pilothouse.cli import serve_admin
 from pilothouse.cli.main import build_parser
 from pilothouse.protocol.type_urls import CDS, LDS
 from pilothouse.push.cache import Resource
@@ -103,9 +104,7 @@ async def test_serve_hands_every_part_of_the_tree_to_its_component(
     apps: list[Any] = []
     monkeypatch.setattr(grpc.aio, "server", grpc_server)
     monkeypatch.setattr(serve_module, "DiscoveryServer", recorder(discoveries, DiscoveryServer))
-    monkeypatch.setattr(
-        serve_module, "build_admin_app", recorder(apps, serve_module.build_admin_app)
-    )
+    monkeypatch.setattr(serve_admin, "build_admin_app", recorder(apps, serve_admin.build_admin_app))
     webhooks: list[FakeWebhook] = []
     monkeypatch.setattr(serve_module, "WebhookServer", recorder(webhooks, FakeWebhook))
     args = build_parser().parse_args(["serve", "--config", str(tmp_path)])

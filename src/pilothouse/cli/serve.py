@@ -5,7 +5,8 @@ Start-up: the mesh config and the config sources are loaded
 until they have), the discovery server builds its first PushContext, and the gRPC
 server accepts proxies.
 The admin HTTP server carries the admin API, whose runtime knobs each part registers
-here; ControlZ serves the same knobs and the process's figures on its own port.
+(:mod:`pilothouse.cli.serve_admin`); ControlZ serves the same knobs and the process's
+figures on its own port.
 Each port is a listener (:mod:`pilothouse.cli.serve_listeners`), opened in order and
 closed on one path. SIGTERM or SIGINT drains: every stream is closed (proxies reconnect
 elsewhere), the xDS ports wait up to ``drain_seconds`` for them to finish, the other
@@ -30,26 +31,15 @@ import gc
 import logging
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pilothouse import logfmt, logscopes
 from pilothouse.addresses import HostPort
 from pilothouse.admin.access import AccessPolicy
-from pilothouse.admin.analysis import AnalysisCollector, analysis_routes
-from pilothouse.admin.api import AdminApi
-from pilothouse.admin.app import build_admin_app
+from pilothouse.admin.analysis import AnalysisCollector
 from pilothouse.admin.controlz.app import ControlZ
-from pilothouse.admin.debug_routes import debug_routes
-from pilothouse.admin.knobs import KnobRegistry
-from pilothouse.admin.metrics import ServerMetrics, metrics_routes, server_metrics
-from pilothouse.admin.readiness import ReadinessCheck
-from pilothouse.admin.server import AdminServer
-from pilothouse.admin.server_knobs import (
-    register_admission_knobs,
-    register_log_knobs,
-    register_push_knobs,
-)
+from pilothouse.admin.metrics import server_metrics
 from pilothouse.analysis.follower import AnalysisFollower
 from pilothouse.analysis.status import status_writer
 from pilothouse.cli.config_sources import (
@@ -58,6 +48,7 @@ from pilothouse.cli.config_sources import (
     check_config_directories,
     mcp_roles,
 )
+from pilothouse.cli.serve_admin import admin_server, runtime_knobs
 from pilothouse.cli.serve_args import add_arguments, settings_from
 from pilothouse.cli.serve_config import load_mesh, load_served_config
 from pilothouse.cli.serve_listen import listen_address, server_names
@@ -80,14 +71,12 @@ from pilothouse.security.ca_metrics import CaCollector
 from pilothouse.settings import (
     Settings,
 )
-from pilothouse.sources.addresses import ConfigSource
 from pilothouse.sources.availability import Availability, ReportsAvailability
 from pilothouse.sources.etcd import EtcdSource
 from pilothouse.sources.events import ConfigEvent
 from pilothouse.sources.kubernetes.config_source import KubeConfigSource
 from pilothouse.webhook.server import WebhookServer
 from pilothouse.xds.server.ads import add_discovery_services, new_grpc_server
-from pilothouse.xds.server.debug_view import DebugView
 from pilothouse.xds.server.discovery import DiscoveryServer
 from pilothouse.xds.server.discovery_debug import DiscoveryDebugView
 from pilothouse.xds.server.rest import RestDiscovery
@@ -141,16 +130,6 @@ class ConfigLog:
         log.info("config loaded", extra={"events": self._initial})
 
 
-def runtime_knobs(discovery: DiscoveryServer, view: DebugView) -> KnobRegistry:
-    """The admin API's and ControlZ's runtime knobs: each part registers its own here,
-    where the parts are wired (the push knobs through ``discovery``'s debug ``view``)."""
-    knobs = KnobRegistry()
-    register_push_knobs(knobs, view)
-    register_admission_knobs(knobs, discovery.admission, settings_prefix="xds.admission")
-    register_log_knobs(knobs)
-    return knobs
-
-
 def webhook_listener(settings: Settings, address: HostPort, *, shared: bool) -> WebhookListener:
     """The validation webhook's port (on when a certificate and key are given)."""
     server = WebhookServer(
@@ -160,51 +139,6 @@ def webhook_listener(settings: Settings, address: HostPort, *, shared: bool) -> 
         host_names=settings.webhook.host_names,
     )
     return WebhookListener(server, address, settings.webhook.address, shared=shared)
-
-
-def admin_server(
-    settings: Settings,
-    view: DebugView,
-    rest: RestDiscovery,
-    sources: Sequence[ConfigSource],
-    source_states: Callable[[], list[Availability]],
-    *,
-    metrics: ServerMetrics,
-    knobs: KnobRegistry,
-    access: AccessPolicy,
-    readiness: Sequence[ReadinessCheck],
-    worker: WorkerRole | None,
-    analysis: AnalysisFollower | None = None,
-) -> AdminServer:
-    """The admin HTTP server: ``/ready`` (with the ``readiness`` checks), ``/metrics``,
-    ``/debug`` (all three reading the discovery server's debug ``view``), REST xDS, the
-    admin API and, as a worker, the workers' pages."""
-    return AdminServer(
-        build_admin_app(
-            view,
-            readiness,
-            rest=rest,
-            source_states=source_states,
-            names=access.names,
-            sources=lambda: sources,
-            routes=[
-                *metrics_routes(metrics.registry),
-                *debug_routes(view, sources),
-                *(
-                    analysis_routes(analysis, allow_remote=settings.xds.debug_allow_remote)
-                    if analysis is not None
-                    else ()
-                ),
-                *AdminApi(knobs, view, access).routes(),
-                *(
-                    worker.routes(allow_remote=settings.xds.debug_allow_remote)
-                    if worker is not None
-                    else ()
-                ),
-            ],
-            middlewares=(worker.middleware(),) if worker is not None else (),
-        )
-    )
 
 
 async def serve(

@@ -2,7 +2,9 @@
 
 This is the one path from text to config: the `validate` CLI, every source, the webhook
 and `apply` all go through :func:`load_text` / :func:`load_object`. Invalid objects are
-reported and skipped; their valid siblings load.
+reported and skipped; their valid siblings load. An object's kind, apiVersion and
+metadata are checked by :mod:`~pilothouse.config.object_meta`, its spec by its kind's
+validator.
 
 Faults stop here: whatever goes wrong while loading one object becomes that object's
 problem, and whatever goes wrong with one text, that text's (with file and line where
@@ -14,14 +16,10 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import difflib
-import functools
 import logging
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Protocol
 
 from google.protobuf.message import Message
 
@@ -29,6 +27,13 @@ from pilothouse.config.decode import decode_message
 from pilothouse.config.documents import FieldProblem, RawObject, internal_error, read_documents
 from pilothouse.config.encoding import EncodingProblem, decode_config
 from pilothouse.config.model import EMPTY, Config, ConfigKey, Origin
+from pilothouse.config.object_meta import (
+    creation_time,
+    metadata_problems,
+    name_ok,
+    name_problems,
+    schema_of,
+)
 from pilothouse.config.problems import ConfigError, LoadResult, Problem, printable
 from pilothouse.config.schema import Schema, SchemaSet
 from pilothouse.config.validation.report import Finding, Report, Severity
@@ -38,17 +43,6 @@ __all__ = ["ConfigError", "LoadResult", "Loader", "Problem", "printable"]
 log = logging.getLogger("pilothouse.config")
 
 DEFAULT_NAMESPACE = "default"
-_DNS1123_SUBDOMAIN = re.compile(
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-)
-_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_TOP_LEVEL = frozenset({"apiVersion", "kind", "metadata", "spec", "status"})
-
-
-class _Pin(Protocol):
-    """Makes a Problem for a field path of the object being loaded."""
-
-    def __call__(self, path: str, message: str, key: ConfigKey | None = None) -> Problem: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +148,7 @@ class Loader:
         def unreadable(key: ConfigKey | None) -> list[Problem]:
             return [_field_problem(raw, p, key) for p in raw.problems]
 
-        schema, early = self._schema_of(data, problem)
+        schema, early = schema_of(self.schemas, data, problem)
         if schema is None:
             return None, unreadable(None) + early, None
         metadata = data.get("metadata")
@@ -172,7 +166,7 @@ class Loader:
         named.append(key)
         if raw.problems:
             return None, unreadable(key), key
-        found = self._metadata_problems(data, metadata, schema, key, problem)
+        found = metadata_problems(data, metadata, schema, key, problem)
         if found:
             return None, found, key
         spec, decode_problems = decode_message(data.get("spec"), schema.message)
@@ -194,7 +188,7 @@ class Loader:
             labels=MappingProxyType(dict(metadata.get("labels") or {})),
             annotations=MappingProxyType(dict(metadata.get("annotations") or {})),
             resource_version=str(metadata.get("resourceVersion") or ""),
-            creation_time=_timestamp(metadata.get("creationTimestamp")),
+            creation_time=creation_time(metadata.get("creationTimestamp")),
             origin=Origin(self.source, raw.file, raw.line),
         )
         return config, findings, key
@@ -244,11 +238,11 @@ class Loader:
         creation_time: datetime.datetime | None,
         where: Origin,
     ) -> tuple[Config | None, list[Problem]]:
-        if not _name_ok(schema, namespace, name):
+        if not name_ok(schema, namespace, name):
             key = ConfigKey(schema.kind, namespace, name)
             return None, [
                 Problem(Severity.ERROR, where.file or where.source, None, message, key)
-                for _path, message in _name_problems(schema, key)
+                for _path, message in name_problems(schema, key)
             ]
         report = _validate(schema, spec, namespace, name)
         problems: list[Problem] = []
@@ -279,63 +273,6 @@ class Loader:
         )
         return config, problems
 
-    def _schema_of(
-        self, data: Mapping[str, Any], problem: _Pin
-    ) -> tuple[Schema | None, list[Problem]]:
-        kind = data.get("kind")
-        api_version = data.get("apiVersion")
-        if not isinstance(kind, str) or not kind:
-            return None, [problem("kind", "kind is required")]
-        schema = self.schemas.by_manifest(kind, api_version)
-        if schema is None:
-            manifest_kinds = sorted(dict.fromkeys(s.manifest_kind for s in self.schemas))
-            supported = ", ".join(manifest_kinds)
-            hint = _nearest_kind(kind, manifest_kinds)
-            return None, [
-                problem("kind", f"unknown kind {kind!r}{hint}; supported kinds: {supported}")
-            ]
-        if not isinstance(api_version, str) or api_version not in schema.api_versions:
-            accepted = ", ".join(schema.api_versions)
-            shown = repr(api_version) if api_version is not None else "missing"
-            return None, [
-                problem("apiVersion", f"apiVersion {shown} is not valid for {kind}; use {accepted}")
-            ]
-        return schema, []
-
-    def _metadata_problems(
-        self,
-        data: Mapping[str, Any],
-        metadata: Mapping[str, Any],
-        schema: Schema,
-        key: ConfigKey,
-        problem: _Pin,
-    ) -> list[Problem]:
-        found: list[Problem] = []
-        for extra in sorted(set(data) - _TOP_LEVEL):
-            found.append(problem(extra, f"{extra}: unknown top-level field", key))
-        naming = _name_problems(schema, key)
-        not_text = not isinstance(metadata.get("namespace", key.namespace), str)
-        if schema.namespaced and not_text and all(p != "metadata.namespace" for p, _ in naming):
-            message = f"metadata.namespace {key.namespace!r} must be a lowercase RFC 1123 label"
-            naming.append(("metadata.namespace", message))
-        found.extend(problem(path, message, key) for path, message in naming)
-        for section in ("labels", "annotations"):
-            values = metadata.get(section)
-            if values is None:
-                continue
-            if not isinstance(values, Mapping) or not all(
-                isinstance(v, str) for v in values.values()
-            ):
-                found.append(
-                    problem(
-                        f"metadata.{section}",
-                        f"metadata.{section} must map names to strings"
-                        " (quote numbers and booleans)",
-                        key,
-                    )
-                )
-        return found
-
     @staticmethod
     def _finding(raw: RawObject, finding: Finding, key: ConfigKey) -> Problem:
         message = f"{finding.path}: {finding.message}" if finding.path else finding.message
@@ -355,37 +292,6 @@ def _unreadable(file: str, exc: Exception) -> LoadResult:
     return LoadResult(problems=(Problem(Severity.ERROR, file, None, message),), unreadable=True)
 
 
-def _name_problems(schema: Schema, key: ConfigKey) -> list[tuple[str, str]]:
-    """``(field path, message)`` for a name or namespace Kubernetes would refuse."""
-    found: list[tuple[str, str]] = []
-    if not _object_name_ok(key.name):
-        found.append(
-            ("metadata.name", f"metadata.name {key.name!r} must be a lowercase RFC 1123 subdomain")
-        )
-    if schema.namespaced and not _namespace_ok(key.namespace):
-        found.append(
-            (
-                "metadata.namespace",
-                f"metadata.namespace {key.namespace!r} must be a lowercase RFC 1123 label",
-            )
-        )
-    return found
-
-
-def _name_ok(schema: Schema, namespace: str, name: str) -> bool:
-    """True when :func:`_name_problems` would find nothing (without spelling anything out)."""
-    return _object_name_ok(name) and (not schema.namespaced or _namespace_ok(namespace))
-
-
-def _object_name_ok(name: str) -> bool:
-    return len(name) <= 253 and _DNS1123_SUBDOMAIN.fullmatch(name) is not None
-
-
-@functools.lru_cache(maxsize=1024)
-def _namespace_ok(namespace: str) -> bool:
-    return len(namespace) <= 63 and _DNS1123_LABEL.fullmatch(namespace) is not None
-
-
 def _validate(schema: Schema, spec: Message, namespace: str, name: str) -> Report:
     """The kind's validator over ``spec``; a crashing validator is an error, not a crash."""
     report = Report(namespace=namespace, name=name)
@@ -394,22 +300,3 @@ def _validate(schema: Schema, spec: Message, namespace: str, name: str) -> Repor
     except Exception as exc:  # a validator bug must not take the loader down
         report.error("spec", f"validator failed: {type(exc).__name__}: {exc}")
     return report
-
-
-def _timestamp(value: Any) -> datetime.datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        parsed = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=datetime.UTC)
-    return parsed
-
-
-def _nearest_kind(kind: str, kinds: Iterable[str]) -> str:
-    """`` (did you mean 'VirtualService'?)`` for a misspelt or miscased kind, else ``""``."""
-    by_lower = {k.lower(): k for k in kinds}
-    close = difflib.get_close_matches(kind.lower(), list(by_lower), n=1, cutoff=0.75)
-    return f" (did you mean {by_lower[close[0]]!r}?)" if close else ""

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pilothouse.cli.loadtest import UsageError, spec_from_args
+from pilothouse.cli.loadtest_args import UsageError, spec_from_args
 from pilothouse.cli.main import build_parser
 from pilothouse.loadtest import (
     ALL_TYPES,

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from pilothouse.cli.loadtest import UsageError, parse_address, spec_from_args
+from pilothouse.cli.loadtest_args import UsageError, parse_address, spec_from_args
 from pilothouse.cli.main import build_parser, main
 from pilothouse.loadtest.identity import ProxyFlavour
 from pilothouse.loadtest.spec import (

@@ -12,7 +12,8 @@ change is sorted as the ServiceEntry registry does:
   slices' shards follow it (a deleted Service's are removed);
 - **EDS only**: an EndpointSlice changed, or a Pod (labels, service account, readiness
   through its slice), or a Node's topology labels: only the slices that name them are
-  read again (reverse indexes pod → slices, node → pods), and their services' shards
+  read again (reverse indexes pod → slices, and node → pods in the
+  :class:`~pilothouse.registry.kubernetes.pod_cache.PodCache`), and their services' shards
   rewritten (O(endpoints of the service)); an update only when the endpoints really
   changed;
 - **nothing**: no service and no endpoint changed (a Namespace event, a Pod status
@@ -36,14 +37,8 @@ from typing import Any
 
 from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.registry.kubernetes.endpoints import Slice, slice_endpoints, slice_of
-from pilothouse.registry.kubernetes.pods import (
-    NO_TOPOLOGY,
-    NodeTopology,
-    Pod,
-    PodKey,
-    node_topology,
-    pod_of,
-)
+from pilothouse.registry.kubernetes.pod_cache import PodCache
+from pilothouse.registry.kubernetes.pods import NodeTopology, Pod, PodKey, node_topology, pod_of
 from pilothouse.registry.kubernetes.services import (
     external_name_endpoints,
     is_external_name,
@@ -128,12 +123,8 @@ class KubeRegistry:
         self._slices_by_pod: dict[PodKey, set[_ObjectKey]] = {}
         self._slice_endpoints: dict[_ObjectKey, list[Endpoint]] = {}
         self._slice_targets: dict[_ObjectKey, ServiceKey] = {}
-        self._pods: dict[PodKey, Pod] = {}
-        self._pods_by_ip: dict[tuple[str, str], PodKey] = {}
-        self._pods_by_node: dict[str, set[PodKey]] = {}
-        self._nodes: dict[str, NodeTopology] = {}
+        self._pods = PodCache(cluster_id)
         self._namespaces: dict[str, Labels] = {}
-        self._described: dict[PodKey, tuple[Pod, NodeTopology, tuple[Labels, str]]] = {}
         self._loaded = False
         handlers: tuple[Callable[[KubeEvent], None], ...] = (
             self._on_service,
@@ -183,7 +174,7 @@ class KubeRegistry:
         return self._pods.get((namespace, name))
 
     def node_topology(self, name: str) -> NodeTopology:
-        return self._nodes.get(name, NO_TOPOLOGY)
+        return self._pods.node(name)
 
     # ---- lifecycle ------------------------------------------------------------------
 
@@ -326,7 +317,7 @@ class KubeRegistry:
             obj = self._service_objects.get((piece.namespace, piece.service))
             if skey in self._services and obj is not None and not is_external_name(obj):
                 self._slice_endpoints[key] = slice_endpoints(
-                    piece, self._pods.get, self._pod_at, self._describe
+                    piece, self._pods.get, self._pods.at, self._pods.describe
                 )
                 self._slice_targets[key] = skey
         return touched
@@ -357,44 +348,15 @@ class KubeRegistry:
         # An empty shard is no shard: this also removes a deleted Service's.
         return self._index.update_shard(skey, skey.config_key, endpoints)
 
-    def _describe(self, pod: Pod) -> tuple[Labels, str]:
-        """A Pod's workload labels and locality, made once per Pod and Node state."""
-        node = self._nodes.get(pod.node_name, NO_TOPOLOGY) if pod.node_name else NO_TOPOLOGY
-        held = self._described.get(pod.key)
-        if held is not None and held[0] is pod and held[1] is node:
-            return held[2]
-        made = (pod.workload_labels(node, self.cluster_id), pod.topology(node).locality)
-        self._described[pod.key] = (pod, node, made)
-        return made
-
-    def _pod_at(self, namespace: str, address: str) -> Pod | None:
-        key = self._pods_by_ip.get((namespace, address))
-        return self._pods.get(key) if key is not None else None
-
     # ---- Pods and Nodes -------------------------------------------------------------
 
     def _on_pod(self, event: KubeEvent) -> None:
         key = _object_key(event.obj)
-        old = self._pods.get(key)
         new = None if event.type is WatchEventType.DELETED else pod_of(event.obj)
         if new is not None and new.failed:
             new = None
-        if old == new:
+        if not self._pods.put(key, new):
             return
-        if old is not None:
-            for ip in old.ips:
-                if self._pods_by_ip.get((old.namespace, ip)) == key:
-                    del self._pods_by_ip[(old.namespace, ip)]
-            _discard(self._pods_by_node, old.node_name, key)
-        if new is None:
-            self._pods.pop(key, None)
-            self._described.pop(key, None)
-        else:
-            self._pods[key] = new
-            for ip in new.ips:
-                self._pods_by_ip[(new.namespace, ip)] = key
-            if new.node_name:
-                self._pods_by_node.setdefault(new.node_name, set()).add(key)
         if self._loaded:
             self._emit(False, self._refresh_pods((key,)))
             self._emit_pods(frozenset({key}))
@@ -407,16 +369,11 @@ class KubeRegistry:
 
     def _on_node(self, event: KubeEvent) -> None:
         name = _object_key(event.obj)[1]
-        old = self._nodes.get(name)
         new = None if event.type is WatchEventType.DELETED else node_topology(event.obj)
-        if old == new:
+        if not self._pods.put_node(name, new):
             return
-        if new is None:
-            self._nodes.pop(name, None)
-        else:
-            self._nodes[name] = new
         if self._loaded:
-            on_node = set(self._pods_by_node.get(name, ()))
+            on_node = self._pods.on_node(name)
             self._emit(False, self._refresh_pods(on_node))
             self._emit_pods(frozenset(on_node))
 

@@ -12,8 +12,8 @@ The protocol is client-go's reflector without a watch cache of its own:
   nothing is lost, since the server replays every change after that version.
 - **410 Gone** (the version was compacted away; an ``ERROR`` event in a watch, or the
   status of a list page): **relist** and deliver only the differences against what was
-  held: ADDED for new objects, MODIFIED for a changed resourceVersion, DELETED for the
-  vanished ones. Never a replay of everything.
+  held (:mod:`~pilothouse.sources.kubernetes.held_objects`: what a list or a watch event
+  means for what is held, and the events it delivers).
 - **403 / 404** (not allowed, or a CRD not installed): one warning, the informer holds
   nothing and counts as synced, and it looks again every ``absent_retry`` seconds, so a
   CRD installed later is picked up.
@@ -49,23 +49,11 @@ import aiohttp
 from pilothouse.backoff import Backoff
 from pilothouse.sources.kubernetes.client import KubeApiError, ResourceRef, open_stream
 from pilothouse.sources.kubernetes.events import KubeEvent, KubeHandler, WatchEventType
-from pilothouse.sources.kubernetes.listing import (
-    Absent,
-    Listed,
-    Obj,
-    checked_key,
-    list_objects,
-    strip_managed_fields,
-)
-from pilothouse.sources.kubernetes.object_shape import (
-    MalformedList,
-    ObjectKey,
-    key_problem,
-    object_problem,
-    readable_key,
-)
+from pilothouse.sources.kubernetes.held_objects import Expired, HeldObjects
+from pilothouse.sources.kubernetes.listing import Absent, Listed, Obj, list_objects
+from pilothouse.sources.kubernetes.object_shape import MalformedList
 from pilothouse.sources.kubernetes.skipped import SkippedObjects
-from pilothouse.sources.kubernetes.watch_lines import decode_event, watch_lines
+from pilothouse.sources.kubernetes.watch_lines import watch_lines
 
 if TYPE_CHECKING:
     from kubernetes_asyncio.client import ApiClient
@@ -77,10 +65,6 @@ MAX_WATCH_LINE = 16 * 1024 * 1024
 stores is at most about 1.5 MB)."""
 WATCH_TIMEOUT = (300, 600)
 """client-go's watch timeout: a random number of seconds in this range."""
-
-
-class _Expired(Exception):
-    """410 Gone: the resourceVersion is too old; relist."""
 
 
 class _Cut(Exception):
@@ -97,13 +81,6 @@ _FAILURES = (
     RecursionError,
 )
 """What a list or watch can fail with: the server's answer or the connection to it."""
-
-
-def _version(obj: Obj) -> str:
-    """The resourceVersion of a checked object (or of a bookmark), "" when it has none."""
-    meta = obj.get("metadata")
-    version = meta.get("resourceVersion") if isinstance(meta, dict) else None
-    return version if isinstance(version, str) else ""
 
 
 class Informer:
@@ -139,7 +116,6 @@ class Informer:
         self._watch_timeout = watch_timeout
         self._max_line = max_line
         self._rng = rng if rng is not None else random.Random()
-        self._objects: dict[ObjectKey, Obj] = {}
         self._handlers: tuple[KubeHandler, ...] = ()
         self._synced = asyncio.Event()
         self._stop = asyncio.Event()
@@ -150,6 +126,7 @@ class Informer:
         self._attempted = asyncio.Event()
         self.skipped = SkippedObjects(ref.name, log)
         """Malformed list items and watch events skipped (counted and logged)."""
+        self._held = HeldObjects(self.skipped, self._emit, max_line)
         self.lists = 0
         """Lists made so far (the first one and every relist)."""
         self.watches = 0
@@ -181,10 +158,10 @@ class Informer:
         await self._synced.wait()
 
     def objects(self) -> list[Obj]:
-        return [self._objects[k] for k in sorted(self._objects)]
+        return self._held.ordered()
 
     def get(self, namespace: str, name: str) -> Obj | None:
-        return self._objects.get((namespace, name))
+        return self._held.get((namespace, name))
 
     @property
     def absent(self) -> str | None:
@@ -231,7 +208,7 @@ class Informer:
                 await self._watch()
                 failures = 0
                 continue
-            except _Expired:
+            except Expired:
                 log.info("watch of %s expired (410 Gone); listing again", self.resource)
                 self._version = None
                 continue
@@ -271,7 +248,7 @@ class Informer:
             "reading %s failed (%s); holding its last %d objects, again in %.1fs",
             self.resource,
             reason,
-            len(self._objects),
+            len(self._held),
             delay,
             extra={"resource": self.resource, "failures": failures},
         )
@@ -325,19 +302,7 @@ class Informer:
             log.info("%s can be read again", self.resource, extra={"resource": self.resource})
             self._absent = None
         self._recovered()
-        held = self._objects
-        for key in unreadable - listed.keys():
-            if key in held:
-                listed[key] = held[key]  # malformed now: its last good version stays
-        self._objects = dict(listed)
-        for key, obj in listed.items():
-            before = held.get(key)
-            if before is None:
-                self._emit(WatchEventType.ADDED, obj)
-            elif _version(before) != _version(obj):
-                self._emit(WatchEventType.MODIFIED, obj)
-        for key in sorted(set(held) - set(listed)):
-            self._emit(WatchEventType.DELETED, held[key])
+        self._held.replace(listed, unreadable)
         self._version = version
         self._synced.set()
         self._attempted.set()
@@ -357,9 +322,7 @@ class Informer:
         self._absent = reason
         self._problem = None  # it answered: not unreachable, just not readable
         self._version = None
-        held, self._objects = self._objects, {}
-        for key in sorted(held):
-            self._emit(WatchEventType.DELETED, held[key])
+        self._held.clear()
         self._synced.set()
         self._attempted.set()
 
@@ -382,7 +345,7 @@ class Informer:
             )
         except KubeApiError as problem:
             if problem.code == 410:
-                raise _Expired from None
+                raise Expired from None
             if problem.code in (403, 404):
                 raise Absent(problem) from None
             raise
@@ -391,51 +354,13 @@ class Informer:
             async for line in watch_lines(response, self._max_line):
                 if self._stop.is_set():
                     return
-                self._on_line(line)
+                version = self._held.apply_line(line, self.ref.namespaced)
+                if version:
+                    self._version = version
         except (aiohttp.ClientError, OSError, TimeoutError) as cut:
             raise _Cut(_describe(cut)) from None
         finally:
             response.release()
-
-    def _on_line(self, line: bytes | None) -> None:
-        """One watch line: applied, or skipped and logged when it is malformed (None: one
-        too long to read). An ``ERROR`` event ends the watch (410 relists, 403/404 goes
-        absent)."""
-        decoded = decode_event(line, self._max_line)
-        if isinstance(decoded, str):
-            self.skipped.skip("watch event", None, decoded)
-            return
-        kind, obj = decoded
-        if kind == "ERROR":
-            raise _status_error(obj)
-        version = _version(obj)
-        if kind == "BOOKMARK":
-            if version:
-                self._version = version
-            else:
-                self.skipped.skip("watch event", None, "a BOOKMARK without a resourceVersion")
-            return
-        namespaced = self.ref.namespaced
-        check = key_problem if kind == "DELETED" else object_problem
-        problem = check(obj, namespaced=namespaced)
-        if problem is not None:
-            self.skipped.skip(
-                "watch event", readable_key(obj, namespaced=namespaced), f"{kind}: {problem}"
-            )
-        else:
-            key = checked_key(obj, namespaced)
-            strip_managed_fields(obj)
-            if kind == "DELETED":
-                before = self._objects.pop(key, None)
-                if before is not None:
-                    self._emit(WatchEventType.DELETED, obj)
-            else:
-                self.skipped.forget(key)
-                before = self._objects.get(key)
-                self._objects[key] = obj
-                self._emit(WatchEventType.ADDED if before is None else WatchEventType.MODIFIED, obj)
-        if version:
-            self._version = version
 
     def _emit(self, kind: WatchEventType, obj: Obj) -> None:
         event = KubeEvent(kind, obj)
@@ -446,18 +371,6 @@ class Informer:
                 log.exception(
                     "a handler of %s failed", self.resource, extra={"resource": self.resource}
                 )
-
-
-def _status_error(status: Obj) -> Exception:
-    """What an ``ERROR`` watch event (a Status object) means for the watch."""
-    code = status.get("code")
-    code = code if isinstance(code, int) and not isinstance(code, bool) else 0
-    problem = KubeApiError(code, str(status.get("reason")), str(status.get("message")))
-    if code == 410:
-        return _Expired()
-    if code in (403, 404):
-        return Absent(problem)
-    return problem
 
 
 def _describe(exc: BaseException) -> str:

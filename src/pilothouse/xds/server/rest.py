@@ -29,9 +29,10 @@ PushContext, through the same generators and resource cache as gRPC.
 - Every request is answered on its own (:meth:`RestDiscovery.answer` is the boundary):
   a body that is not UTF-8, not JSON (:func:`~pilothouse.boundary.json_body.read_json`:
   nested deeper than 256 levels, numbers of more than 400 digits, ``NaN``...), not a
-  DiscoveryRequest, or from a malformed node is 400 with what was wrong; any other
-  exception is a fault of ours: logged with its traceback, answered 500 with a generic
-  message, and the next request is served as if nothing happened.
+  DiscoveryRequest, or from a malformed node is 400 with what was wrong (reading a
+  request is :mod:`.rest_poll`); any other exception is a fault of ours: logged with its
+  traceback, answered 500 with a generic message, and the next request is served as if
+  nothing happened.
 
 Polls repeat, so the work is remembered, in bounded LRUs (:mod:`.rest_cache`), for as
 long as nothing the answers are made from changes: the PushContext (its identity and
@@ -60,28 +61,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from types import MappingProxyType
-from typing import Any, Final, Generic, Protocol, TypeVar
+from typing import Final, Generic, Protocol, TypeVar
 
 from aiohttp import web
-from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 from google.protobuf import any_pb2, json_format
 
 from pilothouse.bootstrap.envoy import XDS_REST_CLUSTER
 from pilothouse.boundary.contain import INTERNAL_ERROR, json_error_body
-from pilothouse.boundary.json_body import BadJson, read_json
-from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS, is_wildcard_type, short_name
+from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS, short_name
 from pilothouse.push.cache import Resource
-from pilothouse.push.proxy import BadNode, ProxyIdentity
+from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.settings import RestSettings as RestSettings
 from pilothouse.sources.events import ConfigStore
 from pilothouse.xds.builders.cluster import RestPolling
 from pilothouse.xds.generators.base import GenerationInput, Generator
-from pilothouse.xds.server.ads import node_identity
 from pilothouse.xds.server.backend import Backend
 from pilothouse.xds.server.control_plane import ControlPlaneIdentity
 from pilothouse.xds.server.rest_cache import Lru
-from pilothouse.xds.server.rest_problem import describe
-from pilothouse.xds.server.rest_request import node_key, plain_poll
+from pilothouse.xds.server.rest_poll import Poll, PollReader, Refused
 
 log = logging.getLogger("pilothouse.xds.rest")
 
@@ -144,21 +141,6 @@ _T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
-class _Poll:
-    """A request, read: what its answer depends on, and the version the proxy holds.
-
-    ``names`` is None when the proxy gets everything of the type. ``repeatable`` is
-    False for a NACK, whose every arrival must be logged and counted.
-    """
-
-    version_info: str
-    names: frozenset[str] | None
-    node_key: str
-    proxy: ProxyIdentity
-    repeatable: bool = True
-
-
-@dataclass(frozen=True, slots=True)
 class _Known(Generic[_T]):
     """A remembered result and the generator it came from (one registered later makes
     it stale)."""
@@ -206,13 +188,6 @@ def response_version(type_url: str, resources: Mapping[str, Resource]) -> str:
     return digest.hexdigest()
 
 
-class _Refused(Exception):
-    def __init__(self, status: int, reason: str) -> None:
-        super().__init__(reason)
-        self.status = status
-        self.reason = reason
-
-
 class RestDiscovery:
     """Answers REST discovery requests; :meth:`routes` mounts it on an aiohttp app."""
 
@@ -238,6 +213,7 @@ class RestDiscovery:
         self.bodies: Lru[tuple[str, str], RestAnswer] = Lru(entries, budget)
         # node key -> (node key, identity): the key object is shared by the entries above
         self.nodes: Lru[str, tuple[str, ProxyIdentity]] = Lru(entries)
+        self.reader = PollReader(self.nodes, self.stats.nacks)
         self._seen: tuple[int, str, int, str] | None = None
 
     def routes(self) -> list[web.RouteDef]:
@@ -277,7 +253,7 @@ class RestDiscovery:
         self.stats.requests += 1
         try:
             return self._answer(kind, body)
-        except _Refused as refused:
+        except Refused as refused:
             return self._refuse(refused.status, refused.reason)
         except Exception:
             # A fault of ours: it stops at this request (logged once, with its traceback).
@@ -290,13 +266,13 @@ class RestDiscovery:
     def _answer(self, kind: str, body: bytes) -> RestAnswer:
         type_url = REST_TYPES.get(kind)
         if type_url is None:
-            raise _Refused(404, f"unknown discovery type {kind!r}; known: {', '.join(REST_TYPES)}")
+            raise Refused(404, f"unknown discovery type {kind!r}; known: {', '.join(REST_TYPES)}")
         short = short_name(type_url)
         self.stats.by_type[short] = self.stats.by_type.get(short, 0) + 1
         if len(body) > self.settings.max_body_bytes:
-            raise _Refused(413, self._too_large())
+            raise Refused(413, self._too_large())
         if not self.backend.ready():
-            raise _Refused(503, "pilothouse is not ready: config has not synced yet")
+            raise Refused(503, "pilothouse is not ready: config has not synced yet")
         self._forget_if_changed()
         generator = self.backend.generator(type_url)
         key = (kind, body)
@@ -304,7 +280,7 @@ class RestDiscovery:
         if known is not None and known.generator is generator:
             answer = known.value
         else:
-            poll = self._read(kind, type_url, short, body)
+            poll = self.reader.read(kind, type_url, short, body)
             answer = self._respond(type_url, generator, poll)
             if poll.repeatable:
                 self.answers.put(key, _Known(generator, answer), len(body) + len(answer.body))
@@ -321,48 +297,7 @@ class RestDiscovery:
             self.versions.clear()
             self._seen = seen
 
-    def _read(self, kind: str, type_url: str, short: str, body: bytes) -> _Poll:
-        """The request read from ``body``: cheaply when it is a plain poll from a node
-        seen before, else through the proto3 JSON mapping (raises _Refused)."""
-        data = _load_json(body)
-        plain = plain_poll(data)
-        if plain is not None and (not plain.type_url or plain.type_url == type_url):
-            node = self.nodes.get(plain.node_key)
-            if node is not None:
-                names = None
-                if not is_wildcard_type(type_url) and plain.resource_names:
-                    names = frozenset(plain.resource_names)
-                return _Poll(plain.version_info, names, node[0], node[1])
-        return self._read_fully(kind, type_url, short, data)
-
-    def _read_fully(self, kind: str, type_url: str, short: str, data: dict[str, Any]) -> _Poll:
-        request = _to_request(data)
-        if request.type_url and request.type_url != type_url:
-            raise _Refused(400, f"type_url {request.type_url!r} sent to /v3/discovery:{kind}")
-        if not request.HasField("node") or not request.node.id:
-            raise _Refused(400, "the request must carry a node with an id")
-        try:
-            proxy = node_identity(request.node)
-        except BadNode as problem:
-            raise _Refused(400, str(problem)) from None
-        key = node_key(data["node"])
-        self.nodes.put(key, (key, proxy))
-        nack = request.HasField("error_detail")
-        if nack:
-            self.stats.nacks[short] = self.stats.nacks.get(short, 0) + 1
-            log.warning(
-                "proxy rejected %s version %s: %s",
-                short,
-                request.version_info or "(none)",
-                request.error_detail.message,
-                extra={"node": proxy.node_id, "type_url": type_url},
-            )
-        names: frozenset[str] | None = None
-        if not is_wildcard_type(type_url) and request.resource_names:
-            names = frozenset(request.resource_names)
-        return _Poll(request.version_info, names, key, proxy, repeatable=not nack)
-
-    def _respond(self, type_url: str, generator: Generator | None, poll: _Poll) -> RestAnswer:
+    def _respond(self, type_url: str, generator: Generator | None, poll: Poll) -> RestAnswer:
         """200 with the resources, or 304 when the proxy holds their version already."""
         key = (type_url, poll.node_key, poll.names)
         known = self.versions.get(key)
@@ -424,37 +359,3 @@ class RestDiscovery:
 
     def _too_large(self) -> str:
         return f"request body is larger than {self.settings.max_body_bytes} bytes"
-
-
-def _load_json(body: bytes) -> dict[str, Any]:
-    """The request's JSON object (raises _Refused)."""
-    try:
-        data = read_json(body)
-    except BadJson as problem:
-        raise _Refused(400, f"request body: {problem.reason}") from None
-    if not isinstance(data, dict):
-        raise _Refused(400, "request body is not a JSON object (a DiscoveryRequest)")
-    return data
-
-
-def _to_request(data: dict[str, Any]) -> Any:
-    """A ``DiscoveryRequest`` from its proto3 JSON object, unknown fields ignored.
-
-    ``node.extensions`` (hundreds of entries in Envoy's requests) is dropped unread:
-    nothing in pilothouse looks at it, and mapping it would cost most of the poll.
-    """
-    node = data.get("node")
-    if isinstance(node, dict):
-        node.pop("extensions", None)
-    request = discovery_pb2.DiscoveryRequest()
-    try:
-        json_format.ParseDict(data, request, ignore_unknown_fields=True)
-    except (
-        json_format.ParseError,
-        ValueError,
-        TypeError,
-        OverflowError,  # a huge integer into a double (Struct values)
-        RecursionError,
-    ) as problem:
-        raise _Refused(400, f"request is not a DiscoveryRequest: {describe(problem)}") from None
-    return request
