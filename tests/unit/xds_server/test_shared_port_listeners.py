@@ -65,6 +65,9 @@ MESH = (
     + entry("web", 8080, "HTTP")
     + entry("cache", 8080, "TCP", address="10.20.0.5")
     + entry("raw", 8080, "TCP")
+    # a TCP service whose address is a range beside one without an address
+    + entry("range", 7000, "TCP", address="10.30.0.0/16")
+    + entry("plain", 7000, "TCP")
     # a TCP service alone on its port with an address
     + entry("solo", 6379, "TCP", address="10.20.0.9")
     # a TLS service alone on its port without one: one chain to its cluster, as before
@@ -146,6 +149,20 @@ async def test_http_keeps_the_wildcard_listener_and_tcp_takes_its_address() -> N
     manager = chain["filters"][-1]["typedConfig"]
     assert manager["rds"]["routeConfigName"] == "8080"
     assert proxies_by_sni(found["10.20.0.5_8080"]) == {(): cluster("cache", 8080)}
+
+
+async def test_a_range_address_narrows_its_chain_on_the_wildcard_listener() -> None:
+    found = await listeners()
+    shared = found["0.0.0.0_7000"]
+    ranged, rest = shared["filterChains"]
+    assert ranged["filterChainMatch"] == {
+        "prefixRanges": [{"addressPrefix": "10.30.0.0", "prefixLen": 16}]
+    }
+    assert ranged["filters"][0]["typedConfig"]["cluster"] == cluster("range", 7000)
+    assert "filterChainMatch" not in rest
+    assert rest["filters"][0]["typedConfig"]["cluster"] == cluster("plain", 7000)
+    assert "defaultFilterChain" not in shared  # the plain service takes the rest
+    assert "listenerFilters" not in shared
 
 
 async def test_tcp_routes_follow_the_service_onto_its_address_listener() -> None:
