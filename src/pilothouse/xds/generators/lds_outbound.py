@@ -37,8 +37,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from pilothouse.registry.model import Service
 from pilothouse.xds.builders.filter_chain import WeightedCluster
@@ -61,9 +60,9 @@ log = logging.getLogger("pilothouse.xds")
 CONFLICT: Final = "outbound listener conflict"
 
 
-@dataclass(frozen=True, slots=True)
-class PortClaim:
-    """A service port asking for a place on the listener of one address and port."""
+class PortClaim(NamedTuple):
+    """A service port asking for a place on the listener of one address and port (a
+    named tuple: one is made per service port of every scope)."""
 
     service: Service
     protocol: str
