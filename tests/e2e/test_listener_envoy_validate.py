@@ -33,6 +33,7 @@ from pilothouse.xds.builders.listener_grpc import (
     grpc_server_listener_name,
     grpc_server_route_config,
 )
+from pilothouse.xds.builders.listener_shared import L4Chain, build_shared_outbound_listener
 from pilothouse.xds.builders.listener_sidecar import (
     build_inbound_listener,
     build_outbound_listener,
@@ -173,6 +174,21 @@ def sidecar_listeners(pem: Pem) -> list[Any]:
         ),
         build_outbound_listener("0.0.0.0", 9081, "HTTP", capture_none=False),
         build_virtual_outbound_listener(address=LOOPBACK),
+        build_shared_outbound_listener(
+            "0.0.0.0",
+            443,
+            [
+                L4Chain(("a.example.com",), "", (WeightedCluster(CLUSTERS[0]),), "a"),
+                L4Chain(
+                    ("*.b.example.com", "b.example.com"),
+                    "",
+                    (WeightedCluster(CLUSTERS[1], 60), WeightedCluster(CLUSTERS[2], 40)),
+                    "b.default",
+                ),
+                L4Chain((), "10.9.0.0/16", (WeightedCluster(CLUSTERS[3]),), "db"),
+            ],
+            allow_any=False,
+        ),
         build_inbound_listener("127.0.0.2", 8080, "HTTP"),
         build_inbound_listener("127.0.0.2", 6379, "TCP"),
         build_inbound_listener("127.0.0.2", 8443, "HTTP2", tls=tls),

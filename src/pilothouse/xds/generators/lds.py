@@ -12,11 +12,14 @@ Sidecar proxies:
   an explicit bind makes Envoy listen there itself (no iptables); HTTP ports use the
   route configuration named by the port, TCP ports forward to the single service on
   that port the listener imports;
-- without one (Istio's default outbound view), one listener per service port seen,
-  ``0.0.0.0_<port>`` with ``bind_to_port: false`` (they take traffic only from
-  ``virtualOutbound``), and ``virtualOutbound`` on ``proxyListenPort`` only when the
-  proxy says it captures traffic (metadata ``INTERCEPTION_MODE`` REDIRECT or TPROXY):
-  a sidecar without iptables must not grab a port it did not ask for;
+- without one (Istio's default outbound view), the listeners istiod plans for the
+  service ports seen (see lds_outbound.py): ``0.0.0.0_<port>`` for HTTP ports and for
+  services without an address (TLS ones told apart by SNI), ``<address>_<port>`` for
+  the other ports of services with one, all with ``bind_to_port: false`` (they take
+  traffic only from ``virtualOutbound``), and ``virtualOutbound`` on
+  ``proxyListenPort`` only when the proxy says it captures traffic (metadata
+  ``INTERCEPTION_MODE`` REDIRECT or TPROXY): a sidecar without iptables must not grab
+  a port it did not ask for;
 - an inbound listener per inbound port of the proxy's own workload (see inbound.py:
   from Sidecar ``ingress`` listeners, bound; or from the WorkloadEntry that is this
   proxy, not bound), forwarding to ``inbound|<port>||`` (see CDS), its chains set by
@@ -73,6 +76,7 @@ from pilothouse.xds.generators.envoy_filters import (
 )
 from pilothouse.xds.generators.inbound import inbound_ports
 from pilothouse.xds.generators.lds_inbound import inbound_listener
+from pilothouse.xds.generators.lds_outbound import default_outbound_listeners
 from pilothouse.xds.generators.mesh_tls import outbound_l4_listener
 from pilothouse.xds.generators.routing import resolver_for
 from pilothouse.xds.generators.scope_inputs import ScopeInputs, scope_inputs
@@ -247,7 +251,7 @@ def outbound_listeners(inputs: ListenerInputs) -> list[Any]:
             if built is not None:
                 listeners.append(built)
     else:
-        listeners.extend(_default_outbound(scope))
+        listeners.extend(default_outbound_listeners(scope))
         if inputs.capturing:
             listeners.append(
                 build_virtual_outbound_listener(
@@ -282,28 +286,3 @@ def _egress_listener(scope: ScopeInputs, entry: Any) -> Any:
         scope, address, port, protocol, services[0].hostname, capture_none=capture_none
     )
 
-
-def _default_outbound(scope: ScopeInputs) -> list[Any]:
-    by_port: dict[int, list[tuple[str, str]]] = {}
-    for host, service in sorted(scope.by_hostname.items()):
-        for service_port in service.ports:
-            if service_port.protocol:
-                by_port.setdefault(service_port.number, []).append(
-                    (host, service_port.protocol.upper())
-                )
-    listeners = []
-    for port, entries in sorted(by_port.items()):
-        protocol = entries[0][1]
-        if is_http(protocol):
-            listeners.append(
-                build_outbound_listener(
-                    WILDCARD, port, protocol, capture_none=False, rds_name=str(port)
-                )
-            )
-        elif len(entries) == 1:
-            listeners.append(
-                outbound_l4_listener(
-                    scope, WILDCARD, port, protocol, entries[0][0], capture_none=False
-                )
-            )
-    return listeners

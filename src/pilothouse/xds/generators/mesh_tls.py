@@ -10,7 +10,8 @@ several, counted under ``<vs>.<namespace>`` as istiod does). A server name goes 
 first chain that claims it (Envoy refuses two chains matching the same name); a ``*``
 SNI host takes the connections no name matches. Those, with no ``*`` route, go where the
 port's ``tcp`` routes or the service's own cluster send them (:mod:`.mesh_tcp`), as
-istiod's default chain does. Matches with ``destinationSubnets`` are left out: a
+istiod's default chain does; on a listener several services share (see lds_outbound.py)
+only the chains are used, as istiod's. Matches with ``destinationSubnets`` are left out: a
 capture-less sidecar has no original destination to compare them with. This is how a
 GAMMA TLSRoute (a Service parent) reaches sidecars.
 """

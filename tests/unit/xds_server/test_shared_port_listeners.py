@@ -1,0 +1,209 @@
+"""Sidecar outbound listeners when several services share a port, as istiod builds them.
+
+Istio's default outbound view (no Sidecar egress ports): a TCP service with an address
+gets ``<address>_<port>`` of its own; TLS services without one share ``0.0.0.0_<port>``
+behind the TLS inspector, a chain per service matched on its hostname as SNI; of two
+plain TCP services without an address the older keeps the port and the other is
+refused with a warning; an HTTP service keeps ``0.0.0.0_<port>`` and its route
+configuration against a TCP service on that port.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from pilothouse.config.load import Loader
+from pilothouse.kinds.table import SCHEMAS
+from pilothouse.push.proxy import parse_node
+from pilothouse.sources.memory import MemoryStore
+from tests.golden.xds_snapshot import snapshot_store
+from tests.unit.kinds.gateway_api.test_l4_routes import proxies_by_sni
+
+TLS_INSPECTOR = "envoy.filters.listener.tls_inspector"
+
+
+def entry(
+    name: str,
+    port: int,
+    protocol: str,
+    *,
+    host: str = "",
+    address: str = "",
+    created: str = "2024-01-01T00:00:00Z",
+) -> str:
+    addresses = f"addresses: [{address}]" if address else ""
+    return f"""\
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {{name: {name}, namespace: apps, creationTimestamp: "{created}"}}
+spec:
+  hosts: ["{host or f"{name}.apps.svc.cluster.local"}"]
+  {addresses}
+  location: MESH_EXTERNAL
+  resolution: STATIC
+  ports: [{{number: {port}, name: p, protocol: {protocol}}}]
+  endpoints: [{{address: 10.1.0.{len(name)}}}]
+---
+"""
+
+
+MESH = (
+    # two databases with addresses on one port: a listener each
+    entry("pg-a", 5432, "TCP", address="10.20.0.1")
+    + entry("pg-b", 5432, "TCP", address="10.20.0.2")
+    # two TCP services without an address on one port: the older keeps it
+    + entry("my-new", 3306, "TCP", created="2024-03-01T00:00:00Z")
+    + entry("my-old", 3306, "TCP", created="2024-02-01T00:00:00Z")
+    # TLS egress without addresses on one port: by SNI, wildcards as written
+    + entry("tls-a", 443, "TLS", host="a.tls.example")
+    + entry("tls-b", 443, "TLS", host="b.tls.example")
+    + entry("tls-wild", 443, "TLS", host="*.wild.example")
+    # an HTTP and two TCP services on one port
+    + entry("web", 8080, "HTTP")
+    + entry("cache", 8080, "TCP", address="10.20.0.5")
+    + entry("raw", 8080, "TCP")
+    # a TCP service whose address is a range beside one without an address
+    + entry("range", 7000, "TCP", address="10.30.0.0/16")
+    + entry("plain", 7000, "TCP")
+    # a TCP service alone on its port with an address
+    + entry("solo", 6379, "TCP", address="10.20.0.9")
+    # a TLS service alone on its port without one: one chain to its cluster, as before
+    + entry("lone", 9443, "TLS")
+)
+
+
+async def listeners(mesh: str = MESH) -> dict[str, Any]:
+    store = MemoryStore(name="test")
+    for config in Loader(SCHEMAS).load_strict(mesh, "mesh.yaml"):
+        store.apply(config)
+    store.mark_synced()
+    client = parse_node("sidecar~10.0.0.9~app-1.apps~apps.svc.cluster.local")
+    (snapshot,) = (await snapshot_store(store, {"client": client})).values()
+    found: dict[str, Any] = snapshot.json("lds")
+    return found
+
+
+def cluster(name: str, port: int, host: str = "") -> str:
+    return f"outbound|{port}||{host or f'{name}.apps.svc.cluster.local'}"
+
+
+def address(listener: dict[str, Any]) -> tuple[str, int]:
+    socket = listener["address"]["socketAddress"]
+    return socket["address"], socket["portValue"]
+
+
+async def test_tcp_services_with_addresses_get_a_listener_each() -> None:
+    found = await listeners()
+    assert "0.0.0.0_5432" not in found
+    for name, vip in (("pg-a", "10.20.0.1"), ("pg-b", "10.20.0.2")):
+        listener = found[f"{vip}_5432"]
+        assert address(listener) == (vip, 5432)
+        assert listener["bindToPort"] is False  # handed over by virtualOutbound
+        assert proxies_by_sni(listener) == {(): cluster(name, 5432)}
+    assert proxies_by_sni(found["10.20.0.9_6379"]) == {(): cluster("solo", 6379)}
+    assert "0.0.0.0_6379" not in found
+
+
+async def test_tls_services_without_addresses_share_the_port_by_sni() -> None:
+    found = await listeners()
+    shared = found["0.0.0.0_443"]
+    assert address(shared) == ("0.0.0.0", 443)
+    assert proxies_by_sni(shared) == {
+        ("a.tls.example",): cluster("", 443, "a.tls.example"),
+        ("b.tls.example",): cluster("", 443, "b.tls.example"),
+        ("*.wild.example",): cluster("", 443, "*.wild.example"),
+    }
+    assert [f["name"] for f in shared["listenerFilters"]] == [TLS_INSPECTOR]
+    # an unknown name goes where istiod's default chain sends it
+    default = shared["defaultFilterChain"]
+    assert default["name"] == "PassthroughFilterChain"
+    assert default["filters"][0]["typedConfig"]["cluster"] == "PassthroughCluster"
+    # alone on its port, a TLS service keeps one chain to its own cluster
+    assert proxies_by_sni(found["0.0.0.0_9443"]) == {(): cluster("lone", 9443)}
+
+
+async def test_the_older_tcp_service_without_an_address_keeps_the_port(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="pilothouse.xds"):
+        found = await listeners()
+    assert proxies_by_sni(found["0.0.0.0_3306"]) == {(): cluster("my-old", 3306)}
+    refused = {
+        (r.listener, r.accepted, r.rejected)  # type: ignore[attr-defined]
+        for r in caplog.records
+        if r.getMessage() == "outbound listener conflict"
+    }
+    assert refused == {
+        ("0.0.0.0_3306", "my-old.apps.svc.cluster.local", "my-new.apps.svc.cluster.local"),
+        ("0.0.0.0_8080", "web.apps.svc.cluster.local", "raw.apps.svc.cluster.local"),
+    }
+
+
+async def test_http_keeps_the_wildcard_listener_and_tcp_takes_its_address() -> None:
+    found = await listeners()
+    http = found["0.0.0.0_8080"]
+    (chain,) = http["filterChains"]
+    manager = chain["filters"][-1]["typedConfig"]
+    assert manager["rds"]["routeConfigName"] == "8080"
+    assert proxies_by_sni(found["10.20.0.5_8080"]) == {(): cluster("cache", 8080)}
+
+
+async def test_a_range_address_narrows_its_chain_on_the_wildcard_listener() -> None:
+    found = await listeners()
+    shared = found["0.0.0.0_7000"]
+    ranged, rest = shared["filterChains"]
+    assert ranged["filterChainMatch"] == {
+        "prefixRanges": [{"addressPrefix": "10.30.0.0", "prefixLen": 16}]
+    }
+    assert ranged["filters"][0]["typedConfig"]["cluster"] == cluster("range", 7000)
+    assert "filterChainMatch" not in rest
+    assert rest["filters"][0]["typedConfig"]["cluster"] == cluster("plain", 7000)
+    assert "defaultFilterChain" not in shared  # the plain service takes the rest
+    assert "listenerFilters" not in shared
+
+
+async def test_tcp_routes_follow_the_service_onto_its_address_listener() -> None:
+    """A mesh VirtualService ``tcp`` route of a service with an address still decides
+    where its own listener sends connections (mesh_tcp.py on the new listeners)."""
+    mesh = (
+        MESH
+        + """\
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: pg, namespace: apps}
+spec:
+  hosts: [pg-a.apps.svc.cluster.local]
+  tcp:
+  - route: [{destination: {host: pg-b.apps.svc.cluster.local, port: {number: 5432}}}]
+"""
+    )
+    found = await listeners(mesh)
+    assert proxies_by_sni(found["10.20.0.1_5432"]) == {(): cluster("pg-b", 5432)}
+    assert proxies_by_sni(found["10.20.0.2_5432"]) == {(): cluster("pg-b", 5432)}
+
+
+async def test_tls_routes_give_a_shared_port_their_sni_chains() -> None:
+    """On a shared wildcard listener a service's mesh ``tls`` routes bring their chains
+    instead of its hostname chain (mesh_tls.py on the new listeners); a name an earlier
+    chain claims is not claimed twice."""
+    mesh = (
+        MESH
+        + """\
+apiVersion: networking.istio.io/v1
+kind: VirtualService
+metadata: {name: tls-a, namespace: apps}
+spec:
+  hosts: [a.tls.example, b.tls.example]
+  tls:
+  - match: [{sniHosts: [a.tls.example, b.tls.example]}]
+    route: [{destination: {host: lone.apps.svc.cluster.local, port: {number: 9443}}}]
+"""
+    )
+    found = await listeners(mesh)
+    assert proxies_by_sni(found["0.0.0.0_443"]) == {
+        ("a.tls.example", "b.tls.example"): cluster("lone", 9443),
+        ("*.wild.example",): cluster("", 443, "*.wild.example"),
+    }
