@@ -123,37 +123,46 @@ _END: Final = object()
 
 class RequestReplay:
     """The requests of one stream, taken from the caller's iterator once, and sent again
-    on a reopened stream until a response was delivered."""
+    on a reopened stream until a response was delivered.
+
+    Each opening reads its own queue: a refused stream's request consumer (grpc keeps it
+    waiting on a call that ended by itself) is ended and takes nothing meant for the
+    next opening."""
 
     def __init__(self, requests: AsyncIterable[Any] | Iterable[Any]) -> None:
-        self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._sent: list[Any] = []
         self._recording = True
+        self._ended = False
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._pump = asyncio.ensure_future(self._take(requests))
 
     async def _take(self, requests: AsyncIterable[Any] | Iterable[Any]) -> None:
         try:
             if isinstance(requests, AsyncIterable):
                 async for request in requests:
-                    await self._queue.put(request)
+                    self._put(request)
             else:
                 for request in requests:
-                    await self._queue.put(request)
+                    self._put(request)
         finally:
+            self._ended = True
             self._queue.put_nowait(_END)
 
-    async def requests(self) -> AsyncIterator[Any]:
-        """One opening's requests: those sent before (until a delivery), then the next."""
-        for request in list(self._sent):
-            yield request
-        while True:
-            request = await self._queue.get()
-            if request is _END:
-                self._queue.put_nowait(_END)  # a stream opened again ends there too
-                return
-            if self._recording:
-                self._sent.append(request)
-            yield request
+    def _put(self, request: Any) -> None:
+        if self._recording:
+            self._sent.append(request)
+        self._queue.put_nowait(request)
+
+    def requests(self) -> AsyncIterator[Any]:
+        """A new opening's requests: those taken so far (until a delivery), then the
+        caller's next ones. The previous opening's end here."""
+        self._queue.put_nowait(_END)
+        self._queue = asyncio.Queue()
+        for request in self._sent:
+            self._queue.put_nowait(request)
+        if self._ended:
+            self._queue.put_nowait(_END)
+        return _drained(self._queue)
 
     def delivered(self) -> None:
         """A response was delivered: the stream is never opened again from here."""
@@ -162,6 +171,12 @@ class RequestReplay:
 
     def close(self) -> None:
         self._pump.cancel()
+        self._queue.put_nowait(_END)
+
+
+async def _drained(queue: asyncio.Queue[Any]) -> AsyncIterator[Any]:
+    while (request := await queue.get()) is not _END:
+        yield request
 
 
 class StreamTokenRefresh(grpc.aio.StreamStreamClientInterceptor):
