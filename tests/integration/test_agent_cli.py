@@ -2,8 +2,8 @@
 pilothouse: it waits for a root file that is not there yet, serves a certificate it made
 on its SDS socket, exits 0 on SIGTERM and removes its sockets; an Envoy that exits by
 itself ends the agent with status 1 (``/bin/false`` standing in for Envoy: only its exit
-is under test); and a root that is missing or does not parse by ``--root-cert-timeout``
-ends it with status 1 and one line naming the file."""
+is under test); and a root still unusable after ``--root-cert-timeout`` ends it with
+status 1 and one line naming the file."""
 
 from __future__ import annotations
 
@@ -89,31 +89,20 @@ async def test_envoy_exiting_ends_the_agent(tmp_path: Path) -> None:
         assert b'"pipe"' in (tmp_path / "envoy.json").read_bytes()
 
 
-async def test_a_root_missing_or_unparsable_past_the_timeout_ends_the_agent(
-    tmp_path: Path,
-) -> None:
-    """No pilothouse is needed: the agent waits for its root before it dials anything."""
-    broken = tmp_path / "broken"
-    broken.mkdir()
-    (broken / "root.pem").write_text("not a certificate\n")
-    flags = ("--no-envoy", "--root-cert-timeout", "0.5")
-    processes = [
-        await agent_process(directory, "127.0.0.1:1", *flags) for directory in (tmp_path, broken)
-    ]
+async def test_a_root_unusable_past_the_timeout_ends_the_agent(tmp_path: Path) -> None:
+    """No pilothouse is needed: the agent waits for its root before it dials anything
+    (a missing root is waited for in the first test; each reason is in the unit tests)."""
+    root = tmp_path / "root.pem"
+    root.write_text("not a certificate\n")
+    process = await agent_process(
+        tmp_path, "127.0.0.1:1", "--no-envoy", "--root-cert-timeout", "0.5"
+    )
     async with asyncio.timeout(20):
-        codes = [await process.wait() for process in processes]
-    assert codes == [1, 1]
-    outputs = []
-    for process in processes:
-        assert process.stderr is not None
-        outputs.append((await process.stderr.read()).decode().splitlines())
-    for output, directory, problem in zip(
-        outputs, (tmp_path, broken), ("no such file", "holds no PEM certificate"), strict=True
-    ):
-        root = directory / "root.pem"
-        assert output == [
-            f"waiting up to 0.5 s for the root certificate {root}: {problem}",
-            f"pilothouse agent: root certificate {root}: {problem} (waited 0.5 s, "
-            "--root-cert-timeout)",
-        ]
-        assert not (directory / "sds").exists() and not (directory / "XDS").exists()
+        assert await process.wait() == 1
+    assert process.stderr is not None
+    assert (await process.stderr.read()).decode().splitlines() == [
+        f"waiting up to 0.5 s for the root certificate {root}: holds no PEM certificate",
+        f"pilothouse agent: root certificate {root}: holds no PEM certificate (waited 0.5 s, "
+        "--root-cert-timeout)",
+    ]
+    assert not (tmp_path / "sds").exists() and not (tmp_path / "XDS").exists()
