@@ -1,7 +1,9 @@
 """``pilothouse agent`` as a real process (the CLI's own wiring) against an in-process
-pilothouse: it serves a certificate it made on its SDS socket, exits 0 on SIGTERM and
-removes its sockets; and an Envoy that exits by itself ends the agent with status 1
-(``/bin/false`` standing in for Envoy: only its exit is under test)."""
+pilothouse: it waits for a root file that is not there yet, serves a certificate it made
+on its SDS socket, exits 0 on SIGTERM and removes its sockets; an Envoy that exits by
+itself ends the agent with status 1 (``/bin/false`` standing in for Envoy: only its exit
+is under test); and a root still unusable after ``--root-cert-timeout`` ends it with
+status 1 and one line naming the file."""
 
 from __future__ import annotations
 
@@ -34,9 +36,16 @@ async def agent_process(tmp_path: Path, target: str, *flags: str) -> asyncio.sub
 async def test_the_agent_command_serves_sds_and_stops_on_sigterm(tmp_path: Path) -> None:
     async for served in running(tmp_path, server_keys=False):
         (tmp_path / "token").write_text(served.issuer.token("bookinfo", "productpage"))
-        (tmp_path / "root.pem").write_bytes(served.root_pem())
         process = await agent_process(tmp_path, served.tls_target, "--no-envoy")
         try:
+            # no root yet: the agent says it waits for it, and takes it when it comes
+            assert process.stderr is not None
+            waiting = f"waiting up to 60 s for the root certificate {tmp_path / 'root.pem'}"
+            async with asyncio.timeout(20):
+                while waiting.encode() not in (line := await process.stderr.readline()):
+                    assert line, "the agent ended without waiting for its root"
+            assert line.rstrip().endswith(b": no such file")
+            (tmp_path / "root.pem").write_bytes(served.root_pem())
             async with asyncio.timeout(20):
                 while not (tmp_path / "sds").exists():
                     await asyncio.sleep(0.05)
@@ -78,3 +87,22 @@ async def test_envoy_exiting_ends_the_agent(tmp_path: Path) -> None:
         assert process.stderr is not None
         assert b"Envoy exited with status 1" in await process.stderr.read()
         assert b'"pipe"' in (tmp_path / "envoy.json").read_bytes()
+
+
+async def test_a_root_unusable_past_the_timeout_ends_the_agent(tmp_path: Path) -> None:
+    """No pilothouse is needed: the agent waits for its root before it dials anything
+    (a missing root is waited for in the first test; each reason is in the unit tests)."""
+    root = tmp_path / "root.pem"
+    root.write_text("not a certificate\n")
+    process = await agent_process(
+        tmp_path, "127.0.0.1:1", "--no-envoy", "--root-cert-timeout", "0.5"
+    )
+    async with asyncio.timeout(20):
+        assert await process.wait() == 1
+    assert process.stderr is not None
+    assert (await process.stderr.read()).decode().splitlines() == [
+        f"waiting up to 0.5 s for the root certificate {root}: holds no PEM certificate",
+        f"pilothouse agent: root certificate {root}: holds no PEM certificate (waited 0.5 s, "
+        "--root-cert-timeout)",
+    ]
+    assert not (tmp_path / "sds").exists() and not (tmp_path / "XDS").exists()

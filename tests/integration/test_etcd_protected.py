@@ -7,7 +7,8 @@ signed by the test's CA (``--client-cert-auth``), and has authentication on, wit
 objects, the CA's root is created in the store and read back by a second store client,
 and a real ``pilothouse serve`` does all of it from its flags. Without them each use is
 refused with an error saying why. Clients that outlive their token (etcd started with a
-2 s ``--auth-token-ttl``) authenticate again and lose nothing.
+2 s ``--auth-token-ttl``) authenticate again and lose nothing, a watch opened after the
+token expired among them.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
+import aetcd.exceptions
 import aetcd.rpc
 import grpc
 import pytest
@@ -35,6 +37,7 @@ from pilothouse.security.ca_store_etcd import EtcdRootStore
 from pilothouse.settings import EtcdSettings
 from pilothouse.sources.addresses import build_source
 from pilothouse.sources.etcd import EtcdSource
+from pilothouse.sources.etcd_client import EtcdClient, client_for
 from pilothouse.sources.etcd_layout import stored_value
 from tests.e2e.harness.client import fetch
 from tests.e2e.harness.etcd import EtcdServer, EtcdTls
@@ -272,7 +275,10 @@ async def test_clients_outlive_their_tokens(tmp_path: Path) -> None:
     """Every client that was quiet longer than etcd's ``--auth-token-ttl`` (a store
     session, the source and its status writer, the CA's store) keeps working: the
     change written after the tokens expired reaches the source through its watch, the
-    source writes a status, with no relist, no outage and one new token each."""
+    source writes a status, with no relist, no outage and one new token each. A watch
+    opened on a quiet client after its token expired delivers that change (etcd refuses
+    the watch; the client authenticates again and opens it again), and a watch the user
+    may not open fails with etcd's reason instead of waiting for nothing."""
     etcd = EtcdServer(tmp_path / "etcd", auth_token_ttl=TOKEN_TTL)
     await etcd.start()
     given = EtcdSettings(user="pilothouse", password=PASSWORD)
@@ -282,6 +288,9 @@ async def test_clients_outlive_their_tokens(tmp_path: Path) -> None:
     assert isinstance(source, EtcdSource)
     source.write_status = True
     ca = EtcdRootStore([("127.0.0.1", etcd.client_port)], "/mesh", given)
+    quiet = client_for("127.0.0.1", etcd.client_port, security=given)
+    denied = client_for("127.0.0.1", etcd.client_port, security=given)
+    assert isinstance(quiet, EtcdClient) and isinstance(denied, EtcdClient)
     running: asyncio.Task[None] | None = None
     try:
         await add_user(etcd)
@@ -297,6 +306,7 @@ async def test_clients_outlive_their_tokens(tmp_path: Path) -> None:
             )
             since = source.availability().since
             stale = session.metadata
+            await quiet.connect()
 
             async def refused() -> bool:
                 channel = grpc.aio.insecure_channel(etcd.endpoint)
@@ -314,6 +324,8 @@ async def test_clients_outlive_their_tokens(tmp_path: Path) -> None:
             # earlier would keep it alive, so wait that long once, then check it
             await asyncio.sleep(TOKEN_TTL + 1.5)
             await wait_for("etcd forgets the session's token", refused, 3.0)
+            watch = await quiet.watch(store.layout.key_of(key))
+            assert quiet.reauthentications == 1
 
             manifest["spec"]["servers"][0]["hosts"] = ["shop.example.com"]
             changed = stored_value(manifest, "shop", "2026-01-01T00:00:00Z")
@@ -325,6 +337,13 @@ async def test_clients_outlive_their_tokens(tmp_path: Path) -> None:
                 return held is not None and "shop.example.com" in str(held.spec)
 
             await wait_for("the change reaches the source", changed_in_source, 10.0)
+            async with asyncio.timeout(10):
+                event = await anext(aiter(watch))
+            assert b"shop.example.com" in event.kv.value
+
+            await denied.connect()
+            with pytest.raises(aetcd.exceptions.ClientError, match="permission denied"):
+                await denied.watch(b"/elsewhere/")
             assert source.publish_status(key, {"conditions": [{"type": "Accepted"}]})
 
             async def status_stored() -> bool:
@@ -342,4 +361,6 @@ async def test_clients_outlive_their_tokens(tmp_path: Path) -> None:
         if running is not None:
             await asyncio.wait_for(running, 15)
         await ca.close()
+        await quiet.close()
+        await denied.close()
         await etcd.stop()

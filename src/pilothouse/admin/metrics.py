@@ -87,7 +87,7 @@ def server_metrics(
     registry.register(PilotCollector(discovery))
     registry.register(admission)
     registry.register(ResourceCacheCollector(discovery.cache))
-    registry.register(WasmModuleCollector(discovery.wasm_module_fetches))
+    registry.register(WasmModuleCollector(discovery.wasm_cache))
     registry.register(ConfigSourceCollector(sources))
     ProcessCollector(registry=registry)
     return ServerMetrics(registry, admission)

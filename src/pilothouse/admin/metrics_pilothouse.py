@@ -20,6 +20,7 @@ from prometheus_client.registry import Collector
 
 from pilothouse.metrics.families import counter, gauge
 from pilothouse.push.cache import ResourceCache
+from pilothouse.security.wasm_modules import WasmCacheState
 from pilothouse.sources.availability import ReportsAvailability
 
 RejectionCounts = Callable[[], Mapping[str, int]]
@@ -54,20 +55,43 @@ class AdmissionRejections(Collector):
 
 
 class WasmModuleCollector(Collector):
-    """``pilothouse_wasm_module_fetches_total{result}``: WasmPlugin modules fetched (``ok``)
-    or not kept (``checksum_mismatch``, ``not_wasm``, ``fetch_failure``, ``refused``)."""
+    """The Wasm module cache: ``pilothouse_wasm_module_fetches_total{result}`` (modules
+    fetched, ``ok``, or not kept: ``checksum_mismatch``, ``not_wasm``, ``fetch_failure``,
+    ``refused``), ``wasm_cache_entries`` (istio-agent's name for the modules its cache
+    holds) and ``pilothouse_wasm_cache_*`` (bytes held, the budget, drops, over it)."""
 
-    def __init__(self, fetches: Callable[[], Mapping[str, int]]) -> None:
-        self._fetches = fetches
+    def __init__(self, state: Callable[[], WasmCacheState]) -> None:
+        self._state = state
 
     def collect(self) -> Iterator[Metric]:
+        state = self._state()
         yield counter(
             "pilothouse_wasm_module_fetches",
             "WasmPlugin module fetches by result: ok, checksum_mismatch (the module does not "
             "hash to the plugin's sha256), not_wasm, fetch_failure, refused (the address "
             "policy). A plugin whose module is not kept keeps its last good one.",
-            dict(self._fetches()),
+            state.fetches,
             "result",
+        )
+        yield gauge("wasm_cache_entries", "Wasm modules kept in the cache.", state.entries)
+        yield gauge(
+            "pilothouse_wasm_cache_bytes", "Bytes of the Wasm modules kept.", state.bytes_held
+        )
+        yield gauge(
+            "pilothouse_wasm_cache_budget_bytes",
+            "The byte budget of the Wasm modules kept (PILOTHOUSE_WASM_CACHE_BYTES).",
+            state.budget,
+        )
+        yield counter(
+            "pilothouse_wasm_cache_evictions",
+            "Wasm modules dropped to keep within the budget (none a served WasmPlugin names).",
+            state.evictions,
+        )
+        yield gauge(
+            "pilothouse_wasm_cache_over_budget",
+            "1 while the modules kept exceed the budget with only modules still served "
+            "(none can be dropped), else 0.",
+            int(state.over_budget),
         )
 
 

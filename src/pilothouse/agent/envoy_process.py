@@ -27,6 +27,8 @@ from typing import Any, Final
 
 import aiohttp
 
+from pilothouse.atomic_file import replace_file
+
 log = logging.getLogger("pilothouse.agent.envoy")
 
 STATS_FILTER: Final = "^(cluster_manager.cds|listener_manager.lds).update_"
@@ -96,9 +98,7 @@ class EnvoyProcess:
     def write_bootstrap(self) -> None:
         path = self.command.bootstrap_path
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.tmp")
-        temporary.write_text(json.dumps(self._bootstrap, indent=2))
-        os.replace(temporary, path)
+        replace_file(path, json.dumps(self._bootstrap, indent=2).encode(), mode=0o644)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run Envoy until ``stop`` (then drain it) or until it exits (EnvoyExited)."""

@@ -17,6 +17,9 @@ several workloads of a node, each with its own sockets, a caller admitted only w
 peer uid is one the file gives that workload. With ``nodeIP`` in the file (or
 ``--node-ip``) it keeps its node's minimal set from pilothouse and shows it on
 ``/debug/nodez`` of ``--status-port``.
+
+Before anything else it waits for its root file to exist and parse, at most
+``--root-cert-timeout`` seconds (:mod:`pilothouse.agent.root_cert`).
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ from pilothouse.agent.envoy_bootstrap import agent_bootstrap
 from pilothouse.agent.envoy_process import EnvoyCommand, EnvoyProcess
 from pilothouse.agent.node_agent import NodeAgent, read_node_config
 from pilothouse.agent.remote_authority import CaEndpoint
+from pilothouse.agent.root_cert import TIMEOUT as ROOT_TIMEOUT
+from pilothouse.agent.root_cert import RootCertUnusable, wait_for_root
 from pilothouse.agent.sidecar_agent import AgentOptions, SidecarAgent
 from pilothouse.agent.status import StatusServer
 from pilothouse.bootstrap.envoy import EnvoyBootstrapOptions, XdsTransport
@@ -98,6 +103,15 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--ca-address", metavar="HOST:PORT", help="the CSR service (default: the first xDS one)"
     )
     parser.add_argument("--root-cert", default=ROOT, help=f"pilothouse's root (default {ROOT})")
+    parser.add_argument(
+        "--root-cert-timeout",
+        type=float,
+        default=ROOT_TIMEOUT,
+        metavar="SECONDS",
+        help="at start, wait this long for the root file (--root-cert, or the --workloads "
+        f"file's rootCert) to exist and parse, then exit 1 (default {ROOT_TIMEOUT:g}; 0: "
+        "wait forever)",
+    )
     parser.add_argument("--token", default=TOKEN, help=f"a JWT file, read per CSR ({TOKEN})")
     parser.add_argument("--server-name", default="", help="name pilothouse's cert must carry")
     parser.add_argument("--sds-socket", default=SDS_SOCKET, type=Path)
@@ -132,11 +146,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     try:
+        if args.root_cert_timeout < 0:
+            raise ValueError("--root-cert-timeout must be 0 (wait forever) or more seconds")
         agent = build_node(args) if args.workloads else build(args)
     except (ValueError, OSError, AddressError, BadNode, ProxyConfigInputError) as problem:
         print(f"pilothouse agent: {problem}", file=sys.stderr)
         return 2
-    return asyncio.run(_serve(agent))
+    return asyncio.run(_serve(agent, args.root_cert_timeout))
 
 
 def build_node(args: argparse.Namespace) -> NodeAgent:
@@ -236,8 +252,19 @@ def build(args: argparse.Namespace) -> SidecarAgent:
     return SidecarAgent(options, envoy=EnvoyProcess(command, bootstrap), status=status)
 
 
-async def _serve(agent: SidecarAgent | NodeAgent) -> int:
+async def _serve(agent: SidecarAgent | NodeAgent, root_timeout: float) -> int:
     loop = asyncio.get_running_loop()
+    root = agent.config.root_cert if isinstance(agent, NodeAgent) else agent.options.ca.root_file
+    waiting = asyncio.ensure_future(wait_for_root(root, root_timeout))
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, waiting.cancel)
+    try:
+        await waiting
+    except asyncio.CancelledError:
+        return 0  # stopped while waiting
+    except RootCertUnusable as problem:
+        print(f"pilothouse agent: {problem}", file=sys.stderr)
+        return 1
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, agent.close)
     await agent.run()

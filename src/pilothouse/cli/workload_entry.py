@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
-import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from pathlib import Path
 import yaml
 
 from pilothouse.api.istio.networking.v1alpha3 import workload_entry_pb2, workload_group_pb2
+from pilothouse.atomic_file import replace_file
 from pilothouse.cli.bootstrap_files import checked_file
 from pilothouse.cli.bootstrap_inputs import (
     BootstrapInputError,
@@ -361,17 +361,7 @@ def write(directory: Path, outputs: Outputs) -> Sequence[Path]:
     try:
         directory.mkdir(parents=True, exist_ok=True)
         for name, text, mode in files:
-            _replace(directory / name, text, mode)
+            replace_file(directory / name, text.encode(), mode=mode)
     except OSError as problem:
         raise ConfigureError(f"-o {directory}: {problem.strerror or problem}") from None
     return [directory / name for name, _, _ in files]
-
-
-def _replace(path: Path, text: str, mode: int) -> None:
-    """Write ``path`` whole or not at all (a temporary file renamed over it)."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}")
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as out:
-        out.write(text)
-    os.chmod(temporary, mode)
-    os.replace(temporary, path)

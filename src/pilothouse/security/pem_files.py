@@ -1,17 +1,17 @@
 """CA files on disk: PEM text read whole, private keys written 0600 from the start.
 
-A private key file is created with ``os.open(..., 0o600)`` under a temporary name and
-renamed into place, so it is never readable by others, not even for an instant, and a
-reader never sees half a file. Public files (certificates) are written the same way
-with mode 0644. Nothing here logs file contents.
+Every file is written by :func:`~pilothouse.atomic_file.replace_file`: created 0600
+under a temporary name, fsynced and renamed into place, so a private key is never
+readable by others, not even for an instant, and a reader never sees half a file.
+Public files (certificates) end with mode 0644. Nothing here logs file contents.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 from pathlib import Path
 from typing import Final
+
+from pilothouse.atomic_file import replace_file
 
 PRIVATE_MODE: Final = 0o600
 PUBLIC_MODE: Final = 0o644
@@ -29,17 +29,4 @@ def write_public(path: Path, data: bytes) -> None:
 
 def _write(path: Path, data: bytes, mode: int) -> None:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with contextlib.suppress(FileNotFoundError):
-        temporary.unlink()
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
-    try:
-        with os.fdopen(descriptor, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            temporary.unlink()
-        raise
-    os.replace(temporary, path)
+    replace_file(path, data, mode=mode)

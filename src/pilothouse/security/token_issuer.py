@@ -33,6 +33,7 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from pilothouse.atomic_file import replace_file
 from pilothouse.security.jwt_authn import SERVICE_ACCOUNT_PREFIX
 
 DEFAULT_ISSUER: Final = "pilothouse"
@@ -98,7 +99,8 @@ class TokenIssuer:
         except (OSError, ValueError):
             written = None
         if written != expected:  # missing, or of another key: write the one that verifies
-            _write_private(directory / JWKS_FILE, json.dumps(expected, indent=2) + "\n", 0o644)
+            text = json.dumps(expected, indent=2) + "\n"
+            replace_file(directory / JWKS_FILE, text.encode(), mode=0o644)
         return issuer
 
     def jwks(self) -> dict[str, Any]:
@@ -154,16 +156,7 @@ def _create(directory: Path, name: str) -> None:
         return
     with os.fdopen(descriptor, "w", encoding="ascii") as out:
         out.write(pem)
-    _write_private(directory / ISSUER_FILE, name + "\n", 0o644)
-
-
-def _write_private(path: Path, text: str, mode: int) -> None:
-    """Write ``text`` to ``path`` atomically (a temporary file renamed over it)."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}")
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as out:
-        out.write(text)
-    os.replace(temporary, path)
+    replace_file(directory / ISSUER_FILE, (name + "\n").encode(), mode=0o644)
 
 
 def _thumbprint(public: ec.EllipticCurvePublicKey) -> str:

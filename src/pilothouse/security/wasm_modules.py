@@ -29,6 +29,9 @@ module once fetched and checked, None until then) and a component with ``run()``
   module is fetched again when a plugin names it again. Modules still served are never
   dropped: past the budget with only those, a warning says so (once, until the modules
   fit again) and :attr:`over_budget` is set.
+
+:meth:`WasmModules.state` is all of that at one moment (modules and bytes kept, the
+budget, drops, whether over it, fetches by result), what ``/metrics`` exposes.
 """
 
 from __future__ import annotations
@@ -80,6 +83,22 @@ class WasmModule:
 
     digest: str
     body: bytes = field(compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class WasmCacheState:
+    """The modules kept and the fetches so far, at one moment (for ``/metrics``)."""
+
+    entries: int
+    """Modules kept."""
+    bytes_held: int
+    budget: int
+    evictions: int
+    """Modules dropped to keep within the budget, since start."""
+    over_budget: bool
+    """Past the budget with only modules still served (or just arrived)."""
+    fetches: dict[str, int]
+    """Fetches by result (:data:`RESULTS`), since start."""
 
 
 class ModuleRefused(ValueError):
@@ -182,6 +201,17 @@ class WasmModules:
     def close(self) -> None:
         self._closed = True
         self._wake.set()
+
+    def state(self) -> WasmCacheState:
+        """The modules kept, the budget and the fetches, now."""
+        return WasmCacheState(
+            entries=len(self._by_digest),
+            bytes_held=self.bytes_held,
+            budget=self.budget,
+            evictions=self.evictions,
+            over_budget=self.over_budget,
+            fetches=dict(self.fetches),
+        )
 
     async def _fetch(self, url: str, sha256: str) -> None:
         try:

@@ -8,17 +8,38 @@ CA's store, a store session) would then be refused every request with
 interceptor on the client's channel, authenticates again when a unary request is refused
 so and sends that request once more with the new token, as etcd's own client does: the
 caller never sees the refusal, so a source neither relists nor loses its revision.
+
+A stream carries its token once, when it opens. :class:`StreamTokenRefresh` covers the
+streams the etcd clients here open (watches; the same holds for any stream-stream call,
+lease keep-alives among them): when a stream is refused for its token before it
+delivered anything, it authenticates again, opens the stream again with the new token
+and sends the requests the refused stream took once more. etcd refuses a watch either
+by ending the stream ``UNAUTHENTICATED`` or, as etcd 3.5 does, by answering the
+watch's creation with a response both *created* and *canceled* whose reason is
+``invalid auth token`` (etcd up to 3.5.4 says ``permission denied`` for a token it no
+longer knows as for a real denial, so that too is tried once more); ``aetcd`` would take
+that response for a watch that never delivers anything. A stream refused again with
+the new token fails with the refusal's code and reason, and a stream that fails after
+it delivered fails as it did, so that the source's own resume logic runs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any, Final
 
 import grpc
 
 AUTHENTICATE: Final = "/etcdserverpb.Auth/Authenticate"
 TOKEN: Final = "token"
+WATCH_REFUSALS: Final = (
+    "invalid auth token",
+    "permission denied",
+    "revision of auth store is old",
+)
+"""Cancel reasons of a watch etcd would not create for the stream's token (etcd's own
+client opens a new stream for the first and the last; see the module for the second)."""
 
 
 def token_in(metadata: Any) -> str | None:
@@ -74,3 +95,155 @@ class TokenRefresh(grpc.aio.UnaryUnaryClientInterceptor):
             client_call_details.wait_for_ready,
         )
         return await continuation(details, request)
+
+
+def watch_refused(response: Any) -> str | None:
+    """Why etcd refused to create a watch for the stream's token (the cancel reason of a
+    response both created and canceled), or None when ``response`` is no such refusal."""
+    if not (getattr(response, "created", False) and getattr(response, "canceled", False)):
+        return None
+    reason = str(getattr(response, "cancel_reason", ""))
+    return reason if any(words in reason for words in WATCH_REFUSALS) else None
+
+
+def refusal_error(reason: str) -> grpc.aio.AioRpcError:
+    """A watch refused again with a new token, as the error of its stream."""
+    code = grpc.StatusCode.PERMISSION_DENIED
+    if "invalid auth token" in reason:
+        code = grpc.StatusCode.UNAUTHENTICATED
+    return grpc.aio.AioRpcError(code, grpc.aio.Metadata(), grpc.aio.Metadata(), reason)
+
+
+class _Refused(Exception):
+    """A stream was refused for its token before it delivered anything."""
+
+
+_END: Final = object()
+
+
+class RequestReplay:
+    """The requests of one stream, taken from the caller's iterator once, and sent again
+    on a reopened stream until a response was delivered.
+
+    Each opening reads its own queue: a refused stream's request consumer (grpc keeps it
+    waiting on a call that ended by itself) is ended and takes nothing meant for the
+    next opening."""
+
+    def __init__(self, requests: AsyncIterable[Any] | Iterable[Any]) -> None:
+        self._sent: list[Any] = []
+        self._recording = True
+        self._ended = False
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._pump = asyncio.ensure_future(self._take(requests))
+
+    async def _take(self, requests: AsyncIterable[Any] | Iterable[Any]) -> None:
+        try:
+            if isinstance(requests, AsyncIterable):
+                async for request in requests:
+                    self._put(request)
+            else:
+                for request in requests:
+                    self._put(request)
+        finally:
+            self._ended = True
+            self._queue.put_nowait(_END)
+
+    def _put(self, request: Any) -> None:
+        if self._recording:
+            self._sent.append(request)
+        self._queue.put_nowait(request)
+
+    def requests(self) -> AsyncIterator[Any]:
+        """A new opening's requests: those taken so far (until a delivery), then the
+        caller's next ones. The previous opening's end here."""
+        self._queue.put_nowait(_END)
+        self._queue = asyncio.Queue()
+        for request in self._sent:
+            self._queue.put_nowait(request)
+        if self._ended:
+            self._queue.put_nowait(_END)
+        return _drained(self._queue)
+
+    def delivered(self) -> None:
+        """A response was delivered: the stream is never opened again from here."""
+        self._recording = False
+        self._sent.clear()
+
+    def close(self) -> None:
+        self._pump.cancel()
+        self._queue.put_nowait(_END)
+
+
+async def _drained(queue: asyncio.Queue[Any]) -> AsyncIterator[Any]:
+    while (request := await queue.get()) is not _END:
+        yield request
+
+
+class StreamTokenRefresh(grpc.aio.StreamStreamClientInterceptor):
+    """Opens a stream once more, with a new token, when etcd refused its token before
+    the stream delivered anything (``authenticate`` as for :class:`TokenRefresh`)."""
+
+    def __init__(self, authenticate: Callable[[str], Awaitable[str]]) -> None:
+        self._authenticate = authenticate
+
+    async def intercept_stream_stream(
+        self,
+        continuation: Callable[[grpc.aio.ClientCallDetails, Any], Awaitable[Any]],
+        client_call_details: grpc.aio.ClientCallDetails,
+        request_iterator: Any,
+    ) -> Any:
+        stale = token_in(client_call_details.metadata)
+        if stale is None:
+            return await continuation(client_call_details, request_iterator)
+        replay = RequestReplay(request_iterator)
+        call = await continuation(client_call_details, replay.requests())
+        return self._opened_again(continuation, client_call_details, replay, call, stale)
+
+    async def _opened_again(
+        self,
+        continuation: Callable[[grpc.aio.ClientCallDetails, Any], Awaitable[Any]],
+        details: grpc.aio.ClientCallDetails,
+        replay: RequestReplay,
+        call: Any,
+        stale: str,
+    ) -> AsyncIterator[Any]:
+        try:
+            try:
+                async for response in _delivered(call, replay, last=False):
+                    yield response
+                return
+            except _Refused:
+                call.cancel()
+            fresh = await self._authenticate(stale)
+            details = grpc.aio.ClientCallDetails(
+                details.method,
+                details.timeout,
+                with_token(details.metadata, fresh),
+                details.credentials,
+                details.wait_for_ready,
+            )
+            call = await continuation(details, replay.requests())
+            async for response in _delivered(call, replay, last=True):
+                yield response
+        finally:
+            call.cancel()
+            replay.close()
+
+
+async def _delivered(call: Any, replay: RequestReplay, *, last: bool) -> AsyncIterator[Any]:
+    """``call``'s responses; :class:`_Refused` (or, when ``last``, the refusal itself)
+    when etcd refuses the token before the first."""
+    delivered = False
+    try:
+        async for response in call:
+            if not delivered:
+                reason = watch_refused(response)
+                if reason is not None:
+                    raise refusal_error(reason) if last else _Refused(reason)
+                delivered = True
+                replay.delivered()
+            yield response
+    except grpc.aio.AioRpcError as problem:
+        if delivered or last or not token_refused(problem):
+            raise
+        raise _Refused(problem.details()) from problem

@@ -32,7 +32,7 @@ import aetcd.watcher
 import grpc
 
 from pilothouse.settings import EtcdSettings
-from pilothouse.sources.etcd_auth import TokenRefresh, token_in
+from pilothouse.sources.etcd_auth import StreamTokenRefresh, TokenRefresh, token_in
 
 log = logging.getLogger("pilothouse.sources.etcd")
 
@@ -90,7 +90,10 @@ class EtcdClient(aetcd.Client):  # type: ignore[misc]  # aetcd is untyped
     async def _open(self) -> None:
         target = f"{self._host}:{self._port}"
         options = self._options.items()
-        interceptors = [TokenRefresh(self._authenticate_again)]
+        interceptors: list[grpc.aio.ClientInterceptor] = [
+            TokenRefresh(self._authenticate_again),
+            StreamTokenRefresh(self._authenticate_again),
+        ]
         if self._security.tls:
             try:
                 credentials = channel_credentials(self._security)

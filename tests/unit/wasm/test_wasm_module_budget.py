@@ -1,6 +1,7 @@
 """The byte budget of the Wasm module cache: past it, modules no served WasmPlugin names
 go first, least recently used first; served and just-arrived modules stay, and being
-over the budget with only those is said once in a warning."""
+over the budget with only those is said once in a warning. ``/metrics`` shows the
+cache's state: modules and bytes kept, the budget, drops, over it or not, fetches."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
+from prometheus_client import CollectorRegistry
 
+from pilothouse.admin.metrics_pilothouse import WasmModuleCollector
 from pilothouse.security.wasm_modules import ARRIVAL_GRACE, WasmModules
 
 SIZE = 1000
@@ -136,3 +139,33 @@ async def test_a_module_just_arrived_stays_until_looked_up_or_its_grace_ends(
     await cache.fetch("c", look_up=False)
     assert (cache.held("a"), cache.held("b"), cache.held("c")) == (False, False, True)
     assert (cache.modules.bytes_held, cache.modules.over_budget) == (SIZE, False)
+
+
+async def test_the_metrics_show_the_cache_filled_past_its_budget(
+    running: Callable[[int], Cache], tmp_path: Path
+) -> None:
+    cache = running(SIZE + SIZE // 2)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(WasmModuleCollector(cache.modules.state))
+
+    def read(name: str, **labels: str) -> float | None:
+        return registry.get_sample_value(name, labels)
+
+    assert read("pilothouse_wasm_cache_budget_bytes") == SIZE + SIZE // 2
+    assert (read("wasm_cache_entries"), read("pilothouse_wasm_cache_bytes")) == (0, 0)
+    await cache.fetch("a")
+    await cache.fetch("b")  # past the budget: a, least recently used and not served, goes
+    assert (read("wasm_cache_entries"), read("pilothouse_wasm_cache_bytes")) == (1, SIZE)
+    assert read("pilothouse_wasm_cache_evictions_total") == 1
+    assert read("pilothouse_wasm_cache_over_budget") == 0
+    cache.served = {cache.digest("b"), cache.digest("c")}
+    await cache.fetch("c")  # both served: kept past the budget
+    assert (read("wasm_cache_entries"), read("pilothouse_wasm_cache_bytes")) == (2, 2 * SIZE)
+    assert read("pilothouse_wasm_cache_over_budget") == 1
+    assert read("pilothouse_wasm_cache_evictions_total") == 1
+    (tmp_path / "broken.wasm").write_bytes(b"not wasm")
+    url = f"file://{tmp_path / 'broken.wasm'}"
+    assert cache.modules(url, "") is None
+    await until(lambda: read("pilothouse_wasm_module_fetches_total", result="not_wasm") == 1)
+    assert read("pilothouse_wasm_module_fetches_total", result="ok") == 3
+    assert read("wasm_cache_entries") == 2

@@ -23,6 +23,7 @@ from pilothouse.push.context import PushContext
 from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.push.request import PushRequest
 from pilothouse.registry.model import Service
+from pilothouse.security.wasm_modules import WasmCacheState
 from pilothouse.settings import DebounceSettings, XdsSettings
 from pilothouse.sources.events import ConfigStore
 from pilothouse.xds.server.stats import XdsStats
@@ -182,8 +183,8 @@ class DebugView(Protocol):
         """Streams refused since start, by reason."""
         ...
 
-    def wasm_module_fetches(self) -> Mapping[str, int]:
-        """WasmPlugin module fetches since start, by result (``ok``, ``checksum_mismatch``…)."""
+    def wasm_cache(self) -> WasmCacheState:
+        """The WasmPlugin modules kept (count, bytes, budget, drops) and fetched by result."""
         ...
 
     def refusals(self) -> dict[str, Any]:

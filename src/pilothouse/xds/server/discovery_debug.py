@@ -22,6 +22,7 @@ from pilothouse.push.context import PushContext
 from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.push.request import PushRequest
 from pilothouse.registry.model import Service
+from pilothouse.security.wasm_modules import WasmCacheState
 from pilothouse.settings import DebounceSettings, RestSettings, XdsSettings
 from pilothouse.sources.events import ConfigStore
 from pilothouse.xds.server.config_dump import config_dump_json, dump_types, proxy_dump
@@ -186,8 +187,8 @@ class DiscoveryDebugView:
     def refused(self) -> Mapping[str, int]:
         return self._discovery.admission.snapshot().rejected
 
-    def wasm_module_fetches(self) -> Mapping[str, int]:
-        return dict(self._discovery.wasm_modules.fetches)
+    def wasm_cache(self) -> WasmCacheState:
+        return self._discovery.wasm_modules.state()
 
     def refusals(self) -> dict[str, Any]:
         return self._discovery.admission.refusals.view()
