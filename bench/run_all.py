@@ -12,9 +12,14 @@ are optional:
 
 A script that is missing, fails or runs out of time becomes an entry
 ``{"benchmark": script, "error": …}`` (with the end of its stderr) and the run
-goes on. The raw results are kept per script, with the date and machine they
+goes on. The raw results are kept per script, with the date, machine and commit they
 were measured on, in ``bench/results.json``: ``--only a,b`` re-runs some
 scripts and keeps the others' last results in BENCHMARKS.md.
+
+BENCHMARKS.md opens with the "[17] targets" block: issue #17's speed targets
+(``harness/targets.py``), each once, read from the row that owns it, with its verdict
+and when and at which commit it was measured. The summary row that owns a target shows
+the same wording and verdict, computed from the row's figures.
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ from typing import Any, TypeGuard
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.harness.targets import ISSUE, TARGETS, Target, judged, owned
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RESULTS = HERE / "results.json"
@@ -56,7 +63,8 @@ HEADLINE_KEYS = (
 
 Result = dict[str, Any]
 ScriptRun = dict[str, Any]
-"""One script's last run: ``{"date": …, "machine": …, "results": [Result, …]}``."""
+"""One script's last run: ``{"date": …, "machine": …, "commit": …, "results": [Result, …]}``
+(runs kept from before the commit was recorded have none)."""
 
 
 @dataclass(frozen=True)
@@ -77,7 +85,7 @@ SCRIPTS: tuple[Script, ...] = (
     Script("cds_messages", timeout=300.0),
     Script("push_cost", timeout=600.0),
     Script("workers_fanout", timeout=600.0),
-    Script("fanout_curve", timeout=1200.0),
+    Script("fanout_curve", timeout=2400.0),
     Script("generation_cost"),
     Script("memory_slope", timeout=600.0),
     Script("connect_storm"),
@@ -165,6 +173,25 @@ def run_script(script: Script) -> list[Result]:
     return results
 
 
+def commit() -> str:
+    """The tree the scripts run from: HEAD's short hash, with "+changes" when src/ or
+    bench/ (results.json aside) differ from it; "unknown" outside a git checkout."""
+    git = ["git", "-C", str(ROOT)]
+    try:
+        head = subprocess.run(
+            [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        changed = subprocess.run(
+            [*git, "status", "--porcelain", "--", "src", "bench", ":(exclude)bench/results.json"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+changes" if changed else "")
+
+
 def machine() -> str:
     memory = ""
     try:
@@ -241,24 +268,76 @@ def baseline_name(result: Mapping[str, Any]) -> str:
 
 
 def summary_table(runs: Mapping[str, ScriptRun]) -> list[str]:
+    """One row per result; a row that owns issue #17 targets shows them (``judged``)."""
     lines = [
         "| benchmark | headline figure | baseline | ratio | target | met |",
         "|---|---|---|---|---|---|",
     ]
-    for run in runs.values():
+    for name, run in runs.items():
         for result in run["results"]:
             if "error" in result:
                 row = [cell(result["benchmark"]), "—", "—", "—", "—", "**failed**"]
             else:
+                own = {"target": result.get("target"), "target_met": result.get("target_met")}
+                own |= judged(name, result, "") if owned(name, result) else {}
                 row = [
                     cell(result["benchmark"]),
                     headline(result),
                     baseline_name(result),
                     cell(result.get("ratio_to_baseline")),
-                    cell(result.get("target")),
-                    cell(result.get("target_met")),
+                    cell(own["target"]),
+                    cell(own["target_met"]),
                 ]
             lines.append("| " + " | ".join(row) + " |")
+    return lines
+
+
+def measured_on(run: Mapping[str, Any]) -> str:
+    return f"{run['date']} at {run.get('commit') or 'a commit not recorded'}"
+
+
+def target_row(target: Target, runs: Mapping[str, ScriptRun]) -> list[str]:
+    """One target's line of the "[17] targets" block."""
+    refresh = f"run `bench/run_all.py --only {target.script}`"
+    run = runs.get(target.script)
+    if run is None:
+        return [target.text, "—", "—", f"not measured yet: {refresh}", target.script, "—"]
+    rows = [result for result in run["results"] if target.owns(target.script, result)]
+    if not rows:
+        failed = any("error" in result for result in run["results"])
+        why = "the script failed" if failed else "its last run has no such row"
+        return [target.text, "—", "—", f"not measured: {why}; {refresh}", target.script,
+                measured_on(run)]  # fmt: skip
+    row = rows[0]
+    figure, floor = target.figure(row), target.against and target.against(row)
+    verdict = target.verdict(row)
+    if figure is None:
+        verdict += f"; {refresh}"
+    return [
+        target.text,
+        "—" if figure is None else target.shown(figure),
+        "—" if floor is None else target.shown(floor),
+        verdict,
+        target.script,
+        measured_on(run),
+    ]
+
+
+def targets_block(runs: Mapping[str, ScriptRun]) -> list[str]:
+    lines = [
+        f"## {ISSUE} targets",
+        "",
+        "Issue #17's speed targets, each judged once, on the row of the script named, "
+        "against the transport floor (or baseline) measured in the same run "
+        "(`bench/harness/targets.py`). A ratio is pilothouse ÷ floor unless the target says "
+        "otherwise; the floor column gives the floor's own figure where the target is not "
+        "a ratio.",
+        "",
+        "| target | measured | floor | verdict | script | measured on |",
+        "|---|---|---|---|---|---|",
+    ]
+    for target in TARGETS:
+        lines.append("| " + " | ".join(map(cell, target_row(target, runs))) + " |")
     return lines
 
 
@@ -313,7 +392,7 @@ def render(runs: Mapping[str, ScriptRun], charts: Mapping[str, str], today: str,
     ]
     if any(run["date"] != today or run["machine"] != host for run in runs.values()):
         lines.append("- entries kept from an earlier run say when and where they were measured")
-    lines += ["", "## Summary", "", *summary_table(runs), ""]
+    lines += ["", *targets_block(runs), "", "## Summary", "", *summary_table(runs), ""]
     for run in runs.values():
         measured = None
         if run["date"] != today or run["machine"] != host:
@@ -364,6 +443,7 @@ def main() -> None:
     args = parser.parse_args()
     today = datetime.date.today().isoformat()
     host = machine()
+    tree = "" if args.render_only else commit()
     runs = load_stored(RESULTS)
     for script in [] if args.render_only else chosen_scripts(args.only):
         print(f"{script.name}…", file=sys.stderr, flush=True)
@@ -372,7 +452,8 @@ def main() -> None:
         for result in results:
             print(json.dumps(result, ensure_ascii=False), flush=True)
         print(f"{script.name}: {time.monotonic() - began:.0f} s", file=sys.stderr, flush=True)
-        runs = merge(runs, {script.name: {"date": today, "machine": host, "results": results}})
+        fresh = {"date": today, "machine": host, "commit": tree, "results": results}
+        runs = merge(runs, {script.name: fresh})
         save(RESULTS, runs)
     charts = draw_charts(runs)
     REPORT.write_text(render(runs, charts, today, host), encoding="utf-8")
