@@ -235,7 +235,7 @@ def cpu_per_message(mine: list[PushRun], base: list[PushRun]) -> dict[str, Any]:
             per_message[side] = _median(runs, lambda r: r.cpu_seconds) / messages
             figures[f"{side}_server_cpu_us_per_message"] = round(1e6 * per_message[side], 1)
     ours, floor = per_message.get("pilothouse"), per_message.get("floor")
-    if ours is not None and floor:
+    if ours and floor:  # both above a clock tick: a ratio, not a division by nothing
         figures["cpu_per_message_times_floor"] = round(ours / floor, 2)
     return figures
 

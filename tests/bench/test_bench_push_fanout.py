@@ -110,6 +110,11 @@ def test_the_cpu_per_message_is_judged_against_issue_17s_target() -> None:
     assert cds["target"].endswith("CDS, 1,000 proxies")
     assert cds["target_met"] == "missed by 0.30× (1.25× the target)"
     assert "p99" not in cds["target"] and "ratio ≥" not in cds["target"]
+    # a push cheaper than a clock tick on one side makes no ratio (and no verdict from it)
+    groups = figure_groups(Shape(), figures(0.2, 0.8, cpu=0.0), figures(0.1, 0.4))
+    eds = next(g for g in groups if g["benchmark"].startswith("push_fanout: EDS change"))
+    assert "cpu_per_message_times_floor" not in eds
+    assert eds["target_met"].startswith("not measured")
 
 
 def test_the_rss_per_connection_is_judged_against_80_kib() -> None:
