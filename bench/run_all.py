@@ -43,7 +43,8 @@ from typing import Any, TypeGuard
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.harness.targets import ISSUE, TARGETS, Target, judged, owned
+from bench.harness.figures import cell
+from bench.harness.targets import judged, owned, targets_block
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -234,12 +235,6 @@ def save(path: Path, runs: Mapping[str, ScriptRun]) -> None:
 # -- rendering ----------------------------------------------------------------------------
 
 
-def cell(value: object) -> str:
-    """A value as one markdown table cell."""
-    text = "—" if value is None else str(value)
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -289,55 +284,6 @@ def summary_table(runs: Mapping[str, ScriptRun]) -> list[str]:
                     cell(own["target_met"]),
                 ]
             lines.append("| " + " | ".join(row) + " |")
-    return lines
-
-
-def measured_on(run: Mapping[str, Any]) -> str:
-    return f"{run['date']} at {run.get('commit') or 'a commit not recorded'}"
-
-
-def target_row(target: Target, runs: Mapping[str, ScriptRun]) -> list[str]:
-    """One target's line of the "[17] targets" block."""
-    refresh = f"run `bench/run_all.py --only {target.script}`"
-    run = runs.get(target.script)
-    if run is None:
-        return [target.text, "—", "—", f"not measured yet: {refresh}", target.script, "—"]
-    rows = [result for result in run["results"] if target.owns(target.script, result)]
-    if not rows:
-        failed = any("error" in result for result in run["results"])
-        why = "the script failed" if failed else "its last run has no such row"
-        return [target.text, "—", "—", f"not measured: {why}; {refresh}", target.script,
-                measured_on(run)]  # fmt: skip
-    row = rows[0]
-    figure, floor = target.figure(row), target.against and target.against(row)
-    verdict = target.verdict(row)
-    if figure is None:
-        verdict += f"; {refresh}"
-    return [
-        target.text,
-        "—" if figure is None else target.shown(figure),
-        "—" if floor is None else target.shown(floor),
-        verdict,
-        target.script,
-        measured_on(run),
-    ]
-
-
-def targets_block(runs: Mapping[str, ScriptRun]) -> list[str]:
-    lines = [
-        f"## {ISSUE} targets",
-        "",
-        "Issue #17's speed targets, each judged once, on the row of the script named, "
-        "against the transport floor (or baseline) measured in the same run "
-        "(`bench/harness/targets.py`). A ratio is pilothouse ÷ floor unless the target says "
-        "otherwise; the floor column gives the floor's own figure where the target is not "
-        "a ratio.",
-        "",
-        "| target | measured | floor | verdict | script | measured on |",
-        "|---|---|---|---|---|---|",
-    ]
-    for target in TARGETS:
-        lines.append("| " + " | ".join(map(cell, target_row(target, runs))) + " |")
     return lines
 
 

@@ -4,10 +4,10 @@
 items 3 and 4, each with the script and the summary row that measure it (its floor or
 baseline measured in the same run), how the judged figure is read from that row and its
 limit. A script puts a target's wording and verdict on the row that owns it
-(``judged``); ``run_all.py`` renders the same table as the "[17] targets" block at
-the top of BENCHMARKS.md from the rows kept in ``results.json``, and shows the same
-wording and verdict in the summary row. A target is therefore worded, owned and judged
-in one place.
+(``judged``); ``targets_block`` lists the same table as the "[17] targets" block that
+``run_all.py`` puts at the top of BENCHMARKS.md, read from the rows kept in
+``results.json``, and ``run_all.py`` shows the same wording and verdict in the summary
+row. A target is therefore worded, owned and judged in one place.
 
 A verdict is ``met`` or ``missed by X (Y× the target)``: X how far the figure is on the
 wrong side of the limit, Y the figure as a multiple of the limit. A row whose run also
@@ -21,6 +21,8 @@ import fnmatch
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from bench.harness.figures import cell
 
 ISSUE = "[17]"
 MB_PER_MIB = 1.048576
@@ -252,3 +254,57 @@ def judged(script: str, row: Row, otherwise: str) -> dict[str, Any]:
         "target": "; ".join(f"{ISSUE} {t.text}" for t in mine),
         "target_met": "; ".join(t.verdict(row) for t in mine),
     }
+
+
+# -- the block at the top of BENCHMARKS.md -----------------------------------------------
+
+
+def measured_on(run: Mapping[str, Any]) -> str:
+    return f"{run['date']} at {run.get('commit') or 'a commit not recorded'}"
+
+
+def target_row(target: Target, runs: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """One target's line of the "[17] targets" block."""
+    refresh = f"run `bench/run_all.py --only {target.script}`"
+    run = runs.get(target.script)
+    if run is None:
+        return [target.text, "—", "—", f"not measured yet: {refresh}", target.script, "—"]
+    rows = [result for result in run["results"] if target.owns(target.script, result)]
+    if not rows:
+        failed = any("error" in result for result in run["results"])
+        why = "the script failed" if failed else "its last run has no such row"
+        return [target.text, "—", "—", f"not measured: {why}; {refresh}", target.script,
+                measured_on(run)]  # fmt: skip
+    row = rows[0]
+    figure, floor = target.figure(row), target.against and target.against(row)
+    verdict = target.verdict(row)
+    if figure is None:
+        verdict += f"; {refresh}"
+    return [
+        target.text,
+        "—" if figure is None else target.shown(figure),
+        "—" if floor is None else target.shown(floor),
+        verdict,
+        target.script,
+        measured_on(run),
+    ]
+
+
+def targets_block(runs: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """BENCHMARKS.md's "[17] targets" block from the kept script runs (``run_all.py``'s
+    ``{"date": …, "commit": …, "results": […]}`` by script name): every target, once."""
+    lines = [
+        f"## {ISSUE} targets",
+        "",
+        "Issue #17's speed targets, each judged once, on the row of the script named, "
+        "against the transport floor (or baseline) measured in the same run "
+        "(`bench/harness/targets.py`). A ratio is pilothouse ÷ floor unless the target says "
+        "otherwise; the floor column gives the floor's own figure where the target is not "
+        "a ratio.",
+        "",
+        "| target | measured | floor | verdict | script | measured on |",
+        "|---|---|---|---|---|---|",
+    ]
+    for target in TARGETS:
+        lines.append("| " + " | ".join(map(cell, target_row(target, runs))) + " |")
+    return lines
