@@ -13,10 +13,11 @@ with Envoy's backoff (jittered, 0.5 s to 30 s), as real sidecars do.
 Figures per side (medians over ``--runs`` rounds): seconds until every proxy converged,
 per-proxy p50/p99, the most streams admitted in any one second (from the moment each
 stream's token was taken, which the server logs with it) against the configured rate,
-the mean admission rate, refusals, the server's peak RSS and CPU time. The issue's
-target: all 2,000 converged within 10 s with the rate never exceeded, which needs a rate
-of at least about 250 a second. Ratio = seconds with the limit off ÷ seconds with it on
-(below 1: the limit costs that much time).
+the mean admission rate, refusals, the server's peak RSS and CPU time. Issue #17's
+target, on the row with the admission defaults (``harness/targets.py``): a storm of 2,000
+converges within 2,000 ÷ rate + 2 s (10 s at 250 a second), every proxy converged; every
+row also checks that the rate was never exceeded. Ratio = seconds with the limit off ÷
+seconds with it on (below 1: the limit costs that much time).
 
 The server runs with ``--log-level info,xds.admission:debug`` and writes one line per
 stream it admits (``xds stream admitted at=<seconds since the epoch>``, the moment its
@@ -52,9 +53,11 @@ from bench.harness.options import fleet_parser, parsed
 from bench.harness.rounds import alternate, median
 from bench.harness.servers import raise_open_file_limit, serving_pilothouse
 from bench.harness.storm import STORM_ROWS, StormRun, storm_on
+from bench.harness.targets import judged
 from pilothouse.settings import AdmissionSettings
 
 LOG_LEVEL = "info,xds.admission:debug"
+NOT_JUDGED = "none here (issue #17 judges 2,000 proxies at the admission defaults)"
 
 
 @dataclass(frozen=True)
@@ -69,7 +72,6 @@ class Options:
     endpoints: int
     streams_per_channel: int
     timeout: float
-    target: float
 
 
 _STAMP = r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})Z debug xds\.admission "
@@ -178,19 +180,10 @@ ADMISSION_ROWS: tuple[Row, ...] = (
 )
 
 
-def verdict(options: Options, limited: list[Side]) -> str:
-    """``yes``, or ``no`` saying which part of the target was missed (worst runs)."""
-    problems = []
-    slowest = max(side.run.seconds for side in limited)
-    unconverged = max(side.run.unconverged for side in limited)
+def rate_kept(options: Options, limited: list[Side]) -> str:
+    """``yes``, or ``no`` with the most streams admitted in one second (worst run)."""
     busiest = max(side.admissions.busiest_second for side in limited)
-    if unconverged:
-        problems.append(f"{unconverged} proxies never converged")
-    elif slowest > options.target:
-        problems.append(f"the slowest storm took {slowest:.2f} s")
-    if busiest > per_second(options):
-        problems.append(f"{busiest} admitted in one second")
-    return "yes" if not problems else "no: " + "; ".join(problems)
+    return "yes" if busiest <= per_second(options) else f"no: {busiest} admitted in one second"
 
 
 def per_second(options: Options) -> int:
@@ -204,7 +197,7 @@ def report(
     ours = median([side.run.seconds for side in limited])
     off = median([side.run.seconds for side in unlimited])
     default = " (the defaults)" if wait == AdmissionSettings.wait else ""
-    return {
+    row = {
         "benchmark": (
             f"admission_storm: {options.proxies} SotW sidecars connect at once, "
             f"{options.rate:g} new streams/s, wait {wait:g} s{default}"
@@ -225,10 +218,10 @@ def report(
         **per_side(ADMISSION_ROWS, {"pilothouse": limited, "admission_off": unlimited}),
         "ratio_to_baseline": round(off / ours, 2) if ours > 0 else float("inf"),
         "ratio_definition": "seconds with admission off ÷ seconds with it on (1 = no slower)",
-        "target": f"all {options.proxies} converged ≤ {options.target:g} s, at most "
-        f"{per_second(options)} admitted in any second",
-        "target_met": verdict(options, limited),
+        "rate_check": f"at most {per_second(options)} admitted in any second",
+        "rate_check_met": rate_kept(options, limited),
     }
+    return row | judged("admission_storm", row, NOT_JUDGED)
 
 
 async def run(options: Options) -> None:
@@ -280,7 +273,6 @@ def parse_options(argv: list[str] | None = None) -> Options:
     )
     parser.add_argument("--runs", type=int, default=2, help="storms per side")
     parser.add_argument("--timeout", type=float, default=60.0, help="longest storm, seconds")
-    parser.add_argument("--target", type=float, default=10.0, help="target seconds")
     options = parsed(parser, Options, argv)
     if options.runs < 1 or options.proxies < 1 or options.rate <= 0 or options.burst < 1:
         parser.error("--runs, --proxies and --burst must be at least 1 and --rate above 0")

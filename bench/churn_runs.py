@@ -245,7 +245,6 @@ class ChurnOptions:
     connect_timeout: float
     timeout: float
     gate: float
-    target: float
     workers: int = 1
     settle: float = SETTLE
 

@@ -16,7 +16,8 @@ The figure is the slope between 1,000 and 2,000 proxies (KiB per added proxy; fr
 the largest ``--steps`` to the largest):
 start-up and first-push costs are paid by then, so what is left is the cost of one
 more connection. The ratio is floor KiB per proxy ÷ pilothouse KiB per proxy
-(1 = as lean as the floor); the target is at most 100 KiB per proxy. One JSON
+(1 = as lean as the floor). No target is judged here: issue #17's "≤ 80 KiB per
+connection" is ``push_fanout``'s, measured beside the floor in the same run. One JSON
 object is printed, with the whole ``curve``. The run is bounded by ``--budget``.
 """
 
@@ -43,7 +44,7 @@ from bench.harness.process import ServerProcess
 from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
 
 STEPS = (0, 500, 1000, 1500, 2000)
-KIB_TARGET = 100.0
+NOT_JUDGED = "none here (issue #17's ≤ 80 KiB per connection is push_fanout's)"
 SETTLE = 2.0
 BASELINE = (
     "transport floor (bench/harness/floor.py): a bare grpc.aio ADS server holding the "
@@ -155,10 +156,8 @@ def report(points: Sequence[Point], services: int) -> dict[str, Any]:
             f"floor KiB per proxy ÷ pilothouse KiB per proxy, {low} to {high} "
             "proxies (1 = as lean as the floor)"
         ),
-        "target": f"≤ {KIB_TARGET:.0f} KiB per proxy ({low} to {high} proxies)",
-        "target_met": "yes"
-        if ours <= KIB_TARGET
-        else f"no (missed by {ours - KIB_TARGET:.1f} KiB per proxy)",
+        "target": NOT_JUDGED,
+        "target_met": "—",
         "curve": [
             {"proxies": point.proxies}
             | per_side(

@@ -12,9 +12,14 @@ are optional:
 
 A script that is missing, fails or runs out of time becomes an entry
 ``{"benchmark": script, "error": …}`` (with the end of its stderr) and the run
-goes on. The raw results are kept per script, with the date and machine they
+goes on. The raw results are kept per script, with the date, machine and commit they
 were measured on, in ``bench/results.json``: ``--only a,b`` re-runs some
 scripts and keeps the others' last results in BENCHMARKS.md.
+
+BENCHMARKS.md opens with the "[17] targets" block: issue #17's speed targets
+(``harness/targets.py``), each once, read from the row that owns it, with its verdict
+and when and at which commit it was measured. The summary row that owns a target shows
+the same wording and verdict, computed from the row's figures.
 """
 
 from __future__ import annotations
@@ -38,6 +43,9 @@ from typing import Any, TypeGuard
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.harness.figures import cell
+from bench.harness.targets import judged, owned, targets_block
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 RESULTS = HERE / "results.json"
@@ -56,7 +64,8 @@ HEADLINE_KEYS = (
 
 Result = dict[str, Any]
 ScriptRun = dict[str, Any]
-"""One script's last run: ``{"date": …, "machine": …, "results": [Result, …]}``."""
+"""One script's last run: ``{"date": …, "machine": …, "commit": …, "results": [Result, …]}``
+(runs kept from before the commit was recorded have none)."""
 
 
 @dataclass(frozen=True)
@@ -77,7 +86,7 @@ SCRIPTS: tuple[Script, ...] = (
     Script("cds_messages", timeout=300.0),
     Script("push_cost", timeout=600.0),
     Script("workers_fanout", timeout=600.0),
-    Script("fanout_curve", timeout=1200.0),
+    Script("fanout_curve", timeout=2400.0),
     Script("generation_cost"),
     Script("memory_slope", timeout=600.0),
     Script("connect_storm"),
@@ -165,6 +174,25 @@ def run_script(script: Script) -> list[Result]:
     return results
 
 
+def commit() -> str:
+    """The tree the scripts run from: HEAD's short hash, with "+changes" when src/ or
+    bench/ (results.json aside) differ from it; "unknown" outside a git checkout."""
+    git = ["git", "-C", str(ROOT)]
+    try:
+        head = subprocess.run(
+            [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        changed = subprocess.run(
+            [*git, "status", "--porcelain", "--", "src", "bench", ":(exclude)bench/results.json"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+changes" if changed else "")
+
+
 def machine() -> str:
     memory = ""
     try:
@@ -207,12 +235,6 @@ def save(path: Path, runs: Mapping[str, ScriptRun]) -> None:
 # -- rendering ----------------------------------------------------------------------------
 
 
-def cell(value: object) -> str:
-    """A value as one markdown table cell."""
-    text = "—" if value is None else str(value)
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def is_number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -241,22 +263,25 @@ def baseline_name(result: Mapping[str, Any]) -> str:
 
 
 def summary_table(runs: Mapping[str, ScriptRun]) -> list[str]:
+    """One row per result; a row that owns issue #17 targets shows them (``judged``)."""
     lines = [
         "| benchmark | headline figure | baseline | ratio | target | met |",
         "|---|---|---|---|---|---|",
     ]
-    for run in runs.values():
+    for name, run in runs.items():
         for result in run["results"]:
             if "error" in result:
                 row = [cell(result["benchmark"]), "—", "—", "—", "—", "**failed**"]
             else:
+                own = {"target": result.get("target"), "target_met": result.get("target_met")}
+                own |= judged(name, result, "") if owned(name, result) else {}
                 row = [
                     cell(result["benchmark"]),
                     headline(result),
                     baseline_name(result),
                     cell(result.get("ratio_to_baseline")),
-                    cell(result.get("target")),
-                    cell(result.get("target_met")),
+                    cell(own["target"]),
+                    cell(own["target_met"]),
                 ]
             lines.append("| " + " | ".join(row) + " |")
     return lines
@@ -313,7 +338,7 @@ def render(runs: Mapping[str, ScriptRun], charts: Mapping[str, str], today: str,
     ]
     if any(run["date"] != today or run["machine"] != host for run in runs.values()):
         lines.append("- entries kept from an earlier run say when and where they were measured")
-    lines += ["", "## Summary", "", *summary_table(runs), ""]
+    lines += ["", *targets_block(runs), "", "## Summary", "", *summary_table(runs), ""]
     for run in runs.values():
         measured = None
         if run["date"] != today or run["machine"] != host:
@@ -364,6 +389,7 @@ def main() -> None:
     args = parser.parse_args()
     today = datetime.date.today().isoformat()
     host = machine()
+    tree = "" if args.render_only else commit()
     runs = load_stored(RESULTS)
     for script in [] if args.render_only else chosen_scripts(args.only):
         print(f"{script.name}…", file=sys.stderr, flush=True)
@@ -372,7 +398,8 @@ def main() -> None:
         for result in results:
             print(json.dumps(result, ensure_ascii=False), flush=True)
         print(f"{script.name}: {time.monotonic() - began:.0f} s", file=sys.stderr, flush=True)
-        runs = merge(runs, {script.name: {"date": today, "machine": host, "results": results}})
+        fresh = {"date": today, "machine": host, "commit": tree, "results": results}
+        runs = merge(runs, {script.name: fresh})
         save(RESULTS, runs)
     charts = draw_charts(runs)
     REPORT.write_text(render(runs, charts, today, host), encoding="utf-8")

@@ -16,6 +16,7 @@
   server's file watcher saw each;
 - ``rounds``: subject and baseline alternating, and the statistics over rounds;
 - ``options``: the command line the fleet scenarios share (mesh shape, fleet sizes);
+- ``targets``: issue #17's targets, each owned by one script's row, and their verdicts;
 - ``figures``: the one report writer: rounding, ratios, declarative per-side figure tables
   (``per_side``, ``medians``: a side's runs' medians) and the JSON lines run_all.py
   records.

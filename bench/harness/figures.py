@@ -33,6 +33,12 @@ def mib(kib: float) -> float:
     return round(kib / 1024, 1)
 
 
+def cell(value: object) -> str:
+    """A value as one markdown table cell."""
+    text = "—" if value is None else str(value)
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
 def emit(groups: Iterable[Mapping[str, Any]]) -> None:
     """Print each figure group as one JSON line, flushed (run_all reads them as they come)."""
     for group in groups:

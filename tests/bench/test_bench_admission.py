@@ -1,5 +1,5 @@
 """The admission storm benchmark's parts: reading admissions from a server log, the busiest
-second, and the report's verdict."""
+second, the rate check and issue #17's storm target on the row with the defaults."""
 
 from __future__ import annotations
 
@@ -7,14 +7,15 @@ import logging
 from pathlib import Path
 
 from bench.admission_storm import (
+    NOT_JUDGED,
     Admissions,
     Options,
     Side,
     admitted_times,
     busiest_window,
+    rate_kept,
     refusals,
     report,
-    verdict,
 )
 from bench.harness.storm import StormRun
 from bench.run_all import SCRIPTS
@@ -95,17 +96,13 @@ OPTIONS = Options(
     endpoints=2,
     streams_per_channel=100,
     timeout=60,
-    target=10,
 )
+STORM = Options(**{**OPTIONS.__dict__, "proxies": 2000})
 
 
-def test_the_verdict_names_what_was_missed() -> None:
-    assert verdict(OPTIONS, [side(9.0, 250), side(9.9, 248)]) == "yes"
-    assert verdict(OPTIONS, [side(9.0, 250), side(10.5, 250)]) == (
-        "no: the slowest storm took 10.50 s"
-    )
-    assert verdict(OPTIONS, [side(9.0, 251)]) == "no: 251 admitted in one second"
-    assert verdict(OPTIONS, [side(60.0, 250, unconverged=2)]) == ("no: 2 proxies never converged")
+def test_the_rate_check_names_the_busiest_second() -> None:
+    assert rate_kept(OPTIONS, [side(9.0, 250), side(9.9, 248)]) == "yes"
+    assert rate_kept(OPTIONS, [side(9.0, 251)]) == "no: 251 admitted in one second"
 
 
 def test_the_report_compares_with_the_storm_without_a_limit() -> None:
@@ -116,10 +113,28 @@ def test_the_report_compares_with_the_storm_without_a_limit() -> None:
     assert result["ratio_to_baseline"] == 0.5
     assert result["pilothouse_busiest_second_admitted"] == 250
     assert result["pilothouse_refused_all_runs"] == {"rate_limited": 6}
-    assert result["target"] == "all 10 converged ≤ 10 s, at most 250 admitted in any second"
-    assert result["target_met"] == "no: the slowest storm took 12.00 s"
+    assert result["rate_check"] == "at most 250 admitted in any second"
+    assert result["rate_check_met"] == "yes"
+    assert (result["target"], result["target_met"]) == (NOT_JUDGED, "—")  # 10 proxies
     shorter = report(OPTIONS, 1.0, [side(9.0, 250)], [side(5.5, 1900)])
     assert "(the defaults)" not in shorter["benchmark"] and shorter["wait_s"] == 1.0
+
+
+def test_a_2000_proxy_storm_at_the_defaults_must_converge_within_2000_over_rate_plus_2_s() -> None:
+    met = report(STORM, 10.0, [side(9.0, 250), side(10.0, 250)], [side(5.5, 1900)])
+    assert met["target"] == (
+        "[17] a 2,000-proxy storm converges within 2,000 ÷ rate + 2 s (admission defaults)"
+    )
+    assert met["target_met"] == "met"  # median 9.5 s, limit 2,000 ÷ 250 + 2 = 10 s
+    slow = report(STORM, 10.0, [side(12.0, 250), side(11.0, 250)], [side(5.5, 1900)])
+    assert slow["target_met"] == "missed by 1.50 s (1.15× the target)"
+    stalled = report(STORM, 10.0, [side(9.0, 250, unconverged=2)], [side(5.5, 1900)])
+    assert stalled["target_met"] == "missed: 2 proxies never converged (worst run)"
+    faster_rate = Options(**{**STORM.__dict__, "rate": 500.0})
+    fast = report(faster_rate, 10.0, [side(6.5, 500)], [side(5.5, 1900)])
+    assert fast["target_met"] == "missed by 0.50 s (1.08× the target)"  # limit 6 s
+    one_second = report(STORM, 1.0, [side(12.0, 250)], [side(5.5, 1900)])
+    assert (one_second["target"], one_second["target_met"]) == (NOT_JUDGED, "—")
 
 
 def test_run_all_runs_it() -> None:

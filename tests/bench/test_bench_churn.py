@@ -30,7 +30,7 @@ from bench.churn_runs import (
     by_quarter,
     make_events,
 )
-from bench.endpoint_churn import ChurnSize, figure_groups, verdict
+from bench.endpoint_churn import NOT_JUDGED, ChurnSize, figure_groups
 from bench.harness.churn import (
     NO_EVENT,
     ChurnEvent,
@@ -344,7 +344,7 @@ def options(debounce_after: float = 0.1, debounce_max: float = 0.1) -> ChurnOpti
     return ChurnOptions(
         sizes=(10, 20), runs=1, rate=50.0, duration=20.0, services=100, namespaces=10,
         endpoints=2, streams_per_channel=100, file_debounce=0.05, debounce_after=debounce_after,
-        debounce_max=debounce_max, connect_timeout=90.0, timeout=45.0, gate=5.0, target=1.0,
+        debounce_max=debounce_max, connect_timeout=90.0, timeout=45.0, gate=5.0,
     )  # fmt: skip
 
 
@@ -362,13 +362,13 @@ def test_the_churn_report_states_target_ratio_and_curve() -> None:
     shape = options()
     sizes = [
         ChurnSize((churn_run(0.85),), (churn_run(0.5),)),
-        ChurnSize((churn_run(1.65, 20),), (churn_run(0.6, 20),)),
+        ChurnSize((churn_run(1.65, 1000),), (churn_run(0.6, 1000),)),
     ]
     small, large = figure_groups(shape, sizes)
     for group in (small, large):
         for key in ("benchmark", "baseline", "ratio_to_baseline", "target", "target_met"):
             assert key in group
-    assert small["target_met"] == "yes"
+    assert (small["target"], small["target_met"]) == (NOT_JUDGED, "—")  # 10 proxies
     assert small["ratio_to_baseline"] == round((0.5 / 2) / (0.85 - 0.15), 2)
     assert small["floor_push_to_ack_p99_ms"] == 250.0
     assert small["pilothouse_event_p99_beyond_measured_debounce_ms"] == 425.0
@@ -376,11 +376,20 @@ def test_the_churn_report_states_target_ratio_and_curve() -> None:
     assert small["pilothouse_event_p99_beyond_debounce_ms"] == 700.0
     assert small["pilothouse_eds_responses_per_s"] == 2000
     assert small["pilothouse_file_to_config_event_p50_ms"] == 70.0
-    assert large["target_met"] == "no: missed by 650 ms (1.65× the target)"
-    assert [p["proxies"] for p in large["curve"]] == [10, 20]
+    assert large["target"] == "[17] endpoint churn 50/s to 1,000 proxies: event p99 ≤ 1 s"
+    assert large["target_met"] == "missed by 650 ms (1.65× the target)"
+    assert [p["proxies"] for p in large["curve"]] == [10, 1000]
     assert large["curve"][1]["pilothouse_s"] == 1.65
     assert "curve" not in small
-    assert verdict(0.5, 3, 1.0).startswith("no: 3 events")
+
+
+def test_at_1000_proxies_a_missed_event_misses_the_target_whatever_the_p99() -> None:
+    met = ChurnSize((churn_run(0.9, 1000),), (churn_run(0.6, 1000),))
+    [group] = figure_groups(options(), [met])
+    assert (group["pilothouse_events_missed"], group["target_met"]) == (0, "met")
+    lossy = ChurnSize((churn_run(0.5, 1000, missed=3),), (churn_run(0.6, 1000),))
+    [group] = figure_groups(options(), [lossy])
+    assert group["target_met"] == "missed: 3 events never reached every proxy"
 
 
 def test_the_churn_report_has_a_row_for_serve_with_workers_when_run() -> None:

@@ -1,16 +1,20 @@
 """The benchmark runner (bench/run_all.py): failures become entries, partial runs merge with
-the kept results, and BENCHMARKS.md renders a summary, curves as tables and chart links."""
+the kept results, and BENCHMARKS.md renders the "[17] targets" block, a summary, curves as
+tables and chart links."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bench.harness.targets import TARGETS
 from bench.run_all import (
     Script,
     chosen_scripts,
+    commit,
     headline,
     load_stored,
     merge,
@@ -175,3 +179,68 @@ def test_headline_figure_named_known_or_first_pilothouse_figure() -> None:
         "pilothouse_seconds = 6.5"
     )
     assert headline({"benchmark": "b"}) == "—"
+
+
+# -- issue #17's targets ------------------------------------------------------------------
+
+PUSH_EDS = {
+    "benchmark": "push_fanout: EDS change to every proxy (SotW, 1000 proxies)",
+    "baseline": "transport floor (bench/harness/floor.py): a bare server",
+    "pilothouse_p99_beyond_debounce_ms": 254.4,
+    "ratio_to_baseline": 0.68,
+    "cpu_per_message_times_floor": 1.28,
+    "target": "p99 beyond debounce ≤ 500 ms, ratio ≥ 0.5",  # as an older run stated it
+    "target_met": "yes",
+}
+
+
+def block(text: str) -> str:
+    return text.split("## [17] targets", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_targets_block_comes_first_with_every_target_once() -> None:
+    runs = {"push_fanout": {**run([PUSH_EDS]), "commit": "abc1234"}}
+    text = render(runs, {}, TODAY, HOST)
+    assert text.index("## [17] targets") < text.index("## Summary")
+    lines = [line for line in block(text).splitlines() if line.startswith("| ")][1:]
+    assert [line.split(" | ")[0].removeprefix("| ") for line in lines] == [t.text for t in TARGETS]
+    assert lines[0] == (
+        "| server CPU per message ≤ 1.2× the floor's, EDS, 1,000 proxies | 1.28× | — "
+        "| missed by 0.08× (1.07× the target) | push_fanout | 2026-12-01 at abc1234 |"
+    )
+    # push_fanout's run has no CDS row: not measured, and how to measure it
+    assert lines[1].endswith(
+        "| — | — | not measured: its last run has no such row; run `bench/run_all.py --only "
+        "push_fanout` | push_fanout | 2026-12-01 at abc1234 |"
+    )
+    churn = next(line for line in lines if line.startswith("| endpoint churn"))
+    assert "not measured yet: run `bench/run_all.py --only endpoint_churn`" in churn
+
+
+def test_a_target_shows_its_floor_and_an_old_run_its_missing_commit() -> None:
+    churn = {
+        "benchmark": "endpoint_churn: 50 endpoint changes/s for 20 s to 1000 SotW proxies",
+        "pilothouse_event_p99_ms": 1009.3,
+        "floor_event_p99_ms": 599.7,
+    }
+    text = render({"endpoint_churn": run([churn], "2026-11-29")}, {}, TODAY, HOST)
+    [line] = [line for line in block(text).splitlines() if line.startswith("| endpoint churn")]
+    assert line.endswith(
+        "| 1009 ms | 600 ms | missed by 9 ms (1.01× the target) | endpoint_churn "
+        "| 2026-11-29 at a commit not recorded |"
+    )
+
+
+def test_the_summary_row_of_an_owner_states_the_issues_target_not_its_older_one() -> None:
+    text = render({"push_fanout": run([PUSH_EDS])}, {}, TODAY, HOST)
+    summary = text.split("## Summary", 1)[1].split("\n## ", 1)[0]
+    assert (
+        "| [17] server CPU per message ≤ 1.2× the floor's, EDS, 1,000 proxies "
+        "| missed by 0.08× (1.07× the target) |"
+    ) in summary
+    assert "ratio ≥ 0.5" not in summary
+    assert "ratio ≥ 0.5" in text.split("## Summary", 1)[1]  # the row's own figures keep it
+
+
+def test_a_run_records_the_commit_it_measured() -> None:
+    assert re.fullmatch(r"[0-9a-f]{7,}(\+changes)?", commit())

@@ -30,6 +30,7 @@ SCRIPTS: dict[str, tuple[tuple[str, ...], int]] = {
     "memory_slope": (("--steps", "0,5,50,100", *SHORT_SETTLE, *SMALL_MESH), 1),
     "workers_fanout": (("--proxies", "10", "--services", "3", "--runs", "1", *SHORT_SETTLE), 1),
     "config_load": (("--services", "20", "--runs", "1"), 1),
+    "worker_cost": (("--workers", "2", "--runs", "1", *SHORT_SETTLE, *SMALL_MESH), 1),
     "analysis_cost": (("--sizes", "20,40", "--runs", "1"), 1),
     "kube_registry": (("--services", "10", "--pods", "2", "--runs", "1", "--flips", "2"), 2),
     "kube_source": (("--services", "10", "--runs", "1"), 1),
