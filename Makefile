@@ -129,7 +129,7 @@ protos: install
 
 ## bench: run the benchmarks and rewrite BENCHMARKS.md and its plots
 bench: install
-	$(BIN)/python bench/run_all.py
+	$(BIN)/python bench/run_all.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache site

@@ -62,6 +62,10 @@ HEADLINE_KEYS = (
 )
 """Headline figures of the scripts that do not name one, tried in order."""
 
+COMPARE_WITH = "{compare_with}"
+"""Stands in a script's arguments for ``--compare-with``: a script that takes it is
+skipped when no tree to compare against is given (a fixed commit here went stale)."""
+
 Result = dict[str, Any]
 ScriptRun = dict[str, Any]
 """One script's last run: ``{"date": …, "machine": …, "commit": …, "results": [Result, …]}``
@@ -95,7 +99,7 @@ SCRIPTS: tuple[Script, ...] = (
     Script("rest_sovereign"),
     Script("mcp_sync"),
     Script("mcp_encode"),
-    Script("tree_compare", ("--old", "0b7429c", "--rounds", "3"), timeout=3600.0),
+    Script("tree_compare", ("--old", COMPARE_WITH, "--rounds", "3"), timeout=3600.0),
     Script("metrics_overhead", timeout=900.0),
     Script("fleet10k", timeout=1500.0),
     Script("authorization_cost", timeout=600.0),
@@ -376,6 +380,17 @@ def chosen_scripts(only: str | None) -> list[Script]:
     return [script for script in SCRIPTS if script.name in names]
 
 
+def with_comparison(script: Script, compare_with: str | None) -> Script | None:
+    """``script`` with ``--compare-with``'s tree in its arguments; None when it needs one
+    and none was given."""
+    if COMPARE_WITH not in script.args:
+        return script
+    if not compare_with:
+        return None
+    args = tuple(compare_with if arg == COMPARE_WITH else arg for arg in script.args)
+    return Script(script.name, args, script.timeout, script.folder)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -386,12 +401,22 @@ def main() -> None:
         action="store_true",
         help=f"run nothing: redraw the charts and rewrite {REPORT.name} from {RESULTS.name}",
     )
+    parser.add_argument(
+        "--compare-with",
+        metavar="REF",
+        help="the tree tree_compare runs against this one (a commit or branch); "
+        "without it tree_compare is skipped",
+    )
     args = parser.parse_args()
     today = datetime.date.today().isoformat()
     host = machine()
     tree = "" if args.render_only else commit()
     runs = load_stored(RESULTS)
-    for script in [] if args.render_only else chosen_scripts(args.only):
+    for chosen in [] if args.render_only else chosen_scripts(args.only):
+        script = with_comparison(chosen, args.compare_with)
+        if script is None:
+            print(f"{chosen.name}: skipped (give --compare-with REF)", file=sys.stderr)
+            continue
         print(f"{script.name}…", file=sys.stderr, flush=True)
         began = time.monotonic()
         results = run_script(script)

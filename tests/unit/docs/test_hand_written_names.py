@@ -38,7 +38,7 @@ OTHER_PROGRAMS_FLAGS = {
     "--trusted-ca-file", "--prefix", "--auth-token-ttl",
     # python -m http.server, mypy, pytest, bench/run_all.py and the bench scripts
     "--bind", "--strict", "--dist", "--output-sync", "--collect-only", "--only", "--old",
-    "--old-src", "--baseline", "--per-node", "--settle",
+    "--old-src", "--baseline", "--per-node", "--settle", "--compare-with",
     # flag families written as prefixes (--etcd-..., --webhook-...)
     "--etcd-", "--webhook-",
 }  # fmt: skip
