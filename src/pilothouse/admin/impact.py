@@ -18,9 +18,10 @@ problem at ``file:line``, the file being ``request``), for more than
 bound) for a body that is too large; 422 for kinds whose impact is not predicted
 (ServiceEntry, WorkloadEntry: the registry's); 503 before the first PushContext.
 
-Reading and validating the objects (up to :data:`MAX_OBJECTS` of them, YAML) is done in
-a worker thread, so that a large request does not hold up the event loop that serves
-the proxies; only the prediction itself, which reads the server's state, runs on it.
+Reading and validating the objects (up to :data:`MAX_OBJECTS` of them, YAML) and
+writing the answer's JSON (every proxy's names, for a wide change) are done in a worker
+thread, so that a large request does not hold up the event loop that serves the
+proxies; only the prediction itself, which reads the server's state, runs on it.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def impact_handler(discovery: DebugView) -> web.RouteDef:
             return json_error(422, str(refused))
         except LookupError as early:
             return json_error(503, str(early))
-        return json_answer(answer)
+        return await asyncio.to_thread(json_answer, answer)  # the answer is this request's
 
     return web.post(PATH, impact)
 

@@ -1,5 +1,6 @@
-"""``POST /debug/impact`` reads and validates its objects in a worker thread, not on
-the event loop that serves the proxies, and still names each problem precisely.
+"""``POST /debug/impact`` reads and validates its objects, and writes its answer, in a
+worker thread, not on the event loop that serves the proxies, and still names each
+problem precisely.
 
 The handler runs in a real aiohttp server over loopback; the discovery server behind
 it is a stand-in (only ``ready`` and ``impact``: the prediction itself is
@@ -60,7 +61,9 @@ async def post(discovery: Discovery, body: str) -> tuple[int, dict[str, Any]]:
         return answer.status, await answer.json()
 
 
-async def test_the_objects_are_read_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_objects_are_read_and_answered_off_the_event_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     readers: list[int] = []
     real = Loader.load_text
 
@@ -69,12 +72,21 @@ async def test_the_objects_are_read_off_the_event_loop(monkeypatch: pytest.Monke
         return real(self, text, file)
 
     monkeypatch.setattr(impact_module.Loader, "load_text", recording)
+    writers: list[int] = []
+    real_answer = impact_module.json_answer
+
+    def writing(data: Any, status: int = 200) -> web.Response:
+        writers.append(threading.get_ident())
+        return real_answer(data, status)
+
+    monkeypatch.setattr(impact_module, "json_answer", writing)
     discovery = Discovery()
     body = "---\n".join(VIRTUAL_SERVICE.format(n=n, timeout="3s") for n in range(3))
     status, answer = await post(discovery, body)
     assert status == 200, answer
     assert answer["changed"] == [f"VirtualService/shop/web-{n}" for n in range(3)]
     assert readers and threading.get_ident() not in readers  # the loop's thread never read
+    assert writers and threading.get_ident() not in writers  # ...nor wrote the answer
 
 
 async def test_problems_keep_their_line_and_nothing_is_predicted() -> None:
