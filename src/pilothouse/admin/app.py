@@ -86,8 +86,8 @@ def build_admin_app(
     Every route, those given in ``routes`` too, answers only requests whose ``Host``
     names this server (``names``, by default :meth:`ServerNames.of_this_host`); others
     get 421 (and a request without ``Host`` 400), so a web page cannot read them through
-    DNS rebinding. ``middlewares`` run
-    inside those two guards (a ``serve --workers`` worker merges its debug answers so).
+    DNS rebinding. ``middlewares`` run inside those two guards (a ``serve --workers``
+    worker merges its debug answers so).
     """
     # Envoy's REST polls carry their cluster's name as Host (``xds-rest`` in pilothouse
     # bootstrap's; a single-label name no web page can own)

@@ -18,13 +18,8 @@ from aiohttp import hdrs, web
 from aiohttp.typedefs import Middleware
 
 from pilothouse.boundary.contain import ErrorRenderer
-from pilothouse.boundary.host_names import SETTING, Handler, ServerNames
+from pilothouse.boundary.host_names import ADVICE, Handler, ServerNames
 
-ADMIN_ADVICE: Final = (
-    "use localhost, a loopback address or this server's own address (a guard against "
-    f"DNS rebinding; add the name to {SETTING} to allow it)"
-)
-"""How to reach the admin port and ControlZ by name."""
 NO_HOST: Final = "a Host header is required"
 
 
@@ -33,7 +28,7 @@ def host_check(
     render: ErrorRenderer,
     *,
     server: str = "server",
-    advice: str = ADMIN_ADVICE,
+    advice: str = ADVICE,
 ) -> Middleware:
     """400 without a ``Host``, 421 when it is not one of ``names()`` (the answer saying
     it is not a name of this ``server``, then ``advice``), else the handler."""

@@ -39,6 +39,11 @@ from pilothouse.boundary.contain import ErrorRenderer
 
 ANY_NAME: Final = "*"
 SETTING: Final = "PILOTHOUSE_ADMIN_HOST_NAMES"
+ADVICE: Final = (
+    "use localhost, a loopback address or this server's own address (a guard against "
+    f"DNS rebinding; add the name to {SETTING} to allow it)"
+)
+"""How to reach the admin port and ControlZ by name, said when a ``Host`` is refused."""
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -118,11 +123,7 @@ class ServerNames:
         header = request.headers.get("Host")
         if self.names_this_server(header, _local_address(request)):
             return None
-        return (
-            f"Host {header!r} is not a name of this server; use localhost, a loopback "
-            f"address or this server's own address (a guard against DNS rebinding; add "
-            f"the name to {SETTING} to allow it)"
-        )
+        return f"Host {header!r} is not a name of this server; {ADVICE}"
 
 
 def refusing(
