@@ -200,6 +200,10 @@ class XdsSettings:
     """TLS connections open at once that have not yet proved an identity (handshaking,
     or not yet authenticated); beyond it a new one is closed at once, before any TLS
     work. 0: an eighth of the process's open-file limit, from 16 to 1,024."""
+    tls_max_unauthenticated_per_address: int = 0
+    """Of those, at most this many from one client address (IP, port ignored), so that
+    one host cannot hold every slot; beyond it a new one from that address is closed
+    at once as well. 0: a quarter of the limit in force, at least 4 (never above it)."""
     tls_accept_pause: float = 1.0
     """Longest pause, seconds, of the TLS port's accept when the process is out of file
     descriptors (pauses double from 0.05 s up to it)."""
@@ -220,6 +224,10 @@ class XdsSettings:
             raise ValueError(
                 "PILOTHOUSE_XDS_TLS_MAX_UNAUTHENTICATED and PILOTHOUSE_XDS_REFUSALS_KEPT "
                 "must not be negative"
+            )
+        if self.tls_max_unauthenticated_per_address < 0:
+            raise ValueError(
+                "PILOTHOUSE_XDS_TLS_MAX_UNAUTHENTICATED_PER_ADDRESS must not be negative"
             )
         if self.refusal_log_interval < 0:
             raise ValueError("PILOTHOUSE_XDS_REFUSAL_LOG_INTERVAL must not be negative")

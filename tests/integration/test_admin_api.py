@@ -315,9 +315,9 @@ async def test_other_sites_cannot_make_changes(plane: ServeInProcess) -> None:
     assert cross.status == 403
     assert cross.body["error"].startswith("cross-site request refused")
     rebound = await plane.request("GET", "/admin/knobs", headers={"Host": "evil.example"})
-    assert rebound.status == 403 and "DNS rebinding" in rebound.body["error"]
+    assert rebound.status == 421 and "DNS rebinding" in rebound.body["error"]
     # the rule holds for the whole admin port, not only the admin API
-    assert (await plane.request("GET", "/ready", headers={"Host": "evil.example"})).status == 403
+    assert (await plane.request("GET", "/ready", headers={"Host": "evil.example"})).status == 421
 
 
 def outside_address() -> str | None:

@@ -1,12 +1,14 @@
 """Every route of a real ``serve``'s admin port (``/ready``, ``/metrics``, ``/debug/*``,
-REST xDS, ``/admin/*``) and ControlZ refuse a ``Host`` that is not a name of this
-server, the shape of a DNS-rebinding request from a browser on the same machine, and
-answer the server's real names. Plain HTTP over loopback against ``serve()`` in the
+REST xDS, ``/admin/*``) and ControlZ answer 421 to a ``Host`` that is not a name of
+this server, the shape of a DNS-rebinding request from a browser on the same machine,
+400 to a request without ``Host`` (as the webhook does), and answer the server's real
+names. Plain HTTP over loopback against ``serve()`` in the
 test's event loop; the foreign names are sent as a rebinding page's browser would
 send them, in the ``Host`` header of a connection to 127.0.0.1."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import socket
 from pathlib import Path
@@ -27,6 +29,18 @@ FOREIGN = [
     "[fe80::1]",
     "0.0.0.0:15014",
 ]
+
+
+async def _raw_status(port: int, head: str) -> tuple[int, str]:
+    """The status and body of ``head`` sent as is (aiohttp's client always adds a Host)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(head.encode())
+        answer = (await asyncio.wait_for(reader.read(), 5)).decode()
+    finally:
+        writer.close()
+    status_line, _, rest = answer.partition("\r\n")
+    return int(status_line.split()[1]), rest.partition("\r\n\r\n")[2]
 
 
 def _concrete(path: str) -> str:
@@ -74,19 +88,30 @@ async def test_every_admin_route_refuses_a_foreign_host(
         for method, path in [*routes, ("GET", "/no/such/path")]:
             for host in FOREIGN:
                 status, body = await _status(method, f"http://127.0.0.1:{port}{path}", host)
-                assert status == 403, (method, path, host, status, body)
+                assert status == 421, (method, path, host, status, body)
+                assert "is not a name of this server" in body, (method, path, host)
                 assert "DNS rebinding" in body, (method, path, host)
             for host in (f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}",
                          f"{socket.gethostname()}:{port}"):  # fmt: skip
                 status, body = await _status(method, f"http://127.0.0.1:{port}{path}", host)
-                assert status != 403, (method, path, host, body)
+                assert status not in (403, 421), (method, path, host, body)
+                assert "Host" not in body, (method, path, host, body)
         for path in ("/ready", "/healthz", "/metrics", "/debug/syncz", "/debug/configz"):
             status, _ = await _status("GET", f"http://127.0.0.1:{port}{path}", "localhost")
             assert status == 200, path
-        # ControlZ had the rule already; it holds there too
+        # ControlZ answers the same way
         ctrlz = f"http://127.0.0.1:{served.bound.ctrlz_port}/"
-        assert (await _status("GET", ctrlz, "attacker.com:9876"))[0] == 403
+        assert (await _status("GET", ctrlz, "attacker.com:9876"))[0] == 421
         assert (await _status("GET", ctrlz, f"localhost:{served.bound.ctrlz_port}"))[0] == 200
+        # no Host (HTTP/1.0) or an empty one: 400 on both ports, whatever the path
+        for port in (served.bound.admin_port, served.bound.ctrlz_port):
+            for path in ("/ready", "/healthz", "/"):
+                old = f"GET {path} HTTP/1.0\r\n\r\n"
+                status, body = await _raw_status(port, old)
+                assert status == 400 and "a Host header is required" in body, (port, path)
+                empty = f"GET {path} HTTP/1.1\r\nHost: \r\nConnection: close\r\n\r\n"
+                status, body = await _raw_status(port, empty)
+                assert status == 400 and "a Host header is required" in body, (port, path)
 
 
 async def test_a_configured_name_is_answered(
@@ -98,4 +123,4 @@ async def test_a_configured_name_is_answered(
         url = f"http://127.0.0.1:{served.bound.admin_port}/debug/syncz"
         assert (await _status("GET", url, "istiod.istio-system.svc:15014"))[0] == 200
         # allowing remote clients does not allow other names
-        assert (await _status("GET", url, "evil.example"))[0] == 403
+        assert (await _status("GET", url, "evil.example"))[0] == 421

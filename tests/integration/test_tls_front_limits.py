@@ -1,7 +1,8 @@
 """The TLS front protects itself: a handshake timeout, a deadline for an authenticated
 call, a limit on connections that have not proved an identity (closed before any TLS
-work), no backend connection for an idle client, and an ``accept`` that pauses, with
-one log line, when the process is out of file descriptors.
+work) and a share of it per client address, no backend connection for an idle client,
+and an ``accept`` that pauses, with one log line, when the process is out of file
+descriptors.
 
 Real TLS clients (Python's ``ssl``) against a real :class:`TlsFront` with the suite's
 throwaway CA; the backend is a plain TCP echo server standing in for the loopback gRPC
@@ -27,7 +28,8 @@ from pathlib import Path
 import pytest
 
 from pilothouse.xds.server.refusals import RefusalLog
-from pilothouse.xds.server.tls_front import TlsFront, unauthenticated_limit
+from pilothouse.xds.server.tls_front import TlsFront
+from pilothouse.xds.server.tls_share import unauthenticated_limit
 from tests.e2e.harness.tls import CertificateFiles, ThrowawayCa, client_ssl_context
 
 pytestmark = pytest.mark.timeout(60)
@@ -65,13 +67,16 @@ class Front:
         return client_ssl_context(self.server.ca)
 
     async def tls_client(
-        self, *, with_cert: bool = False
+        self, *, with_cert: bool = False, source: str = "127.0.0.1"
     ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """A TLS connection from the loopback address ``source`` (Linux routes all of
+        127.0.0.0/8 to lo)."""
         return await asyncio.open_connection(
             "127.0.0.1",
             self.port,
             ssl=self.client_context(with_cert=with_cert),
             server_hostname="localhost",
+            local_addr=(source, 0),
         )
 
     def reasons(self) -> dict[str, int]:
@@ -176,7 +181,9 @@ async def test_a_verified_client_certificate_is_trusted_at_the_handshake(tmp_pat
 async def test_beyond_the_limit_a_connection_is_closed_before_the_handshake(
     tmp_path: Path,
 ) -> None:
-    async with running_front(tmp_path, max_unauthenticated=4, handshake_timeout=30) as front:
+    async with running_front(
+        tmp_path, max_unauthenticated=4, max_unauthenticated_per_address=4, handshake_timeout=30
+    ) as front:
         held = [await asyncio.open_connection("127.0.0.1", front.port) for _ in range(4)]
         await asyncio.sleep(0.1)
         assert front.front.unauthenticated == 4
@@ -190,6 +197,36 @@ async def test_beyond_the_limit_a_connection_is_closed_before_the_handshake(
         assert await echoed(reader, writer, b"room")
         writer.close()
         for _, other in held[1:]:
+            other.close()
+
+
+async def test_one_address_cannot_starve_another(tmp_path: Path) -> None:
+    """Real TLS clients from 127.0.0.1 fill its share of the slots; one more from it is
+    closed at once, while 127.0.0.2 still gets in and is relayed."""
+    async with running_front(
+        tmp_path, max_unauthenticated=8, max_unauthenticated_per_address=3, handshake_timeout=30
+    ) as front:
+        assert front.front.max_unauthenticated_per_address == 3
+        held = [await front.tls_client() for _ in range(3)]  # handshaken, never trusted
+        assert front.front.unauthenticated_from("127.0.0.1") == 3
+        reader, writer = await asyncio.open_connection(
+            "127.0.0.1", front.port, local_addr=("127.0.0.1", 0)
+        )
+        assert await closed_within(reader, 2) < 1  # at once, before any TLS work
+        writer.close()
+        assert front.reasons() == {"tls_address_busy": 1}
+        others = [await front.tls_client(source="127.0.0.2") for _ in range(3)]
+        assert [await echoed(r, w, b"other host") for r, w in others] == [True] * 3
+        assert front.front.unauthenticated_from("127.0.0.2") == 3
+        assert front.front.unauthenticated == 6
+        # trusting one of 127.0.0.1's connections frees a slot of its share
+        assert await echoed(*held[0], b"hello")  # its backend connection is the latest
+        front.front.trust(f"ipv4:127.0.0.1:{front.echo.ports[-1]}")
+        assert front.front.unauthenticated_from("127.0.0.1") == 2
+        reader, writer = await front.tls_client()
+        assert await echoed(reader, writer, b"room again")
+        assert front.reasons() == {"tls_address_busy": 1}
+        for _, other in [*held, *others, (reader, writer)]:
             other.close()
 
 

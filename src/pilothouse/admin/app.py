@@ -14,7 +14,7 @@ Every request is contained (:func:`~pilothouse.boundary.contain.containment`): a
 exception any handler lets out is logged and answered 500 with a generic message, and
 404, 405 and unreadable bodies are answered in REST discovery's JSON error shape.
 Every request must name this server in its ``Host`` header
-(:mod:`pilothouse.boundary.host_names`), whatever its path: 403 otherwise.
+(:mod:`pilothouse.boundary.host_check`), whatever its path: 421 otherwise, 400 without one.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from pilothouse.admin.readiness import (
 )
 from pilothouse.bootstrap.envoy import XDS_REST_CLUSTER
 from pilothouse.boundary.contain import containment, json_error
+from pilothouse.boundary.host_check import host_check
 from pilothouse.boundary.host_names import ServerNames
 from pilothouse.settings import RestSettings
 from pilothouse.xds.server.debug_view import DebugView
@@ -84,18 +85,18 @@ def build_admin_app(
 
     Every route, those given in ``routes`` too, answers only requests whose ``Host``
     names this server (``names``, by default :meth:`ServerNames.of_this_host`); others
-    get 403, so a web page cannot read them through DNS rebinding. ``middlewares`` run
-    inside those two guards (a ``serve --workers`` worker merges its debug answers so).
+    get 421 (and a request without ``Host`` 400), so a web page cannot read them through
+    DNS rebinding. ``middlewares`` run inside those two guards (a ``serve --workers``
+    worker merges its debug answers so).
     """
+    # Envoy's REST polls carry their cluster's name as Host (``xds-rest`` in pilothouse
+    # bootstrap's; a single-label name no web page can own)
+    named = (names if names is not None else ServerNames.of_this_host()).including(XDS_REST_CLUSTER)
     app = web.Application(
         client_max_size=(rest.settings if rest is not None else RestSettings()).max_body_bytes,
         middlewares=[
             containment(json_error, _log),
-            # Envoy's REST polls carry their cluster's name as Host (``xds-rest`` in
-            # pilothouse bootstrap's; a single-label name no web page can own)
-            (names if names is not None else ServerNames.of_this_host())
-            .including(XDS_REST_CLUSTER)
-            .middleware(json_error),
+            host_check(lambda: named, json_error),
             *middlewares,
         ],
     )

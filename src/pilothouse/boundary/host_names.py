@@ -5,7 +5,8 @@ after it loaded (DNS rebinding); its scripts then reach pilothouse's loopback po
 "same origin" and read the answers: every proxy's config from ``/debug/config_dump``,
 the metrics, the admin API. The browser cannot hide the page's own name, though: it
 sends ``Host: attacker.example:15014``. So every request to the admin port and to
-ControlZ must name this server in its ``Host`` header, or it is answered 403.
+ControlZ must name this server in its ``Host`` header, or it is answered 421
+(:mod:`pilothouse.boundary.host_check`, which the validation webhook uses too).
 
 This server's names are:
 
@@ -19,8 +20,8 @@ This server's names are:
   accepts any name and turns this guard off.
 
 The port in the header is not checked: a rebinding page uses the server's own port
-anyway. A request without a ``Host`` header (HTTP/1.0 tools) is not from a browser and
-is let through.
+anyway. A request without a ``Host`` header names nothing; :meth:`ServerNames.refusal`
+lets it pass (it is no browser's), and the check in front of each server answers it 400.
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ from pilothouse.boundary.contain import ErrorRenderer
 
 ANY_NAME: Final = "*"
 SETTING: Final = "PILOTHOUSE_ADMIN_HOST_NAMES"
+ADVICE: Final = (
+    "use localhost, a loopback address or this server's own address (a guard against "
+    f"DNS rebinding; add the name to {SETTING} to allow it)"
+)
+"""How to reach the admin port and ControlZ by name, said when a ``Host`` is refused."""
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -117,15 +123,7 @@ class ServerNames:
         header = request.headers.get("Host")
         if self.names_this_server(header, _local_address(request)):
             return None
-        return (
-            f"Host {header!r} is not a name of this server; use localhost, a loopback "
-            f"address or this server's own address (a guard against DNS rebinding; add "
-            f"the name to {SETTING} to allow it)"
-        )
-
-    def middleware(self, render: ErrorRenderer) -> Middleware:
-        """The check for every request of an application: 403 with ``render``."""
-        return refusing(self.refusal, render)
+        return f"Host {header!r} is not a name of this server; {ADVICE}"
 
 
 def refusing(

@@ -18,9 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import fnmatch
-import json
 import sys
-import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,12 +26,14 @@ from typing import Any, TextIO
 
 import aetcd
 
+from pilothouse.admin.analysis import PATH as ANALYZEZ
 from pilothouse.analysis.analyzers import ANALYZERS, analyze
 from pilothouse.analysis.field_lines import pinned
 from pilothouse.analysis.mesh_view import mesh_view
 from pilothouse.analysis.messages import Level, Message, message_from_dict
 from pilothouse.analysis.report import EXIT_CLEAN, NO_ISSUES, exit_status, render, shown
 from pilothouse.analysis.schema import schema_messages
+from pilothouse.cli.admin_client import BadAdminAddress, admin_url, ask_all
 from pilothouse.cli.impact import run_impact
 from pilothouse.cli.store_session import (
     StoreUnreachable,
@@ -235,14 +235,20 @@ def _print(
 
 def _remote(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     """A running server's analysis, printed and judged as a local one."""
-    base = args.admin if "://" in args.admin else f"http://{args.admin}"
-    url = base.rstrip("/") + "/debug/analyzez"
     try:
-        with urllib.request.urlopen(url, timeout=args.request_timeout) as response:
-            found = json.load(response)
-        messages = [message_from_dict(item) for item in found["messages"]]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as problem:
-        print(f"pilothouse analyze: cannot read {url}: {problem}", file=err)
+        base = admin_url(args.admin)
+    except BadAdminAddress as bad:
+        print(f"pilothouse analyze: {bad}", file=err)
+        return EXIT_USAGE
+    url = base + ANALYZEZ
+    (answer,) = asyncio.run(ask_all([base], ANALYZEZ, timeout=args.request_timeout))
+    if not answer.ok:
+        print(f"pilothouse analyze: cannot read {url}: {answer.problem}", file=err)
+        return EXIT_USAGE
+    try:
+        messages = [message_from_dict(item) for item in answer.body["messages"]]
+    except (ValueError, KeyError, TypeError, AttributeError) as problem:
+        print(f"pilothouse analyze: cannot read {url}: {problem!r}", file=err)
         return EXIT_USAGE
     kept = [m for m in messages if not suppressed(m, args.suppress)]
     return _print(kept, args, url, out, err)

@@ -51,6 +51,7 @@ from pilothouse.nodesets.kubernetes import (
     pod_service_account,
     service_selector,
 )
+from pilothouse.registry.model import Labels
 from pilothouse.sources.events import ConfigEvent
 
 WORKLOAD_KIND = workload_entry.KIND.name
@@ -87,7 +88,7 @@ class Placed:
 
     config: Config
     address: str
-    labels: Mapping[str, str]
+    labels: Labels
     service_account: str = ""
 
 
@@ -101,11 +102,8 @@ class Selecting:
     """A root-namespace policy: it selects in every namespace."""
 
     def selects(self, workload: Placed) -> bool:
-        wanted = self.labels
-        if wanted is None:
-            return True
-        have = workload.labels
-        return all(have.get(key) == value for key, value in wanted.items())
+        """Whether ``workload`` has every label asked for (no labels: any workload)."""
+        return workload.labels.matches(self.labels)
 
 
 def selector_labels(spec: Message) -> Mapping[str, str] | None:
@@ -123,12 +121,14 @@ def selector_labels(spec: Message) -> Mapping[str, str] | None:
 def placed(config: Config) -> Placed:
     """A workload (WorkloadEntry or Pod) as the index keeps it."""
     if config.kind == POD_KIND:
-        return Placed(config, pod_address(config), config.labels, pod_service_account(config))
+        return Placed(
+            config, pod_address(config), Labels.of(config.labels), pod_service_account(config)
+        )
     spec = config.spec
     return Placed(
         config,
         str(getattr(spec, "address", "")),
-        dict(getattr(spec, "labels", {})),
+        Labels.of(dict(getattr(spec, "labels", {}))),
         str(getattr(spec, "service_account", "")),
     )
 

@@ -18,8 +18,9 @@ Every request is contained (:func:`~pilothouse.boundary.contain.containment`): a
 exception that gets past the reviewer is logged and answered 500 with a generic
 message; a wrong path or method gets 404 or 405 in plain text, an unreadable body 400.
 A request whose ``Host`` is not one of the webhook's names is answered 421, one
-without a ``Host`` 400 (:mod:`pilothouse.webhook.host_check`; the names are settled in
-:meth:`WebhookServer.start`, with the certificate).
+without a ``Host`` 400 (:mod:`pilothouse.boundary.host_check`; the names,
+:mod:`pilothouse.webhook.names`, are settled in :meth:`WebhookServer.start`, with the
+certificate).
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ from pathlib import Path
 from aiohttp import hdrs, web
 
 from pilothouse.boundary.contain import containment, text_error
+from pilothouse.boundary.host_check import host_check
 from pilothouse.settings import WebhookSettings
-from pilothouse.webhook.host_check import host_check, webhook_names
+from pilothouse.webhook.names import ADVICE, webhook_names
 from pilothouse.webhook.review import AdmissionReviewer, ReviewResult, http_error, too_large
 from pilothouse.webhook.stats import ValidationStats
 
@@ -86,7 +88,7 @@ class WebhookServer:
             client_max_size=self.reviewer.max_body_bytes,
             middlewares=[
                 containment(text_error, _log),
-                host_check(lambda: self.names, text_error),
+                host_check(lambda: self.names, text_error, server="webhook", advice=ADVICE),
             ],
         )
         for path in REVIEW_PATHS:

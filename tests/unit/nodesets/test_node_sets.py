@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
+import pytest
 from envoy.config.core.v3 import base_pb2  # type: ignore[import-untyped]
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 
@@ -19,7 +20,7 @@ from pilothouse.api.istio.security.v1beta1 import authorization_policy_pb2
 from pilothouse.api.istio.type.v1beta1 import selector_pb2
 from pilothouse.config.mcp_resource import MCP_RESOURCE_TYPE_URL
 from pilothouse.config.model import Config
-from pilothouse.nodesets.membership import NodeSetIndex
+from pilothouse.nodesets.membership import NodeSetIndex, Selecting, placed, selecting
 from pilothouse.nodesets.server import BadNodeSetRequest, NodeSetServer, NodeSetStream
 from pilothouse.sources.events import ConfigEvent, EventType
 from pilothouse.sources.memory import MemoryStore
@@ -237,3 +238,23 @@ def test_nodes_naming_the_same_addresses_share_one_computed_set_until_a_change()
     again = server.current(node_a)
     assert again is not first and sorted(again["WorkloadEntry"]) == ["shop/a1", "shop/a2"]
     assert sorted(server.current(node_b)["WorkloadEntry"]) == ["shop/b1"]
+
+
+@pytest.mark.parametrize(
+    ("asked", "has", "selected"),
+    [(None, {}, True), (None, {"app": "a"}, True), ({}, {"app": "a"}, True),
+     ({"app": "a"}, {"app": "a", "version": "v1"}, True),
+     ({"app": "a", "version": "v1"}, {"app": "a", "version": "v1"}, True),
+     ({"app": "a"}, {"app": "b"}, False), ({"app": "a"}, {}, False),
+     ({"app": "a", "version": "v2"}, {"app": "a", "version": "v1"}, False),
+     ({"app": ""}, {}, False), ({"app": ""}, {"app": ""}, True)],
+)  # fmt: skip
+def test_an_object_selects_the_workloads_with_every_label_it_asks_for(
+    asked: dict[str, str] | None, has: dict[str, str], selected: bool
+) -> None:
+    """Istio's workload selector, by ``Labels.matches``: no labels (or none asked for)
+    select every workload of the namespace; else each label must be there, same value."""
+    workload = placed(entry("w", "10.0.0.1", **has))
+    assert Selecting(policy("p"), asked).selects(workload) is selected
+    by_spec = selecting(policy("p", **(asked or {})), "istio-system")
+    assert by_spec is not None and by_spec.selects(workload) is selected

@@ -9,7 +9,9 @@ runs the garbage collector), ``proc``, ``arg``, ``env`` and ``version`` (see
 :class:`ControlZ` serves the application on ``settings.ctrlz.address`` in the same
 process and event loop as ``pilothouse serve``. As istiod does, a ControlZ that cannot
 listen is logged and left off: it is an aid, and must not keep the control plane from
-serving proxies. Every request goes through :class:`~pilothouse.admin.access.AccessPolicy`.
+serving proxies. Every request must name this server in its ``Host`` (421 otherwise, 400
+without one: :mod:`pilothouse.boundary.host_check`, as on the admin port), then goes
+through :class:`~pilothouse.admin.access.AccessPolicy`.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from pilothouse.admin.controlz import page, process, scopes
 from pilothouse.admin.knobs import BadKnobValue, KnobRegistry, UnknownKnob
 from pilothouse.admin.server import AdminServer
 from pilothouse.boundary.contain import containment, json_error
+from pilothouse.boundary.host_check import host_check
 from pilothouse.boundary.json_body import BadJson
 from pilothouse.settings import ControlZSettings
 
@@ -57,7 +60,11 @@ def build_controlz_app(
     given = policy if policy is not None else AccessPolicy()
     app = web.Application(
         client_max_size=64 * 1024,
-        middlewares=[containment(json_error, _log), given.middleware(json_error)],
+        middlewares=[
+            containment(json_error, _log),
+            host_check(lambda: given.names, json_error),
+            given.middleware(json_error),
+        ],
     )
     app[KNOBS] = knobs
     app[STARTED] = started if started is not None else time.time()

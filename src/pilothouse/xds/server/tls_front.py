@@ -24,6 +24,10 @@ trusted or closed, and:
 - at most ``max_unauthenticated`` such connections are open at once; one accepted
   beyond that is closed at once, before any TLS work (0 picks an eighth of the
   process's open-file limit, at most 1,024: each may hold up to three descriptors);
+- of those, at most ``max_unauthenticated_per_address`` from one client IP address, so
+  that one host cannot take every slot and starve the others; one more from it is
+  closed at once too (0 picks a quarter of the limit in force, at least 4; the
+  counting is :mod:`pilothouse.xds.server.tls_share`'s);
 - its handshake must finish within ``handshake_timeout`` seconds;
 - after the handshake it has ``auth_timeout`` seconds to make an authenticated call;
   else it is closed, whatever it sent meanwhile (a stream refused for a bad token does
@@ -32,7 +36,8 @@ trusted or closed, and:
   idle connection holds one descriptor, not three.
 
 Each of these closings is a refusal (``tls_busy``, also for a backend connection that
-cannot be opened for want of descriptors; ``tls_handshake``; ``tls_auth_timeout``)
+cannot be opened for want of descriptors; ``tls_address_busy``; ``tls_handshake``;
+``tls_auth_timeout``)
 recorded and logged, throttled, by the
 :class:`~pilothouse.xds.server.refusals.RefusalLog`. Accepting itself, including
 running out of file descriptors, is :mod:`pilothouse.xds.server.tls_accept`'s.
@@ -45,7 +50,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import resource
 import socket
 import ssl
 from dataclasses import dataclass
@@ -54,10 +58,18 @@ from typing import Any, Final
 from pilothouse.settings import XdsSettings
 from pilothouse.xds.server.refusals import RefusalLog
 from pilothouse.xds.server.tls_accept import Acceptor, listening_sockets
+from pilothouse.xds.server.tls_share import (
+    ALL_TAKEN,
+    UnauthenticatedSlots,
+    per_address_limit,
+    source_of,
+    unauthenticated_limit,
+)
 
 CHUNK: Final = 64 * 1024
 BACKEND_HOST: Final = "127.0.0.1"
 TLS_BUSY: Final = "tls_busy"
+TLS_ADDRESS_BUSY: Final = "tls_address_busy"
 TLS_HANDSHAKE: Final = "tls_handshake"
 TLS_AUTH_TIMEOUT: Final = "tls_auth_timeout"
 
@@ -75,26 +87,18 @@ class TlsPeer:
 class _Relay:
     """One client connection's state in the front."""
 
-    __slots__ = ("address", "cert_der", "expired", "task", "timer", "trusted")
+    __slots__ = ("address", "cert_der", "expired", "source", "task", "timer", "trusted")
 
-    def __init__(self, address: str) -> None:
+    def __init__(self, address: str, source: str) -> None:
         self.address = address
+        self.source = source
+        """The client's IP address, without its port: whose share of slots it holds."""
         self.cert_der: bytes | None = None
         self.trusted = False
         self.expired = False
         """Closed by the front for making no authenticated call in time."""
         self.timer: asyncio.TimerHandle | None = None
         self.task: asyncio.Task[None] | None = None
-
-
-def unauthenticated_limit(configured: int) -> int:
-    """``configured``, or for 0 an eighth of this process's open-file limit (16 to 1,024)."""
-    if configured > 0:
-        return configured
-    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY:
-        return 1024
-    return max(16, min(1024, soft // 8))
 
 
 class TlsFront:
@@ -107,6 +111,7 @@ class TlsFront:
         handshake_timeout: float = XdsSettings.tls_handshake_timeout,
         auth_timeout: float = XdsSettings.tls_auth_timeout,
         max_unauthenticated: int = XdsSettings.tls_max_unauthenticated,
+        max_unauthenticated_per_address: int = XdsSettings.tls_max_unauthenticated_per_address,
         accept_pause: float = XdsSettings.tls_accept_pause,
         log_interval: float = XdsSettings.refusal_log_interval,
         refusals: RefusalLog | None = None,
@@ -115,8 +120,10 @@ class TlsFront:
         self._backend_port = 0
         self._handshake_timeout = handshake_timeout
         self._auth_timeout = auth_timeout
-        self.max_unauthenticated = unauthenticated_limit(max_unauthenticated)
-        """Unauthenticated connections open at once, at most (the limit in force)."""
+        limit = unauthenticated_limit(max_unauthenticated)
+        self._slots = UnauthenticatedSlots(
+            limit, per_address_limit(max_unauthenticated_per_address, limit)
+        )
         self._refusals = refusals if refusals is not None else RefusalLog()
         self._acceptor = Acceptor(
             self._accepted, longest_pause=accept_pause, log_interval=log_interval
@@ -124,7 +131,6 @@ class TlsFront:
         self._peers: dict[int, _Relay] = {}
         """Relayed connections by the local port of their backend connection."""
         self._relays: set[_Relay] = set()
-        self._unauthenticated = 0
         self._listeners: list[socket.socket] = []
         self._accepting: list[asyncio.Task[None]] = []
 
@@ -158,9 +164,23 @@ class TlsFront:
         return len(self._peers)
 
     @property
+    def max_unauthenticated(self) -> int:
+        """Unauthenticated connections open at once, at most (the limit in force)."""
+        return self._slots.limit
+
+    @property
+    def max_unauthenticated_per_address(self) -> int:
+        """Of those, from one client IP address, at most (the limit in force)."""
+        return self._slots.per_address
+
+    @property
     def unauthenticated(self) -> int:
         """Client connections open now that have not proved an identity."""
-        return self._unauthenticated
+        return self._slots.taken
+
+    def unauthenticated_from(self, source: str) -> int:
+        """Of those, the ones from the client IP address ``source``."""
+        return self._slots.taken_by(source)
 
     @property
     def accept_pauses(self) -> int:
@@ -186,17 +206,28 @@ class TlsFront:
 
     def _accepted(self, conn: socket.socket, address: Any) -> None:
         peer = _grpc_address(address)
-        if self._unauthenticated >= self.max_unauthenticated:
+        source = source_of(address)
+        full = self._slots.take(source)
+        if full is not None:
             conn.close()  # before any TLS work: the cheapest refusal there is
-            self._refusals.note(
-                TLS_BUSY,
-                peer,
-                f"{self.max_unauthenticated} connections have not authenticated yet "
-                "(PILOTHOUSE_XDS_TLS_MAX_UNAUTHENTICATED): closed before the handshake",
-            )
+            if full == ALL_TAKEN:
+                self._refusals.note(
+                    TLS_BUSY,
+                    peer,
+                    f"{self.max_unauthenticated} connections have not authenticated yet "
+                    "(PILOTHOUSE_XDS_TLS_MAX_UNAUTHENTICATED): closed before the handshake",
+                )
+            else:
+                self._refusals.note(
+                    TLS_ADDRESS_BUSY,
+                    peer,
+                    f"{self.max_unauthenticated_per_address} connections from {source} "
+                    "have not authenticated yet "
+                    "(PILOTHOUSE_XDS_TLS_MAX_UNAUTHENTICATED_PER_ADDRESS): closed before "
+                    "the handshake",
+                )
             return
-        self._unauthenticated += 1
-        relay = _Relay(peer)
+        relay = _Relay(peer, source)
         self._relays.add(relay)
         relay.task = asyncio.get_running_loop().create_task(self._serve(conn, relay))
 
@@ -316,7 +347,7 @@ class TlsFront:
             return
         relay.trusted = True
         if relay in self._relays:
-            self._unauthenticated -= 1
+            self._slots.give_back(relay.source)
         if relay.timer is not None:
             relay.timer.cancel()
             relay.timer = None
@@ -332,7 +363,7 @@ class TlsFront:
             return
         self._relays.discard(relay)
         if not relay.trusted:
-            self._unauthenticated -= 1
+            self._slots.give_back(relay.source)
         if relay.timer is not None:
             relay.timer.cancel()
             relay.timer = None

@@ -54,6 +54,7 @@ class TlsPort:
             handshake_timeout=settings.tls_handshake_timeout,
             auth_timeout=settings.tls_auth_timeout,
             max_unauthenticated=settings.tls_max_unauthenticated,
+            max_unauthenticated_per_address=settings.tls_max_unauthenticated_per_address,
             accept_pause=settings.tls_accept_pause,
             log_interval=settings.refusal_log_interval,
             refusals=refusals,
