@@ -5,7 +5,8 @@ Here are the scripts no other test runs end to end: push_fanout and fleet10k run
 test_bench_fanout_curve_run.py, kube_serve under test_bench_kube_serve.py, generation_cost,
 push_cost, metrics_overhead, authorization_cost and mcp_encode in process in their own
 files. Not run whole by any test: rest_sovereign (it needs sovereign's own virtualenv),
-etcd_replicas (an etcd) and tree_compare (a second tree)."""
+etcd_replicas (an etcd), tree_compare (a second tree) and mypyc_trial (a 40 s build;
+test_bench_mypyc_trial.py tests its parts)."""
 
 from __future__ import annotations
 
