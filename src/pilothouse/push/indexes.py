@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 from pilothouse.config.mesh import MeshSettings, exported_to
@@ -27,6 +28,9 @@ def _spec(config: Config) -> Any:
 
 def _key(config: Config) -> ConfigKey:
     return config.key
+
+
+_NO_RULES: tuple[RuleEntry, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,9 +61,20 @@ class DestinationRuleIndex:
                 selector,
             )
             by_namespace.setdefault(config.namespace, []).append(entry)
-        for entries in by_namespace.values():
+        # Per namespace, in precedence order (exact hosts before wildcards, then by key):
+        # the exact hosts' entries by host, and the wildcards, so that a lookup reads the
+        # service's own entries and the wildcards, not every rule of the namespace (a
+        # scope looks up each of its services, and a full push makes new scopes).
+        self._exact: dict[str, dict[str, list[RuleEntry]]] = {}
+        self._wildcards: dict[str, list[RuleEntry]] = {}
+        for namespace, entries in by_namespace.items():
             entries.sort(key=lambda e: (specificity(e.host), e.config.key))
-        self._by_namespace = by_namespace
+            exact = self._exact[namespace] = {}
+            for entry in entries:
+                if entry.host.startswith("*"):
+                    self._wildcards.setdefault(namespace, []).append(entry)
+                else:
+                    exact.setdefault(entry.host, []).append(entry)
         self.by_key: Mapping[ConfigKey, Config] = {
             e.config.key: e.config for es in by_namespace.values() for e in es
         }
@@ -75,8 +90,10 @@ class DestinationRuleIndex:
             if namespace in seen:
                 continue
             seen.add(namespace)
-            for entry in self._by_namespace.get(namespace, ()):
-                if not host_matches(entry.host, service.hostname):
+            exact = self._exact.get(namespace)
+            own = exact.get(service.hostname, _NO_RULES) if exact is not None else _NO_RULES
+            for entry in chain(own, self._wildcards.get(namespace, _NO_RULES)):
+                if entry.host.startswith("*") and not host_matches(entry.host, service.hostname):
                     continue
                 if entry.selector is not None and (
                     proxy_labels is None

@@ -22,7 +22,12 @@ An inputs value of many parts that the cache hashes often (a scope's hundreds of
 services), or one made for every proxy on every push (a workload's ports, its inbound
 listeners, its policies), is hashed once and walked once: an :class:`InputKey` of parts,
 or a dataclass with named fields built on :class:`FrozenInputs` (a lookup that hits
-hashes the key twice, to find it and to refresh its place in the LRU).
+hashes the key twice, to find it and to refresh its place in the LRU). Both also
+remember the last value they were found equal to: scopes that see the same services
+each gather an equal key of their own, and each of their proxies looks its scope's key
+up in the cache, where an equal key of another scope is stored; the first comparison
+walks the parts, the later ones find the two already known equal (values never change,
+so neither can their equality).
 
 Nothing writes a key or a dependency set by hand, so neither can forget an input.
 Dependencies only free memory early: correctness comes from the key, which holds every
@@ -48,15 +53,17 @@ class InputKey:
     A tuple hashes every part again on each use, and the cache hashes a key when it is
     looked up, stored and registered under each dependency: for a key that holds a
     scope's hundreds of services, that is most of the work. Two keys are equal when
-    their parts are.
+    their parts are (compared once per pair met in a row: see the module docstring).
     """
 
-    __slots__ = ("_depends", "_hash", "parts")
+    __slots__ = ("_depends", "_equal", "_hash", "parts")
 
     def __init__(self, parts: tuple[Hashable, ...]) -> None:
         self.parts = parts
         self._hash = hash(parts)
         self._depends: frozenset[ConfigKey] | None = None
+        self._equal: InputKey | None = None
+        """The last other key found equal to this one (see the module docstring)."""
 
     @property
     def depends_on(self) -> frozenset[ConfigKey]:
@@ -74,7 +81,13 @@ class InputKey:
             return True
         if not isinstance(other, InputKey):
             return NotImplemented
-        return type(self) is type(other) and self._hash == other._hash and self.parts == other.parts
+        if self._equal is other or other._equal is self:
+            return True
+        if type(self) is type(other) and self._hash == other._hash and self.parts == other.parts:
+            self._equal = other
+            other._equal = self
+            return True
+        return False
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({len(self.parts)} parts)"
@@ -92,12 +105,14 @@ class FrozenInputs:
     hit makes one) compares the hashes, then the two tuples.
     """
 
-    __slots__ = ("_compared", "_depends", "_hash")
+    __slots__ = ("_compared", "_depends", "_equal", "_hash")
 
     _hash: int
     _compared: tuple[object, ...]
     """The compared fields' values, read once (what equality compares after the hash)."""
     _depends: frozenset[ConfigKey] | None
+    _equal: FrozenInputs | None
+    """The last other value found equal to this one (see the module docstring)."""
     _compared_getter: ClassVar[Callable[[Any], tuple[object, ...]]]
     """Reads the compared fields of an instance (made once per class, on first use)."""
 
@@ -106,6 +121,7 @@ class FrozenInputs:
         object.__setattr__(self, "_compared", compared)
         object.__setattr__(self, "_hash", hash(compared))
         object.__setattr__(self, "_depends", None)
+        object.__setattr__(self, "_equal", None)
 
     def compared(self) -> tuple[object, ...]:
         """The values of the fields that take part in comparison, in field order."""
@@ -138,7 +154,13 @@ class FrozenInputs:
         if type(other) is not type(self):
             return NotImplemented
         assert isinstance(other, FrozenInputs)
-        return self._hash == other._hash and self._compared == other._compared
+        if self._equal is other or other._equal is self:
+            return True
+        if self._hash == other._hash and self._compared == other._compared:
+            object.__setattr__(self, "_equal", other)
+            object.__setattr__(other, "_equal", self)
+            return True
+        return False
 
 
 def _reader(names: tuple[str, ...]) -> Callable[[Any], tuple[object, ...]]:

@@ -72,20 +72,29 @@ class Watching(Hashable, Protocol):
 W = TypeVar("W", bound=Watching)
 
 
+PLANS_KEPT = 64
+"""Full requests whose plans :class:`ProxyPushRules` keeps (the scopes of a push each
+queue one; a merge makes another)."""
+
+
 class ProxyPushRules(Generic[W]):
     """Plans each connection's push; remembers, per connection, the endpoints' revision
     (``revision``, the endpoint index's) at its last full push.
 
     A full push's plan depends on the request and on whether the connection is settled,
-    nothing else of it: the two plans of the latest request are made once and handed to
-    every connection it is queued for (the queue hands each the very same request
-    unless it merged it with another)."""
+    nothing else of it: the two plans of a request are made once and handed to every
+    connection it is queued for (the queue hands each the very same request unless it
+    merged it with another). A push queues one request per scope (each leaving out what
+    the change cannot alter for that scope), and the scopes' connections come off the
+    queue interleaved, so the plans of the last few requests are kept, not only the
+    latest's."""
 
     def __init__(self, revision: Callable[[], int]) -> None:
         self._revision = revision
         self._pushed_at: dict[W, int] = {}
-        self._plans: tuple[PushRequest, FullPush, FullPush] | None = None
-        """The latest full request, its plan for a settled connection and for another."""
+        self._plans: dict[int, tuple[PushRequest, FullPush, FullPush]] = {}
+        """id(request) → the request (kept, so the id stays its own), its plan for a
+        settled connection and for another; at most ``PLANS_KEPT``."""
 
     def plan(self, connection: W, request: PushRequest) -> ProxyPush:
         """What ``connection`` is sent for ``request``."""
@@ -96,9 +105,12 @@ class ProxyPushRules(Generic[W]):
         revision = self._revision()
         settled = self._pushed_at.get(connection) == revision
         self._pushed_at[connection] = revision
-        plans = self._plans
+        plans = self._plans.get(id(request))
         if plans is None or plans[0] is not request:
-            plans = self._plans = (request, full_push(request, True), full_push(request, False))
+            if len(self._plans) >= PLANS_KEPT:
+                self._plans.clear()  # the requests of pushes long gone
+            plans = (request, full_push(request, True), full_push(request, False))
+            self._plans[id(request)] = plans
         return plans[1] if settled else plans[2]
 
     def forget(self, connection: W) -> None:

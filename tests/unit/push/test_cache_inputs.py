@@ -157,3 +157,51 @@ def test_frozen_inputs_name_their_dependencies_once() -> None:
         sidecar,
         ConfigKey("Gateway", "a", "b"),
     }
+
+
+class CountedPart:
+    """A part that counts how often it is compared (equal to every other CountedPart)."""
+
+    compared = 0
+
+    def __hash__(self) -> int:
+        return 7
+
+    def __eq__(self, other: object) -> bool:
+        CountedPart.compared += 1
+        return isinstance(other, CountedPart)
+
+
+def test_equal_keys_of_two_scopes_walk_their_parts_once_per_pair() -> None:
+    """Two scopes gather equal keys of their own; each proxy looks its scope's key up in
+    the cache, where the other scope's is stored: only the first lookup compares parts."""
+    CountedPart.compared = 0
+    stored = InputKey((CountedPart(), CountedPart()))
+    cache = ResourceCache()
+    built = cache.value(stored, lambda: "built")
+    other = InputKey((CountedPart(), CountedPart()))
+    assert cache.value(other, lambda: "again") is built
+    walked = CountedPart.compared
+    assert walked == 2
+    for _ in range(5):
+        assert cache.value(other, lambda: "again") is built
+        assert other == stored and stored == other
+    assert CountedPart.compared == walked
+    third = InputKey((CountedPart(), CountedPart()))  # a third scope meets the stored key
+    assert cache.value(third, lambda: "again") is built
+    assert cache.value(other, lambda: "again") is built  # the second is still known equal
+    assert CountedPart.compared == walked + 2
+    assert InputKey((CountedPart(),)) != stored
+
+
+def test_equal_frozen_inputs_compare_their_fields_once_per_pair() -> None:
+    CountedPart.compared = 0
+    sidecar = ConfigKey("Sidecar", "shop", "default")
+    hosts: tuple[str, ...] = (CountedPart(),)  # type: ignore[assignment]
+    keyed = {Named(SERVICE, sidecar, hosts): "stored"}
+    one = Named(SERVICE, sidecar, (CountedPart(),))  # type: ignore[arg-type]
+    for _ in range(3):
+        assert keyed[one] == "stored"
+    assert CountedPart.compared == 1
+    assert Named(SERVICE, None, hosts) not in keyed
+    assert one != Renamed(SERVICE, sidecar, hosts)

@@ -55,3 +55,18 @@ def test_connections_of_one_request_share_its_plan_and_a_first_push_trusts_no_ma
     again = PushRequest.for_configs([RULE])  # equal, but another request
     planned = rules.plan(b, again)
     assert isinstance(planned, FullPush) and planned.request is again
+
+
+def test_requests_of_interleaved_scopes_each_keep_their_plans() -> None:
+    """A push queues one request per scope; their connections come off the queue
+    interleaved, and each request's plans are made once, not once per connection."""
+    rules: ProxyPushRules[Watcher] = ProxyPushRules(lambda: 1)
+    scopes = [PushRequest.for_configs([RULE]) for _ in range(3)]
+    watchers = [Watcher(f"w{i}") for i in range(12)]
+    plans = [rules.plan(w, scopes[i % 3]) for i, w in enumerate(watchers)]
+    for i, planned in enumerate(plans):
+        assert isinstance(planned, FullPush) and planned.request is scopes[i % 3]
+        assert planned is plans[i % 3]  # the same scope's plan, made once
+    settled = [rules.plan(w, scopes[i % 3]) for i, w in enumerate(watchers)]
+    assert all(s is settled[i % 3] for i, s in enumerate(settled))
+    assert settled[0] is not plans[0]  # each connection's own state still decides

@@ -99,12 +99,12 @@ class MakeBeforeBreak:
         kept = {n: sent[n] for n in self.lingering if n in sent and n not in generated}
         return {**kept, **generated} if kept else generated
 
-    def begin_linger(self, new_clusters: Mapping[str, object]) -> None:
-        """Clusters the proxy holds but the new config drops stay until routes move."""
-        held = self.sent(CDS)
-        if held is new_clusters or held.keys() <= new_clusters.keys():
-            return  # nothing dropped (every push that only changes clusters)
-        self.lingering = self.lingering | frozenset(held.keys() - new_clusters.keys())
+    def begin_linger(self, dropped: frozenset[str]) -> None:
+        """Clusters the proxy holds but the new config drops (``dropped``: the caller
+        works out, once for every stream of a scope, which of :meth:`sent`'s clusters
+        the new ones lack) stay until routes move."""
+        if dropped:  # nothing dropped in every push that only changes clusters
+            self.lingering = self.lingering | dropped
 
     def begin_warming(self, clusters: frozenset[str]) -> int:
         """Routes wait for ``clusters`` to be warmed; returns the epoch for the timeout."""

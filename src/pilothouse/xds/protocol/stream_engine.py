@@ -246,7 +246,8 @@ class StreamEngine:
         if routes_watched and CDS in watched:
             # generated once: what lingers is worked out from it, and it is what is sent
             clusters = self._source.generate(CDS, self.watched_names(CDS))
-            order.begin_linger(clusters)
+            # the scope's streams move between the same mappings: compared once for all
+            order.begin_linger(self._contents.difference(held, clusters).removed)
             if order.lingering:
                 self._schedule(2 * self._warming_timeout, self._release_lingering)
         for type_url in watched:
