@@ -15,7 +15,7 @@ from pilothouse.xds.server.admission import ADMIT_EVERY, Admission
 
 RATE = 250.0
 BURST = 25
-WAITING = 20
+WAITING = 60
 
 
 async def test_waiting_streams_are_let_in_in_batches_of_the_tokens_due_meanwhile(

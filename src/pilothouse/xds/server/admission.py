@@ -22,10 +22,10 @@ first request has arrived) and before anything is served to it:
    lets the one event loop admit the streams whose tokens came due while it was busy
    elsewhere (waiting streams are let in once per loop turn); an event loop busy for
    longer lets in fewer, never a catch-up burst. Waiting streams are let in together,
-   :data:`ADMIT_EVERY` seconds of tokens at a time (10 at 250/s; one below 50/s; at most
-   the burst), each then waiting at most that much longer: one stream per token took
-   a fifth more CPU per stream (a loop turn, a timer, gRPC wake-ups each;
-   ``bench/connect_storm.py``). A ``rate`` of 0 lets every stream in at once.
+   :data:`ADMIT_EVERY` seconds of tokens at a time (25 at 250/s, the default burst; one
+   below 20/s; at most the burst), each then waiting at most that much longer: one
+   stream per token cost a fifth more CPU per stream (a loop turn, a timer, gRPC
+   wake-ups each; ``bench/connect_storm.py``). A ``rate`` of 0 lets every stream in at once.
 
 Envoy does not read the pushback hint: a refused Envoy reconnects after its own jittered
 backoff (0.5 s, then up to 1.5 s, 3.5 s ... 30 s), which is why streams are held rather
@@ -88,7 +88,7 @@ PUSHBACK_TRAILER = "grpc-retry-pushback-ms"
 """The standard gRPC trailer that tells a client when to retry, in whole milliseconds."""
 _ROUNDING = 1e-6
 """Milliseconds short of a whole one that still round down (0.35 s is 350 ms, not 351)."""
-ADMIT_EVERY = 0.04
+ADMIT_EVERY = 0.1
 """Seconds of tokens waiting streams are let in with at once (module docstring)."""
 
 
