@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -25,6 +26,15 @@ from pilothouse.registry.model import NO_LABELS, Labels
 from pilothouse.security.identity import Caller
 
 MAX_NODE_ID = 1024
+_CANONICAL_IPV4 = re.compile(
+    r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(?:\.(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])){3}"
+)
+"""An IPv4 address as :mod:`ipaddress` writes it (ASCII digits, no leading zero): a node's
+address usually is, and is then kept as given, without parsing it (a connect storm
+parses thousands)."""
+_COMPACT_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+"""How a metadata value that is not a string is flattened (never changed: a constant, so
+that each value does not build an encoder again as ``json.dumps`` with options does)."""
 
 
 class ProxyType(StrEnum):
@@ -164,10 +174,13 @@ def _ip_addresses(ip: str, instance_ips: Any, node_id: str) -> tuple[str, ...]:
         candidates.append(ip)
     out: list[str] = []
     for candidate in dict.fromkeys(candidates):  # the id's address is often INSTANCE_IPS'
-        try:
-            address = str(ipaddress.ip_address(candidate))
-        except ValueError:
-            raise BadNode(f"node id {node_id!r}: {candidate!r} is not an IP address") from None
+        if _CANONICAL_IPV4.fullmatch(candidate):
+            address = candidate
+        else:
+            try:
+                address = str(ipaddress.ip_address(candidate))
+            except ValueError:
+                raise BadNode(f"node id {node_id!r}: {candidate!r} is not an IP address") from None
         if address not in out:
             out.append(address)
     return tuple(out)
@@ -218,4 +231,4 @@ def _flat(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return _COMPACT_JSON.encode(value)

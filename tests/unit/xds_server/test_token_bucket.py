@@ -170,3 +170,10 @@ def test_a_rate_below_one_a_second_still_lets_one_in() -> None:
     bucket = TokenBucket(rate=0.5, burst=1, now=0.0)
     assert bucket.per_second == 1
     assert bucket.take(0.0) and not bucket.take(1.5) and bucket.take(2.0)
+
+
+def test_a_batch_is_the_whole_tokens_of_a_span_at_least_one_at_most_the_burst() -> None:
+    assert TokenBucket(250, 25, 0.0).batch(0.04) == 10
+    assert TokenBucket(250, 4, 0.0).batch(0.04) == 4
+    assert TokenBucket(10, 25, 0.0).batch(0.04) == 1
+    assert TokenBucket(50, 25, 0.0).batch(0.04) == 2

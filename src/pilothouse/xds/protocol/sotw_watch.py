@@ -221,7 +221,7 @@ class SotwWatch:
             previous = self.nonce_sent
             if previous and live.get(previous) == 0:
                 del live[previous], responses[previous]
-            for name in held:
+            for name in held if carriers else ():  # the first response moves nothing
                 old = carriers.get(name)
                 if old is not None:
                     left = live[old] - 1

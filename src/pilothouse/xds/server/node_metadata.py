@@ -16,8 +16,7 @@ from typing import Any
 
 def struct_dict(struct: Any) -> dict[str, Any]:
     """The fields of a ``google.protobuf.Struct`` as a dict of plain values."""
-    fields = struct.fields
-    return {key: value_of(fields[key]) for key in fields}
+    return {key: value_of(value) for key, value in struct.fields.items()}
 
 
 def value_of(value: Any) -> Any:

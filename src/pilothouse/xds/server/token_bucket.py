@@ -79,6 +79,10 @@ class TokenBucket:
             wait = max(wait, self._taken[beyond - 1] + SECOND - now)
         return wait
 
+    def batch(self, seconds: float) -> int:
+        """The tokens accrued in ``seconds``, whole: at least one, at most the burst."""
+        return max(1, min(self._burst, math.floor(self._rate * seconds + _ROUNDING)))
+
     def reconfigure(self, rate: float, burst: int, now: float) -> None:
         """A new rate and burst from ``now`` on; the tokens in hand are kept, up to the
         new burst, and the tokens taken in the last second still count."""
