@@ -23,7 +23,6 @@ other tools send no ``Origin`` and are not affected.
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass, field
 
 from aiohttp import web
@@ -31,22 +30,15 @@ from aiohttp.typedefs import Middleware
 from yarl import URL
 
 from pilothouse.boundary.contain import ErrorRenderer
-from pilothouse.boundary.host_names import Handler, ServerNames
+from pilothouse.boundary.host_names import Handler, ServerNames, ip_of
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 OPEN_HINT = "set PILOTHOUSE_ADMIN_ALLOW_REMOTE=true to allow it"
 
 
 def is_loopback(address: str | None) -> bool:
-    if not address:
-        return False
-    try:
-        ip = ipaddress.ip_address(address.split("%", 1)[0])
-    except ValueError:
-        return False
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        return ip.ipv4_mapped.is_loopback
-    return ip.is_loopback
+    ip = ip_of(address) if address else None
+    return ip is not None and ip.is_loopback
 
 
 def _host_and_port(authority: str) -> tuple[str, int | None]:
