@@ -106,9 +106,6 @@ class AccessPolicy:
 
         @web.middleware
         async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
-            refused = self.refusal(request)
-            if refused is not None:
-                return render(403, refused)
-            return await handler(request)
+            return await self.guard(render, handler)(request)
 
         return check
