@@ -9,7 +9,10 @@ Both change a running control plane, so a request is refused with 403 unless:
   ``localhost``, a loopback address, this server's own address or host name, or a
   configured name). A web page whose own name an attacker points at 127.0.0.1 (DNS
   rebinding) sends its own name and is refused. This rule holds with or without
-  ``allow_remote``, and for every page of the admin port, not only the admin API.
+  ``allow_remote``. On the admin port and ControlZ the Host check in front of every page
+  (:mod:`pilothouse.boundary.host_check`) answers such a request 421 first; this one stays
+  for a policy used without it, and on the admin API it also refuses ``xds-rest`` (a name
+  of the admin port for Envoy's REST polls only).
 
 Always, with or without ``allow_remote``, a request that changes something (any method
 but GET, HEAD and OPTIONS) and carries an ``Origin`` header must come from a page of this
@@ -20,8 +23,6 @@ other tools send no ``Origin`` and are not affected.
 
 from __future__ import annotations
 
-import ipaddress
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from aiohttp import web
@@ -29,24 +30,15 @@ from aiohttp.typedefs import Middleware
 from yarl import URL
 
 from pilothouse.boundary.contain import ErrorRenderer
-from pilothouse.boundary.host_names import ServerNames, refusing
+from pilothouse.boundary.host_names import Handler, ServerNames, ip_of
 
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 OPEN_HINT = "set PILOTHOUSE_ADMIN_ALLOW_REMOTE=true to allow it"
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
 
 def is_loopback(address: str | None) -> bool:
-    if not address:
-        return False
-    try:
-        ip = ipaddress.ip_address(address.split("%", 1)[0])
-    except ValueError:
-        return False
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        return ip.ipv4_mapped.is_loopback
-    return ip.is_loopback
+    ip = ip_of(address) if address else None
+    return ip is not None and ip.is_loopback
 
 
 def _host_and_port(authority: str) -> tuple[str, int | None]:
@@ -111,4 +103,9 @@ class AccessPolicy:
 
     def middleware(self, render: ErrorRenderer) -> Middleware:
         """The same check for every request of an application."""
-        return refusing(self.refusal, render)
+
+        @web.middleware
+        async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
+            return await self.guard(render, handler)(request)
+
+        return check

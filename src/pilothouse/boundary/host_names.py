@@ -33,9 +33,6 @@ from dataclasses import dataclass, field, replace
 from typing import Final
 
 from aiohttp import web
-from aiohttp.typedefs import Middleware
-
-from pilothouse.boundary.contain import ErrorRenderer
 
 ANY_NAME: Final = "*"
 SETTING: Final = "PILOTHOUSE_ADMIN_HOST_NAMES"
@@ -124,22 +121,6 @@ class ServerNames:
         if self.names_this_server(header, _local_address(request)):
             return None
         return f"Host {header!r} is not a name of this server; {ADVICE}"
-
-
-def refusing(
-    refusal: Callable[[web.Request], str | None], render: ErrorRenderer
-) -> Middleware:
-    """A middleware answering 403 (with ``render``) to each request ``refusal`` gives a
-    reason for, and passing the others on."""
-
-    @web.middleware
-    async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
-        refused = refusal(request)
-        if refused is not None:
-            return render(403, refused)
-        return await handler(request)
-
-    return check
 
 
 def _local_address(request: web.Request) -> str | None:

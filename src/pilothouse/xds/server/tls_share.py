@@ -10,9 +10,10 @@ slot and keep every other host out. :class:`UnauthenticatedSlots` only counts;
 
 from __future__ import annotations
 
-import ipaddress
 import resource
 from typing import Final
+
+from pilothouse.boundary.host_names import ip_of
 
 ALL_TAKEN: Final = "all"
 ADDRESS_TAKEN: Final = "address"
@@ -42,13 +43,8 @@ def source_of(peername: object) -> str:
     if not isinstance(peername, tuple) or not peername:
         return "unknown"
     host = str(peername[0]).split("%", 1)[0]
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return host
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return str(address.ipv4_mapped)
-    return str(address)
+    address = ip_of(host)
+    return host if address is None else str(address)
 
 
 class UnauthenticatedSlots:
