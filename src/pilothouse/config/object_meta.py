@@ -70,11 +70,8 @@ def metadata_problems(
     found: list[Problem] = []
     for extra in sorted(set(data) - _TOP_LEVEL):
         found.append(problem(extra, f"{extra}: unknown top-level field", key))
-    naming = name_problems(schema, key)
-    not_text = not isinstance(metadata.get("namespace", key.namespace), str)
-    if schema.namespaced and not_text and all(p != "metadata.namespace" for p, _ in naming):
-        message = f"metadata.namespace {key.namespace!r} must be a lowercase RFC 1123 label"
-        naming.append(("metadata.namespace", message))
+    text = isinstance(metadata.get("namespace", key.namespace), str)
+    naming = name_problems(schema, key, namespace_text=text)
     found.extend(problem(path, message, key) for path, message in naming)
     for section in ("labels", "annotations"):
         values = metadata.get(section)
@@ -91,14 +88,17 @@ def metadata_problems(
     return found
 
 
-def name_problems(schema: Schema, key: ConfigKey) -> list[tuple[str, str]]:
-    """``(field path, message)`` for a name or namespace Kubernetes would refuse."""
+def name_problems(
+    schema: Schema, key: ConfigKey, *, namespace_text: bool = True
+) -> list[tuple[str, str]]:
+    """``(field path, message)`` for a name or namespace Kubernetes would refuse (a
+    namespace that was not text in the manifest, ``namespace_text`` False, is refused)."""
     found: list[tuple[str, str]] = []
     if not _object_name_ok(key.name):
         found.append(
             ("metadata.name", f"metadata.name {key.name!r} must be a lowercase RFC 1123 subdomain")
         )
-    if schema.namespaced and not _namespace_ok(key.namespace):
+    if schema.namespaced and not (namespace_text and _namespace_ok(key.namespace)):
         found.append(
             (
                 "metadata.namespace",

@@ -56,6 +56,19 @@ def with_token(metadata: Any, token: str) -> grpc.aio.Metadata:
     return grpc.aio.Metadata(*pairs, (TOKEN, token))
 
 
+def details_with_token(
+    details: grpc.aio.ClientCallDetails, token: str
+) -> grpc.aio.ClientCallDetails:
+    """``details`` with its metadata's ``token`` replaced by ``token``."""
+    return grpc.aio.ClientCallDetails(
+        details.method,
+        details.timeout,
+        with_token(details.metadata, token),
+        details.credentials,
+        details.wait_for_ready,
+    )
+
+
 def token_refused(problem: grpc.aio.AioRpcError) -> bool:
     """Whether etcd refused a request for its token (expired, or from before a restart)."""
     return problem.code() is grpc.StatusCode.UNAUTHENTICATED
@@ -87,14 +100,7 @@ class TokenRefresh(grpc.aio.UnaryUnaryClientInterceptor):
             if not token_refused(problem):
                 raise
         fresh = await self._authenticate(stale)
-        details = grpc.aio.ClientCallDetails(
-            client_call_details.method,
-            client_call_details.timeout,
-            with_token(client_call_details.metadata, fresh),
-            client_call_details.credentials,
-            client_call_details.wait_for_ready,
-        )
-        return await continuation(details, request)
+        return await continuation(details_with_token(client_call_details, fresh), request)
 
 
 def watch_refused(response: Any) -> str | None:
@@ -215,14 +221,7 @@ class StreamTokenRefresh(grpc.aio.StreamStreamClientInterceptor):
             except _Refused:
                 call.cancel()
             fresh = await self._authenticate(stale)
-            details = grpc.aio.ClientCallDetails(
-                details.method,
-                details.timeout,
-                with_token(details.metadata, fresh),
-                details.credentials,
-                details.wait_for_ready,
-            )
-            call = await continuation(details, replay.requests())
+            call = await continuation(details_with_token(details, fresh), replay.requests())
             async for response in _delivered(call, replay, last=True):
                 yield response
         finally:
