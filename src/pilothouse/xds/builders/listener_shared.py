@@ -15,7 +15,6 @@ it its connections.
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -30,7 +29,12 @@ from pilothouse.xds.builders.filter_chain import (
     needs_tls_inspector,
     tcp_proxy_filter,
 )
-from pilothouse.xds.builders.listener import listener_name, socket_address, tls_inspector
+from pilothouse.xds.builders.listener import (
+    cidr_range,
+    listener_name,
+    socket_address,
+    tls_inspector,
+)
 from pilothouse.xds.builders.names import BLACKHOLE_CLUSTER, PASSTHROUGH_CLUSTER
 
 PASSTHROUGH_CHAIN: Final = "PassthroughFilterChain"
@@ -99,9 +103,5 @@ def _filter_chain(chain: L4Chain) -> listener_pb2.FilterChain:
     )
     built = build_filter_chain([tcp_proxy_filter(proxy)], sni=chain.server_names)
     if chain.destination_cidr:
-        network = ipaddress.ip_network(chain.destination_cidr, strict=False)
-        cidr = built.filter_chain_match.prefix_ranges.add(
-            address_prefix=str(network.network_address)
-        )
-        cidr.prefix_len.value = network.prefixlen
+        built.filter_chain_match.prefix_ranges.append(cidr_range(chain.destination_cidr))
     return built
