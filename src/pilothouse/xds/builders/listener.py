@@ -24,6 +24,7 @@ The builder modules around this one:
 
 from __future__ import annotations
 
+import ipaddress
 from datetime import timedelta
 from typing import Final
 
@@ -70,6 +71,15 @@ def socket_address(address: str, port: int) -> address_pb2.Address:
         return address_pb2.Address(pipe=address_pb2.Pipe(path=address[len(UNIX_PREFIX) :]))
     return address_pb2.Address(
         socket_address=address_pb2.SocketAddress(address=address, port_value=port)
+    )
+
+
+def cidr_range(value: str) -> address_pb2.CidrRange:
+    """An address range (``10.0.0.0/8``; a bare address is a range of one) as Envoy's
+    ``CidrRange``, its host bits cleared."""
+    network = ipaddress.ip_network(value, strict=False)
+    return address_pb2.CidrRange(
+        address_prefix=str(network.network_address), prefix_len={"value": network.prefixlen}
     )
 
 

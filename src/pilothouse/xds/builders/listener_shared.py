@@ -15,12 +15,10 @@ it its connections.
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from envoy.config.core.v3 import base_pb2  # type: ignore[import-untyped]
 from envoy.config.listener.v3 import listener_pb2  # type: ignore[import-untyped]
 
 from pilothouse.xds.builders.filter_chain import (
@@ -30,7 +28,8 @@ from pilothouse.xds.builders.filter_chain import (
     needs_tls_inspector,
     tcp_proxy_filter,
 )
-from pilothouse.xds.builders.listener import listener_name, socket_address, tls_inspector
+from pilothouse.xds.builders.listener import cidr_range, listener_name, tls_inspector
+from pilothouse.xds.builders.listener_sidecar import outbound_listener_frame
 from pilothouse.xds.builders.names import BLACKHOLE_CLUSTER, PASSTHROUGH_CLUSTER
 
 PASSTHROUGH_CHAIN: Final = "PassthroughFilterChain"
@@ -69,14 +68,7 @@ def build_shared_outbound_listener(
         raise ValueError(
             f"listener {listener_name(address, port)}: two chains match every connection"
         )
-    listener = listener_pb2.Listener(
-        name=listener_name(address, port),
-        address=socket_address(address, port),
-        traffic_direction=base_pb2.OUTBOUND,
-        continue_on_listener_filters_timeout=True,
-    )
-    listener.listener_filters_timeout.SetInParent()  # 0s: the TLS inspector never waits long
-    listener.bind_to_port.value = False
+    listener = outbound_listener_frame(address, port, bind=False)
     for chain in [*(c for c in chains if not c.matches_all), *catch_all]:
         listener.filter_chains.append(_filter_chain(chain))
     if not catch_all:
@@ -99,9 +91,5 @@ def _filter_chain(chain: L4Chain) -> listener_pb2.FilterChain:
     )
     built = build_filter_chain([tcp_proxy_filter(proxy)], sni=chain.server_names)
     if chain.destination_cidr:
-        network = ipaddress.ip_network(chain.destination_cidr, strict=False)
-        cidr = built.filter_chain_match.prefix_ranges.add(
-            address_prefix=str(network.network_address)
-        )
-        cidr.prefix_len.value = network.prefixlen
+        built.filter_chain_match.prefix_ranges.append(cidr_range(chain.destination_cidr))
     return built

@@ -103,15 +103,7 @@ def build_outbound_listener(
     """
     name = listener_name(address, port)
     _check_declared(protocol, name)
-    listener = Listener(
-        name=name,
-        address=socket_address(address, port),
-        traffic_direction=base_pb2.OUTBOUND,
-        continue_on_listener_filters_timeout=True,
-    )
-    listener.listener_filters_timeout.SetInParent()  # 0s: no listener filter needs a wait
-    if not capture_none:
-        listener.bind_to_port.value = False
+    listener = outbound_listener_frame(address, port, bind=capture_none)
     if is_http(protocol):
         manager = build_http_connection_manager(
             stat_prefix(OUTBOUND, name),
@@ -130,6 +122,22 @@ def build_outbound_listener(
         )
         filters = [tcp_proxy_filter(proxy)]
     listener.filter_chains.append(build_filter_chain(filters))
+    return listener
+
+
+def outbound_listener_frame(address: str, port: int, *, bind: bool) -> listener_pb2.Listener:
+    """The outbound listener ``<address>_<port>`` without filter chains: its listener
+    filters' timeout 0s (none: istiod's default protocol detection timeout), and, unless
+    ``bind``, not bound (``virtualOutbound`` hands it its connections)."""
+    listener = Listener(
+        name=listener_name(address, port),
+        address=socket_address(address, port),
+        traffic_direction=base_pb2.OUTBOUND,
+        continue_on_listener_filters_timeout=True,
+    )
+    listener.listener_filters_timeout.SetInParent()
+    if not bind:
+        listener.bind_to_port.value = False
     return listener
 
 

@@ -30,13 +30,12 @@ rule matches more: a DENY never lets through what it was meant to refuse.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from envoy.config.core.v3 import address_pb2, extension_pb2  # type: ignore[import-untyped]
+from envoy.config.core.v3 import extension_pb2  # type: ignore[import-untyped]
 from envoy.config.rbac.v3 import rbac_pb2  # type: ignore[import-untyped]
 from envoy.config.route.v3 import route_components_pb2  # type: ignore[import-untyped]
 from envoy.extensions.path.match.uri_template.v3 import (  # type: ignore[import-untyped]
@@ -50,7 +49,7 @@ from envoy.type.matcher.v3 import (  # type: ignore[import-untyped]
 )
 
 from pilothouse.config.validation.authorization_conditions import parse_condition_key
-from pilothouse.xds.builders.listener import typed
+from pilothouse.xds.builders.listener import cidr_range, typed
 
 Principal = rbac_pb2.Principal
 Permission = rbac_pb2.Permission
@@ -187,7 +186,7 @@ def _condition(condition: Any, context: RuleContext, *, permission: bool) -> Any
 def _condition_matcher(attribute: str, index: str, context: RuleContext) -> Callable[[str], Any]:
     issuers = context.issuers
     matchers: dict[str, Callable[[str], Any]] = {
-        "destination.ip": lambda v: Permission(destination_ip=_cidr(v)),
+        "destination.ip": lambda v: Permission(destination_ip=cidr_range(v)),
         "destination.port": _port,
         "connection.sni": lambda v: Permission(requested_server_name=_string(v)),
         "source.ip": _direct_ip,
@@ -265,19 +264,12 @@ def _authenticated_regex(regex: str) -> rbac_pb2.Principal:
     return Principal(authenticated=rbac_pb2.Principal.Authenticated(principal_name=matcher))
 
 
-def _cidr(value: str) -> address_pb2.CidrRange:
-    network = ipaddress.ip_network(value, strict=False)
-    return address_pb2.CidrRange(
-        address_prefix=str(network.network_address), prefix_len={"value": network.prefixlen}
-    )
-
-
 def _direct_ip(value: str) -> rbac_pb2.Principal:
-    return Principal(direct_remote_ip=_cidr(value))
+    return Principal(direct_remote_ip=cidr_range(value))
 
 
 def _remote_ip(value: str) -> rbac_pb2.Principal:
-    return Principal(remote_ip=_cidr(value))
+    return Principal(remote_ip=cidr_range(value))
 
 
 def _port(value: str) -> rbac_pb2.Permission:

@@ -53,6 +53,7 @@ from pilothouse.xds.builders.access_control import AccessFilters, guard_listener
 from pilothouse.xds.builders.cluster import RestPolling
 from pilothouse.xds.builders.filter_chain import WeightedCluster, weighted_clusters
 from pilothouse.xds.builders.http_connection_manager import is_http
+from pilothouse.xds.builders.listener import WILDCARD_ADDRESS
 from pilothouse.xds.builders.listener_gateway import (
     GatewayServer,
     SniRoute,
@@ -86,7 +87,6 @@ log = logging.getLogger("pilothouse.xds")
 
 CAPTURE_NONE = 2
 CAPTURING = frozenset({"REDIRECT", "TPROXY"})
-WILDCARD = "0.0.0.0"
 
 
 class ListenerGenerator:
@@ -264,7 +264,7 @@ def outbound_listeners(inputs: ListenerInputs) -> list[Any]:
 def _egress_listener(scope: ScopeInputs, entry: Any) -> Any:
     port = int(entry.port.number)
     protocol = (entry.port.protocol or "TCP").upper()
-    address = entry.bind or WILDCARD
+    address = entry.bind or WILDCARD_ADDRESS
     capture_none = entry.capture_mode == CAPTURE_NONE or bool(entry.bind)
     if is_http(protocol):
         return build_outbound_listener(
@@ -285,4 +285,3 @@ def _egress_listener(scope: ScopeInputs, entry: Any) -> Any:
     return outbound_l4_listener(
         scope, address, port, protocol, services[0].hostname, capture_none=capture_none
     )
-

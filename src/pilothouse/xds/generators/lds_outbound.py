@@ -40,13 +40,11 @@ from collections.abc import Sequence
 from typing import Any, Final, NamedTuple
 
 from pilothouse.registry.model import Service
-from pilothouse.xds.builders.filter_chain import WeightedCluster
 from pilothouse.xds.builders.http_connection_manager import is_http
 from pilothouse.xds.builders.listener import WILDCARD_ADDRESS, listener_name
 from pilothouse.xds.builders.listener_shared import L4Chain, build_shared_outbound_listener
 from pilothouse.xds.builders.listener_sidecar import build_outbound_listener
-from pilothouse.xds.builders.names import outbound_cluster_name
-from pilothouse.xds.generators.mesh_tcp import tcp_destinations
+from pilothouse.xds.generators.mesh_tcp import service_destinations
 from pilothouse.xds.generators.mesh_tls import (
     ANY_NAME,
     TLS_PROTOCOLS,
@@ -163,24 +161,22 @@ def _shared_chains(
 
 def _claim_chains(scope: ScopeInputs, address: str, port: int, claim: PortClaim) -> list[L4Chain]:
     host = claim.service.hostname
-    own = tcp_destinations(scope, host, port) or (
-        WeightedCluster(outbound_cluster_name(host, port), 1),
-    )
-    if claim.protocol not in TLS_PROTOCOLS:
-        return [L4Chain((), claim.cidr, own, host)]
-    routed = [
-        L4Chain(
-            tuple(n for n in chain.server_names if n != ANY_NAME),
-            claim.cidr,
-            chain.destinations,
-            chain.stat_prefix,
-        )
-        for chain in sni_chains(scope, host, port)
-    ]
-    if routed:
-        return routed
-    names = (host,) if address == WILDCARD_ADDRESS else ()
-    return [L4Chain(names, claim.cidr, own, host)]
+    names: tuple[str, ...] = ()
+    if claim.protocol in TLS_PROTOCOLS:
+        routed = [
+            L4Chain(
+                tuple(n for n in chain.server_names if n != ANY_NAME),
+                claim.cidr,
+                chain.destinations,
+                chain.stat_prefix,
+            )
+            for chain in sni_chains(scope, host, port)
+        ]
+        if routed:
+            return routed
+        if address == WILDCARD_ADDRESS:
+            names = (host,)
+    return [L4Chain(names, claim.cidr, service_destinations(scope, host, port), host)]
 
 
 def _refuse(address: str, port: int, kept: PortClaim, refused: PortClaim) -> None:

@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from pilothouse.push.hostnames import host_matches
 from pilothouse.xds.builders.filter_chain import WeightedCluster, weighted_clusters
+from pilothouse.xds.builders.names import outbound_cluster_name
 from pilothouse.xds.builders.route_l4 import build_tcp_route_clusters, tcp_route_applies
 from pilothouse.xds.generators.routing import resolver_for
 from pilothouse.xds.generators.scope_inputs import ScopeInputs
@@ -49,3 +50,11 @@ def tcp_destinations(
             )
             return weighted_clusters(clusters) or None
     return None
+
+
+def service_destinations(scope: ScopeInputs, host: str, port: int) -> tuple[WeightedCluster, ...]:
+    """Where connections to ``host`` at ``port`` go: the first mesh ``tcp`` route's
+    destinations, or else the service's own cluster."""
+    return tcp_destinations(scope, host, port) or (
+        WeightedCluster(outbound_cluster_name(host, port), 1),
+    )

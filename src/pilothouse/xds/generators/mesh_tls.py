@@ -34,14 +34,13 @@ from pilothouse.xds.builders.filter_chain import (
 )
 from pilothouse.xds.builders.listener import tls_inspector
 from pilothouse.xds.builders.listener_sidecar import build_outbound_listener
-from pilothouse.xds.builders.names import outbound_cluster_name
 from pilothouse.xds.builders.route_l4 import (
     TlsMatch,
     build_tcp_route_clusters,
     tcp_stat_prefix,
     tls_route_matches,
 )
-from pilothouse.xds.generators.mesh_tcp import MESH, tcp_destinations
+from pilothouse.xds.generators.mesh_tcp import MESH, service_destinations
 from pilothouse.xds.generators.routing import resolver_for
 from pilothouse.xds.generators.scope_inputs import ScopeInputs
 
@@ -118,13 +117,12 @@ def outbound_l4_listener(
     """The sidecar's listener for the non-HTTP port ``port`` of service ``host``: a
     ``tcp_proxy`` where the mesh ``tcp`` routes (or the service's own cluster) send
     connections, and on TLS and HTTPS ports a chain per SNI of the mesh ``tls`` routes."""
-    routed = tcp_destinations(scope, host, port)
-    fallback = routed or (WeightedCluster(outbound_cluster_name(host, port), 1),)
     chains = sni_chains(scope, host, port) if protocol.upper() in TLS_PROTOCOLS else ()
     named = [c for c in chains if ANY_NAME not in c.server_names]
     catch_all = next((c for c in chains if ANY_NAME in c.server_names), None)
-    if catch_all is not None:
-        fallback = catch_all.destinations
+    fallback = (
+        catch_all.destinations if catch_all is not None else service_destinations(scope, host, port)
+    )
     listener = build_outbound_listener(
         address, port, protocol, capture_none=capture_none, destinations=fallback
     )
