@@ -43,7 +43,8 @@ from pilothouse.config.model import Config
 from pilothouse.kinds.table import SCHEMAS
 from pilothouse.registry.controller import ServiceEntryRegistry
 from pilothouse.registry.endpoint_index import EndpointIndex
-from pilothouse.registry.kubernetes.registry import KubeFeeds, KubeRegistry
+from pilothouse.registry.kubernetes.feeds import KubeFeeds
+from pilothouse.registry.kubernetes.registry import KubeRegistry
 from pilothouse.registry.update import RegistryUpdate
 from pilothouse.sources.kubernetes.events import KubeEvent, KubeHandler, WatchEventType
 from pilothouse.sources.memory import MemoryStore

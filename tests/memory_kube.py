@@ -12,7 +12,7 @@ import copy
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from pilothouse.registry.kubernetes.registry import KubeFeeds
+from pilothouse.registry.kubernetes.feeds import KubeFeeds
 from pilothouse.sources.kubernetes.events import KubeEvent, KubeHandler, WatchEventType
 
 

@@ -27,7 +27,7 @@ from google.protobuf import any_pb2, json_format
 
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from pilothouse.push.proxy import ProxyIdentity
-from pilothouse.registry.kubernetes.registry import KubeFeeds
+from pilothouse.registry.kubernetes.feeds import KubeFeeds
 from pilothouse.sources.events import ConfigStore
 from pilothouse.sources.fs import FileSource
 from pilothouse.xds.generators.base import GenerationInput

@@ -99,6 +99,12 @@ async def test_every_admin_route_refuses_a_foreign_host(
         for path in ("/ready", "/healthz", "/metrics", "/debug/syncz", "/debug/configz"):
             status, _ = await _status("GET", f"http://127.0.0.1:{port}{path}", "localhost")
             assert status == 200, path
+        # Envoy's REST polls name the admin port by its cluster, xds-rest, which the
+        # port's Host check admits; the admin API still refuses that name (its
+        # AccessPolicy checks Host against this server's names alone)
+        status, body = await _status("GET", f"http://127.0.0.1:{port}/admin/knobs", "xds-rest")
+        assert status == 403 and "DNS rebinding" in body, body
+        assert (await _status("GET", f"http://127.0.0.1:{port}/debug/syncz", "xds-rest"))[0] == 200
         # ControlZ answers the same way
         ctrlz = f"http://127.0.0.1:{served.bound.ctrlz_port}/"
         assert (await _status("GET", ctrlz, "attacker.com:9876"))[0] == 421

@@ -15,14 +15,23 @@ response whose write failed).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Final
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from pilothouse.metrics.families import gauge, histogram_family, istiod_counter
 from pilothouse.push.envoy_filter_status import METRIC_PATCH, PatchReport, PatchStatus
+from pilothouse.push.listener_conflicts import TCP_OVER_CURRENT_HTTP, TCP_OVER_CURRENT_TCP
 from pilothouse.xds.server.debug_view import DebugView
+
+CONFLICT_HELP: Final[Mapping[str, str]] = {
+    TCP_OVER_CURRENT_TCP: "Number of conflicting tcp listeners with current tcp listener.",
+    TCP_OVER_CURRENT_HTTP: "Number of conflicting wildcard tcp listeners with current wildcard "
+    "http listener.",
+}
+"""istiod's help texts of the outbound listener conflict gauges."""
 
 
 class PilotCollector(Collector):
@@ -113,6 +122,8 @@ class PilotCollector(Collector):
             "Total virtual services known to pilot.",
             len(context.virtual_services.entries),
         )
+        for metric, listeners in context.listener_conflicts.listeners_by_metric().items():
+            yield gauge(metric, CONFLICT_HELP[metric], listeners)
 
 
 def envoy_filter_status(reports: Iterable[PatchReport]) -> Metric:

@@ -32,7 +32,7 @@ from pilothouse.mcp.sink_client import McpSinkClient
 from pilothouse.mcp.sink_server import McpSinkServer
 from pilothouse.mcp.source_server import McpSourceServer
 from pilothouse.nodesets.server import NodeSetServer
-from pilothouse.registry.kubernetes.registry import KubeFeeds
+from pilothouse.registry.kubernetes.feeds import KubeFeeds
 from pilothouse.registry.kubernetes.registry_feeds import RegistryFeeds
 from pilothouse.settings import Settings
 from pilothouse.sources.addresses import (

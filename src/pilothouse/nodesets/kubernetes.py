@@ -39,8 +39,8 @@ from pilothouse.api.istio.mcp.v1alpha1 import resource_pb2
 from pilothouse.config.mcp_resource import STRUCT_TYPE_URL, UNNAMED, Rejection, split_name
 from pilothouse.config.model import Config, ConfigKey, Origin
 from pilothouse.kinds import service
+from pilothouse.registry.kubernetes.feeds import KubeFeeds
 from pilothouse.registry.kubernetes.pods import pod_of
-from pilothouse.registry.kubernetes.registry import KubeFeeds
 from pilothouse.sources.events import ConfigEvent, EventType
 from pilothouse.sources.kubernetes.events import KubeEvent, KubeFeed, WatchEventType
 from pilothouse.sources.kubernetes.skipped import SkippedObjects

@@ -43,7 +43,7 @@ from pilothouse.nodesets.node_access import CallerGuard, NodeSetDenied, node_den
 from pilothouse.nodesets.session import NodeSetSession, UnknownType
 from pilothouse.protocol.request_bytes import Undecodable, request_parser
 from pilothouse.push.cache import Resource
-from pilothouse.registry.kubernetes.registry import KubeFeeds
+from pilothouse.registry.kubernetes.feeds import KubeFeeds
 from pilothouse.security.authn import Unauthenticated
 from pilothouse.security.identity import Caller
 from pilothouse.sources.events import ConfigEvent, ConfigStore

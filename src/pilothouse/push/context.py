@@ -54,6 +54,7 @@ from pilothouse.push.indexes import (
     VirtualServiceIndex,
 )
 from pilothouse.push.inputs import InputKey
+from pilothouse.push.listener_conflicts import ListenerConflicts
 from pilothouse.push.peer_authentication import PEER_AUTHENTICATION, PeerAuthenticationIndex
 from pilothouse.push.proxy import ProxyIdentity, ProxyType
 from pilothouse.push.request import PushRequest
@@ -190,6 +191,11 @@ class PushContext:
             self.gateways,
             self.peer_authentications,
         )
+
+    @functools.cached_property
+    def listener_conflicts(self) -> ListenerConflicts:
+        """The outbound listener conflicts of the listeners generated from this context."""
+        return ListenerConflicts()
 
     @functools.cached_property
     def selections(self) -> ProxySelections:

@@ -14,7 +14,7 @@ from pilothouse.config.load import Loader
 from pilothouse.config.model import ConfigKey
 from pilothouse.kinds.table import SCHEMAS
 from pilothouse.push.debounce import DebounceSettings
-from pilothouse.registry.kubernetes.registry import KubeFeeds
+from pilothouse.registry.kubernetes.feeds import KubeFeeds
 from pilothouse.sources.memory import MemoryStore
 from pilothouse.xds.server.ads import add_discovery_services, new_grpc_server
 from pilothouse.xds.server.connection import Connection

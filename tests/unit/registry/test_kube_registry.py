@@ -9,7 +9,8 @@ from __future__ import annotations
 from pilothouse.push.pods_proxy import proxy_with_pod
 from pilothouse.push.proxy import parse_node
 from pilothouse.registry.endpoint_index import EndpointIndex
-from pilothouse.registry.kubernetes.registry import KubeFeeds, KubeRegistry
+from pilothouse.registry.kubernetes.feeds import KubeFeeds
+from pilothouse.registry.kubernetes.registry import KubeRegistry
 from pilothouse.registry.kubernetes.services import port_protocol
 from pilothouse.registry.model import Location, Resolution, ServiceKey
 from pilothouse.registry.update import RegistryUpdate

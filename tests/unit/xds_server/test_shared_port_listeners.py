@@ -10,15 +10,26 @@ configuration against a TCP service on that port.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
 import pytest
 
+from pilothouse.admin.metrics import server_metrics
 from pilothouse.config.load import Loader
 from pilothouse.kinds.table import SCHEMAS
+from pilothouse.protocol.type_urls import LDS
+from pilothouse.push.listener_conflicts import (
+    CONFLICT_METRICS,
+    TCP_OVER_CURRENT_HTTP,
+    TCP_OVER_CURRENT_TCP,
+)
 from pilothouse.push.proxy import parse_node
 from pilothouse.sources.memory import MemoryStore
+from pilothouse.xds.generators.base import GenerationInput
+from pilothouse.xds.server.discovery import DiscoveryServer
+from pilothouse.xds.server.discovery_debug import DiscoveryDebugView
 from tests.golden.xds_snapshot import snapshot_store
 from tests.unit.kinds.gateway_api.test_l4_routes import proxies_by_sni
 
@@ -207,3 +218,53 @@ spec:
         ("a.tls.example", "b.tls.example"): cluster("lone", 9443),
         ("*.wild.example",): cluster("", 443, "*.wild.example"),
     }
+
+
+async def test_refused_services_are_counted_per_listener_for_the_push() -> None:
+    """istiod's conflict gauges, read from the server's registry as ``/metrics`` writes
+    it: a listener counts once however many proxies (here of two scopes) get it."""
+    store = MemoryStore(name="test")
+    for config in Loader(SCHEMAS).load_strict(MESH, "mesh.yaml"):
+        store.apply(config)
+    store.mark_synced()
+    server = DiscoveryServer(store)
+    task = asyncio.create_task(server.run())
+    try:
+        await asyncio.wait_for(server.wait_ready(), 10)
+        registry = server_metrics(DiscoveryDebugView(server)).registry
+
+        def gauges() -> dict[str, float | None]:
+            return {m: registry.get_sample_value(m) for m in CONFLICT_METRICS}
+
+        # before any proxy got its listeners, the push found nothing yet
+        assert gauges() == dict.fromkeys(CONFLICT_METRICS, 0.0)
+        generator = server.generator(LDS)
+        assert generator is not None
+        for node in (
+            "sidecar~10.0.0.9~app-1.apps~apps.svc.cluster.local",
+            "sidecar~10.0.0.10~app-2.apps~apps.svc.cluster.local",
+            "sidecar~10.0.1.9~web-1.web~web.svc.cluster.local",
+        ):
+            proxy = parse_node(node)
+            context = server.context
+            generator.generate(
+                GenerationInput(
+                    proxy=proxy,
+                    scope=context.scope(proxy),
+                    context=context,
+                    endpoints=server.endpoints,
+                    cache=server.cache,
+                )
+            )
+        # 0.0.0.0_3306 (my-new refused for the older my-old) and 0.0.0.0_8080 (raw
+        # refused for the HTTP service web)
+        assert gauges() == {TCP_OVER_CURRENT_TCP: 1.0, TCP_OVER_CURRENT_HTTP: 1.0}
+        assert {
+            (c.listener, c.rejected, c.protocol) for c in context.listener_conflicts.conflicts()
+        } == {
+            ("0.0.0.0_3306", "my-new.apps.svc.cluster.local", "TCP"),
+            ("0.0.0.0_8080", "raw.apps.svc.cluster.local", "TCP"),
+        }
+    finally:
+        server.close()
+        await asyncio.wait_for(task, 10)

@@ -1,16 +1,20 @@
-"""The five Kubernetes resources the service registry reads, as informers.
+"""The five Kubernetes resources the service registry reads, as informers and as feeds.
 
 ``serve`` (once the registry is wired in) builds these from one API client and hands them
-to the registry as :class:`~pilothouse.sources.kubernetes.events.KubeFeed`\\ s, keyed by
-resource name.
+to the registry as :class:`KubeFeeds`: one
+:class:`~pilothouse.sources.kubernetes.events.KubeFeed` per resource, taken by resource
+name.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pilothouse.backoff import Backoff
 from pilothouse.sources.kubernetes.client import ResourceRef
+from pilothouse.sources.kubernetes.events import KubeFeed
 from pilothouse.sources.kubernetes.informer import Informer
 
 if TYPE_CHECKING:
@@ -39,3 +43,30 @@ def registry_informers(
             client, ref, field_selector=selector, backoff=backoff, absent_retry=absent_retry
         )
     return informers
+
+
+@dataclass(frozen=True, slots=True)
+class KubeFeeds:
+    """The five resources the registry reads, one feed (informer) each."""
+
+    services: KubeFeed
+    endpointslices: KubeFeed
+    pods: KubeFeed
+    nodes: KubeFeed
+    namespaces: KubeFeed
+
+    def all(self) -> tuple[KubeFeed, ...]:
+        return (self.services, self.endpointslices, self.pods, self.nodes, self.namespaces)
+
+    @classmethod
+    def by_resource(cls, feeds: Mapping[str, KubeFeed]) -> KubeFeeds:
+        """The five from feeds keyed by resource name (``services``,
+        ``endpointslices.discovery.k8s.io``, ``pods``, ``nodes``, ``namespaces``); raises
+        KeyError naming a missing one."""
+        return cls(
+            services=feeds["services"],
+            endpointslices=feeds["endpointslices.discovery.k8s.io"],
+            pods=feeds["pods"],
+            nodes=feeds["nodes"],
+            namespaces=feeds["namespaces"],
+        )

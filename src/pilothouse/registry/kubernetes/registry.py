@@ -32,11 +32,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.registry.kubernetes.endpoints import Slice, slice_endpoints, slice_of
+from pilothouse.registry.kubernetes.feeds import KubeFeeds
 from pilothouse.registry.kubernetes.pod_cache import PodCache
 from pilothouse.registry.kubernetes.pods import NodeTopology, Pod, PodKey, node_topology, pod_of
 from pilothouse.registry.kubernetes.services import (
@@ -47,40 +47,13 @@ from pilothouse.registry.kubernetes.services import (
 )
 from pilothouse.registry.model import NO_LABELS, Endpoint, Labels, Service, ServiceKey
 from pilothouse.registry.update import RegistryUpdate
-from pilothouse.sources.kubernetes.events import KubeEvent, KubeFeed, WatchEventType
+from pilothouse.sources.kubernetes.events import KubeEvent, WatchEventType
 from pilothouse.sources.kubernetes.skipped import SkippedObjects
 
 log = logging.getLogger("pilothouse.registry.kubernetes")
 
 _ObjectKey = tuple[str, str]
 """(namespace, name) of a namespaced object."""
-
-
-@dataclass(frozen=True, slots=True)
-class KubeFeeds:
-    """The five resources the registry reads, one feed (informer) each."""
-
-    services: KubeFeed
-    endpointslices: KubeFeed
-    pods: KubeFeed
-    nodes: KubeFeed
-    namespaces: KubeFeed
-
-    def all(self) -> tuple[KubeFeed, ...]:
-        return (self.services, self.endpointslices, self.pods, self.nodes, self.namespaces)
-
-    @classmethod
-    def by_resource(cls, feeds: Mapping[str, KubeFeed]) -> KubeFeeds:
-        """The five from feeds keyed by resource name (``services``,
-        ``endpointslices.discovery.k8s.io``, ``pods``, ``nodes``, ``namespaces``); raises
-        KeyError naming a missing one."""
-        return cls(
-            services=feeds["services"],
-            endpointslices=feeds["endpointslices.discovery.k8s.io"],
-            pods=feeds["pods"],
-            nodes=feeds["nodes"],
-            namespaces=feeds["namespaces"],
-        )
 
 
 def _object_key(obj: Mapping[str, Any]) -> _ObjectKey:

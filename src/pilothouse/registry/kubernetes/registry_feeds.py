@@ -20,8 +20,7 @@ import asyncio
 import time
 from typing import TYPE_CHECKING
 
-from pilothouse.registry.kubernetes.feeds import registry_informers
-from pilothouse.registry.kubernetes.registry import KubeFeeds
+from pilothouse.registry.kubernetes.feeds import KubeFeeds, registry_informers
 from pilothouse.sources.availability import Availability
 from pilothouse.sources.kubernetes.client import load_configuration
 from pilothouse.sources.kubernetes.informer import Informer

@@ -77,7 +77,7 @@ from pilothouse.xds.generators.envoy_filters import (
 )
 from pilothouse.xds.generators.inbound import inbound_ports
 from pilothouse.xds.generators.lds_inbound import inbound_listener
-from pilothouse.xds.generators.lds_outbound import default_outbound_listeners
+from pilothouse.xds.generators.lds_outbound import OutboundPlan, default_outbound_listeners
 from pilothouse.xds.generators.mesh_tls import outbound_l4_listener
 from pilothouse.xds.generators.routing import resolver_for
 from pilothouse.xds.generators.scope_inputs import ScopeInputs, scope_inputs
@@ -118,6 +118,7 @@ class ListenerGenerator:
         outbound = given.cache.group(inputs, build_listeners)
         if proxy.is_router:
             return patched(given, LDS, with_plugins(given, outbound.named(), GATEWAY), GATEWAY)
+        given.context.listener_conflicts.record(outbound.notes)
         outbound_placed = with_plugins(given, outbound.named(), SIDECAR_OUTBOUND)
         inbound = inbound_ports(given)
         if not inbound:
@@ -153,9 +154,12 @@ class ListenerInputs(FrozenInputs):
 
 
 def build_listeners(inputs: ListenerInputs) -> ResourceGroup:
-    """The scope's listeners, encoded, noting the (address, port) each takes."""
+    """The scope's listeners, encoded, noting the (address, port) each takes and the
+    outbound listener conflicts of the plan."""
     scope = inputs.scope
-    listeners = router_listeners(scope) if scope.router else outbound_listeners(inputs)
+    listeners, conflicts = (
+        OutboundPlan(router_listeners(scope), []) if scope.router else outbound_listeners(inputs)
+    )
     access = AccessFilters.of(inputs.authorization)
     for listener in listeners:
         guard_listener(listener, access)
@@ -168,7 +172,7 @@ def build_listeners(inputs: ListenerInputs) -> ResourceGroup:
         for listener in listeners
     )
     resources = {listener.name: encode(listener, listener.name) for listener in listeners}
-    return ResourceGroup(tuple(resources.values()), taken)
+    return ResourceGroup(tuple(resources.values()), taken.union(conflicts))
 
 
 def router_listeners(scope: ScopeInputs) -> list[Any]:
@@ -239,26 +243,25 @@ def _applies(matches: Any, port: int, gateway: str, config: Config) -> bool:
     return False
 
 
-def outbound_listeners(inputs: ListenerInputs) -> list[Any]:
-    """A sidecar scope's outbound listeners: its Sidecar's egress ports, or every port seen."""
+def outbound_listeners(inputs: ListenerInputs) -> OutboundPlan:
+    """A sidecar scope's outbound listeners: its Sidecar's egress ports, or every port
+    seen (with the services refused there)."""
     scope = inputs.scope
     spec: Any = scope.sidecar.spec if scope.sidecar is not None else None
-    listeners: list[Any] = []
     egress = [e for e in spec.egress if e.port.number] if spec is not None else []
     if egress:
+        listeners: list[Any] = []
         for entry in egress:
             built = _egress_listener(scope, entry)
             if built is not None:
                 listeners.append(built)
-    else:
-        listeners.extend(default_outbound_listeners(scope))
-        if inputs.capturing:
-            listeners.append(
-                build_virtual_outbound_listener(
-                    port=scope.proxy_listen_port, allow_any=scope.allow_any
-                )
-            )
-    return listeners
+        return OutboundPlan(listeners, [])
+    planned = default_outbound_listeners(scope)
+    if inputs.capturing:
+        planned.listeners.append(
+            build_virtual_outbound_listener(port=scope.proxy_listen_port, allow_any=scope.allow_any)
+        )
+    return planned
 
 
 def _egress_listener(scope: ScopeInputs, entry: Any) -> Any:

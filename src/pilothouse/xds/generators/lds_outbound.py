@@ -27,7 +27,8 @@ An HTTP port keeps ``0.0.0.0_<port>`` against the non-HTTP ports of services wit
 address on that port: istiod would serve both behind protocol sniffing, pilothouse
 does not sniff, so those services get no listener on that port. Each refused service
 is logged as ``outbound listener conflict`` (listener, the service that kept it, the
-one refused): istiod's ``pilot_conflict_outbound_listener_*`` cases.
+one refused) and noted as an :class:`~pilothouse.push.listener_conflicts.OutboundConflict`
+beside the listeners, for istiod's ``pilot_conflict_outbound_listener_*`` gauges.
 
 Not done as in istiod: headless services (resolution NONE, no address) share the
 wildcard listener instead of getting a listener, or a chain, per endpoint address.
@@ -39,6 +40,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any, Final, NamedTuple
 
+from pilothouse.push.listener_conflicts import OutboundConflict
 from pilothouse.registry.model import Service
 from pilothouse.xds.builders.http_connection_manager import is_http
 from pilothouse.xds.builders.listener import WILDCARD_ADDRESS, listener_name
@@ -68,8 +70,16 @@ class PortClaim(NamedTuple):
     """The service's address when it is a range ("" otherwise)."""
 
 
-def default_outbound_listeners(scope: ScopeInputs) -> list[Any]:
-    """The scope's outbound listeners, by port then address."""
+class OutboundPlan(NamedTuple):
+    """A sidecar's outbound listeners and the services refused a place on them."""
+
+    listeners: list[Any]
+    conflicts: list[OutboundConflict]
+
+
+def default_outbound_listeners(scope: ScopeInputs) -> OutboundPlan:
+    """The scope's outbound listeners, by port then address, and the services refused."""
+    conflicts: list[OutboundConflict] = []
     claims: dict[tuple[str, int], list[PortClaim]] = {}
     for service in sorted(scope.by_hostname.values(), key=_age):
         for service_port in service.ports:
@@ -84,8 +94,8 @@ def default_outbound_listeners(scope: ScopeInputs) -> list[Any]:
             )
     listeners = []
     for (address, port), found in sorted(claims.items(), key=lambda item: item[0][::-1]):
-        listeners.append(_listener(scope, address, port, found))
-    return listeners
+        listeners.append(_listener(scope, address, port, found, conflicts))
+    return OutboundPlan(listeners, conflicts)
 
 
 def listen_address(service: Service) -> tuple[str, str]:
@@ -109,13 +119,19 @@ def _age(service: Service) -> tuple[bool, float, str, str]:
     )
 
 
-def _listener(scope: ScopeInputs, address: str, port: int, claims: Sequence[PortClaim]) -> Any:
+def _listener(
+    scope: ScopeInputs,
+    address: str,
+    port: int,
+    claims: Sequence[PortClaim],
+    conflicts: list[OutboundConflict],
+) -> Any:
     http = [c for c in claims if is_http(c.protocol)]
     if http:
         kept = min(http, key=lambda c: c.service.hostname)
         for claim in claims:
             if not is_http(claim.protocol):
-                _refuse(address, port, kept, claim)
+                conflicts.append(_refuse(address, port, kept, claim))
         return build_outbound_listener(
             address, port, kept.protocol, capture_none=False, rds_name=str(port)
         )
@@ -125,12 +141,19 @@ def _listener(scope: ScopeInputs, address: str, port: int, claims: Sequence[Port
             scope, address, port, only.protocol, only.service.hostname, capture_none=False
         )
     return build_shared_outbound_listener(
-        address, port, _shared_chains(scope, address, port, claims), allow_any=scope.allow_any
+        address,
+        port,
+        _shared_chains(scope, address, port, claims, conflicts),
+        allow_any=scope.allow_any,
     )
 
 
 def _shared_chains(
-    scope: ScopeInputs, address: str, port: int, claims: Sequence[PortClaim]
+    scope: ScopeInputs,
+    address: str,
+    port: int,
+    claims: Sequence[PortClaim],
+    conflicts: list[OutboundConflict],
 ) -> list[L4Chain]:
     """Every claim's chains, each name and each match-everything chain kept by the first
     claim that asks for it."""
@@ -142,7 +165,7 @@ def _shared_chains(
             if not chain.server_names:
                 holder = whole_taken.get(chain.destination_cidr)
                 if holder is not None:
-                    _refuse(address, port, holder, claim)
+                    conflicts.append(_refuse(address, port, holder, claim))
                     continue
                 whole_taken[chain.destination_cidr] = claim
                 kept.append(chain)
@@ -150,7 +173,8 @@ def _shared_chains(
             cidr = chain.destination_cidr
             names = tuple(n for n in chain.server_names if (cidr, n) not in names_taken)
             if not names:
-                _refuse(address, port, names_taken[cidr, chain.server_names[0]], claim)
+                holder = names_taken[cidr, chain.server_names[0]]
+                conflicts.append(_refuse(address, port, holder, claim))
                 continue
             names_taken.update(((cidr, n), claim) for n in names)
             kept.append(
@@ -179,13 +203,21 @@ def _claim_chains(scope: ScopeInputs, address: str, port: int, claim: PortClaim)
     return [L4Chain(names, claim.cidr, service_destinations(scope, host, port), host)]
 
 
-def _refuse(address: str, port: int, kept: PortClaim, refused: PortClaim) -> None:
+def _refuse(address: str, port: int, kept: PortClaim, refused: PortClaim) -> OutboundConflict:
+    conflict = OutboundConflict(
+        listener_name(address, port),
+        kept.service.hostname,
+        refused.service.hostname,
+        refused.protocol,
+        over_http=is_http(kept.protocol),
+    )
     log.warning(
         CONFLICT,
         extra={
-            "listener": listener_name(address, port),
-            "accepted": kept.service.hostname,
-            "rejected": refused.service.hostname,
-            "protocol": refused.protocol,
+            "listener": conflict.listener,
+            "accepted": conflict.accepted,
+            "rejected": conflict.rejected,
+            "protocol": conflict.protocol,
         },
     )
+    return conflict

@@ -31,7 +31,7 @@ from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.push.request import PushRequest
 from pilothouse.push.workers import PushWorkerStats
 from pilothouse.registry.endpoint_index import EndpointIndex
-from pilothouse.registry.kubernetes.registry import KubeFeeds
+from pilothouse.registry.kubernetes.feeds import KubeFeeds
 from pilothouse.settings import XdsSettings as XdsSettings
 from pilothouse.sources.events import ConfigStore
 from pilothouse.sources.gc_pause import collector_paused

@@ -24,7 +24,8 @@ from pilothouse.push.pod_sidecars import PodSidecars
 from pilothouse.push.service import PushService
 from pilothouse.registry.aggregate import AggregateRegistry, ServiceRegistry
 from pilothouse.registry.controller import ServiceEntryRegistry
-from pilothouse.registry.kubernetes.registry import KubeFeeds, KubeRegistry
+from pilothouse.registry.kubernetes.feeds import KubeFeeds
+from pilothouse.registry.kubernetes.registry import KubeRegistry
 from pilothouse.security.jwks import JwksResolver
 from pilothouse.security.jwks_addresses import JwksAddressPolicy
 from pilothouse.security.wasm_modules import WasmModules
