@@ -126,11 +126,20 @@ class ClientEngine(ABC):
         return known
 
     def settled(self) -> bool:
-        """Every wanted type was asked as wanted and accepted, and every name asked is held."""
+        """Every wanted type was asked as wanted and accepted, and every name asked is held.
+
+        A type wanted empty (no name, no wildcard) has nothing to accept: a server
+        answers no request that asks for nothing (SotW: an empty list on a type that
+        is not wildcard; delta: a pure unsubscribe), and a new stream does not ask
+        for it at all, so it needs no ACK (it may have had none, if the names it
+        once wanted went before they were answered).
+        """
         watches = self._watches
         for type_url, subscription in self.policy.desired(watches).items():
             watch = watches[type_url]
-            if watch.subscription != subscription or not watch.acks:
+            if watch.subscription != subscription:
+                return False
+            if not watch.acks and not subscription.empty:
                 return False
             if not subscription.names <= watch.held.keys():
                 return False

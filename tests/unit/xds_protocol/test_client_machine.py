@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
+import pytest
 from envoy.config.core.v3 import base_pb2
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -202,7 +203,10 @@ class ClientServerMachine(RuleBasedStateMachine):
 
     @rule(type_url=types, data=st.data(), content=st.sampled_from((*CONTENTS, None)))
     def change(self, type_url: str, data: st.DataObject, content: str | None) -> None:
-        name = data.draw(st.sampled_from(NAMES[type_url]))
+        self.put(type_url, data.draw(st.sampled_from(NAMES[type_url])), content)
+
+    def put(self, type_url: str, name: str, content: str | None) -> None:
+        """The server's resource ``name`` gets ``content`` (None: it is removed)."""
         if content is None:
             self.world[type_url].pop(name, None)
         else:
@@ -358,6 +362,33 @@ class DeltaClientMachine(ClientServerMachine):
             assert dict(server.held if server is not None else {}) == held, (
                 f"{type_url}: the server's record of what the client holds"
             )
+
+
+@pytest.mark.parametrize("machine_type", [SotwClientMachine, DeltaClientMachine])
+def test_an_assignment_wanted_then_unwanted_before_any_answer_settles(
+    machine_type: type[ClientServerMachine],
+) -> None:
+    """Shrunk from a sequence Hypothesis found: EDS ``[a]`` is asked, the stream drops
+    before it is answered, cluster ``a`` goes, and CDS says so on the next stream.  EDS
+    is then wanted empty: no server answers that and a new stream does not ask it, so
+    the client is settled without an EDS ACK (it used to wait for one forever)."""
+    machine = machine_type()
+    machine.start(ack_first=False)
+    machine.settle()
+    machine.put(CDS, "a", "h1")
+    machine.push(CDS)
+    machine.client_reads()  # CDS [a] accepted: EDS [a] asked, never answered
+    machine.disconnect()
+    machine.put(CDS, "a", None)
+    machine.connect()
+    machine.server_reads()
+    machine.client_reads()  # CDS without a: EDS wanted empty
+    assert machine.engine.watch(EDS).acks == 0
+    machine.disconnect()
+    machine.connect()
+    machine.settle()
+    machine.every_response_answered_once()
+    assert machine.engine.settled()
 
 
 MACHINE_SETTINGS = settings(

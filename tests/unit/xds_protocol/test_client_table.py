@@ -246,6 +246,21 @@ def test_settled_once_everything_wanted_is_accepted_and_held() -> None:
     assert engine.settled()
 
 
+def test_sotw_a_type_wanted_empty_needs_no_ack_to_settle() -> None:
+    engine = sotw()
+    engine.open_stream()
+    accept(engine, sotw_response(CDS, "v1", "n1", {"a": "h1"}))
+    accept(engine, sotw_response(LDS, "v1", "n2", {}))
+    assert not engine.settled()  # EDS [a] asked, unanswered
+    engine.open_stream()
+    requests = accept(engine, sotw_response(CDS, "v2", "n1", {}))
+    assert shape(requests[0]) == (EDS, "", "", [], None, False)  # no server answers this
+    assert engine.watch(EDS).acks == 0
+    assert engine.settled()
+    assert [r.type_url for r in engine.open_stream()] == [CDS, LDS]
+    assert engine.settled()
+
+
 def test_static_subscriptions_ask_every_type_wildcard_and_resume_from_versions() -> None:
     types = ("core/v1alpha1/MeshConfig", "networking.istio.io/v1/ServiceEntry")
     engine = SotwClientEngine(StaticSubscriptions(types), NODE)
@@ -295,6 +310,21 @@ def test_delta_removals_and_heartbeats() -> None:
     heartbeat.resources.add(name="a", version="h1")  # no body: a TTL heartbeat
     accept(engine, heartbeat)
     assert {n: r.version for n, r in engine.watch(CDS).held.items()} == {"a": "h1"}
+
+
+def test_delta_a_type_wanted_empty_needs_no_ack_to_settle() -> None:
+    engine = delta()
+    engine.open_stream()
+    accept(engine, delta_response(CDS, "n1", {"a": "h1"}))
+    accept(engine, delta_response(LDS, "n2", {}))
+    assert not engine.settled()  # EDS [a] asked, unanswered
+    engine.open_stream()
+    requests = accept(engine, delta_response(CDS, "n1", {}, removed=("a",)))
+    assert delta_shape(requests[0]) == (EDS, "", [], ["a"], {}, None, False)
+    assert engine.watch(EDS).acks == 0
+    assert engine.settled()
+    assert [r.type_url for r in engine.open_stream()] == [CDS, LDS]
+    assert engine.settled()
 
 
 def test_delta_resume_reports_what_is_held() -> None:
