@@ -167,6 +167,9 @@ class Recorder:
     def when_written(self) -> None:
         return None
 
+    def when_answered(self) -> None:
+        return None
+
     def close(self) -> None:
         pass
 

@@ -101,6 +101,7 @@ class PushService(Generic[T]):
             settings.push_throttle,
             observe_queue_time=metrics.queue_time.observe,
             deadline=settings.send_timeout,
+            answered=_answered,
         )
         self.debouncer = Debouncer(
             settings.debounce,
@@ -352,6 +353,11 @@ class PushService(Generic[T]):
 
     def _endpoints_revision(self) -> int:
         return self._registry.endpoint_index.revision
+
+
+def _answered(target: PushTarget) -> asyncio.Future[None] | None:
+    """What ``target``'s next push waits for: its proxy's answer to what it was sent."""
+    return target.when_answered()
 
 
 def _nothing() -> None:

@@ -3,8 +3,9 @@
 push/ never imports the server: it chooses, queues and pushes *targets*. A target is
 what the pipeline reads to choose it (:class:`ProxyWatches`: who its proxy is and what
 it watches) and what the push service hands a push to (:class:`PushTarget`): the
-planned push (:mod:`pilothouse.push.proxy_push`), a failure that ends its stream, and a
-future resolved once what it was handed is written. The server's ``Connection`` is one;
+planned push (:mod:`pilothouse.push.proxy_push`), a failure that ends its stream, a
+future resolved once what it was handed is written, and one resolved once its proxy has
+answered (ACKed or NACKed) what it was sent. The server's ``Connection`` is one;
 the push service's tests use an in-memory one.
 """
 
@@ -67,4 +68,9 @@ class PushTarget(ProxyWatches, Protocol):
     def when_written(self) -> asyncio.Future[None] | None:
         """Resolved once everything queued so far is written (or the writer stops); None
         when there is nothing to wait for."""
+        ...
+
+    def when_answered(self) -> asyncio.Future[None] | None:
+        """Resolved once the proxy has answered (ACK or NACK) every response sent so far
+        (or the stream ends); None when nothing is unanswered."""
         ...

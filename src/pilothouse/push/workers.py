@@ -13,6 +13,16 @@ completion frees the slot, or a coroutine, run as a task of its own. A future wa
 most ``deadline`` seconds: one timer for all of them, re-armed for the oldest, resolves
 those past their deadline (a slow or dead stream holds its slot no longer than that,
 as a timeout per write would, without a timer per push).
+
+Once written, a push frees its slot, but with ``answered`` given its connection stays in
+flight in the queue until the proxy has answered (ACKed or NACKed) what it was sent, or
+``answer_wait`` seconds have passed: pushes that come meanwhile merge into one, as the
+queue merges them while a connection waits for a slot. Without that hold, a proxy slower
+to read than the server is to write gets push after push each carrying a few changes,
+and every later change waits behind them in the transport (``bench/endpoint_churn.py``
+at 1,000 proxies: in loaded rounds up to four responses in five were superseded before
+their ACK came back, and the event p99 reached twice the floor's, whose batches wait
+for every ACK).
 """
 
 from __future__ import annotations
@@ -45,6 +55,11 @@ hundred responses (2 MB of clusters at 100 services per proxy).
 """
 
 
+ANSWER_WAIT = 1.0
+"""Seconds a connection's next push waits at most for the proxy to answer the last one
+(a proxy that never ACKs is still pushed, at most once per this)."""
+
+
 def default_push_throttle() -> int:
     """The automatic throttle (:data:`DEFAULT_PUSH_THROTTLE`)."""
     return DEFAULT_PUSH_THROTTLE
@@ -68,6 +83,8 @@ class PushWorkerStats:
 
 ConnPushFn = Callable[[ConnT, PushRequest], Awaitable[None] | None]
 """Runs one push: None when it finished in the call, else a future or coroutine to await."""
+AnswerFn = Callable[[ConnT], "asyncio.Future[None] | None"]
+"""What a connection's next push waits for once its last one is written (None: nothing)."""
 
 
 class PushWorkers(Generic[ConnT]):
@@ -85,8 +102,12 @@ class PushWorkers(Generic[ConnT]):
         *,
         observe_queue_time: Callable[[float], None] | None = None,
         deadline: float | None = None,
+        answered: AnswerFn[ConnT] | None = None,
+        answer_wait: float = ANSWER_WAIT,
     ) -> None:
-        """``deadline``: seconds a push's future is waited for (None: no limit)."""
+        """``deadline``: seconds a push's future is waited for (None: no limit);
+        ``answered``: what holds a connection's next push once its last is written, at
+        most ``answer_wait`` seconds (module docstring)."""
         self._queue = queue
         self._push = push
         self.throttle = push_throttle(throttle or 0)
@@ -97,6 +118,11 @@ class PushWorkers(Generic[ConnT]):
         self._waiting: dict[asyncio.Future[Any], float] = {}
         """Futures in flight → when they are given up on (oldest first)."""
         self._timer: asyncio.TimerHandle | None = None
+        self._answered = answered
+        self._answer_wait = answer_wait
+        self._held: dict[asyncio.Future[None], float] = {}
+        """Answers awaited → when they are given up on (oldest first)."""
+        self._held_timer: asyncio.TimerHandle | None = None
         self._active = 0
         # plain counters, read as one frozen value: a push must not rebuild a dataclass
         self._pushes = 0
@@ -151,9 +177,11 @@ class PushWorkers(Generic[ConnT]):
             if flying:
                 await asyncio.gather(*flying, return_exceptions=True)
         finally:
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
+            for timer in (self._timer, self._held_timer):
+                if timer is not None:
+                    timer.cancel()
+            self._timer = self._held_timer = None
+            self._held.clear()  # the queue is shut: nothing is pushed after an answer
             leftover: list[asyncio.Future[Any]] = [*self._tasks, *self._waiting]
             for waited in leftover:
                 waited.cancel()
@@ -239,8 +267,42 @@ class PushWorkers(Generic[ConnT]):
 
     def _finish(self, conn: ConnT, *, failed: bool) -> None:
         self._active -= 1
-        self._queue.mark_done(conn)
         self._slots.release()
         self._pushes += 1
         if failed:
             self._failures += 1
+        elif self._answered is not None and not self._queue.is_shut_down:
+            try:
+                answer = self._answered(conn)
+            except Exception:  # never leave the connection in flight for good
+                _log.exception("asking whether %r answered failed", conn)
+                answer = None
+            if answer is not None and not answer.done():
+                self._hold(conn, answer)
+                return
+        self._queue.mark_done(conn)
+
+    def _hold(self, conn: ConnT, answer: asyncio.Future[None]) -> None:
+        """Keep ``conn`` in flight until ``answer`` resolves or ``answer_wait`` passes."""
+        if answer not in self._held:
+            loop = answer.get_loop()
+            self._held[answer] = loop.time() + self._answer_wait
+            if self._held_timer is None:
+                self._held_timer = loop.call_at(self._held[answer], self._give_up_answers)
+        answer.add_done_callback(lambda done: self._answer_came(conn, done))
+
+    def _answer_came(self, conn: ConnT, answer: asyncio.Future[None]) -> None:
+        self._held.pop(answer, None)
+        self._queue.mark_done(conn)
+
+    def _give_up_answers(self) -> None:
+        """Stop holding connections whose answer is overdue; re-arm for the oldest left."""
+        self._held_timer = None
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        for answer, deadline in list(self._held.items()):
+            if deadline > now:
+                self._held_timer = loop.call_at(deadline, self._give_up_answers)
+                return
+            if not answer.done():
+                answer.set_result(None)

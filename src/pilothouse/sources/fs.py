@@ -180,11 +180,15 @@ class FileSource:
         except RootUnavailable as gone:
             self._health.lost(gone.reason, len(self._owner))
             return False
+        debounce = max(1, int(self._debounce * 1000))
         try:
+            # watchfiles yields after `step` ms without a change, or once `debounce` ms
+            # have passed, checked every `step` ms: under steady writes a 50 ms step
+            # held a 50 ms debounce to 100 ms, so the step is at most half the debounce.
             batches = awatch(
                 self.root,
-                debounce=max(1, int(self._debounce * 1000)),
-                step=50,
+                debounce=debounce,
+                step=max(1, min(50, debounce // 2)),
                 stop_event=self._stop,
                 rust_timeout=max(1, int(self._root_poll * 1000)),
                 yield_on_timeout=True,

@@ -48,7 +48,8 @@ SETTLE_TIMEOUT = 5.0
 class FakeTarget:
     """A connection as the push service drives it: it keeps every planned push it is
     handed; ``broken`` makes its push raise; ``held`` is what it makes the workers wait
-    for (None: its pushes are written at once)."""
+    for (None: its pushes are written at once), ``unanswered`` what its next push waits
+    for (None: its proxy answered everything)."""
 
     def __init__(self, target_id: str, namespace: str, hosts: frozenset[str] = frozenset()):
         self.id = target_id
@@ -60,6 +61,7 @@ class FakeTarget:
         self.pushed: list[ProxyPush] = []
         self.broken = False
         self.held: asyncio.Future[None] | None = None
+        self.unanswered: asyncio.Future[None] | None = None
 
     def __repr__(self) -> str:
         return f"FakeTarget({self.id})"
@@ -89,6 +91,9 @@ class FakeTarget:
 
     def when_written(self) -> asyncio.Future[None] | None:
         return self.held
+
+    def when_answered(self) -> asyncio.Future[None] | None:
+        return self.unanswered
 
 
 class Service:

@@ -116,6 +116,8 @@ class Connection:
         """True while the stream's writer loop (:mod:`pilothouse.xds.server.writer`) runs."""
         self.written_waiter: asyncio.Future[None] | None = None
         """Resolved by the writer loop once the outbound queue is empty (:meth:`drained`)."""
+        self.answered_waiter: asyncio.Future[None] | None = None
+        """Resolved once the proxy has answered every response sent (:meth:`when_answered`)."""
         self.stats = ConnectionStats()
         self.problem: str | None = None
         """Why the stream must end with INVALID_ARGUMENT, when the client broke the protocol."""
@@ -191,6 +193,11 @@ class Connection:
                 type_url, request.response_nonce, error, now, lambda: self._patching(type_url)
             )
         self._write(self.engine.receive(request, now, names))
+        waiter = self.answered_waiter
+        if waiter is not None and not self.unanswered():
+            self.answered_waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
 
     def _patching(self, type_url: str) -> list[str]:
         """The ``ns/name`` of the EnvoyFilters that patch ``type_url`` for this proxy."""
@@ -269,6 +276,37 @@ class Connection:
             self.written_waiter = waiter
         return waiter
 
+    def unanswered(self) -> bool:
+        """Whether a response sent on this stream is neither ACKed nor NACKed yet (SotW:
+        the latest nonce of some type; delta: a response in flight)."""
+        session = self.engine.session
+        if isinstance(session, SotwSession):
+            for watch in session.watches.values():
+                sent = watch.nonce_sent
+                if sent and sent != watch.nonce_acked and sent != watch.nonce_nacked:
+                    return True
+            return False
+        return any(watch.in_flight for watch in session.watches.values())
+
+    def when_answered(self) -> asyncio.Future[None] | None:
+        """A future resolved once the proxy has answered (ACK or NACK) every response
+        sent so far, or the stream ends; None when nothing is unanswered.
+
+        The push workers hold the connection's next push until then (up to a limit), so
+        pushes that come meanwhile merge instead of queueing behind responses the proxy
+        has not read yet. One future however many wait; :meth:`on_request` resolves it.
+        """
+        if not self.unanswered():
+            return None
+        waiter = self.answered_waiter
+        if waiter is None or waiter.done():
+            loop = self._loop
+            if loop is None:
+                loop = self._loop = asyncio.get_running_loop()
+            waiter = loop.create_future()
+            self.answered_waiter = waiter
+        return waiter
+
     def drained(self) -> None:
         """The writer emptied the outbound queue (or stopped): wake whoever waits."""
         waiter = self.written_waiter
@@ -287,3 +325,6 @@ class Connection:
 
     def close(self) -> None:
         self.outbound.put_nowait(None)
+        waiter, self.answered_waiter = self.answered_waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
