@@ -125,6 +125,11 @@ class XdsSettings:
     send_timeout: float = 5.0
     """Seconds a push worker waits for a connection's responses to be written before
     it moves on (a stalled stream must not hold a worker)."""
+    answer_wait: float = 1.0
+    """Seconds a connection's next push waits, at most, for its proxy to ACK or NACK the
+    last one (pushes that come meanwhile merge into one); 0 pushes again as soon as the
+    last push is written. A proxy slower to read than the server is to write otherwise
+    gets push after push, and later changes wait behind them in the transport."""
     warming_timeout: float = 5.0
     """Seconds routes wait for their new clusters' endpoints to be ACKed before they are
     sent anyway (make before break); removed clusters linger twice as long."""
@@ -231,6 +236,8 @@ class XdsSettings:
             )
         if self.refusal_log_interval < 0:
             raise ValueError("PILOTHOUSE_XDS_REFUSAL_LOG_INTERVAL must not be negative")
+        if self.answer_wait < 0:
+            raise ValueError("PILOTHOUSE_XDS_ANSWER_WAIT must not be negative")
         for entry in self.jwks_allowed_hosts:
             if not _host_or_network(entry):
                 raise ValueError(

@@ -101,7 +101,8 @@ class PushService(Generic[T]):
             settings.push_throttle,
             observe_queue_time=metrics.queue_time.observe,
             deadline=settings.send_timeout,
-            answered=_answered,
+            answered=_answered if settings.answer_wait > 0 else None,
+            answer_wait=settings.answer_wait,
         )
         self.debouncer = Debouncer(
             settings.debounce,

@@ -13,6 +13,8 @@ import itertools
 import time
 from collections.abc import AsyncIterator
 
+import pytest
+
 from pilothouse.config.load import Loader
 from pilothouse.config.mesh import MeshSettings
 from pilothouse.kinds.table import SCHEMAS
@@ -99,7 +101,7 @@ class FakeTarget:
 class Service:
     """A store, a registry, a pipeline and the push service over them, running."""
 
-    def __init__(self, throttle: int = 0) -> None:
+    def __init__(self, throttle: int = 0, answer_wait: float = 1.0) -> None:
         self.store = MemoryStore()
         for config in Loader(SCHEMAS).load_strict(MESH, "mesh.yaml"):
             self.store.apply(config)
@@ -118,7 +120,9 @@ class Service:
             api_kinds=lambda types: frozenset(),
         )
         debounce = DebounceSettings(debounce_after=0.01)
-        settings = XdsSettings(debounce=debounce, push_throttle=throttle)
+        settings = XdsSettings(
+            debounce=debounce, push_throttle=throttle, answer_wait=answer_wait
+        )
         metrics = PushMetrics()
         service = PushService(
             pipeline, self.store, self.registry, cache, settings, self.counters, metrics
@@ -141,9 +145,9 @@ class Service:
 
 
 @contextlib.asynccontextmanager
-async def running(throttle: int = 0) -> AsyncIterator[Service]:
+async def running(throttle: int = 0, answer_wait: float = 1.0) -> AsyncIterator[Service]:
     """A started push service whose debouncer and workers run until the block ends."""
-    service = Service(throttle)
+    service = Service(throttle, answer_wait)
     assert service.pushes.has_synced()
     service.pushes.start()
     async with asyncio.TaskGroup() as tasks:
@@ -240,3 +244,25 @@ async def test_a_disconnected_target_s_pending_push_is_dropped() -> None:
         await service.settled()
     assert len(slow.pushed) == 1 and gone.pushed == []
     assert gone.id not in service.pushes.connections
+
+
+@pytest.mark.parametrize(("answer_wait", "pushes"), [(0.0, 2), (30.0, 1)])
+async def test_the_next_push_waits_for_the_proxy_s_answer_unless_answer_wait_is_0(
+    answer_wait: float, pushes: int
+) -> None:
+    """PILOTHOUSE_XDS_ANSWER_WAIT: with 30 s, a proxy that has not answered its last push
+    is not pushed again meanwhile; with 0, it is pushed as soon as the change comes."""
+    a = FakeTarget("a", "team-a")
+    a.unanswered = asyncio.get_running_loop().create_future()  # the proxy never answers
+    async with running(answer_wait=answer_wait) as service:
+        connected(service, a)
+        service.apply(POLICY)
+        deadline = time.monotonic() + SETTLE_TIMEOUT
+        while not a.pushed:
+            assert time.monotonic() < deadline, "the first change was never pushed"
+            await asyncio.sleep(0.005)
+        service.apply(POLICY.replace("DELETE", "PUT"))
+        deadline = time.monotonic() + 0.5  # well inside the workers' own 1 s default
+        while len(a.pushed) < 2 and time.monotonic() < deadline:
+            await asyncio.sleep(0.005)
+    assert len(a.pushed) == pushes
