@@ -33,6 +33,7 @@ from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from pilothouse.push.deadlines import Deadlines
 from pilothouse.push.queue import PushQueue, QueuedPush
 from pilothouse.push.request import PushRequest
 from pilothouse.push.slots import Slots
@@ -115,14 +116,11 @@ class PushWorkers(Generic[ConnT]):
         self._deadline = deadline
         self._slots = Slots(self.throttle)
         self._tasks: set[asyncio.Task[bool]] = set()
-        self._waiting: dict[asyncio.Future[Any], float] = {}
-        """Futures in flight → when they are given up on (oldest first)."""
-        self._timer: asyncio.TimerHandle | None = None
+        self._waiting = Deadlines(deadline if deadline is not None else 0.0)
+        """Pushes in flight, given up on after ``deadline`` (none when it is None)."""
         self._answered = answered
-        self._answer_wait = answer_wait
-        self._held: dict[asyncio.Future[None], float] = {}
-        """Answers awaited → when they are given up on (oldest first)."""
-        self._held_timer: asyncio.TimerHandle | None = None
+        self._held = Deadlines(answer_wait)
+        """Answers awaited, given up on after ``answer_wait``."""
         self._active = 0
         # plain counters, read as one frozen value: a push must not rebuild a dataclass
         self._pushes = 0
@@ -173,16 +171,13 @@ class PushWorkers(Generic[ConnT]):
                     # pushes that finish in the call never wait: let readers and writers run
                     started = 0
                     await asyncio.sleep(0)
-            flying: list[asyncio.Future[Any]] = [*self._tasks, *self._waiting]
+            flying: list[asyncio.Future[Any]] = [*self._tasks, *self._waiting.futures()]
             if flying:
                 await asyncio.gather(*flying, return_exceptions=True)
         finally:
-            for timer in (self._timer, self._held_timer):
-                if timer is not None:
-                    timer.cancel()
-            self._timer = self._held_timer = None
             self._held.clear()  # the queue is shut: nothing is pushed after an answer
-            leftover: list[asyncio.Future[Any]] = [*self._tasks, *self._waiting]
+            leftover: list[asyncio.Future[Any]] = [*self._tasks, *self._waiting.futures()]
+            self._waiting.clear()
             for waited in leftover:
                 waited.cancel()
             if leftover:
@@ -228,27 +223,12 @@ class PushWorkers(Generic[ConnT]):
 
     def _wait(self, conn: ConnT, waiter: asyncio.Future[Any]) -> None:
         if self._deadline is not None:
-            loop = waiter.get_loop()  # the running one (get_running_loop costs a getpid)
-            self._waiting[waiter] = loop.time() + self._deadline
-            if self._timer is None:
-                self._timer = loop.call_at(self._waiting[waiter], self._expire)
+            self._waiting.add(waiter)
         waiter.add_done_callback(lambda done: self._waited(conn, done))
 
     def _waited(self, conn: ConnT, waiter: asyncio.Future[Any]) -> None:
-        self._waiting.pop(waiter, None)
+        self._waiting.discard(waiter)
         self._finish(conn, failed=False)
-
-    def _expire(self) -> None:
-        """Give up on the futures past their deadline; re-arm for the oldest left."""
-        self._timer = None
-        loop = asyncio.get_running_loop()
-        now = loop.time()
-        for waiter, deadline in list(self._waiting.items()):
-            if deadline > now:
-                self._timer = loop.call_at(deadline, self._expire)
-                return
-            if not waiter.done():
-                waiter.set_result(None)
 
     async def _one(self, conn: ConnT, pending: Awaitable[None]) -> bool:
         """Await one push; True if it raised (the error is logged, never propagated)."""
@@ -284,25 +264,9 @@ class PushWorkers(Generic[ConnT]):
 
     def _hold(self, conn: ConnT, answer: asyncio.Future[None]) -> None:
         """Keep ``conn`` in flight until ``answer`` resolves or ``answer_wait`` passes."""
-        if answer not in self._held:
-            loop = answer.get_loop()
-            self._held[answer] = loop.time() + self._answer_wait
-            if self._held_timer is None:
-                self._held_timer = loop.call_at(self._held[answer], self._give_up_answers)
+        self._held.add(answer)
         answer.add_done_callback(lambda done: self._answer_came(conn, done))
 
     def _answer_came(self, conn: ConnT, answer: asyncio.Future[None]) -> None:
-        self._held.pop(answer, None)
+        self._held.discard(answer)
         self._queue.mark_done(conn)
-
-    def _give_up_answers(self) -> None:
-        """Stop holding connections whose answer is overdue; re-arm for the oldest left."""
-        self._held_timer = None
-        loop = asyncio.get_running_loop()
-        now = loop.time()
-        for answer, deadline in list(self._held.items()):
-            if deadline > now:
-                self._held_timer = loop.call_at(deadline, self._give_up_answers)
-                return
-            if not answer.done():
-                answer.set_result(None)
