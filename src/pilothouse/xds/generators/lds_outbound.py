@@ -1,12 +1,15 @@
 """A sidecar's default outbound listeners (no Sidecar egress ports), planned as istiod's.
 
-Each service port the scope sees, services oldest first (then by hostname and
-namespace, as istiod orders its push context's services), lands on one listener, keyed
-by address and port; ports without a declared protocol are left out (pilothouse does
-not sniff protocols):
+Each service port the scope sees, services oldest first (then by name and namespace,
+as istiod orders its push context's services: a Kubernetes Service's name, a
+ServiceEntry host's hostname; services without a creation time last), lands on one
+listener, keyed by address and port; ports without a declared protocol are left out
+(pilothouse does not sniff protocols):
 
 - HTTP ports share ``0.0.0.0_<port>`` on the route configuration ``<port>``, whose
-  virtual hosts tell the services apart;
+  virtual hosts tell the services apart; the oldest HTTP service on the port gives
+  the listener its protocol (HTTP, HTTP2, gRPC, ...), as istiod keeps the listener
+  the first one made;
 - the other ports (TCP, TLS, HTTPS, MongoDB, ...) of a service with an IP address take
   ``<address>_<port>``, a listener of their own; those of a service whose address is a
   CIDR range, or that has none, share ``0.0.0.0_<port>``.
@@ -41,7 +44,7 @@ from collections.abc import Sequence
 from typing import Any, Final, NamedTuple
 
 from pilothouse.push.listener_conflicts import OutboundConflict
-from pilothouse.registry.model import Service
+from pilothouse.registry.model import SERVICE_KIND, Service
 from pilothouse.xds.builders.http_connection_manager import is_http
 from pilothouse.xds.builders.listener import WILDCARD_ADDRESS, listener_name
 from pilothouse.xds.builders.listener_shared import L4Chain, build_shared_outbound_listener
@@ -114,9 +117,17 @@ def _age(service: Service) -> tuple[bool, float, str, str]:
     return (
         created is None,
         created.timestamp() if created else 0.0,
-        service.hostname,
+        registry_name(service),
         service.namespace,
     )
+
+
+def registry_name(service: Service) -> str:
+    """The name istiod breaks creation-time ties with: a Kubernetes Service's own name
+    (the first label of its hostname), a ServiceEntry host's hostname."""
+    if service.source.kind == SERVICE_KIND:
+        return service.hostname.split(".", 1)[0]
+    return service.hostname
 
 
 def _listener(
@@ -128,7 +139,7 @@ def _listener(
 ) -> Any:
     http = [c for c in claims if is_http(c.protocol)]
     if http:
-        kept = min(http, key=lambda c: c.service.hostname)
+        kept = http[0]  # claims come oldest first: the oldest HTTP service's protocol
         for claim in claims:
             if not is_http(claim.protocol):
                 conflicts.append(_refuse(address, port, kept, claim))
