@@ -32,7 +32,7 @@ from pilothouse.xds.generators.base import GenerationInput
 from pilothouse.xds.server.discovery import DiscoveryServer
 from pilothouse.xds.server.discovery_debug import DiscoveryDebugView
 from tests.golden.xds_snapshot import snapshot_store
-from tests.memory_kube import MemoryCluster, service
+from tests.memory_kube import MemoryCluster, endpoint_slice, service
 from tests.unit.kinds.gateway_api.test_l4_routes import proxies_by_sni
 
 TLS_INSPECTOR = "envoy.filters.listener.tls_inspector"
@@ -322,3 +322,50 @@ async def test_kubernetes_services_created_together_are_ordered_by_name() -> Non
     (snapshot,) = (await snapshot_store(store, {"client": client}, cluster.feeds())).values()
     manager = manager_of(snapshot.json("lds")["0.0.0.0_8080"])
     assert "http2ProtocolOptions" in manager  # the HTTP2 port of ``a``
+
+
+async def test_a_headless_service_listens_at_each_endpoint_for_its_tcp_ports() -> None:
+    """istiod's per-endpoint listeners: a headless Service's TCP port gets
+    ``<podIP>_<port>`` for each endpoint, to that service's cluster, so two headless
+    services share 5432 without a conflict; its HTTP port keeps ``0.0.0.0_<port>``; a
+    headless Service without endpoints gets no listener; a pod does not get its own
+    address's listener (its inbound listener has it)."""
+    cluster = MemoryCluster()
+    db_ports = [{"name": "tcp-pg", "port": 5432}, {"name": "http-api", "port": 8080}]
+    cluster.services.apply(service("db", "apps", db_ports, cluster_ip="None"))
+    cluster.services.apply(
+        service("cache", "apps", [{"name": "tcp-pg", "port": 5432}], cluster_ip="None")
+    )
+    cluster.services.apply(
+        service("empty", "apps", [{"name": "tcp-x", "port": 6000}], cluster_ip="None")
+    )
+    db_slice = [("10.1.0.1", None, True), ("10.1.0.2", None, True)]
+    cluster.endpointslices.apply(
+        endpoint_slice("db-1", "apps", "db", [("tcp-pg", 5432), ("http-api", 8080)], db_slice)
+    )
+    cluster.endpointslices.apply(
+        endpoint_slice("cache-1", "apps", "cache", [("tcp-pg", 5432)], [("10.1.0.3", None, True)])
+    )
+    store = MemoryStore(name="test")
+    store.mark_synced()
+    proxies = {
+        "client": parse_node("sidecar~10.0.0.9~app-1.apps~apps.svc.cluster.local"),
+        "db-pod": parse_node("sidecar~10.1.0.2~db-1.apps~apps.svc.cluster.local"),
+    }
+    snapshots = await snapshot_store(store, proxies, cluster.feeds())
+    found = snapshots["client"].json("lds")
+    db, cache = (f"outbound|5432||{n}.apps.svc.cluster.local" for n in ("db", "cache"))
+    assert {n: proxies_by_sni(x) for n, x in found.items() if n.endswith("_5432")} == {
+        "10.1.0.1_5432": {(): db},
+        "10.1.0.2_5432": {(): db},
+        "10.1.0.3_5432": {(): cache},
+    }
+    assert address(found["10.1.0.1_5432"]) == ("10.1.0.1", 5432)
+    assert found["10.1.0.1_5432"]["bindToPort"] is False
+    assert manager_of(found["0.0.0.0_8080"])["rds"]["routeConfigName"] == "8080"
+    assert not [n for n in found if n.endswith("_6000") or n.startswith("10.1.0.1_8080")]
+    own = snapshots["db-pod"].json("lds")
+    assert sorted(n for n in own if n.endswith("_5432") and n != "virtualInbound") == [
+        "10.1.0.1_5432",
+        "10.1.0.3_5432",
+    ]
