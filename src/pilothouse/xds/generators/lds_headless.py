@@ -3,14 +3,15 @@
 A service without an address whose endpoints Envoy reaches by original destination
 (resolution NONE: a Kubernetes Service with ``clusterIP: None``, a ServiceEntry with
 resolution NONE and no address) has no address of its own to listen on. istiod gives
-each of its non-HTTP ports (TCP, TLS, MongoDB, ... and ports whose protocol is
-detected) one outbound listener per endpoint address, ``<podIP>_<port>``, so that a
-connection to a pod's IP matches that pod's service cluster (``outbound|port||host``)
-and two headless services can share a port; HTTP ports keep the shared
-``0.0.0.0_<port>`` (their virtual hosts tell the services apart). Endpoint addresses
-that are not IP addresses are left out, and so is the proxy's own address (its own
-traffic to itself never leaves it: its inbound listener holds that address). A
-Kubernetes Service without endpoints gets no listener on those ports; a ServiceEntry
+each of its non-HTTP ports (TCP, TLS, MongoDB, ...; also those whose protocol it
+sniffs, which pilothouse does not: a port without a declared protocol gets no listener
+here, as everywhere) one outbound listener per endpoint address, ``<podIP>_<port>``,
+so that a connection to a pod's IP matches that pod's service cluster
+(``outbound|port||host``) and two headless services can share a port; HTTP ports keep
+the shared ``0.0.0.0_<port>`` (their virtual hosts tell the services apart). Endpoint
+addresses that are not IP addresses are left out, and so is the proxy's own address
+(its own traffic to itself never leaves it: its inbound listener holds that address).
+A Kubernetes Service without endpoints gets no listener on those ports; a ServiceEntry
 without endpoints keeps the shared ``0.0.0.0_<port>``, as in istiod.
 
 The addresses are an input of the scope's listeners (:class:`HeadlessPort` tuples in
