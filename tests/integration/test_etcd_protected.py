@@ -8,7 +8,8 @@ objects, the CA's root is created in the store and read back by a second store c
 and a real ``pilothouse serve`` does all of it from its flags. Without them each use is
 refused with an error saying why. Clients that outlive their token (etcd started with a
 2 s ``--auth-token-ttl``) authenticate again and lose nothing, a watch opened after the
-token expired among them.
+token expired among them. A watch whose own requests fail ends with that reason, logged
+once, and the source resumes it as after any failed session.
 """
 
 from __future__ import annotations
@@ -16,18 +17,23 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
+import gc
 import io
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import aetcd.exceptions
 import aetcd.rpc
+import aetcd.watcher
 import grpc
 import pytest
 import yaml
 
+from pilothouse.backoff import Backoff
 from pilothouse.cli.main import build_parser
 from pilothouse.cli.store_session import connected, store_of
 from pilothouse.config.model import ConfigKey
@@ -159,7 +165,10 @@ async def wait_synced(source: EtcdSource, timeout: float = 20.0) -> None:
 
 
 async def test_the_source_and_the_ca_store_use_the_options(
-    tmp_path: Path, etcd: EtcdServer
+    tmp_path: Path,
+    etcd: EtcdServer,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     manifest = tmp_path / "gateway.yaml"
     manifest.write_text(GATEWAY)
@@ -200,6 +209,52 @@ async def test_the_source_and_the_ca_store_use_the_options(
     finally:
         source.close()
         await asyncio.wait_for(running, 15)
+
+    # the watch's requests failing (aetcd's request iterator raising once, on the stream
+    # that carries the token): said once, a failed session for the source, which
+    # resumes its watch; no task is left holding the exception
+    original = aetcd.watcher.Watcher._iter_request
+    broken: list[int] = []
+
+    async def failing_once(watcher: Any) -> AsyncIterator[Any]:
+        async for request in original(watcher):
+            yield request
+            if not broken:
+                broken.append(1)
+                raise RuntimeError("request source broke")
+
+    monkeypatch.setattr(aetcd.watcher.Watcher, "_iter_request", failing_once)
+    loop = asyncio.get_running_loop()
+    unhandled: list[dict[str, Any]] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: unhandled.append(context))
+    caplog.set_level(logging.INFO, logger="pilothouse.sources.etcd")
+    resumed = build_source(etcd.address("/mesh"), etcd=given)
+    assert isinstance(resumed, EtcdSource)
+    resumed._backoff = Backoff(0.05, 0.2)
+    running = asyncio.create_task(resumed.run())
+    try:
+        deadline = time.monotonic() + 15
+        while "reachable again" not in caplog.text:
+            assert time.monotonic() < deadline, caplog.text
+            await asyncio.sleep(0.05)
+        assert resumed.availability().available and resumed.relists == 1
+    finally:
+        resumed.close()
+        await asyncio.wait_for(running, 15)
+        loop.set_exception_handler(previous)
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert said == [
+        "the requests of the etcd stream /etcdserverpb.Watch/Watch failed"
+        " (RuntimeError: request source broke); ending the stream",
+        f"etcd is unreachable (127.0.0.1:{etcd.client_port}: CANCELLED: the requests of"
+        " /etcdserverpb.Watch/Watch failed: RuntimeError: request source broke);"
+        " etcd://127.0.0.1:" + str(etcd.client_port) + "/mesh keeps serving its last good"
+        " state (1 objects)",
+    ]
+    caplog.clear()
+    gc.collect()
+    assert unhandled == []
 
     # without the options, the CA store and the source are refused with the reason
     bare = EtcdRootStore(endpoints, "/mesh", EtcdSettings())

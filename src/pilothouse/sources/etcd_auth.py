@@ -21,15 +21,24 @@ longer knows as for a real denial, so that too is tried once more); ``aetcd`` wo
 that response for a watch that never delivers anything. A stream refused again with
 the new token fails with the refusal's code and reason, and a stream that fails after
 it delivered fails as it did, so that the source's own resume logic runs.
+
+The caller's requests are taken by a task of the stream's own. When taking them fails
+(the caller's request iterator raises), the failure is logged once, naming the stream,
+the stream is cancelled, and its caller's next read fails ``CANCELLED`` with the
+failure as the reason: a grpc error, so the etcd source counts it as any failed
+session (unavailable, backoff, then a resumed watch) rather than a bug of its own.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any, Final
 
 import grpc
+
+log = logging.getLogger("pilothouse.sources.etcd")
 
 AUTHENTICATE: Final = "/etcdserverpb.Auth/Authenticate"
 TOKEN: Final = "token"
@@ -133,12 +142,18 @@ class RequestReplay:
 
     Each opening reads its own queue: a refused stream's request consumer (grpc keeps it
     waiting on a call that ended by itself) is ended and takes nothing meant for the
-    next opening."""
+    next opening. The task taking the requests ends with no exception left in it: a
+    failure of the caller's iterator is logged (naming ``stream``), kept as
+    :attr:`failure`, and cancels the opening in use (:meth:`opened`)."""
 
-    def __init__(self, requests: AsyncIterable[Any] | Iterable[Any]) -> None:
+    def __init__(self, requests: AsyncIterable[Any] | Iterable[Any], stream: str = "") -> None:
+        self.stream = stream
+        self.failure: Exception | None = None
+        """What the caller's request iterator raised, if it did."""
         self._sent: list[Any] = []
         self._recording = True
         self._ended = False
+        self._call: Any = None
         self._queue: asyncio.Queue[Any] = asyncio.Queue()
         self._pump = asyncio.ensure_future(self._take(requests))
 
@@ -150,9 +165,40 @@ class RequestReplay:
             else:
                 for request in requests:
                     self._put(request)
+        except Exception as problem:  # the caller's iterator: its failure ends the stream
+            self._failed(problem)
         finally:
             self._ended = True
             self._queue.put_nowait(_END)
+
+    def _failed(self, problem: Exception) -> None:
+        self.failure = problem
+        log.warning(
+            "the requests of the etcd stream %s failed (%s); ending the stream",
+            self.stream or "?",
+            describe(problem),
+            exc_info=problem,
+            extra={"stream": self.stream},
+        )
+        if self._call is not None:
+            self._call.cancel()
+
+    def opened(self, call: Any) -> None:
+        """``call`` is the opening in use: cancelled when the requests fail (at once if
+        they already did)."""
+        self._call = call
+        if self.failure is not None:
+            call.cancel()
+
+    def failure_error(self) -> grpc.aio.AioRpcError:
+        """The failure of the requests as the stream's error, for its caller."""
+        why = describe(self.failure) if self.failure is not None else "unknown"
+        return grpc.aio.AioRpcError(
+            grpc.StatusCode.CANCELLED,
+            grpc.aio.Metadata(),
+            grpc.aio.Metadata(),
+            f"the requests of {self.stream or 'the stream'} failed: {why}",
+        )
 
     def _put(self, request: Any) -> None:
         if self._recording:
@@ -185,6 +231,12 @@ async def _drained(queue: asyncio.Queue[Any]) -> AsyncIterator[Any]:
         yield request
 
 
+def describe(problem: BaseException) -> str:
+    """``problem`` in one line: its type and first line."""
+    text = str(problem).splitlines()
+    return f"{type(problem).__name__}: {text[0]}" if text else type(problem).__name__
+
+
 class StreamTokenRefresh(grpc.aio.StreamStreamClientInterceptor):
     """Opens a stream once more, with a new token, when etcd refused its token before
     the stream delivered anything (``authenticate`` as for :class:`TokenRefresh`)."""
@@ -201,8 +253,9 @@ class StreamTokenRefresh(grpc.aio.StreamStreamClientInterceptor):
         stale = token_in(client_call_details.metadata)
         if stale is None:
             return await continuation(client_call_details, request_iterator)
-        replay = RequestReplay(request_iterator)
+        replay = RequestReplay(request_iterator, _method(client_call_details))
         call = await continuation(client_call_details, replay.requests())
+        replay.opened(call)
         return self._opened_again(continuation, client_call_details, replay, call, stale)
 
     async def _opened_again(
@@ -222,11 +275,23 @@ class StreamTokenRefresh(grpc.aio.StreamStreamClientInterceptor):
                 call.cancel()
             fresh = await self._authenticate(stale)
             call = await continuation(details_with_token(details, fresh), replay.requests())
+            replay.opened(call)
             async for response in _delivered(call, replay, last=True):
                 yield response
+        except asyncio.CancelledError:
+            # the call cancelled because its requests failed, not this task: say why
+            current = asyncio.current_task()
+            if replay.failure is None or (current is not None and current.cancelling()):
+                raise
+            raise replay.failure_error() from replay.failure
         finally:
             call.cancel()
             replay.close()
+
+
+def _method(details: grpc.aio.ClientCallDetails) -> str:
+    method = details.method
+    return method.decode() if isinstance(method, bytes) else str(method)
 
 
 async def _delivered(call: Any, replay: RequestReplay, *, last: bool) -> AsyncIterator[Any]:

@@ -316,3 +316,25 @@ def test_feeds_by_resource_name() -> None:
     cluster = MemoryCluster()
     by_name = {feed.resource: feed for feed in cluster.feeds().all()}
     assert KubeFeeds.by_resource(by_name) == cluster.feeds()
+
+
+def test_endpoints_of_a_headless_service_with_a_tcp_port_are_a_full_update() -> None:
+    """Sidecars listen at a headless Service's endpoint addresses for its non-HTTP ports
+    (lds_headless.py), so its endpoints changing is a full update, as istiod pushes it;
+    a headless Service with only HTTP ports stays on the EDS path."""
+    h = Harness()
+    h.cluster.services.apply(
+        service("db", NS, [{"name": "tcp-pg", "port": 5432}], cluster_ip="None")
+    )
+    h.cluster.services.apply(service("web", NS, [{"name": "http", "port": 80}], cluster_ip="None"))
+    h.updates.clear()
+    h.cluster.endpointslices.apply(
+        endpoint_slice("db-1", NS, "db", [("tcp-pg", 5432)], [("10.0.0.7", None, True)])
+    )
+    h.cluster.endpointslices.apply(
+        endpoint_slice("web-1", NS, "web", [("http", 80)], [("10.0.0.8", None, True)])
+    )
+    assert [(u.full, u.services) for u in h.updates] == [
+        (True, frozenset({ServiceKey(f"db.{NS}.svc.cluster.local", NS)})),
+        (False, frozenset({ServiceKey(f"web.{NS}.svc.cluster.local", NS)})),
+    ]

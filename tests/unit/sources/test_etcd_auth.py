@@ -5,6 +5,8 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -74,6 +76,8 @@ async def open_watch(server: StreamServer, authenticated: list[str], requests: l
 
     async def sent() -> AsyncIterator[bytes]:
         while (request := await queue.get()) is not None:
+            if isinstance(request, Exception):
+                raise request
             yield request
 
     call = channel.stream_stream(WATCH)(sent(), metadata=(("token", "stale"),))
@@ -132,4 +136,95 @@ async def test_a_stream_that_delivered_fails_as_it_did_and_a_second_refusal_too(
     finally:
         queue.put_nowait(None)
         await channel.close()
+        await server.server.stop(None)
+
+
+@pytest.mark.parametrize("refused", [set(), {"stale"}], ids=["first-opening", "replayed"])
+async def test_requests_that_fail_end_the_stream_with_their_reason_and_are_logged_once(
+    refused: set[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The caller's request iterator raising (on the stream as first opened, or on the
+    one opened again with the replayed requests) ends the stream: its caller's next read
+    fails CANCELLED naming the stream and the failure, one warning says so, and no task
+    is left with an exception nobody retrieved (asyncio would report it when the task
+    is collected, through the loop's exception handler)."""
+    loop = asyncio.get_running_loop()
+    unhandled: list[dict[str, Any]] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: unhandled.append(context))
+    server = StreamServer(refused=refused)
+    await server.server.start()
+    authenticated: list[str] = []
+    broken = RuntimeError("request source broke")
+    try:
+        channel, queue, call = await open_watch(server, authenticated, [b"create-1"])
+        try:
+            responses = call.__aiter__()
+            token = "fresh" if refused else "stale"
+            with caplog.at_level(logging.DEBUG):
+                async with asyncio.timeout(5):
+                    assert await anext(responses) == f"{token}:create-1".encode()
+                    queue.put_nowait(broken)  # type: ignore[arg-type]
+                    with pytest.raises(grpc.aio.AioRpcError) as raised:
+                        await anext(responses)
+        finally:
+            queue.put_nowait(None)
+            await channel.close()
+        ended = (raised.value.code(), raised.value.details())
+        assert ended == (
+            grpc.StatusCode.CANCELLED,
+            f"the requests of {WATCH} failed: RuntimeError: request source broke",
+        )
+        assert server.tokens == (["stale", "fresh"] if refused else ["stale"])
+        warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+        assert [(r.name, r.getMessage()) for r in warnings] == [
+            (
+                "pilothouse.sources.etcd",
+                f"the requests of the etcd stream {WATCH} failed"
+                " (RuntimeError: request source broke); ending the stream",
+            )
+        ]
+        assert warnings[0].exc_info is not None and warnings[0].exc_info[1] is broken
+        # with the stream's objects gone (the failure's traceback holds the task taking
+        # the requests), a task left holding an exception nobody took would say so
+        del call, responses, raised, broken, warnings
+        caplog.clear()
+        gc.collect()
+        await asyncio.sleep(0)
+        assert unhandled == []
+    finally:
+        loop.set_exception_handler(previous)
+        await server.server.stop(None)
+
+
+async def test_requests_that_fail_on_a_stream_nobody_reads_leave_no_task_behind(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A stream whose caller drops it unread: the failure of its requests is logged
+    once and the stream cancelled; no task is left holding the exception."""
+    loop = asyncio.get_running_loop()
+    unhandled: list[dict[str, Any]] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: unhandled.append(context))
+    server = StreamServer(refused=set())
+    await server.server.start()
+    try:
+        with caplog.at_level(logging.WARNING, logger="pilothouse.sources.etcd"):
+            channel, queue, call = await open_watch(server, [], [b"create-1"])
+            queue.put_nowait(RuntimeError("request source broke"))  # type: ignore[arg-type]
+            async with asyncio.timeout(5):
+                while not caplog.records:
+                    await asyncio.sleep(0.01)
+            await channel.close()
+        assert [r.getMessage() for r in caplog.records] == [
+            f"the requests of the etcd stream {WATCH} failed"
+            " (RuntimeError: request source broke); ending the stream"
+        ]
+        caplog.clear()
+        del call, queue
+        gc.collect()
+        await asyncio.sleep(0)
+        assert unhandled == []
+    finally:
+        loop.set_exception_handler(previous)
         await server.server.stop(None)

@@ -5,7 +5,8 @@ gets ``<address>_<port>`` of its own; TLS services without one share ``0.0.0.0_<
 behind the TLS inspector, a chain per service matched on its hostname as SNI; of two
 plain TCP services without an address the older keeps the port and the other is
 refused with a warning; an HTTP service keeps ``0.0.0.0_<port>`` and its route
-configuration against a TCP service on that port.
+configuration against a TCP service on that port, the oldest HTTP service giving it its
+protocol.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from pilothouse.xds.generators.base import GenerationInput
 from pilothouse.xds.server.discovery import DiscoveryServer
 from pilothouse.xds.server.discovery_debug import DiscoveryDebugView
 from tests.golden.xds_snapshot import snapshot_store
+from tests.memory_kube import MemoryCluster, endpoint_slice, service
 from tests.unit.kinds.gateway_api.test_l4_routes import proxies_by_sni
 
 TLS_INSPECTOR = "envoy.filters.listener.tls_inspector"
@@ -268,3 +270,102 @@ async def test_refused_services_are_counted_per_listener_for_the_push() -> None:
     finally:
         server.close()
         await asyncio.wait_for(task, 10)
+
+
+def manager_of(listener: dict[str, Any]) -> dict[str, Any]:
+    (chain,) = listener["filterChains"]
+    found: dict[str, Any] = chain["filters"][-1]["typedConfig"]
+    return found
+
+
+@pytest.mark.parametrize("newer", ["a-h2", "b-web"])
+async def test_the_oldest_http_service_on_a_port_gives_the_listener_its_protocol(
+    newer: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """istiod keeps the listener the oldest HTTP service made (the others only add their
+    virtual hosts), whatever the hostnames' order: ``a-h2`` sorts first by name but is
+    HTTP2, ``b-web`` is plain HTTP; the TCP service refused on the port names the same
+    keeper."""
+    older = "2024-02-01T00:00:00Z"
+    later = "2024-03-01T00:00:00Z"
+    mesh = (
+        entry("a-h2", 9090, "HTTP2", created=later if newer == "a-h2" else older)
+        + entry("b-web", 9090, "HTTP", created=later if newer == "b-web" else older)
+        + entry("c-raw", 9090, "TCP", created="2024-01-01T00:00:00Z")
+    )
+    with caplog.at_level(logging.WARNING, logger="pilothouse.xds"):
+        found = await listeners(mesh)
+    kept = "b-web" if newer == "a-h2" else "a-h2"
+    manager = manager_of(found["0.0.0.0_9090"])
+    assert manager["rds"]["routeConfigName"] == "9090"
+    assert ("http2ProtocolOptions" in manager) is (kept == "a-h2")
+    refused = [
+        (r.accepted, r.rejected)  # type: ignore[attr-defined]
+        for r in caplog.records
+        if r.getMessage() == "outbound listener conflict"
+    ]
+    assert refused == [(f"{kept}.apps.svc.cluster.local", "c-raw.apps.svc.cluster.local")]
+
+
+async def test_kubernetes_services_created_together_are_ordered_by_name() -> None:
+    """Services of one creation second are ordered by name, then namespace, as istiod
+    breaks the tie: ``a`` before ``a-b`` although ``a-b.apps...`` sorts first as a
+    hostname ('-' before '.')."""
+    cluster = MemoryCluster()
+    cluster.services.apply(service("a-b", "apps", [{"name": "http", "port": 8080}]))
+    cluster.services.apply(
+        service("a", "apps", [{"name": "http2", "port": 8080}], cluster_ip="10.96.0.11")
+    )
+    store = MemoryStore(name="test")
+    store.mark_synced()
+    client = parse_node("sidecar~10.0.0.9~app-1.apps~apps.svc.cluster.local")
+    (snapshot,) = (await snapshot_store(store, {"client": client}, cluster.feeds())).values()
+    manager = manager_of(snapshot.json("lds")["0.0.0.0_8080"])
+    assert "http2ProtocolOptions" in manager  # the HTTP2 port of ``a``
+
+
+async def test_a_headless_service_listens_at_each_endpoint_for_its_tcp_ports() -> None:
+    """istiod's per-endpoint listeners: a headless Service's TCP port gets
+    ``<podIP>_<port>`` for each endpoint, to that service's cluster, so two headless
+    services share 5432 without a conflict; its HTTP port keeps ``0.0.0.0_<port>``; a
+    headless Service without endpoints gets no listener; a pod does not get its own
+    address's listener (its inbound listener has it)."""
+    cluster = MemoryCluster()
+    db_ports = [{"name": "tcp-pg", "port": 5432}, {"name": "http-api", "port": 8080}]
+    cluster.services.apply(service("db", "apps", db_ports, cluster_ip="None"))
+    cluster.services.apply(
+        service("cache", "apps", [{"name": "tcp-pg", "port": 5432}], cluster_ip="None")
+    )
+    cluster.services.apply(
+        service("empty", "apps", [{"name": "tcp-x", "port": 6000}], cluster_ip="None")
+    )
+    db_slice = [("10.1.0.1", None, True), ("10.1.0.2", None, True)]
+    cluster.endpointslices.apply(
+        endpoint_slice("db-1", "apps", "db", [("tcp-pg", 5432), ("http-api", 8080)], db_slice)
+    )
+    cluster.endpointslices.apply(
+        endpoint_slice("cache-1", "apps", "cache", [("tcp-pg", 5432)], [("10.1.0.3", None, True)])
+    )
+    store = MemoryStore(name="test")
+    store.mark_synced()
+    proxies = {
+        "client": parse_node("sidecar~10.0.0.9~app-1.apps~apps.svc.cluster.local"),
+        "db-pod": parse_node("sidecar~10.1.0.2~db-1.apps~apps.svc.cluster.local"),
+    }
+    snapshots = await snapshot_store(store, proxies, cluster.feeds())
+    found = snapshots["client"].json("lds")
+    db, cache = (f"outbound|5432||{n}.apps.svc.cluster.local" for n in ("db", "cache"))
+    assert {n: proxies_by_sni(x) for n, x in found.items() if n.endswith("_5432")} == {
+        "10.1.0.1_5432": {(): db},
+        "10.1.0.2_5432": {(): db},
+        "10.1.0.3_5432": {(): cache},
+    }
+    assert address(found["10.1.0.1_5432"]) == ("10.1.0.1", 5432)
+    assert found["10.1.0.1_5432"]["bindToPort"] is False
+    assert manager_of(found["0.0.0.0_8080"])["rds"]["routeConfigName"] == "8080"
+    assert not [n for n in found if n.endswith("_6000") or n.startswith("10.1.0.1_8080")]
+    own = snapshots["db-pod"].json("lds")
+    assert sorted(n for n in own if n.endswith("_5432") and n != "virtualInbound") == [
+        "10.1.0.1_5432",
+        "10.1.0.3_5432",
+    ]

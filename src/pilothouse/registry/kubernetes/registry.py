@@ -15,7 +15,8 @@ change is sorted as the ServiceEntry registry does:
   read again (reverse indexes pod → slices, and node → pods in the
   :class:`~pilothouse.registry.kubernetes.pod_cache.PodCache`), and their services' shards
   rewritten (O(endpoints of the service)); an update only when the endpoints really
-  changed;
+  changed; full for a headless Service with a non-HTTP port, whose endpoint addresses
+  sidecars listen at, as istiod pushes it;
 - **nothing**: no service and no endpoint changed (a Namespace event, a Pod status
   change the endpoints do not show).
 
@@ -34,6 +35,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from pilothouse.config.validation.ports import is_http
 from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.registry.kubernetes.endpoints import Slice, slice_endpoints, slice_of
 from pilothouse.registry.kubernetes.feeds import KubeFeeds
@@ -45,7 +47,14 @@ from pilothouse.registry.kubernetes.services import (
     service_key,
     service_of,
 )
-from pilothouse.registry.model import NO_LABELS, Endpoint, Labels, Service, ServiceKey
+from pilothouse.registry.model import (
+    NO_LABELS,
+    Endpoint,
+    Labels,
+    Resolution,
+    Service,
+    ServiceKey,
+)
 from pilothouse.registry.update import RegistryUpdate
 from pilothouse.sources.kubernetes.events import KubeEvent, WatchEventType
 from pilothouse.sources.kubernetes.skipped import SkippedObjects
@@ -186,7 +195,20 @@ class KubeRegistry:
 
     def _emit(self, full: bool, changed: set[ServiceKey]) -> None:
         if self._loaded and changed:
+            full = full or any(self._listened_per_endpoint(key) for key in changed)
             self._on_update(RegistryUpdate(full, frozenset(), frozenset(changed)))
+
+    def _listened_per_endpoint(self, key: ServiceKey) -> bool:
+        """A headless Service with a non-HTTP port: sidecars listen at its endpoints'
+        addresses, so its endpoints are part of their listeners (a full push, as
+        istiod's for such a Service)."""
+        service = self._services.get(key)
+        return (
+            service is not None
+            and service.resolution is Resolution.NONE
+            and not service.addresses
+            and any(p.protocol and not is_http(p.protocol) for p in service.ports)
+        )
 
     def _emit_pods(self, pods: frozenset[PodKey]) -> None:
         if pods and self._on_pods is not None:

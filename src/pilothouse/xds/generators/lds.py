@@ -76,6 +76,7 @@ from pilothouse.xds.generators.envoy_filters import (
     patched,
 )
 from pilothouse.xds.generators.inbound import inbound_ports
+from pilothouse.xds.generators.lds_headless import HeadlessPort, headless_ports
 from pilothouse.xds.generators.lds_inbound import inbound_listener
 from pilothouse.xds.generators.lds_outbound import OutboundPlan, default_outbound_listeners
 from pilothouse.xds.generators.mesh_tls import outbound_l4_listener
@@ -112,8 +113,14 @@ class ListenerGenerator:
             else NO_AUTHORIZATION
         )
         telemetry = given.context.selections.telemetry(proxy, given.cache)
+        scope = scope_inputs(given)
+        headless = (
+            headless_ports(scope, given.endpoints, proxy.ip)
+            if scope.passthrough_without_address and not proxy.is_router
+            else ()
+        )
         inputs = ListenerInputs(
-            scope_inputs(given), capturing, given.rest, authorization, telemetry.client
+            scope, capturing, given.rest, authorization, telemetry.client, headless
         )
         outbound = given.cache.group(inputs, build_listeners)
         if proxy.is_router:
@@ -151,6 +158,9 @@ class ListenerInputs(FrozenInputs):
     telemetry: ModeTelemetry = NO_TELEMETRY
     """The proxy's client-side access logs and tracing (its Telemetry, see
     :mod:`pilothouse.push.telemetry`)."""
+    headless: tuple[HeadlessPort, ...] = ()
+    """The endpoint addresses of the scope's headless services' TCP ports, the proxy's
+    own left out (see lds_headless.py)."""
 
 
 def build_listeners(inputs: ListenerInputs) -> ResourceGroup:
@@ -256,7 +266,7 @@ def outbound_listeners(inputs: ListenerInputs) -> OutboundPlan:
             if built is not None:
                 listeners.append(built)
         return OutboundPlan(listeners, [])
-    planned = default_outbound_listeners(scope)
+    planned = default_outbound_listeners(scope, inputs.headless)
     if inputs.capturing:
         planned.listeners.append(
             build_virtual_outbound_listener(port=scope.proxy_listen_port, allow_any=scope.allow_any)

@@ -1,15 +1,20 @@
 """A sidecar's default outbound listeners (no Sidecar egress ports), planned as istiod's.
 
-Each service port the scope sees, services oldest first (then by hostname and
-namespace, as istiod orders its push context's services), lands on one listener, keyed
-by address and port; ports without a declared protocol are left out (pilothouse does
-not sniff protocols):
+Each service port the scope sees, services oldest first (then by name and namespace,
+as istiod orders its push context's services: a Kubernetes Service's name, a
+ServiceEntry host's hostname; services without a creation time last), lands on one
+listener, keyed by address and port; ports without a declared protocol are left out
+(pilothouse does not sniff protocols):
 
 - HTTP ports share ``0.0.0.0_<port>`` on the route configuration ``<port>``, whose
-  virtual hosts tell the services apart;
+  virtual hosts tell the services apart; the oldest HTTP service on the port gives
+  the listener its protocol (HTTP, HTTP2, gRPC, ...), as istiod keeps the listener
+  the first one made;
 - the other ports (TCP, TLS, HTTPS, MongoDB, ...) of a service with an IP address take
-  ``<address>_<port>``, a listener of their own; those of a service whose address is a
-  CIDR range, or that has none, share ``0.0.0.0_<port>``.
+  ``<address>_<port>``, a listener of their own; those of a headless service (resolution
+  NONE, no address) take ``<endpoint address>_<port>`` for each of its endpoints
+  (lds_headless.py); those of a service whose address is a CIDR range, or that has
+  none, share ``0.0.0.0_<port>``.
 
 A listener one service holds is that service's listener, as :func:`outbound_l4_listener`
 builds it. When several non-HTTP services share one, each brings its chains
@@ -29,9 +34,6 @@ does not sniff, so those services get no listener on that port. Each refused ser
 is logged as ``outbound listener conflict`` (listener, the service that kept it, the
 one refused) and noted as an :class:`~pilothouse.push.listener_conflicts.OutboundConflict`
 beside the listeners, for istiod's ``pilot_conflict_outbound_listener_*`` gauges.
-
-Not done as in istiod: headless services (resolution NONE, no address) share the
-wildcard listener instead of getting a listener, or a chain, per endpoint address.
 """
 
 from __future__ import annotations
@@ -41,11 +43,16 @@ from collections.abc import Sequence
 from typing import Any, Final, NamedTuple
 
 from pilothouse.push.listener_conflicts import OutboundConflict
-from pilothouse.registry.model import Service
+from pilothouse.registry.model import SERVICE_KIND, Service
 from pilothouse.xds.builders.http_connection_manager import is_http
 from pilothouse.xds.builders.listener import WILDCARD_ADDRESS, listener_name
 from pilothouse.xds.builders.listener_shared import L4Chain, build_shared_outbound_listener
 from pilothouse.xds.builders.listener_sidecar import build_outbound_listener
+from pilothouse.xds.generators.lds_headless import (
+    HeadlessPort,
+    from_kubernetes,
+    listens_per_endpoint,
+)
 from pilothouse.xds.generators.mesh_tcp import service_destinations
 from pilothouse.xds.generators.mesh_tls import (
     ANY_NAME,
@@ -77,21 +84,32 @@ class OutboundPlan(NamedTuple):
     conflicts: list[OutboundConflict]
 
 
-def default_outbound_listeners(scope: ScopeInputs) -> OutboundPlan:
-    """The scope's outbound listeners, by port then address, and the services refused."""
+def default_outbound_listeners(
+    scope: ScopeInputs, headless: Sequence[HeadlessPort] = ()
+) -> OutboundPlan:
+    """The scope's outbound listeners, by port then address, and the services refused
+    (``headless``: the endpoint addresses of headless services' non-HTTP ports)."""
     conflicts: list[OutboundConflict] = []
     claims: dict[tuple[str, int], list[PortClaim]] = {}
+    per_endpoint = {(p.hostname, p.port): p.addresses for p in headless}
     for service in sorted(scope.by_hostname.values(), key=_age):
         for service_port in service.ports:
             protocol = service_port.protocol.upper()
             if not protocol:
                 continue
+            number = service_port.number
             address, cidr = WILDCARD_ADDRESS, ""
             if not is_http(protocol):
+                if listens_per_endpoint(service):
+                    addresses = per_endpoint.get((service.hostname, number), ())
+                    if addresses or from_kubernetes(service):
+                        for endpoint in addresses:
+                            claims.setdefault((endpoint, number), []).append(
+                                PortClaim(service, protocol, "")
+                            )
+                        continue
                 address, cidr = listen_address(service)
-            claims.setdefault((address, service_port.number), []).append(
-                PortClaim(service, protocol, cidr)
-            )
+            claims.setdefault((address, number), []).append(PortClaim(service, protocol, cidr))
     listeners = []
     for (address, port), found in sorted(claims.items(), key=lambda item: item[0][::-1]):
         listeners.append(_listener(scope, address, port, found, conflicts))
@@ -114,9 +132,17 @@ def _age(service: Service) -> tuple[bool, float, str, str]:
     return (
         created is None,
         created.timestamp() if created else 0.0,
-        service.hostname,
+        registry_name(service),
         service.namespace,
     )
+
+
+def registry_name(service: Service) -> str:
+    """The name istiod breaks creation-time ties with: a Kubernetes Service's own name
+    (the first label of its hostname), a ServiceEntry host's hostname."""
+    if service.source.kind == SERVICE_KIND:
+        return service.hostname.split(".", 1)[0]
+    return service.hostname
 
 
 def _listener(
@@ -128,7 +154,7 @@ def _listener(
 ) -> Any:
     http = [c for c in claims if is_http(c.protocol)]
     if http:
-        kept = min(http, key=lambda c: c.service.hostname)
+        kept = http[0]  # claims come oldest first: the oldest HTTP service's protocol
         for claim in claims:
             if not is_http(claim.protocol):
                 conflicts.append(_refuse(address, port, kept, claim))

@@ -40,7 +40,7 @@ from pilothouse.push.indexes import RouteEntry
 from pilothouse.push.inputs import FrozenInputs
 from pilothouse.push.proxy import ProxyType
 from pilothouse.push.scope import ProxyScope, ScopeContext
-from pilothouse.registry.model import Service
+from pilothouse.registry.model import Resolution, Service
 from pilothouse.xds.builders.route_action import HashPolicyLookup
 from pilothouse.xds.builders.route_delegate import DelegateLookup
 from pilothouse.xds.generators.base import GenerationInput
@@ -84,6 +84,9 @@ class ScopeInputs(FrozenInputs):
         default=None, init=False, repr=False, compare=False
     )
     _delegates: DelegateLookup | None = field(default=None, init=False, repr=False, compare=False)
+    _without_address: tuple[Service, ...] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     @property
     def by_hostname(self) -> Mapping[str, Service]:
@@ -92,6 +95,18 @@ class ScopeInputs(FrozenInputs):
         if found is None:
             found = {service.hostname: service for service, _ in self.services}
             object.__setattr__(self, "_by_hostname", found)
+        return found
+
+    @property
+    def passthrough_without_address(self) -> tuple[Service, ...]:
+        """The services of resolution NONE without an address (headless), in the scope's
+        order: their TCP ports listen per endpoint (lds_headless.py)."""
+        found = self._without_address
+        if found is None:
+            found = tuple(
+                s for s, _ in self.services if s.resolution is Resolution.NONE and not s.addresses
+            )
+            object.__setattr__(self, "_without_address", found)
         return found
 
     @property

@@ -1,0 +1,82 @@
+"""Where a headless service's TCP ports listen: at each of its endpoints' addresses.
+
+A service without an address whose endpoints Envoy reaches by original destination
+(resolution NONE: a Kubernetes Service with ``clusterIP: None``, a ServiceEntry with
+resolution NONE and no address) has no address of its own to listen on. istiod gives
+each of its non-HTTP ports (TCP, TLS, MongoDB, ...; also those whose protocol it
+sniffs, which pilothouse does not: a port without a declared protocol gets no listener
+here, as everywhere) one outbound listener per endpoint address, ``<podIP>_<port>``,
+so that a connection to a pod's IP matches that pod's service cluster
+(``outbound|port||host``) and two headless services can share a port; HTTP ports keep
+the shared ``0.0.0.0_<port>`` (their virtual hosts tell the services apart). Endpoint
+addresses that are not IP addresses are left out, and so is the proxy's own address
+(its own traffic to itself never leaves it: its inbound listener holds that address).
+A Kubernetes Service without endpoints gets no listener on those ports; a ServiceEntry
+without endpoints keeps the shared ``0.0.0.0_<port>``, as in istiod.
+
+The addresses are an input of the scope's listeners (:class:`HeadlessPort` tuples in
+``ListenerInputs``): listeners built for one set of pods are never served for another.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import NamedTuple
+
+from pilothouse.config.validation.ports import is_http
+from pilothouse.registry.endpoint_index import EndpointIndex
+from pilothouse.registry.model import SERVICE_KIND, Resolution, Service
+from pilothouse.xds.generators.scope_inputs import ScopeInputs
+
+
+class HeadlessPort(NamedTuple):
+    """The endpoint addresses (sorted, each once) of one non-HTTP port of a headless
+    service."""
+
+    hostname: str
+    port: int
+    addresses: tuple[str, ...]
+
+
+def listens_per_endpoint(service: Service) -> bool:
+    """Whether ``service``'s non-HTTP ports listen at its endpoints' addresses (as
+    ``ScopeInputs.passthrough_without_address`` gathers them)."""
+    return service.resolution is Resolution.NONE and not service.addresses
+
+
+def from_kubernetes(service: Service) -> bool:
+    """A Kubernetes Service (no endpoints: no listener), not a ServiceEntry host (no
+    endpoints: the shared wildcard listener)."""
+    return service.source.kind == SERVICE_KIND
+
+
+def headless_ports(
+    scope: ScopeInputs, endpoints: EndpointIndex, own_address: str
+) -> tuple[HeadlessPort, ...]:
+    """Every non-HTTP port with a declared protocol of the scope's headless services,
+    with its endpoint addresses but ``own_address``."""
+    found: list[HeadlessPort] = []
+    for service in scope.passthrough_without_address:
+        held = endpoints.endpoints(service.key)
+        for port in service.ports:
+            if not port.protocol or is_http(port.protocol):
+                continue
+            addresses = sorted(
+                {
+                    endpoint.address
+                    for endpoint in held
+                    if endpoint.service_port_name == port.name
+                    and endpoint.address != own_address
+                    and _is_ip(endpoint.address)
+                }
+            )
+            found.append(HeadlessPort(service.hostname, port.number, tuple(addresses)))
+    return tuple(found)
+
+
+def _is_ip(address: str) -> bool:
+    try:
+        ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return True
