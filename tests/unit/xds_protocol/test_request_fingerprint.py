@@ -6,6 +6,7 @@ from envoy.service.discovery.v3 import discovery_pb2
 
 from pilothouse.protocol.request_bytes import (
     Arrival,
+    KnownNames,
     Undecodable,
     discovery_request_parser,
     names_fingerprint,
@@ -77,3 +78,46 @@ def test_the_parser_gives_the_request_and_its_fingerprint() -> None:
     assert isinstance(parsed, Arrival) and parsed.names is None
     bad = sotw(b"\xff\xff\xff")
     assert isinstance(bad, Undecodable) and "DiscoveryRequest" in bad.reason
+
+
+def test_long_fields_and_an_error_after_the_names_leave_it_unchanged() -> None:
+    """Lengths of two bytes and more (a long version, node or nonce), and an
+    ``error_detail`` after the nonce (a NACK), are read as well as the short ones."""
+    base = _fingerprint(_body(NAMES, nonce="n"))
+    long_nonce = _fingerprint(_body(NAMES, version="v" * 300, nonce="n" * 200))
+    long_node = _fingerprint(_body(NAMES, node="sidecar~" + "x" * 20_000))
+    request = discovery_pb2.DiscoveryRequest.FromString(_body(NAMES, nonce="n" * 130))
+    request.error_detail.code = 13
+    request.error_detail.message = "rejected " * 40
+    nack = _fingerprint(request.SerializeToString())
+    assert base is not None and base == long_nonce == long_node == nack
+
+
+def test_no_fingerprint_with_names_after_the_nonce() -> None:
+    """Names written after the type URL (legal protobuf, out of number order) are not
+    taken for a request that repeats the names before them."""
+    body = _body(NAMES, nonce="n")
+    late = discovery_pb2.DiscoveryRequest(resource_names=["late"]).SerializeToString()
+    assert _fingerprint(body + late) is None
+
+
+def test_names_seen_before_get_the_fingerprint_of_their_bytes() -> None:
+    """A parser's kept regions give every request exactly :func:`names_fingerprint`:
+    the same names again (in place, whatever the nonce), other orders and lengths, a
+    NACK's tail, names after the type URL (none), more lists than it keeps."""
+    known = KnownNames()
+    late = discovery_pb2.DiscoveryRequest(resource_names=["late"]).SerializeToString()
+    nack = discovery_pb2.DiscoveryRequest.FromString(_body(NAMES, nonce="n-1"))
+    nack.error_detail.message = "rejected"
+    lists = [NAMES, NAMES[::-1], NAMES[:-1], [], *([NAMES[i]] for i in range(8))]
+    bodies = [
+        *(_body(names, version=f"v/{i}", nonce=f"n-{i}") for i, names in enumerate(lists)),
+        _body(NAMES, nonce="n" * 200, node="sidecar~" + "x" * 300),
+        _body(NAMES, nonce="n-2") + late,
+        nack.SerializeToString(),
+        _body([*NAMES[:-1], NAMES[-1] + "x"], nonce="n-3"),
+    ]
+    for body in bodies * 2:
+        assert known.fingerprint(body, type_url_field(EDS)) == _fingerprint(body)
+        assert known.fingerprint(body, type_url_field(CDS)) is None  # another type's field
+    assert known.fingerprint(b"", type_url_field(EDS)) is None
