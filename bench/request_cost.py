@@ -14,6 +14,9 @@ Each round, per side, after a CDS change (service 0's DestinationRule) has been 
 and written (untimed), every proxy's requests are handled in three timed phases:
 
 - ``cds_ack``: the ACK of the CDS response;
+- ``eds_stale``: Envoy's warming re-request sent before it read the EDS assignments:
+  every cluster named in its own (here: reversed) order, with the nonce of the EDS
+  response before (stale: ignored);
 - ``eds_ack``: the ACK of the EDS assignments pushed behind it, naming every cluster as
   the proxy's previous requests did;
 - ``eds_rerequest``: Envoy's warming re-request, the same EDS nonce and version naming
@@ -51,7 +54,7 @@ from bench.harness.in_process import TYPES, InProcessServer, ack_of, rule_yaml
 from bench.harness.rounds import spread
 from pilothouse.protocol.type_urls import CDS, EDS
 
-PHASES = ("cds_ack", "eds_ack", "eds_rerequest", "noop_ack")
+PHASES = ("cds_ack", "eds_stale", "eds_ack", "eds_rerequest", "noop_ack")
 QUIET = 0.05
 ROUND_TIMEOUT = 60.0
 
@@ -145,12 +148,16 @@ class Side:
         batches = self.acks()
         if not all(CDS in batch and EDS in batch for batch in batches):
             raise RuntimeError(f"{self.label}: a CDS change did not send CDS and EDS to all")
-        rerequests = []
-        for batch in batches:
+        rerequests, stale = [], []
+        for batch, before in zip(batches, self.last_eds, strict=True):
             request = discovery_pb2.DiscoveryRequest.FromString(batch[EDS])
             request.resource_names[:] = list(reversed(request.resource_names))
             rerequests.append(request.SerializeToString())
+            previous = discovery_pb2.DiscoveryRequest.FromString(before)
+            request.response_nonce = previous.response_nonce
+            stale.append(request.SerializeToString())
         self._timed("cds_ack", [batch[CDS] for batch in batches])
+        self._timed("eds_stale", stale)
         self._timed("eds_ack", [batch[EDS] for batch in batches])
         self._timed("eds_rerequest", rerequests)
         await self.settle()

@@ -476,7 +476,7 @@ def test_an_ack_repeating_the_subscription_is_decided_without_reading_a_name() -
         return session.receive(_NamesUnread(request), 5.0, fingerprint(request))  # type: ignore[arg-type]
 
     ack = receive(second, req(EDS, ["a", "b"], nonce="n1", version="t/2"))
-    assert (ack.kind, ack.respond, ack.subscription) == (SotwKind.ACK, False, subscription)
+    assert ack == SotwDecision(EDS, SotwKind.ACK, False, subscription)
     assert watch.nonce_acked == "n1" and watch.version_acked == "t/2"
     # the first stream reads the reordered names once; the second knows them by then
     assert not first.receive(
@@ -486,7 +486,19 @@ def test_an_ack_repeating_the_subscription_is_decided_without_reading_a_name() -
     assert (reordered.kind, reordered.respond) == (SotwKind.ACK, False)
     assert reordered.subscription is subscription
     assert receive(second, req(EDS, ["b", "a"], nonce="n1")).subscription is subscription
+    # a stale request (Envoy's re-request carrying the nonce before) takes no names
+    kept = len(sets)
+    record_sent(second, EDS, "n2")
+    stale = second.receive(req(EDS, ["c", "b", "a"], nonce="n1"), 6.0, 1234)
+    assert (stale.kind, stale.subscription, len(sets)) == (SotwKind.STALE, subscription, kept)
+    assert second.expired_nonces[EDS] == 1
     # an answer owed (the warming flag) or a NACK standing still takes the full table
     second.mark_always_respond(EDS)
-    owed = second.receive(req(EDS, ["a", "b"], nonce="n1"), 6.0, fingerprint(req(EDS, ["a", "b"])))
+    owed = second.receive(req(EDS, ["a", "b"], nonce="n2"), 7.0, fingerprint(req(EDS, ["a", "b"])))
     assert owed.respond and owed.always_respond
+
+
+def record_sent(session: SotwSession, type_url: str, nonce: str) -> None:
+    watch = session.watch(type_url)
+    assert watch is not None
+    session.record_sent(type_url, f"t/{nonce}", nonce, dict(watch.last_sent), 6.0)

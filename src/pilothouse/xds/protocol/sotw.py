@@ -84,6 +84,12 @@ class SotwDecision(NamedTuple):
     """True when the response is owed to the warming flag rather than a name change."""
 
 
+_decision = tuple.__new__
+"""Makes a decision as the tuple it is (one per request: the NamedTuple's Python-level
+``__new__`` costs as much again)."""
+_NO_NAMES: frozenset[str] = frozenset()
+
+
 class SotwSession(StreamState[SotwWatch]):
     """Per-stream SotW state: the node, one ``SotwWatch`` per type, and counters."""
 
@@ -126,7 +132,9 @@ class SotwSession(StreamState[SotwWatch]):
             subscription = watch.subscription
             if watch.strays:
                 watch.requested(subscription)
-            return SotwDecision(type_url, SotwKind.ACK, False, subscription)
+            return _decision(
+                SotwDecision, (type_url, SotwKind.ACK, False, subscription, _NO_NAMES, None, False)
+            )
 
         requested = request.resource_names
         if not requested and not is_wildcard_type(type_url):
@@ -134,14 +142,16 @@ class SotwSession(StreamState[SotwWatch]):
             self._named.pop(type_url, None)
             return SotwDecision(type_url, SotwKind.UNSUBSCRIBE, False, Subscription())
 
+        if nonce and watch is not None and nonce != watch.nonce_sent:
+            # row 4 before the names are taken: a stale request changes nothing (Envoy's
+            # warming re-request often carries the nonce before the latest)
+            self._expired_nonces[type_url] = self._expired_nonces.get(type_url, 0) + 1
+            return SotwDecision(type_url, SotwKind.STALE, False, watch.subscription)
+
         subscription, named = self._subscription(type_url, requested, names, watch)
 
         if not nonce or watch is None:
             return self._init(type_url, watch, subscription, named, request)
-
-        if nonce != watch.nonce_sent:
-            self._expired_nonces[type_url] = self._expired_nonces.get(type_url, 0) + 1
-            return SotwDecision(type_url, SotwKind.STALE, False, watch.subscription)
 
         return self._ack(type_url, watch, subscription, named, nonce, request.version_info, now)
 
