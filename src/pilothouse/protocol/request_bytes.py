@@ -104,6 +104,8 @@ _KEPT_NEEDLES = 32
 """Type URLs whose encoded field a parser keeps (the client chooses them: bounded)."""
 _KEPT_PER_TYPE = 4
 """Names regions :class:`KnownNames` keeps per type URL (the latest first)."""
+KEPT_BYTES = 2 * 1024 * 1024
+"""Bytes of names regions :class:`KnownNames` keeps at most."""
 
 _VERSION_INFO = 0x0A  # field 1, length-delimited
 _NODE = 0x12  # field 2
@@ -151,13 +153,22 @@ class KnownNames:
     without copying and hashing the region again (about a third of what parsing a
     hundred-name ACK costs). The bytes are compared, never trusted by their hash, so a
     client cannot make its names pass for another's. Bounded: a few regions per type
-    URL, for at most ``_KEPT_NEEDLES`` type URLs.
+    URL, for at most ``_KEPT_NEEDLES`` type URLs, ``KEPT_BYTES`` in all (a client
+    chooses how long its names are: a region longer than an eighth of that is not kept,
+    and going over forgets every region kept).
     """
 
-    __slots__ = ("_kept",)
+    __slots__ = ("_bytes", "_kept")
 
     def __init__(self) -> None:
         self._kept: dict[bytes, list[tuple[bytes, int]]] = {}
+        self._bytes = 0
+        """The length of every region kept."""
+
+    @property
+    def kept_bytes(self) -> int:
+        """How many bytes of names regions are kept."""
+        return self._bytes
 
     def fingerprint(self, body: bytes, type_url_field: bytes) -> int | None:
         """:func:`names_fingerprint` of ``body`` (for a request whose nonce repeats the
@@ -185,11 +196,21 @@ class KnownNames:
             return None
         names = body[at:last]
         fingerprint = hash(names)
+        size = len(names)
+        if size > KEPT_BYTES // 8:
+            return fingerprint
+        if self._bytes + size > KEPT_BYTES:
+            self._kept.clear()
+            self._bytes = 0
+            known = None
         if known is None:
             if len(self._kept) >= _KEPT_NEEDLES:
                 return fingerprint
             known = self._kept[type_url_field] = []
         known.insert(0, (names, fingerprint))
+        self._bytes += size
+        for dropped, _ in known[_KEPT_PER_TYPE:]:
+            self._bytes -= len(dropped)
         del known[_KEPT_PER_TYPE:]
         return fingerprint
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from envoy.service.discovery.v3 import discovery_pb2
 
 from pilothouse.protocol.request_bytes import (
+    KEPT_BYTES,
     Arrival,
     KnownNames,
     Undecodable,
@@ -121,3 +122,22 @@ def test_names_seen_before_get_the_fingerprint_of_their_bytes() -> None:
         assert known.fingerprint(body, type_url_field(EDS)) == _fingerprint(body)
         assert known.fingerprint(body, type_url_field(CDS)) is None  # another type's field
     assert known.fingerprint(b"", type_url_field(EDS)) is None
+
+
+def test_the_names_kept_stay_within_their_byte_budget() -> None:
+    """A client chooses how long its names are: what a parser keeps of them is bounded,
+    and names it no longer keeps still get their fingerprint."""
+    known = KnownNames()
+    huge = [f"outbound|80||{'x' * 200}-{i}.ns.svc.cluster.local" for i in range(2_000)]
+    body = _body(huge, nonce="n")
+    assert known.fingerprint(body, type_url_field(EDS)) == _fingerprint(body)
+    assert known.kept_bytes == 0  # over an eighth of the budget: not kept
+    lists = [[f"{n}-{i}" for n in huge[:500]] for i in range(40)]
+    for index, names in enumerate(lists):
+        for type_url in (EDS, CDS):
+            request = discovery_pb2.DiscoveryRequest.FromString(_body(names, nonce="n"))
+            request.type_url = f"{type_url}-{index % 3}"
+            body = request.SerializeToString()
+            needle = type_url_field(request.type_url)
+            assert known.fingerprint(body, needle) == names_fingerprint(body, needle)
+            assert 0 < known.kept_bytes <= KEPT_BYTES
