@@ -12,6 +12,7 @@ from pilothouse.protocol.messages import NackError
 from pilothouse.protocol.request_bytes import names_fingerprint, type_url_field
 from pilothouse.protocol.subscriptions import Subscription
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
+from pilothouse.xds.protocol.name_sets import NameSets
 from pilothouse.xds.protocol.sotw import SotwDecision, SotwKind, SotwSession
 from pilothouse.xds.protocol.sync_status import SyncStatus
 
@@ -442,3 +443,62 @@ def test_names_remembered_after_a_stale_request_are_the_applied_ones() -> None:
     decision = session.receive(req(EDS, ["a", "b"], nonce="n2"), 2.0)
     assert decision.respond and decision.added == {"b"}
     assert session.wants(EDS) == names("a", "b")
+
+
+class _NamesUnread:
+    """A request whose names must not be read: the session decides from the fingerprint
+    (a double, since a protobuf message cannot refuse a field read)."""
+
+    def __init__(self, request: discovery_pb2.DiscoveryRequest) -> None:
+        self.request = request
+
+    def __getattr__(self, name: str) -> object:
+        if name == "resource_names":
+            raise AssertionError("the names were read")
+        return getattr(self.request, name)
+
+
+def test_an_ack_repeating_the_subscription_is_decided_without_reading_a_name() -> None:
+    """An ACK naming what the request before named, and Envoy's warming re-request naming
+    the same clusters in its own order once another stream made that subscription, are
+    ACKs needing no answer, known from the names' fingerprint alone."""
+    sets = NameSets()
+    first, second = SotwSession(sets), SotwSession(sets)
+    for session in (first, second):
+        play(
+            session, [req(EDS, ["a", "b"]), Sent(EDS, "n1", {"a": "1", "b": "1"})], from_bytes=True
+        )
+    watch = second.watch(EDS)
+    assert watch is not None
+    subscription = watch.subscription
+
+    def receive(session: SotwSession, request: discovery_pb2.DiscoveryRequest) -> SotwDecision:
+        return session.receive(_NamesUnread(request), 5.0, fingerprint(request))  # type: ignore[arg-type]
+
+    ack = receive(second, req(EDS, ["a", "b"], nonce="n1", version="t/2"))
+    assert ack == SotwDecision(EDS, SotwKind.ACK, False, subscription)
+    assert watch.nonce_acked == "n1" and watch.version_acked == "t/2"
+    # the first stream reads the reordered names once; the second knows them by then
+    assert not first.receive(
+        req(EDS, ["b", "a"], nonce="n1"), 5.0, fingerprint(req(EDS, ["b", "a"]))
+    ).respond
+    reordered = receive(second, req(EDS, ["b", "a"], nonce="n1"))
+    assert (reordered.kind, reordered.respond) == (SotwKind.ACK, False)
+    assert reordered.subscription is subscription
+    assert receive(second, req(EDS, ["b", "a"], nonce="n1")).subscription is subscription
+    # a stale request (Envoy's re-request carrying the nonce before) takes no names
+    kept = len(sets)
+    record_sent(second, EDS, "n2")
+    stale = second.receive(req(EDS, ["c", "b", "a"], nonce="n1"), 6.0, 1234)
+    assert (stale.kind, stale.subscription, len(sets)) == (SotwKind.STALE, subscription, kept)
+    assert second.expired_nonces[EDS] == 1
+    # an answer owed (the warming flag) or a NACK standing still takes the full table
+    second.mark_always_respond(EDS)
+    owed = second.receive(req(EDS, ["a", "b"], nonce="n2"), 7.0, fingerprint(req(EDS, ["a", "b"])))
+    assert owed.respond and owed.always_respond
+
+
+def record_sent(session: SotwSession, type_url: str, nonce: str) -> None:
+    watch = session.watch(type_url)
+    assert watch is not None
+    session.record_sent(type_url, f"t/{nonce}", nonce, dict(watch.last_sent), 6.0)

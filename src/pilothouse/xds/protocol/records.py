@@ -59,6 +59,9 @@ def sent_record(name: str, version: str, nonce: str, now: float) -> ResourceReco
     return ResourceRecord(name, version, nonce, now)
 
 
+_tuple = tuple.__new__
+
+
 class SentResponse(NamedTuple):
     """One response on a SotW watch and the client's answer to it (a NamedTuple: one is
     made per response and per answer, and a tuple is several times cheaper to build)."""
@@ -71,7 +74,8 @@ class SentResponse(NamedTuple):
     error: NackError | None = None
 
     def ack(self, now: float) -> SentResponse:
-        return SentResponse(self.nonce, self.sent_at, self.content, now, None)
+        # made as the tuple it is, without the Python-level __new__: one per ACK
+        return _tuple(SentResponse, (self.nonce, self.sent_at, self.content, now, None))
 
     def nack(self, error: NackError) -> SentResponse:
         return SentResponse(self.nonce, self.sent_at, self.content, None, error)

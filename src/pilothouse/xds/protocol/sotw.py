@@ -84,6 +84,12 @@ class SotwDecision(NamedTuple):
     """True when the response is owed to the warming flag rather than a name change."""
 
 
+_decision = tuple.__new__
+"""Makes a decision as the tuple it is (one per request: the NamedTuple's Python-level
+``__new__`` costs as much again)."""
+_NO_NAMES: frozenset[str] = frozenset()
+
+
 class SotwSession(StreamState[SotwWatch]):
     """Per-stream SotW state: the node, one ``SotwWatch`` per type, and counters."""
 
@@ -103,9 +109,9 @@ class SotwSession(StreamState[SotwWatch]):
         (:func:`pilothouse.protocol.request_bytes.names_fingerprint`: equal for equal
         names) or None; with it an ACK repeating the names is known without reading them.
         """
-        self._keep_node(request)
+        if self._node is None:
+            self._keep_node(request)
         type_url = request.type_url
-        requested = request.resource_names
         nonce = request.response_nonce
         watch = self._watches.get(type_url)
 
@@ -113,21 +119,67 @@ class SotwSession(StreamState[SotwWatch]):
         if error is not None:
             return self._nack(type_url, watch, nonce, error)
 
+        if (
+            names is not None
+            and watch is not None
+            and nonce
+            and nonce == watch.nonce_sent
+            and self._repeats(type_url, watch, names)
+        ):
+            # the usual request: an ACK of the latest response naming what the watch
+            # has (row 5, nothing changed), known without reading a name
+            watch.acked(nonce, request.version_info, now)
+            subscription = watch.subscription
+            if watch.strays:
+                watch.requested(subscription)
+            return _decision(
+                SotwDecision, (type_url, SotwKind.ACK, False, subscription, _NO_NAMES, None, False)
+            )
+
+        requested = request.resource_names
         if not requested and not is_wildcard_type(type_url):
             self._watches.pop(type_url, None)
             self._named.pop(type_url, None)
             return SotwDecision(type_url, SotwKind.UNSUBSCRIBE, False, Subscription())
+
+        if nonce and watch is not None and nonce != watch.nonce_sent:
+            # row 4 before the names are taken: a stale request changes nothing (Envoy's
+            # warming re-request often carries the nonce before the latest)
+            self._expired_nonces[type_url] = self._expired_nonces.get(type_url, 0) + 1
+            return SotwDecision(type_url, SotwKind.STALE, False, watch.subscription)
 
         subscription, named = self._subscription(type_url, requested, names, watch)
 
         if not nonce or watch is None:
             return self._init(type_url, watch, subscription, named, request)
 
-        if nonce != watch.nonce_sent:
-            self._expired_nonces[type_url] = self._expired_nonces.get(type_url, 0) + 1
-            return SotwDecision(type_url, SotwKind.STALE, False, watch.subscription)
-
         return self._ack(type_url, watch, subscription, named, nonce, request.version_info, now)
+
+    def _repeats(self, type_url: str, watch: SotwWatch, fingerprint: int) -> bool:
+        """Whether names with ``fingerprint`` are the watch's subscription as it stands,
+        on a watch with no NACK standing and no answer owed (an ACK of them changes
+        nothing but the ACKed nonce): the names the subscription was last taken from, or
+        names another stream made this very subscription of (Envoy's warming re-request
+        names the same clusters in another order). Then they are remembered as the
+        names it was taken from."""
+        last = self._named.get(type_url)
+        subscription = watch.subscription
+        if (
+            last is None
+            or last[1] is not subscription
+            or watch.last_error is not None
+            or watch.always_respond
+        ):
+            return False
+        if last[0] == fingerprint:
+            return True
+        sets = self._name_sets
+        if sets is None or sets.subscription(type_url, fingerprint, watch.named_before) is not (
+            subscription
+        ):
+            return False
+        self._named[type_url] = (fingerprint, subscription)
+        return True
 
     def _subscription(
         self,

@@ -194,8 +194,8 @@ class StreamEngine:
         """A client request: the responses it is owed (an answer, released routes, the
         removal of clusters no route uses any more). ``names``: a fingerprint of a SotW
         request's resource names, equal for requests naming the same (None: unknown)."""
-        out: list[Outgoing] = []
-        _add(out, self._flavour.answer(request, now, names))
+        answer = self._flavour.answer(request, now, names)
+        out: list[Outgoing] = [] if answer is None else [answer]
         order = self.order
         if order.warming and request.type_url == EDS and self._flavour.confirmed(order.warming):
             out += self._release_deferred(now)

@@ -307,14 +307,15 @@ class StreamHandler:
         if isinstance(arrival, Undecodable):
             raise _BadRequest(arrival.reason)
         request, names = arrival
+        type_url = request.type_url  # read once: each read makes a new string
         if self._only_type:
-            if not request.type_url:
+            if not type_url:
                 request.type_url = self._only_type
-            elif request.type_url != self._only_type:
-                raise _BadRequest(f"type_url {request.type_url!r} on the {self._only_type} stream")
-        elif not request.type_url:
+            elif type_url != self._only_type:
+                raise _BadRequest(f"type_url {type_url!r} on the {self._only_type} stream")
+        elif not type_url:
             raise _BadRequest("request without type_url on an aggregated stream")
-        elif self._debug is not None and is_debug_type(request.type_url):
+        elif self._debug is not None and is_debug_type(type_url):
             authorised = False
             caller = connection.proxy.caller
             if self._guard is not None and caller is not None:

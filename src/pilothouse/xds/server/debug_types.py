@@ -69,8 +69,13 @@ class DebugBackend(Backend, Protocol):
     def connections(self) -> Mapping[str, Connection]: ...
 
 
+_DEBUG_TYPES: Final = DEBUG_PREFIX + "/"
+
+
 def is_debug_type(type_url: str) -> bool:
-    return type_url == DEBUG_PREFIX or type_url.startswith(DEBUG_PREFIX + "/")
+    """Whether ``type_url`` is one of the debug types (asked on every request of a
+    stream: the prefix is made once)."""
+    return type_url == DEBUG_PREFIX or type_url.startswith(_DEBUG_TYPES)
 
 
 class DebugAnswers:
