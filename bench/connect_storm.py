@@ -170,6 +170,7 @@ def size_group(options: Options, reference: Held, runs: dict[str, list[StormRun]
         "resources_per_proxy": ", ".join(f"{name} {count}" for name, count in reference),
         **per_side(size_rows(reference, n), runs),
         "ratio_to_baseline": ratio(median_seconds(floor), median_seconds(ours)),
+        "headline": "pilothouse_server_cpu_ms_per_proxy",
         "ratio_definition": "floor seconds ÷ pilothouse seconds (1 = as fast as the floor)",
         "pilothouse_all_converged": converged(ours, reference),
     }

@@ -84,6 +84,7 @@ BENCHES: tuple[Bench, ...] = (
     Bench("generation_cost", ("--sample", "4"), 900.0, cpu_clock=True),
     Bench("mcp_sync", ("--sizes", "10000", "--floor-runs", "1"), 900.0),
     Bench("push_cost", ("--rounds", "5", "--ack-repeats", "5"), 900.0),
+    Bench("connect_storm", ("--sizes", "1000", "--runs", "1"), 900.0),
 )
 
 

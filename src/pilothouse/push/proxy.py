@@ -19,6 +19,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Any
 
 from pilothouse.boundary.json_body import BadJson, read_json
@@ -43,6 +44,10 @@ class ProxyType(StrEnum):
     WAYPOINT = "waypoint"
     ZTUNNEL = "ztunnel"
     AGENTGATEWAY = "agentgateway"
+
+
+_PROXY_TYPES: Mapping[str, ProxyType] = MappingProxyType({t.value: t for t in ProxyType})
+"""Proxy types by their node id spelling (a lookup, not an enum call per node)."""
 
 
 class GeneratorFamily(StrEnum):
@@ -121,13 +126,12 @@ def parse_node(
             f"node id {node_id!r} has {len(parts)} part(s); expected 4: type~ip~id~domain"
         )
     kind, ip, ident, domain = parts
-    meta = dict(metadata or {})
+    meta: Mapping[str, Any] = metadata if metadata is not None else {}
     _require_parts(node_id, kind, ip, ident, meta.get("INSTANCE_IPS"))
-    try:
-        proxy_type = ProxyType(kind)
-    except ValueError:
+    proxy_type = _PROXY_TYPES.get(kind)
+    if proxy_type is None:
         allowed = ", ".join(t.value for t in ProxyType)
-        raise BadNode(f"node id {node_id!r}: unknown proxy type {kind!r}; use {allowed}") from None
+        raise BadNode(f"node id {node_id!r}: unknown proxy type {kind!r}; use {allowed}")
     ips = _ip_addresses(ip, meta.get("INSTANCE_IPS"), node_id)
     namespace = _namespace(meta.get("NAMESPACE"), ident, domain)
     if not namespace:
@@ -147,7 +151,7 @@ def parse_node(
         generator=generator,
         istio_version=str(meta.get("ISTIO_VERSION") or ""),
         locality=locality,
-        metadata={k: _flat(v) for k, v in sorted(meta.items())},
+        metadata={k: v if type(v) is str else _flat(v) for k, v in sorted(meta.items())},
         user_agent=user_agent,
     )
 

@@ -82,9 +82,11 @@ def node_identity(node: Any) -> ProxyIdentity:
         raise BadNode(
             f"node {node.id!r}: metadata cannot be read as JSON (a NaN or infinite number?)"
         ) from None
-    locality = "/".join(
-        part for part in (node.locality.region, node.locality.zone, node.locality.sub_zone)
-    ).rstrip("/")
+    if node.HasField("locality"):  # most nodes have none: no message read for it
+        place = node.locality
+        locality = "/".join((place.region, place.zone, place.sub_zone)).rstrip("/")
+    else:
+        locality = ""
     agent = f"{node.user_agent_name}/{_agent_version(node)}".strip("/")
     return parse_node(
         node.id, metadata, node_cluster=node.cluster, locality=locality, user_agent=agent
