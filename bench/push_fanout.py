@@ -13,9 +13,10 @@ and the time from the file write to each proxy's ACK of the new resource is
 recorded (p50, p99, last; the median of the runs is reported). "Beyond debounce"
 subtracts the file-watch and push debounce the server is given
 (``PILOTHOUSE_FILE_DEBOUNCE``, ``PILOTHOUSE_DEBOUNCE_AFTER``). The server's CPU
-per push (idle rate subtracted) and its RSS per idle connection (RSS with N
-converged proxies minus RSS with none, over N; with ``--slope`` also from N to 2N)
-come from /proc.
+per push (idle rate subtracted; read from the process's CPU-time clock in
+nanoseconds, ``cpu_clock: "ns"``, or in 10 ms ticks where that clock cannot be read,
+``"ticks"``) and its RSS per idle connection (RSS with N converged proxies minus RSS
+with none, over N; with ``--slope`` also from N to 2N) come from /proc.
 
 In the same run the same fleet code connects another N streams to the
 transport floor (``harness/floor.py``, a bare grpc.aio ADS server), which is
@@ -58,6 +59,7 @@ if __package__ in (None, ""):
 
 from bench.fanout_side import SETTLE, TRIGGERS, FileWrites, Limits, Recording, ServerFigures, Side
 from bench.harness import servers
+from bench.harness.cpu_time import worse
 from bench.harness.figures import Row, emit, medians, mib, ms, per_side, ratio
 from bench.harness.fleet import connect
 from bench.harness.mesh import FanoutMesh
@@ -281,6 +283,7 @@ def push_group(
             _median(base, lambda r: r.cpu_seconds), _median(mine, lambda r: r.cpu_seconds)
         ),
         **cpu_per_message(mine, base),
+        "cpu_clock": worse(ours.cpu_clock, floor.cpu_clock),
         "ratio_to_baseline": p99_ratio,
         "ratio_definition": "floor p99 ÷ pilothouse p99 beyond debounce (1 = as fast as the floor)",
     }
