@@ -18,6 +18,7 @@ from bench.run_all import (
     headline,
     load_stored,
     merge,
+    missing_program,
     render,
     run_script,
     save,
@@ -244,3 +245,10 @@ def test_the_summary_row_of_an_owner_states_the_issues_target_not_its_older_one(
 
 def test_a_run_records_the_commit_it_measured() -> None:
     assert re.fullmatch(r"[0-9a-f]{7,}(\+changes)?", commit())
+
+
+def test_a_script_whose_program_is_missing_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert missing_program(Script("native_profile", needs="perf")) == "perf not found"
+    assert missing_program(Script("push_fanout")) is None
+    assert [s.needs for s in chosen_scripts("native_profile")] == ["perf"]
