@@ -91,7 +91,9 @@ class Script:
 
 SCRIPTS: tuple[Script, ...] = (
     Script("config_load"),
-    Script("push_fanout"),
+    # 15 pushes per trigger: at 5 the CPU ratios moved by a quarter to a third between runs
+    # of one tree, at 15 by about a tenth (docs/guides/scale.md, "Figures that hold still")
+    Script("push_fanout", ("--runs", "15")),
     Script("cds_messages", timeout=300.0),
     Script("push_cost", timeout=600.0),
     Script("workers_fanout", timeout=600.0),
