@@ -8,7 +8,8 @@ process) until :meth:`PerfRecording.stop`; :func:`categories` reads the samples 
 - ``python``: the interpreter (libpython's eval loop and object code), GC and allocation
   aside;
 - ``gc``: the cyclic garbage collector (``gc_collect*``/``collect*`` in the call chain, or
-  a leaf that only the collector runs: ``subtract_refs``, ``visit_*``, ``*_traverse``…);
+  a leaf that only the collector runs: ``gc_*`` of gcmodule.c, ``subtract_refs``,
+  ``visit_*``, ``*_traverse``…);
 - ``allocation``: ``malloc``/``free`` and pymalloc (``_PyObject_Malloc``…, any library);
 - ``grpc``: gRPC's C core (the ``cygrpc`` extension);
 - ``protobuf``: protobuf's upb ``_message`` extension;
@@ -54,7 +55,7 @@ GC_CHAIN = re.compile(r"^(gc_collect|collect|_PyGC_|PyGC_Collect|gc_collect_main
 GC_LEAF = re.compile(
     r"^(subtract_refs|update_refs|move_unreachable|visit_decref|visit_reachable|"
     r"deduce_unreachable|move_legacy_finalizer|handle_legacy_finalizers|finalize_garbage|"
-    r"delete_garbage|handle_weakrefs|untrack_dicts|untrack_tuples|gc_collect\w*|collect\w*|"
+    r"delete_garbage|handle_weakrefs|untrack_dicts|untrack_tuples|gc_\w+|collect\w*|"
     r"\w+_traverse)$"
 )
 ALLOCATION = re.compile(

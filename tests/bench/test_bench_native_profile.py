@@ -33,6 +33,7 @@ GRPC = "cygrpc.cpython-311-x86_64-linux-gnu.so"
     [
         ([("_PyEval_EvalFrameDefault+0x1f", LIBPYTHON)], "python"),
         ([("dict_traverse", LIBPYTHON)], "gc"),
+        ([("gc_get_freeze_count", LIBPYTHON)], "gc"),  # a static of gcmodule.c, unnamed
         ([("list_dealloc", LIBPYTHON), ("gc_collect_main", LIBPYTHON)], "gc"),
         ([("_PyObject_Malloc", LIBPYTHON)], "allocation"),
         ([("_int_free", "libc.so.6"), ("x", GRPC)], "allocation"),

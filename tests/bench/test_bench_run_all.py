@@ -207,7 +207,8 @@ def test_the_targets_block_comes_first_with_every_target_once() -> None:
     assert [line.split(" | ")[0].removeprefix("| ") for line in lines] == [t.text for t in TARGETS]
     assert lines[0] == (
         "| server CPU per message ≤ 1.2× the floor's, EDS, 1,000 proxies | 1.28× | — "
-        "| missed by 0.08× (1.07× the target) | push_fanout | 2026-12-01 at abc1234 |"
+        "| missed by 0.08× (1.07× the target); explained: see "
+        "docs/guides/scale.md#where-the-servers-cpu-goes | push_fanout | 2026-12-01 at abc1234 |"
     )
     # push_fanout's run has no CDS row: not measured, and how to measure it
     assert lines[1].endswith(
@@ -216,6 +217,14 @@ def test_the_targets_block_comes_first_with_every_target_once() -> None:
     )
     churn = next(line for line in lines if line.startswith("| endpoint churn"))
     assert "not measured yet: run `bench/run_all.py --only endpoint_churn`" in churn
+
+
+def test_only_a_missed_target_points_at_its_explanation() -> None:
+    met = {**PUSH_EDS, "cpu_per_message_times_floor": 1.1}
+    text = render({"push_fanout": run([met])}, {}, TODAY, HOST)
+    first = next(line for line in block(text).splitlines() if line.startswith("| server CPU"))
+    assert "| met | push_fanout |" in first
+    assert "explained" not in first
 
 
 def test_a_target_shows_its_floor_and_an_old_run_its_missing_commit() -> None:
