@@ -150,6 +150,9 @@ async def profile_change(
     finally:
         data = {name: recording.stop() for name, recording in recordings.items()}
     tallies = {name: categories(path) for name, path in data.items()}
+    empty = [name for name, tally in tallies.items() if not tally.total]
+    if empty:  # perf attached but saw nothing: no profile to split the CPU by
+        raise PerfUnavailable(f"perf recorded no samples of {' or '.join(empty)}")
     return Profiled(
         kind,
         dict(zip(("pilothouse", "floor"), plain, strict=True)),
