@@ -19,6 +19,7 @@ from typing import Any
 
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 
+from bench.harness.cpu_time import CLOCK
 from bench.harness.fleet import start_converged
 from bench.harness.process import ServerProcess
 from bench.harness.push import PushRun, timed_push
@@ -61,6 +62,8 @@ class ServerFigures:
     """Per trigger and run: seconds from the file write to the server's config event."""
     connections: list[int] = field(default_factory=list)
     """Per process of the server holding any: its connections from the fleet."""
+    cpu_clock: str = CLOCK
+    """The clock the server's CPU was read from (``cpu_time.CLOCK``, or ``TICKS``)."""
 
     def per_connection(self, proxies: int) -> float:
         """KiB of RSS per idle connection: connected minus empty, over the fleet."""
@@ -157,6 +160,7 @@ class Side:
         if run.unconverged:
             raise RuntimeError(f"{self.name}: {run.unconverged} proxies missed {kind} push")
         self.figures.runs.setdefault(kind, []).append(run)
+        self.figures.cpu_clock = self.server.cpu_clock
         return run
 
     async def double(self, app: str) -> None:

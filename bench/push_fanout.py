@@ -13,9 +13,10 @@ and the time from the file write to each proxy's ACK of the new resource is
 recorded (p50, p99, last; the median of the runs is reported). "Beyond debounce"
 subtracts the file-watch and push debounce the server is given
 (``PILOTHOUSE_FILE_DEBOUNCE``, ``PILOTHOUSE_DEBOUNCE_AFTER``). The server's CPU
-per push (idle rate subtracted) and its RSS per idle connection (RSS with N
-converged proxies minus RSS with none, over N; with ``--slope`` also from N to 2N)
-come from /proc.
+per push (idle rate subtracted; read from the process's CPU-time clock in
+nanoseconds, ``cpu_clock: "ns"``, or in 10 ms ticks where that clock cannot be read,
+``"ticks"``) and its RSS per idle connection (RSS with N converged proxies minus RSS
+with none, over N; with ``--slope`` also from N to 2N) come from /proc.
 
 In the same run the same fleet code connects another N streams to the
 transport floor (``harness/floor.py``, a bare grpc.aio ADS server), which is
@@ -28,7 +29,8 @@ the server's CPU per push and per message (the responses the fleet received) bes
 the floor's. At 1,000 SotW proxies these rows hold issue #17's targets
 (``harness/targets.py``): server CPU per message at most 1.2× the floor's for the
 EDS and the CDS change, the EDS spread at least 0.8 of the floor's, and at most
-80 KiB of RSS per idle connection.
+80 KiB of RSS per idle connection. Each push's own figures (CPU, per message, first ACK,
+spread, and the channels the last tenth of the proxies were on) go to stderr as it ends.
 
 ``--workers N`` runs ``serve --workers N`` against a floor in N processes sharing
 its port (``SO_REUSEPORT``, ``harness/floor.py --processes N``), each loaded and
@@ -58,7 +60,8 @@ if __package__ in (None, ""):
 
 from bench.fanout_side import SETTLE, TRIGGERS, FileWrites, Limits, Recording, ServerFigures, Side
 from bench.harness import servers
-from bench.harness.figures import Row, emit, medians, mib, ms, per_side, ratio
+from bench.harness.cpu_time import worse
+from bench.harness.figures import Row, emit, medians, mib, ms, note, per_side, ratio
 from bench.harness.fleet import connect
 from bench.harness.mesh import FanoutMesh
 from bench.harness.options import fleet_parser, parsed
@@ -95,10 +98,21 @@ class Options:
     settle: float
 
 
-async def compare(
+@dataclass
+class Sides:
+    """Both servers with their converged fleets, ready to push: pilothouse (``ours``) and the
+    floor, which replays what ``recording`` holds of pilothouse's pushes."""
+
+    ours: Side
+    floor: Side
+    recording: Recording
+    writes: FileWrites
+
+
+async def start_sides(
     options: Options, mesh: FanoutMesh, work: Path, stack: contextlib.AsyncExitStack
-) -> tuple[Side, Side]:
-    """Start both servers, connect a fleet to each, and alternate their timed pushes."""
+) -> Sides:
+    """Start both servers and connect a fleet to each (both stopped when ``stack`` closes)."""
 
     def fleet(target: str, app: str = "app") -> ProxyFleet:
         return connect(
@@ -140,19 +154,36 @@ async def compare(
     floor = Side(floor_process, floor_target, fire_floor, fleet, limits)
     stack.push_async_callback(floor.close)
     await floor.connect()
+    return Sides(ours, floor, recording, writes)
 
+
+async def push_both(sides: Sides, kind: str, index: int, cluster: str, pause: float) -> None:
+    """pilothouse's push ``index`` of ``kind``, then the floor's replay of it, ``pause``
+    seconds after each; each push's figures as a progress line."""
+    mark = time.monotonic()
+    mine = await sides.ours.push(kind, index, cluster)
+    sides.recording.record(kind, sides.ours.probe, mark)
+    await asyncio.sleep(pause)
+    base = await sides.floor.push(kind, index, cluster)
+    await asyncio.sleep(pause)
+    channel = sides.ours.fleet.streams_per_channel
+    for side, run in (("pilothouse", mine), ("floor", base)):
+        note(f"{kind} push {index} {side}: {run.describe(channel)}")
+
+
+async def compare(
+    options: Options, mesh: FanoutMesh, work: Path, stack: contextlib.AsyncExitStack
+) -> tuple[Side, Side]:
+    """Start both servers, connect a fleet to each, and alternate their timed pushes."""
+    sides = await start_sides(options, mesh, work, stack)
+    ours, floor = sides.ours, sides.floor
     pause = min(PAUSE, options.settle)  # between one side's push and the other's
     for kind in TRIGGERS:
         for index in range(options.runs):
-            mark = time.monotonic()
-            await ours.push(kind, index, mesh.cluster(0))
-            recording.record(kind, ours.probe, mark)
-            await asyncio.sleep(pause)
-            await floor.push(kind, index, mesh.cluster(0))
-            await asyncio.sleep(pause)
-    ours.figures.watch_latency = writes.latencies()
-    for side, target in ((ours, ours_target), (floor, floor_target)):
-        side.figures.connections = side.server.connections(int(target.rsplit(":", 1)[1]))
+            await push_both(sides, kind, index, mesh.cluster(0), pause)
+    ours.figures.watch_latency = sides.writes.latencies()
+    for side in (ours, floor):
+        side.figures.connections = side.server.connections(int(side.target.rsplit(":", 1)[1]))
     if options.slope:
         for side in (ours, floor):
             await side.double("more")
@@ -281,6 +312,7 @@ def push_group(
             _median(base, lambda r: r.cpu_seconds), _median(mine, lambda r: r.cpu_seconds)
         ),
         **cpu_per_message(mine, base),
+        "cpu_clock": worse(ours.cpu_clock, floor.cpu_clock),
         "ratio_to_baseline": p99_ratio,
         "ratio_definition": "floor p99 ÷ pilothouse p99 beyond debounce (1 = as fast as the floor)",
     }

@@ -10,7 +10,9 @@ are optional:
 - ``curve``: a list of points (dicts, the x key first), shown as a small table
   and drawn as a chart ``BENCHMARKS-<name>.png`` by ``plots.py``.
 
-A script that is missing, fails or runs out of time becomes an entry
+A script that needs a program missing here (``native_profile`` needs ``perf``) is
+skipped with a line saying so, its last results kept. A script that is missing, fails
+or runs out of time becomes an entry
 ``{"benchmark": script, "error": …}`` (with the end of its stderr) and the run
 goes on. The raw results are kept per script, with the date, machine and commit they
 were measured on, in ``bench/results.json``: ``--only a,b`` re-runs some
@@ -31,6 +33,7 @@ import fnmatch
 import json
 import os
 import platform
+import shutil
 import signal
 import subprocess
 import sys
@@ -78,6 +81,8 @@ class Script:
     args: tuple[str, ...] = ()
     timeout: float = 1800.0
     folder: Path = HERE
+    needs: str | None = None
+    """A program the script runs (on the PATH); without it the script is skipped."""
 
     @property
     def path(self) -> Path:
@@ -86,7 +91,9 @@ class Script:
 
 SCRIPTS: tuple[Script, ...] = (
     Script("config_load"),
-    Script("push_fanout"),
+    # 15 pushes per trigger: at 5 the CPU ratios moved by a quarter to a third between runs
+    # of one tree, at 15 by about a tenth (docs/guides/scale.md, "Figures that hold still")
+    Script("push_fanout", ("--runs", "15")),
     Script("cds_messages", timeout=300.0),
     Script("push_cost", timeout=600.0),
     Script("workers_fanout", timeout=600.0),
@@ -113,6 +120,7 @@ SCRIPTS: tuple[Script, ...] = (
     Script("node_sets", timeout=300.0),
     Script("worker_cost", timeout=300.0),
     Script("push_profile", timeout=600.0),
+    Script("native_profile", timeout=900.0, needs="perf"),
 )
 
 
@@ -388,7 +396,14 @@ def with_comparison(script: Script, compare_with: str | None) -> Script | None:
     if not compare_with:
         return None
     args = tuple(compare_with if arg == COMPARE_WITH else arg for arg in script.args)
-    return Script(script.name, args, script.timeout, script.folder)
+    return Script(script.name, args, script.timeout, script.folder, script.needs)
+
+
+def missing_program(script: Script) -> str | None:
+    """Why ``script`` cannot run here ("perf not found"), or None."""
+    if script.needs is None or shutil.which(script.needs) is not None:
+        return None
+    return f"{script.needs} not found"
 
 
 def main() -> None:
@@ -416,6 +431,10 @@ def main() -> None:
         script = with_comparison(chosen, args.compare_with)
         if script is None:
             print(f"{chosen.name}: skipped (give --compare-with REF)", file=sys.stderr)
+            continue
+        missing = missing_program(script)
+        if missing is not None:
+            print(f"{script.name}: skipped: {missing}", file=sys.stderr)
             continue
         print(f"{script.name}…", file=sys.stderr, flush=True)
         began = time.monotonic()

@@ -189,7 +189,8 @@ class CpuClock:
 
     Wall-clock spans on a shared machine include the time a process waited for a core;
     the CPU it used in the same span does not, so it tells a slower code path from a
-    busier neighbour. Resolution: the kernel's clock tick (10 ms)."""
+    busier neighbour. Each read is the process's CPU-time clock (nanoseconds,
+    ``cpu_time.py``); the samples' interval bounds how finely a span's ends are placed."""
 
     def __init__(self, children: Sequence[Child], interval: float = 0.01) -> None:
         self._pids = [child.pid for child in children]

@@ -1,10 +1,11 @@
 """A server under test in its own process: started, watched through /proc, always stopped.
 
 ``ServerProcess`` runs a command in a new session (its own process group) whose
-output goes to a log file, and reads CPU time and resident memory from ``/proc``
-of the whole process tree (the server and every live process it started, so the
-workers and the supervisor of ``serve --workers N``, or every process of a transport
-floor run with ``--processes N``). ``connections`` counts, per process of the tree,
+output goes to a log file, and reads CPU time (each process's CPU-time clock, in
+nanoseconds: ``cpu_time.py``) and resident memory (``/proc``) of the whole process
+tree (the server and every live process it started, so the workers and the supervisor
+of ``serve --workers N``, or every process of a transport floor run with
+``--processes N``). ``connections`` counts, per process of the tree,
 the established TCP connections on a listening port. The child is started through a
 tiny launcher that asks the kernel to kill it when the benchmark dies
 (``PR_SET_PDEATHSIG``), so even a benchmark killed with SIGKILL leaves nothing
@@ -24,6 +25,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from bench.harness.cpu_time import CLOCK, process_cpu, worse
 from pilothouse.loadtest.server_process import process_tree
 
 LAUNCHER = """\
@@ -34,8 +36,6 @@ if os.getppid() != int(sys.argv[1]):
     sys.exit(1)
 os.execvp(sys.argv[2], sys.argv[2:])
 """
-
-_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 class ServerProcess:
@@ -68,6 +68,9 @@ class ServerProcess:
                 start_new_session=True,
             )
         self.pid = self._popen.pid
+        self.cpu_clock = CLOCK
+        """The coarsest clock any CPU reading so far came from (``cpu_time.CLOCK`` or
+        ``TICKS``): what a figure built from them reports as its ``cpu_clock``."""
 
     def output(self) -> str:
         return self.log.read_text(encoding="utf-8", errors="replace")
@@ -98,7 +101,9 @@ class ServerProcess:
         total = 0.0
         for pid in self.tree():
             with contextlib.suppress(OSError, ValueError, IndexError):
-                total += process_cpu_seconds(pid)
+                reading = process_cpu(pid)
+                total += reading.seconds
+                self.cpu_clock = worse(self.cpu_clock, reading.clock)
         return total
 
     def rss_kib(self) -> int:
@@ -133,9 +138,8 @@ class ServerProcess:
 
 
 def process_cpu_seconds(pid: int) -> float:
-    with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
-        fields = handle.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _TICKS
+    """User + system CPU seconds of ``pid``, every thread (``cpu_time.process_cpu``)."""
+    return process_cpu(pid).seconds
 
 
 def process_rss_kib(pid: int) -> int | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import statistics
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -51,6 +52,25 @@ class PushRun:
         """The fan-out spread: the last proxy's time minus the first's (the debounce and
         the trigger, the same for every proxy, drop out)."""
         return max(self.durations) - min(self.durations)
+
+    def last_channels(self, streams_per_channel: int, share: float = 0.1) -> list[int]:
+        """The channels (HTTP/2 connections, in the fleet's order) of the last ``share`` of
+        the proxies to ACK, most of them first: which connections a push reached last."""
+        order = sorted(range(len(self.durations)), key=self.durations.__getitem__)
+        last = order[len(order) - max(1, round(share * len(order))) :]
+        tally = Counter(index // streams_per_channel for index in last)
+        return [channel for channel, _ in tally.most_common()]
+
+    def describe(self, streams_per_channel: int) -> str:
+        """One line for the run's progress output: CPU, per message, spread, last channels."""
+        messages = sum(self.responses.values())
+        per_message = f"{1e6 * self.cpu_seconds / messages:.1f}" if messages else "—"
+        channels = ",".join(map(str, self.last_channels(streams_per_channel)[:4]))
+        return (
+            f"server CPU {1e3 * self.cpu_seconds:.1f} ms ({per_message} µs per message), "
+            f"first ACK {1e3 * min(self.durations):.0f} ms, spread {1e3 * self.spread:.0f} ms, "
+            f"last tenth on channels {channels}"
+        )
 
 
 def _received(fleet: ProxyFleet, type_urls: Sequence[str]) -> dict[str, tuple[int, int]]:

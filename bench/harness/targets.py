@@ -6,7 +6,8 @@ baseline measured in the same run), how the judged figure is read from that row 
 limit. A script puts a target's wording and verdict on the row that owns it
 (``judged``); ``targets_block`` lists the same table as the "[17] targets" block that
 ``run_all.py`` puts at the top of BENCHMARKS.md, read from the rows kept in
-``results.json``, and ``run_all.py`` shows the same wording and verdict in the summary
+``results.json`` (a missed target whose miss a docs page explains with a profile points
+there), and ``run_all.py`` shows the same wording and verdict in the summary
 row. A target is therefore worded, owned and judged in one place.
 
 A verdict is ``met`` or ``missed by X (Y× the target)``: X how far the figure is on the
@@ -95,6 +96,8 @@ class Target:
     """The floor's (or baseline's) same figure, where the target is not a ratio."""
     limit_from: Reading | None = field(default=None, compare=False)
     """The limit as the row's run set it (e.g. from its admission rate), else ``limit``."""
+    explained: str = ""
+    """Where a miss is explained with a profile (a docs page and anchor), or nothing."""
 
     def owns(self, script: str, row: Row) -> bool:
         return script == self.script and fnmatch.fnmatchcase(str(row.get("benchmark")), self.row)
@@ -131,6 +134,10 @@ def storm_limit(rate: float | None, proxies: int = 2000) -> float | None:
     return proxies / rate + 2.0 if rate else None
 
 
+CPU_EXPLAINED = "docs/guides/scale.md#where-the-servers-cpu-goes"
+SPREAD_EXPLAINED = "docs/guides/scale.md#figures-that-hold-still"
+
+
 def _cpu(trigger: str, proxies: int) -> Target:
     title = "EDS" if trigger == "eds" else "CDS"
     text = f"server CPU per message ≤ 1.2× the floor's, {title}, {proxies:,} proxies"
@@ -143,6 +150,7 @@ def _cpu(trigger: str, proxies: int) -> Target:
             key("cpu_per_message_times_floor", "cpu_times_floor"),
             1.2,
             "×",
+            explained=CPU_EXPLAINED,
         )
     return Target(
         f"cpu_{trigger}_{proxies}",
@@ -152,6 +160,7 @@ def _cpu(trigger: str, proxies: int) -> Target:
         curve_ratio(proxies, trigger),
         1.2,
         "×",
+        explained=CPU_EXPLAINED,
     )
 
 
@@ -166,6 +175,7 @@ TARGETS: tuple[Target, ...] = (
         0.8,
         "",
         at_least=True,
+        explained=SPREAD_EXPLAINED,
     ),
     Target(
         "endpoint_churn",
@@ -280,6 +290,8 @@ def target_row(target: Target, runs: Mapping[str, Mapping[str, Any]]) -> list[st
     verdict = target.verdict(row)
     if figure is None:
         verdict += f"; {refresh}"
+    elif target.explained and verdict.startswith("missed"):
+        verdict += f"; explained: see {target.explained}"
     return [
         target.text,
         "—" if figure is None else target.shown(figure),

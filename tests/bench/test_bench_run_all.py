@@ -18,6 +18,7 @@ from bench.run_all import (
     headline,
     load_stored,
     merge,
+    missing_program,
     render,
     run_script,
     save,
@@ -206,7 +207,8 @@ def test_the_targets_block_comes_first_with_every_target_once() -> None:
     assert [line.split(" | ")[0].removeprefix("| ") for line in lines] == [t.text for t in TARGETS]
     assert lines[0] == (
         "| server CPU per message ≤ 1.2× the floor's, EDS, 1,000 proxies | 1.28× | — "
-        "| missed by 0.08× (1.07× the target) | push_fanout | 2026-12-01 at abc1234 |"
+        "| missed by 0.08× (1.07× the target); explained: see "
+        "docs/guides/scale.md#where-the-servers-cpu-goes | push_fanout | 2026-12-01 at abc1234 |"
     )
     # push_fanout's run has no CDS row: not measured, and how to measure it
     assert lines[1].endswith(
@@ -215,6 +217,14 @@ def test_the_targets_block_comes_first_with_every_target_once() -> None:
     )
     churn = next(line for line in lines if line.startswith("| endpoint churn"))
     assert "not measured yet: run `bench/run_all.py --only endpoint_churn`" in churn
+
+
+def test_only_a_missed_target_points_at_its_explanation() -> None:
+    met = {**PUSH_EDS, "cpu_per_message_times_floor": 1.1}
+    text = render({"push_fanout": run([met])}, {}, TODAY, HOST)
+    first = next(line for line in block(text).splitlines() if line.startswith("| server CPU"))
+    assert "| met | push_fanout |" in first
+    assert "explained" not in first
 
 
 def test_a_target_shows_its_floor_and_an_old_run_its_missing_commit() -> None:
@@ -244,3 +254,10 @@ def test_the_summary_row_of_an_owner_states_the_issues_target_not_its_older_one(
 
 def test_a_run_records_the_commit_it_measured() -> None:
     assert re.fullmatch(r"[0-9a-f]{7,}(\+changes)?", commit())
+
+
+def test_a_script_whose_program_is_missing_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert missing_program(Script("native_profile", needs="perf")) == "perf not found"
+    assert missing_program(Script("push_fanout")) is None
+    assert [s.needs for s in chosen_scripts("native_profile")] == ["perf"]
