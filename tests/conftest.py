@@ -8,6 +8,10 @@ in-process ``settings_from`` reads it too. The CA's root is made here, once, bef
 test runs: RSA key generation is slow, and two servers started at the same moment
 must not both create a root in the same directory.
 
+Hypothesis runs with no per-example deadline and without its "too slow" health check:
+both time the machine, not the code, and turned property tests red on a loaded CI
+machine (a property still fails on any counterexample it finds).
+
 Each collected test is also given its tier markers (``e2e``, ``envoy``, ``etcd``, ``kube``,
 ``browser``, ``slow``) from where it lives and what it reaches: see ``tests/tiers.py``.
 """
@@ -20,6 +24,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from pilothouse.security.ca import CertificateAuthority
 from pilothouse.settings import CaSettings
@@ -28,6 +33,11 @@ from tests.tiers import fixture_tiers, module_tiers
 TLS_ADDRESS = "PILOTHOUSE_XDS_TLS_ADDRESS"
 CA_DIR = "PILOTHOUSE_CA_DIR"
 CTRLZ_ADDRESS = "PILOTHOUSE_CTRLZ_ADDRESS"
+
+settings.register_profile(
+    "pilothouse", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile("pilothouse")
 
 
 def pytest_configure(config: pytest.Config) -> None:
