@@ -19,11 +19,11 @@ from typing import Any
 
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 
-from bench.harness.cpu_time import CLOCK
 from bench.harness.fleet import start_converged
 from bench.harness.process import ServerProcess
 from bench.harness.push import PushRun, timed_push
 from bench.harness.servers import idle_cpu_rate, resource_message
+from pilothouse.loadtest.cpu_time import CLOCK
 from pilothouse.loadtest.fleet import ProxyFleet
 from pilothouse.loadtest.proxy import SimulatedProxy
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS, push_order_key

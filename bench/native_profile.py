@@ -42,7 +42,6 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.fanout_side import SETTLE, TRIGGERS, Side
-from bench.harness.cpu_time import worse
 from bench.harness.figures import emit, note, ratio
 from bench.harness.mesh import FanoutMesh
 from bench.harness.options import fleet_parser, parsed
@@ -57,6 +56,7 @@ from bench.harness.perf_profile import (
 from bench.harness.push import PushRun
 from bench.push_fanout import Options as FanoutOptions
 from bench.push_fanout import Sides, start_sides
+from pilothouse.loadtest.cpu_time import worse
 
 PAUSE = 0.5
 TOP_SYMBOLS = 12

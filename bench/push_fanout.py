@@ -60,13 +60,13 @@ if __package__ in (None, ""):
 
 from bench.fanout_side import SETTLE, TRIGGERS, FileWrites, Limits, Recording, ServerFigures, Side
 from bench.harness import servers
-from bench.harness.cpu_time import worse
 from bench.harness.figures import Row, emit, medians, mib, ms, note, per_side, ratio
 from bench.harness.fleet import connect
 from bench.harness.mesh import FanoutMesh
 from bench.harness.options import fleet_parser, parsed
 from bench.harness.push import PushRun, responses
 from bench.harness.targets import judged
+from pilothouse.loadtest.cpu_time import worse
 from pilothouse.loadtest.fleet import ProxyFleet
 
 PAUSE = 0.5

@@ -25,7 +25,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from bench.harness.cpu_time import CLOCK, process_cpu, worse
+from pilothouse.loadtest.cpu_time import CLOCK, process_cpu, worse
 from pilothouse.loadtest.server_process import process_tree
 
 LAUNCHER = """\

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from bench.harness.cpu_time import process_cpu
 from bench.harness.perf_profile import (
     PerfRecording,
     categories,
@@ -22,6 +21,7 @@ from bench.harness.perf_profile import (
     perf_problem,
 )
 from bench.native_profile import main
+from pilothouse.loadtest.cpu_time import process_cpu
 
 LIBPYTHON = "libpython3.11.so.1.0"
 KERNEL = "[kernel.kallsyms]"

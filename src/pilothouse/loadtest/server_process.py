@@ -2,8 +2,10 @@
 
 Nothing here is pilothouse-only:
 
-- ``ProcProbe`` reads ``/proc`` for a local server (``--server-pid``): the resident
-  memory (``VmRSS``) and CPU time (user + system) of that process and every live
+- ``ProcProbe`` reads a local server (``--server-pid``): the resident memory
+  (``VmRSS`` in ``/proc``) and CPU time (user + system, from each process's
+  CPU-time clock in nanoseconds, ``/proc`` ticks where that cannot be read:
+  ``cpu_time``) of that process and every live
   process below it (the workers of a server that runs several, such as ``pilothouse
   serve --workers N``);
 - ``MetricsProbe`` reads the standard Prometheus process metrics
@@ -28,9 +30,10 @@ from typing import Any, Final, Protocol
 
 import aiohttp
 
+from pilothouse.loadtest.cpu_time import process_cpu
+
 HTTP_TIMEOUT: Final = 2.0
 READY_POLL: Final = 0.2
-_TICKS: Final = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _METRIC_LINE: Final = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)", re.MULTILINE)
 RSS_METRIC: Final = "process_resident_memory_bytes"
 CPU_METRIC: Final = "process_cpu_seconds_total"
@@ -77,9 +80,7 @@ def process_tree(root: int) -> list[int]:
 
 def read_process(pid: int) -> tuple[int | None, float]:
     """One process's RSS (bytes, None if it has none) and CPU seconds; OSError if gone."""
-    with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
-        fields = handle.read().rsplit(")", 1)[1].split()
-    cpu = (int(fields[11]) + int(fields[12])) / _TICKS
+    cpu = process_cpu(pid).seconds
     with open(f"/proc/{pid}/status", encoding="ascii") as handle:
         for line in handle:
             if line.startswith("VmRSS:"):

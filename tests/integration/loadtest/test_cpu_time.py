@@ -1,5 +1,5 @@
-"""Reading another process's CPU time (bench/harness/cpu_time.py): to the nanosecond, every
-thread, and a clear failure for a process that is gone. Real child processes."""
+"""Reading another process's CPU time (``pilothouse.loadtest.cpu_time``): to the nanosecond,
+every thread, and a clear failure for a process that is gone. Real child processes."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.harness.cpu_time import CLOCK, TICKS, process_cpu, stat_ticks_seconds, worse
+from pilothouse.loadtest.cpu_time import CLOCK, TICKS, process_cpu, stat_ticks_seconds, worse
 
 BURNER = """\
 import sys, threading, time
