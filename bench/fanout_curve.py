@@ -4,7 +4,7 @@ with ``serve --workers 1`` and ``--workers 2``, against the transport floor.
 Each fleet size (default 250, 500, 1,000, 2,000, 5,000 and 10,000 SotW proxies) is run
 once per worker count (default 1 and 2), the worker counts alternating within a
 size so that both series see the same machine. A size below ``--fleet-from``
-(5,000) is one ``push_fanout.py`` run (``--runs`` timed pushes per trigger, no
+(10,000) is one ``push_fanout.py`` run (``--runs`` timed pushes per trigger, no
 memory slope, ``--streams-per-channel`` streams per HTTP/2 connection, so that even
 250 proxies make enough connections for the kernel to spread over two workers);
 a larger one is one ``fleet10k.py`` run (the load generator in 2 processes with
@@ -54,7 +54,7 @@ from bench.harness.targets import judged
 HERE = Path(__file__).resolve().parent
 SIZES = (250, 500, 1000, 2000, 5000, 10_000)
 WORKERS = (1, 2)
-FLEET_FROM = 5000
+FLEET_FROM = 10_000
 TRIGGERS = {"eds": "EDS change", "cds": "CDS change"}
 JUDGED_POINTS = ((2000, 1), (5000, 1))
 """(proxies, workers) of the points that hold issue #17's CPU targets."""

@@ -46,7 +46,10 @@ def test_a_tiny_two_worker_curve_through_both_fleets() -> None:
     for point in (small, large):
         missing = [figure for figure in FIGURES if figure not in point]
         assert not missing, f"{point['proxies']} proxies: no {missing}"
-        assert point["pilothouse_eds_p99_ms"] > 0 and point["floor_cds_p99_ms"] > 0
+        # below --fleet-from pilothouse's p99 is beyond the configured debounce, whose
+        # file-watch part is an upper bound (the watch yields after a quiet step of at most half
+        # of it): at 12 proxies it can come out a few ms below zero, never a debounce
+        assert point["pilothouse_eds_p99_ms"] > -50 and point["floor_cds_p99_ms"] > 0
     # push_fanout: 12 proxies, 3 streams per connection; fleet10k: one connection per
     # load generator process (2)
     assert connections(small["pilothouse_connections"]) == 4
