@@ -13,13 +13,22 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Collection
+from typing import Protocol
 
 from pilothouse.xds.server.connection import Connection
-from tests.e2e.harness.control_plane import ControlPlane
+from pilothouse.xds.server.discovery import DiscoveryServer
+
+
+class InProcessPlane(Protocol):
+    """An in-process control plane: the harness's ``ControlPlane`` or a running
+    ``serve_in_process``."""
+
+    @property
+    def discovery(self) -> DiscoveryServer | None: ...
 
 
 async def quiet(
-    plane: ControlPlane, timeout: float = 20.0, nodes: Collection[str] | None = None
+    plane: InProcessPlane, timeout: float = 20.0, nodes: Collection[str] | None = None
 ) -> None:
     """Wait until no push is queued and no connection is still ordering a change
     (make before break sends a second CDS once routes have moved); with ``nodes``, only
@@ -29,7 +38,7 @@ async def quiet(
     assert discovery is not None
     while discovery.pending_pushes() or any(
         c.settling or not answered(c)
-        for c in plane.connections()
+        for c in list(discovery.connections.values())
         if nodes is None or c.proxy.node_id in nodes
     ):
         assert time.monotonic() < deadline, "pushes never settled"
@@ -44,16 +53,19 @@ def answered(connection: Connection) -> bool:
     return all(not w.in_flight for w in connection.delta_session.watches.values())
 
 
-def released(plane: ControlPlane) -> int:
+def released(plane: InProcessPlane) -> int:
     """How many push triggers the debouncer has released so far (each released request is
     planned and its pushes queued before the count moves on)."""
     assert plane.discovery is not None
     return sum(plane.discovery.stats.push_triggers.values())
 
 
-async def released_since(plane: ControlPlane, before: int, timeout: float = 20.0) -> None:
-    """Wait until the debouncer has released a push since ``released`` said ``before``."""
+async def released_since(
+    plane: InProcessPlane, before: int, changes: int = 1, timeout: float = 20.0
+) -> None:
+    """Wait until the debouncer has released ``changes`` more triggers (one per config
+    change, whether merged into one push or not) since ``released`` said ``before``."""
     deadline = time.monotonic() + timeout
-    while released(plane) == before:
+    while released(plane) < before + changes:
         assert time.monotonic() < deadline, "the change was never released for a push"
         await asyncio.sleep(0.02)
