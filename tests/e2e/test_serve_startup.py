@@ -25,53 +25,35 @@ from tests.e2e.harness.serve_process import ServeProcess
 pytestmark = pytest.mark.timeout(120)
 
 
-def serve(*args: str, cwd: Path) -> subprocess.Popen[str]:
-    """Start ``pilothouse serve`` with ``args``; :func:`refused` collects its ending."""
+def serve(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     xds, admin = free_ports(2)
     command = [
         sys.executable, "-m", "pilothouse.cli.main", "serve", *args,
         "--xds-address", f"{LOOPBACK}:{xds}", "--admin-address", f"{LOOPBACK}:{admin}",
         "--xds-tls-address", "", "--ctrlz-address", "off",
     ]  # fmt: skip
-    return subprocess.Popen(
-        command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-
-
-def refused(*started: subprocess.Popen[str]) -> list[tuple[int, str]]:
-    """The exit status and standard error of each ``serve`` started by :func:`serve`."""
-    try:
-        endings = [p.communicate(timeout=60)[1] for p in started]
-        return [(p.returncode, stderr) for p, stderr in zip(started, endings, strict=True)]
-    finally:
-        for process in started:
-            if process.poll() is None:
-                process.kill()
-                process.communicate()
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=60)
 
 
 def test_a_config_directory_that_does_not_exist_stops_serve(tmp_path: Path) -> None:
     (tmp_path / "examples").mkdir()
-    a_file = tmp_path / "mesh.yaml"
-    a_file.write_text("")
-    (code, stderr), (far, far_stderr), (not_a_directory, file_stderr) = refused(
-        # side by side: each exits on its own, and their start-ups overlap
-        serve("--config", "exmaples/", cwd=tmp_path),
-        serve("--config-source", f"fs://{tmp_path}/nothing-like-it", cwd=tmp_path),
-        serve("--config", str(a_file), cwd=tmp_path),
-    )
-    assert code == 2, stderr
-    assert stderr.strip() == (
+    ran = serve("--config", "exmaples/", cwd=tmp_path)
+    assert ran.returncode == 2, ran.stderr
+    assert ran.stderr.strip() == (
         f"pilothouse serve: --config exmaples: no such directory ({tmp_path / 'exmaples'}); "
         "did you mean examples?"
     )
-    assert far == 2, far_stderr
-    assert far_stderr.strip() == (
+    far = serve("--config-source", f"fs://{tmp_path}/nothing-like-it", cwd=tmp_path)
+    assert far.returncode == 2
+    assert far.stderr.strip() == (
         f"pilothouse serve: --config-source fs://{tmp_path}/nothing-like-it: "
         f"no such directory ({tmp_path}/nothing-like-it)"
     )
-    assert not_a_directory == 2, file_stderr
-    assert f"--config {a_file}: not a directory" in file_stderr
+    a_file = tmp_path / "mesh.yaml"
+    a_file.write_text("")
+    not_a_directory = serve("--config", str(a_file), cwd=tmp_path)
+    assert not_a_directory.returncode == 2
+    assert f"--config {a_file}: not a directory" in not_a_directory.stderr
 
 
 async def test_ports_open_at_once_and_ready_names_the_sources_not_synced(tmp_path: Path) -> None:

@@ -216,16 +216,11 @@ async def test_debug_answers_and_the_cli_see_every_workers_proxies(group: ServeP
         assert ids <= {p["proxyID"] for p in listed["proxies"]}
 
         admin = f"{LOOPBACK}:{group.admin_port}"
-        status, *configs = await asyncio.gather(  # four processes, their start-ups overlapping
-            _cli("proxy-status", "--admin", admin, "-o", "json"),
-            *(
-                _cli("proxy-config", "cluster", proxy, "--admin", admin)
-                for proxy in ("seen-0.default", "seen-1.default", "seen-2.default")
-            ),
-        )
+        status = await _cli("proxy-status", "--admin", admin, "-o", "json")
         assert status.returncode == 0, status.stderr
         assert ids <= {e["proxy"] for e in json.loads(status.stdout)}
-        for config in configs:
+        for proxy in ("seen-0.default", "seen-1.default", "seen-2.default"):
+            config = await _cli("proxy-config", "cluster", proxy, "--admin", admin)
             assert config.returncode == 0 and "PassthroughCluster" in config.stdout, config.stderr
     finally:
         await fleet.close()
