@@ -43,6 +43,7 @@ from tests.e2e.harness.envoy import EnvoyProcess
 from tests.e2e.harness.fleet import EnvoyFleet
 from tests.e2e.harness.ports import LOOPBACK, free_port, wait_for_port
 from tests.e2e.harness.upstreams import Upstream, UpstreamPool
+from tests.integration.push_settled import quiet
 from tests.integration.serve_in_process import serve_in_process, write_atomically
 from tests.unit.security.tokens import ISSUER, Issuer
 
@@ -333,7 +334,7 @@ async def test_policies_and_tokens_over_real_traffic(
                 print(f"store: {held}; listener has it: {b'policy[blocked]' in dump}")
                 print(f"server LDS/CDS updates: {before[server]} -> {await xds_updates(server)}")
                 raise
-            await asyncio.sleep(1.0)  # anything else the change caused has arrived by now
+            await quiet(running)  # anything else the change caused has been taken (ACKed)
             after = {e: await xds_updates(e) for e in (server, client, intruder)}
     assert after[server][0] > before[server][0]
     assert after[server][1] == before[server][1]

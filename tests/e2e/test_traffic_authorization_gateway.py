@@ -29,6 +29,7 @@ from tests.e2e.traffic_mesh import (
     to,
     virtual_service,
 )
+from tests.integration.push_settled import quiet, released, released_since
 
 NS = "edge"
 KIND = "AuthorizationPolicy"
@@ -82,11 +83,13 @@ async def test_gateway_policies_deny_then_allow_then_nothing(
 
         # policies that do not select the gateway change nothing
         elsewhere = {"to": [{"operation": {"paths": ["/admin*"]}}]}
+        triggers = released(plane)
         plane.apply_yaml(policy("other-ns", "shop", dict(GATEWAY_LABELS), {"action": "DENY",
                                 "rules": [elsewhere]}))  # fmt: skip
         plane.apply_yaml(policy("other-app", NS, {"app": "web"}, {"action": "DENY",
                                 "rules": [elsewhere]}))  # fmt: skip
-        await asyncio.sleep(1.0)
+        await released_since(plane, triggers, changes=2)
+        await quiet(plane)  # whatever the two pushed, the gateway has taken (ACKed)
         assert await statuses(listen) == open_doors
 
         # DENY /admin* on the gateway's workload

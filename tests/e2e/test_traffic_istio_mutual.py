@@ -11,7 +11,6 @@ traffic keeps flowing over the rotated certificates.
 
 from __future__ import annotations
 
-import asyncio
 import os
 from pathlib import Path
 from typing import Any
@@ -110,7 +109,8 @@ async def test_sidecar_to_gateway_over_istio_mutual_with_rotating_certificates(
         await wait_for_port(gateway_port, timeout=15)
         await wait_for_port(egress_port, timeout=15)
         first = await send_requests(LOOPBACK, egress_port, 5, authority=host)
-        await asyncio.sleep(3.0)  # past half of the 4 s lifetime: both were rotated
+        for envoy in (sidecar_envoy, gateway_envoy):  # rotated at half of the 4 s lifetime
+            await envoy.wait_stat("sds.default.update_success", at_least=2, timeout=10)
         second = await send_requests(LOOPBACK, egress_port, 5, authority=host)
         sidecar_stats = await sidecar_envoy.stats("sds|ssl")
         gateway_stats = await gateway_envoy.stats("sds|ssl")

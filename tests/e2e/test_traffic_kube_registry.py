@@ -40,6 +40,7 @@ from tests.e2e.traffic_mesh import (
     to,
     virtual_service,
 )
+from tests.integration.push_settled import quiet, released, released_since
 from tests.memory_kube import MemoryCluster, endpoint_slice, namespace, node, pod, service
 
 NS = "kubeshop"
@@ -261,8 +262,10 @@ async def test_policy_selects_a_sidecar_by_its_pods_labels(
         assert await inbound_hosts(envoy) == [v1.port]
         assert not await inbound_rbac(envoy)
 
+        triggers = released(plane)
         plane.apply_yaml(render(deny_delete("ratings-only", {"app": "ratings"})))
-        await asyncio.sleep(1.0)
+        await released_since(plane, triggers)
+        await quiet(plane)  # whatever the change pushed, Envoy has taken (ACKed)
         assert not await inbound_rbac(envoy)
 
         plane.apply_yaml(render(deny_delete("reviews-read-only", {"app": "reviews"})))

@@ -33,7 +33,7 @@ from pilothouse.xds.server.discovery_debug import DiscoveryDebugView
 from tests.e2e.harness.control_plane import FAST
 from tests.integration.ads_stream import open_ads, sotw_request
 from tests.integration.metrics_scrape import MetricsPlane, Scrape, scrape
-from tests.integration.test_scoped_push import answered
+from tests.integration.push_settled import answered
 
 NS = "shop"
 PROXIES = 3

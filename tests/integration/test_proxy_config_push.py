@@ -9,7 +9,6 @@ of any type) while the MCP client gets the kind's new state.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
@@ -19,6 +18,7 @@ from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
 from pilothouse.loadtest.proxy import SimulatedProxy
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from tests.e2e.harness.control_plane import ControlPlane
+from tests.integration.push_settled import quiet
 from tests.integration.test_mcp_over_xds_server import IstiodLikeClient, unwrap
 
 NAMESPACES = ("shop", "istio-system")
@@ -83,7 +83,7 @@ async def test_a_change_reaches_mcp_clients_and_no_proxy(
     try:
         answered = await client.istiod_handshake((PROXY_CONFIG_TYPE,))
         assert list(unwrap(answered[PROXY_CONFIG_TYPE])) == []
-        await asyncio.sleep(0.5)
+        await quiet(control_plane, nodes={p.node_id for p in proxies})
         before = responses(proxies)
         queued = discovery.stats.connections_queued
         for namespace, concurrency in (("shop", 2), ("istio-system", 4), ("shop", 3)):
@@ -98,7 +98,8 @@ async def test_a_change_reaches_mcp_clients_and_no_proxy(
         pushed = await client.next()
         assert list(unwrap(pushed)) == ["istio-system/threads"]
         await client.ack(pushed)
-        await asyncio.sleep(1.0)  # any push to the proxies would have landed by now
+        # any push the changes caused has landed (on the proxies: the MCP client is read above)
+        await quiet(control_plane, nodes={p.node_id for p in proxies})
         assert responses(proxies) == before
         # only the MCP client's connection was queued, once per change
         assert discovery.stats.connections_queued - queued <= 4

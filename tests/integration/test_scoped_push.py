@@ -17,8 +17,8 @@ import pytest
 from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
 from pilothouse.loadtest.proxy import SimulatedProxy
 from pilothouse.protocol.type_urls import CDS, EDS
-from pilothouse.xds.server.connection import Connection
 from tests.e2e.harness.control_plane import ControlPlane
+from tests.integration.push_settled import quiet, released, released_since
 
 NAMESPACES = ("ns-0", "ns-1", "ns-2", "ns-3", "ns-4")
 PER_FLAVOUR = 500
@@ -90,36 +90,17 @@ def namespace_of(proxy: SimulatedProxy) -> str:
     return proxy.node_id.split("~")[2].split(".", 1)[1]
 
 
-async def quiet(plane: ControlPlane, timeout: float = 20.0) -> None:
-    """Wait until no push is queued and no connection is still ordering a change
-    (make before break sends a second CDS once routes have moved)."""
-    deadline = time.monotonic() + timeout
-    discovery = plane.discovery
-    assert discovery is not None
-    while discovery.pending_pushes() or any(
-        c.settling or not answered(c) for c in plane.connections()
-    ):
-        assert time.monotonic() < deadline, "pushes never settled"
-        await asyncio.sleep(0.05)
-
-
-def answered(connection: Connection) -> bool:
-    """Every response sent on the connection has been ACKed (the proxy processed it)."""
-    if connection.sotw is not None:
-        return all(w.nonce_acked == w.nonce_sent for w in connection.sotw.watches.values())
-    assert connection.delta_session is not None
-    return all(not w.in_flight for w in connection.delta_session.watches.values())
-
-
 async def changed_exactly(
+    plane: ControlPlane,
     proxies: list[SimulatedProxy],
     type_url: str,
     before: dict[str, int],
     expected: set[str],
     timeout: float = 20.0,
 ) -> None:
-    """Wait until every proxy of ``expected`` got a new ``type_url`` response; then check
-    that no other proxy did."""
+    """Wait until every proxy of ``expected`` got a new ``type_url`` response; then, once
+    nothing is queued or unanswered (so anything else the change caused has landed),
+    check that no other proxy did."""
     deadline = time.monotonic() + timeout
     while True:
         got = {p.node_id for p in proxies if p.counters(type_url).responses > before[p.node_id]}
@@ -127,7 +108,7 @@ async def changed_exactly(
             break
         assert time.monotonic() < deadline, f"{len(expected - got)} proxies never got the push"
         await asyncio.sleep(0.05)
-    await asyncio.sleep(0.5)  # anything else in flight would have landed by now
+    await quiet(plane)
     got = {p.node_id for p in proxies if p.counters(type_url).responses > before[p.node_id]}
     assert got == expected, f"{len(got - expected)} proxies out of scope were pushed"
 
@@ -150,7 +131,7 @@ async def test_changes_reach_exactly_the_proxies_in_scope(
     before = counts(proxies, CDS)
     queued = discovery.stats.connections_queued
     plane.apply_yaml(service("ns-3", export='"."', name="private"))
-    await changed_exactly(proxies, CDS, before, by_ns["ns-3"])
+    await changed_exactly(plane, proxies, CDS, before, by_ns["ns-3"])
     assert discovery.stats.connections_queued - queued == len(by_ns["ns-3"])
 
     await quiet(plane)
@@ -159,7 +140,7 @@ async def test_changes_reach_exactly_the_proxies_in_scope(
     queued = discovery.stats.connections_queued
     plane.apply_yaml(service("ns-0", port=82))
     expected = set().union(*(by_ns[ns] for ns in NAMESPACES if ns != "ns-2"))
-    await changed_exactly(proxies, CDS, before, expected)
+    await changed_exactly(plane, proxies, CDS, before, expected)
     assert discovery.stats.connections_queued - queued == len(expected)
 
     await quiet(plane)
@@ -177,12 +158,13 @@ spec:
   subsets: [{name: v1, labels: {version: v1}}]
 """
     )
-    await changed_exactly(proxies, CDS, before, by_ns["ns-1"])
+    await changed_exactly(plane, proxies, CDS, before, by_ns["ns-1"])
     assert discovery.stats.connections_queued - queued == len(by_ns["ns-1"])
 
     await quiet(plane)
     # 4. a change nobody can see pushes nobody
     queued = discovery.stats.connections_queued
+    triggers = released(plane)
     plane.apply_yaml(
         """\
 apiVersion: networking.istio.io/v1
@@ -192,7 +174,8 @@ spec:
   egress: [{hosts: ["./*"]}]
 """
     )
-    await asyncio.sleep(0.5)
+    await released_since(plane, triggers)
+    await quiet(plane)
     assert discovery.stats.connections_queued == queued
 
     await quiet(plane)
@@ -211,6 +194,6 @@ spec:
 """
     )
     watchers = {p.node_id for p in proxies if namespace_of(p) != "ns-2"}
-    await changed_exactly(proxies, EDS, before_eds, watchers)
+    await changed_exactly(plane, proxies, EDS, before_eds, watchers)
     assert counts(proxies, CDS) == before_cds, "an endpoint change must not push CDS"
     assert discovery.stats.context_builds == contexts, "the EDS path builds no PushContext"

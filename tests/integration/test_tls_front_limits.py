@@ -255,7 +255,10 @@ async def test_out_of_file_descriptors_accept_pauses_with_one_line_and_recovers(
                     client.setblocking(False)
                     with contextlib.suppress(BlockingIOError):
                         client.connect(("127.0.0.1", front.port))
-                await asyncio.sleep(1.5)
+                deadline = time.monotonic() + 10
+                while front.front.accept_pauses < 3:  # it keeps trying, with pauses between
+                    assert time.monotonic() < deadline, front.front.accept_pauses
+                    await asyncio.sleep(0.02)
             finally:
                 resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
         paused = [r for r in caplog.records if "not accepting connections" in r.getMessage()]

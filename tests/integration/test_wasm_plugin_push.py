@@ -21,6 +21,7 @@ from pilothouse.loadtest.fleet import ProxyFleet, fleet_identities
 from pilothouse.loadtest.proxy import SimulatedProxy
 from pilothouse.protocol.type_urls import CDS, EDS, LDS, RDS
 from tests.e2e.harness.control_plane import ControlPlane
+from tests.integration.push_settled import quiet
 
 MODULE = b"\0asm\x01\0\0\0"
 MESH = """\
@@ -95,7 +96,7 @@ async def test_a_plugin_pushes_the_listeners_of_the_proxies_it_selects(
         else:
             control_plane.delete("WasmPlugin", "shop", "add-header")
         await until_listeners_pushed(cart, before)
-        await asyncio.sleep(0.5)  # any other push would have landed by now
+        await quiet(control_plane)  # any other push the change caused has landed
         after = responses(cart + till)
         for proxy in cart:
             was, now = before[proxy.node_id], after[proxy.node_id]
