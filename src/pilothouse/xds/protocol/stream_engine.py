@@ -140,12 +140,22 @@ class StreamEngine:
         by_host = self._eds_by_host()
         if not by_host:
             return _NO_NAMES
-        found: set[str] = set()
+        hit: frozenset[str] | None = None
+        found: set[str] | None = None
         for hostname in hostnames:
             names = by_host.get(hostname)
-            if names is not None:
+            if names is None:
+                continue
+            if hit is None:
+                hit = names
+            else:
+                found = set(hit) if found is None else found
                 found.update(names)
-        return frozenset(found) if found else _NO_NAMES
+        if found is not None:
+            return frozenset(found)
+        # one host's names: the index's own set, shared by the scope's streams (its hash
+        # is computed once, and what is generated for it is found by identity)
+        return _NO_NAMES if hit is None else hit
 
     def watches_secrets(self, names: frozenset[str]) -> bool:
         """Whether any of the SDS secrets ``names`` is watched."""
