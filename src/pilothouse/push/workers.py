@@ -8,7 +8,8 @@ taken off the queue obeys it; pushes already running are not stopped.
 
 One loop runs every push, without a task per push: the push function is called in the
 loop and either finishes there (it returns None), or returns what to wait for: a future
-(the server's pushes: resolved once the connection's responses are written), whose
+or a :class:`~pilothouse.push.signal.Signal` (the server's pushes: resolved by the writer
+once the connection's responses are written, without a loop step in between), whose
 completion frees the slot, or a coroutine, run as a task of its own. A future waits at
 most ``deadline`` seconds: one timer for all of them, re-armed for the oldest, resolves
 those past their deadline (a slow or dead stream holds its slot no longer than that,
