@@ -12,7 +12,15 @@ again for the oldest left.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, Protocol
+
+
+class Awaited(Protocol):
+    """What is given up on: an ``asyncio.Future`` or a :class:`~pilothouse.push.signal.Signal`."""
+
+    def done(self) -> bool: ...
+
+    def set_result(self, result: Any, /) -> None: ...
 
 
 class Deadlines:
@@ -20,24 +28,28 @@ class Deadlines:
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
-        self._due: dict[asyncio.Future[Any], float] = {}
+        self._due: dict[Awaited, float] = {}
         """Futures → when they are given up on (oldest first)."""
         self._timer: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        """The loop the timer runs on, looked up once (each lookup costs a getpid)."""
 
-    def add(self, future: asyncio.Future[Any]) -> None:
+    def add(self, future: Awaited) -> None:
         """Give ``future`` up at ``seconds`` from now (once: adding it again changes nothing)."""
         if future in self._due:
             return
-        loop = future.get_loop()  # the running one (get_running_loop costs a getpid)
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            loop = self._loop = asyncio.get_running_loop()
         self._due[future] = due = loop.time() + self.seconds
         if self._timer is None:
             self._timer = loop.call_at(due, self._expire)
 
-    def discard(self, future: asyncio.Future[Any]) -> None:
+    def discard(self, future: Awaited) -> None:
         """``future`` came (or is no longer waited for)."""
         self._due.pop(future, None)
 
-    def futures(self) -> list[asyncio.Future[Any]]:
+    def futures(self) -> list[Awaited]:
         return list(self._due)
 
     def clear(self) -> None:

@@ -50,7 +50,7 @@ from pilothouse.push.queue import PushQueue
 from pilothouse.push.request import PushRequest, TriggerReason
 from pilothouse.push.secrets import has_secrets, secret_keys
 from pilothouse.push.target import PushTarget
-from pilothouse.push.workers import PushWorkers, PushWorkerStats
+from pilothouse.push.workers import PushWorkers, PushWorkerStats, Waited
 from pilothouse.registry.aggregate import ServiceRegistry
 from pilothouse.registry.update import RegistryUpdate
 from pilothouse.settings import XdsSettings
@@ -316,7 +316,7 @@ class PushService(Generic[T]):
             self.queue.enqueue(target, pushed)
             counters.connections_queued += 1
 
-    def _push_target(self, target: T, request: PushRequest) -> asyncio.Future[None] | None:
+    def _push_target(self, target: T, request: PushRequest) -> Waited | None:
         """Hand ``target`` its planned push; what the push workers wait for until its
         responses are written (None: nothing to wait for). The workers give up waiting
         after ``send_timeout`` seconds, so a stalled stream keeps its push no longer."""
@@ -356,7 +356,7 @@ class PushService(Generic[T]):
         return self._registry.endpoint_index.revision
 
 
-def _answered(target: PushTarget) -> asyncio.Future[None] | None:
+def _answered(target: PushTarget) -> Waited | None:
     """What ``target``'s next push waits for: its proxy's answer to what it was sent."""
     return target.when_answered()
 

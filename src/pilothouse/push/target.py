@@ -4,7 +4,8 @@ push/ never imports the server: it chooses, queues and pushes *targets*. A targe
 what the pipeline reads to choose it (:class:`ProxyWatches`: who its proxy is and what
 it watches) and what the push service hands a push to (:class:`PushTarget`): the
 planned push (:mod:`pilothouse.push.proxy_push`), a failure that ends its stream, a
-future resolved once what it was handed is written, and one resolved once its proxy has
+future (or a :class:`~pilothouse.push.signal.Signal`, which spares the loop's hop)
+resolved once what it was handed is written, and one resolved once its proxy has
 answered (ACKed or NACKed) what it was sent. The server's ``Connection`` is one;
 the push service's tests use an in-memory one.
 """
@@ -17,6 +18,7 @@ from typing import Protocol
 
 from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.push.proxy_push import ProxyPush
+from pilothouse.push.signal import Signal
 
 
 class ProxyWatches(Hashable, Protocol):
@@ -65,12 +67,12 @@ class PushTarget(ProxyWatches, Protocol):
         """End the stream with INTERNAL: pilothouse failed serving it."""
         ...
 
-    def when_written(self) -> asyncio.Future[None] | None:
+    def when_written(self) -> asyncio.Future[None] | Signal | None:
         """Resolved once everything queued so far is written (or the writer stops); None
         when there is nothing to wait for."""
         ...
 
-    def when_answered(self) -> asyncio.Future[None] | None:
+    def when_answered(self) -> asyncio.Future[None] | Signal | None:
         """Resolved once the proxy has answered (ACK or NACK) every response sent so far
         (or the stream ends); None when nothing is unanswered."""
         ...

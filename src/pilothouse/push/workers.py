@@ -8,7 +8,8 @@ taken off the queue obeys it; pushes already running are not stopped.
 
 One loop runs every push, without a task per push: the push function is called in the
 loop and either finishes there (it returns None), or returns what to wait for: a future
-(the server's pushes: resolved once the connection's responses are written), whose
+or a :class:`~pilothouse.push.signal.Signal` (the server's pushes: resolved by the writer
+once the connection's responses are written, without a loop step in between), whose
 completion frees the slot, or a coroutine, run as a task of its own. A future waits at
 most ``deadline`` seconds: one timer for all of them, re-armed for the oldest, resolves
 those past their deadline (a slow or dead stream holds its slot no longer than that,
@@ -33,9 +34,10 @@ from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from pilothouse.push.deadlines import Deadlines
+from pilothouse.push.deadlines import Awaited, Deadlines
 from pilothouse.push.queue import PushQueue, QueuedPush
 from pilothouse.push.request import PushRequest
+from pilothouse.push.signal import Signal
 from pilothouse.push.slots import Slots
 
 _log = logging.getLogger(__name__)
@@ -82,9 +84,12 @@ class PushWorkerStats:
     max_concurrent: int = 0
 
 
-ConnPushFn = Callable[[ConnT, PushRequest], Awaitable[None] | None]
-"""Runs one push: None when it finished in the call, else a future or coroutine to await."""
-AnswerFn = Callable[[ConnT], "asyncio.Future[None] | None"]
+Waited = asyncio.Future[None] | Signal
+"""What a push or an answer is waited for with: a future, or a signal (no loop hop)."""
+ConnPushFn = Callable[[ConnT, PushRequest], Awaitable[None] | Signal | None]
+"""Runs one push: None when it finished in the call, else a future, a signal or a
+coroutine to await."""
+AnswerFn = Callable[[ConnT], Waited | None]
 """What a connection's next push waits for once its last one is written (None: nothing)."""
 
 
@@ -171,17 +176,20 @@ class PushWorkers(Generic[ConnT]):
                     # pushes that finish in the call never wait: let readers and writers run
                     started = 0
                     await asyncio.sleep(0)
-            flying: list[asyncio.Future[Any]] = [*self._tasks, *self._waiting.futures()]
+            flying: list[Awaitable[Any]] = [*self._tasks, *self._flying()]
             if flying:
                 await asyncio.gather(*flying, return_exceptions=True)
         finally:
             self._held.clear()  # the queue is shut: nothing is pushed after an answer
-            leftover: list[asyncio.Future[Any]] = [*self._tasks, *self._waiting.futures()]
+            leftover: list[Awaitable[Any]] = [*self._tasks, *self._flying()]
             self._waiting.clear()
             for waited in leftover:
-                waited.cancel()
+                waited.cancel()  # type: ignore[attr-defined]  # tasks, futures, signals
             if leftover:
                 await asyncio.gather(*leftover, return_exceptions=True)
+
+    def _flying(self) -> list[Waited]:
+        return [w for w in self._waiting.futures() if isinstance(w, Signal | asyncio.Future)]
 
     async def _dequeue_or_release(self) -> QueuedPush[ConnT] | None:
         item: QueuedPush[ConnT] | None = None
@@ -214,19 +222,19 @@ class PushWorkers(Generic[ConnT]):
             return
         if pending is None:
             self._finish(conn, failed=False)
-        elif asyncio.isfuture(pending):
+        elif type(pending) is Signal or asyncio.isfuture(pending):
             self._wait(conn, pending)
         else:
             task = asyncio.ensure_future(self._one(conn, pending))
             self._tasks.add(task)
             task.add_done_callback(lambda done: self._task_done(conn, done))
 
-    def _wait(self, conn: ConnT, waiter: asyncio.Future[Any]) -> None:
+    def _wait(self, conn: ConnT, waiter: Waited) -> None:
         if self._deadline is not None:
             self._waiting.add(waiter)
         waiter.add_done_callback(lambda done: self._waited(conn, done))
 
-    def _waited(self, conn: ConnT, waiter: asyncio.Future[Any]) -> None:
+    def _waited(self, conn: ConnT, waiter: Awaited) -> None:
         self._waiting.discard(waiter)
         self._finish(conn, failed=False)
 
@@ -262,11 +270,11 @@ class PushWorkers(Generic[ConnT]):
                 return
         self._queue.mark_done(conn)
 
-    def _hold(self, conn: ConnT, answer: asyncio.Future[None]) -> None:
+    def _hold(self, conn: ConnT, answer: Waited) -> None:
         """Keep ``conn`` in flight until ``answer`` resolves or ``answer_wait`` passes."""
         self._held.add(answer)
         answer.add_done_callback(lambda done: self._answer_came(conn, done))
 
-    def _answer_came(self, conn: ConnT, answer: asyncio.Future[None]) -> None:
+    def _answer_came(self, conn: ConnT, answer: Awaited) -> None:
         self._held.discard(answer)
         self._queue.mark_done(conn)

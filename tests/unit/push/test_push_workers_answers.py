@@ -20,14 +20,14 @@ class Proxies:
 
     def __init__(self) -> None:
         self.seen: list[tuple[str, PushRequest]] = []
-        self.times: dict[str, list[float]] = {}
+        self.at: list[float] = []
+        """The loop's time at each push."""
         self.answers: dict[str, asyncio.Future[None]] = {}
 
     def push(self, conn: str, request: PushRequest) -> None:
         self.seen.append((conn, request))
-        loop = asyncio.get_running_loop()
-        self.times.setdefault(conn, []).append(loop.time())
-        self.answers[conn] = loop.create_future()
+        self.at.append(asyncio.get_running_loop().time())
+        self.answers[conn] = asyncio.get_running_loop().create_future()
 
     def answered(self, conn: str) -> asyncio.Future[None] | None:
         answer = self.answers.get(conn)
@@ -79,10 +79,10 @@ async def test_a_proxy_that_never_answers_is_pushed_again_after_the_wait() -> No
     await until(lambda: len(proxies.pushed("a")) == 1)
     queue.enqueue("a", push(2))
     await until(lambda: len(proxies.pushed("a")) == 2)
-    # timed at the pushes themselves: a late wake-up of the polling above must not
-    # shorten the measured wait
-    first, second = proxies.times["a"]
-    assert second - first >= 0.04
+    # timed from the first push itself (when the wait starts), not from when this test
+    # saw it: a loaded machine's polling delay is not the workers' wait
+    first, second = proxies.at
+    assert second - first >= 0.05 - 0.005, "pushed again before the answer wait passed"
     queue.shutdown()
     await asyncio.wait_for(task, timeout=2)
 

@@ -100,6 +100,8 @@ class StreamEngine:
         self._warming_timeout = warming_timeout
         self._schedule = schedule
         self._eds_index: tuple[Subscription, Mapping[str, frozenset[str]]] | None = None
+        self._watched: tuple[frozenset[str], tuple[str, ...]] | None = None
+        """The watched types, and them in push order (:meth:`watched_types`)."""
 
     @property
     def session(self) -> SotwSession | DeltaSession:
@@ -121,7 +123,16 @@ class StreamEngine:
     # -- what the server asks ---------------------------------------------------------
 
     def watched_types(self) -> list[str]:
-        return sorted(self._session.watches, key=push_order_key)
+        """The watched types in push order (sorted again only when the set changed: a
+        push reads it on every stream)."""
+        watches = self._session.watches
+        cached = self._watched
+        if cached is None or cached[0] != watches.keys():
+            cached = self._watched = (
+                frozenset(watches),
+                tuple(sorted(watches, key=push_order_key)),
+            )
+        return list(cached[1])
 
     def watched_names(self, type_url: str) -> frozenset[str] | None:
         """The explicitly watched names of a type; None when wildcard or not watched."""
@@ -140,12 +151,22 @@ class StreamEngine:
         by_host = self._eds_by_host()
         if not by_host:
             return _NO_NAMES
-        found: set[str] = set()
+        hit: frozenset[str] | None = None
+        found: set[str] | None = None
         for hostname in hostnames:
             names = by_host.get(hostname)
-            if names is not None:
+            if names is None:
+                continue
+            if hit is None:
+                hit = names
+            else:
+                found = set(hit) if found is None else found
                 found.update(names)
-        return frozenset(found) if found else _NO_NAMES
+        if found is not None:
+            return frozenset(found)
+        # one host's names: the index's own set, shared by the scope's streams (its hash
+        # is computed once, and what is generated for it is found by identity)
+        return _NO_NAMES if hit is None else hit
 
     def watches_secrets(self, names: frozenset[str]) -> bool:
         """Whether any of the SDS secrets ``names`` is watched."""

@@ -213,7 +213,9 @@ class SotwFlavour(FlavourBase):
         subscription = watch.subscription
         names = None if subscription.wildcard else subscription.names
         if changed is not None:
-            names = changed if names is None else names & changed
+            # a push names watched clusters only: the set it was handed (shared by the
+            # scope's streams) rather than a copy made per stream
+            names = changed if names is None or changed <= names else names & changed
         if generated is None:
             if among is not None and names is not None:
                 # the names of a mapping generated for all of them: the same resources,

@@ -31,6 +31,7 @@ from typing import NamedTuple, Protocol
 from pilothouse.protocol.messages import DeltaRequest, NackError, SotwRequest
 from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.push.proxy_push import EndpointPush, ProxyPush
+from pilothouse.push.signal import Signal
 from pilothouse.settings import XdsSettings
 from pilothouse.xds.protocol.delta import DeltaSession
 from pilothouse.xds.protocol.sotw import SotwSession
@@ -114,9 +115,9 @@ class Connection:
         self.outbound: Outbound[Queued | None] = Outbound()
         self.writer_attached = False
         """True while the stream's writer loop (:mod:`pilothouse.xds.server.writer`) runs."""
-        self.written_waiter: asyncio.Future[None] | None = None
+        self.written_waiter: Signal | None = None
         """Resolved by the writer loop once the outbound queue is empty (:meth:`drained`)."""
-        self.answered_waiter: asyncio.Future[None] | None = None
+        self.answered_waiter: Signal | None = None
         """Resolved once the proxy has answered every response sent (:meth:`when_answered`)."""
         self.stats = ConnectionStats()
         self.problem: str | None = None
@@ -126,7 +127,6 @@ class Connection:
         self.denied: str | None = None
         """Why the stream must end with PERMISSION_DENIED (a debug type it may not read)."""
         self._generation = generation
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._nacks = NackLog(proxy.node_id)
 
     def __repr__(self) -> str:
@@ -259,25 +259,21 @@ class Connection:
         generation = self._resources.generation_time(type_url)
         self.outbound.put_nowait(Queued(body, type_url, generation, self.clock()))
 
-    def when_written(self) -> asyncio.Future[None] | None:
-        """A future resolved once every response queued so far is written (or the writer
+    def when_written(self) -> Signal | None:
+        """A signal resolved once every response queued so far is written (or the writer
         stops); None when there is nothing to wait for (no writer, or nothing queued).
 
         The push workers wait for it, so a connection counts as being pushed until its
         responses are on the wire: pushes that come meanwhile merge in the push queue
-        instead of piling up stale responses behind a slow stream. One future however
-        many wait; the writer resolves it when the queue runs empty, without a task or a
-        queue join per push.
+        instead of piling up stale responses behind a slow stream. One signal however
+        many wait; the writer resolves it when the queue runs empty, without a task, a
+        queue join or a future per push (:mod:`pilothouse.push.signal`).
         """
         if not self.writer_attached or self.outbound.empty():
             return None
         waiter = self.written_waiter
         if waiter is None or waiter.done():
-            loop = self._loop
-            if loop is None:  # the stream's loop, looked up once (each lookup: a getpid)
-                loop = self._loop = asyncio.get_running_loop()
-            waiter = loop.create_future()
-            self.written_waiter = waiter
+            waiter = self.written_waiter = Signal()
         return waiter
 
     def unanswered(self) -> bool:
@@ -292,23 +288,19 @@ class Connection:
             return False
         return any(watch.in_flight for watch in session.watches.values())
 
-    def when_answered(self) -> asyncio.Future[None] | None:
-        """A future resolved once the proxy has answered (ACK or NACK) every response
+    def when_answered(self) -> Signal | None:
+        """A signal resolved once the proxy has answered (ACK or NACK) every response
         sent so far, or the stream ends; None when nothing is unanswered.
 
         The push workers hold the connection's next push until then (up to a limit), so
         pushes that come meanwhile merge instead of queueing behind responses the proxy
-        has not read yet. One future however many wait; :meth:`on_request` resolves it.
+        has not read yet. One signal however many wait; :meth:`on_request` resolves it.
         """
         if not self.unanswered():
             return None
         waiter = self.answered_waiter
         if waiter is None or waiter.done():
-            loop = self._loop
-            if loop is None:
-                loop = self._loop = asyncio.get_running_loop()
-            waiter = loop.create_future()
-            self.answered_waiter = waiter
+            waiter = self.answered_waiter = Signal()
         return waiter
 
     def drained(self) -> None:
