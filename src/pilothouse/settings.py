@@ -305,12 +305,12 @@ class GcSettings:
     ENV_PREFIX: ClassVar[str] = "PILOTHOUSE_GC_"
     ENV_NAMES: ClassVar[Mapping[str, str]] = _NO_RENAMES
 
-    threshold0: int = 20000
+    threshold0: int = 0
     """Allocations (minus deallocations) of container objects that start a collection of
     the youngest generation (``gc.set_threshold``'s first value); 0: CPython's 700, which
     at 1,000 proxies runs about 20 young and 1.5 middle collections per push (2 % of the
-    server's CPU per push, 6-9 % of a connect storm's; ``bench/gc_cost.py``), none at
-    20,000."""
+    server's CPU per push, 6-9 % of a connect storm's; ``bench/gc_cost.py``). 20,000 runs
+    none, but the push fan-out's p99 was no shorter for it (``docs/guides/scale.md``)."""
     threshold1: int = 0
     """Young collections between two collections of the middle generation; 0: CPython's 10."""
     threshold2: int = 0

@@ -1,6 +1,5 @@
 """The collector thresholds ``serve`` sets: ``PILOTHOUSE_GC_THRESHOLD0``..``2`` reach
-``gc.set_threshold`` in the serving process; 0 keeps CPython's own value, unset keeps it
-for the two older generations and raises the youngest's to 20,000."""
+``gc.set_threshold`` in the serving process; 0 or unset keeps CPython's own value."""
 
 from __future__ import annotations
 
@@ -23,17 +22,13 @@ def restored() -> Iterator[None]:
     gc.set_threshold(*before)
 
 
-def test_zero_means_cpythons_defaults_even_after_other_values() -> None:
+def test_zero_or_unset_means_cpythons_defaults_even_after_other_values() -> None:
     assert CPYTHON_THRESHOLDS == (700, 10, 10)  # CPython 3.11's, as gc documents them
-    gc.set_threshold(12345, 6, 7)
-    assert set_collector_thresholds(GcSettings(0, 0, 0)) == CPYTHON_THRESHOLDS
-    assert gc.get_threshold() == CPYTHON_THRESHOLDS
-    assert gc.isenabled()
-
-
-def test_unset_raises_only_the_youngest_generations_threshold() -> None:
-    assert set_collector_thresholds(Settings().gc) == (20000, 10, 10)
-    assert gc.get_threshold() == (20000, 10, 10)
+    for settings in (GcSettings(0, 0, 0), Settings().gc):
+        gc.set_threshold(12345, 6, 7)
+        assert set_collector_thresholds(settings) == CPYTHON_THRESHOLDS
+        assert gc.get_threshold() == CPYTHON_THRESHOLDS
+        assert gc.isenabled()
 
 
 def test_each_field_replaces_its_generations_value_and_zero_keeps_cpythons() -> None:
