@@ -19,6 +19,9 @@ if there is one (at the latest after twice that interval). That is one full paus
 few minutes instead of several per push. In a worker of ``serve --workers N`` (forked
 from a parent whose heap is frozen) the first compaction also walks the objects inherited
 from the parent, and so copies the pages they sit on (about 22 MiB) out of the shared heap.
+
+:func:`set_collector_thresholds` sets how often the collector runs at all
+(``PILOTHOUSE_GC_THRESHOLD0``..``2``), once per serving process when ``serve`` starts.
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Final
+
+from pilothouse.settings import GcSettings
 
 log = logging.getLogger("pilothouse.heap")
 
@@ -36,6 +42,26 @@ SETTLE_EVERY = 5.0
 """Seconds between freezes of what is alive."""
 COMPACT_EVERY = 300.0
 """Seconds between full collections of the frozen heap (cycles frozen and since dropped)."""
+CPYTHON_THRESHOLDS: Final = (700, 10, 10)
+"""CPython's own collector thresholds, kept where a ``GcSettings`` field is 0."""
+
+
+def collector_thresholds(settings: GcSettings) -> tuple[int, int, int]:
+    """The thresholds ``settings`` ask for: each field, or CPython's value where it is 0."""
+    asked = (settings.threshold0, settings.threshold1, settings.threshold2)
+    first, second, third = (
+        value or default for value, default in zip(asked, CPYTHON_THRESHOLDS, strict=True)
+    )
+    return first, second, third
+
+
+def set_collector_thresholds(settings: GcSettings) -> tuple[int, int, int]:
+    """Set this process's collector thresholds from ``settings`` and log them; returns
+    them. (0 in ``gc.set_threshold`` would turn the collector off: never set here.)"""
+    thresholds = collector_thresholds(settings)
+    gc.set_threshold(*thresholds)
+    log.info("garbage collector", extra={"thresholds": ",".join(map(str, thresholds))})
+    return thresholds
 
 
 @dataclass(frozen=True, slots=True)

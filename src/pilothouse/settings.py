@@ -297,6 +297,33 @@ class EtcdSettings:
 
 
 @dataclass(frozen=True)
+class GcSettings:
+    """The cyclic garbage collector's thresholds in each serving process
+    (:func:`pilothouse.heap.set_collector_thresholds`, applied once when ``serve``
+    starts). 0 keeps CPython's own value for that generation (700, 10, 10)."""
+
+    ENV_PREFIX: ClassVar[str] = "PILOTHOUSE_GC_"
+    ENV_NAMES: ClassVar[Mapping[str, str]] = _NO_RENAMES
+
+    threshold0: int = 0
+    """Allocations (minus deallocations) of container objects that start a collection of
+    the youngest generation (``gc.set_threshold``'s first value); 0: CPython's 700, which
+    at 1,000 proxies runs about 20 young and 1.5 middle collections per push (2 % of the
+    server's CPU per push, 6-9 % of a connect storm's; ``bench/gc_cost.py``). 20,000 runs
+    none, but the push fan-out's p99 was no shorter for it (``docs/guides/scale.md``)."""
+    threshold1: int = 0
+    """Young collections between two collections of the middle generation; 0: CPython's 10."""
+    threshold2: int = 0
+    """Middle collections between two full ones (CPython also waits until the oldest
+    generation's unfrozen objects grew by a quarter); 0: CPython's 10."""
+
+    def __post_init__(self) -> None:
+        for name in ("threshold0", "threshold1", "threshold2"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"PILOTHOUSE_GC_{name.upper()} must not be negative")
+
+
+@dataclass(frozen=True)
 class Settings:
     """All of pilothouse's knobs."""
 
@@ -338,6 +365,7 @@ class Settings:
     sds: SdsSettings = field(default_factory=SdsSettings)
     kube: KubeSettings = field(default_factory=KubeSettings)
     etcd: EtcdSettings = field(default_factory=EtcdSettings)
+    gc: GcSettings = field(default_factory=GcSettings)
 
     def __post_init__(self) -> None:
         if self.workers < 1:

@@ -22,6 +22,7 @@ BENCH = Path(__file__).resolve().parents[2] / "bench"
 SMALL_MESH = ("--services", "5", "--namespaces", "2")
 SHORT_SETTLE = ("--settle", "0.2")
 """The quiet waits a smoke run need not sit through (a figure over 0.2 s is still a figure)."""
+GC_COST = ("--proxies", "10", "--rounds", "1", "--runs", "1", "--idle", "0.2", "--thresholds")
 CHURN = ("--sizes", "10", "--duration", "1", "--rate", "10", "--workers", "2")
 
 SCRIPTS: dict[str, tuple[tuple[str, ...], int]] = {
@@ -38,6 +39,10 @@ SCRIPTS: dict[str, tuple[tuple[str, ...], int]] = {
     "mcp_sync": (
         ("--sizes", "50", "--floor-runs", "1", "--profile-size", "50", "--no-warm"),
         1,
+    ),
+    "gc_cost": (
+        (*GC_COST, "default,5000:0:0", *SHORT_SETTLE, *SMALL_MESH),
+        2,
     ),
 }
 

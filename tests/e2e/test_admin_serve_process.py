@@ -5,7 +5,8 @@ bootstrap``. Over HTTP the test changes the debounce time (the next config chang
 reaches Envoy that much later), forces a full push (Envoy accepts CDS and LDS again),
 disconnects the proxy (Envoy opens a new ADS stream) and sets a scope's log level on
 ControlZ; the process's own log lines name each change with its old and new value and
-the client's address.
+the client's address. ControlZ also shows the collector thresholds the process was given
+(``PILOTHOUSE_GC_THRESHOLD0``, ``1`` and ``2``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,12 @@ NODE = "sidecar~127.0.0.1~app-1.default~default.svc.cluster.local"
 ADS_STREAMS = "cluster.xds-grpc.upstream_rq_total"
 """Envoy's count of requests on its xDS cluster: one per ADS stream it opened."""
 CDS_ACCEPTED = "cluster_manager.cds.update_success"
+GC_THRESHOLDS = {
+    "PILOTHOUSE_GC_THRESHOLD0": "30000",
+    "PILOTHOUSE_GC_THRESHOLD1": "15",
+    "PILOTHOUSE_GC_THRESHOLD2": "0",
+}
+"""The collector thresholds the process is given (0: CPython's own, 10)."""
 LDS_ACCEPTED = "listener_manager.lds.update_success"
 
 
@@ -83,7 +90,10 @@ async def running(
         admin_port=admin,
         log_path=tmp_path / "pilothouse.log",
         log_level="info",
-        environment={"PILOTHOUSE_CTRLZ_ADDRESS": f"{LOOPBACK}:{ctrlz}"},
+        environment={
+            "PILOTHOUSE_CTRLZ_ADDRESS": f"{LOOPBACK}:{ctrlz}",
+            **GC_THRESHOLDS,
+        },
     ).start()
     try:
         document, _ = await asyncio.gather(bootstrap(xds), plane.wait_ready())
@@ -148,6 +158,13 @@ async def test_a_scope_level_set_on_controlz_changes_what_the_process_logs(
     running: tuple[ServeProcess, int, EnvoyProcess],
 ) -> None:
     plane, ctrlz, envoy = running
+    # ControlZ's memory topic shows the collector thresholds the process was given
+    status, memory = await call(ctrlz, "GET", "/memj")
+    assert status == 200
+    assert (memory["gc"]["thresholds"], memory["gc"]["enabled"]) == ([30000, 15, 10], True)
+    (announced,) = log_lines(plane, "garbage collector")
+    assert announced.endswith("thresholds=30000,15,10")
+
     assert log_lines(plane, "proxy connected") == [], "debug lines are off at info"
     status, body = await call(ctrlz, "PUT", "/scopej/xds", {"output_level": "debug"})
     assert (status, body["output_level"]) == (202, "debug")

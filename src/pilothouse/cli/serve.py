@@ -66,7 +66,7 @@ from pilothouse.cli.supervisor import supervise
 from pilothouse.cli.worker import WorkerRole
 from pilothouse.descriptors import raise_open_file_limit
 from pilothouse.environment import SettingsError
-from pilothouse.heap import HeapKeeper
+from pilothouse.heap import HeapKeeper, set_collector_thresholds
 from pilothouse.security.ca_metrics import CaCollector
 from pilothouse.settings import (
     Settings,
@@ -152,6 +152,7 @@ async def serve(
     ports are shared with the other workers (``SO_REUSEPORT``) and ``/ready`` waits for
     all of them."""
     shared = worker is not None
+    set_collector_thresholds(settings.gc)  # in each worker: its own process's collector
     xds_address = listen_address(settings.xds.address, "xds.address")
     admin_address = listen_address(settings.admin.address, "admin.address")
     tls_address = (
