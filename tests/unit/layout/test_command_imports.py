@@ -12,6 +12,8 @@ it, and the packages above it), followed transitively. Held here:
 - ``bootstrap`` (through the config directory check of ``cli.config_sources``) and the
   node agent (through its node-set client) reach neither the node-set server nor the MCP
   source server, which only ``serve`` runs (``cli.mcp_roles``).
+- ``bootstrap`` and the node agent read ``--config`` paths without loading a config
+  source's client: ``cli.bootstrap_sources`` is imported where addresses are read.
 """
 
 from __future__ import annotations
@@ -109,6 +111,16 @@ def test_only_serve_reaches_the_node_set_and_mcp_source_servers(
     assert "pilothouse.cli.mcp_roles" not in loaded
 
 
+@pytest.mark.parametrize("start", ["pilothouse.cli.bootstrap", "pilothouse.cli.agent"])
+def test_reading_config_paths_loads_no_source_client(
+    graph: Mapping[str, set[str]], start: str
+) -> None:
+    loaded = reached(graph, start)
+    for client in ("pilothouse.cli.bootstrap_sources", "pilothouse.sources.addresses"):
+        assert client not in loaded
+    assert under(loaded, "pilothouse.mcp") == []
+
+
 def test_serve_still_reaches_what_it_runs(graph: Mapping[str, set[str]]) -> None:
     """The walk sees through ``from package import module`` and packages: serve's own
     servers are found (so the absences above are not the walk missing edges)."""
@@ -120,3 +132,4 @@ def test_serve_still_reaches_what_it_runs(graph: Mapping[str, set[str]]) -> None
         "pilothouse.admin.debug_routes",
         "pilothouse.push",
     } <= loaded
+    assert "pilothouse.sources.addresses" in reached(graph, "pilothouse.cli.bootstrap_sources")
