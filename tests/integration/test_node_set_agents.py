@@ -29,7 +29,7 @@ import pytest
 from envoy.service.discovery.v3 import discovery_pb2  # type: ignore[import-untyped]
 
 from pilothouse.agent.node_set import node_set_types
-from pilothouse.nodesets.server import DELTA_NODE_SETS, NODE_ADDRESSES_KEY, NODE_SET_SERVICE
+from pilothouse.nodesets.service import DELTA_NODE_SETS, NODE_ADDRESSES_KEY, NODE_SET_SERVICE
 from tests.e2e.harness.ports import free_port
 from tests.integration.tls_served import Served, running
 

@@ -48,7 +48,7 @@ from pilothouse.config.model import Config, Origin
 from pilothouse.kinds.table import SCHEMAS
 from pilothouse.nodesets.kubernetes import KUBE_TYPES, decode_kube_resource
 from pilothouse.nodesets.membership import WORKLOAD_KINDS, placed
-from pilothouse.nodesets.server import DELTA_NODE_SETS, NODE_ADDRESSES_KEY, NODE_SET_SERVICE
+from pilothouse.nodesets.service import DELTA_NODE_SETS, NODE_ADDRESSES_KEY, NODE_SET_SERVICE
 from pilothouse.nodesets.session import node_set_types as type_kinds
 
 log = logging.getLogger("pilothouse.agent.node_set")

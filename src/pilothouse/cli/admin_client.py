@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from pilothouse.cli.worker_debug import PARTIAL
+from pilothouse.cli.partial_answer import PARTIAL
 from pilothouse.environment import from_environment
 from pilothouse.settings import Settings
 

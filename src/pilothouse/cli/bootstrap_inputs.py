@@ -12,36 +12,24 @@ kinds that does not validate is a :class:`BootstrapInputError` naming it: the bo
 would otherwise silently differ from what the mesh says.
 
 Sources are read on a thread of their own, with their own event loop, so the readers
-can be called from a running loop too. ``workload entry configure`` reads its
+can be called from a running loop too (:mod:`pilothouse.cli.bootstrap_sources`, imported
+only when there are addresses to read). ``workload entry configure`` reads its
 WorkloadGroup with the same readers (``kinds``).
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import contextlib
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-from pilothouse.cli.config_sources import SourceSetupError, check_config_directories
 from pilothouse.config.load import Loader
 from pilothouse.config.model import Config
 from pilothouse.config.validation.report import Severity
 from pilothouse.kinds.envoy_filter import KIND as ENVOY_FILTER
 from pilothouse.kinds.proxy_config import KIND as PROXY_CONFIG
 from pilothouse.kinds.table import SCHEMAS
-from pilothouse.mcp.sink_client import McpSinkClient
 from pilothouse.settings import Settings
-from pilothouse.sources.addresses import (
-    AddressError,
-    ConfigSource,
-    Scheme,
-    build_source,
-    parse_address,
-)
 from pilothouse.sources.fs_tree import RootUnavailable, scan_tree
 
 READ_KINDS: Final = frozenset({PROXY_CONFIG.name, ENVOY_FILTER.name})
@@ -94,77 +82,8 @@ def configs_from_sources(
     that cannot be read."""
     if not addresses:
         return []
-    try:  # a file source's directory must exist, as for serve
-        check_config_directories(
-            settings.with_overrides({"config_dirs": (), "config_sources": tuple(addresses)})
-        )
-    except SourceSetupError as problem:
-        raise BootstrapInputError(str(problem)) from None
-    sources = [_source(address, settings) for address in addresses]
-    with concurrent.futures.ThreadPoolExecutor(1, "bootstrap-sources") as thread:
-        return thread.submit(asyncio.run, _read(addresses, sources, timeout, kinds)).result()
+    # Starting sources needs their clients (etcd, Kubernetes, gRPC): imported only here,
+    # so that reading --config paths alone loads none of them.
+    from pilothouse.cli.bootstrap_sources import read_sources
 
-
-def _source(address: str, settings: Settings) -> ConfigSource:
-    try:
-        parsed = parse_address(address)
-        if parsed.scheme is Scheme.MCP:
-            return McpSinkClient.from_url(f"mcp://{parsed.host}:{parsed.port}")
-        return build_source(
-            parsed,
-            default_namespace=settings.default_namespace,
-            kube=settings.kube,
-            etcd=settings.etcd,
-        )
-    except (AddressError, ValueError) as problem:
-        raise BootstrapInputError(f"--config-source {address}: {problem}") from None
-
-
-async def _read(
-    addresses: Sequence[str],
-    sources: Sequence[ConfigSource],
-    timeout: float,
-    kinds: frozenset[str],
-) -> list[Config]:
-    tasks = [asyncio.create_task(source.run()) for source in sources]
-    try:
-        deadline = time.monotonic() + timeout
-        for address, source, task in zip(addresses, sources, tasks, strict=True):
-            while not source.has_synced():
-                if task.done():
-                    raise BootstrapInputError(
-                        f"--config-source {address}: stopped before it synced ({_failure(task)})"
-                    )
-                if time.monotonic() >= deadline:
-                    raise BootstrapInputError(
-                        f"--config-source {address}: not synced within {timeout:g} s{_why(source)}"
-                    )
-                await asyncio.sleep(SYNC_POLL)
-        found: list[Config] = []
-        for source in sources:
-            for kind in sorted(kinds):
-                found.extend(source.store.configs(kind))
-        return found
-    finally:
-        for source in sources:
-            with contextlib.suppress(Exception):
-                source.close()
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-
-
-def _failure(task: asyncio.Task[None]) -> str:
-    if task.cancelled():
-        return "cancelled"
-    problem = task.exception()
-    return str(problem) if problem is not None else "it ended"
-
-
-def _why(source: ConfigSource) -> str:
-    """``: <reason>`` when the source says why it is unavailable."""
-    availability = getattr(source, "availability", None)
-    if availability is None:
-        return ""
-    state = availability()
-    return f": {state.reason}" if not state.available and state.reason else ""
+    return read_sources(addresses, settings, timeout, kinds)

@@ -3,8 +3,10 @@
 A process imports only the module of the subcommand it runs: importing all of them costs
 about a second of CPU (`serve` alone needs a third less, `validate` a sixth of it), which
 every `pilothouse` process a supervisor, a script or a test starts would pay. Help at the
-top level, `--version`, a mistyped subcommand (argparse's own error and suggestion) and the
-generated CLI reference build the whole parser.
+top level, `--version`, no subcommand or a mistyped one (argparse's own error) parse with
+:func:`index_parser`, which lists every subcommand from :data:`INDEX` and imports none of
+their modules; any other first word that is an option, and the generated CLI reference,
+build the whole parser.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
+from typing import Any
 
 from pilothouse import __version__
 
@@ -126,8 +129,32 @@ BY_NAME: dict[str, Loader] = {
 }  # fmt: skip
 
 
-def build_parser(only: Loader | None = None) -> argparse.ArgumentParser:
-    """The command's parser: every subcommand, or only the one ``only`` loads."""
+# Each subcommand's name, aliases and one-line help as its module registers them, in the
+# order `pilothouse --help` lists them (tests/unit/cli/test_main_names.py holds the index
+# parser's help and errors to the whole parser's).
+INDEX: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("validate", (), "validate Istio config files or directories"),
+    ("serve", (), "serve the mesh config over xDS"),
+    ("bootstrap", (), "print an Envoy (or proxyless gRPC) bootstrap for a node"),
+    ("token", (), "a local token issuer for the CA, and service account tokens"),
+    ("loadtest", (), "point simulated proxies at an xDS server and time them"),
+    ("proxy-status", ("ps",), "sync status of the proxies connected to one or more replicas"),
+    ("proxy-config", ("pc",), "a proxy's clusters, listeners, routes, endpoints or secrets"),
+    ("inspect", (), "compare what a proxy holds with what it acknowledged"),
+    ("apply", (), "write Istio objects to the config store (etcd)"),
+    ("get", (), "read Istio objects from the config store (etcd)"),
+    ("delete", (), "delete Istio objects from the config store (etcd)"),
+    ("agent", (), "run the node agent: local key, SDS and xDS over Unix sockets, Envoy"),
+    ("analyze", (), "find problems across Istio config (istioctl analyze's checks)"),
+    ("version", (), "print the client's version (and the control plane's, with --remote)"),
+    ("workload", (), "workloads outside Kubernetes (istioctl x workload)"),
+)
+
+# First words the index parser answers exactly as the whole parser would (it exits on them).
+_INDEX_OPTIONS = frozenset({"-h", "--help", "--version"})
+
+
+def _top_parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction[Any]]:
     parser = argparse.ArgumentParser(
         prog="pilothouse",
         description="A service-mesh control plane: Istio config in, xDS and MCP out.",
@@ -135,14 +162,38 @@ def build_parser(only: Loader | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"pilothouse {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
+    return parser, commands
+
+
+def build_parser(only: Loader | None = None) -> argparse.ArgumentParser:
+    """The command's parser: every subcommand, or only the one ``only`` loads."""
+    parser, commands = _top_parser()
     for load in (only,) if only is not None else SUBCOMMANDS:
         load().add_parser(commands)
     return parser
 
 
+def index_parser() -> argparse.ArgumentParser:
+    """The top level with every subcommand named but none of their arguments: enough for
+    top-level help, ``--version`` and argparse's error for a missing or unknown
+    subcommand, without importing a subcommand's module."""
+    parser, commands = _top_parser()
+    for name, aliases, summary in INDEX:
+        commands.add_parser(name, aliases=list(aliases), help=summary)
+    return parser
+
+
+def _parser_for(words: Sequence[str]) -> argparse.ArgumentParser:
+    if words and words[0] in BY_NAME:
+        return build_parser(BY_NAME[words[0]])
+    if not words or words[0] in _INDEX_OPTIONS or not words[0].startswith("-"):
+        return index_parser()
+    return build_parser()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(BY_NAME.get(words[0]) if words else None)
+    parser = _parser_for(words)
     args = parser.parse_args(words)
     code = args.run(args)
     return int(code or 0)

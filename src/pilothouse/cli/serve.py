@@ -46,8 +46,8 @@ from pilothouse.cli.config_sources import (
     MissingConfigDirectory,
     SourceSetupError,
     check_config_directories,
-    mcp_roles,
 )
+from pilothouse.cli.mcp_roles import mcp_roles
 from pilothouse.cli.serve_admin import admin_server, runtime_knobs
 from pilothouse.cli.serve_args import add_arguments, settings_from
 from pilothouse.cli.serve_config import load_mesh, load_served_config

@@ -44,12 +44,11 @@ from aiohttp.typedefs import Middleware
 from pilothouse.admin.impact import MAX_TIMEOUT
 from pilothouse.boundary.contain import json_answer
 from pilothouse.cli.impact_merge import merged
+from pilothouse.cli.partial_answer import PARTIAL
 from pilothouse.cli.worker_board import WorkerBoard
 
 log = logging.getLogger("pilothouse.serve")
 
-PARTIAL: Final = "Pilothouse-Workers-Missing"
-"""Response header naming the workers whose answer is missing from a merged answer."""
 PRIVATE_HOST: Final = "127.0.0.1"
 """Where each worker's private admin port listens."""
 ASK_TIMEOUT: Final = 5.0

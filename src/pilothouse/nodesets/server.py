@@ -40,6 +40,7 @@ from pilothouse.mcp.source_server import StreamAdmission, admitted
 from pilothouse.nodesets.kubernetes import KubeNodeObjects
 from pilothouse.nodesets.membership import NODE_SET_KINDS, NodeSetIndex
 from pilothouse.nodesets.node_access import CallerGuard, NodeSetDenied, node_denial
+from pilothouse.nodesets.service import DELTA_NODE_SETS, NODE_ADDRESSES_KEY, NODE_SET_SERVICE
 from pilothouse.nodesets.session import NodeSetSession, UnknownType
 from pilothouse.protocol.request_bytes import Undecodable, request_parser
 from pilothouse.push.cache import Resource
@@ -51,11 +52,6 @@ from pilothouse.xds.generators.api import encode_api_resource, wall_clock_now
 from pilothouse.xds.protocol.wire import delta_response
 
 log = logging.getLogger("pilothouse.nodesets")
-
-NODE_SET_SERVICE = "pilothouse.nodeset.v1.NodeSetDiscoveryService"
-DELTA_NODE_SETS = "DeltaNodeSets"
-NODE_ADDRESSES_KEY = "INSTANCE_IPS"
-"""The node metadata key naming the node's addresses (comma-separated)."""
 
 
 class BadNodeSetRequest(ValueError):

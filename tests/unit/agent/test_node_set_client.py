@@ -13,7 +13,8 @@ from pilothouse.agent.node_agent import NodeConfigError, read_node_config
 from pilothouse.agent.node_set import NodeSetClient
 from pilothouse.api.istio.networking.v1alpha3 import workload_entry_pb2
 from pilothouse.config.model import Config
-from pilothouse.nodesets.server import NODE_ADDRESSES_KEY, NodeSetServer
+from pilothouse.nodesets.server import NodeSetServer
+from pilothouse.nodesets.service import NODE_ADDRESSES_KEY
 from pilothouse.sources.memory import MemoryStore
 
 WE = "networking.istio.io/v1/WorkloadEntry"
