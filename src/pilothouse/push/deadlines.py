@@ -12,15 +12,8 @@ again for the oldest left.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Protocol
 
-
-class Awaited(Protocol):
-    """What is given up on: an ``asyncio.Future`` or a :class:`~pilothouse.push.signal.Signal`."""
-
-    def done(self) -> bool: ...
-
-    def set_result(self, result: Any, /) -> None: ...
+from pilothouse.push.signal import Waited
 
 
 class Deadlines:
@@ -28,13 +21,13 @@ class Deadlines:
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
-        self._due: dict[Awaited, float] = {}
+        self._due: dict[Waited, float] = {}
         """Futures → when they are given up on (oldest first)."""
         self._timer: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         """The loop the timer runs on, looked up once (each lookup costs a getpid)."""
 
-    def add(self, future: Awaited) -> None:
+    def add(self, future: Waited) -> None:
         """Give ``future`` up at ``seconds`` from now (once: adding it again changes nothing)."""
         if future in self._due:
             return
@@ -45,11 +38,11 @@ class Deadlines:
         if self._timer is None:
             self._timer = loop.call_at(due, self._expire)
 
-    def discard(self, future: Awaited) -> None:
+    def discard(self, future: Waited) -> None:
         """``future`` came (or is no longer waited for)."""
         self._due.pop(future, None)
 
-    def futures(self) -> list[Awaited]:
+    def futures(self) -> list[Waited]:
         return list(self._due)
 
     def clear(self) -> None:

@@ -49,8 +49,9 @@ from pilothouse.push.proxy_push import ProxyPushRules
 from pilothouse.push.queue import PushQueue
 from pilothouse.push.request import PushRequest, TriggerReason
 from pilothouse.push.secrets import has_secrets, secret_keys
+from pilothouse.push.signal import Waited
 from pilothouse.push.target import PushTarget
-from pilothouse.push.workers import PushWorkers, PushWorkerStats, Waited
+from pilothouse.push.workers import PushWorkers, PushWorkerStats
 from pilothouse.registry.aggregate import ServiceRegistry
 from pilothouse.registry.update import RegistryUpdate
 from pilothouse.settings import XdsSettings

@@ -38,10 +38,6 @@ class Signal:
     def done(self) -> bool:
         return self._done
 
-    def cancelled(self) -> bool:
-        """Never: a cancelled signal counts as resolved (its waiters go on)."""
-        return False
-
     def add_done_callback(self, callback: Callable[[Signal], object]) -> None:
         """Run ``callback(self)`` once resolved (at once, if it already is)."""
         if self._done:
@@ -75,6 +71,10 @@ class Signal:
 
         self.add_done_callback(resolve)
         yield from future.__await__()
+
+
+Waited = asyncio.Future[None] | Signal
+"""What a push or an answer is waited for with: a future, or a signal (no loop hop)."""
 
 
 def _run(callback: Callable[[Signal], object], signal: Signal) -> None:

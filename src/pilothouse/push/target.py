@@ -12,13 +12,12 @@ the push service's tests use an in-memory one.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Hashable
 from typing import Protocol
 
 from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.push.proxy_push import ProxyPush
-from pilothouse.push.signal import Signal
+from pilothouse.push.signal import Waited
 
 
 class ProxyWatches(Hashable, Protocol):
@@ -67,12 +66,12 @@ class PushTarget(ProxyWatches, Protocol):
         """End the stream with INTERNAL: pilothouse failed serving it."""
         ...
 
-    def when_written(self) -> asyncio.Future[None] | Signal | None:
+    def when_written(self) -> Waited | None:
         """Resolved once everything queued so far is written (or the writer stops); None
         when there is nothing to wait for."""
         ...
 
-    def when_answered(self) -> asyncio.Future[None] | Signal | None:
+    def when_answered(self) -> Waited | None:
         """Resolved once the proxy has answered (ACK or NACK) every response sent so far
         (or the stream ends); None when nothing is unanswered."""
         ...

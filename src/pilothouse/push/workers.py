@@ -34,10 +34,10 @@ from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from pilothouse.push.deadlines import Awaited, Deadlines
+from pilothouse.push.deadlines import Deadlines
 from pilothouse.push.queue import PushQueue, QueuedPush
 from pilothouse.push.request import PushRequest
-from pilothouse.push.signal import Signal
+from pilothouse.push.signal import Signal, Waited
 from pilothouse.push.slots import Slots
 
 _log = logging.getLogger(__name__)
@@ -84,8 +84,6 @@ class PushWorkerStats:
     max_concurrent: int = 0
 
 
-Waited = asyncio.Future[None] | Signal
-"""What a push or an answer is waited for with: a future, or a signal (no loop hop)."""
 ConnPushFn = Callable[[ConnT, PushRequest], Awaitable[None] | Signal | None]
 """Runs one push: None when it finished in the call, else a future, a signal or a
 coroutine to await."""
@@ -176,20 +174,17 @@ class PushWorkers(Generic[ConnT]):
                     # pushes that finish in the call never wait: let readers and writers run
                     started = 0
                     await asyncio.sleep(0)
-            flying: list[Awaitable[Any]] = [*self._tasks, *self._flying()]
+            flying: list[asyncio.Future[Any] | Signal] = [*self._tasks, *self._waiting.futures()]
             if flying:
                 await asyncio.gather(*flying, return_exceptions=True)
         finally:
             self._held.clear()  # the queue is shut: nothing is pushed after an answer
-            leftover: list[Awaitable[Any]] = [*self._tasks, *self._flying()]
+            leftover: list[asyncio.Future[Any] | Signal] = [*self._tasks, *self._waiting.futures()]
             self._waiting.clear()
             for waited in leftover:
-                waited.cancel()  # type: ignore[attr-defined]  # tasks, futures, signals
+                waited.cancel()
             if leftover:
                 await asyncio.gather(*leftover, return_exceptions=True)
-
-    def _flying(self) -> list[Waited]:
-        return [w for w in self._waiting.futures() if isinstance(w, Signal | asyncio.Future)]
 
     async def _dequeue_or_release(self) -> QueuedPush[ConnT] | None:
         item: QueuedPush[ConnT] | None = None
@@ -234,7 +229,7 @@ class PushWorkers(Generic[ConnT]):
             self._waiting.add(waiter)
         waiter.add_done_callback(lambda done: self._waited(conn, done))
 
-    def _waited(self, conn: ConnT, waiter: Awaited) -> None:
+    def _waited(self, conn: ConnT, waiter: Waited) -> None:
         self._waiting.discard(waiter)
         self._finish(conn, failed=False)
 
@@ -275,6 +270,6 @@ class PushWorkers(Generic[ConnT]):
         self._held.add(answer)
         answer.add_done_callback(lambda done: self._answer_came(conn, done))
 
-    def _answer_came(self, conn: ConnT, answer: Awaited) -> None:
+    def _answer_came(self, conn: ConnT, answer: Waited) -> None:
         self._held.discard(answer)
         self._queue.mark_done(conn)

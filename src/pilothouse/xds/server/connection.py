@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
-from pilothouse.protocol.messages import DeltaRequest, NackError, SotwRequest
+from pilothouse.protocol.messages import DeltaRequest, SotwRequest, nack_error
 from pilothouse.push.proxy import ProxyIdentity
 from pilothouse.push.proxy_push import EndpointPush, ProxyPush
 from pilothouse.push.signal import Signal
@@ -186,17 +186,13 @@ class Connection:
         """A request from the proxy; ``names`` fingerprints a SotW request's resource
         names (:func:`pilothouse.protocol.request_bytes.names_fingerprint`); a NACK is
         logged (:mod:`pilothouse.xds.server.nack_log`)."""
-        if request.HasField("error_detail"):
-            error = NackError.from_status(request.error_detail)
+        error = nack_error(request)
+        if error is not None:
             type_url = request.type_url
             self._nacks.nacked(
                 type_url, request.response_nonce, error, now, lambda: self._patching(type_url)
             )
-        out = self.engine.receive(request, now, names)
-        if out:
-            self._write(out)
-        else:  # what was generated for no response (nothing had changed)
-            self._resources.forget_generation_time()
+        self._write(self.engine.receive(request, now, names))
         waiter = self.answered_waiter
         if waiter is not None and not self.unanswered():
             self.answered_waiter = None
