@@ -48,11 +48,7 @@ from pilothouse.xds.builders.http_connection_manager import is_http
 from pilothouse.xds.builders.listener import WILDCARD_ADDRESS, listener_name
 from pilothouse.xds.builders.listener_shared import L4Chain, build_shared_outbound_listener
 from pilothouse.xds.builders.listener_sidecar import build_outbound_listener
-from pilothouse.xds.generators.lds_headless import (
-    HeadlessPort,
-    from_kubernetes,
-    listens_per_endpoint,
-)
+from pilothouse.xds.generators.lds_headless import HeadlessPort
 from pilothouse.xds.generators.mesh_tcp import service_destinations
 from pilothouse.xds.generators.mesh_tls import (
     ANY_NAME,
@@ -100,14 +96,13 @@ def default_outbound_listeners(
             number = service_port.number
             address, cidr = WILDCARD_ADDRESS, ""
             if not is_http(protocol):
-                if listens_per_endpoint(service):
-                    addresses = per_endpoint.get((service.hostname, number), ())
-                    if addresses or from_kubernetes(service):
-                        for endpoint in addresses:
-                            claims.setdefault((endpoint, number), []).append(
-                                PortClaim(service, protocol, "")
-                            )
-                        continue
+                endpoints = per_endpoint.get((service.hostname, number))
+                if endpoints is not None:  # a headless service's port: a listener each
+                    for endpoint in endpoints:
+                        claims.setdefault((endpoint, number), []).append(
+                            PortClaim(service, protocol, "")
+                        )
+                    continue
                 address, cidr = listen_address(service)
             claims.setdefault((address, number), []).append(PortClaim(service, protocol, cidr))
     listeners = []
