@@ -22,9 +22,9 @@ The addresses are an input of the scope's listeners (:class:`HeadlessPort` tuple
 
 from __future__ import annotations
 
-import ipaddress
 from typing import NamedTuple
 
+from pilothouse.config.validation.addresses import is_ip
 from pilothouse.config.validation.ports import is_http
 from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.registry.model import SERVICE_KIND
@@ -57,14 +57,6 @@ def headless_ports(
             on_port = {e.address for e in held if e.service_port_name == port.name}
             if wildcard and not on_port:
                 continue
-            addresses = sorted(a for a in on_port if a != own_address and _is_ip(a))
+            addresses = sorted(a for a in on_port if a != own_address and is_ip(a))
             found.append(HeadlessPort(service.hostname, port.number, tuple(addresses)))
     return tuple(found)
-
-
-def _is_ip(address: str) -> bool:
-    try:
-        ipaddress.ip_address(address)
-    except ValueError:
-        return False
-    return True
