@@ -415,3 +415,21 @@ async def test_a_headless_service_entry_keeps_the_wildcard_without_endpoints() -
     found = await listeners(mesh)
     ports = {n: address(x) for n, x in found.items() if n.startswith(("0.0.0.0_7", "10."))}
     assert ports == {"0.0.0.0_7400": ("0.0.0.0", 7400), "10.2.0.1_7500": ("10.2.0.1", 7500)}
+
+
+async def test_udp_ports_get_no_outbound_listener() -> None:
+    """istiod builds no sidecar outbound listener for a UDP port (its listeners are
+    TCP), neither at a Service's address nor, for a headless one, per endpoint."""
+    cluster = MemoryCluster()
+    udp = [{"name": "dns", "port": 53, "protocol": "UDP"}]
+    cluster.services.apply(service("dns", "apps", udp, cluster_ip="None"))
+    cluster.services.apply(service("vip", "apps", udp))
+    for name, address in (("dns", "10.1.0.1"), ("vip", "10.1.0.2")):
+        cluster.endpointslices.apply(
+            endpoint_slice(f"{name}-1", "apps", name, [("dns", 53)], [(address, None, True)])
+        )
+    store = MemoryStore(name="test")
+    store.mark_synced()
+    client = parse_node("sidecar~10.0.0.9~app-1.apps~apps.svc.cluster.local")
+    (snapshot,) = (await snapshot_store(store, {"client": client}, cluster.feeds())).values()
+    assert not [n for n in snapshot.json("lds") if n.endswith("_53")]

@@ -22,13 +22,17 @@ The addresses are an input of the scope's listeners (:class:`HeadlessPort` tuple
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from pilothouse.config.validation.addresses import is_ip
 from pilothouse.config.validation.ports import is_http
 from pilothouse.registry.endpoint_index import EndpointIndex
 from pilothouse.registry.model import SERVICE_KIND
 from pilothouse.xds.generators.scope_inputs import ScopeInputs
+
+NO_LISTENER: Final = frozenset({"", "UDP"})
+"""Service port protocols (upper case) no outbound listener is built for: undeclared
+(pilothouse does not sniff), UDP (istiod's outbound listeners are TCP)."""
 
 
 class HeadlessPort(NamedTuple):
@@ -43,7 +47,7 @@ class HeadlessPort(NamedTuple):
 def headless_ports(
     scope: ScopeInputs, endpoints: EndpointIndex, own_address: str
 ) -> tuple[HeadlessPort, ...]:
-    """Every non-HTTP port with a declared protocol of the scope's headless services,
+    """Every TCP port (neither HTTP, UDP nor undeclared) of the scope's headless services,
     with its endpoint addresses but ``own_address`` (none: no listener on the port); a
     port that keeps the shared wildcard listener instead is left out."""
     found: list[HeadlessPort] = []
@@ -52,7 +56,7 @@ def headless_ports(
         # a ServiceEntry host without a selector: no endpoint is the wildcard listener
         wildcard = service.source.kind != SERVICE_KIND and service.workload_selector is None
         for port in service.ports:
-            if not port.protocol or is_http(port.protocol):
+            if port.protocol.upper() in NO_LISTENER or is_http(port.protocol):
                 continue
             on_port = {e.address for e in held if e.service_port_name == port.name}
             if wildcard and not on_port:
