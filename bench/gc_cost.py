@@ -46,11 +46,12 @@ from bench.harness.figures import emit, note
 from bench.harness.fleet import connect
 from bench.harness.mesh import FanoutMesh
 from bench.harness.options import fleet_parser, parsed
+from pilothouse.heap import collector_thresholds
 from pilothouse.loadtest.fleet import ProxyFleet
+from pilothouse.settings import GcSettings
 
 HOOK = Path(__file__).resolve().parent / "gc_stats"
 PHASES = ("storm", "idle", "eds", "cds")
-CPYTHON_THRESHOLDS = (700, 10, 10)
 VARIABLES = ("PILOTHOUSE_GC_THRESHOLD0", "PILOTHOUSE_GC_THRESHOLD1", "PILOTHOUSE_GC_THRESHOLD2")
 
 
@@ -191,7 +192,7 @@ async def one_round(
         outcome.pushes_grew_mib.append(grew / 1024)
         thresholds = read_stats(stats)["thresholds"]
         asked = [int(v) for v in environment(setting).values()]
-        if thresholds != [v or d for v, d in zip(asked, CPYTHON_THRESHOLDS, strict=True)]:
+        if thresholds != list(collector_thresholds(GcSettings(*asked))):
             raise RuntimeError(f"{setting}: the server runs with {thresholds}")
         note(f"gc_cost: {setting} done (thresholds {thresholds})")
     return outcome

@@ -259,6 +259,13 @@ class Service:
             return False
         return bool(_service_fields(self) == _service_fields(other))
 
+    @property
+    def headless(self) -> bool:
+        """Resolution NONE without an address (a Kubernetes Service with ``clusterIP:
+        None``, a ServiceEntry host of resolution NONE without addresses): sidecars
+        listen for its non-HTTP ports at its endpoints' addresses (lds_headless.py)."""
+        return self.resolution is Resolution.NONE and not self.addresses
+
     def port_by_number(self, number: int) -> ServicePort | None:
         for port in self.ports:
             if port.number == number:

@@ -146,7 +146,7 @@ class RequestReplay:
     failure of the caller's iterator is logged (naming ``stream``), kept as
     :attr:`failure`, and cancels the opening in use (:meth:`opened`)."""
 
-    def __init__(self, requests: AsyncIterable[Any] | Iterable[Any], stream: str = "") -> None:
+    def __init__(self, requests: AsyncIterable[Any] | Iterable[Any], stream: str) -> None:
         self.stream = stream
         self.failure: Exception | None = None
         """What the caller's request iterator raised, if it did."""
@@ -175,7 +175,7 @@ class RequestReplay:
         self.failure = problem
         log.warning(
             "the requests of the etcd stream %s failed (%s); ending the stream",
-            self.stream or "?",
+            self.stream,
             describe(problem),
             exc_info=problem,
             extra={"stream": self.stream},
@@ -190,14 +190,13 @@ class RequestReplay:
         if self.failure is not None:
             call.cancel()
 
-    def failure_error(self) -> grpc.aio.AioRpcError:
-        """The failure of the requests as the stream's error, for its caller."""
-        why = describe(self.failure) if self.failure is not None else "unknown"
+    def failure_error(self, failure: Exception) -> grpc.aio.AioRpcError:
+        """``failure`` of the requests as the stream's error, for its caller."""
         return grpc.aio.AioRpcError(
             grpc.StatusCode.CANCELLED,
             grpc.aio.Metadata(),
             grpc.aio.Metadata(),
-            f"the requests of {self.stream or 'the stream'} failed: {why}",
+            f"the requests of {self.stream} failed: {describe(failure)}",
         )
 
     def _put(self, request: Any) -> None:
@@ -280,10 +279,10 @@ class StreamTokenRefresh(grpc.aio.StreamStreamClientInterceptor):
                 yield response
         except asyncio.CancelledError:
             # the call cancelled because its requests failed, not this task: say why
-            current = asyncio.current_task()
-            if replay.failure is None or (current is not None and current.cancelling()):
+            current, failure = asyncio.current_task(), replay.failure
+            if failure is None or (current is not None and current.cancelling()):
                 raise
-            raise replay.failure_error() from replay.failure
+            raise replay.failure_error(failure) from failure
         finally:
             call.cancel()
             replay.close()

@@ -369,3 +369,67 @@ async def test_a_headless_service_listens_at_each_endpoint_for_its_tcp_ports() -
         "10.1.0.1_5432",
         "10.1.0.3_5432",
     ]
+
+
+def headless_entry(name: str, port: int, selector: str = "") -> str:
+    picks = f"workloadSelector: {{labels: {{app: {selector}}}}}" if selector else ""
+    return f"""\
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {{name: {name}, namespace: apps, creationTimestamp: "2024-01-01T00:00:00Z"}}
+spec:
+  hosts: ["{name}.apps.svc.cluster.local"]
+  location: MESH_INTERNAL
+  resolution: NONE
+  {picks}
+  ports: [{{number: {port}, name: tcp, protocol: TCP}}]
+---
+"""
+
+
+def workload_entry(name: str, address: str, app: str) -> str:
+    return f"""\
+apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: {{name: {name}, namespace: apps}}
+spec: {{address: {address}, labels: {{app: {app}}}}}
+---
+"""
+
+
+async def test_a_headless_service_entry_keeps_the_wildcard_without_endpoints() -> None:
+    """istiod's per-endpoint listeners for a ServiceEntry of resolution NONE without an
+    address: with no endpoints on the port and no workloadSelector, the shared
+    ``0.0.0.0_<port>``; with a selector, or endpoints that are all left out (the proxy's
+    own address, a hostname), no listener on that port at all."""
+    mesh = (
+        headless_entry("plain", 7400)
+        + headless_entry("unselected", 7200, selector="nobody")
+        + headless_entry("self", 7100, selector="self")
+        + workload_entry("me", "10.0.0.9", "self")
+        + headless_entry("named", 7300, selector="named")
+        + workload_entry("by-name", "vm.example.com", "named")
+        + headless_entry("other", 7500, selector="other")
+        + workload_entry("vm", "10.2.0.1", "other")
+    )
+    found = await listeners(mesh)
+    ports = {n: address(x) for n, x in found.items() if n.startswith(("0.0.0.0_7", "10."))}
+    assert ports == {"0.0.0.0_7400": ("0.0.0.0", 7400), "10.2.0.1_7500": ("10.2.0.1", 7500)}
+
+
+async def test_udp_ports_get_no_outbound_listener() -> None:
+    """istiod builds no sidecar outbound listener for a UDP port (its listeners are
+    TCP), neither at a Service's address nor, for a headless one, per endpoint."""
+    cluster = MemoryCluster()
+    udp = [{"name": "dns", "port": 53, "protocol": "UDP"}]
+    cluster.services.apply(service("dns", "apps", udp, cluster_ip="None"))
+    cluster.services.apply(service("vip", "apps", udp))
+    for name, address in (("dns", "10.1.0.1"), ("vip", "10.1.0.2")):
+        cluster.endpointslices.apply(
+            endpoint_slice(f"{name}-1", "apps", name, [("dns", 53)], [(address, None, True)])
+        )
+    store = MemoryStore(name="test")
+    store.mark_synced()
+    client = parse_node("sidecar~10.0.0.9~app-1.apps~apps.svc.cluster.local")
+    (snapshot,) = (await snapshot_store(store, {"client": client}, cluster.feeds())).values()
+    assert not [n for n in snapshot.json("lds") if n.endswith("_53")]

@@ -47,14 +47,7 @@ from pilothouse.registry.kubernetes.services import (
     service_key,
     service_of,
 )
-from pilothouse.registry.model import (
-    NO_LABELS,
-    Endpoint,
-    Labels,
-    Resolution,
-    Service,
-    ServiceKey,
-)
+from pilothouse.registry.model import NO_LABELS, Endpoint, Labels, Service, ServiceKey
 from pilothouse.registry.update import RegistryUpdate
 from pilothouse.sources.kubernetes.events import KubeEvent, WatchEventType
 from pilothouse.sources.kubernetes.skipped import SkippedObjects
@@ -205,8 +198,7 @@ class KubeRegistry:
         service = self._services.get(key)
         return (
             service is not None
-            and service.resolution is Resolution.NONE
-            and not service.addresses
+            and service.headless
             and any(p.protocol and not is_http(p.protocol) for p in service.ports)
         )
 

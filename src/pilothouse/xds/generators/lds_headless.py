@@ -11,8 +11,10 @@ so that a connection to a pod's IP matches that pod's service cluster
 the shared ``0.0.0.0_<port>`` (their virtual hosts tell the services apart). Endpoint
 addresses that are not IP addresses are left out, and so is the proxy's own address
 (its own traffic to itself never leaves it: its inbound listener holds that address).
-A Kubernetes Service without endpoints gets no listener on those ports; a ServiceEntry
-without endpoints keeps the shared ``0.0.0.0_<port>``, as in istiod.
+Only a ServiceEntry host without a workloadSelector and without endpoints on the port
+keeps the shared ``0.0.0.0_<port>``; any other such port (a Kubernetes Service's, a
+selecting ServiceEntry's, or one whose endpoints were all left out) gets no listener,
+as in istiod.
 
 The addresses are an input of the scope's listeners (:class:`HeadlessPort` tuples in
 ``ListenerInputs``): listeners built for one set of pods are never served for another.
@@ -20,13 +22,17 @@ The addresses are an input of the scope's listeners (:class:`HeadlessPort` tuple
 
 from __future__ import annotations
 
-import ipaddress
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
+from pilothouse.config.validation.addresses import is_ip
 from pilothouse.config.validation.ports import is_http
 from pilothouse.registry.endpoint_index import EndpointIndex
-from pilothouse.registry.model import SERVICE_KIND, Resolution, Service
+from pilothouse.registry.model import SERVICE_KIND
 from pilothouse.xds.generators.scope_inputs import ScopeInputs
+
+NO_LISTENER: Final = frozenset({"", "UDP"})
+"""Service port protocols (upper case) no outbound listener is built for: undeclared
+(pilothouse does not sniff), UDP (istiod's outbound listeners are TCP)."""
 
 
 class HeadlessPort(NamedTuple):
@@ -38,45 +44,23 @@ class HeadlessPort(NamedTuple):
     addresses: tuple[str, ...]
 
 
-def listens_per_endpoint(service: Service) -> bool:
-    """Whether ``service``'s non-HTTP ports listen at its endpoints' addresses (as
-    ``ScopeInputs.passthrough_without_address`` gathers them)."""
-    return service.resolution is Resolution.NONE and not service.addresses
-
-
-def from_kubernetes(service: Service) -> bool:
-    """A Kubernetes Service (no endpoints: no listener), not a ServiceEntry host (no
-    endpoints: the shared wildcard listener)."""
-    return service.source.kind == SERVICE_KIND
-
-
 def headless_ports(
     scope: ScopeInputs, endpoints: EndpointIndex, own_address: str
 ) -> tuple[HeadlessPort, ...]:
-    """Every non-HTTP port with a declared protocol of the scope's headless services,
-    with its endpoint addresses but ``own_address``."""
+    """Every TCP port (neither HTTP, UDP nor undeclared) of the scope's headless services,
+    with its endpoint addresses but ``own_address`` (none: no listener on the port); a
+    port that keeps the shared wildcard listener instead is left out."""
     found: list[HeadlessPort] = []
     for service in scope.passthrough_without_address:
         held = endpoints.endpoints(service.key)
+        # a ServiceEntry host without a selector: no endpoint is the wildcard listener
+        wildcard = service.source.kind != SERVICE_KIND and service.workload_selector is None
         for port in service.ports:
-            if not port.protocol or is_http(port.protocol):
+            if port.protocol.upper() in NO_LISTENER or is_http(port.protocol):
                 continue
-            addresses = sorted(
-                {
-                    endpoint.address
-                    for endpoint in held
-                    if endpoint.service_port_name == port.name
-                    and endpoint.address != own_address
-                    and _is_ip(endpoint.address)
-                }
-            )
+            on_port = {e.address for e in held if e.service_port_name == port.name}
+            if wildcard and not on_port:
+                continue
+            addresses = sorted(a for a in on_port if a != own_address and is_ip(a))
             found.append(HeadlessPort(service.hostname, port.number, tuple(addresses)))
     return tuple(found)
-
-
-def _is_ip(address: str) -> bool:
-    try:
-        ipaddress.ip_address(address)
-    except ValueError:
-        return False
-    return True

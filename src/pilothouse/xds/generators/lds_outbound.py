@@ -4,7 +4,8 @@ Each service port the scope sees, services oldest first (then by name and namesp
 as istiod orders its push context's services: a Kubernetes Service's name, a
 ServiceEntry host's hostname; services without a creation time last), lands on one
 listener, keyed by address and port; ports without a declared protocol are left out
-(pilothouse does not sniff protocols):
+(pilothouse does not sniff protocols), and so are UDP ports (istiod's outbound
+listeners are TCP: it builds none for them):
 
 - HTTP ports share ``0.0.0.0_<port>`` on the route configuration ``<port>``, whose
   virtual hosts tell the services apart; the oldest HTTP service on the port gives
@@ -48,11 +49,7 @@ from pilothouse.xds.builders.http_connection_manager import is_http
 from pilothouse.xds.builders.listener import WILDCARD_ADDRESS, listener_name
 from pilothouse.xds.builders.listener_shared import L4Chain, build_shared_outbound_listener
 from pilothouse.xds.builders.listener_sidecar import build_outbound_listener
-from pilothouse.xds.generators.lds_headless import (
-    HeadlessPort,
-    from_kubernetes,
-    listens_per_endpoint,
-)
+from pilothouse.xds.generators.lds_headless import NO_LISTENER, HeadlessPort
 from pilothouse.xds.generators.mesh_tcp import service_destinations
 from pilothouse.xds.generators.mesh_tls import (
     ANY_NAME,
@@ -95,19 +92,18 @@ def default_outbound_listeners(
     for service in sorted(scope.by_hostname.values(), key=_age):
         for service_port in service.ports:
             protocol = service_port.protocol.upper()
-            if not protocol:
+            if protocol in NO_LISTENER:
                 continue
             number = service_port.number
             address, cidr = WILDCARD_ADDRESS, ""
             if not is_http(protocol):
-                if listens_per_endpoint(service):
-                    addresses = per_endpoint.get((service.hostname, number), ())
-                    if addresses or from_kubernetes(service):
-                        for endpoint in addresses:
-                            claims.setdefault((endpoint, number), []).append(
-                                PortClaim(service, protocol, "")
-                            )
-                        continue
+                endpoints = per_endpoint.get((service.hostname, number))
+                if endpoints is not None:  # a headless service's port: a listener each
+                    for endpoint in endpoints:
+                        claims.setdefault((endpoint, number), []).append(
+                            PortClaim(service, protocol, "")
+                        )
+                    continue
                 address, cidr = listen_address(service)
             claims.setdefault((address, number), []).append(PortClaim(service, protocol, cidr))
     listeners = []

@@ -40,7 +40,7 @@ from pilothouse.push.indexes import RouteEntry
 from pilothouse.push.inputs import FrozenInputs
 from pilothouse.push.proxy import ProxyType
 from pilothouse.push.scope import ProxyScope, ScopeContext
-from pilothouse.registry.model import Resolution, Service
+from pilothouse.registry.model import Service
 from pilothouse.xds.builders.route_action import HashPolicyLookup
 from pilothouse.xds.builders.route_delegate import DelegateLookup
 from pilothouse.xds.generators.base import GenerationInput
@@ -103,9 +103,7 @@ class ScopeInputs(FrozenInputs):
         order: their TCP ports listen per endpoint (lds_headless.py)."""
         found = self._without_address
         if found is None:
-            found = tuple(
-                s for s, _ in self.services if s.resolution is Resolution.NONE and not s.addresses
-            )
+            found = tuple(s for s, _ in self.services if s.headless)
             object.__setattr__(self, "_without_address", found)
         return found
 
