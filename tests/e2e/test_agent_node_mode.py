@@ -86,7 +86,7 @@ async def ask(socket, names):
         try:
             await call.write(discovery_pb2.DiscoveryRequest(type_url=sys.argv[3],
                                                             resource_names=names))
-            async with asyncio.timeout(10):
+            async with asyncio.timeout(20):
                 response = await call.read()
         except grpc.aio.AioRpcError as problem:
             return {"refused": problem.code().name}
@@ -177,17 +177,23 @@ async def node_mesh() -> AsyncIterator[NodeMesh]:
             )
             task = asyncio.create_task(agent.run())
             try:
-                async with asyncio.timeout(10):
+                async with asyncio.timeout(30):  # bounds a failure, not the start-up
                     await agent.serving.wait()
                 envoys += await asyncio.gather(
                     start_envoy(home, "server", {"app": "server", **SIDECAR_LABEL}),
                     start_envoy(home, "client", {"app": "client"}),
                 )
                 logs = [home / "envoy-server.log", home / "envoy-client.log"]
-                await asyncio.gather(
-                    wait_for_port(ports.inbound, timeout=15),
-                    wait_for_port(ports.egress, timeout=15),
-                )
+                # each listener comes once its Envoy has started, had its certificate
+                # made on the node and its config: seconds on a loaded machine
+                try:
+                    await asyncio.gather(
+                        wait_for_port(ports.inbound, timeout=30),
+                        wait_for_port(ports.egress, timeout=30),
+                    )
+                except TimeoutError as late:
+                    tails = "\n".join(log.read_text(errors="replace")[-3000:] for log in logs)
+                    raise AssertionError(f"{late}; the Envoys said:\n{tails}") from None
                 yield NodeMesh(agent, home, ports, logs)
             finally:
                 for envoy in envoys:
@@ -202,7 +208,7 @@ async def node_mesh() -> AsyncIterator[NodeMesh]:
 
 
 async def test_two_workloads_on_one_agent_talk_mutual_tls(node_mesh: NodeMesh) -> None:
-    async with asyncio.timeout(15):
+    async with asyncio.timeout(30):
         while (report := await send_requests(LOOPBACK, node_mesh.ports.egress, 1,
                                              authority=HOST)).ok != 1:  # fmt: skip
             await asyncio.sleep(0.1)
@@ -233,7 +239,7 @@ async def test_a_workload_cannot_obtain_the_other_s_certificate(node_mesh: NodeM
         sys.executable, str(script), str(home / "server" / "sds"), str(home / "client" / "sds"),
         SDS, SERVER_ID, cwd=home, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
-    out, err = await asyncio.wait_for(process.communicate(), 20)
+    out, err = await asyncio.wait_for(process.communicate(), 40)
     assert process.returncode == 0, err.decode()
     answers = json.loads(out)
     assert answers["other"] == {"refused": "UNAVAILABLE"}, answers

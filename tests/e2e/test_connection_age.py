@@ -83,6 +83,15 @@ def placed(fleet: ProxyFleet) -> Counter[str]:
     return Counter(proxy.server for proxy in fleet.proxies)
 
 
+async def most_connected(fleet: ProxyFleet, within: float = 10.0) -> Counter[str]:
+    """The connected proxies by server at the first instant at least half the fleet is."""
+    deadline = time.monotonic() + within
+    while sum((connected := fleet.by_server()).values()) < len(fleet.proxies) / 2:
+        assert time.monotonic() < deadline, f"most proxies stayed between streams: {connected}"
+        await asyncio.sleep(0.01)
+    return connected
+
+
 async def test_a_stream_ends_after_about_the_age_and_its_proxy_comes_back(
     replicas: list[ServeProcess],
 ) -> None:
@@ -140,22 +149,24 @@ async def test_connection_age_spreads_proxies_over_a_replica_added_later(
 
         fleet.set_servers([address(first), address(second)])  # the Service's endpoints
         opened = sum(proxy.streams_opened for proxy in fleet.proxies)
-        # rounds of ageing: every proxy reconnects, each time to either; two rounds'
-        # worth of new streams come within three rounds' time
-        deadline = time.monotonic() + 3 * (1.1 * AGE + GRACE + 0.5)
-        while time.monotonic() < deadline:
-            if sum(p.streams_opened for p in fleet.proxies) - opened >= 2 * PROXIES:
-                break
+        # rounds of ageing: every proxy reconnects, each time to either, until two
+        # rounds' worth of new streams have come (three rounds' time on a quiet machine;
+        # how long a stream lives is the first test's to check, the deadline bounds a
+        # failure only)
+        deadline = time.monotonic() + 30
+        while sum(p.streams_opened for p in fleet.proxies) - opened < 2 * PROXIES:
+            assert time.monotonic() < deadline, "the proxies stopped reconnecting"
             await asyncio.sleep(0.1)
-        assert sum(p.streams_opened for p in fleet.proxies) - opened >= 2 * PROXIES
         for _ in range(5):
             # each connect is a fair coin: 200 proxies put 100 ± 7 on each replica,
             # and a fair share is at least 30 % (over five deviations from even)
             after = placed(fleet)
             assert min(after[address(first)], after[address(second)]) >= 0.3 * PROXIES
-            # the same among those connected at this instant (the rest are between
-            # an aged-out stream and the next one's first response)
-            connected = fleet.by_server()
+            # the same among those connected at one instant (the rest are between an
+            # aged-out stream and the next one's first response): a look waits for an
+            # instant with most of the fleet connected, as the streams of a round age
+            # out close together and a loaded machine is slow to bring them back
+            connected = await most_connected(fleet)
             assert min(connected.values()) >= 0.3 * sum(connected.values()), connected
             assert set(connected) == {address(first), address(second)}, connected
             await asyncio.sleep(AGE / 4)  # a quarter of a round between looks

@@ -61,8 +61,9 @@ FLAVOURS = ("sotw", "delta")
 RATE = 100.0
 """Requests per second through each Envoy."""
 HOLD = 1.0
-"""How long traffic runs with the control plane dead, and with the directory away (at
-``RATE``, 100 requests through each Envoy, of which at least half must land in the phase)."""
+"""How long traffic runs at least with the control plane dead, and with the directory away
+(at ``RATE``, 100 requests through each Envoy, of which at least half must land in the
+phase; a phase is held longer until they have)."""
 LINGER = 0.25
 """How long traffic runs on between phases that wait for nothing else (25 requests through
 each Envoy at ``RATE``), so that each phase's traffic is seen before the next begins."""
@@ -72,6 +73,8 @@ start-up, then Envoy's ADS reconnect backoff, which is fully jittered exponentia
 0.5 s and capped at 5 s by ``pilothouse bootstrap`` (typically a few seconds)."""
 FOLLOW = 10.0
 """Longest wait for traffic to follow an edit while the control plane runs."""
+HELD_AT_MOST = 20.0
+"""Longest a held phase waits for its share of requests (bounds a failure only)."""
 XDS_CONNECT_FAILURES = "cluster.xds-grpc.upstream_cx_connect_fail"
 """Envoy's count of failed connections to its xDS cluster (reconnect attempts while down)."""
 
@@ -226,7 +229,7 @@ async def test_control_plane_killed_restarted_and_directory_moved_costs_no_reque
         envoys = await asyncio.gather(*(envoy_factory(bootstrap) for bootstrap in bootstraps))
         for car, envoy in zip(sidecars, envoys, strict=True):
             car.envoy = envoy
-            await wait_for_port(car.port, timeout=10)
+            await wait_for_port(car.port, timeout=30)
             car.load = SteadyLoad(car.port, authority=car.host, rate=RATE, workers=4)
             await stack.enter_async_context(car.load)
         loads = [car.load for car in sidecars if car.load is not None]
@@ -236,11 +239,11 @@ async def test_control_plane_killed_restarted_and_directory_moved_costs_no_reque
         await asyncio.sleep(LINGER)
 
         # 1. SIGKILL: Envoy keeps its last config; the route is edited meanwhile.
-        timeline.begin("killed")
+        killed = timeline.begin("killed")
         plane.kill()
         await asyncio.gather(*(wait_disconnected(envoy) for envoy in envoys))
         write(routing, routing_yaml(sidecars, "v2"))
-        await asyncio.sleep(HOLD)
+        await hold_phase(loads, since=killed)
 
         # 2. Restart on the same ports: the Envoys reconnect and catch up.
         restarted = timeline.begin("restarted")
@@ -254,8 +257,9 @@ async def test_control_plane_killed_restarted_and_directory_moved_costs_no_reque
         seen.before = await asyncio.gather(*(envoy_state(envoy) for envoy in envoys))
         gone = timeline.begin("away")
         os.rename(mesh, away)
-        while time.monotonic() < gone + HOLD:
+        while time.monotonic() < gone + HOLD or not phase_filled(loads, since=gone):
             seen.ready_away.append(await plane.ready("format=json"))
+            assert time.monotonic() < gone + HELD_AT_MOST, "the load stopped in the away phase"
             await asyncio.sleep(0.25)
         seen.during = await asyncio.gather(*(envoy_state(envoy) for envoy in envoys))
 
@@ -336,6 +340,20 @@ class Observations:
     ready_back: tuple[int, str] = (0, "(never asked)")
     rejected: list[dict[str, int]] = field(default_factory=list)
     """Per Envoy, its xDS ``update_rejected`` counters that are not zero (NACKs)."""
+
+
+def phase_filled(loads: Sequence[SteadyLoad], since: float) -> bool:
+    """Whether every load has sent the requests a phase asks for since it began."""
+    least = RATE * HOLD * 0.5
+    return all(sum(1 for s in load.samples if s.at >= since) >= least for load in loads)
+
+
+async def hold_phase(loads: Sequence[SteadyLoad], since: float) -> None:
+    """Hold the phase begun at ``since`` for ``HOLD`` and until every load has sent its
+    share in it (a loaded machine sends fewer requests a second than ``RATE``)."""
+    while time.monotonic() < since + HOLD or not phase_filled(loads, since):
+        assert time.monotonic() < since + HELD_AT_MOST, "the load stopped"
+        await asyncio.sleep(0.05)
 
 
 async def wait_available(plane: ServeProcess, directory: Path, timeout: float) -> tuple[int, str]:

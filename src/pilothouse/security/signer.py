@@ -13,6 +13,10 @@ from __future__ import annotations
 
 from typing import Protocol
 
+# Loaded now rather than by cryptography on first use (``ec.ECDSA`` imports it then): an
+# import opens files, and a server whose descriptors a connection flood has taken must
+# still sign the certificate of the first workload that gets through.
+from cryptography.hazmat.backends.openssl import backend as _openssl  # noqa: F401
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 

@@ -84,14 +84,16 @@ async def test_burst_of_fifty_events_is_one_merged_push(start: Runner) -> None:
         observe_debounce_time=observed.append,
     )
     start(debouncer)
+    await settle()  # the debouncer is waiting for its first event
     loop = asyncio.get_running_loop()
     began = loop.time()
+    # The burst arrives within one turn of the loop, as a source loading many objects
+    # sends it: no stall of a loaded machine can open a quiet period inside it.
     for i in range(50):
         debouncer.enqueue(config_event(i, start=float(i)))
-        await asyncio.sleep(0)
     while not recorder.pushes:
         await asyncio.sleep(0.005)
-        assert loop.time() - began < 2, "no push within 2 s"
+        assert loop.time() - began < 20, "no push within 20 s"
     await asyncio.sleep(0.1)  # nothing else follows
     assert len(recorder.pushes) == 1
     push = recorder.pushes[0]
