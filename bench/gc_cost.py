@@ -13,7 +13,7 @@ storm measures the server, not the limit), then
 
 The server runs with ``gc_stats/`` on its ``PYTHONPATH``, which times every collection
 on the CPU clock per generation; each phase reports the collections and their CPU beside
-the server's own CPU over the phase (``/proc``, so ticks of 10 ms: the pushes sum
+the server's own CPU over the phase (its CPU-time clock, in nanoseconds; the pushes sum
 several runs), and the collector's share of that CPU. RSS with no proxy and with N
 converged gives memory per connection, and RSS a second after the pushes how much the
 heap grew over them (garbage the collector has not freed yet included). The load
