@@ -136,6 +136,7 @@ def storm_limit(rate: float | None, proxies: int = 2000) -> float | None:
 
 CPU_EXPLAINED = "docs/guides/scale.md#where-the-servers-cpu-goes"
 SPREAD_EXPLAINED = "docs/guides/scale.md#figures-that-hold-still"
+MISSES_EXPLAINED = "docs/guides/scale.md#the-misses-explained"
 
 
 def _cpu(trigger: str, proxies: int) -> Target:
@@ -201,6 +202,7 @@ TARGETS: tuple[Target, ...] = (
             ("unconverged", "proxies never converged"),
             ("pushes_missed", "pushes never reached every proxy"),
         ),
+        explained=MISSES_EXPLAINED,
     ),
     Target(
         "kib_per_connection",
@@ -223,6 +225,7 @@ TARGETS: tuple[Target, ...] = (
         " ms",
         failures=(("pilothouse_unconverged_worst_run", UNCONVERGED),),
         against=key("floor_server_cpu_ms_per_proxy"),
+        explained=MISSES_EXPLAINED,
     ),
     Target(
         "storm_convergence",
