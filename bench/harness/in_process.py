@@ -166,10 +166,22 @@ class InProcessServer:
 
     def idle(self, acked: bool = True) -> bool:
         """Nothing queued, pushed, or waiting to be written (or ACKed, with ``acked``)."""
-        return not self.discovery.pending_pushes() and all(
+        return not self._pushing(acked) and all(
             c.outbound.empty() and not c.settling and (not acked or _answered(c))
             for c in self.connections
         )
+
+    def _pushing(self, acked: bool) -> bool:
+        """Pushes queued or running. Without ``acked`` a connection whose push is written
+        and only waits for its proxy's answer (the answer wait, which holds it in flight
+        for up to a second) is not pushing: the caller hands the ACKs over itself once
+        the writes settle. A tree without a push queue of that shape counts every
+        pending push."""
+        pushes = getattr(self.discovery, "pushes", None)
+        queue, workers = getattr(pushes, "queue", None), getattr(pushes, "workers", None)
+        if acked or queue is None or not hasattr(workers, "running"):
+            return bool(self.discovery.pending_pushes())
+        return bool(queue.pending() or workers.running())
 
     async def quiet(self) -> None:
         """Until :meth:`idle`, polling."""
