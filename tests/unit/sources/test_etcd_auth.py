@@ -139,19 +139,29 @@ async def test_a_stream_that_delivered_fails_as_it_did_and_a_second_refusal_too(
         await server.server.stop(None)
 
 
+@pytest.fixture
+async def unhandled() -> AsyncIterator[list[dict[str, Any]]]:
+    """What reaches the loop's exception handler during the test (asyncio reports a task
+    whose exception nobody retrieved there, when the task is collected)."""
+    loop = asyncio.get_running_loop()
+    found: list[dict[str, Any]] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: found.append(context))
+    try:
+        yield found
+    finally:
+        loop.set_exception_handler(previous)
+
+
 @pytest.mark.parametrize("refused", [set(), {"stale"}], ids=["first-opening", "replayed"])
 async def test_requests_that_fail_end_the_stream_with_their_reason_and_are_logged_once(
-    refused: set[str], caplog: pytest.LogCaptureFixture
+    refused: set[str], caplog: pytest.LogCaptureFixture, unhandled: list[dict[str, Any]]
 ) -> None:
     """The caller's request iterator raising (on the stream as first opened, or on the
     one opened again with the replayed requests) ends the stream: its caller's next read
     fails CANCELLED naming the stream and the failure, one warning says so, and no task
     is left with an exception nobody retrieved (asyncio would report it when the task
     is collected, through the loop's exception handler)."""
-    loop = asyncio.get_running_loop()
-    unhandled: list[dict[str, Any]] = []
-    previous = loop.get_exception_handler()
-    loop.set_exception_handler(lambda _loop, context: unhandled.append(context))
     server = StreamServer(refused=refused)
     await server.server.start()
     authenticated: list[str] = []
@@ -193,19 +203,14 @@ async def test_requests_that_fail_end_the_stream_with_their_reason_and_are_logge
         await asyncio.sleep(0)
         assert unhandled == []
     finally:
-        loop.set_exception_handler(previous)
         await server.server.stop(None)
 
 
 async def test_requests_that_fail_on_a_stream_nobody_reads_leave_no_task_behind(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, unhandled: list[dict[str, Any]]
 ) -> None:
     """A stream whose caller drops it unread: the failure of its requests is logged
     once and the stream cancelled; no task is left holding the exception."""
-    loop = asyncio.get_running_loop()
-    unhandled: list[dict[str, Any]] = []
-    previous = loop.get_exception_handler()
-    loop.set_exception_handler(lambda _loop, context: unhandled.append(context))
     server = StreamServer(refused=set())
     await server.server.start()
     try:
@@ -226,5 +231,4 @@ async def test_requests_that_fail_on_a_stream_nobody_reads_leave_no_task_behind(
         await asyncio.sleep(0)
         assert unhandled == []
     finally:
-        loop.set_exception_handler(previous)
         await server.server.stop(None)
