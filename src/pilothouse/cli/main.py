@@ -4,7 +4,7 @@ A process imports only the module of the subcommand it runs: importing all of th
 about a second of CPU (`serve` alone needs a third less, `validate` a sixth of it), which
 every `pilothouse` process a supervisor, a script or a test starts would pay. Help at the
 top level, `--version`, no subcommand or a mistyped one (argparse's own error) parse with
-:func:`index_parser`, which lists every subcommand from :data:`INDEX` and imports none of
+:func:`index_parser`, which lists every subcommand from :data:`COMMANDS` and imports none of
 their modules; any other first word that is an option, and the generated CLI reference,
 build the whole parser.
 """
@@ -15,7 +15,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 from pilothouse import __version__
 
@@ -112,43 +112,62 @@ def _workload_entry() -> ModuleType:
 
 Loader = Callable[[], ModuleType]
 
-# In the order `pilothouse --help` lists them.
-SUBCOMMANDS: tuple[Loader, ...] = (
-    _validate, _serve, _bootstrap, _tokens, _loadtest, _proxy_status, _proxy_config,
-    _inspector, _apply, _get, _delete, _agent, _analyze, _version, _workload_entry,
-)  # fmt: skip
 
-# Every name and alias a subcommand's parser registers, and the module that registers it
-# (tests/unit/cli/test_main_names.py holds this to what the parsers say).
-BY_NAME: dict[str, Loader] = {
-    "validate": _validate, "serve": _serve, "bootstrap": _bootstrap, "token": _tokens,
-    "loadtest": _loadtest, "proxy-status": _proxy_status, "ps": _proxy_status,
-    "proxy-config": _proxy_config, "pc": _proxy_config, "inspect": _inspector,
-    "apply": _apply, "get": _get, "delete": _delete, "agent": _agent,
-    "analyze": _analyze, "version": _version, "workload": _workload_entry,
-}  # fmt: skip
+class Command(NamedTuple):
+    """A subcommand as its module registers it: name, aliases and one-line help, and the
+    loader of that module."""
+
+    name: str
+    aliases: tuple[str, ...]
+    summary: str
+    load: Loader
 
 
-# Each subcommand's name, aliases and one-line help as its module registers them, in the
-# order `pilothouse --help` lists them (tests/unit/cli/test_main_names.py holds the index
-# parser's help and errors to the whole parser's).
-INDEX: tuple[tuple[str, tuple[str, ...], str], ...] = (
-    ("validate", (), "validate Istio config files or directories"),
-    ("serve", (), "serve the mesh config over xDS"),
-    ("bootstrap", (), "print an Envoy (or proxyless gRPC) bootstrap for a node"),
-    ("token", (), "a local token issuer for the CA, and service account tokens"),
-    ("loadtest", (), "point simulated proxies at an xDS server and time them"),
-    ("proxy-status", ("ps",), "sync status of the proxies connected to one or more replicas"),
-    ("proxy-config", ("pc",), "a proxy's clusters, listeners, routes, endpoints or secrets"),
-    ("inspect", (), "compare what a proxy holds with what it acknowledged"),
-    ("apply", (), "write Istio objects to the config store (etcd)"),
-    ("get", (), "read Istio objects from the config store (etcd)"),
-    ("delete", (), "delete Istio objects from the config store (etcd)"),
-    ("agent", (), "run the node agent: local key, SDS and xDS over Unix sockets, Envoy"),
-    ("analyze", (), "find problems across Istio config (istioctl analyze's checks)"),
-    ("version", (), "print the client's version (and the control plane's, with --remote)"),
-    ("workload", (), "workloads outside Kubernetes (istioctl x workload)"),
+# Every subcommand, in the order `pilothouse --help` lists them
+# (tests/unit/cli/test_main_names.py holds this to what each module's parser registers,
+# and the index parser's help and errors to the whole parser's).
+COMMANDS: tuple[Command, ...] = (
+    Command("validate", (), "validate Istio config files or directories", _validate),
+    Command("serve", (), "serve the mesh config over xDS", _serve),
+    Command("bootstrap", (), "print an Envoy (or proxyless gRPC) bootstrap for a node", _bootstrap),
+    Command("token", (), "a local token issuer for the CA, and service account tokens", _tokens),
+    Command("loadtest", (), "point simulated proxies at an xDS server and time them", _loadtest),
+    Command(
+        "proxy-status",
+        ("ps",),
+        "sync status of the proxies connected to one or more replicas",
+        _proxy_status,
+    ),
+    Command(
+        "proxy-config",
+        ("pc",),
+        "a proxy's clusters, listeners, routes, endpoints or secrets",
+        _proxy_config,
+    ),
+    Command("inspect", (), "compare what a proxy holds with what it acknowledged", _inspector),
+    Command("apply", (), "write Istio objects to the config store (etcd)", _apply),
+    Command("get", (), "read Istio objects from the config store (etcd)", _get),
+    Command("delete", (), "delete Istio objects from the config store (etcd)", _delete),
+    Command(
+        "agent", (), "run the node agent: local key, SDS and xDS over Unix sockets, Envoy", _agent
+    ),
+    Command(
+        "analyze", (), "find problems across Istio config (istioctl analyze's checks)", _analyze
+    ),
+    Command(
+        "version",
+        (),
+        "print the client's version (and the control plane's, with --remote)",
+        _version,
+    ),
+    Command("workload", (), "workloads outside Kubernetes (istioctl x workload)", _workload_entry),
 )
+
+SUBCOMMANDS: tuple[Loader, ...] = tuple(command.load for command in COMMANDS)
+BY_NAME: dict[str, Loader] = {
+    name: command.load for command in COMMANDS for name in (command.name, *command.aliases)
+}
+"""Every name and alias a subcommand's parser registers, and the module that registers it."""
 
 # First words the index parser answers exactly as the whole parser would (it exits on them).
 _INDEX_OPTIONS = frozenset({"-h", "--help", "--version"})
@@ -178,8 +197,8 @@ def index_parser() -> argparse.ArgumentParser:
     top-level help, ``--version`` and argparse's error for a missing or unknown
     subcommand, without importing a subcommand's module."""
     parser, commands = _top_parser()
-    for name, aliases, summary in INDEX:
-        commands.add_parser(name, aliases=list(aliases), help=summary)
+    for command in COMMANDS:
+        commands.add_parser(command.name, aliases=list(command.aliases), help=command.summary)
     return parser
 
 

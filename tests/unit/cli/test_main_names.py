@@ -12,7 +12,7 @@ import io
 
 import pytest
 
-from pilothouse.cli.main import BY_NAME, INDEX, SUBCOMMANDS, build_parser, index_parser
+from pilothouse.cli.main import BY_NAME, COMMANDS, SUBCOMMANDS, build_parser, index_parser
 
 
 def registered(parser: argparse.ArgumentParser) -> set[str]:
@@ -30,7 +30,7 @@ def test_the_table_names_what_each_module_registers() -> None:
 def test_the_index_names_every_subcommand_in_the_whole_parser_s_order() -> None:
     (commands,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
     listed = [(action.dest, action.help) for action in commands._choices_actions]
-    assert listed == [(name, summary) for name, _, summary in INDEX]
+    assert listed == [(command.name, command.summary) for command in COMMANDS]
     assert registered(index_parser()) == set(BY_NAME)
 
 
