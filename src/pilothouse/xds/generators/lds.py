@@ -116,7 +116,7 @@ class ListenerGenerator:
         scope = scope_inputs(given)
         headless = (
             headless_ports(scope, given.endpoints, proxy.ip)
-            if scope.passthrough_without_address and not proxy.is_router
+            if scope.headless_services and not proxy.is_router
             else ()
         )
         inputs = ListenerInputs(

@@ -51,7 +51,7 @@ def headless_ports(
     with its endpoint addresses but ``own_address`` (none: no listener on the port); a
     port that keeps the shared wildcard listener instead is left out."""
     found: list[HeadlessPort] = []
-    for service in scope.passthrough_without_address:
+    for service in scope.headless_services:
         held = endpoints.endpoints(service.key)
         # a ServiceEntry host without a selector: no endpoint is the wildcard listener
         wildcard = service.source.kind != SERVICE_KIND and service.workload_selector is None

@@ -84,7 +84,7 @@ class ScopeInputs(FrozenInputs):
         default=None, init=False, repr=False, compare=False
     )
     _delegates: DelegateLookup | None = field(default=None, init=False, repr=False, compare=False)
-    _without_address: tuple[Service, ...] | None = field(
+    _headless: tuple[Service, ...] | None = field(
         default=None, init=False, repr=False, compare=False
     )
 
@@ -98,13 +98,13 @@ class ScopeInputs(FrozenInputs):
         return found
 
     @property
-    def passthrough_without_address(self) -> tuple[Service, ...]:
+    def headless_services(self) -> tuple[Service, ...]:
         """The services of resolution NONE without an address (headless), in the scope's
         order: their TCP ports listen per endpoint (lds_headless.py)."""
-        found = self._without_address
+        found = self._headless
         if found is None:
             found = tuple(s for s, _ in self.services if s.headless)
-            object.__setattr__(self, "_without_address", found)
+            object.__setattr__(self, "_headless", found)
         return found
 
     @property
