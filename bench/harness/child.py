@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.harness.process import process_cpu_seconds
+from pilothouse.loadtest.cpu_time import process_cpu
 from pilothouse.loadtest.server_process import process_tree
 
 PR_SET_PDEATHSIG = 1
@@ -230,7 +230,7 @@ def cpu_seconds(pid: int) -> float | None:
     """User + system CPU seconds of process ``pid``, all its threads (None if it is gone).
     Its child processes are not counted: ``pilothouse serve`` starts none."""
     try:
-        return process_cpu_seconds(pid)
+        return process_cpu(pid).seconds
     except OSError:
         return None
 

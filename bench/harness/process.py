@@ -137,11 +137,6 @@ class ServerProcess:
         return self._popen.returncode
 
 
-def process_cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of ``pid``, every thread (``cpu_time.process_cpu``)."""
-    return process_cpu(pid).seconds
-
-
 def process_rss_kib(pid: int) -> int | None:
     with contextlib.suppress(OSError), open(f"/proc/{pid}/status", encoding="ascii") as handle:
         for line in handle:
